@@ -1,0 +1,148 @@
+//! Cleanup: settle a transaction's fate at its primary (paper, "lazy
+//! cleanup"; TiKV's `cleanup`/`check_txn_status`).
+//!
+//! Run as one row transaction on the primary's row, so it races safely with
+//! the owner's commit of the primary: if the primary lock is still there the
+//! transaction is rolled back (lock and data erased, a rollback record left);
+//! if the primary has a commit record the transaction committed and its
+//! secondaries must be rolled forward. If there is neither (the primary's
+//! prewrite has not arrived yet), a rollback record is written so that a late
+//! prewrite fails.
+
+use crate::row::{Column, Row, RowMutation, RowOp};
+use crate::types::{Ts, Write, WriteKind};
+use serde::{Deserialize, Serialize};
+
+/// The fate of a transaction as its primary records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnStatus {
+    /// The primary is committed at `commit_ts`: roll secondaries forward.
+    Committed {
+        /// The transaction's commit_ts.
+        commit_ts: Ts,
+    },
+    /// The transaction is rolled back: roll secondaries back.
+    RolledBack,
+}
+
+/// What a cleanup did to the row, for the history's event counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CleanupAction {
+    /// Nothing: the fate was already recorded.
+    None,
+    /// Erased the lock and wrote a rollback record.
+    RolledBack,
+    /// No lock and no record: wrote a rollback record ahead of the prewrite.
+    RolledBackBeforePrewrite,
+}
+
+/// Settle the transaction started at `start_ts` whose primary is `col` of `row`.
+pub fn cleanup(row: &Row, col: &str, start_ts: Ts) -> (RowMutation, TxnStatus, CleanupAction) {
+    let c = row.col(col);
+    if c.lock.contains_key(&start_ts) {
+        return (
+            rollback(c, col, start_ts),
+            TxnStatus::RolledBack,
+            CleanupAction::RolledBack,
+        );
+    }
+    match c.write_of(start_ts) {
+        Some((commit_ts, w)) if w.is_commit() => (
+            RowMutation::none(),
+            TxnStatus::Committed { commit_ts },
+            CleanupAction::None,
+        ),
+        Some(_) => (RowMutation::none(), TxnStatus::RolledBack, CleanupAction::None),
+        None => (
+            rollback(c, col, start_ts),
+            TxnStatus::RolledBack,
+            CleanupAction::RolledBackBeforePrewrite,
+        ),
+    }
+}
+
+/// The mutation that rolls back the transaction at `start_ts` in one column:
+/// erase its lock and data, and leave a rollback record at `start_ts` (unless
+/// a record already sits there).
+pub(crate) fn rollback(c: &Column, col: &str, start_ts: Ts) -> RowMutation {
+    let mut m = RowMutation::none();
+    if c.lock.contains_key(&start_ts) {
+        m.push(RowOp::EraseLock {
+            col: col.to_string(),
+            ts: start_ts,
+        });
+    }
+    if c.data.contains_key(&start_ts) {
+        m.push(RowOp::EraseData {
+            col: col.to_string(),
+            ts: start_ts,
+        });
+    }
+    if !c.write.contains_key(&start_ts) {
+        m.push(RowOp::PutWrite {
+            col: col.to_string(),
+            commit_ts: start_ts,
+            write: Write {
+                start_ts,
+                kind: WriteKind::Rollback,
+            },
+        });
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CleanupAction, TxnStatus};
+    use crate::actions::test_util::*;
+    use crate::types::WriteKind;
+
+    #[test]
+    fn locked_primary_is_rolled_back() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        let (status, action) = s.cleanup("p", 10);
+        assert_eq!((status, action), (TxnStatus::RolledBack, CleanupAction::RolledBack));
+        let c = s.column("p");
+        assert!(c.lock.is_empty() && c.data.is_empty());
+        assert_eq!(c.write.get(&ts(10)).unwrap().kind, WriteKind::Rollback);
+    }
+
+    #[test]
+    fn committed_primary_reports_commit_ts() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        s.must_commit("p", 10, 14);
+        let (status, action) = s.cleanup("p", 10);
+        assert_eq!(status, TxnStatus::Committed { commit_ts: ts(14) });
+        assert_eq!(action, CleanupAction::None);
+    }
+
+    #[test]
+    fn rollback_before_the_prewrite_arrives() {
+        let mut s = MemStore::default();
+        let (status, action) = s.cleanup("p", 10);
+        assert_eq!((status, action), (TxnStatus::RolledBack, CleanupAction::RolledBackBeforePrewrite));
+        // The late prewrite now fails and leaves nothing behind.
+        assert!(s.prewrite_put("p", "v", "p", 10).is_err());
+        assert!(s.column("p").lock.is_empty());
+    }
+
+    #[test]
+    fn cleanup_is_idempotent() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        s.cleanup("p", 10);
+        let before = s.column("p").clone();
+        assert_eq!(s.cleanup("p", 10), (TxnStatus::RolledBack, CleanupAction::None));
+        assert_eq!(s.column("p"), &before);
+    }
+
+    #[test]
+    fn cleanup_then_owner_commit_fails() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        s.cleanup("p", 10);
+        assert!(s.commit("p", 10, 12).is_err());
+    }
+}

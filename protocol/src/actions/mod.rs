@@ -1,0 +1,124 @@
+//! Row steps: each reads one row and returns the mutation to apply, which a
+//! tablet server applies atomically (one file per step, named as the verb).
+
+pub mod cleanup;
+pub mod commit;
+pub mod get;
+pub mod prewrite;
+pub mod resolve;
+pub mod touch;
+
+#[cfg(test)]
+pub(crate) mod test_util;
+
+use crate::row::{Row, RowMutation};
+use crate::types::{Ts, TxnTs};
+use serde::{Deserialize, Serialize};
+
+pub use cleanup::{CleanupAction, TxnStatus};
+pub use commit::CommitError;
+pub use get::GetResult;
+pub use prewrite::{Prewrite, PrewriteError};
+pub use resolve::{Resolution, ResolveAction, ResolveError};
+
+/// A request for one row step, as a client sends it to a tablet server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowRequest {
+    /// Snapshot read of one column.
+    Get {
+        /// Data column.
+        col: String,
+        /// The reader's snapshot.
+        start_ts: Ts,
+    },
+    /// Lock and write one cell.
+    Prewrite(Prewrite),
+    /// Replace a lock by a commit record.
+    Commit {
+        /// Data column.
+        col: String,
+        /// The transaction's timestamps.
+        ts: TxnTs,
+    },
+    /// Settle a transaction at its primary (roll back if still locked).
+    Cleanup {
+        /// The primary's data column.
+        col: String,
+        /// The transaction's start_ts.
+        start_ts: Ts,
+    },
+    /// Roll a secondary forward or back.
+    Resolve {
+        /// Data column.
+        col: String,
+        /// The transaction's start_ts.
+        start_ts: Ts,
+        /// Forward (with commit_ts) or back.
+        resolution: Resolution,
+    },
+    /// Refresh a primary lock's wall time.
+    Touch {
+        /// The primary's data column.
+        col: String,
+        /// The transaction's start_ts.
+        start_ts: Ts,
+        /// The owner's wall clock now.
+        wall_ms: u64,
+    },
+}
+
+/// The reply to a [`RowRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowReply {
+    /// Reply to `Get`.
+    Get(GetResult),
+    /// Reply to `Prewrite`.
+    Prewrite(Result<(), PrewriteError>),
+    /// Reply to `Commit`: the commit_ts in effect.
+    Commit(Result<Ts, CommitError>),
+    /// Reply to `Cleanup`.
+    Cleanup(TxnStatus, CleanupAction),
+    /// Reply to `Resolve`.
+    Resolve(Result<ResolveAction, ResolveError>),
+    /// Reply to `Touch`: whether the lock is still there.
+    Touch(bool),
+}
+
+/// Run one row step: read `row` (whose key is `row_key`), decide, and return
+/// the reply with the mutation the tablet server must apply atomically.
+pub fn execute(row: &Row, row_key: &str, req: &RowRequest) -> (RowReply, RowMutation) {
+    match req {
+        RowRequest::Get { col, start_ts } => (
+            RowReply::Get(get::get(row, row_key, col, *start_ts)),
+            RowMutation::none(),
+        ),
+        RowRequest::Prewrite(p) => match prewrite::prewrite(row, row_key, p) {
+            Ok(m) => (RowReply::Prewrite(Ok(())), m),
+            Err(e) => (RowReply::Prewrite(Err(e)), RowMutation::none()),
+        },
+        RowRequest::Commit { col, ts } => match commit::commit(row, col, *ts) {
+            Ok((m, commit_ts)) => (RowReply::Commit(Ok(commit_ts)), m),
+            Err(e) => (RowReply::Commit(Err(e)), RowMutation::none()),
+        },
+        RowRequest::Cleanup { col, start_ts } => {
+            let (m, status, action) = cleanup::cleanup(row, col, *start_ts);
+            (RowReply::Cleanup(status, action), m)
+        }
+        RowRequest::Resolve {
+            col,
+            start_ts,
+            resolution,
+        } => match resolve::resolve(row, col, *start_ts, *resolution) {
+            Ok((m, action)) => (RowReply::Resolve(Ok(action)), m),
+            Err(e) => (RowReply::Resolve(Err(e)), RowMutation::none()),
+        },
+        RowRequest::Touch {
+            col,
+            start_ts,
+            wall_ms,
+        } => {
+            let (m, present) = touch::touch(row, col, *start_ts, *wall_ms);
+            (RowReply::Touch(present), m)
+        }
+    }
+}

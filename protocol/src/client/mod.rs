@@ -1,0 +1,11 @@
+//! The client's procedures: transactions, commit and lock cleanup, written
+//! against a small [`Transport`] that the simulator implements.
+
+mod resolve;
+mod transport;
+mod txn;
+
+pub use transport::{
+    ClientConfig, CleanupEvent, CleanupKind, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
+};
+pub use txn::{AbortReason, CommitOutcome, Transaction, TxnError};

@@ -1,0 +1,365 @@
+//! A Percolator transaction (paper, Figure 6): snapshot reads at start_ts,
+//! writes buffered until a two-phase commit coordinated by the client.
+
+use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
+use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
+use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
+use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
+use serde::{Deserialize, Serialize};
+
+/// Why a read failed; its transaction should abort.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum TxnError {
+    /// A live owner's lock blocked the read for too long.
+    #[error("waited too long on the lock of the transaction started at {start_ts} on {cell}")]
+    LockWaitTimeout {
+        /// The blocked cell.
+        cell: CellKey,
+        /// The lock's start_ts.
+        start_ts: Ts,
+    },
+    /// The store or the oracle did not answer.
+    #[error("rpc: {0}")]
+    Rpc(#[from] RpcError),
+}
+
+/// Why a transaction aborted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbortReason {
+    /// Prewrite met a write committed after start_ts.
+    WriteConflict,
+    /// Prewrite met another transaction's lock.
+    LockConflict,
+    /// A cleanup rolled this transaction back before its primary committed.
+    RolledBack,
+    /// A read waited too long on a lock.
+    LockWaitTimeout,
+    /// The store or the oracle did not answer before the commit point.
+    Unavailable,
+    /// The workload chose to abort.
+    User,
+}
+
+impl AbortReason {
+    /// A short snake_case name for histories and summaries.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AbortReason::WriteConflict => "write_conflict",
+            AbortReason::LockConflict => "lock_conflict",
+            AbortReason::RolledBack => "rolled_back",
+            AbortReason::LockWaitTimeout => "lock_wait_timeout",
+            AbortReason::Unavailable => "unavailable",
+            AbortReason::User => "user",
+        }
+    }
+}
+
+impl From<&TxnError> for AbortReason {
+    fn from(e: &TxnError) -> Self {
+        match e {
+            TxnError::LockWaitTimeout { .. } => AbortReason::LockWaitTimeout,
+            TxnError::Rpc(_) => AbortReason::Unavailable,
+        }
+    }
+}
+
+/// What `commit` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommitOutcome {
+    /// Committed. `commit_ts` is `None` for a read-only transaction, which
+    /// needs no commit timestamp.
+    Committed {
+        /// The commit timestamp.
+        commit_ts: Option<Ts>,
+    },
+    /// Did not commit and never will.
+    Aborted {
+        /// Why.
+        reason: AbortReason,
+    },
+    /// The client cannot tell (the reply at the commit point was lost).
+    Unknown,
+}
+
+/// A transaction in progress. Reads see the snapshot at start_ts (not the
+/// transaction's own buffered writes, as in the paper's pseudocode).
+pub struct Transaction<'t, T: Transport> {
+    t: &'t T,
+    id: u64,
+    start_ts: Ts,
+    /// Buffered writes in first-write order; the first is the primary.
+    writes: Vec<(CellKey, Option<String>)>,
+}
+
+impl<'t, T: Transport> Transaction<'t, T> {
+    /// Begin: register the transaction and take a start_ts from the oracle.
+    pub async fn begin(t: &'t T) -> Result<Self, TxnError> {
+        let id = t.begin_txn();
+        let start_ts = t.timestamp().await?;
+        t.txn_event(id, TxnEvent::Started { start_ts });
+        Ok(Transaction {
+            t,
+            id,
+            start_ts,
+            writes: Vec::new(),
+        })
+    }
+
+    /// The transaction's id in the history.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The snapshot timestamp.
+    pub fn start_ts(&self) -> Ts {
+        self.start_ts
+    }
+
+    /// Read a cell at the snapshot.
+    pub async fn get(&mut self, row: &str, col: &str) -> Result<Option<String>, TxnError> {
+        let value = self.get_cell(&CellKey::new(row, col)).await?;
+        self.t.txn_event(
+            self.id,
+            TxnEvent::Read {
+                cell: CellKey::new(row, col),
+                value: value.clone(),
+            },
+        );
+        Ok(value)
+    }
+
+    async fn get_cell(&self, cell: &CellKey) -> Result<Option<String>, TxnError> {
+        let mut backoff = Backoff::new(self.t);
+        loop {
+            let req = RowRequest::Get {
+                col: cell.col.clone(),
+                start_ts: self.start_ts,
+            };
+            let RowReply::Get(result) = self.t.row(&cell.row, req).await? else {
+                panic!("tablet server answered Get with another reply");
+            };
+            match result {
+                GetResult::Value(v) => return Ok(v),
+                GetResult::Locked(info) => wait_or_clean(self.t, &info, &mut backoff).await?,
+            }
+        }
+    }
+
+    /// Read columns `cols` of every row in `[start_row, end_row)` at the
+    /// snapshot, under the same lock rules as `get`. Returns the cells that
+    /// have a value, in row then column order.
+    pub async fn scan(
+        &mut self,
+        start_row: &str,
+        end_row: &str,
+        cols: &[String],
+    ) -> Result<Vec<(CellKey, String)>, TxnError> {
+        let found = self.t.scan(start_row, end_row, cols, self.start_ts).await?;
+        let mut out = Vec::with_capacity(found.len());
+        for (cell, result) in found {
+            let value = match result {
+                GetResult::Value(v) => v,
+                // Settle the lock exactly as a get would, then read the cell.
+                GetResult::Locked(_) => self.get_cell(&cell).await?,
+            };
+            if let Some(v) = value {
+                self.t.txn_event(
+                    self.id,
+                    TxnEvent::Read {
+                        cell: cell.clone(),
+                        value: Some(v.clone()),
+                    },
+                );
+                out.push((cell, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Buffer a write.
+    pub fn set(&mut self, row: &str, col: &str, value: impl Into<String>) {
+        self.buffer(CellKey::new(row, col), Some(value.into()));
+    }
+
+    /// Buffer a delete.
+    pub fn delete(&mut self, row: &str, col: &str) {
+        self.buffer(CellKey::new(row, col), None);
+    }
+
+    fn buffer(&mut self, cell: CellKey, value: Option<String>) {
+        self.t.txn_event(
+            self.id,
+            TxnEvent::Buffered {
+                cell: cell.clone(),
+                value: value.clone(),
+            },
+        );
+        match self.writes.iter_mut().find(|(c, _)| *c == cell) {
+            Some(slot) => slot.1 = value,
+            None => self.writes.push((cell, value)),
+        }
+    }
+
+    /// Give up without committing (nothing has been written).
+    pub fn abort(self, reason: AbortReason) -> CommitOutcome {
+        self.finish(CommitOutcome::Aborted { reason })
+    }
+
+    fn finish(&self, outcome: CommitOutcome) -> CommitOutcome {
+        self.t.txn_event(self.id, TxnEvent::Finished(outcome.clone()));
+        outcome
+    }
+
+    /// Two-phase commit: prewrite the primary, then the secondaries; take a
+    /// commit_ts; commit the primary (the commit point); then the secondaries.
+    pub async fn commit(self) -> CommitOutcome {
+        let t = self.t;
+        if self.writes.is_empty() {
+            return self.finish(CommitOutcome::Committed { commit_ts: None });
+        }
+        let primary = self.writes[0].0.clone();
+        t.reached(self.id, StepPoint::BeforePrewrite).await;
+        let mut last_touch_ms = t.wall_ms();
+        for (i, (cell, value)) in self.writes.iter().enumerate() {
+            let lock = Lock {
+                primary: primary.clone(),
+                kind: if value.is_some() {
+                    MutationKind::Put
+                } else {
+                    MutationKind::Delete
+                },
+                wall_ms: t.wall_ms(),
+                owner: t.session(),
+            };
+            let req = RowRequest::Prewrite(Prewrite {
+                col: cell.col.clone(),
+                start_ts: self.start_ts,
+                value: value.clone(),
+                lock,
+            });
+            let reason = match t.row(&cell.row, req).await {
+                Ok(RowReply::Prewrite(Ok(()))) => None,
+                Ok(RowReply::Prewrite(Err(PrewriteError::WriteConflict { .. }))) => {
+                    Some(AbortReason::WriteConflict)
+                }
+                Ok(RowReply::Prewrite(Err(PrewriteError::Locked(_)))) => Some(AbortReason::LockConflict),
+                Ok(RowReply::Prewrite(Err(PrewriteError::RolledBack))) => Some(AbortReason::RolledBack),
+                Ok(_) => panic!("tablet server answered Prewrite with another reply"),
+                Err(_) => Some(AbortReason::Unavailable),
+            };
+            if let Some(reason) = reason {
+                // Cells 0..=i may hold our locks (a timed-out prewrite may have landed).
+                let outcome = self.finish(CommitOutcome::Aborted { reason });
+                self.roll_back_own(i + 1).await;
+                return outcome;
+            }
+            t.reached(
+                self.id,
+                if i == 0 {
+                    StepPoint::AfterPrewritePrimary
+                } else {
+                    StepPoint::AfterPrewriteSecondary(i)
+                },
+            )
+            .await;
+            if !self.keep_alive(&primary, &mut last_touch_ms).await {
+                let outcome = self.finish(CommitOutcome::Aborted {
+                    reason: AbortReason::RolledBack,
+                });
+                self.roll_back_own(i + 1).await;
+                return outcome;
+            }
+        }
+        let commit_ts = match t.timestamp().await {
+            Ok(ts) => ts,
+            Err(_) => {
+                let outcome = self.finish(CommitOutcome::Aborted {
+                    reason: AbortReason::Unavailable,
+                });
+                self.roll_back_own(self.writes.len()).await;
+                return outcome;
+            }
+        };
+        t.reached(self.id, StepPoint::BeforeCommitPrimary).await;
+        let ts = TxnTs {
+            start_ts: self.start_ts,
+            commit_ts,
+        };
+        match self.commit_primary(&primary, ts).await {
+            Some(Ok(())) => {}
+            Some(Err(reason)) => return self.finish(CommitOutcome::Aborted { reason }),
+            None => return self.finish(CommitOutcome::Unknown),
+        }
+        t.reached(self.id, StepPoint::AfterCommitPrimary).await;
+        for (i, (cell, _)) in self.writes.iter().enumerate().skip(1) {
+            let req = RowRequest::Commit {
+                col: cell.col.clone(),
+                ts,
+            };
+            // A secondary left locked is rolled forward by whoever meets it.
+            let _ = t.row(&cell.row, req).await;
+            t.reached(self.id, StepPoint::AfterCommitSecondary(i)).await;
+        }
+        self.finish(CommitOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        })
+    }
+
+    /// Commit the primary, retrying lost replies. `None` when the outcome
+    /// stays unknown.
+    async fn commit_primary(&self, primary: &CellKey, ts: TxnTs) -> Option<Result<(), AbortReason>> {
+        for attempt in 0..=self.t.config().commit_retries {
+            if attempt > 0 {
+                self.t.sleep_ms(self.t.config().backoff_min_ms.max(1) << attempt.min(6)).await;
+            }
+            let req = RowRequest::Commit {
+                col: primary.col.clone(),
+                ts,
+            };
+            match self.t.row(&primary.row, req).await {
+                Ok(RowReply::Commit(Ok(_))) => return Some(Ok(())),
+                Ok(RowReply::Commit(Err(_))) => return Some(Err(AbortReason::RolledBack)),
+                Ok(_) => panic!("tablet server answered Commit with another reply"),
+                // Refused outright: nothing was applied, so trying again is safe.
+                Err(RpcError::Unavailable) | Err(RpcError::Timeout) => continue,
+            }
+        }
+        None
+    }
+
+    /// Refresh the primary lock's wall time if it is due. Returns false when
+    /// the primary lock is gone (someone rolled us back).
+    async fn keep_alive(&self, primary: &CellKey, last_touch_ms: &mut u64) -> bool {
+        let now = self.t.wall_ms();
+        if now.saturating_sub(*last_touch_ms) < self.t.config().touch_interval_ms {
+            return true;
+        }
+        *last_touch_ms = now;
+        let req = RowRequest::Touch {
+            col: primary.col.clone(),
+            start_ts: self.start_ts,
+            wall_ms: now,
+        };
+        !matches!(self.t.row(&primary.row, req).await, Ok(RowReply::Touch(false)))
+    }
+
+    /// Best-effort rollback of the first `n` cells after an abort: the
+    /// primary first (which settles the transaction), then the secondaries.
+    async fn roll_back_own(&self, n: usize) {
+        let primary = &self.writes[0].0;
+        let Ok(status) = settle_primary(self.t, primary, self.start_ts, Suspicion::OwnAbort).await
+        else {
+            return;
+        };
+        debug_assert_eq!(status, TxnStatus::RolledBack, "an aborting transaction cannot be committed");
+        for (cell, _) in self.writes.iter().take(n).skip(1) {
+            if resolve_secondary(self.t, cell, self.start_ts, status, Suspicion::OwnAbort)
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! A Bigtable row as Percolator uses it, and the mutations a row step returns.
+//!
+//! A tablet server applies a [`RowMutation`] atomically: that is the only
+//! atomic unit the store offers (a single-row transaction).
+
+use crate::types::{Lock, Ts, Write};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The Percolator columns kept beside one data column.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Column {
+    /// `c:data`, versioned by start_ts.
+    pub data: BTreeMap<Ts, String>,
+    /// `c:lock`, versioned by start_ts.
+    pub lock: BTreeMap<Ts, Lock>,
+    /// `c:write`, versioned by commit_ts.
+    pub write: BTreeMap<Ts, Write>,
+}
+
+impl Column {
+    /// Whether the column holds nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.lock.is_empty() && self.write.is_empty()
+    }
+
+    /// The write record of the transaction that started at `start_ts`, if
+    /// any, with its commit_ts. Commit records sit at or above their start_ts.
+    pub fn write_of(&self, start_ts: Ts) -> Option<(Ts, Write)> {
+        self.write
+            .range(start_ts..)
+            .find(|(_, w)| w.start_ts == start_ts)
+            .map(|(ts, w)| (*ts, *w))
+    }
+}
+
+static EMPTY_COLUMN: Column = Column {
+    data: BTreeMap::new(),
+    lock: BTreeMap::new(),
+    write: BTreeMap::new(),
+};
+
+impl Column {
+    /// An empty column, for rows that lack one.
+    pub fn empty() -> &'static Column {
+        &EMPTY_COLUMN
+    }
+}
+
+/// One row: its data columns, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    /// Columns by data column name.
+    pub cols: BTreeMap<String, Column>,
+}
+
+impl Row {
+    /// The column named `col`, or an empty one.
+    pub fn col(&self, col: &str) -> &Column {
+        self.cols.get(col).unwrap_or(&EMPTY_COLUMN)
+    }
+
+    /// Apply a mutation. Callers apply it as one atomic step.
+    pub fn apply(&mut self, mutation: &RowMutation) {
+        for op in &mutation.ops {
+            match op {
+                RowOp::PutData { col, ts, value } => {
+                    self.entry(col).data.insert(*ts, value.clone());
+                }
+                RowOp::EraseData { col, ts } => {
+                    self.entry(col).data.remove(ts);
+                }
+                RowOp::PutLock { col, ts, lock } => {
+                    self.entry(col).lock.insert(*ts, lock.clone());
+                }
+                RowOp::EraseLock { col, ts } => {
+                    self.entry(col).lock.remove(ts);
+                }
+                RowOp::PutWrite {
+                    col,
+                    commit_ts,
+                    write,
+                } => {
+                    self.entry(col).write.insert(*commit_ts, *write);
+                }
+            }
+        }
+        self.cols.retain(|_, c| !c.is_empty());
+    }
+
+    fn entry(&mut self, col: &str) -> &mut Column {
+        self.cols.entry(col.to_string()).or_default()
+    }
+
+    /// A table of the row's columns as in the paper's Figure 4: one line per
+    /// timestamp, newest first, with `col:data`, `col:lock`, `col:write`.
+    pub fn render(&self, row_key: &str) -> String {
+        let mut out = String::new();
+        for (name, c) in &self.cols {
+            let mut stamps: Vec<Ts> = c
+                .data
+                .keys()
+                .chain(c.lock.keys())
+                .chain(c.write.keys())
+                .copied()
+                .collect();
+            stamps.sort_unstable_by(|a, b| b.cmp(a));
+            stamps.dedup();
+            for ts in stamps {
+                let data = c.data.get(&ts).map(String::as_str).unwrap_or("");
+                let lock = match c.lock.get(&ts) {
+                    Some(l) if l.primary.row == row_key && l.primary.col == *name => {
+                        "primary".to_string()
+                    }
+                    Some(l) => format!("primary@{}", l.primary),
+                    None => String::new(),
+                };
+                let write = match c.write.get(&ts) {
+                    Some(w) => format!("{:?}@{}", w.kind, w.start_ts),
+                    None => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{row_key} {ts:>3}: {name}:data={data:<6} {name}:lock={lock:<14} {name}:write={write}"
+                );
+            }
+        }
+        out
+    }
+}
+
+/// One primitive change to a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowOp {
+    /// Write `c:data` at a start_ts.
+    PutData {
+        /// Data column.
+        col: String,
+        /// The writer's start_ts.
+        ts: Ts,
+        /// The value.
+        value: String,
+    },
+    /// Erase `c:data` at a start_ts.
+    EraseData {
+        /// Data column.
+        col: String,
+        /// The writer's start_ts.
+        ts: Ts,
+    },
+    /// Write `c:lock` at a start_ts.
+    PutLock {
+        /// Data column.
+        col: String,
+        /// The writer's start_ts.
+        ts: Ts,
+        /// The lock.
+        lock: Lock,
+    },
+    /// Erase `c:lock` at a start_ts.
+    EraseLock {
+        /// Data column.
+        col: String,
+        /// The writer's start_ts.
+        ts: Ts,
+    },
+    /// Write a `c:write` record.
+    PutWrite {
+        /// Data column.
+        col: String,
+        /// Where the record sits (commit_ts, or start_ts for a rollback).
+        commit_ts: Ts,
+        /// The record.
+        write: Write,
+    },
+}
+
+/// The changes one row step makes, applied atomically by the tablet server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowMutation {
+    /// The primitive changes, in order.
+    pub ops: Vec<RowOp>,
+}
+
+impl RowMutation {
+    /// No change.
+    pub fn none() -> Self {
+        RowMutation::default()
+    }
+
+    /// Whether the mutation changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn push(&mut self, op: RowOp) -> &mut Self {
+        self.ops.push(op);
+        self
+    }
+}

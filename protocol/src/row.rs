@@ -122,7 +122,8 @@ impl Row {
                 };
                 let _ = writeln!(
                     out,
-                    "{row_key} {ts:>3}: {name}:data={data:<6} {name}:lock={lock:<14} {name}:write={write}"
+                    "{row_key} {:>3}: {name}:data={data:<6} {name}:lock={lock:<14} {name}:write={write}",
+                    ts.0
                 );
             }
         }

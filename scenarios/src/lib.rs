@@ -1,1 +1,6 @@
-//! placeholder
+//! percsim's workloads, scenario files and campaigns, behind the `percsim` CLI.
+
+pub mod scenario;
+pub mod workloads;
+
+pub use scenario::{Scenario, ScenarioError};

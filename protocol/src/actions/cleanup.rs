@@ -52,7 +52,11 @@ pub fn cleanup(row: &Row, col: &str, start_ts: Ts) -> (RowMutation, TxnStatus, C
             TxnStatus::Committed { commit_ts },
             CleanupAction::None,
         ),
-        Some(_) => (RowMutation::none(), TxnStatus::RolledBack, CleanupAction::None),
+        Some(_) => (
+            RowMutation::none(),
+            TxnStatus::RolledBack,
+            CleanupAction::None,
+        ),
         None => (
             rollback(c, col, start_ts),
             TxnStatus::RolledBack,
@@ -102,7 +106,10 @@ mod tests {
         let mut s = MemStore::default();
         s.must_prewrite_put("p", "v", "p", 10);
         let (status, action) = s.cleanup("p", 10);
-        assert_eq!((status, action), (TxnStatus::RolledBack, CleanupAction::RolledBack));
+        assert_eq!(
+            (status, action),
+            (TxnStatus::RolledBack, CleanupAction::RolledBack)
+        );
         let c = s.column("p");
         assert!(c.lock.is_empty() && c.data.is_empty());
         assert_eq!(c.write.get(&ts(10)).unwrap().kind, WriteKind::Rollback);
@@ -122,7 +129,13 @@ mod tests {
     fn rollback_before_the_prewrite_arrives() {
         let mut s = MemStore::default();
         let (status, action) = s.cleanup("p", 10);
-        assert_eq!((status, action), (TxnStatus::RolledBack, CleanupAction::RolledBackBeforePrewrite));
+        assert_eq!(
+            (status, action),
+            (
+                TxnStatus::RolledBack,
+                CleanupAction::RolledBackBeforePrewrite
+            )
+        );
         // The late prewrite now fails and leaves nothing behind.
         assert!(s.prewrite_put("p", "v", "p", 10).is_err());
         assert!(s.column("p").lock.is_empty());
@@ -134,7 +147,10 @@ mod tests {
         s.must_prewrite_put("p", "v", "p", 10);
         s.cleanup("p", 10);
         let before = s.column("p").clone();
-        assert_eq!(s.cleanup("p", 10), (TxnStatus::RolledBack, CleanupAction::None));
+        assert_eq!(
+            s.cleanup("p", 10),
+            (TxnStatus::RolledBack, CleanupAction::None)
+        );
         assert_eq!(s.column("p"), &before);
     }
 

@@ -99,7 +99,10 @@ mod tests {
         s.must_put("k", "v", 5, 6);
         s.must_prewrite_delete("k", "k", 10);
         s.must_commit("k", 10, 11);
-        assert_eq!(s.column("k").write.get(&ts(11)).unwrap().kind, WriteKind::Delete);
+        assert_eq!(
+            s.column("k").write.get(&ts(11)).unwrap().kind,
+            WriteKind::Delete
+        );
         s.must_get_none("k", 12);
     }
 }

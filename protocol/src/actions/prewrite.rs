@@ -43,7 +43,11 @@ pub enum PrewriteError {
 }
 
 /// Prewrite `req` into `row` (whose key is `row_key`).
-pub fn prewrite(row: &crate::row::Row, row_key: &str, req: &Prewrite) -> Result<RowMutation, PrewriteError> {
+pub fn prewrite(
+    row: &crate::row::Row,
+    row_key: &str,
+    req: &Prewrite,
+) -> Result<RowMutation, PrewriteError> {
     let c = row.col(&req.col);
     if let Some(existing) = c.lock.get(&req.start_ts) {
         if existing.primary == req.lock.primary {
@@ -51,8 +55,7 @@ pub fn prewrite(row: &crate::row::Row, row_key: &str, req: &Prewrite) -> Result<
         }
     }
     // A rollback record sits at commit_ts = start_ts of the rolled-back transaction.
-    if c
-        .write
+    if c.write
         .get(&req.start_ts)
         .is_some_and(|w| w.kind == WriteKind::Rollback && w.start_ts == req.start_ts)
     {
@@ -87,7 +90,10 @@ pub fn prewrite(row: &crate::row::Row, row_key: &str, req: &Prewrite) -> Result<
     m.push(RowOp::PutLock {
         col: req.col.clone(),
         ts: req.start_ts,
-        lock: Lock { kind, ..req.lock.clone() },
+        lock: Lock {
+            kind,
+            ..req.lock.clone()
+        },
     });
     Ok(m)
 }
@@ -112,7 +118,10 @@ mod tests {
         let mut s = MemStore::default();
         s.must_put("k", "v1", 12, 15);
         match s.prewrite_put("k", "v2", "k", 10) {
-            Err(PrewriteError::WriteConflict { commit_ts, start_ts }) => {
+            Err(PrewriteError::WriteConflict {
+                commit_ts,
+                start_ts,
+            }) => {
                 assert_eq!((commit_ts.0, start_ts.0), (15, 12));
             }
             other => panic!("expected a write conflict, got {other:?}"),
@@ -125,8 +134,14 @@ mod tests {
     fn conflicts_with_lock_at_any_ts() {
         let mut s = MemStore::default();
         s.must_prewrite_put("k", "v1", "k", 20);
-        assert!(matches!(s.prewrite_put("k", "v2", "k", 10), Err(PrewriteError::Locked(_))));
-        assert!(matches!(s.prewrite_put("k", "v2", "k", 30), Err(PrewriteError::Locked(_))));
+        assert!(matches!(
+            s.prewrite_put("k", "v2", "k", 10),
+            Err(PrewriteError::Locked(_))
+        ));
+        assert!(matches!(
+            s.prewrite_put("k", "v2", "k", 30),
+            Err(PrewriteError::Locked(_))
+        ));
     }
 
     #[test]
@@ -134,7 +149,10 @@ mod tests {
         let mut s = MemStore::default();
         s.must_prewrite_put("k", "v", "k", 10);
         s.must_cleanup_rolled_back("k", 10);
-        assert_eq!(s.prewrite_put("k", "v", "k", 10), Err(PrewriteError::RolledBack));
+        assert_eq!(
+            s.prewrite_put("k", "v", "k", 10),
+            Err(PrewriteError::RolledBack)
+        );
     }
 
     #[test]
@@ -143,7 +161,10 @@ mod tests {
         // Rolled back before its prewrite arrived, then someone else committed.
         s.must_cleanup_rolled_back("k", 10);
         s.must_put("k", "other", 11, 12);
-        assert_eq!(s.prewrite_put("k", "v", "k", 10), Err(PrewriteError::RolledBack));
+        assert_eq!(
+            s.prewrite_put("k", "v", "k", 10),
+            Err(PrewriteError::RolledBack)
+        );
     }
 
     #[test]

@@ -80,12 +80,16 @@ pub fn resolve(
                 });
                 Ok((m, ResolveAction::RolledForward))
             }
-            (None, Some((_, w))) if w.is_commit() => Ok((RowMutation::none(), ResolveAction::AlreadyDone)),
+            (None, Some((_, w))) if w.is_commit() => {
+                Ok((RowMutation::none(), ResolveAction::AlreadyDone))
+            }
             (None, Some(_)) => Err(ResolveError::AlreadyRolledBack),
             (None, None) => Err(ResolveError::NothingToRollForward),
         },
         Resolution::Rollback => match (lock, record) {
-            (Some(_), _) | (None, None) => Ok((rollback(c, col, start_ts), ResolveAction::RolledBack)),
+            (Some(_), _) | (None, None) => {
+                Ok((rollback(c, col, start_ts), ResolveAction::RolledBack))
+            }
             (None, Some((commit_ts, w))) if w.kind != WriteKind::Rollback => {
                 Err(ResolveError::AlreadyCommitted { commit_ts })
             }
@@ -130,7 +134,10 @@ mod tests {
     fn roll_back_while_primary_locked() {
         let mut s = two_cell_txn();
         assert_eq!(s.cleanup("p", 10).0, TxnStatus::RolledBack);
-        assert_eq!(s.resolve("s", 10, Resolution::Rollback), Ok(ResolveAction::RolledBack));
+        assert_eq!(
+            s.resolve("s", 10, Resolution::Rollback),
+            Ok(ResolveAction::RolledBack)
+        );
         s.must_get_none("s", 20);
         // The owner wakes up: its primary commit fails and so does a late prewrite.
         assert!(s.commit("p", 10, 12).is_err());
@@ -142,7 +149,10 @@ mod tests {
         let mut s = MemStore::default();
         s.must_prewrite_put("p", "pv", "p", 10);
         s.cleanup("p", 10);
-        assert_eq!(s.resolve("s", 10, Resolution::Rollback), Ok(ResolveAction::RolledBack));
+        assert_eq!(
+            s.resolve("s", 10, Resolution::Rollback),
+            Ok(ResolveAction::RolledBack)
+        );
         assert!(s.prewrite_put("s", "sv", "p", 10).is_err());
         assert!(s.column("s").lock.is_empty());
     }

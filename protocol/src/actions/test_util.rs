@@ -31,31 +31,59 @@ impl MemStore {
     }
 
     pub fn column(&self, row: &str) -> &Column {
-        self.rows.get(row).map(|r| r.col(COL)).unwrap_or(Column::empty())
+        self.rows
+            .get(row)
+            .map(|r| r.col(COL))
+            .unwrap_or(Column::empty())
     }
 
     pub fn get(&mut self, row: &str, start: u64) -> GetResult {
-        match self.step(row, RowRequest::Get { col: COL.into(), start_ts: ts(start) }) {
+        match self.step(
+            row,
+            RowRequest::Get {
+                col: COL.into(),
+                start_ts: ts(start),
+            },
+        ) {
             RowReply::Get(g) => g,
             other => panic!("unexpected reply {other:?}"),
         }
     }
 
     pub fn must_get(&mut self, row: &str, start: u64, value: &str) {
-        assert_eq!(self.get(row, start), GetResult::Value(Some(value.to_string())), "get {row}@{start}");
+        assert_eq!(
+            self.get(row, start),
+            GetResult::Value(Some(value.to_string())),
+            "get {row}@{start}"
+        );
     }
 
     pub fn must_get_none(&self, row: &str, start: u64) {
         let r = self.rows.get(row).cloned().unwrap_or_default();
-        assert_eq!(get::get(&r, row, COL, ts(start)), GetResult::Value(None), "get {row}@{start}");
+        assert_eq!(
+            get::get(&r, row, COL, ts(start)),
+            GetResult::Value(None),
+            "get {row}@{start}"
+        );
     }
 
-    fn prewrite(&mut self, row: &str, value: Option<&str>, primary: &str, start: u64) -> Result<(), PrewriteError> {
+    fn prewrite(
+        &mut self,
+        row: &str,
+        value: Option<&str>,
+        primary: &str,
+        start: u64,
+    ) -> Result<(), PrewriteError> {
         let req = RowRequest::Prewrite(Prewrite {
             col: COL.into(),
             start_ts: ts(start),
             value: value.map(str::to_string),
-            lock: Lock { primary: cell(primary), kind: MutationKind::Put, wall_ms: 0, owner: SessionId(1) },
+            lock: Lock {
+                primary: cell(primary),
+                kind: MutationKind::Put,
+                wall_ms: 0,
+                owner: SessionId(1),
+            },
         });
         match self.step(row, req) {
             RowReply::Prewrite(r) => r,
@@ -63,21 +91,38 @@ impl MemStore {
         }
     }
 
-    pub fn prewrite_put(&mut self, row: &str, value: &str, primary: &str, start: u64) -> Result<(), PrewriteError> {
+    pub fn prewrite_put(
+        &mut self,
+        row: &str,
+        value: &str,
+        primary: &str,
+        start: u64,
+    ) -> Result<(), PrewriteError> {
         self.prewrite(row, Some(value), primary, start)
     }
 
     pub fn must_prewrite_put(&mut self, row: &str, value: &str, primary: &str, start: u64) {
-        self.prewrite_put(row, value, primary, start).expect("prewrite");
+        self.prewrite_put(row, value, primary, start)
+            .expect("prewrite");
     }
 
     pub fn must_prewrite_delete(&mut self, row: &str, primary: &str, start: u64) {
-        self.prewrite(row, None, primary, start).expect("prewrite delete");
+        self.prewrite(row, None, primary, start)
+            .expect("prewrite delete");
     }
 
     pub fn commit(&mut self, row: &str, start: u64, commit: u64) -> Result<Ts, CommitError> {
-        let t = TxnTs { start_ts: ts(start), commit_ts: ts(commit) };
-        match self.step(row, RowRequest::Commit { col: COL.into(), ts: t }) {
+        let t = TxnTs {
+            start_ts: ts(start),
+            commit_ts: ts(commit),
+        };
+        match self.step(
+            row,
+            RowRequest::Commit {
+                col: COL.into(),
+                ts: t,
+            },
+        ) {
             RowReply::Commit(r) => r,
             other => panic!("unexpected reply {other:?}"),
         }
@@ -94,7 +139,13 @@ impl MemStore {
     }
 
     pub fn cleanup(&mut self, row: &str, start: u64) -> (TxnStatus, CleanupAction) {
-        match self.step(row, RowRequest::Cleanup { col: COL.into(), start_ts: ts(start) }) {
+        match self.step(
+            row,
+            RowRequest::Cleanup {
+                col: COL.into(),
+                start_ts: ts(start),
+            },
+        ) {
             RowReply::Cleanup(s, a) => (s, a),
             other => panic!("unexpected reply {other:?}"),
         }
@@ -104,15 +155,34 @@ impl MemStore {
         assert_eq!(self.cleanup(row, start).0, TxnStatus::RolledBack);
     }
 
-    pub fn resolve(&mut self, row: &str, start: u64, resolution: Resolution) -> Result<ResolveAction, ResolveError> {
-        match self.step(row, RowRequest::Resolve { col: COL.into(), start_ts: ts(start), resolution }) {
+    pub fn resolve(
+        &mut self,
+        row: &str,
+        start: u64,
+        resolution: Resolution,
+    ) -> Result<ResolveAction, ResolveError> {
+        match self.step(
+            row,
+            RowRequest::Resolve {
+                col: COL.into(),
+                start_ts: ts(start),
+                resolution,
+            },
+        ) {
             RowReply::Resolve(r) => r,
             other => panic!("unexpected reply {other:?}"),
         }
     }
 
     pub fn touch(&mut self, row: &str, start: u64, wall_ms: u64) -> bool {
-        match self.step(row, RowRequest::Touch { col: COL.into(), start_ts: ts(start), wall_ms }) {
+        match self.step(
+            row,
+            RowRequest::Touch {
+                col: COL.into(),
+                start_ts: ts(start),
+                wall_ms,
+            },
+        ) {
             RowReply::Touch(b) => b,
             other => panic!("unexpected reply {other:?}"),
         }

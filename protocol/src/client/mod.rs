@@ -6,6 +6,6 @@ mod transport;
 mod txn;
 
 pub use transport::{
-    ClientConfig, CleanupEvent, CleanupKind, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
+    CleanupEvent, CleanupKind, ClientConfig, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
 };
 pub use txn::{AbortReason, CommitOutcome, Transaction, TxnError};

@@ -137,7 +137,11 @@ pub(crate) async fn resolve_secondary<T: Transport>(
 }
 
 /// Clean up the lock `info` of a suspect owner.
-async fn clean_up<T: Transport>(t: &T, info: &LockInfo, suspicion: Suspicion) -> Result<(), RpcError> {
+async fn clean_up<T: Transport>(
+    t: &T,
+    info: &LockInfo,
+    suspicion: Suspicion,
+) -> Result<(), RpcError> {
     let status = settle_primary(t, &info.lock.primary, info.start_ts, suspicion).await?;
     if info.cell != info.lock.primary {
         resolve_secondary(t, &info.cell, info.start_ts, status, suspicion).await?;

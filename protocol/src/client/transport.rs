@@ -144,8 +144,11 @@ pub trait Transport: Send + Sync {
     /// This client's wall clock in ms (it may be skewed).
     fn wall_ms(&self) -> u64;
     /// Run one row step at the tablet server that serves `row`.
-    fn row(&self, row: &str, req: RowRequest)
-    -> impl Future<Output = Result<RowReply, RpcError>> + Send;
+    fn row(
+        &self,
+        row: &str,
+        req: RowRequest,
+    ) -> impl Future<Output = Result<RowReply, RpcError>> + Send;
     /// Read columns `cols` of every row in `[start_row, end_row)` at
     /// `start_ts`; returns the cells that have a visible value or a lock.
     fn scan(

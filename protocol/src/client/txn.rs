@@ -207,7 +207,8 @@ impl<'t, T: Transport> Transaction<'t, T> {
     }
 
     fn finish(&self, outcome: CommitOutcome) -> CommitOutcome {
-        self.t.txn_event(self.id, TxnEvent::Finished(outcome.clone()));
+        self.t
+            .txn_event(self.id, TxnEvent::Finished(outcome.clone()));
         outcome
     }
 
@@ -243,8 +244,12 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 Ok(RowReply::Prewrite(Err(PrewriteError::WriteConflict { .. }))) => {
                     Some(AbortReason::WriteConflict)
                 }
-                Ok(RowReply::Prewrite(Err(PrewriteError::Locked(_)))) => Some(AbortReason::LockConflict),
-                Ok(RowReply::Prewrite(Err(PrewriteError::RolledBack))) => Some(AbortReason::RolledBack),
+                Ok(RowReply::Prewrite(Err(PrewriteError::Locked(_)))) => {
+                    Some(AbortReason::LockConflict)
+                }
+                Ok(RowReply::Prewrite(Err(PrewriteError::RolledBack))) => {
+                    Some(AbortReason::RolledBack)
+                }
                 Ok(_) => panic!("tablet server answered Prewrite with another reply"),
                 Err(_) => Some(AbortReason::Unavailable),
             };
@@ -308,10 +313,16 @@ impl<'t, T: Transport> Transaction<'t, T> {
 
     /// Commit the primary, retrying lost replies. `None` when the outcome
     /// stays unknown.
-    async fn commit_primary(&self, primary: &CellKey, ts: TxnTs) -> Option<Result<(), AbortReason>> {
+    async fn commit_primary(
+        &self,
+        primary: &CellKey,
+        ts: TxnTs,
+    ) -> Option<Result<(), AbortReason>> {
         for attempt in 0..=self.t.config().commit_retries {
             if attempt > 0 {
-                self.t.sleep_ms(self.t.config().backoff_min_ms.max(1) << attempt.min(6)).await;
+                self.t
+                    .sleep_ms(self.t.config().backoff_min_ms.max(1) << attempt.min(6))
+                    .await;
             }
             let req = RowRequest::Commit {
                 col: primary.col.clone(),
@@ -341,7 +352,10 @@ impl<'t, T: Transport> Transaction<'t, T> {
             start_ts: self.start_ts,
             wall_ms: now,
         };
-        !matches!(self.t.row(&primary.row, req).await, Ok(RowReply::Touch(false)))
+        !matches!(
+            self.t.row(&primary.row, req).await,
+            Ok(RowReply::Touch(false))
+        )
     }
 
     /// Best-effort rollback of the first `n` cells after an abort: the
@@ -352,7 +366,11 @@ impl<'t, T: Transport> Transaction<'t, T> {
         else {
             return;
         };
-        debug_assert_eq!(status, TxnStatus::RolledBack, "an aborting transaction cannot be committed");
+        debug_assert_eq!(
+            status,
+            TxnStatus::RolledBack,
+            "an aborting transaction cannot be committed"
+        );
         for (cell, _) in self.writes.iter().take(n).skip(1) {
             if resolve_secondary(self.t, cell, self.start_ts, status, Suspicion::OwnAbort)
                 .await

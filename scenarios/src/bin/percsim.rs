@@ -1,1 +1,2 @@
+//! The percsim command line.
 fn main() {}

@@ -1,0 +1,255 @@
+//! Rule `atomic_commits`: each transaction's writes are committed all with one
+//! commit_ts or not at all, as its client was told; the store holds only data
+//! transactions wrote; no lock is left after quiescence.
+
+use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
+use crate::history::{Outcome, VersionKind};
+use crate::report::{Draft, Sink};
+
+pub(crate) const ID: &str = "atomic_commits";
+pub(crate) const NAME: &str = "each transaction's writes are all committed with one commit_ts or none are, as its client was told, the store holds only what transactions wrote, and no lock is left";
+
+fn details(ctx: &Ctx<'_>, t: u32) -> Vec<String> {
+    let mut d = vec![ctx.describe_txn(t)];
+    d.extend(ctx.describe_store(t));
+    d
+}
+
+fn cells_list(ctx: &Ctx<'_>, cells: &[u32]) -> String {
+    const SHOWN: usize = 8;
+    let mut names: Vec<String> = cells.iter().take(SHOWN).map(|&c| ctx.cell_name(c)).collect();
+    if cells.len() > SHOWN {
+        names.push(format!("... and {} more", cells.len() - SHOWN));
+    }
+    names.join(", ")
+}
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let mut committed_cells: Vec<u32> = Vec::new();
+    let mut missing: Vec<u32> = Vec::new();
+    let mut stamps: Vec<u64> = Vec::new();
+    for t in 0..ctx.n() as u32 {
+        let txn = ctx.txn(t);
+        let recs = ctx.recs_of(t);
+        committed_cells.clear();
+        stamps.clear();
+
+        // Per cell of the store: what was committed, against what was written.
+        let mut i = 0;
+        while i < recs.len() {
+            let cell = recs[i].cell;
+            let mut j = i;
+            while j < recs.len() && recs[j].cell == cell {
+                j += 1;
+            }
+            let group = &recs[i..j];
+            let commits: Vec<&StoreRec<'_>> = group.iter().filter(|r| r.is_commit()).collect();
+            let rollback = group.iter().any(|r| r.kind == VersionKind::Rollback);
+            if !commits.is_empty() {
+                committed_cells.push(cell);
+                if rollback {
+                    sink.add("commit_and_rollback", || {
+                        Draft::new(
+                            format!(
+                                "{} has both a commit record and a rollback record for T{} (start_ts {}): \
+                                 the transaction was both committed and rolled back there",
+                                ctx.cell_name(cell),
+                                txn.id,
+                                txn.start_ts
+                            ),
+                            vec![txn.id],
+                            details(ctx, t),
+                        )
+                    });
+                }
+            }
+            for r in &commits {
+                stamps.push(r.commit_ts);
+                let written = ctx.final_write(t, cell);
+                let stored = if r.kind == VersionKind::Put { r.value } else { None };
+                match written {
+                    None => sink.add("unwritten_data", || {
+                        Draft::new(
+                            format!(
+                                "the store holds {} with T{}'s start_ts {}, but T{} never wrote {}: nobody wrote this data",
+                                ctx.describe_rec(r),
+                                txn.id,
+                                txn.start_ts,
+                                txn.id,
+                                ctx.cell_name(cell)
+                            ),
+                            vec![txn.id],
+                            details(ctx, t),
+                        )
+                    }),
+                    Some(w) if w.value != stored => sink.add("value_mismatch", || {
+                        let what = |v: Option<&str>| match v {
+                            Some(_) => fmt_value(v),
+                            None => "a delete".to_string(),
+                        };
+                        Draft::new(
+                            format!(
+                                "the store holds {} for T{} at commit_ts {}, but T{}'s last write to it was {}",
+                                ctx.cell_name(cell),
+                                txn.id,
+                                r.commit_ts,
+                                txn.id,
+                                what(w.value)
+                            ) + &format!(", not {}", what(stored)),
+                            vec![txn.id],
+                            details(ctx, t),
+                        )
+                    }),
+                    Some(_) => {}
+                }
+            }
+            i = j;
+        }
+
+        stamps.sort_unstable();
+        stamps.dedup();
+        if stamps.len() > 1 {
+            sink.add("multiple_commit_ts", || {
+                Draft::new(
+                    format!(
+                        "T{}'s writes were committed with {} different commit timestamps ({}): \
+                         a transaction commits everything with one commit_ts",
+                        txn.id,
+                        stamps.len(),
+                        stamps.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            });
+        }
+        if txn.outcome != Outcome::Aborted
+            && let Some(c) = txn.commit_ts
+            && let Some(&other) = stamps.iter().find(|&&s| s != c)
+        {
+            sink.add("commit_ts_mismatch", || {
+                Draft::new(
+                    format!(
+                        "T{}'s client has commit_ts {c}, but the store committed its writes at {other}",
+                        txn.id
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            });
+        }
+
+        missing.clear();
+        missing.extend(
+            ctx.final_writes(t)
+                .iter()
+                .map(|w| w.cell)
+                .filter(|c| committed_cells.binary_search(c).is_err()),
+        );
+        let n_written = ctx.final_writes(t).len();
+        match txn.outcome {
+            Outcome::Committed if !missing.is_empty() => {
+                let class = if committed_cells.is_empty() {
+                    "committed_not_in_store"
+                } else {
+                    "partial_commit"
+                };
+                sink.add(class, || {
+                    Draft::new(
+                        format!(
+                            "T{}'s client was told it committed (commit_ts {}), but the store has no commit record \
+                             for {} of its {} written cells: {}",
+                            txn.id,
+                            txn.commit_ts.map_or("null".to_string(), |c| c.to_string()),
+                            missing.len(),
+                            n_written,
+                            cells_list(ctx, &missing)
+                        ),
+                        vec![txn.id],
+                        details(ctx, t),
+                    )
+                });
+            }
+            Outcome::Aborted if !committed_cells.is_empty() => {
+                sink.add("aborted_but_committed", || {
+                    Draft::new(
+                        format!(
+                            "T{}'s client was told it aborted, but the store committed its writes to {}",
+                            txn.id,
+                            cells_list(ctx, &committed_cells)
+                        ),
+                        vec![txn.id],
+                        details(ctx, t),
+                    )
+                });
+            }
+            Outcome::Unknown if !committed_cells.is_empty() && !missing.is_empty() => {
+                sink.add("partial_commit", || {
+                    Draft::new(
+                        format!(
+                            "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
+                             but has no commit record for {}",
+                            txn.id,
+                            cells_list(ctx, &committed_cells),
+                            cells_list(ctx, &missing)
+                        ),
+                        vec![txn.id],
+                        details(ctx, t),
+                    )
+                });
+            }
+            _ => {}
+        }
+    }
+
+    for r in ctx.orphan_recs() {
+        if r.is_commit() {
+            sink.add("unwritten_data", || {
+                Draft::new(
+                    format!(
+                        "the store holds {} with start_ts {}, but no transaction in the history has that start_ts: \
+                         nobody wrote this data",
+                        ctx.describe_rec(r),
+                        r.start_ts
+                    ),
+                    vec![],
+                    vec![],
+                )
+            });
+        }
+    }
+
+    for lock in &ctx.h.final_state.locks {
+        let t = ctx.by_start(lock.start_ts);
+        sink.add("lock_left", || {
+            let (txns, details, whose) = if t == NONE {
+                (
+                    vec![],
+                    vec![],
+                    "no transaction in the history has that start_ts".to_string(),
+                )
+            } else {
+                let x = ctx.txn(t);
+                let outcome = match x.outcome {
+                    Outcome::Committed => "committed",
+                    Outcome::Aborted => "aborted",
+                    Outcome::Unknown => "unknown",
+                };
+                (
+                    vec![x.id],
+                    details(ctx, t),
+                    format!("it is T{}'s, whose client reported {outcome}", x.id),
+                )
+            };
+            Draft::new(
+                format!(
+                    "a lock on {}.{} with start_ts {} (primary {}.{}) is still in the store after quiescence; {whose}: \
+                     the transaction was never resolved",
+                    lock.row, lock.col, lock.start_ts, lock.primary.row, lock.primary.col
+                ),
+                txns,
+                details,
+            )
+        });
+    }
+}

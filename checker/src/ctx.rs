@@ -1,0 +1,519 @@
+//! The index every rule works from: cells interned as integers, each
+//! transaction's final write per cell, the store's records grouped by the
+//! transaction that wrote them, and the committed versions of every cell.
+//! Everything borrows from the history; nothing is copied.
+
+use crate::fx::FxMap;
+use crate::history::{History, Op, Outcome, Transaction, VersionKind};
+
+/// "No such index" for `u32` indices.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// A transaction's last write (or delete, `value: None`) to one cell.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FinalWrite<'a> {
+    pub cell: u32,
+    /// Index of the op within the transaction.
+    pub op: u32,
+    pub value: Option<&'a str>,
+}
+
+/// One write record of the final state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoreRec<'a> {
+    pub cell: u32,
+    /// The transaction whose start_ts it carries, or [`NONE`].
+    pub txn: u32,
+    pub start_ts: u64,
+    pub commit_ts: u64,
+    pub kind: VersionKind,
+    pub value: Option<&'a str>,
+}
+
+impl StoreRec<'_> {
+    pub(crate) fn is_commit(&self) -> bool {
+        self.kind != VersionKind::Rollback
+    }
+}
+
+/// A committed version of a cell (`value: None` is a delete).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cv<'a> {
+    pub commit_ts: u64,
+    pub value: Option<&'a str>,
+    /// The transaction that wrote it, or [`NONE`].
+    pub writer: u32,
+    pub from_store: bool,
+}
+
+/// Where a value written to a cell came from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteInfo {
+    pub txn: u32,
+    /// Index into [`Ctx::fw`] when this is the writer's final write to the cell, else [`NONE`].
+    pub fw: u32,
+}
+
+pub(crate) struct Ctx<'a> {
+    pub h: &'a History,
+    /// Cell id -> (row, col).
+    pub cells: Vec<(&'a str, &'a str)>,
+    op_off: Vec<usize>,
+    op_cell: Vec<u32>,
+    fw_off: Vec<usize>,
+    /// Final writes, grouped by transaction, sorted by cell within one.
+    pub fw: Vec<FinalWrite<'a>>,
+    rec_off: Vec<usize>,
+    /// Store records grouped by transaction (orphans last), then by cell and commit_ts.
+    recs: Vec<StoreRec<'a>>,
+    by_start: Vec<(u64, u32)>,
+    /// Smallest commit_ts of the transaction's put/delete records in the store.
+    pub store_commit: Vec<Option<u64>>,
+    /// The commit_ts that counts: the client's, else the store's.
+    pub eff_commit: Vec<Option<u64>>,
+    /// Committed by the client's word or by the store's.
+    pub committed: Vec<bool>,
+    cv_off: Vec<usize>,
+    cv: Vec<Cv<'a>>,
+    /// (cell, written value) -> first writer; only for values written by a write op.
+    pub windex: FxMap<(u32, &'a str), WriteInfo>,
+    /// Cells whose written values are all distinct and never deleted.
+    pub cell_unique: Vec<bool>,
+    events_by_start: Vec<(u64, u32)>,
+}
+
+pub(crate) fn op_parts(op: &Op) -> (&str, &str) {
+    match op {
+        Op::Read { row, col, .. } | Op::Write { row, col, .. } | Op::Delete { row, col } => {
+            (row, col)
+        }
+    }
+}
+
+/// A value as JSON: quoted and escaped, or `null`.
+pub(crate) fn fmt_value(v: Option<&str>) -> String {
+    match v {
+        Some(s) => serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}")),
+        None => "null".to_string(),
+    }
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Committed => "committed",
+        Outcome::Aborted => "aborted",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+const OPS_SHOWN: usize = 12;
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn build(h: &'a History) -> Ctx<'a> {
+        let txns = &h.transactions;
+        let n = txns.len();
+        let mut intern: FxMap<(&'a str, &'a str), u32> = FxMap::default();
+        let mut cells: Vec<(&'a str, &'a str)> = Vec::new();
+        let mut cell_id = |row: &'a str, col: &'a str| -> u32 {
+            *intern.entry((row, col)).or_insert_with(|| {
+                cells.push((row, col));
+                (cells.len() - 1) as u32
+            })
+        };
+
+        // Ops: cell ids and final writes.
+        let mut op_off = Vec::with_capacity(n + 1);
+        let mut op_cell = Vec::new();
+        let mut fw_off = Vec::with_capacity(n + 1);
+        let mut fw: Vec<FinalWrite<'a>> = Vec::new();
+        let mut scratch: Vec<(u32, u32, Option<&'a str>)> = Vec::new();
+        op_off.push(0);
+        fw_off.push(0);
+        for t in txns {
+            scratch.clear();
+            for (j, op) in t.ops.iter().enumerate() {
+                let (row, col) = op_parts(op);
+                let c = cell_id(row, col);
+                op_cell.push(c);
+                match op {
+                    Op::Write { value, .. } => scratch.push((c, j as u32, Some(value.as_str()))),
+                    Op::Delete { .. } => scratch.push((c, j as u32, None)),
+                    Op::Read { .. } => {}
+                }
+            }
+            scratch.sort_unstable_by_key(|w| (w.0, w.1));
+            for (k, w) in scratch.iter().enumerate() {
+                if scratch.get(k + 1).is_none_or(|next| next.0 != w.0) {
+                    fw.push(FinalWrite {
+                        cell: w.0,
+                        op: w.1,
+                        value: w.2,
+                    });
+                }
+            }
+            op_off.push(op_cell.len());
+            fw_off.push(fw.len());
+        }
+
+        // Transactions by start_ts (the first one in history order on a tie).
+        let mut by_start: Vec<(u64, u32)> = txns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.start_ts, i as u32))
+            .collect();
+        by_start.sort_unstable();
+        let lookup = |ts: u64| -> u32 {
+            let p = by_start.partition_point(|x| x.0 < ts);
+            match by_start.get(p) {
+                Some(&(s, i)) if s == ts => i,
+                _ => NONE,
+            }
+        };
+
+        // Store records.
+        let mut recs: Vec<StoreRec<'a>> = Vec::new();
+        for cs in &h.final_state.cells {
+            let c = cell_id(&cs.row, &cs.col);
+            for v in &cs.versions {
+                recs.push(StoreRec {
+                    cell: c,
+                    txn: lookup(v.start_ts),
+                    start_ts: v.start_ts,
+                    commit_ts: v.commit_ts,
+                    kind: v.kind,
+                    value: v.value.as_deref(),
+                });
+            }
+        }
+        for l in &h.final_state.locks {
+            cell_id(&l.row, &l.col);
+            cell_id(&l.primary.row, &l.primary.col);
+        }
+        recs.sort_unstable_by_key(|r| (r.txn, r.cell, r.commit_ts, r.kind));
+        let mut rec_off = vec![0usize; n + 1];
+        for r in &recs {
+            if (r.txn as usize) < n {
+                rec_off[r.txn as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            rec_off[i + 1] += rec_off[i];
+        }
+
+        let mut store_commit: Vec<Option<u64>> = vec![None; n];
+        for r in &recs {
+            if r.is_commit()
+                && let Some(sc) = store_commit.get_mut(r.txn as usize)
+            {
+                *sc = Some(sc.map_or(r.commit_ts, |c: u64| c.min(r.commit_ts)));
+            }
+        }
+        let eff_commit: Vec<Option<u64>> = txns
+            .iter()
+            .zip(&store_commit)
+            .map(|(t, sc)| match (t.outcome, t.commit_ts) {
+                (Outcome::Aborted, _) | (_, None) => *sc,
+                (_, Some(c)) => Some(c),
+            })
+            .collect();
+        let committed: Vec<bool> = txns
+            .iter()
+            .zip(&store_commit)
+            .map(|(t, sc)| {
+                (t.outcome == Outcome::Committed && t.commit_ts.is_some()) || sc.is_some()
+            })
+            .collect();
+
+        // Committed versions per cell: the store's, plus the client-reported ones.
+        let mut all: Vec<(u32, Cv<'a>)> = Vec::new();
+        for r in &recs {
+            if r.is_commit() {
+                let value = if r.kind == VersionKind::Put { r.value } else { None };
+                all.push((
+                    r.cell,
+                    Cv {
+                        commit_ts: r.commit_ts,
+                        value,
+                        writer: r.txn,
+                        from_store: true,
+                    },
+                ));
+            }
+        }
+        for (i, t) in txns.iter().enumerate() {
+            if let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) {
+                for w in &fw[fw_off[i]..fw_off[i + 1]] {
+                    all.push((
+                        w.cell,
+                        Cv {
+                            commit_ts: c,
+                            value: w.value,
+                            writer: i as u32,
+                            from_store: false,
+                        },
+                    ));
+                }
+            }
+        }
+        all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
+        all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
+        let n_cells = cells.len();
+        let mut cv_off = vec![0usize; n_cells + 1];
+        for (c, _) in &all {
+            cv_off[*c as usize + 1] += 1;
+        }
+        for i in 0..n_cells {
+            cv_off[i + 1] += cv_off[i];
+        }
+        let cv: Vec<Cv<'a>> = all.into_iter().map(|(_, v)| v).collect();
+
+        // Who wrote which value, and which cells have unique values.
+        let mut windex: FxMap<(u32, &'a str), WriteInfo> = FxMap::default();
+        let mut cell_unique = vec![true; n_cells];
+        for (i, t) in txns.iter().enumerate() {
+            let cells_of = &op_cell[op_off[i]..op_off[i + 1]];
+            let finals = &fw[fw_off[i]..fw_off[i + 1]];
+            for (j, op) in t.ops.iter().enumerate() {
+                let c = cells_of[j];
+                match op {
+                    Op::Write { value, .. } => {
+                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                            Ok(k) if finals[k].op == j as u32 => (fw_off[i] + k) as u32,
+                            _ => NONE,
+                        };
+                        match windex.entry((c, value.as_str())) {
+                            std::collections::hash_map::Entry::Occupied(_) => {
+                                cell_unique[c as usize] = false;
+                            }
+                            std::collections::hash_map::Entry::Vacant(e) => {
+                                e.insert(WriteInfo {
+                                    txn: i as u32,
+                                    fw: fw_idx,
+                                });
+                            }
+                        }
+                    }
+                    Op::Delete { .. } => cell_unique[c as usize] = false,
+                    Op::Read { .. } => {}
+                }
+            }
+        }
+
+        let mut events_by_start: Vec<(u64, u32)> = h
+            .events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                e.fields
+                    .get("start_ts")
+                    .and_then(serde_json::Value::as_u64)
+                    .map(|ts| (ts, i as u32))
+            })
+            .collect();
+        events_by_start.sort_unstable();
+
+        Ctx {
+            h,
+            cells,
+            op_off,
+            op_cell,
+            fw_off,
+            fw,
+            rec_off,
+            recs,
+            by_start,
+            store_commit,
+            eff_commit,
+            committed,
+            cv_off,
+            cv,
+            windex,
+            cell_unique,
+            events_by_start,
+        }
+    }
+
+    pub(crate) fn n(&self) -> usize {
+        self.h.transactions.len()
+    }
+
+    pub(crate) fn txn(&self, t: u32) -> &'a Transaction {
+        &self.h.transactions[t as usize]
+    }
+
+    pub(crate) fn id(&self, t: u32) -> u64 {
+        self.txn(t).id
+    }
+
+    /// Cell ids of the transaction's ops, parallel to `ops`.
+    pub(crate) fn op_cells(&self, t: u32) -> &[u32] {
+        &self.op_cell[self.op_off[t as usize]..self.op_off[t as usize + 1]]
+    }
+
+    pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite<'a>] {
+        &self.fw[self.fw_off[t as usize]..self.fw_off[t as usize + 1]]
+    }
+
+    /// Index into `fw` of the transaction's final write to `cell`.
+    pub(crate) fn final_write_idx(&self, t: u32, cell: u32) -> Option<usize> {
+        let base = self.fw_off[t as usize];
+        self.final_writes(t)
+            .binary_search_by_key(&cell, |w| w.cell)
+            .ok()
+            .map(|k| base + k)
+    }
+
+    pub(crate) fn final_write(&self, t: u32, cell: u32) -> Option<&FinalWrite<'a>> {
+        self.final_write_idx(t, cell).map(|k| &self.fw[k])
+    }
+
+    /// The store records carrying the transaction's start_ts, by cell then commit_ts.
+    pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec<'a>] {
+        &self.recs[self.rec_off[t as usize]..self.rec_off[t as usize + 1]]
+    }
+
+    /// Store records whose start_ts is no transaction's.
+    pub(crate) fn orphan_recs(&self) -> &[StoreRec<'a>] {
+        &self.recs[self.rec_off[self.n()]..]
+    }
+
+    pub(crate) fn all_recs(&self) -> &[StoreRec<'a>] {
+        &self.recs
+    }
+
+    /// Committed versions of a cell, by commit_ts.
+    pub(crate) fn versions(&self, cell: u32) -> &[Cv<'a>] {
+        &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
+    }
+
+    pub(crate) fn by_start(&self, ts: u64) -> u32 {
+        let p = self.by_start.partition_point(|x| x.0 < ts);
+        match self.by_start.get(p) {
+            Some(&(s, i)) if s == ts => i,
+            _ => NONE,
+        }
+    }
+
+    pub(crate) fn cell_name(&self, c: u32) -> String {
+        match self.cells.get(c as usize) {
+            Some((row, col)) => format!("{row}.{col}"),
+            None => "?".to_string(),
+        }
+    }
+
+    /// "T7" for a transaction index, or a placeholder for none.
+    pub(crate) fn tname(&self, t: u32) -> String {
+        if (t as usize) < self.n() {
+            format!("T{}", self.id(t))
+        } else {
+            "no transaction".to_string()
+        }
+    }
+
+    pub(crate) fn describe_op(&self, op: &Op) -> String {
+        match op {
+            Op::Read { row, col, value } => {
+                format!("read {row}.{col} = {}", fmt_value(value.as_deref()))
+            }
+            Op::Write { row, col, value } => {
+                format!("write {row}.{col} = {}", fmt_value(Some(value)))
+            }
+            Op::Delete { row, col } => format!("delete {row}.{col}"),
+        }
+    }
+
+    /// One line describing a transaction: client, outcome, timestamps, ops.
+    pub(crate) fn describe_txn(&self, t: u32) -> String {
+        let x = self.txn(t);
+        let mut s = format!(
+            "T{}: client {}, {}, start_ts {}",
+            x.id,
+            x.client,
+            outcome_name(x.outcome),
+            x.start_ts
+        );
+        match (x.commit_ts, self.store_commit[t as usize]) {
+            (Some(c), _) => s.push_str(&format!(", commit_ts {c}")),
+            (None, Some(c)) => {
+                s.push_str(&format!(", no commit_ts reported (the store has it committed at {c})"))
+            }
+            (None, None) => {}
+        }
+        s.push_str(&format!(", invoked at {} ns", x.invoke_ns));
+        match x.complete_ns {
+            Some(d) => s.push_str(&format!(", completed at {d} ns")),
+            None => s.push_str(", never completed"),
+        }
+        if let Some(r) = &x.abort_reason {
+            s.push_str(&format!(", abort reason {r:?}"));
+        }
+        let ops: Vec<String> = x.ops.iter().take(OPS_SHOWN).map(|o| self.describe_op(o)).collect();
+        if ops.is_empty() {
+            s.push_str("; no ops");
+        } else {
+            s.push_str(&format!("; ops: {}", ops.join(", ")));
+            if x.ops.len() > OPS_SHOWN {
+                s.push_str(&format!(", ... and {} more", x.ops.len() - OPS_SHOWN));
+            }
+        }
+        s
+    }
+
+    /// Lines describing what the store holds for a transaction, and the events
+    /// that name its start_ts.
+    pub(crate) fn describe_store(&self, t: u32) -> Vec<String> {
+        let x = self.txn(t);
+        let recs = self.recs_of(t);
+        let mut lines = Vec::new();
+        if recs.is_empty() {
+            lines.push(format!(
+                "the store has no write record with T{}'s start_ts {}",
+                x.id, x.start_ts
+            ));
+        } else {
+            let parts: Vec<String> = recs
+                .iter()
+                .take(OPS_SHOWN)
+                .map(|r| self.describe_rec(r))
+                .collect();
+            let more = if recs.len() > OPS_SHOWN {
+                format!(", ... and {} more", recs.len() - OPS_SHOWN)
+            } else {
+                String::new()
+            };
+            lines.push(format!(
+                "the store holds for T{} (start_ts {}): {}{more}",
+                x.id,
+                x.start_ts,
+                parts.join(", ")
+            ));
+        }
+        let p = self.events_by_start.partition_point(|e| e.0 < x.start_ts);
+        for &(ts, e) in self.events_by_start[p..].iter().take(3) {
+            if ts != x.start_ts {
+                break;
+            }
+            if let Some(ev) = self.h.events.get(e as usize) {
+                let fields = serde_json::to_string(&ev.fields).unwrap_or_default();
+                lines.push(format!(
+                    "event at {} ns: {} {fields} (for context only; events are not trusted)",
+                    ev.t_ns, ev.kind
+                ));
+            }
+        }
+        lines
+    }
+
+    pub(crate) fn describe_rec(&self, r: &StoreRec<'_>) -> String {
+        let cell = self.cell_name(r.cell);
+        match r.kind {
+            VersionKind::Put => format!(
+                "{cell} put {} committed at {}",
+                fmt_value(r.value),
+                r.commit_ts
+            ),
+            VersionKind::Delete => format!("{cell} delete committed at {}", r.commit_ts),
+            VersionKind::Rollback => format!("{cell} rollback record"),
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Reading a history: JSON syntax and types (via serde_json, with line and
+//! column), then the references serde cannot check.
+
+use crate::fx::FxMap;
+use crate::history::{
+    CellRef, CellState, Event, FORMAT, FinalState, History, LockState, Op, Outcome, Transaction,
+    Version, VersionKind,
+};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// Why a history could not be read. Its message names the problem and where
+/// it is: a JSON path such as `$.transactions[3] (transaction id 7).commit_ts`,
+/// and for syntax and type errors the line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HistoryError {
+    message: String,
+    path: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+}
+
+impl HistoryError {
+    fn at(path: String, problem: impl std::fmt::Display) -> HistoryError {
+        HistoryError {
+            message: format!("{path}: {problem}"),
+            path: Some(path),
+            line: None,
+            column: None,
+        }
+    }
+
+    /// The JSON path of the offending value, when known (`$` is the document).
+    pub fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// The 1-based line of a syntax or type error, when known.
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// The 1-based column of a syntax or type error, when known.
+    pub fn column(&self) -> Option<usize> {
+        self.column
+    }
+}
+
+/// Parses and validates a `percsim-history/1` document.
+///
+/// Unknown fields are ignored. A syntax error, a missing required field, a
+/// value of the wrong type, or a broken reference (wrong format tag, duplicate
+/// transaction id, a committed transaction without `commit_ts`, an aborted one
+/// with it, `complete_ns` before `invoke_ns`, a malformed store record, a cell
+/// listed twice) is an error whose message says what and where.
+pub fn parse(json: &str) -> Result<History, HistoryError> {
+    let history: History = serde_json::from_str(json).map_err(|e| from_serde(json, &e))?;
+    validate(&history)?;
+    Ok(history)
+}
+
+fn from_serde(json: &str, e: &serde_json::Error) -> HistoryError {
+    use serde_json::error::Category;
+    let line = (e.line() > 0).then_some(e.line());
+    let column = (e.line() > 0).then_some(e.column());
+    let (message, path) = match e.classify() {
+        Category::Syntax | Category::Eof => (format!("JSON syntax error: {e}"), None),
+        Category::Io => (format!("read error: {e}"), None),
+        Category::Data => match locate(json) {
+            Some(path) => (format!("{path}: {e}"), Some(path)),
+            None => (format!("invalid history: {e}"), None),
+        },
+    };
+    HistoryError {
+        message,
+        path,
+        line,
+        column,
+    }
+}
+
+/// Finds the JSON path of the first value that does not fit the format.
+/// Only runs after serde has already failed, so its cost does not matter.
+fn locate(json: &str) -> Option<String> {
+    let root: Value = serde_json::from_str(json).ok()?;
+    let Some(obj) = root.as_object() else {
+        return Some("$".to_string());
+    };
+    if let Some(p) = bad_field::<String>(obj, "$", "format")
+        .or_else(|| bad_field::<u64>(obj, "$", "seed"))
+    {
+        return Some(p);
+    }
+    if let Some(v) = obj.get("transactions") {
+        if let Some(p) = locate_array(v, "$.transactions", |item, path| {
+            let Some(t) = item.as_object() else {
+                return Some(path.to_string());
+            };
+            let path = match t.get("id").and_then(Value::as_u64) {
+                Some(id) => format!("{path} (transaction id {id})"),
+                None => path.to_string(),
+            };
+            if Transaction::deserialize(item).is_ok() {
+                return None;
+            }
+            bad_field::<u64>(t, &path, "id")
+                .or_else(|| bad_field::<u64>(t, &path, "client"))
+                .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
+                .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
+                .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
+                .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
+                .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
+                .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
+                .or_else(|| {
+                    t.get("ops").and_then(|ops| {
+                        locate_array(ops, &format!("{path}.ops"), |op, p| locate_op(op, p))
+                    })
+                })
+                .or(Some(path))
+        }) {
+            return Some(p);
+        }
+    }
+    if let Some(v) = obj.get("events")
+        && let Some(p) = locate_array(v, "$.events", |e, path| {
+            if Event::deserialize(e).is_ok() {
+                return None;
+            }
+            let Some(o) = e.as_object() else {
+                return Some(path.to_string());
+            };
+            bad_field::<u64>(o, path, "t_ns")
+                .or_else(|| bad_field::<String>(o, path, "kind"))
+                .or(Some(path.to_string()))
+        })
+    {
+        return Some(p);
+    }
+    if let Some(v) = obj.get("final_state") {
+        if FinalState::deserialize(v).is_ok() {
+            return Some("$".to_string());
+        }
+        let Some(fs) = v.as_object() else {
+            return Some("$.final_state".to_string());
+        };
+        if let Some(cells) = fs.get("cells")
+            && let Some(p) = locate_array(cells, "$.final_state.cells", |c, path| {
+                if CellState::deserialize(c).is_ok() {
+                    return None;
+                }
+                let Some(o) = c.as_object() else {
+                    return Some(path.to_string());
+                };
+                bad_field::<String>(o, path, "row")
+                    .or_else(|| bad_field::<String>(o, path, "col"))
+                    .or_else(|| {
+                        o.get("versions").and_then(|vs| {
+                            locate_array(vs, &format!("{path}.versions"), |ver, p| {
+                                if Version::deserialize(ver).is_ok() {
+                                    return None;
+                                }
+                                let Some(o) = ver.as_object() else {
+                                    return Some(p.to_string());
+                                };
+                                bad_field::<u64>(o, p, "start_ts")
+                                    .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
+                                    .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
+                                    .or_else(|| bad_field::<Option<String>>(o, p, "value"))
+                                    .or(Some(p.to_string()))
+                            })
+                        })
+                    })
+                    .or(Some(path.to_string()))
+            })
+        {
+            return Some(p);
+        }
+        if let Some(locks) = fs.get("locks")
+            && let Some(p) = locate_array(locks, "$.final_state.locks", |l, path| {
+                if LockState::deserialize(l).is_ok() {
+                    return None;
+                }
+                let Some(o) = l.as_object() else {
+                    return Some(path.to_string());
+                };
+                bad_field::<String>(o, path, "row")
+                    .or_else(|| bad_field::<String>(o, path, "col"))
+                    .or_else(|| bad_field::<u64>(o, path, "start_ts"))
+                    .or_else(|| {
+                        let primary = o.get("primary")?;
+                        let pp = format!("{path}.primary");
+                        if CellRef::deserialize(primary).is_ok() {
+                            return None;
+                        }
+                        let Some(po) = primary.as_object() else {
+                            return Some(pp);
+                        };
+                        bad_field::<String>(po, &pp, "row")
+                            .or_else(|| bad_field::<String>(po, &pp, "col"))
+                            .or(Some(pp))
+                    })
+                    .or(Some(path.to_string()))
+            })
+        {
+            return Some(p);
+        }
+        return Some("$.final_state".to_string());
+    }
+    Some("$".to_string())
+}
+
+/// `Some(path.name)` when the field is present and does not fit `T`.
+fn bad_field<T: DeserializeOwned>(obj: &Map<String, Value>, path: &str, name: &str) -> Option<String> {
+    let v = obj.get(name)?;
+    T::deserialize(v).is_err().then(|| format!("{path}.{name}"))
+}
+
+/// The path of the first bad element, or of the array itself if it is not one.
+fn locate_array(
+    v: &Value,
+    path: &str,
+    mut element: impl FnMut(&Value, &str) -> Option<String>,
+) -> Option<String> {
+    let Some(items) = v.as_array() else {
+        return Some(path.to_string());
+    };
+    items
+        .iter()
+        .enumerate()
+        .find_map(|(i, item)| element(item, &format!("{path}[{i}]")))
+}
+
+fn locate_op(op: &Value, path: &str) -> Option<String> {
+    if Op::deserialize(op).is_ok() {
+        return None;
+    }
+    let Some(o) = op.as_object() else {
+        return Some(path.to_string());
+    };
+    let f = match o.get("f").and_then(Value::as_str) {
+        Some(f @ ("read" | "write" | "delete")) => f,
+        _ => return Some(format!("{path}.f")),
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| match f {
+            "read" => bad_field::<Option<String>>(o, path, "value"),
+            "write" => bad_field::<String>(o, path, "value"),
+            _ => None,
+        })
+        .or(Some(path.to_string()))
+}
+
+/// The references serde cannot check.
+fn validate(h: &History) -> Result<(), HistoryError> {
+    if h.format != FORMAT {
+        return Err(HistoryError::at(
+            "$.format".to_string(),
+            format!("the format tag is {:?}; this checker reads {FORMAT:?}", h.format),
+        ));
+    }
+    let mut ids: FxMap<u64, usize> = FxMap::default();
+    for (i, t) in h.transactions.iter().enumerate() {
+        let path = || format!("$.transactions[{i}] (transaction id {})", t.id);
+        if let Some(first) = ids.get(&t.id) {
+            return Err(HistoryError::at(
+                path(),
+                format!(
+                    "duplicate transaction id {}: $.transactions[{first}] has it too",
+                    t.id
+                ),
+            ));
+        }
+        ids.insert(t.id, i);
+        match (t.outcome, t.commit_ts) {
+            (Outcome::Committed, None) => {
+                return Err(HistoryError::at(
+                    format!("{}.commit_ts", path()),
+                    "the outcome is \"committed\" but commit_ts is missing or null; \
+                     a committed transaction must give its commit timestamp",
+                ));
+            }
+            (Outcome::Aborted, Some(c)) => {
+                return Err(HistoryError::at(
+                    format!("{}.commit_ts", path()),
+                    format!(
+                        "the outcome is \"aborted\" but commit_ts is {c}; \
+                         an aborted transaction has no commit timestamp"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(done) = t.complete_ns
+            && done < t.invoke_ns
+        {
+            return Err(HistoryError::at(
+                format!("{}.complete_ns", path()),
+                format!(
+                    "complete_ns {done} is before invoke_ns {}: a transaction cannot complete before it begins",
+                    t.invoke_ns
+                ),
+            ));
+        }
+    }
+    let mut cells: FxMap<(&str, &str), usize> = FxMap::default();
+    for (i, c) in h.final_state.cells.iter().enumerate() {
+        let path = format!("$.final_state.cells[{i}]");
+        if let Some(first) = cells.get(&(c.row.as_str(), c.col.as_str())) {
+            return Err(HistoryError::at(
+                path,
+                format!(
+                    "cell (row {:?}, col {:?}) is listed twice: $.final_state.cells[{first}] has it too; \
+                     list each cell once with all its versions",
+                    c.row, c.col
+                ),
+            ));
+        }
+        cells.insert((c.row.as_str(), c.col.as_str()), i);
+        for (j, v) in c.versions.iter().enumerate() {
+            let vpath = || format!("{path}.versions[{j}]");
+            match v.kind {
+                VersionKind::Rollback => {
+                    if v.commit_ts != v.start_ts {
+                        return Err(HistoryError::at(
+                            format!("{}.commit_ts", vpath()),
+                            format!(
+                                "a rollback record must have commit_ts equal to start_ts, found start_ts {} and commit_ts {}",
+                                v.start_ts, v.commit_ts
+                            ),
+                        ));
+                    }
+                    if v.value.is_some() {
+                        return Err(HistoryError::at(
+                            format!("{}.value", vpath()),
+                            "a rollback record has no value (null or absent)",
+                        ));
+                    }
+                }
+                VersionKind::Put => {
+                    if v.value.is_none() {
+                        return Err(HistoryError::at(
+                            format!("{}.value", vpath()),
+                            "a put version must have a value",
+                        ));
+                    }
+                }
+                VersionKind::Delete => {
+                    if v.value.is_some() {
+                        return Err(HistoryError::at(
+                            format!("{}.value", vpath()),
+                            "a delete version has no value (null or absent)",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

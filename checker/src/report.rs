@@ -1,0 +1,340 @@
+//! The verdict: per-rule results, the first few findings of each class with
+//! explanations, the allowed anomalies, and their text rendering.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// How many findings of each class a report shows in full; the rest are counted.
+pub(crate) const SHOWN_PER_CLASS: u64 = 5;
+
+/// The tag of the JSON report format.
+pub(crate) const REPORT_FORMAT: &str = "percsim-check/1";
+
+/// The checker's verdict on one history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Always `percsim-check/1`.
+    pub format: String,
+    /// True when every rule holds (allowed anomalies do not count against it).
+    pub passed: bool,
+    /// The seed the history says it was made with.
+    pub seed: u64,
+    /// What the history contained.
+    pub stats: Stats,
+    /// One entry per rule, in a fixed order, whether it held or not.
+    pub rules: Vec<RuleReport>,
+    /// Anomalies snapshot isolation allows (write skew): shown, never a failure.
+    pub allowed: AllowedAnomalies,
+}
+
+/// Counts describing the history that was checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Transactions in the history.
+    pub transactions: u64,
+    /// Transactions their client reported committed.
+    pub committed: u64,
+    /// Transactions their client reported aborted.
+    pub aborted: u64,
+    /// Transactions whose client could not tell.
+    pub unknown: u64,
+    /// Transactions committed in the store although their client did not report it.
+    pub committed_in_store_only: u64,
+    /// Read operations.
+    pub reads: u64,
+    /// Write and delete operations.
+    pub writes: u64,
+    /// Distinct cells mentioned anywhere.
+    pub cells: u64,
+    /// Cells whose written values are all distinct, used for the dependency graph.
+    pub unique_value_cells: u64,
+    /// Write records in the final state (puts, deletes and rollbacks).
+    pub store_versions: u64,
+    /// Locks left in the final state.
+    pub locks: u64,
+    /// Edges of the dependency graph (ww, wr, rw and real-time links).
+    pub graph_edges: u64,
+}
+
+/// The result of one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleReport {
+    /// Stable snake_case id, e.g. `snapshot_reads`.
+    pub id: String,
+    /// What the rule demands, in plain words.
+    pub name: String,
+    /// True when no violation was found.
+    pub passed: bool,
+    /// Number of violations found, of all classes.
+    pub total: u64,
+    /// Number of violations per class.
+    pub counts: BTreeMap<String, u64>,
+    /// The first few violations of each class, grouped by class.
+    pub violations: Vec<Finding>,
+}
+
+/// Anomalies that snapshot isolation permits, reported for information.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AllowedAnomalies {
+    /// Number found, of all classes.
+    pub total: u64,
+    /// Number found per class (for example `G2-item`).
+    pub counts: BTreeMap<String, u64>,
+    /// The first few of each class.
+    pub examples: Vec<Finding>,
+}
+
+/// One violation (or allowed anomaly), explained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The id of the rule it belongs to.
+    pub rule: String,
+    /// Its class within the rule, e.g. `stale_read`, `partial_commit` or `G-single`.
+    pub class: String,
+    /// One sentence saying what is wrong.
+    pub summary: String,
+    /// The ids of the transactions involved, most relevant first.
+    pub txns: Vec<u64>,
+    /// Supporting lines: the transactions involved with their timestamps and ops.
+    pub details: Vec<String>,
+    /// For a dependency cycle, the cycle step by step; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cycle: Vec<CycleStep>,
+}
+
+/// One edge of a dependency cycle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CycleStep {
+    /// The transaction the edge leaves.
+    pub from: u64,
+    /// The transaction the edge enters.
+    pub to: u64,
+    /// `ww`, `wr`, `rw` or `rt` (real time).
+    pub edge: String,
+    /// Why the edge exists, in plain words.
+    pub explanation: String,
+}
+
+impl Report {
+    /// True when every rule holds. Allowed anomalies do not make it false.
+    pub fn passed(&self) -> bool {
+        self.rules.iter().all(|r| r.passed)
+    }
+
+    /// The ids of the rules that were broken, in report order.
+    pub fn violated_rules(&self) -> Vec<&str> {
+        self.rules
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| r.id.as_str())
+            .collect()
+    }
+
+    /// The result of the rule with this id, if there is such a rule.
+    pub fn rule(&self, id: &str) -> Option<&RuleReport> {
+        self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// A human-readable rendering of the whole report.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let broken = self.violated_rules().len();
+        if broken == 0 {
+            let _ = writeln!(
+                out,
+                "percsim check: PASS, all {} rules hold (seed {})",
+                self.rules.len(),
+                self.seed
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "percsim check: FAIL, {broken} of {} rules broken (seed {})",
+                self.rules.len(),
+                self.seed
+            );
+        }
+        let s = &self.stats;
+        let _ = writeln!(
+            out,
+            "{} transactions ({} committed, {} aborted, {} unknown; {} committed in the store only), \
+             {} reads, {} writes, {} cells ({} with unique values), {} store versions, {} locks left",
+            s.transactions,
+            s.committed,
+            s.aborted,
+            s.unknown,
+            s.committed_in_store_only,
+            s.reads,
+            s.writes,
+            s.cells,
+            s.unique_value_cells,
+            s.store_versions,
+            s.locks
+        );
+        for rule in &self.rules {
+            out.push('\n');
+            let verdict = if rule.passed { "PASS" } else { "FAIL" };
+            let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
+            if !rule.passed {
+                render_findings(&mut out, rule.total, &rule.counts, &rule.violations, "violation");
+            }
+        }
+        if self.allowed.total > 0 {
+            out.push('\n');
+            let _ = writeln!(
+                out,
+                "Allowed under snapshot isolation (shown for information, not violations):"
+            );
+            render_findings(
+                &mut out,
+                self.allowed.total,
+                &self.allowed.counts,
+                &self.allowed.examples,
+                "anomaly",
+            );
+        }
+        out
+    }
+}
+
+fn render_findings(
+    out: &mut String,
+    total: u64,
+    counts: &BTreeMap<String, u64>,
+    findings: &[Finding],
+    noun: &str,
+) {
+    let per_class: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let plural = if total == 1 { "" } else { "s" };
+    let _ = writeln!(out, "      {total} {noun}{plural}: {}", per_class.join(", "));
+    for (class, count) in counts {
+        let shown: Vec<&Finding> = findings.iter().filter(|f| &f.class == class).collect();
+        if (shown.len() as u64) < *count {
+            let _ = writeln!(
+                out,
+                "      {class}: showing the first {} of {count}",
+                shown.len()
+            );
+        }
+        for f in shown {
+            let _ = writeln!(out, "    - [{class}] {}", f.summary);
+            if !f.cycle.is_empty() {
+                let _ = writeln!(out, "        the cycle, step by step:");
+                for (i, step) in f.cycle.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "        {}. T{} -{}-> T{}: {}",
+                        i + 1,
+                        step.from,
+                        step.edge,
+                        step.to,
+                        step.explanation
+                    );
+                }
+            }
+            for d in &f.details {
+                let _ = writeln!(out, "        {d}");
+            }
+        }
+    }
+}
+
+/// What a rule module says about one finding, before the sink files it.
+pub(crate) struct Draft {
+    pub summary: String,
+    pub txns: Vec<u64>,
+    pub details: Vec<String>,
+    pub cycle: Vec<CycleStep>,
+}
+
+impl Draft {
+    /// A finding without a cycle.
+    pub(crate) fn new(summary: String, txns: Vec<u64>, details: Vec<String>) -> Draft {
+        let mut unique = Vec::with_capacity(txns.len());
+        for t in txns {
+            if !unique.contains(&t) {
+                unique.push(t);
+            }
+        }
+        Draft {
+            summary,
+            txns: unique,
+            details,
+            cycle: Vec::new(),
+        }
+    }
+}
+
+/// Collects the findings of one rule: counts all, keeps the first few of each class.
+pub(crate) struct Sink {
+    rule: &'static str,
+    total: u64,
+    counts: BTreeMap<String, u64>,
+    shown: Vec<Finding>,
+}
+
+impl Sink {
+    pub(crate) fn new(rule: &'static str) -> Sink {
+        Sink {
+            rule,
+            total: 0,
+            counts: BTreeMap::new(),
+            shown: Vec::new(),
+        }
+    }
+
+    /// Files one finding of `class`; `make` runs only if it will be shown.
+    pub(crate) fn add(&mut self, class: &str, make: impl FnOnce() -> Draft) {
+        self.total += 1;
+        let count = match self.counts.get_mut(class) {
+            Some(c) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                self.counts.insert(class.to_string(), 1);
+                1
+            }
+        };
+        if count <= SHOWN_PER_CLASS {
+            let d = make();
+            self.shown.push(Finding {
+                rule: self.rule.to_string(),
+                class: class.to_string(),
+                summary: d.summary,
+                txns: d.txns,
+                details: d.details,
+                cycle: d.cycle,
+            });
+        }
+    }
+
+    fn sorted_findings(mut self) -> (u64, BTreeMap<String, u64>, Vec<Finding>) {
+        // Stable: keeps discovery order within a class.
+        self.shown.sort_by(|a, b| a.class.cmp(&b.class));
+        (self.total, self.counts, self.shown)
+    }
+
+    pub(crate) fn into_rule(self, name: &str) -> RuleReport {
+        let id = self.rule.to_string();
+        let (total, counts, violations) = self.sorted_findings();
+        RuleReport {
+            id,
+            name: name.to_string(),
+            passed: total == 0,
+            total,
+            counts,
+            violations,
+        }
+    }
+
+    pub(crate) fn into_allowed(self) -> AllowedAnomalies {
+        let (total, counts, examples) = self.sorted_findings();
+        AllowedAnomalies {
+            total,
+            counts,
+            examples,
+        }
+    }
+}

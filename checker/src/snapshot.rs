@@ -1,0 +1,142 @@
+//! Rule `snapshot_reads`: every read returns the newest version committed
+//! before its start_ts.
+
+use crate::ctx::{Ctx, NONE, fmt_value};
+use crate::fx::FxMap;
+use crate::history::Op;
+use crate::report::{Draft, Sink};
+
+pub(crate) const ID: &str = "snapshot_reads";
+pub(crate) const NAME: &str = "every read returns the newest version committed before its start_ts (null if none, or if it is a delete)";
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    // The transaction's own writes, by (cell, op index), for read-your-writes.
+    let mut own: Vec<(u32, u32, Option<&str>)> = Vec::new();
+    // (cell, value) -> earliest committed version holding it; built on the first violation.
+    let mut by_value: Option<FxMap<(u32, Option<&str>), (u64, u32)>> = None;
+    for t in 0..ctx.n() as u32 {
+        let txn = ctx.txn(t);
+        let cells = ctx.op_cells(t);
+        own.clear();
+        for (j, op) in txn.ops.iter().enumerate() {
+            match op {
+                Op::Write { value, .. } => own.push((cells[j], j as u32, Some(value.as_str()))),
+                Op::Delete { .. } => own.push((cells[j], j as u32, None)),
+                Op::Read { .. } => {}
+            }
+        }
+        own.sort_unstable_by_key(|w| (w.0, w.1));
+        for (j, op) in txn.ops.iter().enumerate() {
+            let Op::Read { value, .. } = op else {
+                continue;
+            };
+            let c = cells[j];
+            let observed = value.as_deref();
+            let versions = ctx.versions(c);
+            let p = versions.partition_point(|v| v.commit_ts < txn.start_ts);
+            let expected = p.checked_sub(1).map(|k| versions[k]);
+            if observed == expected.and_then(|v| v.value) {
+                continue;
+            }
+            // A read after the transaction's own write may return that write.
+            let k = own.partition_point(|w| (w.0, w.1) < (c, j as u32));
+            if k > 0 && own[k - 1].0 == c && own[k - 1].2 == observed {
+                continue;
+            }
+            let index = by_value.get_or_insert_with(|| value_index(ctx));
+            let seen = index.get(&(c, observed)).copied();
+            let class = match (observed, seen) {
+                (None, _) => "stale_read",
+                (Some(_), Some((ts, _))) if ts < txn.start_ts => "stale_read",
+                (Some(_), Some(_)) => "future_read",
+                (Some(_), None) => "uncommitted_read",
+            };
+            sink.add(class, || {
+                let cell = ctx.cell_name(c);
+                let mut txns = vec![txn.id];
+                let mut details = vec![ctx.describe_txn(t)];
+                let should = match expected {
+                    None => format!(
+                        "no version of {cell} was committed before {}, so it should have read null",
+                        txn.start_ts
+                    ),
+                    Some(v) => {
+                        if v.writer != NONE {
+                            txns.push(ctx.id(v.writer));
+                            details.push(ctx.describe_txn(v.writer));
+                        }
+                        let what = match v.value {
+                            Some(_) => format!("is {}", fmt_value(v.value)),
+                            None => "is a delete".to_string(),
+                        };
+                        format!(
+                            "the newest version of {cell} committed before {} {what} (written by {}, committed at {})",
+                            txn.start_ts,
+                            ctx.tname(v.writer),
+                            v.commit_ts
+                        )
+                    }
+                };
+                let why = match (observed, seen) {
+                    (None, _) => "null is what the cell held before that version".to_string(),
+                    (Some(val), Some((ts, w))) => {
+                        if w != NONE {
+                            txns.push(ctx.id(w));
+                            details.push(ctx.describe_txn(w));
+                        }
+                        if ts < txn.start_ts {
+                            format!(
+                                "{} is an older version, committed at {ts} by {}",
+                                fmt_value(Some(val)),
+                                ctx.tname(w)
+                            )
+                        } else {
+                            format!(
+                                "{} was committed at {ts} by {}, not before the snapshot",
+                                fmt_value(Some(val)),
+                                ctx.tname(w)
+                            )
+                        }
+                    }
+                    (Some(val), None) => match ctx.windex.get(&(c, val)) {
+                        Some(info) => {
+                            txns.push(ctx.id(info.txn));
+                            details.push(ctx.describe_txn(info.txn));
+                            format!(
+                                "no committed version of {cell} holds {}: {} wrote it but it was never committed",
+                                fmt_value(Some(val)),
+                                ctx.tname(info.txn)
+                            )
+                        }
+                        None => format!(
+                            "no transaction ever wrote {} to {cell}",
+                            fmt_value(Some(val))
+                        ),
+                    },
+                };
+                Draft::new(
+                    format!(
+                        "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
+                        txn.id,
+                        txn.client,
+                        fmt_value(observed),
+                        txn.start_ts
+                    ),
+                    txns,
+                    details,
+                )
+            });
+        }
+    }
+}
+
+fn value_index<'a>(ctx: &Ctx<'a>) -> FxMap<(u32, Option<&'a str>), (u64, u32)> {
+    let mut index: FxMap<(u32, Option<&'a str>), (u64, u32)> = FxMap::default();
+    for c in 0..ctx.cells.len() as u32 {
+        for v in ctx.versions(c) {
+            // Versions are by commit_ts, so the first one seen is the earliest.
+            index.entry((c, v.value)).or_insert((v.commit_ts, v.writer));
+        }
+    }
+    index
+}

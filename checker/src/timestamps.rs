@@ -1,0 +1,172 @@
+//! Rule `timestamp_order`: timestamps are unique, every commit_ts follows its
+//! start_ts, and a transaction begun after another completed gets a later
+//! start_ts than everything that one was handed (strong snapshot isolation).
+
+use crate::ctx::Ctx;
+use crate::report::{Draft, Sink};
+
+pub(crate) const ID: &str = "timestamp_order";
+pub(crate) const NAME: &str = "timestamps are unique, each commit_ts is above its start_ts, and a transaction begun after another completed has a larger start_ts than that one's timestamps";
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let n = ctx.n();
+    // Every commit_ts of each transaction: the client's and the store's, deduplicated.
+    let mut commit_off: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut commit_flat: Vec<u64> = Vec::with_capacity(n);
+    let mut scratch: Vec<u64> = Vec::new();
+    commit_off.push(0);
+    for t in 0..n as u32 {
+        scratch.clear();
+        scratch.extend(ctx.txn(t).commit_ts);
+        scratch.extend(ctx.recs_of(t).iter().filter(|r| r.is_commit()).map(|r| r.commit_ts));
+        scratch.sort_unstable();
+        scratch.dedup();
+        commit_flat.extend_from_slice(&scratch);
+        commit_off.push(commit_flat.len());
+    }
+    let commits = |t: usize| &commit_flat[commit_off[t]..commit_off[t + 1]];
+
+    // Uniqueness: sort every handed-out timestamp, look for equal neighbours.
+    let mut all: Vec<(u64, u32, bool)> = Vec::with_capacity(n * 2);
+    for t in 0..n as u32 {
+        all.push((ctx.txn(t).start_ts, t, false));
+        for &c in commits(t as usize) {
+            all.push((c, t, true));
+        }
+    }
+    all.sort_unstable();
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i + 1;
+        while j < all.len() && all[j].0 == all[i].0 {
+            j += 1;
+        }
+        let group = &all[i..j];
+        let mut txns: Vec<u32> = group.iter().map(|g| g.1).collect();
+        txns.dedup();
+        if txns.len() > 1 {
+            sink.add("duplicate_timestamp", || {
+                let uses: Vec<String> = group
+                    .iter()
+                    .map(|&(_, t, is_commit)| {
+                        format!(
+                            "{} of T{}",
+                            if is_commit { "commit_ts" } else { "start_ts" },
+                            ctx.id(t)
+                        )
+                    })
+                    .collect();
+                Draft::new(
+                    format!(
+                        "timestamp {} was handed out more than once: it is the {}",
+                        group[0].0,
+                        uses.join(" and the ")
+                    ),
+                    txns.iter().map(|&t| ctx.id(t)).collect(),
+                    txns.iter().map(|&t| ctx.describe_txn(t)).collect(),
+                )
+            });
+        }
+        i = j;
+    }
+
+    // commit_ts above start_ts.
+    for t in 0..n as u32 {
+        let txn = ctx.txn(t);
+        let bad: Vec<u64> = commits(t as usize)
+            .iter()
+            .copied()
+            .filter(|&c| c <= txn.start_ts)
+            .collect();
+        if !bad.is_empty() {
+            sink.add("commit_not_after_start", || {
+                let from_client = txn.commit_ts.is_some_and(|c| c <= txn.start_ts);
+                let source = if from_client {
+                    "its client reported"
+                } else {
+                    "the store records"
+                };
+                let mut details = vec![ctx.describe_txn(t)];
+                details.extend(ctx.describe_store(t));
+                Draft::new(
+                    format!(
+                        "T{} has start_ts {} but {source} commit_ts {}: a commit timestamp must be above the start timestamp",
+                        txn.id,
+                        txn.start_ts,
+                        bad.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                    ),
+                    vec![txn.id],
+                    details,
+                )
+            });
+        }
+    }
+
+    // Real-time order, by a sweep: transactions by invocation time against the
+    // completions before it, keeping the largest timestamp those were handed.
+    let last_ts: Vec<u64> = (0..n)
+        .map(|t| {
+            let s = ctx.h.transactions[t].start_ts;
+            commits(t).last().map_or(s, |&c| c.max(s))
+        })
+        .collect();
+    let mut done: Vec<(u64, u32)> = (0..n as u32)
+        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
+        .collect();
+    done.sort_unstable();
+    let mut by_invoke: Vec<(u64, u32)> = (0..n as u32).map(|t| (ctx.txn(t).invoke_ns, t)).collect();
+    by_invoke.sort_unstable();
+    let mut next = 0;
+    let mut best: Option<(u64, u32)> = None;
+    for &(invoke, b) in &by_invoke {
+        while next < done.len() && done[next].0 < invoke {
+            let a = done[next].1;
+            if best.is_none_or(|(m, _)| last_ts[a as usize] > m) {
+                best = Some((last_ts[a as usize], a));
+            }
+            next += 1;
+        }
+        let Some((m, a)) = best else {
+            continue;
+        };
+        let tb = ctx.txn(b);
+        if a == b || tb.start_ts > m {
+            continue;
+        }
+        let ta = ctx.txn(a);
+        let class = if ta.client == tb.client {
+            "client_order"
+        } else {
+            "realtime_order"
+        };
+        sink.add(class, || {
+            let what = if commits(a as usize).last() == Some(&m) {
+                format!("commit_ts {m}")
+            } else {
+                format!("start_ts {m}")
+            };
+            let consequence = if class == "client_order" {
+                format!(
+                    "both ran on client {}, whose timestamps must grow with its time",
+                    tb.client
+                )
+            } else {
+                format!("so its snapshot can miss what T{} did", ta.id)
+            };
+            Draft::new(
+                format!(
+                    "T{} was invoked at {} ns, after T{} completed at {} ns, yet its start_ts {} is not above \
+                     T{}'s {what}; {consequence}",
+                    tb.id,
+                    tb.invoke_ns,
+                    ta.id,
+                    ta.complete_ns.unwrap_or_default(),
+                    tb.start_ts,
+                    ta.id
+                ),
+                vec![tb.id, ta.id],
+                vec![ctx.describe_txn(b), ctx.describe_txn(a)],
+            )
+        });
+    }
+}

@@ -1,0 +1,103 @@
+//! Scenario files (`percsim-scenario/1`): the complete description of a run.
+
+use crate::workloads::WorkloadSpec;
+use percsim_sim::{RunOutput, SimConfig};
+use serde::{Deserialize, Serialize};
+
+/// The format tag of scenario files.
+pub const FORMAT: &str = "percsim-scenario/1";
+
+/// A run: cluster, workload, seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The seed of the run.
+    #[serde(default)]
+    pub seed: u64,
+    /// The cluster and its phases.
+    #[serde(default)]
+    pub cluster: SimConfig,
+    /// The workload.
+    pub workload: WorkloadSpec,
+}
+
+/// Why a scenario could not be read or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The JSON is malformed or does not fit the format.
+    #[error("bad scenario: {0}")]
+    Parse(String),
+    /// A value is impossible.
+    #[error("bad scenario: {0}")]
+    Invalid(String),
+}
+
+impl Scenario {
+    /// A scenario for `workload` on `cluster` with `seed`.
+    pub fn new(seed: u64, cluster: SimConfig, workload: WorkloadSpec) -> Self {
+        Scenario {
+            format: FORMAT.to_string(),
+            seed,
+            cluster,
+            workload,
+        }
+    }
+
+    /// Parse and validate a scenario from JSON text.
+    pub fn parse(text: &str) -> Result<Self, ScenarioError> {
+        let s: Scenario =
+            serde_json::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        if s.format != FORMAT {
+            return Err(ScenarioError::Invalid(format!(
+                "format: expected {FORMAT:?}, found {:?}",
+                s.format
+            )));
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Read a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Scenario::parse(&text)
+    }
+
+    /// Check for impossible values.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.cluster
+            .validate()
+            .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))?;
+        self.workload.validate().map_err(ScenarioError::Invalid)
+    }
+
+    /// Run the scenario on a fresh OS thread (each seed gets its own
+    /// thread, so nothing leaks from one run into the next).
+    pub fn run(&self) -> Result<RunOutput, ScenarioError> {
+        self.validate()?;
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name(format!("seed-{}", self.seed))
+            .spawn(move || {
+                let description = serde_json::to_value(&me).unwrap_or_default();
+                percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
+            })
+            .map_err(|e| ScenarioError::Invalid(format!("cannot start a simulation thread: {e}")))?
+            .join()
+            .map_err(|_| ScenarioError::Invalid("the simulation panicked".into()))?
+            .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+    }
+}

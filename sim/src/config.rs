@@ -1,0 +1,165 @@
+//! What a simulated cluster is made of and how it behaves.
+
+use percsim_protocol::client::{ClientConfig, StepPoint};
+use serde::{Deserialize, Serialize};
+
+/// A client's wall clock relative to true simulated time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSkew {
+    /// Constant offset added to the clock (ms; may be negative).
+    pub offset_ms: i64,
+    /// Drift in parts per million (positive runs fast).
+    pub drift_ppm: i64,
+}
+
+/// Kill a client at a named step of one of its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashAt {
+    /// The client to kill.
+    pub client: usize,
+    /// Which of its transactions (1-based, counted over the client's whole
+    /// life including restarts).
+    pub txn: u64,
+    /// The step after which it dies.
+    pub step: StepPoint,
+    /// Restart the client this long after the crash (never, if `None`).
+    #[serde(default)]
+    pub restart_after_ms: Option<u64>,
+}
+
+/// The cluster, its timing and its phases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Number of tablet servers.
+    pub tablet_servers: usize,
+    /// Number of tablets (contiguous row ranges), spread over the servers.
+    pub tablets: usize,
+    /// Number of client (worker) processes.
+    pub clients: usize,
+    /// Concurrent transaction threads per client; they share one pending
+    /// timestamp RPC.
+    pub workers_per_client: usize,
+    /// Client protocol settings.
+    pub client: ClientConfig,
+    /// Timeout of one RPC attempt.
+    pub rpc_timeout_ms: u64,
+    /// Attempts per row request before the client gives up on it.
+    pub rpc_attempts: u32,
+    /// Liveness sessions expire after this long without a keep-alive.
+    pub session_ttl_ms: u64,
+    /// The oracle persists ranges of this many timestamps.
+    pub oracle_range: u64,
+    /// The master pings tablet servers this often.
+    pub heartbeat_ms: u64,
+    /// A server missing this many pings in a row is declared dead and its
+    /// tablets move.
+    pub heartbeat_misses: u32,
+    /// Time a moved tablet stays unavailable while it loads on its new server.
+    pub tablet_load_ms: u64,
+    /// Per-client clock skew (missing entries: a perfect clock).
+    pub clocks: Vec<ClockSkew>,
+    /// Clients to kill at named protocol steps.
+    pub crashes: Vec<CrashAt>,
+    /// Length of the workload phase in simulated ms (faults active).
+    pub run_ms: u64,
+    /// Bound on the healed phase in which all locks must be resolved.
+    pub quiesce_ms: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            tablet_servers: 3,
+            tablets: 6,
+            clients: 4,
+            workers_per_client: 2,
+            client: ClientConfig::default(),
+            rpc_timeout_ms: 100,
+            rpc_attempts: 4,
+            session_ttl_ms: 1_000,
+            oracle_range: 1_000,
+            heartbeat_ms: 100,
+            heartbeat_misses: 3,
+            tablet_load_ms: 50,
+            clocks: Vec::new(),
+            crashes: Vec::new(),
+            run_ms: 5_000,
+            quiesce_ms: 60_000,
+        }
+    }
+}
+
+/// Why a configuration cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid cluster setting `{field}`: {problem}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl SimConfig {
+    /// Check the configuration for impossible settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, problem: &str| {
+            Err(ConfigError {
+                field: field.to_string(),
+                problem: problem.to_string(),
+            })
+        };
+        let limits: [(&str, usize, usize); 4] = [
+            ("tablet_servers", self.tablet_servers, 200),
+            ("tablets", self.tablets, 10_000),
+            ("clients", self.clients, 200),
+            ("workers_per_client", self.workers_per_client, 64),
+        ];
+        for (field, value, max) in limits {
+            if value == 0 {
+                return err(field, "must be at least 1");
+            }
+            if value > max {
+                return err(field, &format!("{value} is more than the supported {max}"));
+            }
+        }
+        if self.rpc_timeout_ms == 0 {
+            return err("rpc_timeout_ms", "must be at least 1");
+        }
+        if self.rpc_attempts == 0 {
+            return err("rpc_attempts", "must be at least 1");
+        }
+        if self.session_ttl_ms == 0 || self.heartbeat_ms == 0 || self.oracle_range == 0 {
+            return err(
+                "session_ttl_ms/heartbeat_ms/oracle_range",
+                "must be at least 1",
+            );
+        }
+        if self.clocks.len() > self.clients {
+            return err("clocks", "more clock entries than clients");
+        }
+        for (i, c) in self.crashes.iter().enumerate() {
+            if c.client >= self.clients {
+                return err(
+                    &format!("crashes[{i}].client"),
+                    &format!(
+                        "client {} does not exist ({} clients)",
+                        c.client, self.clients
+                    ),
+                );
+            }
+            if c.txn == 0 {
+                return err(
+                    &format!("crashes[{i}].txn"),
+                    "transactions are counted from 1",
+                );
+            }
+        }
+        if self.run_ms > 3_600_000 || self.quiesce_ms > 3_600_000 {
+            return err("run_ms/quiesce_ms", "more than one simulated hour");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,376 @@
+//! Builds a cluster in a seeded madsim runtime, runs a workload through its
+//! phases, and returns the recorded history.
+//!
+//! Phases: the workload phase (faults active), then a healed phase in which
+//! the workload stops, dead nodes come back and a sweeper reads every cell
+//! until no lock is left (failing to get there in time is a liveness
+//! failure), then the workload's final check and a dump of the store.
+
+use crate::config::{ConfigError, SimConfig};
+use crate::nodes;
+use crate::recorder::Recorder;
+use crate::workload::Workload;
+use crate::world::{
+    Control, Durable, Tablets, World, client_addr, liveness_addr, master_addr, oracle_addr,
+    tablet_server_addr,
+};
+use futures::StreamExt;
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::time::{Duration, Instant, sleep};
+use percsim_checker as history;
+use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
+use percsim_protocol::row::{RowMutation, RowOp};
+use percsim_protocol::{Ts, Write, WriteKind};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// Timestamps of the initial load: it commits before the oracle's first.
+const LOAD_START_TS: u64 = 1;
+const LOAD_COMMIT_TS: u64 = 2;
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// The recorded history.
+    pub history: history::History,
+    /// Counts and failures for summaries.
+    pub summary: RunSummary,
+}
+
+/// Counts of what happened in a run, and the failures seen outside the checker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Transactions reported committed (the initial load excluded).
+    pub committed: u64,
+    /// Transactions reported aborted.
+    pub aborted: u64,
+    /// Transactions whose outcome the client did not learn.
+    pub unknown: u64,
+    /// Named counters: events, cleanups, aborts by reason, RPCs.
+    pub counters: BTreeMap<String, u64>,
+    /// Simulated time the run took, in ns.
+    pub sim_ns: u64,
+    /// Why the cluster failed to converge in the healed phase, if it did.
+    pub liveness_failure: Option<String>,
+    /// Violations of the workload's own invariants.
+    pub workload_violations: Vec<String>,
+}
+
+/// Run `workload` on the cluster `cfg` with `seed`. `scenario` is stored in
+/// the history as the description of the run.
+pub fn run(
+    cfg: &SimConfig,
+    seed: u64,
+    workload: Arc<dyn Workload>,
+    scenario: serde_json::Value,
+) -> Result<RunOutput, ConfigError> {
+    cfg.validate()?;
+    let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let cfg = cfg.clone();
+    Ok(rt.block_on(simulate(cfg, seed, workload, scenario)))
+}
+
+struct Nodes {
+    clients: Vec<NodeHandle>,
+}
+
+async fn simulate(
+    cfg: SimConfig,
+    seed: u64,
+    workload: Arc<dyn Workload>,
+    scenario: serde_json::Value,
+) -> RunOutput {
+    let handle = Handle::current();
+    let (control_tx, mut control_rx) = futures::channel::mpsc::unbounded();
+    let tablets = Tablets::new(workload.split_points(cfg.tablets));
+    let tablet_count = tablets.count();
+    let initial = workload.initial_data();
+    let mut durable = Durable {
+        rows: BTreeMap::new(),
+        oracle_max: LOAD_COMMIT_TS,
+        tablet_owner: (0..tablet_count)
+            .map(|t| Some(t % cfg.tablet_servers))
+            .collect(),
+        next_session: 0,
+    };
+    load(&mut durable, &initial);
+    let mut recorder = Recorder::default();
+    recorder.bootstrap(LOAD_START_TS, LOAD_COMMIT_TS, &initial);
+    let world = Arc::new(World {
+        cfg: cfg.clone(),
+        durable: Mutex::new(durable),
+        recorder: Mutex::new(recorder),
+        tablets,
+        start: Instant::now(),
+        stopping: Default::default(),
+        workload: workload.clone(),
+        control: control_tx,
+        incarnations: Mutex::default(),
+        dead: Mutex::default(),
+    });
+
+    let w = world.clone();
+    handle
+        .create_node()
+        .name("oracle")
+        .ip(oracle_addr().ip())
+        .init(move || nodes::oracle::main(w.clone()))
+        .build();
+    let w = world.clone();
+    handle
+        .create_node()
+        .name("liveness")
+        .ip(liveness_addr().ip())
+        .init(move || nodes::liveness::main(w.clone()))
+        .build();
+    let w = world.clone();
+    handle
+        .create_node()
+        .name("master")
+        .ip(master_addr().ip())
+        .init(move || nodes::master::main(w.clone()))
+        .build();
+    for i in 0..cfg.tablet_servers {
+        let w = world.clone();
+        handle
+            .create_node()
+            .name(format!("tablet-{i}"))
+            .ip(tablet_server_addr(i).ip())
+            .init(move || nodes::tablet::main(w.clone(), i))
+            .build();
+    }
+    // Let the servers bind before clients call them.
+    sleep(Duration::from_millis(1)).await;
+    let mut nodes = Nodes {
+        clients: Vec::new(),
+    };
+    for i in 0..cfg.clients {
+        let w = world.clone();
+        let node = handle
+            .create_node()
+            .name(format!("client-{i}"))
+            .ip(client_addr(i).ip())
+            .init(move || nodes::client::main(w.clone(), i))
+            .build();
+        nodes.clients.push(node);
+    }
+
+    // The harness's control loop: kills requested from inside nodes.
+    let w = world.clone();
+    let client_ids: Vec<_> = nodes.clients.iter().map(|n| n.id()).collect();
+    madsim::task::spawn(async move {
+        while let Some(c) = control_rx.next().await {
+            match c {
+                Control::KillClient {
+                    client,
+                    restart_after_ms,
+                } => {
+                    let h = Handle::current();
+                    h.kill(client_ids[client]);
+                    w.client_died(client);
+                    w.event("kill", json!({"node": format!("client-{client}")}));
+                    if let Some(ms) = restart_after_ms {
+                        let w = w.clone();
+                        let id = client_ids[client];
+                        madsim::task::spawn(async move {
+                            sleep(Duration::from_millis(ms)).await;
+                            Handle::current().restart(id);
+                            w.client_restarted(client);
+                            w.event("restart", json!({"node": format!("client-{client}")}));
+                        });
+                    }
+                }
+            }
+        }
+    });
+
+    // Workload phase.
+    let run_until = Instant::now() + Duration::from_millis(cfg.run_ms);
+    while Instant::now() < run_until {
+        sleep(Duration::from_millis(200)).await;
+        // madsim 0.2.34 keeps finished RPC tasks until their count is read.
+        let _ = Handle::current().metrics().num_tasks();
+    }
+    world.stopping.store(true, Ordering::Relaxed);
+    world.event("phase_healed", json!({}));
+
+    // Healed phase: wait for transactions in progress to finish, then sweep.
+    let deadline = Instant::now() + Duration::from_millis(cfg.quiesce_ms);
+    let sweeper = nodes::client::start_on_new_node(world.clone(), cfg.clients).await;
+    let mut liveness_failure = None;
+    loop {
+        let locks = lock_count(&world);
+        let busy = busy_transactions(&world);
+        if locks == 0 && busy == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            liveness_failure = Some(format!(
+                "not converged after {} ms of healed phase: {locks} locks left, {busy} transactions still running",
+                cfg.quiesce_ms
+            ));
+            break;
+        }
+        if busy == 0 {
+            sweep(&sweeper).await;
+        } else {
+            sleep(Duration::from_millis(100)).await;
+        }
+        let _ = Handle::current().metrics().num_tasks();
+    }
+    let workload_violations = if liveness_failure.is_none() {
+        workload.final_check(sweeper.clone()).await
+    } else {
+        Vec::new()
+    };
+    for v in &workload_violations {
+        world.event("workload_violation", json!({"what": v}));
+    }
+
+    let sim_ns = world.now_ns();
+    let rec = world.recorder();
+    let transactions = rec.transactions();
+    let events = rec.events().to_vec();
+    let counters = rec.counters.clone();
+    drop(rec);
+    let final_state = dump(&world);
+    let mut summary = RunSummary {
+        counters,
+        sim_ns,
+        liveness_failure,
+        workload_violations,
+        ..Default::default()
+    };
+    for t in transactions
+        .iter()
+        .filter(|t| t.client != crate::recorder::LOADER_CLIENT)
+    {
+        match t.outcome {
+            history::Outcome::Committed => summary.committed += 1,
+            history::Outcome::Aborted => summary.aborted += 1,
+            history::Outcome::Unknown => summary.unknown += 1,
+        }
+    }
+    // Violations the workload recorded during the run (e.g. a bad snapshot sum).
+    for e in events.iter().filter(|e| e.kind == "workload_violation") {
+        if let Some(what) = e.fields.get("what").and_then(|v| v.as_str()) {
+            if !summary.workload_violations.iter().any(|v| v == what) {
+                summary.workload_violations.push(what.to_string());
+            }
+        }
+    }
+    RunOutput {
+        history: history::History {
+            format: history::FORMAT.to_string(),
+            seed,
+            scenario,
+            transactions,
+            events,
+            final_state,
+        },
+        summary,
+    }
+}
+
+/// Write the initial data as one committed transaction.
+fn load(d: &mut Durable, initial: &[(percsim_protocol::CellKey, String)]) {
+    for (cell, value) in initial {
+        let mut m = RowMutation::default();
+        m.ops.push(RowOp::PutData {
+            col: cell.col.clone(),
+            ts: Ts(LOAD_START_TS),
+            value: value.clone(),
+        });
+        m.ops.push(RowOp::PutWrite {
+            col: cell.col.clone(),
+            commit_ts: Ts(LOAD_COMMIT_TS),
+            write: Write {
+                start_ts: Ts(LOAD_START_TS),
+                kind: WriteKind::Put,
+            },
+        });
+        d.rows.entry(cell.row.clone()).or_default().apply(&m);
+    }
+}
+
+fn lock_count(world: &World) -> usize {
+    world
+        .durable()
+        .rows
+        .values()
+        .flat_map(|r| r.cols.values())
+        .map(|c| c.lock.len())
+        .sum()
+}
+
+fn busy_transactions(world: &World) -> usize {
+    let dead = world.dead_clients();
+    world.recorder().in_progress(&dead)
+}
+
+/// Read every cell at a fresh snapshot: a read meeting a lock cleans it up
+/// once its owner is dead or the lock is stale.
+async fn sweep(sweeper: &Arc<nodes::client::Client>) {
+    let Ok(mut txn) = Transaction::begin(sweeper.as_ref()).await else {
+        sleep(Duration::from_millis(100)).await;
+        return;
+    };
+    match txn.scan("", "\u{10ffff}", &[]).await {
+        Ok(_) => {
+            let _: CommitOutcome = txn.commit().await;
+        }
+        Err(e) => {
+            txn.abort((&e).into());
+            sweeper.sleep_ms(100).await;
+        }
+    }
+}
+
+/// Every write record and lock in the store.
+fn dump(world: &World) -> history::FinalState {
+    let d = world.durable();
+    let mut state = history::FinalState::default();
+    for (key, row) in &d.rows {
+        for (col, c) in &row.cols {
+            let versions: Vec<history::Version> = c
+                .write
+                .iter()
+                .map(|(commit_ts, w)| history::Version {
+                    start_ts: w.start_ts.0,
+                    commit_ts: commit_ts.0,
+                    kind: match w.kind {
+                        WriteKind::Put => history::VersionKind::Put,
+                        WriteKind::Delete => history::VersionKind::Delete,
+                        WriteKind::Rollback => history::VersionKind::Rollback,
+                    },
+                    value: match w.kind {
+                        WriteKind::Put => c.data.get(&w.start_ts).cloned(),
+                        _ => None,
+                    },
+                })
+                .collect();
+            if !versions.is_empty() {
+                state.cells.push(history::CellState {
+                    row: key.clone(),
+                    col: col.clone(),
+                    versions,
+                });
+            }
+            for (ts, lock) in &c.lock {
+                state.locks.push(history::LockState {
+                    row: key.clone(),
+                    col: col.clone(),
+                    start_ts: ts.0,
+                    primary: history::CellRef {
+                        row: lock.primary.row.clone(),
+                        col: lock.primary.col.clone(),
+                    },
+                });
+            }
+        }
+    }
+    state
+}

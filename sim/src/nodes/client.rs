@@ -1,0 +1,377 @@
+//! A client (worker) process: holds a liveness session, batches timestamp
+//! requests into one pending oracle RPC, finds tablets through the master,
+//! and runs the workload's transaction threads.
+
+use crate::config::ClockSkew;
+use crate::rpc::{IsAlive, KeepAlive, Locate, NotServing, OpenSession, RowCall, ScanCall, TsCall};
+use crate::workload::Worker;
+use crate::world::{
+    Control, World, client_addr, liveness_addr, master_addr, oracle_addr, tablet_server_addr,
+};
+use futures::channel::oneshot;
+use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
+use madsim::time::{Duration, sleep};
+use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
+use percsim_protocol::client::{
+    CleanupEvent, ClientConfig, RpcError, StepPoint, Transport, TxnEvent,
+};
+use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Wall clocks start here (ms), so negative offsets stay positive.
+const WALL_BASE_MS: u64 = 1_000_000_000;
+
+#[derive(Default)]
+struct TsBatch {
+    in_flight: bool,
+    waiting: Vec<oneshot::Sender<Result<Ts, RpcError>>>,
+}
+
+/// One incarnation of a client process. It implements the protocol's
+/// [`Transport`], so workloads run [`percsim_protocol::client::Transaction`]s on it.
+pub struct Client {
+    world: Arc<World>,
+    index: usize,
+    ep: Endpoint,
+    session: AtomicU64,
+    locations: Mutex<BTreeMap<usize, usize>>,
+    ts: Mutex<TsBatch>,
+    clock: ClockSkew,
+    /// Transaction id -> its 1-based number for this client.
+    numbers: Mutex<BTreeMap<u64, u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Client {
+    /// This client's index in the cluster.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Whether the workload phase is over (start no new transactions).
+    pub fn stopping(&self) -> bool {
+        self.world.stopping()
+    }
+
+    /// Record a violation of the workload's own invariant.
+    pub fn violation(&self, what: String) {
+        self.world.event(
+            "workload_violation",
+            json!({"client": self.index, "what": what}),
+        );
+    }
+
+    async fn call<R: Request + Clone>(
+        &self,
+        dst: SocketAddr,
+        req: R,
+    ) -> Result<R::Response, RpcError> {
+        let timeout = Duration::from_millis(self.world.cfg.rpc_timeout_ms);
+        self.ep
+            .call_timeout(dst, req, timeout)
+            .await
+            .map_err(|_| RpcError::Timeout)
+    }
+
+    /// Retry `req` on the liveness service or the oracle with backoff.
+    async fn call_retrying<R: Request + Clone>(
+        &self,
+        dst: SocketAddr,
+        req: R,
+    ) -> Result<R::Response, RpcError> {
+        let mut last = RpcError::Unavailable;
+        for attempt in 0..self.world.cfg.rpc_attempts {
+            if attempt > 0 {
+                sleep(Duration::from_millis(10 << attempt.min(6))).await;
+            }
+            match self.call(dst, req.clone()).await {
+                Ok(r) => return Ok(r),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    async fn locate(&self, tablet: usize, refresh: bool) -> Option<usize> {
+        if !refresh {
+            if let Some(s) = lock(&self.locations).get(&tablet) {
+                return Some(*s);
+            }
+        }
+        let server = self
+            .call(master_addr(), Locate { tablet })
+            .await
+            .ok()
+            .flatten()?;
+        lock(&self.locations).insert(tablet, server);
+        Some(server)
+    }
+
+    /// Send `make(tablet)` to the server of `tablet`, following moves and
+    /// retrying; every step is idempotent, so a retry after a lost reply is safe.
+    async fn tablet_call<R, T>(&self, tablet: usize, req: R) -> Result<T, RpcError>
+    where
+        R: Request<Response = Result<T, NotServing>> + Clone,
+    {
+        let mut timed_out = false;
+        for attempt in 0..self.world.cfg.rpc_attempts {
+            if attempt > 0 {
+                sleep(Duration::from_millis(20 << attempt.min(5))).await;
+            }
+            let Some(server) = self.locate(tablet, attempt > 0).await else {
+                continue;
+            };
+            match self.call(tablet_server_addr(server), req.clone()).await {
+                Ok(Ok(reply)) => return Ok(reply),
+                Ok(Err(NotServing)) => {}
+                Err(_) => timed_out = true,
+            }
+            lock(&self.locations).remove(&tablet);
+        }
+        Err(if timed_out {
+            RpcError::Timeout
+        } else {
+            RpcError::Unavailable
+        })
+    }
+
+    /// Serve queued timestamp requests with one RPC at a time until none wait.
+    async fn run_ts_batches(&self) {
+        loop {
+            let batch = {
+                let mut b = lock(&self.ts);
+                if b.waiting.is_empty() {
+                    b.in_flight = false;
+                    return;
+                }
+                std::mem::take(&mut b.waiting)
+            };
+            let count = batch.len() as u64;
+            let result = self.call_retrying(oracle_addr(), TsCall { count }).await;
+            {
+                let mut rec = self.world.recorder();
+                rec.bump("client.ts_rpcs");
+                *rec.counters.entry("client.ts_requests".into()).or_default() += count;
+            }
+            for (i, tx) in batch.into_iter().enumerate() {
+                let _ = tx.send(result.map(|first| Ts(first.0 + i as u64)));
+            }
+        }
+    }
+}
+
+impl Transport for Client {
+    fn config(&self) -> &ClientConfig {
+        &self.world.cfg.client
+    }
+
+    fn session(&self) -> SessionId {
+        SessionId(self.session.load(Ordering::Relaxed))
+    }
+
+    fn wall_ms(&self) -> u64 {
+        let true_ms = self.world.now_ns() / 1_000_000;
+        let drift = (true_ms as i128 * self.clock.drift_ppm as i128 / 1_000_000) as i64;
+        (WALL_BASE_MS as i64 + true_ms as i64 + self.clock.offset_ms + drift).max(0) as u64
+    }
+
+    async fn row(&self, row: &str, req: RowRequest) -> Result<RowReply, RpcError> {
+        let tablet = self.world.tablets.of(row);
+        let call = RowCall {
+            tablet,
+            row: row.to_string(),
+            req,
+        };
+        self.tablet_call(tablet, call).await
+    }
+
+    async fn scan(
+        &self,
+        start_row: &str,
+        end_row: &str,
+        cols: &[String],
+        start_ts: Ts,
+    ) -> Result<Vec<(CellKey, GetResult)>, RpcError> {
+        let mut out = Vec::new();
+        for tablet in self.world.tablets.covering(start_row, end_row) {
+            let call = ScanCall {
+                tablet,
+                start_row: start_row.to_string(),
+                end_row: end_row.to_string(),
+                cols: cols.to_vec(),
+                start_ts,
+            };
+            out.extend(self.tablet_call(tablet, call).await?);
+        }
+        Ok(out)
+    }
+
+    async fn timestamp(&self) -> Result<Ts, RpcError> {
+        let (tx, rx) = oneshot::channel();
+        let lead = {
+            let mut b = lock(&self.ts);
+            b.waiting.push(tx);
+            !std::mem::replace(&mut b.in_flight, true)
+        };
+        if lead {
+            self.run_ts_batches().await;
+        }
+        rx.await.unwrap_or(Err(RpcError::Unavailable))
+    }
+
+    async fn owner_alive(&self, owner: SessionId) -> Result<bool, RpcError> {
+        self.call_retrying(liveness_addr(), IsAlive { session: owner })
+            .await
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        sleep(Duration::from_millis(ms)).await
+    }
+
+    async fn reached(&self, txn: u64, point: StepPoint) {
+        let Some(number) = lock(&self.numbers).get(&txn).copied() else {
+            return;
+        };
+        let crash = self
+            .world
+            .cfg
+            .crashes
+            .iter()
+            .find(|c| c.client == self.index && c.txn == number && c.step == point)
+            .copied();
+        if let Some(c) = crash {
+            self.world.event(
+                "crash_at_step",
+                json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
+            );
+            let _ = self.world.control.unbounded_send(Control::KillClient {
+                client: self.index,
+                restart_after_ms: c.restart_after_ms,
+            });
+            std::future::pending::<()>().await;
+        }
+    }
+
+    fn begin_txn(&self) -> u64 {
+        let now = self.world.now_ns();
+        let (id, number) = self.world.recorder().begin(self.index as u64, now);
+        lock(&self.numbers).insert(id, number);
+        id
+    }
+
+    fn txn_event(&self, txn: u64, event: TxnEvent) {
+        if matches!(event, TxnEvent::Finished(_)) {
+            lock(&self.numbers).remove(&txn);
+        }
+        let now = self.world.now_ns();
+        self.world.recorder().txn_event(txn, event, now);
+    }
+
+    fn cleanup_event(&self, event: CleanupEvent) {
+        let now = self.world.now_ns();
+        self.world
+            .recorder()
+            .cleanup(self.index as u64, &event, now);
+    }
+
+    fn lock_wait(&self, _lock: &LockInfo) {
+        self.world.recorder().bump("client.lock_waits");
+    }
+}
+
+/// Start one incarnation of client `index`: open a session, keep it alive,
+/// and (unless `workers` is false) run the workload's threads.
+pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc<Client> {
+    let incarnation = {
+        let mut inc = lock(&world.incarnations);
+        if inc.len() <= index {
+            inc.resize(index + 1, 0);
+        }
+        inc[index] += 1;
+        inc[index]
+    };
+    let ep = Endpoint::bind(client_addr(index))
+        .await
+        .expect("client: bind");
+    let clock = world.cfg.clocks.get(index).copied().unwrap_or_default();
+    let client = Arc::new(Client {
+        world: world.clone(),
+        index,
+        ep,
+        session: AtomicU64::new(0),
+        locations: Mutex::default(),
+        ts: Mutex::default(),
+        clock,
+        numbers: Mutex::default(),
+    });
+    let session = loop {
+        match client
+            .call(liveness_addr(), OpenSession { client: index })
+            .await
+        {
+            Ok(s) => break s,
+            Err(_) => sleep(Duration::from_millis(50)).await,
+        }
+    };
+    client.session.store(session.0, Ordering::Relaxed);
+    let keeper = client.clone();
+    madsim::task::spawn(async move {
+        let every = Duration::from_millis((keeper.world.cfg.session_ttl_ms / 4).max(1));
+        loop {
+            sleep(every).await;
+            let session = keeper.session();
+            if let Ok(false) = keeper.call(liveness_addr(), KeepAlive { session }).await {
+                // Expired: open a new session for new locks; old locks now look dead.
+                if let Ok(s) = keeper
+                    .call(
+                        liveness_addr(),
+                        OpenSession {
+                            client: keeper.index,
+                        },
+                    )
+                    .await
+                {
+                    keeper.session.store(s.0, Ordering::Relaxed);
+                    keeper
+                        .world
+                        .event("session_reopened", json!({"client": keeper.index}));
+                }
+            }
+        }
+    });
+    if workers && !world.stopping() {
+        for w in 0..world.cfg.workers_per_client {
+            let seed = madsim::rand::random::<u64>()
+                ^ ((index as u64) << 32 | (incarnation as u64) << 16 | w as u64);
+            let fut = world.workload.worker(Worker::new(client.clone(), w, seed));
+            madsim::task::spawn(fut);
+        }
+    }
+    client
+}
+
+pub(crate) async fn main(world: Arc<World>, index: usize) {
+    let _client = start(world, index, true).await;
+    std::future::pending::<()>().await
+}
+
+/// Start a client without workload threads on a node of its own (the
+/// harness's sweeper and final checker).
+pub(crate) async fn start_on_new_node(world: Arc<World>, index: usize) -> Arc<Client> {
+    let node = madsim::runtime::Handle::current()
+        .create_node()
+        .name("sweeper")
+        .ip(client_addr(index).ip())
+        .build();
+    node.spawn(start(world, index, false))
+        .await
+        .expect("sweeper: start")
+}

@@ -1,0 +1,87 @@
+//! The master: pings tablet servers, and when one misses enough pings in a
+//! row, moves its tablets to live servers. A moved tablet is unavailable
+//! while it loads. Ownership is recorded in the durable store (as Bigtable
+//! records it in Chubby); tablet servers serve only what they own.
+
+use crate::rpc::{Locate, Ping};
+use crate::world::{World, master_addr, tablet_server_addr};
+use madsim::net::Endpoint;
+use madsim::time::{Duration, Instant, sleep};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub(crate) async fn main(world: Arc<World>) {
+    let ep = Arc::new(Endpoint::bind(master_addr()).await.expect("master: bind"));
+    {
+        let world = world.clone();
+        ep.add_rpc_handler(move |req: Locate| {
+            let world = world.clone();
+            async move {
+                world
+                    .durable()
+                    .tablet_owner
+                    .get(req.tablet)
+                    .copied()
+                    .flatten()
+            }
+        });
+    }
+    let n = world.cfg.tablet_servers;
+    let mut misses = vec![0u32; n];
+    // Tablets waiting to load on a new server, with the time they may.
+    let mut loading: BTreeMap<usize, Instant> = BTreeMap::new();
+    let timeout = Duration::from_millis(world.cfg.heartbeat_ms.max(2) / 2);
+    loop {
+        sleep(Duration::from_millis(world.cfg.heartbeat_ms)).await;
+        let pings = (0..n).map(|i| {
+            let ep = ep.clone();
+            async move {
+                ep.call_timeout(tablet_server_addr(i), Ping, timeout)
+                    .await
+                    .is_ok()
+            }
+        });
+        let alive = futures::future::join_all(pings).await;
+        for (i, ok) in alive.iter().enumerate() {
+            misses[i] = if *ok { 0 } else { misses[i] + 1 };
+        }
+        let dead = |i: usize| misses[i] >= world.cfg.heartbeat_misses;
+        let now = Instant::now();
+        let load = Duration::from_millis(world.cfg.tablet_load_ms);
+        let mut d = world.durable();
+        let owners = &mut d.tablet_owner;
+        for (t, owner) in owners.iter_mut().enumerate() {
+            match *owner {
+                Some(s) if dead(s) => {
+                    *owner = None;
+                    loading.insert(t, now + load);
+                    world.event("tablet_unavailable", json!({"tablet": t, "server": s}));
+                }
+                None => {
+                    loading.entry(t).or_insert(now + load);
+                }
+                Some(_) => {}
+            }
+        }
+        let ready: Vec<usize> = loading
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(t, _)| *t)
+            .collect();
+        for t in ready {
+            let mut load_of = vec![0usize; n];
+            for s in owners.iter().flatten() {
+                load_of[*s] += 1;
+            }
+            let target = (0..n)
+                .filter(|&s| misses[s] == 0)
+                .min_by_key(|&s| (load_of[s], s));
+            if let Some(s) = target {
+                owners[t] = Some(s);
+                loading.remove(&t);
+                world.event("tablet_moved", json!({"tablet": t, "server": s}));
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! The timestamp oracle: serves from memory inside a range whose upper end
+//! it persisted first (see `percsim_protocol::oracle`).
+
+use crate::rpc::TsCall;
+use crate::world::{World, oracle_addr};
+use madsim::net::Endpoint;
+use percsim_protocol::oracle::Oracle;
+use std::sync::{Arc, Mutex};
+
+pub(crate) async fn main(world: Arc<World>) {
+    let ep = Endpoint::bind(oracle_addr()).await.expect("oracle: bind");
+    let persisted = world.durable().oracle_max;
+    let oracle = Arc::new(Mutex::new(Oracle::recover(
+        persisted,
+        world.cfg.oracle_range,
+    )));
+    ep.add_rpc_handler(move |req: TsCall| {
+        let world = world.clone();
+        let oracle = oracle.clone();
+        async move {
+            let grant = oracle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .allocate(req.count);
+            if let Some(max) = grant.persist_max {
+                // Durable before the reply leaves: a restart resumes above it.
+                world.durable().oracle_max = max;
+            }
+            let mut rec = world.recorder();
+            *rec.counters.entry("oracle.requests".into()).or_default() += 1;
+            *rec.counters.entry("oracle.timestamps".into()).or_default() += grant.allocation.count;
+            grant.allocation.first
+        }
+    });
+    std::future::pending::<()>().await
+}

@@ -1,0 +1,60 @@
+//! What a workload gives the simulator: initial data, tablet boundaries,
+//! the code each transaction thread runs, and its final invariant check.
+
+use crate::nodes::client::Client;
+use percsim_protocol::CellKey;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future, as workloads return them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A workload the simulator can run.
+pub trait Workload: Send + Sync + 'static {
+    /// Cells committed before the run starts (as one transaction).
+    fn initial_data(&self) -> Vec<(CellKey, String)>;
+    /// Row keys at which to split the table into `tablets` tablets.
+    fn split_points(&self, tablets: usize) -> Vec<String>;
+    /// The loop one transaction thread runs; it should return soon after
+    /// `worker.client.stopping()` turns true.
+    fn worker(&self, worker: Worker) -> BoxFuture<()>;
+    /// After quiescence: check the workload's own invariants with a fresh
+    /// client; returns the violations found.
+    fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>>;
+}
+
+/// One transaction thread of a client.
+pub struct Worker {
+    /// The client process it runs in (a [`percsim_protocol::client::Transport`]).
+    pub client: Arc<Client>,
+    /// Its index within the client.
+    pub index: usize,
+    /// Its random source, seeded from the run's seed.
+    pub rng: ChaCha8Rng,
+}
+
+impl Worker {
+    pub(crate) fn new(client: Arc<Client>, index: usize, seed: u64) -> Self {
+        Worker {
+            client,
+            index,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+/// Split points that cut `keys` (sorted or not) into `tablets` nearly equal runs.
+pub fn even_splits(keys: &[String], tablets: usize) -> Vec<String> {
+    let mut keys = keys.to_vec();
+    keys.sort();
+    keys.dedup();
+    if tablets <= 1 || keys.is_empty() {
+        return Vec::new();
+    }
+    (1..tablets)
+        .map(|i| keys[(i * keys.len() / tablets).min(keys.len() - 1)].clone())
+        .collect()
+}

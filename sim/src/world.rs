@@ -1,0 +1,173 @@
+//! State that belongs to the simulated world rather than to any node: the
+//! durable store that outlives crashes (our GFS/Chubby), the history being
+//! recorded, and the harness's bookkeeping.
+
+use crate::config::SimConfig;
+use crate::recorder::Recorder;
+use crate::workload::Workload;
+use futures::channel::mpsc::UnboundedSender;
+use madsim::time::Instant;
+use percsim_protocol::row::Row;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The port every node listens on.
+const PORT: u16 = 1000;
+
+/// Network addresses of the nodes.
+pub(crate) fn oracle_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), PORT)
+}
+pub(crate) fn liveness_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), PORT)
+}
+pub(crate) fn master_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3)), PORT)
+}
+pub(crate) fn tablet_server_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(10, 1, (i / 250) as u8, (i % 250 + 1) as u8)),
+        PORT,
+    )
+}
+pub(crate) fn client_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(10, 2, (i / 250) as u8, (i % 250 + 1) as u8)),
+        PORT,
+    )
+}
+
+/// Tablet boundaries: tablet `t` serves rows in `[splits[t-1], splits[t])`.
+pub(crate) struct Tablets {
+    splits: Vec<String>,
+}
+
+impl Tablets {
+    pub(crate) fn new(mut splits: Vec<String>) -> Self {
+        splits.sort();
+        splits.dedup();
+        splits.retain(|s| !s.is_empty());
+        Tablets { splits }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.splits.len() + 1
+    }
+
+    pub(crate) fn of(&self, row: &str) -> usize {
+        self.splits.partition_point(|s| s.as_str() <= row)
+    }
+
+    /// The tablets that hold rows of `[start, end)`.
+    pub(crate) fn covering(&self, start: &str, end: &str) -> Range<usize> {
+        let first = self.of(start);
+        let last = self.splits.partition_point(|s| s.as_str() < end);
+        first..(last + 1).max(first + 1)
+    }
+
+    /// The intersection of `[start, end)` with tablet `t`.
+    pub(crate) fn clip(&self, t: usize, start: &str, end: &str) -> (String, String) {
+        let lo = if t == 0 {
+            ""
+        } else {
+            self.splits[t - 1].as_str()
+        };
+        let hi = self.splits.get(t).map(String::as_str).unwrap_or(end);
+        (start.max(lo).to_string(), end.min(hi).to_string())
+    }
+}
+
+/// What survives any crash: table rows (GFS), the oracle's persisted upper
+/// end, and tablet ownership (Chubby).
+pub(crate) struct Durable {
+    pub rows: BTreeMap<String, Row>,
+    pub oracle_max: u64,
+    pub tablet_owner: Vec<Option<usize>>,
+    pub next_session: u64,
+}
+
+/// Requests to the harness from inside nodes.
+pub(crate) enum Control {
+    /// Kill a client now (it reached a scheduled crash point).
+    KillClient {
+        client: usize,
+        restart_after_ms: Option<u64>,
+    },
+}
+
+/// The whole world one run shares.
+pub(crate) struct World {
+    pub cfg: SimConfig,
+    pub durable: Mutex<Durable>,
+    pub recorder: Mutex<Recorder>,
+    pub tablets: Tablets,
+    pub start: Instant,
+    pub stopping: AtomicBool,
+    pub workload: Arc<dyn Workload>,
+    pub control: UnboundedSender<Control>,
+    pub incarnations: Mutex<Vec<u32>>,
+    /// Clients killed and not (yet) restarted.
+    pub dead: Mutex<BTreeSet<usize>>,
+}
+
+impl World {
+    pub(crate) fn now_ns(&self) -> u64 {
+        (Instant::now() - self.start).as_nanos() as u64
+    }
+
+    pub(crate) fn durable(&self) -> MutexGuard<'_, Durable> {
+        self.durable.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn recorder(&self) -> MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    /// A client was killed: its transactions in progress will never finish.
+    pub(crate) fn client_died(&self, client: usize) {
+        self.dead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(client);
+        self.recorder().orphan(client as u64);
+    }
+
+    pub(crate) fn client_restarted(&self, client: usize) {
+        self.dead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&client);
+    }
+
+    pub(crate) fn dead_clients(&self) -> BTreeSet<usize> {
+        self.dead.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn event(&self, kind: &str, fields: serde_json::Value) {
+        let now = self.now_ns();
+        self.recorder().event(now, kind, fields);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tablets;
+
+    #[test]
+    fn tablets_partition_rows() {
+        let t = Tablets::new(vec!["m".into(), "f".into()]);
+        assert_eq!(t.count(), 3);
+        assert_eq!((t.of("a"), t.of("f"), t.of("g"), t.of("z")), (0, 1, 1, 2));
+        assert_eq!(t.covering("a", "g"), 0..2);
+        assert_eq!(t.covering("g", "h"), 1..2);
+        assert_eq!(t.covering("", "\u{10ffff}"), 0..3);
+        assert_eq!(t.clip(1, "a", "z"), ("f".to_string(), "m".to_string()));
+    }
+}

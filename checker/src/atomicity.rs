@@ -17,7 +17,11 @@ fn details(ctx: &Ctx<'_>, t: u32) -> Vec<String> {
 
 fn cells_list(ctx: &Ctx<'_>, cells: &[u32]) -> String {
     const SHOWN: usize = 8;
-    let mut names: Vec<String> = cells.iter().take(SHOWN).map(|&c| ctx.cell_name(c)).collect();
+    let mut names: Vec<String> = cells
+        .iter()
+        .take(SHOWN)
+        .map(|&c| ctx.cell_name(c))
+        .collect();
     if cells.len() > SHOWN {
         names.push(format!("... and {} more", cells.len() - SHOWN));
     }
@@ -66,7 +70,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             for r in &commits {
                 stamps.push(r.commit_ts);
                 let written = ctx.final_write(t, cell);
-                let stored = if r.kind == VersionKind::Put { r.value } else { None };
+                let stored = if r.kind == VersionKind::Put {
+                    r.value
+                } else {
+                    None
+                };
                 match written {
                     None => sink.add("unwritten_data", || {
                         Draft::new(
@@ -116,7 +124,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                          a transaction commits everything with one commit_ts",
                         txn.id,
                         stamps.len(),
-                        stamps.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                        stamps
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     vec![txn.id],
                     details(ctx, t),

@@ -228,7 +228,11 @@ impl<'a> Ctx<'a> {
         let mut all: Vec<(u32, Cv<'a>)> = Vec::new();
         for r in &recs {
             if r.is_commit() {
-                let value = if r.kind == VersionKind::Put { r.value } else { None };
+                let value = if r.kind == VersionKind::Put {
+                    r.value
+                } else {
+                    None
+                };
                 all.push((
                     r.cell,
                     Cv {
@@ -434,9 +438,9 @@ impl<'a> Ctx<'a> {
         );
         match (x.commit_ts, self.store_commit[t as usize]) {
             (Some(c), _) => s.push_str(&format!(", commit_ts {c}")),
-            (None, Some(c)) => {
-                s.push_str(&format!(", no commit_ts reported (the store has it committed at {c})"))
-            }
+            (None, Some(c)) => s.push_str(&format!(
+                ", no commit_ts reported (the store has it committed at {c})"
+            )),
             (None, None) => {}
         }
         s.push_str(&format!(", invoked at {} ns", x.invoke_ns));
@@ -447,7 +451,12 @@ impl<'a> Ctx<'a> {
         if let Some(r) = &x.abort_reason {
             s.push_str(&format!(", abort reason {r:?}"));
         }
-        let ops: Vec<String> = x.ops.iter().take(OPS_SHOWN).map(|o| self.describe_op(o)).collect();
+        let ops: Vec<String> = x
+            .ops
+            .iter()
+            .take(OPS_SHOWN)
+            .map(|o| self.describe_op(o))
+            .collect();
         if ops.is_empty() {
             s.push_str("; no ops");
         } else {

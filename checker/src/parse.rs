@@ -88,13 +88,13 @@ fn locate(json: &str) -> Option<String> {
     let Some(obj) = root.as_object() else {
         return Some("$".to_string());
     };
-    if let Some(p) = bad_field::<String>(obj, "$", "format")
-        .or_else(|| bad_field::<u64>(obj, "$", "seed"))
+    if let Some(p) =
+        bad_field::<String>(obj, "$", "format").or_else(|| bad_field::<u64>(obj, "$", "seed"))
     {
         return Some(p);
     }
-    if let Some(v) = obj.get("transactions") {
-        if let Some(p) = locate_array(v, "$.transactions", |item, path| {
+    if let Some(v) = obj.get("transactions")
+        && let Some(p) = locate_array(v, "$.transactions", |item, path| {
             let Some(t) = item.as_object() else {
                 return Some(path.to_string());
             };
@@ -114,14 +114,13 @@ fn locate(json: &str) -> Option<String> {
                 .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
                 .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
                 .or_else(|| {
-                    t.get("ops").and_then(|ops| {
-                        locate_array(ops, &format!("{path}.ops"), |op, p| locate_op(op, p))
-                    })
+                    t.get("ops")
+                        .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
                 })
                 .or(Some(path))
-        }) {
-            return Some(p);
-        }
+        })
+    {
+        return Some(p);
     }
     if let Some(v) = obj.get("events")
         && let Some(p) = locate_array(v, "$.events", |e, path| {
@@ -212,7 +211,11 @@ fn locate(json: &str) -> Option<String> {
 }
 
 /// `Some(path.name)` when the field is present and does not fit `T`.
-fn bad_field<T: DeserializeOwned>(obj: &Map<String, Value>, path: &str, name: &str) -> Option<String> {
+fn bad_field<T: DeserializeOwned>(
+    obj: &Map<String, Value>,
+    path: &str,
+    name: &str,
+) -> Option<String> {
     let v = obj.get(name)?;
     T::deserialize(v).is_err().then(|| format!("{path}.{name}"))
 }
@@ -258,7 +261,10 @@ fn validate(h: &History) -> Result<(), HistoryError> {
     if h.format != FORMAT {
         return Err(HistoryError::at(
             "$.format".to_string(),
-            format!("the format tag is {:?}; this checker reads {FORMAT:?}", h.format),
+            format!(
+                "the format tag is {:?}; this checker reads {FORMAT:?}",
+                h.format
+            ),
         ));
     }
     let mut ids: FxMap<u64, usize> = FxMap::default();

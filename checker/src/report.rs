@@ -177,7 +177,13 @@ impl Report {
             let verdict = if rule.passed { "PASS" } else { "FAIL" };
             let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
             if !rule.passed {
-                render_findings(&mut out, rule.total, &rule.counts, &rule.violations, "violation");
+                render_findings(
+                    &mut out,
+                    rule.total,
+                    &rule.counts,
+                    &rule.violations,
+                    "violation",
+                );
             }
         }
         if self.allowed.total > 0 {
@@ -207,7 +213,11 @@ fn render_findings(
 ) {
     let per_class: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
     let plural = if total == 1 { "" } else { "s" };
-    let _ = writeln!(out, "      {total} {noun}{plural}: {}", per_class.join(", "));
+    let _ = writeln!(
+        out,
+        "      {total} {noun}{plural}: {}",
+        per_class.join(", ")
+    );
     for (class, count) in counts {
         let shown: Vec<&Finding> = findings.iter().filter(|f| &f.class == class).collect();
         if (shown.len() as u64) < *count {

@@ -6,6 +6,9 @@ use crate::fx::FxMap;
 use crate::history::Op;
 use crate::report::{Draft, Sink};
 
+/// (cell, value) -> (earliest commit_ts holding it, its writer).
+type ValueIndex<'a> = FxMap<(u32, Option<&'a str>), (u64, u32)>;
+
 pub(crate) const ID: &str = "snapshot_reads";
 pub(crate) const NAME: &str = "every read returns the newest version committed before its start_ts (null if none, or if it is a delete)";
 
@@ -13,7 +16,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     // The transaction's own writes, by (cell, op index), for read-your-writes.
     let mut own: Vec<(u32, u32, Option<&str>)> = Vec::new();
     // (cell, value) -> earliest committed version holding it; built on the first violation.
-    let mut by_value: Option<FxMap<(u32, Option<&str>), (u64, u32)>> = None;
+    let mut by_value: Option<ValueIndex<'_>> = None;
     for t in 0..ctx.n() as u32 {
         let txn = ctx.txn(t);
         let cells = ctx.op_cells(t);
@@ -55,6 +58,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 let cell = ctx.cell_name(c);
                 let mut txns = vec![txn.id];
                 let mut details = vec![ctx.describe_txn(t)];
+                // Each transaction involved, described once.
+                let add = |txns: &mut Vec<u64>, details: &mut Vec<String>, w: u32| {
+                    if !txns.contains(&ctx.id(w)) {
+                        txns.push(ctx.id(w));
+                        details.push(ctx.describe_txn(w));
+                    }
+                };
                 let should = match expected {
                     None => format!(
                         "no version of {cell} was committed before {}, so it should have read null",
@@ -62,8 +72,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     ),
                     Some(v) => {
                         if v.writer != NONE {
-                            txns.push(ctx.id(v.writer));
-                            details.push(ctx.describe_txn(v.writer));
+                            add(&mut txns, &mut details, v.writer);
                         }
                         let what = match v.value {
                             Some(_) => format!("is {}", fmt_value(v.value)),
@@ -81,8 +90,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     (None, _) => "null is what the cell held before that version".to_string(),
                     (Some(val), Some((ts, w))) => {
                         if w != NONE {
-                            txns.push(ctx.id(w));
-                            details.push(ctx.describe_txn(w));
+                            add(&mut txns, &mut details, w);
                         }
                         if ts < txn.start_ts {
                             format!(
@@ -100,8 +108,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     }
                     (Some(val), None) => match ctx.windex.get(&(c, val)) {
                         Some(info) => {
-                            txns.push(ctx.id(info.txn));
-                            details.push(ctx.describe_txn(info.txn));
+                            add(&mut txns, &mut details, info.txn);
                             format!(
                                 "no committed version of {cell} holds {}: {} wrote it but it was never committed",
                                 fmt_value(Some(val)),
@@ -130,8 +137,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     }
 }
 
-fn value_index<'a>(ctx: &Ctx<'a>) -> FxMap<(u32, Option<&'a str>), (u64, u32)> {
-    let mut index: FxMap<(u32, Option<&'a str>), (u64, u32)> = FxMap::default();
+fn value_index<'a>(ctx: &Ctx<'a>) -> ValueIndex<'a> {
+    let mut index: ValueIndex<'a> = FxMap::default();
     for c in 0..ctx.cells.len() as u32 {
         for v in ctx.versions(c) {
             // Versions are by commit_ts, so the first one seen is the earliest.

@@ -18,7 +18,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     for t in 0..n as u32 {
         scratch.clear();
         scratch.extend(ctx.txn(t).commit_ts);
-        scratch.extend(ctx.recs_of(t).iter().filter(|r| r.is_commit()).map(|r| r.commit_ts));
+        scratch.extend(
+            ctx.recs_of(t)
+                .iter()
+                .filter(|r| r.is_commit())
+                .map(|r| r.commit_ts),
+        );
         scratch.sort_unstable();
         scratch.dedup();
         commit_flat.extend_from_slice(&scratch);
@@ -147,16 +152,16 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             };
             let consequence = if class == "client_order" {
                 format!(
-                    "both ran on client {}, whose timestamps must grow with its time",
+                    "; both ran on client {}, whose timestamps must grow with its time",
                     tb.client
                 )
             } else {
-                format!("so its snapshot can miss what T{} did", ta.id)
+                format!(", so its snapshot can miss what T{} did", ta.id)
             };
             Draft::new(
                 format!(
                     "T{} was invoked at {} ns, after T{} completed at {} ns, yet its start_ts {} is not above \
-                     T{}'s {what}; {consequence}",
+                     T{}'s {what}{consequence}",
                     tb.id,
                     tb.invoke_ns,
                     ta.id,

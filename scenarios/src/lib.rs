@@ -1,5 +1,6 @@
 //! percsim's workloads, scenario files and campaigns, behind the `percsim` CLI.
 
+pub mod campaign;
 pub mod scenario;
 pub mod workloads;
 

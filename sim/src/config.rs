@@ -1,5 +1,6 @@
 //! What a simulated cluster is made of and how it behaves.
 
+use crate::faults::FaultConfig;
 use percsim_protocol::client::{ClientConfig, StepPoint};
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,8 @@ pub struct SimConfig {
     pub clocks: Vec<ClockSkew>,
     /// Clients to kill at named protocol steps.
     pub crashes: Vec<CrashAt>,
+    /// Timed and random faults of the workload phase.
+    pub faults: FaultConfig,
     /// Length of the workload phase in simulated ms (faults active).
     pub run_ms: u64,
     /// Bound on the healed phase in which all locks must be resolved.
@@ -86,6 +89,7 @@ impl Default for SimConfig {
             tablet_load_ms: 50,
             clocks: Vec::new(),
             crashes: Vec::new(),
+            faults: FaultConfig::default(),
             run_ms: 5_000,
             quiesce_ms: 60_000,
         }
@@ -157,9 +161,51 @@ impl SimConfig {
                 );
             }
         }
+        let nodes = self.node_names();
+        for (i, t) in self.faults.schedule.iter().enumerate() {
+            let field = format!("faults.schedule[{i}]");
+            for n in t.fault.nodes() {
+                if !nodes.iter().any(|m| m == n) {
+                    return err(
+                        &field,
+                        &format!("no node named {n:?} (nodes: {})", nodes.join(", ")),
+                    );
+                }
+            }
+            if let Some(c) = t.fault.client() {
+                if c >= self.clients {
+                    return err(
+                        &field,
+                        &format!("client {c} does not exist ({} clients)", self.clients),
+                    );
+                }
+            }
+            if let Some(p) = t.fault.problem() {
+                return err(&field, &p);
+            }
+        }
+        for (name, class) in self.faults.random.classes() {
+            if let Some(p) = class.problem() {
+                return err(&format!("faults.random.{name}"), &p);
+            }
+        }
         if self.run_ms > 3_600_000 || self.quiesce_ms > 3_600_000 {
             return err("run_ms/quiesce_ms", "more than one simulated hour");
         }
         Ok(())
+    }
+}
+
+impl SimConfig {
+    /// The names of the cluster's nodes, as faults name them.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut names = vec![
+            "oracle".to_string(),
+            "liveness".to_string(),
+            "master".to_string(),
+        ];
+        names.extend((0..self.tablet_servers).map(|i| format!("tablet-{i}")));
+        names.extend((0..self.clients).map(|i| format!("client-{i}")));
+        names
     }
 }

@@ -7,6 +7,7 @@
 //! failure), then the workload's final check and a dump of the store.
 
 use crate::config::{ConfigError, SimConfig};
+use crate::driver::{self, Faults};
 use crate::nodes;
 use crate::recorder::Recorder;
 use crate::workload::Workload;
@@ -15,7 +16,7 @@ use crate::world::{
     tablet_server_addr,
 };
 use futures::StreamExt;
-use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::runtime::{Handle, Runtime};
 use madsim::time::{Duration, Instant, sleep};
 use percsim_checker as history;
 use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
@@ -73,10 +74,6 @@ pub fn run(
     Ok(rt.block_on(simulate(cfg, seed, workload, scenario)))
 }
 
-struct Nodes {
-    clients: Vec<NodeHandle>,
-}
-
 async fn simulate(
     cfg: SimConfig,
     seed: u64,
@@ -110,91 +107,79 @@ async fn simulate(
         control: control_tx,
         incarnations: Mutex::default(),
         dead: Mutex::default(),
+        sessions: Mutex::default(),
+        net: Mutex::default(),
+        stalled: Mutex::default(),
     });
 
+    let mut ids = BTreeMap::new();
     let w = world.clone();
-    handle
+    let n = handle
         .create_node()
         .name("oracle")
         .ip(oracle_addr().ip())
         .init(move || nodes::oracle::main(w.clone()))
         .build();
+    ids.insert("oracle".to_string(), n.id());
     let w = world.clone();
-    handle
+    let n = handle
         .create_node()
         .name("liveness")
         .ip(liveness_addr().ip())
         .init(move || nodes::liveness::main(w.clone()))
         .build();
+    ids.insert("liveness".to_string(), n.id());
     let w = world.clone();
-    handle
+    let n = handle
         .create_node()
         .name("master")
         .ip(master_addr().ip())
         .init(move || nodes::master::main(w.clone()))
         .build();
+    ids.insert("master".to_string(), n.id());
     for i in 0..cfg.tablet_servers {
         let w = world.clone();
-        handle
+        let n = handle
             .create_node()
             .name(format!("tablet-{i}"))
             .ip(tablet_server_addr(i).ip())
             .init(move || nodes::tablet::main(w.clone(), i))
             .build();
+        ids.insert(format!("tablet-{i}"), n.id());
     }
     // Let the servers bind before clients call them.
     sleep(Duration::from_millis(1)).await;
-    let mut nodes = Nodes {
-        clients: Vec::new(),
-    };
     for i in 0..cfg.clients {
         let w = world.clone();
-        let node = handle
+        let n = handle
             .create_node()
             .name(format!("client-{i}"))
             .ip(client_addr(i).ip())
             .init(move || nodes::client::main(w.clone(), i))
             .build();
-        nodes.clients.push(node);
+        ids.insert(format!("client-{i}"), n.id());
     }
+    let faults = Faults::new(world.clone(), ids);
 
-    // The harness's control loop: kills requested from inside nodes.
-    let w = world.clone();
-    let client_ids: Vec<_> = nodes.clients.iter().map(|n| n.id()).collect();
+    // Kills requested from inside clients that reached a scheduled crash point.
+    let f = faults.clone();
     madsim::task::spawn(async move {
-        while let Some(c) = control_rx.next().await {
-            match c {
-                Control::KillClient {
-                    client,
-                    restart_after_ms,
-                } => {
-                    let h = Handle::current();
-                    h.kill(client_ids[client]);
-                    w.client_died(client);
-                    w.event("kill", json!({"node": format!("client-{client}")}));
-                    if let Some(ms) = restart_after_ms {
-                        let w = w.clone();
-                        let id = client_ids[client];
-                        madsim::task::spawn(async move {
-                            sleep(Duration::from_millis(ms)).await;
-                            Handle::current().restart(id);
-                            w.client_restarted(client);
-                            w.event("restart", json!({"node": format!("client-{client}")}));
-                        });
-                    }
-                }
-            }
+        while let Some(Control::KillClient {
+            client,
+            restart_after_ms,
+        }) = control_rx.next().await
+        {
+            f.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .kill(&format!("client-{client}"), restart_after_ms);
         }
     });
 
-    // Workload phase.
-    let run_until = Instant::now() + Duration::from_millis(cfg.run_ms);
-    while Instant::now() < run_until {
-        sleep(Duration::from_millis(200)).await;
-        // madsim 0.2.34 keeps finished RPC tasks until their count is read.
-        let _ = Handle::current().metrics().num_tasks();
-    }
+    // Workload phase, with faults.
+    let run_until = world.start + Duration::from_millis(cfg.run_ms);
+    driver::drive(faults.clone(), world.clone(), seed, run_until).await;
     world.stopping.store(true, Ordering::Relaxed);
+    faults.lock().unwrap_or_else(|e| e.into_inner()).heal();
     world.event("phase_healed", json!({}));
 
     // Healed phase: wait for transactions in progress to finish, then sweep.

@@ -11,6 +11,8 @@ compile_error!(
 );
 
 mod config;
+mod driver;
+mod faults;
 mod harness;
 mod nodes;
 mod recorder;
@@ -19,6 +21,7 @@ mod workload;
 mod world;
 
 pub use config::{ClockSkew, ConfigError, CrashAt, SimConfig};
+pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};
 pub use nodes::client::Client;
 pub use recorder::LOADER_CLIENT;

@@ -7,6 +7,7 @@ use crate::recorder::Recorder;
 use crate::workload::Workload;
 use futures::channel::mpsc::UnboundedSender;
 use madsim::time::Instant;
+use percsim_protocol::SessionId;
 use percsim_protocol::row::Row;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -111,6 +112,22 @@ pub(crate) struct World {
     pub incarnations: Mutex<Vec<u32>>,
     /// Clients killed and not (yet) restarted.
     pub dead: Mutex<BTreeSet<usize>>,
+    /// Liveness sessions: owner client and expiry. Memory of the liveness
+    /// service (cleared when it restarts), kept here so faults can expire one.
+    pub sessions: Mutex<BTreeMap<SessionId, (usize, Instant)>>,
+    /// Message faults the client transport applies.
+    pub net: Mutex<NetFaults>,
+    /// Clients whose transaction threads are stalled, until when.
+    pub stalled: Mutex<BTreeMap<usize, Instant>>,
+}
+
+/// Message faults applied by the client transport.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NetFaults {
+    /// Probability of sending a request a second time.
+    pub duplicate_rate: f64,
+    /// Largest delay of the copy.
+    pub duplicate_max_delay_ms: u64,
 }
 
 impl World {
@@ -148,6 +165,10 @@ impl World {
 
     pub(crate) fn dead_clients(&self) -> BTreeSet<usize> {
         self.dead.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn lock<'a, T>(&self, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn event(&self, kind: &str, fields: serde_json::Value) {

@@ -115,12 +115,46 @@ impl Client {
         Some(server)
     }
 
+    /// Block while a stall fault holds this client's transaction threads.
+    async fn wait_if_stalled(&self) {
+        loop {
+            let until = self
+                .world
+                .lock(&self.world.stalled)
+                .get(&self.index)
+                .copied();
+            match until {
+                Some(t) if t > madsim::time::Instant::now() => madsim::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// Under a duplication fault, deliver a copy of `req` to `dst` later.
+    fn maybe_duplicate<R: Request + Clone>(&self, dst: SocketAddr, req: &R) {
+        let net = *self.world.lock(&self.world.net);
+        if net.duplicate_rate <= 0.0 || madsim::rand::random::<f64>() >= net.duplicate_rate {
+            return;
+        }
+        let delay = madsim::rand::random::<u64>() % (net.duplicate_max_delay_ms + 1);
+        let copy = req.clone();
+        let ep = self.ep.clone();
+        let world = self.world.clone();
+        world.recorder().bump("net.duplicated");
+        madsim::task::spawn(async move {
+            sleep(Duration::from_millis(delay)).await;
+            let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
+            let _ = ep.call_timeout(dst, copy, timeout).await;
+        });
+    }
+
     /// Send `make(tablet)` to the server of `tablet`, following moves and
     /// retrying; every step is idempotent, so a retry after a lost reply is safe.
     async fn tablet_call<R, T>(&self, tablet: usize, req: R) -> Result<T, RpcError>
     where
         R: Request<Response = Result<T, NotServing>> + Clone,
     {
+        self.wait_if_stalled().await;
         let mut timed_out = false;
         for attempt in 0..self.world.cfg.rpc_attempts {
             if attempt > 0 {
@@ -129,7 +163,9 @@ impl Client {
             let Some(server) = self.locate(tablet, attempt > 0).await else {
                 continue;
             };
-            match self.call(tablet_server_addr(server), req.clone()).await {
+            let dst = tablet_server_addr(server);
+            self.maybe_duplicate(dst, &req);
+            match self.call(dst, req.clone()).await {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotServing)) => {}
                 Err(_) => timed_out = true,
@@ -215,6 +251,7 @@ impl Transport for Client {
     }
 
     async fn timestamp(&self) -> Result<Ts, RpcError> {
+        self.wait_if_stalled().await;
         let (tx, rx) = oneshot::channel();
         let lead = {
             let mut b = lock(&self.ts);

@@ -7,10 +7,7 @@ use crate::world::{World, liveness_addr};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant};
 use percsim_protocol::SessionId;
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
-type Sessions = Arc<Mutex<BTreeMap<SessionId, Instant>>>;
+use std::sync::Arc;
 
 pub(crate) async fn main(world: Arc<World>) {
     let ep = Endpoint::bind(liveness_addr())
@@ -18,13 +15,11 @@ pub(crate) async fn main(world: Arc<World>) {
         .expect("liveness: bind");
     // Sessions are memory only: a restart forgets them all, and every owner
     // then looks dead (safe: cleanup is synchronised on the primary).
-    let sessions: Sessions = Arc::default();
+    world.lock(&world.sessions).clear();
     let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
     {
-        let sessions = sessions.clone();
         let world = world.clone();
-        ep.add_rpc_handler(move |_req: OpenSession| {
-            let sessions = sessions.clone();
+        ep.add_rpc_handler(move |req: OpenSession| {
             let world = world.clone();
             async move {
                 let id = {
@@ -32,19 +27,21 @@ pub(crate) async fn main(world: Arc<World>) {
                     d.next_session += 1;
                     SessionId(d.next_session)
                 };
-                lock(&sessions).insert(id, Instant::now() + ttl);
+                world
+                    .lock(&world.sessions)
+                    .insert(id, (req.client, Instant::now() + ttl));
                 id
             }
         });
     }
     {
-        let sessions = sessions.clone();
+        let world = world.clone();
         ep.add_rpc_handler(move |req: KeepAlive| {
-            let sessions = sessions.clone();
+            let world = world.clone();
             async move {
-                let mut s = lock(&sessions);
+                let mut s = world.lock(&world.sessions);
                 match s.get_mut(&req.session) {
-                    Some(expiry) if *expiry > Instant::now() => {
+                    Some((_, expiry)) if *expiry > Instant::now() => {
                         *expiry = Instant::now() + ttl;
                         true
                     }
@@ -57,16 +54,13 @@ pub(crate) async fn main(world: Arc<World>) {
         });
     }
     ep.add_rpc_handler(move |req: IsAlive| {
-        let sessions = sessions.clone();
+        let world = world.clone();
         async move {
-            lock(&sessions)
+            world
+                .lock(&world.sessions)
                 .get(&req.session)
-                .is_some_and(|expiry| *expiry > Instant::now())
+                .is_some_and(|(_, expiry)| *expiry > Instant::now())
         }
     });
     std::future::pending::<()>().await
-}
-
-fn lock(s: &Sessions) -> std::sync::MutexGuard<'_, BTreeMap<SessionId, Instant>> {
-    s.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use percsim_checker::{Finding, History, Report, check, parse, run_check_file};
+use std::path::PathBuf;
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(format!("{name}.json"))
+}
+
+pub fn load(name: &str) -> History {
+    let text = std::fs::read_to_string(fixture_path(name)).expect("fixture exists");
+    parse(&text).unwrap_or_else(|e| panic!("{name} should parse: {e}"))
+}
+
+pub fn report(name: &str) -> Report {
+    check(&load(name))
+}
+
+/// Runs the file the way `percsim check` does: (exit code, output).
+pub fn run(name: &str, json: bool) -> (i32, String) {
+    let mut out = Vec::new();
+    let code = run_check_file(&fixture_path(name), json, &mut out);
+    (code, String::from_utf8(out).expect("utf-8 output"))
+}
+
+/// Asserts exactly these rules failed, printing the report otherwise.
+pub fn assert_failed(r: &Report, rules: &[&str]) {
+    assert_eq!(r.violated_rules(), rules, "\n{}", r.render_text());
+    assert_eq!(r.passed(), rules.is_empty());
+    assert_eq!(r.passed, rules.is_empty());
+}
+
+pub fn findings<'a>(r: &'a Report, rule: &str, class: &str) -> Vec<&'a Finding> {
+    r.rule(rule)
+        .unwrap_or_else(|| panic!("rule {rule} is reported"))
+        .violations
+        .iter()
+        .filter(|f| f.class == class)
+        .collect()
+}
+
+pub fn count(r: &Report, rule: &str, class: &str) -> u64 {
+    r.rule(rule)
+        .and_then(|x| x.counts.get(class).copied())
+        .unwrap_or(0)
+}
+
+/// The one finding of `class` under `rule`; asserts its transactions (any order).
+pub fn assert_one<'a>(r: &'a Report, rule: &str, class: &str, txns: &[u64]) -> &'a Finding {
+    let fs = findings(r, rule, class);
+    assert_eq!(fs.len(), 1, "one {rule}/{class} finding expected\n{}", r.render_text());
+    assert_eq!(count(r, rule, class), 1);
+    let mut got = fs[0].txns.clone();
+    got.sort_unstable();
+    let mut want = txns.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want, "transactions of {rule}/{class}\n{}", r.render_text());
+    assert_eq!(fs[0].rule, rule);
+    assert!(!fs[0].summary.is_empty());
+    fs[0]
+}

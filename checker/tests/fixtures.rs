@@ -1,0 +1,303 @@
+//! One fixture per rule and anomaly class: the rule fires, names the right
+//! transactions, and unrelated rules stay quiet where that is possible.
+
+mod common;
+
+use common::*;
+
+const SNAPSHOT: &str = "snapshot_reads";
+const CONFLICTS: &str = "no_write_conflicts";
+const TIMESTAMPS: &str = "timestamp_order";
+const ATOMIC: &str = "atomic_commits";
+const CYCLES: &str = "no_dependency_cycles";
+
+#[test]
+fn every_rule_is_reported_in_a_fixed_order() {
+    let r = report("valid_basic");
+    let ids: Vec<&str> = r.rules.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(ids, [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES]);
+    assert!(r.rules.iter().all(|x| !x.name.is_empty()));
+}
+
+// ---------- valid histories ----------
+
+#[test]
+fn valid_basic_passes() {
+    let r = report("valid_basic");
+    assert_failed(&r, &[]);
+    assert_eq!(r.allowed.total, 0);
+    assert_eq!(r.stats.transactions, 6);
+    assert_eq!(r.stats.committed_in_store_only, 1);
+    // joe.balance has a delete, so only bob and amy are unique-value cells.
+    assert_eq!(r.stats.unique_value_cells, 2);
+    assert_eq!(run("valid_basic", false).0, 0);
+}
+
+#[test]
+fn write_skew_is_allowed_not_a_violation() {
+    let r = report("valid_write_skew");
+    assert_failed(&r, &[]);
+    assert_eq!(r.allowed.total, 1);
+    assert_eq!(r.allowed.counts.get("G2-item"), Some(&1));
+    let f = &r.allowed.examples[0];
+    assert_eq!(f.class, "G2-item");
+    let mut txns = f.txns.clone();
+    txns.sort_unstable();
+    assert_eq!(txns, [2, 3]);
+    assert_eq!(f.cycle.len(), 2);
+    assert!(f.cycle.iter().all(|s| s.edge == "rw"));
+    let (code, text) = run("valid_write_skew", false);
+    assert_eq!(code, 0);
+    assert!(text.contains("Allowed under snapshot isolation"), "{text}");
+    assert!(text.contains("G2-item"), "{text}");
+}
+
+// ---------- rule 1: snapshot_reads ----------
+
+#[test]
+fn stale_read_by_a_committed_transaction() {
+    let r = report("snapshot_stale_read");
+    assert_failed(&r, &[SNAPSHOT]);
+    let f = assert_one(&r, SNAPSHOT, "stale_read", &[1, 2, 3]);
+    // The reader first, then the writer it should have seen, then the one it saw.
+    assert_eq!(f.txns, [3, 2, 1]);
+    assert!(f.summary.contains("read x.v = \"a\""), "{}", f.summary);
+    assert!(f.summary.contains("\"b\""), "{}", f.summary);
+}
+
+#[test]
+fn reads_of_aborted_and_unknown_transactions_are_judged_too() {
+    let r = report("snapshot_aborted_reader");
+    assert_failed(&r, &[SNAPSHOT]);
+    let f = assert_one(&r, SNAPSHOT, "future_read", &[3, 1, 2]);
+    assert_eq!(f.txns[0], 3);
+    let f = assert_one(&r, SNAPSHOT, "uncommitted_read", &[4, 2]);
+    assert!(f.summary.contains("no transaction ever wrote"), "{}", f.summary);
+    assert_eq!(r.rule(SNAPSHOT).unwrap().total, 2);
+}
+
+// ---------- rule 2: no_write_conflicts ----------
+
+#[test]
+fn overlapping_committed_writers() {
+    let r = report("write_conflict");
+    assert_failed(&r, &[CONFLICTS]);
+    assert_one(&r, CONFLICTS, "overlapping_writes", &[1, 2]);
+}
+
+// ---------- rule 3: timestamp_order ----------
+
+#[test]
+fn duplicate_timestamp() {
+    let r = report("timestamps_duplicate");
+    assert_failed(&r, &[TIMESTAMPS]);
+    let f = assert_one(&r, TIMESTAMPS, "duplicate_timestamp", &[1, 2]);
+    assert!(f.summary.contains("timestamp 3"), "{}", f.summary);
+}
+
+#[test]
+fn start_ts_below_an_earlier_completed_commit() {
+    let r = report("timestamps_realtime");
+    assert_failed(&r, &[TIMESTAMPS]);
+    let f = assert_one(&r, TIMESTAMPS, "realtime_order", &[2, 1]);
+    assert_eq!(f.txns, [2, 1]);
+}
+
+#[test]
+fn one_client_handed_timestamps_out_of_order() {
+    let r = report("timestamps_client_order");
+    assert_failed(&r, &[TIMESTAMPS]);
+    assert_one(&r, TIMESTAMPS, "client_order", &[2, 1]);
+}
+
+#[test]
+fn commit_ts_not_above_start_ts() {
+    let r = report("timestamps_commit_before_start");
+    assert_failed(&r, &[TIMESTAMPS]);
+    assert_one(&r, TIMESTAMPS, "commit_not_after_start", &[1]);
+}
+
+// ---------- rule 4: atomic_commits ----------
+
+#[test]
+fn unknown_outcome_partly_committed() {
+    let r = report("atomicity_partial");
+    assert_failed(&r, &[ATOMIC]);
+    let f = assert_one(&r, ATOMIC, "partial_commit", &[1]);
+    assert!(f.summary.contains("y.v"), "{}", f.summary);
+    // The roll-forward event is shown for context.
+    assert!(f.details.iter().any(|d| d.contains("roll_forward")), "{:?}", f.details);
+}
+
+#[test]
+fn committed_but_absent_from_the_store() {
+    let r = report("atomicity_committed_missing");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "committed_not_in_store", &[1]);
+}
+
+#[test]
+fn aborted_but_committed_in_the_store() {
+    let r = report("atomicity_aborted_committed");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "aborted_but_committed", &[1]);
+}
+
+#[test]
+fn locks_left_after_quiescence() {
+    let r = report("atomicity_lock_left");
+    assert_failed(&r, &[ATOMIC]);
+    let fs = findings(&r, ATOMIC, "lock_left");
+    assert_eq!(fs.len(), 2);
+    assert!(fs.iter().all(|f| f.txns == [1]));
+}
+
+#[test]
+fn commit_and_rollback_of_the_same_transaction() {
+    let r = report("atomicity_commit_and_rollback");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "commit_and_rollback", &[1]);
+}
+
+#[test]
+fn data_nobody_wrote() {
+    let r = report("atomicity_unwritten_data");
+    assert_failed(&r, &[ATOMIC]);
+    let fs = findings(&r, ATOMIC, "unwritten_data");
+    assert_eq!(fs.len(), 2);
+    assert_eq!(fs[0].txns, [1]); // a cell T1 never wrote
+    assert!(fs[1].txns.is_empty()); // a start_ts no transaction has
+    assert!(fs[1].summary.contains("start_ts 50"), "{}", fs[1].summary);
+}
+
+#[test]
+fn stored_value_differs_from_the_write() {
+    let r = report("atomicity_value_mismatch");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "value_mismatch", &[1]);
+}
+
+#[test]
+fn store_commit_ts_differs_from_the_clients() {
+    let r = report("atomicity_commit_ts_mismatch");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "commit_ts_mismatch", &[1]);
+}
+
+#[test]
+fn one_transaction_with_several_commit_timestamps() {
+    let r = report("atomicity_multiple_commit_ts");
+    assert_failed(&r, &[ATOMIC]);
+    assert_one(&r, ATOMIC, "multiple_commit_ts", &[1]);
+}
+
+// ---------- rule 5: no_dependency_cycles ----------
+// A forbidden cycle always comes with another rule's violation in a
+// Percolator history (that is the point of the cross-check), so these assert
+// the expected companions exactly.
+
+#[test]
+fn g0_write_cycle() {
+    let r = report("cycle_g0");
+    assert_failed(&r, &[ATOMIC, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G0", &[1, 2]);
+    assert!(f.cycle.iter().all(|s| s.edge == "ww"));
+    assert_eq!(count(&r, ATOMIC, "multiple_commit_ts"), 2);
+}
+
+#[test]
+fn g1a_aborted_read() {
+    let r = report("cycle_g1a");
+    assert_failed(&r, &[SNAPSHOT, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G1a", &[1, 2]);
+    assert_eq!(f.txns, [2, 1]);
+}
+
+#[test]
+fn g1b_intermediate_read() {
+    let r = report("cycle_g1b");
+    assert_failed(&r, &[SNAPSHOT, CYCLES]);
+    assert_one(&r, CYCLES, "G1b", &[2, 1]);
+}
+
+#[test]
+fn g1c_circular_information_flow() {
+    let r = report("cycle_g1c");
+    assert_failed(&r, &[SNAPSHOT, CONFLICTS, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G1c", &[1, 2]);
+    let edges: Vec<&str> = f.cycle.iter().map(|s| s.edge.as_str()).collect();
+    assert_eq!(edges, ["wr", "ww"]);
+}
+
+#[test]
+fn g_single_read_skew() {
+    let r = report("cycle_g_single");
+    assert_failed(&r, &[SNAPSHOT, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G-single", &[2, 3]);
+    assert_eq!(f.cycle.iter().filter(|s| s.edge == "rw").count(), 1);
+    assert_eq!(r.allowed.total, 0);
+}
+
+#[test]
+fn lost_update() {
+    let r = report("cycle_lost_update");
+    assert_failed(&r, &[CONFLICTS, CYCLES]);
+    assert_one(&r, CYCLES, "lost-update", &[2, 3]);
+    assert_one(&r, CYCLES, "G-single", &[2, 3]);
+}
+
+#[test]
+fn g2_item_with_non_adjacent_rw_edges_is_forbidden() {
+    let r = report("cycle_g2_nonadjacent");
+    assert_failed(&r, &[SNAPSHOT, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G2-item-nonadjacent", &[1, 2, 3, 4]);
+    let edges: Vec<&str> = f.cycle.iter().map(|s| s.edge.as_str()).collect();
+    assert_eq!(edges, ["rw", "wr", "rw", "wr"]);
+    assert_eq!(r.allowed.total, 0);
+}
+
+#[test]
+fn real_time_edges_take_part_in_cycles() {
+    let r = report("cycle_realtime");
+    assert_failed(&r, &[SNAPSHOT, CYCLES]);
+    let f = assert_one(&r, CYCLES, "G-single", &[2, 3]);
+    let rt = f.cycle.iter().find(|s| s.edge == "rt").expect("an rt step");
+    assert_eq!((rt.from, rt.to), (2, 3));
+    assert!(rt.explanation.contains("completed at 400 ns"), "{}", rt.explanation);
+}
+
+// ---------- output ----------
+
+#[test]
+fn exit_code_is_one_when_a_rule_is_broken() {
+    let (code, text) = run("write_conflict", false);
+    assert_eq!(code, 1);
+    assert!(text.contains("FAIL  no_write_conflicts"), "{text}");
+    assert!(text.contains("PASS  snapshot_reads"), "{text}");
+    // The explanation names the transactions with their clients, timestamps and ops.
+    assert!(text.contains("T1: client 1, committed, start_ts 1, commit_ts 4"), "{text}");
+    assert!(text.contains("write x.v = \"a\""), "{text}");
+}
+
+#[test]
+fn json_report_is_machine_readable() {
+    let (code, text) = run("cycle_g_single", true);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["format"], "percsim-check/1");
+    assert_eq!(v["passed"], false);
+    let rules = v["rules"].as_array().unwrap();
+    let cycles = rules.iter().find(|r| r["id"] == CYCLES).unwrap();
+    assert_eq!(cycles["passed"], false);
+    assert_eq!(cycles["counts"]["G-single"], 1);
+    let f = &cycles["violations"][0];
+    assert_eq!(f["rule"], CYCLES);
+    assert_eq!(f["class"], "G-single");
+    assert!(f["cycle"].as_array().is_some_and(|c| c.len() == 2));
+
+    let (code, text) = run("valid_write_skew", true);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["allowed"]["counts"]["G2-item"], 1);
+}

@@ -1,0 +1,432 @@
+//! The fault driver: applies timed faults, rolls random fault classes every
+//! tick, undoes faults when their time is up, and heals everything at the
+//! end of the workload phase. Every fault is recorded as a history event.
+
+use crate::faults::{FAULT_TICK_MS, Fault, FaultClass};
+use crate::world::World;
+use madsim::net::NetSim;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use madsim::time::{Duration, Instant, sleep};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+/// Something to undo when a fault's time is up.
+#[derive(Debug, Clone)]
+enum Undo {
+    Restart(String),
+    Resume(String),
+    Unclog(Vec<(NodeId, NodeId)>),
+    Unstall(usize),
+    EndNet(u64),
+}
+
+/// A message fault in force.
+#[derive(Debug, Clone, Copy)]
+enum NetFault {
+    Loss(f64),
+    Latency(u64, u64),
+    Duplicate(f64, u64),
+}
+
+/// Fault state shared by the driver loop and the crash-at-step handler.
+pub(crate) struct Faults {
+    world: Arc<World>,
+    ids: BTreeMap<String, NodeId>,
+    killed: BTreeSet<String>,
+    paused: BTreeSet<String>,
+    undo: Vec<(Instant, Undo)>,
+    net: BTreeMap<u64, NetFault>,
+    next_net_id: u64,
+}
+
+pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
+
+impl Faults {
+    pub(crate) fn new(world: Arc<World>, ids: BTreeMap<String, NodeId>) -> SharedFaults {
+        Arc::new(Mutex::new(Faults {
+            world,
+            ids,
+            killed: BTreeSet::new(),
+            paused: BTreeSet::new(),
+            undo: Vec::new(),
+            net: BTreeMap::new(),
+            next_net_id: 0,
+        }))
+    }
+
+    fn client_index(name: &str) -> Option<usize> {
+        name.strip_prefix("client-")?.parse().ok()
+    }
+
+    /// Kill `node` now; restart it after `restart_after_ms` (else at heal).
+    pub(crate) fn kill(&mut self, node: &str, restart_after_ms: Option<u64>) {
+        let Some(&id) = self.ids.get(node) else {
+            return;
+        };
+        if self.killed.contains(node) {
+            return;
+        }
+        if self.paused.remove(node) {
+            Handle::current().resume(id);
+        }
+        Handle::current().kill(id);
+        self.killed.insert(node.to_string());
+        if let Some(c) = Self::client_index(node) {
+            self.world.client_died(c);
+        }
+        self.world.event("kill", json!({"node": node}));
+        if let Some(ms) = restart_after_ms {
+            self.undo.push((
+                Instant::now() + Duration::from_millis(ms),
+                Undo::Restart(node.to_string()),
+            ));
+        }
+    }
+
+    fn restart(&mut self, node: &str) {
+        let Some(&id) = self.ids.get(node) else {
+            return;
+        };
+        if !self.killed.remove(node) {
+            return;
+        }
+        Handle::current().restart(id);
+        if let Some(c) = Self::client_index(node) {
+            self.world.client_restarted(c);
+        }
+        self.world.event("restart", json!({"node": node}));
+    }
+
+    fn apply(&mut self, fault: &Fault) {
+        let now = Instant::now();
+        let after = |ms: u64| now + Duration::from_millis(ms);
+        match fault {
+            Fault::Kill {
+                node,
+                restart_after_ms,
+            } => self.kill(node, *restart_after_ms),
+            Fault::Pause { node, duration_ms } => {
+                let Some(&id) = self.ids.get(node) else {
+                    return;
+                };
+                if self.killed.contains(node) || !self.paused.insert(node.clone()) {
+                    return;
+                }
+                Handle::current().pause(id);
+                self.world
+                    .event("pause", json!({"node": node, "duration_ms": duration_ms}));
+                self.undo
+                    .push((after(*duration_ms), Undo::Resume(node.clone())));
+            }
+            Fault::Stall {
+                client,
+                duration_ms,
+            } => {
+                let until = after(*duration_ms);
+                let mut stalled = self.world.lock(&self.world.stalled);
+                let end = stalled.entry(*client).or_insert(until);
+                *end = (*end).max(until);
+                drop(stalled);
+                self.world.event(
+                    "stall",
+                    json!({"client": client, "duration_ms": duration_ms}),
+                );
+                self.undo.push((until, Undo::Unstall(*client)));
+            }
+            Fault::Partition {
+                a,
+                b,
+                one_way,
+                duration_ms,
+            } => {
+                let net = NetSim::current();
+                let mut links = Vec::new();
+                for x in a.iter().filter_map(|n| self.ids.get(n)) {
+                    for y in b.iter().filter_map(|n| self.ids.get(n)) {
+                        if x == y {
+                            continue;
+                        }
+                        links.push((*x, *y));
+                        if !one_way {
+                            links.push((*y, *x));
+                        }
+                    }
+                }
+                for (x, y) in &links {
+                    net.clog_link(*x, *y);
+                }
+                self.world.event(
+                    "partition",
+                    json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
+                );
+                self.undo.push((after(*duration_ms), Undo::Unclog(links)));
+            }
+            Fault::PacketLoss { rate, duration_ms } => {
+                self.world.event(
+                    "packet_loss",
+                    json!({"rate": rate, "duration_ms": duration_ms}),
+                );
+                self.start_net(NetFault::Loss(*rate), after(*duration_ms));
+            }
+            Fault::Latency {
+                min_ms,
+                max_ms,
+                duration_ms,
+            } => {
+                self.world.event(
+                    "latency",
+                    json!({"min_ms": min_ms, "max_ms": max_ms, "duration_ms": duration_ms}),
+                );
+                self.start_net(NetFault::Latency(*min_ms, *max_ms), after(*duration_ms));
+            }
+            Fault::Duplicate {
+                rate,
+                max_delay_ms,
+                duration_ms,
+            } => {
+                self.world.event(
+                    "duplicate",
+                    json!({"rate": rate, "max_delay_ms": max_delay_ms, "duration_ms": duration_ms}),
+                );
+                self.start_net(
+                    NetFault::Duplicate(*rate, *max_delay_ms),
+                    after(*duration_ms),
+                );
+            }
+            Fault::ExpireSession { client } => {
+                self.world
+                    .lock(&self.world.sessions)
+                    .retain(|_, (c, _)| c != client);
+                self.world
+                    .event("session_expired", json!({"client": client}));
+            }
+        }
+    }
+
+    fn start_net(&mut self, f: NetFault, until: Instant) {
+        let id = self.next_net_id;
+        self.next_net_id += 1;
+        self.net.insert(id, f);
+        self.undo.push((until, Undo::EndNet(id)));
+        self.sync_net();
+    }
+
+    /// Put the message faults in force into the network and the transport.
+    fn sync_net(&self) {
+        let mut loss: f64 = 0.0;
+        let mut latency = (1, 10);
+        let (mut dup_rate, mut dup_delay) = (0.0f64, 0);
+        for f in self.net.values() {
+            match *f {
+                NetFault::Loss(r) => loss = loss.max(r),
+                NetFault::Latency(a, b) => latency = (a, b),
+                NetFault::Duplicate(r, d) => {
+                    dup_rate = dup_rate.max(r);
+                    dup_delay = dup_delay.max(d);
+                }
+            }
+        }
+        NetSim::current().update_config(|c| {
+            c.packet_loss_rate = loss;
+            c.send_latency = Duration::from_millis(latency.0)
+                ..Duration::from_millis(latency.1.max(latency.0 + 1));
+        });
+        let mut net = self.world.lock(&self.world.net);
+        net.duplicate_rate = dup_rate;
+        net.duplicate_max_delay_ms = dup_delay;
+    }
+
+    fn run_undo(&mut self, u: Undo) {
+        match u {
+            Undo::Restart(node) => self.restart(&node),
+            Undo::Resume(node) => {
+                if self.paused.remove(&node) {
+                    if let Some(&id) = self.ids.get(&node) {
+                        Handle::current().resume(id);
+                        self.world.event("resume", json!({"node": node}));
+                    }
+                }
+            }
+            Undo::Unclog(links) => {
+                let net = NetSim::current();
+                for (x, y) in links {
+                    net.unclog_link(x, y);
+                }
+                self.world.event("partition_healed", json!({}));
+            }
+            Undo::Unstall(client) => {
+                let mut stalled = self.world.lock(&self.world.stalled);
+                if stalled.get(&client).is_some_and(|t| *t <= Instant::now()) {
+                    stalled.remove(&client);
+                }
+            }
+            Undo::EndNet(id) => {
+                self.net.remove(&id);
+                self.sync_net();
+            }
+        }
+    }
+
+    /// Undo everything whose time has come.
+    fn undo_due(&mut self) {
+        let now = Instant::now();
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.undo)
+            .into_iter()
+            .partition(|(t, _)| *t <= now);
+        self.undo = keep;
+        for (_, u) in due {
+            self.run_undo(u);
+        }
+    }
+
+    /// The healed phase: undo every fault, restart every dead node.
+    pub(crate) fn heal(&mut self) {
+        for (_, u) in std::mem::take(&mut self.undo) {
+            self.run_undo(u);
+        }
+        self.world.lock(&self.world.stalled).clear();
+        for node in self.paused.clone() {
+            self.run_undo(Undo::Resume(node));
+        }
+        for node in self.killed.clone() {
+            self.restart(&node);
+        }
+        self.net.clear();
+        self.sync_net();
+    }
+}
+
+/// Run the workload phase until `until`: timed faults at their times,
+/// random classes rolled every [`FAULT_TICK_MS`].
+pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, until: Instant) {
+    let start = world.start;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6661_756c_7473);
+    let mut schedule = world.cfg.faults.schedule.clone();
+    schedule.sort_by_key(|t| t.at_ms);
+    let mut schedule = schedule.into_iter().peekable();
+    let random = world.cfg.faults.random.clone();
+    let tick = Duration::from_millis(10);
+    let mut next_roll = Instant::now() + Duration::from_millis(FAULT_TICK_MS);
+    let mut ticks = 0u64;
+    while Instant::now() < until {
+        let now_ms = (Instant::now() - start).as_millis() as u64;
+        {
+            let mut f = faults.lock().unwrap_or_else(|e| e.into_inner());
+            while let Some(t) = schedule.next_if(|t| t.at_ms <= now_ms) {
+                f.apply(&t.fault);
+            }
+            f.undo_due();
+            if Instant::now() >= next_roll {
+                next_roll += Duration::from_millis(FAULT_TICK_MS);
+                for fault in roll(&random, &world, &mut rng) {
+                    f.apply(&fault);
+                }
+            }
+        }
+        sleep(tick).await;
+        ticks += 1;
+        if ticks % 20 == 0 {
+            // madsim 0.2.34 keeps finished RPC tasks until their count is read.
+            let _ = Handle::current().metrics().num_tasks();
+        }
+    }
+}
+
+fn duration(rng: &mut ChaCha8Rng, c: &FaultClass) -> u64 {
+    rng.random_range(c.min_duration_ms..=c.max_duration_ms)
+}
+
+/// Roll every random fault class once.
+fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) -> Vec<Fault> {
+    let cfg = &world.cfg;
+    let mut out = Vec::new();
+    let client = |rng: &mut ChaCha8Rng| format!("client-{}", rng.random_range(0..cfg.clients));
+    let server =
+        |rng: &mut ChaCha8Rng| format!("tablet-{}", rng.random_range(0..cfg.tablet_servers));
+    let fire = |c: &Option<FaultClass>, rng: &mut ChaCha8Rng| -> Option<FaultClass> {
+        let c = c.as_ref()?;
+        rng.random_bool(c.probability.clamp(0.0, 1.0))
+            .then(|| c.clone())
+    };
+    if let Some(c) = fire(&r.kill_client, rng) {
+        let node = client(rng);
+        out.push(Fault::Kill {
+            node,
+            restart_after_ms: Some(duration(rng, &c)),
+        });
+    }
+    if let Some(c) = fire(&r.kill_tablet_server, rng) {
+        let node = server(rng);
+        out.push(Fault::Kill {
+            node,
+            restart_after_ms: Some(duration(rng, &c)),
+        });
+    }
+    for (class, node) in [
+        (&r.kill_oracle, "oracle"),
+        (&r.kill_liveness, "liveness"),
+        (&r.kill_master, "master"),
+    ] {
+        if let Some(c) = fire(class, rng) {
+            out.push(Fault::Kill {
+                node: node.to_string(),
+                restart_after_ms: Some(duration(rng, &c)),
+            });
+        }
+    }
+    if let Some(c) = fire(&r.pause, rng) {
+        let node = if rng.random_bool(0.5) {
+            client(rng)
+        } else {
+            server(rng)
+        };
+        out.push(Fault::Pause {
+            node,
+            duration_ms: duration(rng, &c),
+        });
+    }
+    if let Some(c) = fire(&r.stall, rng) {
+        let client = rng.random_range(0..cfg.clients);
+        out.push(Fault::Stall {
+            client,
+            duration_ms: duration(rng, &c),
+        });
+    }
+    if let Some(c) = fire(&r.partition, rng) {
+        let names = cfg.node_names();
+        let victim = names[rng.random_range(0..names.len())].clone();
+        let rest: Vec<String> = names.into_iter().filter(|n| *n != victim).collect();
+        let one_way = rng.random_bool(0.3);
+        out.push(Fault::Partition {
+            a: vec![victim],
+            b: rest,
+            one_way,
+            duration_ms: duration(rng, &c),
+        });
+    }
+    if let Some(c) = fire(&r.packet_loss, rng) {
+        out.push(Fault::PacketLoss {
+            rate: c.rate,
+            duration_ms: duration(rng, &c),
+        });
+    }
+    if let Some(c) = fire(&r.duplicate, rng) {
+        let d = duration(rng, &c);
+        out.push(Fault::Duplicate {
+            rate: c.rate,
+            max_delay_ms: c.max_duration_ms.max(1),
+            duration_ms: d,
+        });
+    }
+    if let Some(_c) = fire(&r.session_expiry, rng) {
+        out.push(Fault::ExpireSession {
+            client: rng.random_range(0..cfg.clients),
+        });
+    }
+    out
+}

@@ -1,0 +1,226 @@
+//! Fault injection: explicit timed faults and randomised fault classes
+//! (each a probability per tick plus a duration range, as in TigerBeetle's
+//! simulator). Faults are active only in the workload phase; the healed
+//! phase removes them all.
+
+use serde::{Deserialize, Serialize};
+
+/// How often random fault classes are rolled.
+pub const FAULT_TICK_MS: u64 = 100;
+
+/// A fault that starts at a given time of the workload phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedFault {
+    /// When it starts, in simulated ms from the start of the run.
+    pub at_ms: u64,
+    /// What it is.
+    pub fault: Fault,
+}
+
+/// One fault. Nodes are named `oracle`, `liveness`, `master`,
+/// `tablet-N` and `client-N`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// Kill a node; restart it after a while (or at the healed phase).
+    Kill {
+        /// The node.
+        node: String,
+        /// Restart after this long; `None` waits for the healed phase.
+        #[serde(default)]
+        restart_after_ms: Option<u64>,
+    },
+    /// Freeze a whole node (its timers run on; its session may expire).
+    Pause {
+        /// The node.
+        node: String,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Stall a client's transaction threads while its liveness session
+    /// stays valid: a live but stuck worker whose locks age.
+    Stall {
+        /// The client.
+        client: usize,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Cut the links between two groups of nodes.
+    Partition {
+        /// One side.
+        a: Vec<String>,
+        /// The other side.
+        b: Vec<String>,
+        /// Only messages from `a` to `b` are lost.
+        #[serde(default)]
+        one_way: bool,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Lose this fraction of all messages.
+    PacketLoss {
+        /// Probability of losing each message.
+        rate: f64,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Message latency between `min_ms` and `max_ms`.
+    Latency {
+        /// Smallest latency.
+        min_ms: u64,
+        /// Largest latency.
+        max_ms: u64,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Deliver this fraction of client requests to tablet servers a second
+    /// time, up to `max_delay_ms` late (a late or duplicated prewrite, say).
+    Duplicate {
+        /// Probability of duplicating each request.
+        rate: f64,
+        /// Largest extra delay of the copy.
+        max_delay_ms: u64,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Expire a client's liveness session while it is alive.
+    ExpireSession {
+        /// The client.
+        client: usize,
+    },
+}
+
+/// A randomised fault class: at every tick of [`FAULT_TICK_MS`], start one
+/// such fault with `probability`, lasting between the two durations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultClass {
+    /// Chance per tick of starting a fault.
+    pub probability: f64,
+    /// Shortest duration.
+    pub min_duration_ms: u64,
+    /// Longest duration.
+    pub max_duration_ms: u64,
+    /// Intensity for rate faults (loss, duplication); ignored otherwise.
+    #[serde(default)]
+    pub rate: f64,
+}
+
+/// Which fault classes are on, and how hard.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RandomFaults {
+    /// Kill a random client (restarted after the duration).
+    pub kill_client: Option<FaultClass>,
+    /// Kill a random tablet server (its tablets move; restarted after).
+    pub kill_tablet_server: Option<FaultClass>,
+    /// Kill the oracle (restarted after the duration).
+    pub kill_oracle: Option<FaultClass>,
+    /// Kill the liveness service (all sessions lost).
+    pub kill_liveness: Option<FaultClass>,
+    /// Kill the master.
+    pub kill_master: Option<FaultClass>,
+    /// Pause a random client or tablet server.
+    pub pause: Option<FaultClass>,
+    /// Stall a random client's workers (its session stays valid).
+    pub stall: Option<FaultClass>,
+    /// Partition a random client or tablet server from the rest.
+    pub partition: Option<FaultClass>,
+    /// Message loss at `rate`.
+    pub packet_loss: Option<FaultClass>,
+    /// Late and duplicated requests at `rate`.
+    pub duplicate: Option<FaultClass>,
+    /// Expire a random client's session.
+    pub session_expiry: Option<FaultClass>,
+}
+
+impl RandomFaults {
+    /// The classes by name, for validation and summaries.
+    pub fn classes(&self) -> Vec<(&'static str, &FaultClass)> {
+        [
+            ("kill_client", &self.kill_client),
+            ("kill_tablet_server", &self.kill_tablet_server),
+            ("kill_oracle", &self.kill_oracle),
+            ("kill_liveness", &self.kill_liveness),
+            ("kill_master", &self.kill_master),
+            ("pause", &self.pause),
+            ("stall", &self.stall),
+            ("partition", &self.partition),
+            ("packet_loss", &self.packet_loss),
+            ("duplicate", &self.duplicate),
+            ("session_expiry", &self.session_expiry),
+        ]
+        .into_iter()
+        .filter_map(|(n, c)| c.as_ref().map(|c| (n, c)))
+        .collect()
+    }
+}
+
+/// The faults of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    /// Explicit faults at given times.
+    pub schedule: Vec<TimedFault>,
+    /// Randomised fault classes.
+    pub random: RandomFaults,
+}
+
+impl Fault {
+    /// The nodes the fault names.
+    pub(crate) fn nodes(&self) -> Vec<&str> {
+        match self {
+            Fault::Kill { node, .. } | Fault::Pause { node, .. } => vec![node.as_str()],
+            Fault::Partition { a, b, .. } => a.iter().chain(b).map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The clients the fault names.
+    pub(crate) fn client(&self) -> Option<usize> {
+        match self {
+            Fault::Stall { client, .. } | Fault::ExpireSession { client } => Some(*client),
+            _ => None,
+        }
+    }
+
+    /// A rate or duration that makes no sense.
+    pub(crate) fn problem(&self) -> Option<String> {
+        match self {
+            Fault::PacketLoss { rate, .. } | Fault::Duplicate { rate, .. }
+                if !(0.0..=1.0).contains(rate) =>
+            {
+                Some(format!("rate {rate} is not a probability"))
+            }
+            Fault::Latency { min_ms, max_ms, .. } if min_ms > max_ms || *min_ms == 0 => Some(
+                format!("latency range {min_ms}..{max_ms} ms is empty or starts at 0"),
+            ),
+            Fault::Partition { a, b, .. } if a.is_empty() || b.is_empty() => {
+                Some("a partition needs nodes on both sides".to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl FaultClass {
+    pub(crate) fn problem(&self) -> Option<String> {
+        if !(0.0..=1.0).contains(&self.probability) {
+            return Some(format!(
+                "probability {} is not a probability",
+                self.probability
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.rate) {
+            return Some(format!("rate {} is not a probability", self.rate));
+        }
+        if self.min_duration_ms > self.max_duration_ms {
+            return Some(format!(
+                "min_duration_ms {} is above max_duration_ms {}",
+                self.min_duration_ms, self.max_duration_ms
+            ));
+        }
+        None
+    }
+}

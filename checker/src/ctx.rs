@@ -63,9 +63,12 @@ pub(crate) struct Ctx<'a> {
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite<'a>>,
-    rec_off: Vec<usize>,
-    /// Store records grouped by transaction (orphans last), then by cell and commit_ts.
+    /// Each transaction's slice of `recs`.
+    rec_range: Vec<(usize, usize)>,
+    /// Store records by start_ts, then cell and commit_ts.
     recs: Vec<StoreRec<'a>>,
+    /// Indices into `recs` of records whose start_ts is no transaction's.
+    orphans: Vec<u32>,
     by_start: Vec<(u64, u32)>,
     /// Smallest commit_ts of the transaction's put/delete records in the store.
     pub store_commit: Vec<Option<u64>>,
@@ -108,18 +111,58 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
+/// Interns (row, col) pairs as dense ids. Keys are compared against a compact
+/// copy in an arena rather than the history's scattered strings.
+#[derive(Default)]
+struct Interner<'a> {
+    /// Hash of (row, col) -> the newest id with that hash.
+    heads: FxMap<u64, u32>,
+    /// The previous id with the same hash, or NONE.
+    next: Vec<u32>,
+    arena: Vec<u8>,
+    /// Arena offset, row length, col length.
+    spans: Vec<(usize, usize, usize)>,
+    names: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Interner<'a> {
+    fn intern(&mut self, row: &'a str, col: &'a str) -> u32 {
+        use std::hash::Hasher;
+        let mut hasher = crate::fx::FxHasher::default();
+        hasher.write(row.as_bytes());
+        hasher.write_u8(0xff);
+        hasher.write(col.as_bytes());
+        let h = hasher.finish();
+        let head = self.heads.get(&h).copied().unwrap_or(NONE);
+        let mut id = head;
+        while id != NONE {
+            let (off, rl, cl) = self.spans[id as usize];
+            if self.arena[off..off + rl] == *row.as_bytes()
+                && self.arena[off + rl..off + rl + cl] == *col.as_bytes()
+            {
+                return id;
+            }
+            id = self.next[id as usize];
+        }
+        let id = self.names.len() as u32;
+        self.spans.push((self.arena.len(), row.len(), col.len()));
+        self.arena.extend_from_slice(row.as_bytes());
+        self.arena.extend_from_slice(col.as_bytes());
+        self.next.push(head);
+        self.names.push((row, col));
+        self.heads.insert(h, id);
+        id
+    }
+}
+
 impl<'a> Ctx<'a> {
     pub(crate) fn build(h: &'a History) -> Ctx<'a> {
         let txns = &h.transactions;
         let n = txns.len();
-        let mut intern: FxMap<(&'a str, &'a str), u32> = FxMap::default();
-        let mut cells: Vec<(&'a str, &'a str)> = Vec::new();
-        let mut cell_id = |row: &'a str, col: &'a str| -> u32 {
-            *intern.entry((row, col)).or_insert_with(|| {
-                cells.push((row, col));
-                (cells.len() - 1) as u32
-            })
-        };
+        let tm = std::time::Instant::now();
+        let lap = |name: &str| eprintln!("    {name}: {:.3}s", tm.elapsed().as_secs_f64());
+        let mut interner = Interner::default();
+        let mut cell_id = |row: &'a str, col: &'a str| interner.intern(row, col);
 
         // Ops: cell ids and final writes.
         let mut op_off = Vec::with_capacity(n + 1);
@@ -155,6 +198,7 @@ impl<'a> Ctx<'a> {
             fw_off.push(fw.len());
         }
 
+        lap("ops");
         // Transactions by start_ts (the first one in history order on a tie).
         let mut by_start: Vec<(u64, u32)> = txns
             .iter()
@@ -162,22 +206,16 @@ impl<'a> Ctx<'a> {
             .map(|(i, t)| (t.start_ts, i as u32))
             .collect();
         by_start.sort_unstable();
-        let lookup = |ts: u64| -> u32 {
-            let p = by_start.partition_point(|x| x.0 < ts);
-            match by_start.get(p) {
-                Some(&(s, i)) if s == ts => i,
-                _ => NONE,
-            }
-        };
 
-        // Store records.
+        // Store records, sorted by start_ts and matched to transactions by a
+        // merge with `by_start` (no per-record search).
         let mut recs: Vec<StoreRec<'a>> = Vec::new();
         for cs in &h.final_state.cells {
             let c = cell_id(&cs.row, &cs.col);
             for v in &cs.versions {
                 recs.push(StoreRec {
                     cell: c,
-                    txn: lookup(v.start_ts),
+                    txn: NONE,
                     start_ts: v.start_ts,
                     commit_ts: v.commit_ts,
                     kind: v.kind,
@@ -189,24 +227,40 @@ impl<'a> Ctx<'a> {
             cell_id(&l.row, &l.col);
             cell_id(&l.primary.row, &l.primary.col);
         }
-        recs.sort_unstable_by_key(|r| (r.txn, r.cell, r.commit_ts, r.kind));
-        let mut rec_off = vec![0usize; n + 1];
-        for r in &recs {
-            if (r.txn as usize) < n {
-                rec_off[r.txn as usize + 1] += 1;
+        recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
+        let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); n];
+        let mut orphans: Vec<u32> = Vec::new();
+        let mut k = 0; // into by_start
+        let mut i = 0;
+        while i < recs.len() {
+            let ts = recs[i].start_ts;
+            let mut j = i;
+            while j < recs.len() && recs[j].start_ts == ts {
+                j += 1;
             }
-        }
-        for i in 0..n {
-            rec_off[i + 1] += rec_off[i];
+            while k < by_start.len() && by_start[k].0 < ts {
+                k += 1;
+            }
+            match by_start.get(k) {
+                Some(&(s, t)) if s == ts => {
+                    for r in &mut recs[i..j] {
+                        r.txn = t;
+                    }
+                    rec_range[t as usize] = (i, j);
+                }
+                _ => orphans.extend(i as u32..j as u32),
+            }
+            i = j;
         }
 
         let mut store_commit: Vec<Option<u64>> = vec![None; n];
-        for r in &recs {
-            if r.is_commit()
-                && let Some(sc) = store_commit.get_mut(r.txn as usize)
-            {
-                *sc = Some(sc.map_or(r.commit_ts, |c: u64| c.min(r.commit_ts)));
-            }
+        for (t, sc) in store_commit.iter_mut().enumerate() {
+            let (lo, hi) = rec_range[t];
+            *sc = recs[lo..hi]
+                .iter()
+                .filter(|r| r.is_commit())
+                .map(|r| r.commit_ts)
+                .min();
         }
         let eff_commit: Vec<Option<u64>> = txns
             .iter()
@@ -246,7 +300,18 @@ impl<'a> Ctx<'a> {
         }
         for (i, t) in txns.iter().enumerate() {
             if let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) {
+                let (lo, hi) = rec_range[i];
+                let stored = &recs[lo..hi];
                 for w in &fw[fw_off[i]..fw_off[i + 1]] {
+                    // Already there as the store's own record: the store's wins anyway.
+                    let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
+                    if stored[p..]
+                        .iter()
+                        .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
+                        .any(StoreRec::is_commit)
+                    {
+                        continue;
+                    }
                     all.push((
                         w.cell,
                         Cv {
@@ -261,6 +326,7 @@ impl<'a> Ctx<'a> {
         }
         all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
         all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
+        let cells = interner.names;
         let n_cells = cells.len();
         let mut cv_off = vec![0usize; n_cells + 1];
         for (c, _) in &all {
@@ -269,10 +335,19 @@ impl<'a> Ctx<'a> {
         for i in 0..n_cells {
             cv_off[i + 1] += cv_off[i];
         }
-        let cv: Vec<Cv<'a>> = all.into_iter().map(|(_, v)| v).collect();
+        let mut cv: Vec<Cv<'a>> = Vec::with_capacity(all.len());
+        cv.extend(all.iter().map(|(_, v)| *v));
+        drop(all);
 
+        lap("cv");
         // Who wrote which value, and which cells have unique values.
+        let n_writes = txns
+            .iter()
+            .flat_map(|t| &t.ops)
+            .filter(|o| matches!(o, Op::Write { .. }))
+            .count();
         let mut windex: FxMap<(u32, &'a str), WriteInfo> = FxMap::default();
+        windex.reserve(n_writes);
         let mut cell_unique = vec![true; n_cells];
         for (i, t) in txns.iter().enumerate() {
             let cells_of = &op_cell[op_off[i]..op_off[i + 1]];
@@ -303,6 +378,7 @@ impl<'a> Ctx<'a> {
             }
         }
 
+        lap("windex");
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
             .iter()
@@ -323,8 +399,9 @@ impl<'a> Ctx<'a> {
             op_cell,
             fw_off,
             fw,
-            rec_off,
+            rec_range,
             recs,
+            orphans,
             by_start,
             store_commit,
             eff_commit,
@@ -373,12 +450,13 @@ impl<'a> Ctx<'a> {
 
     /// The store records carrying the transaction's start_ts, by cell then commit_ts.
     pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec<'a>] {
-        &self.recs[self.rec_off[t as usize]..self.rec_off[t as usize + 1]]
+        let (lo, hi) = self.rec_range[t as usize];
+        &self.recs[lo..hi]
     }
 
     /// Store records whose start_ts is no transaction's.
-    pub(crate) fn orphan_recs(&self) -> &[StoreRec<'a>] {
-        &self.recs[self.rec_off[self.n()]..]
+    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = &StoreRec<'a>> {
+        self.orphans.iter().map(|&i| &self.recs[i as usize])
     }
 
     pub(crate) fn all_recs(&self) -> &[StoreRec<'a>] {

@@ -77,6 +77,8 @@ impl Graph {
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> GraphStats {
     let n = ctx.n();
     let n_cells = ctx.cells.len();
+    let tm = std::time::Instant::now();
+    let lap = |name: &str| eprintln!("    {name}: {:.3}s", tm.elapsed().as_secs_f64());
 
     // Version order of unique-value cells; the store's record wins over the
     // client's word when a writer appears twice in one cell.
@@ -115,6 +117,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     };
     drop(cand);
 
+    lap("order");
     let mut edges: Vec<(u32, u32, u32, u8)> = Vec::new();
     for c in 0..n_cells as u32 {
         for pair in order.of(c).windows(2) {
@@ -184,6 +187,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         }
     }
 
+    lap("reads");
     lost.sort_unstable();
     lost.dedup();
     let mut i = 0;
@@ -224,6 +228,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         }
     }
 
+    lap("lost+rt");
     let total = n + points.len();
     let mut goff = vec![0usize; total + 1];
     for e in &edges {
@@ -250,6 +255,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     }
     drop(fill);
 
+    lap("csr");
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
     let mut size = vec![0u32; ncomp as usize];
@@ -272,6 +278,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     drop(comp);
     members.sort_unstable();
 
+    lap("tarjan");
     let mut local_id = vec![NONE; g.n()];
     let mut budget = G_SINGLE_BUDGET;
     let mut i = 0;

@@ -70,9 +70,17 @@ fn history(transactions: Vec<Transaction>, cells: Vec<(&str, Vec<Version>)>) -> 
 fn a_read_after_an_own_write_may_see_it_or_the_snapshot() {
     use Outcome::Committed as C;
     let base = txn(1, 1, Some(2), C, vec![write("x", "a")]);
-    for (seen, ok) in [(Some("b"), true), (Some("a"), true), (None, false), (Some("z"), false)] {
+    for (seen, ok) in [
+        (Some("b"), true),
+        (Some("a"), true),
+        (None, false),
+        (Some("z"), false),
+    ] {
         let t2 = txn(2, 3, Some(4), C, vec![write("x", "b"), read("x", seen)]);
-        let h = history(vec![base.clone(), t2], vec![("x", vec![put(1, 2, "a"), put(3, 4, "b")])]);
+        let h = history(
+            vec![base.clone(), t2],
+            vec![("x", vec![put(1, 2, "a"), put(3, 4, "b")])],
+        );
         let r = check(&h);
         assert_eq!(r.passed(), ok, "read {seen:?}\n{}", r.render_text());
         if !ok {
@@ -86,10 +94,22 @@ fn check_never_panics_on_histories_parse_would_reject() {
     use Outcome::*;
     let mut weird = vec![
         // Committed without commit_ts, aborted with one, duplicate ids and timestamps.
-        txn(1, 5, None, Committed, vec![write("x", "a"), read("x", Some("zzz"))]),
+        txn(
+            1,
+            5,
+            None,
+            Committed,
+            vec![write("x", "a"), read("x", Some("zzz"))],
+        ),
         txn(1, 5, Some(3), Aborted, vec![write("x", "a")]),
         txn(2, 5, Some(5), Unknown, vec![read("y", None)]),
-        txn(3, u64::MAX, Some(u64::MAX), Committed, vec![write("y", "q")]),
+        txn(
+            3,
+            u64::MAX,
+            Some(u64::MAX),
+            Committed,
+            vec![write("y", "q")],
+        ),
         txn(4, 0, Some(0), Committed, vec![]),
     ];
     weird[0].complete_ns = Some(0);
@@ -144,10 +164,19 @@ fn check_never_panics_on_histories_parse_would_reject() {
 #[test]
 fn findings_are_capped_per_class_but_all_counted() {
     use Outcome::Committed as C;
-    let mut txns = vec![txn(1, 1, Some(2), C, vec![write("x", "a")]), txn(2, 3, Some(4), C, vec![write("x", "b")])];
+    let mut txns = vec![
+        txn(1, 1, Some(2), C, vec![write("x", "a")]),
+        txn(2, 3, Some(4), C, vec![write("x", "b")]),
+    ];
     // Twelve readers that all see the stale "a" (concurrent, so no rt edges).
     for i in 0..12 {
-        txns.push(txn(10 + i, 10 + 2 * i, Some(11 + 2 * i), C, vec![read("x", Some("a"))]));
+        txns.push(txn(
+            10 + i,
+            10 + 2 * i,
+            Some(11 + 2 * i),
+            C,
+            vec![read("x", Some("a"))],
+        ));
     }
     let h = history(txns, vec![("x", vec![put(1, 2, "a"), put(3, 4, "b")])]);
     let r = check(&h);
@@ -174,11 +203,18 @@ fn a_long_cycle_is_found_and_explained_in_full() {
         }
         ops.push(write(&format!("k{i}"), &format!("v{i}")));
         txns.push(txn(i, 10 * i + 1, Some(10 * i + 2), C, ops));
-        cells.push((format!("k{i}"), vec![put(10 * i + 1, 10 * i + 2, &format!("v{i}"))]));
+        cells.push((
+            format!("k{i}"),
+            vec![put(10 * i + 1, 10 * i + 2, &format!("v{i}"))],
+        ));
     }
     // T0 read k_last and saw its version: a future read closing the ring.
-    txns[0].ops.insert(0, read(&format!("k{}", n - 1), Some(&format!("v{}", n - 1))));
-    let cells_ref: Vec<(&str, Vec<Version>)> = cells.iter().map(|(r, v)| (r.as_str(), v.clone())).collect();
+    txns[0].ops.insert(
+        0,
+        read(&format!("k{}", n - 1), Some(&format!("v{}", n - 1))),
+    );
+    let cells_ref: Vec<(&str, Vec<Version>)> =
+        cells.iter().map(|(r, v)| (r.as_str(), v.clone())).collect();
     let r = check(&history(txns, cells_ref));
     let rule = r.rule("no_dependency_cycles").unwrap();
     assert_eq!(rule.counts.get("G1c"), Some(&1), "{}", r.render_text());
@@ -195,13 +231,32 @@ fn separate_components_are_reported_separately() {
     for k in 0..2u64 {
         let (x, y) = (format!("x{k}"), format!("y{k}"));
         let b = 100 * k;
-        txns.push(txn(b + 1, b + 1, Some(b + 2), C, vec![write(&x, "x1"), write(&y, "y1")]));
-        txns.push(txn(b + 2, b + 3, Some(b + 6), C, vec![read(&x, Some("x1")), read(&y, Some("y1")), write(&x, "x2")]));
-        txns.push(txn(b + 3, b + 4, Some(b + 5), C, vec![read(&x, Some("x1")), read(&y, Some("y1")), write(&y, "y2")]));
+        txns.push(txn(
+            b + 1,
+            b + 1,
+            Some(b + 2),
+            C,
+            vec![write(&x, "x1"), write(&y, "y1")],
+        ));
+        txns.push(txn(
+            b + 2,
+            b + 3,
+            Some(b + 6),
+            C,
+            vec![read(&x, Some("x1")), read(&y, Some("y1")), write(&x, "x2")],
+        ));
+        txns.push(txn(
+            b + 3,
+            b + 4,
+            Some(b + 5),
+            C,
+            vec![read(&x, Some("x1")), read(&y, Some("y1")), write(&y, "y2")],
+        ));
         cells.push((x, vec![put(b + 1, b + 2, "x1"), put(b + 3, b + 6, "x2")]));
         cells.push((y, vec![put(b + 1, b + 2, "y1"), put(b + 4, b + 5, "y2")]));
     }
-    let cells_ref: Vec<(&str, Vec<Version>)> = cells.iter().map(|(r, v)| (r.as_str(), v.clone())).collect();
+    let cells_ref: Vec<(&str, Vec<Version>)> =
+        cells.iter().map(|(r, v)| (r.as_str(), v.clone())).collect();
     let r = check(&history(txns, cells_ref));
     assert!(r.passed(), "{}", r.render_text());
     assert_eq!(r.allowed.counts.get("G2-item"), Some(&2));
@@ -212,7 +267,11 @@ fn separate_components_are_reported_separately() {
 
 #[test]
 fn reports_are_deterministic() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cycle_lost_update.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cycle_lost_update.json"
+    ))
+    .unwrap();
     let h = percsim_checker::parse(&text).unwrap();
     let a = serde_json::to_string(&check(&h)).unwrap();
     for _ in 0..5 {

@@ -72,7 +72,11 @@ fn reads_of_aborted_and_unknown_transactions_are_judged_too() {
     let f = assert_one(&r, SNAPSHOT, "future_read", &[3, 1, 2]);
     assert_eq!(f.txns[0], 3);
     let f = assert_one(&r, SNAPSHOT, "uncommitted_read", &[4, 2]);
-    assert!(f.summary.contains("no transaction ever wrote"), "{}", f.summary);
+    assert!(
+        f.summary.contains("no transaction ever wrote"),
+        "{}",
+        f.summary
+    );
     assert_eq!(r.rule(SNAPSHOT).unwrap().total, 2);
 }
 
@@ -126,7 +130,11 @@ fn unknown_outcome_partly_committed() {
     let f = assert_one(&r, ATOMIC, "partial_commit", &[1]);
     assert!(f.summary.contains("y.v"), "{}", f.summary);
     // The roll-forward event is shown for context.
-    assert!(f.details.iter().any(|d| d.contains("roll_forward")), "{:?}", f.details);
+    assert!(
+        f.details.iter().any(|d| d.contains("roll_forward")),
+        "{:?}",
+        f.details
+    );
 }
 
 #[test]
@@ -263,7 +271,11 @@ fn real_time_edges_take_part_in_cycles() {
     let f = assert_one(&r, CYCLES, "G-single", &[2, 3]);
     let rt = f.cycle.iter().find(|s| s.edge == "rt").expect("an rt step");
     assert_eq!((rt.from, rt.to), (2, 3));
-    assert!(rt.explanation.contains("completed at 400 ns"), "{}", rt.explanation);
+    assert!(
+        rt.explanation.contains("completed at 400 ns"),
+        "{}",
+        rt.explanation
+    );
 }
 
 // ---------- output ----------
@@ -275,7 +287,10 @@ fn exit_code_is_one_when_a_rule_is_broken() {
     assert!(text.contains("FAIL  no_write_conflicts"), "{text}");
     assert!(text.contains("PASS  snapshot_reads"), "{text}");
     // The explanation names the transactions with their clients, timestamps and ops.
-    assert!(text.contains("T1: client 1, committed, start_ts 1, commit_ts 4"), "{text}");
+    assert!(
+        text.contains("T1: client 1, committed, start_ts 1, commit_ts 4"),
+        "{text}"
+    );
     assert!(text.contains("write x.v = \"a\""), "{text}");
 }
 

@@ -26,7 +26,11 @@ fn bad(name: &str, needles: &[&str]) -> String {
 fn missing_field() {
     bad(
         "bad_missing_field",
-        &["missing field `outcome`", "$.transactions[1] (transaction id 2)", "line 7"],
+        &[
+            "missing field `outcome`",
+            "$.transactions[1] (transaction id 2)",
+            "line 7",
+        ],
     );
 }
 
@@ -44,55 +48,89 @@ fn wrong_type() {
 
 #[test]
 fn bad_format_tag() {
-    bad("bad_format_tag", &["$.format", "percsim-history/2", "percsim-history/1"]);
+    bad(
+        "bad_format_tag",
+        &["$.format", "percsim-history/2", "percsim-history/1"],
+    );
 }
 
 #[test]
 fn duplicate_transaction_id() {
-    bad("bad_duplicate_id", &["duplicate transaction id 1", "$.transactions[1]", "$.transactions[0]"]);
+    bad(
+        "bad_duplicate_id",
+        &[
+            "duplicate transaction id 1",
+            "$.transactions[1]",
+            "$.transactions[0]",
+        ],
+    );
 }
 
 #[test]
 fn committed_without_commit_ts() {
     bad(
         "bad_committed_without_commit_ts",
-        &["$.transactions[1] (transaction id 2).commit_ts", "\"committed\""],
+        &[
+            "$.transactions[1] (transaction id 2).commit_ts",
+            "\"committed\"",
+        ],
     );
 }
 
 #[test]
 fn aborted_with_commit_ts() {
-    bad("bad_aborted_with_commit_ts", &["(transaction id 2).commit_ts", "\"aborted\""]);
+    bad(
+        "bad_aborted_with_commit_ts",
+        &["(transaction id 2).commit_ts", "\"aborted\""],
+    );
 }
 
 #[test]
 fn complete_before_invoke() {
-    bad("bad_complete_before_invoke", &["(transaction id 2).complete_ns", "250", "300"]);
+    bad(
+        "bad_complete_before_invoke",
+        &["(transaction id 2).complete_ns", "250", "300"],
+    );
 }
 
 #[test]
 fn rollback_with_another_timestamp() {
-    bad("bad_rollback_ts", &["$.final_state.cells[0].versions[1].commit_ts", "rollback"]);
+    bad(
+        "bad_rollback_ts",
+        &["$.final_state.cells[0].versions[1].commit_ts", "rollback"],
+    );
 }
 
 #[test]
 fn put_without_value() {
-    bad("bad_put_without_value", &["$.final_state.cells[0].versions[0].value", "put"]);
+    bad(
+        "bad_put_without_value",
+        &["$.final_state.cells[0].versions[0].value", "put"],
+    );
 }
 
 #[test]
 fn unknown_op_kind() {
-    bad("bad_op_kind", &["$.transactions[0] (transaction id 1).ops[1].f", "scan"]);
+    bad(
+        "bad_op_kind",
+        &["$.transactions[0] (transaction id 1).ops[1].f", "scan"],
+    );
 }
 
 #[test]
 fn cell_listed_twice() {
-    bad("bad_duplicate_cell", &["$.final_state.cells[1]", "listed twice"]);
+    bad(
+        "bad_duplicate_cell",
+        &["$.final_state.cells[1]", "listed twice"],
+    );
 }
 
 #[test]
 fn lock_primary_is_not_a_cell() {
-    bad("bad_lock_primary", &["$.final_state.locks[0].primary", "CellRef"]);
+    bad(
+        "bad_lock_primary",
+        &["$.final_state.locks[0].primary", "CellRef"],
+    );
 }
 
 #[test]
@@ -106,7 +144,10 @@ fn syntax_error() {
 
 #[test]
 fn unreadable_path() {
-    for path in ["/nonexistent/percsim/history.json", env!("CARGO_MANIFEST_DIR")] {
+    for path in [
+        "/nonexistent/percsim/history.json",
+        env!("CARGO_MANIFEST_DIR"),
+    ] {
         let mut out = Vec::new();
         let code = run_check_file(Path::new(path), false, &mut out);
         let text = String::from_utf8(out).unwrap();
@@ -119,7 +160,10 @@ fn unreadable_path() {
 #[test]
 fn errors_carry_a_json_path() {
     let e = parse(&std::fs::read_to_string(fixture_path("bad_wrong_type")).unwrap()).unwrap_err();
-    assert_eq!(e.path(), Some("$.transactions[1] (transaction id 2).start_ts"));
+    assert_eq!(
+        e.path(),
+        Some("$.transactions[1] (transaction id 2).start_ts")
+    );
     assert_eq!(e.line(), Some(7));
 }
 

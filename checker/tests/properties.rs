@@ -88,7 +88,11 @@ fn build(plans: &[Plan]) -> History {
                 store.entry(row.clone()).or_default().push(Version {
                     start_ts: start,
                     commit_ts: c,
-                    kind: if value.is_some() { VersionKind::Put } else { VersionKind::Delete },
+                    kind: if value.is_some() {
+                        VersionKind::Put
+                    } else {
+                        VersionKind::Delete
+                    },
                     value: value.clone(),
                 });
                 latest.insert(row.clone(), value.clone());

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT: &str = "percsim-scenario/1";
 
 /// A run: cluster, workload, seed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Always [`FORMAT`].
@@ -81,7 +81,7 @@ impl Scenario {
         self.cluster
             .validate()
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))?;
-        self.workload.validate().map_err(ScenarioError::Invalid)
+        self.workload.validate(&self.cluster).map_err(ScenarioError::Invalid)
     }
 
     /// Run the scenario on a fresh OS thread (each seed gets its own

@@ -102,7 +102,7 @@ impl Faults {
         self.world.event("restart", json!({"node": node}));
     }
 
-    fn apply(&mut self, fault: &Fault) {
+    pub(crate) fn apply(&mut self, fault: &Fault) {
         let now = Instant::now();
         let after = |ms: u64| now + Duration::from_millis(ms);
         match fault {
@@ -110,6 +110,8 @@ impl Faults {
                 node,
                 restart_after_ms,
             } => self.kill(node, *restart_after_ms),
+            Fault::Restart { node } => self.restart(node),
+            Fault::Resume { node } => self.run_undo(Undo::Resume(node.clone())),
             Fault::Pause { node, duration_ms } => {
                 let Some(&id) = self.ids.get(node) else {
                     return;
@@ -313,7 +315,7 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
     let tick = Duration::from_millis(10);
     let mut next_roll = Instant::now() + Duration::from_millis(FAULT_TICK_MS);
     let mut ticks = 0u64;
-    while Instant::now() < until {
+    while Instant::now() < until && !world.workload_done.load(std::sync::atomic::Ordering::Relaxed) {
         let now_ms = (Instant::now() - start).as_millis() as u64;
         {
             let mut f = faults.lock().unwrap_or_else(|e| e.into_inner());
@@ -429,4 +431,21 @@ fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) ->
         });
     }
     out
+}
+
+/// Lets a workload's driver inject faults while it runs (the `script`
+/// workload pauses, resumes and kills nodes at exact steps).
+pub struct Controller {
+    faults: SharedFaults,
+}
+
+impl Controller {
+    pub(crate) fn new(faults: SharedFaults) -> Self {
+        Controller { faults }
+    }
+
+    /// Apply `fault` now.
+    pub fn inject(&self, fault: &Fault) {
+        self.faults.lock().unwrap_or_else(|e| e.into_inner()).apply(fault);
+    }
 }

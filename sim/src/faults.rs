@@ -31,6 +31,16 @@ pub enum Fault {
         #[serde(default)]
         restart_after_ms: Option<u64>,
     },
+    /// Restart a killed node now.
+    Restart {
+        /// The node.
+        node: String,
+    },
+    /// Resume a paused node now.
+    Resume {
+        /// The node.
+        node: String,
+    },
     /// Freeze a whole node (its timers run on; its session may expire).
     Pause {
         /// The node.
@@ -171,7 +181,10 @@ impl Fault {
     /// The nodes the fault names.
     pub(crate) fn nodes(&self) -> Vec<&str> {
         match self {
-            Fault::Kill { node, .. } | Fault::Pause { node, .. } => vec![node.as_str()],
+            Fault::Kill { node, .. }
+            | Fault::Pause { node, .. }
+            | Fault::Restart { node }
+            | Fault::Resume { node } => vec![node.as_str()],
             Fault::Partition { a, b, .. } => a.iter().chain(b).map(String::as_str).collect(),
             _ => Vec::new(),
         }

@@ -110,6 +110,7 @@ async fn simulate(
         sessions: Mutex::default(),
         net: Mutex::default(),
         stalled: Mutex::default(),
+        workload_done: Default::default(),
     });
 
     let mut ids = BTreeMap::new();
@@ -164,16 +165,27 @@ async fn simulate(
     // Kills requested from inside clients that reached a scheduled crash point.
     let f = faults.clone();
     madsim::task::spawn(async move {
-        while let Some(Control::KillClient {
-            client,
-            restart_after_ms,
-        }) = control_rx.next().await
-        {
-            f.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .kill(&format!("client-{client}"), restart_after_ms);
+        while let Some(c) = control_rx.next().await {
+            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            match c {
+                Control::KillClient { client, restart_after_ms } => {
+                    f.kill(&format!("client-{client}"), restart_after_ms)
+                }
+                Control::PauseClient { client } => f.apply(&crate::faults::Fault::Pause {
+                    node: format!("client-{client}"),
+                    duration_ms: 3_600_000,
+                }),
+            }
         }
     });
+
+    if let Some(fut) = workload.driver(driver::Controller::new(faults.clone())) {
+        let w = world.clone();
+        madsim::task::spawn(async move {
+            fut.await;
+            w.workload_done.store(true, Ordering::Relaxed);
+        });
+    }
 
     // Workload phase, with faults.
     let run_until = world.start + Duration::from_millis(cfg.run_ms);

@@ -20,10 +20,11 @@ mod rpc;
 mod workload;
 mod world;
 
+pub use driver::Controller;
 pub use config::{ClockSkew, ConfigError, CrashAt, SimConfig};
 pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};
-pub use nodes::client::Client;
+pub use nodes::client::{Armed, Client};
 pub use recorder::LOADER_CLIENT;
 pub use workload::{BoxFuture, Worker, Workload, even_splits};
 

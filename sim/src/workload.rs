@@ -1,6 +1,7 @@
 //! What a workload gives the simulator: initial data, tablet boundaries,
 //! the code each transaction thread runs, and its final invariant check.
 
+use crate::driver::Controller;
 use crate::nodes::client::Client;
 use percsim_protocol::CellKey;
 use rand_chacha::ChaCha8Rng;
@@ -24,6 +25,12 @@ pub trait Workload: Send + Sync + 'static {
     /// After quiescence: check the workload's own invariants with a fresh
     /// client; returns the violations found.
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>>;
+    /// An optional task on the harness's own node during the workload
+    /// phase, which can inject faults; when it finishes, the workload phase
+    /// ends early.
+    fn driver(&self, _control: Controller) -> Option<BoxFuture<()>> {
+        None
+    }
 }
 
 /// One transaction thread of a client.

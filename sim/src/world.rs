@@ -97,6 +97,8 @@ pub(crate) enum Control {
         client: usize,
         restart_after_ms: Option<u64>,
     },
+    /// Pause a client now (it reached a step armed for a pause).
+    PauseClient { client: usize },
 }
 
 /// The whole world one run shares.
@@ -117,6 +119,8 @@ pub(crate) struct World {
     pub sessions: Mutex<BTreeMap<SessionId, (usize, Instant)>>,
     /// Message faults the client transport applies.
     pub net: Mutex<NetFaults>,
+    /// The workload's driver finished: the workload phase may end early.
+    pub workload_done: AtomicBool,
     /// Clients whose transaction threads are stalled, until when.
     pub stalled: Mutex<BTreeMap<usize, Instant>>,
 }

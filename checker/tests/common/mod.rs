@@ -51,13 +51,23 @@ pub fn count(r: &Report, rule: &str, class: &str) -> u64 {
 /// The one finding of `class` under `rule`; asserts its transactions (any order).
 pub fn assert_one<'a>(r: &'a Report, rule: &str, class: &str, txns: &[u64]) -> &'a Finding {
     let fs = findings(r, rule, class);
-    assert_eq!(fs.len(), 1, "one {rule}/{class} finding expected\n{}", r.render_text());
+    assert_eq!(
+        fs.len(),
+        1,
+        "one {rule}/{class} finding expected\n{}",
+        r.render_text()
+    );
     assert_eq!(count(r, rule, class), 1);
     let mut got = fs[0].txns.clone();
     got.sort_unstable();
     let mut want = txns.to_vec();
     want.sort_unstable();
-    assert_eq!(got, want, "transactions of {rule}/{class}\n{}", r.render_text());
+    assert_eq!(
+        got,
+        want,
+        "transactions of {rule}/{class}\n{}",
+        r.render_text()
+    );
     assert_eq!(fs[0].rule, rule);
     assert!(!fs[0].summary.is_empty());
     fs[0]

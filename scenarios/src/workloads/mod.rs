@@ -1,19 +1,23 @@
 //! The workloads percsim ships.
 
 mod bank;
+mod script;
 
 pub use bank::Bank;
+pub use script::{ExpectOutcome, InitialCell, Script, Step};
 
-use percsim_sim::Workload;
+use percsim_sim::{SimConfig, Workload};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// A workload and its parameters, as a scenario file names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// Transfers between accounts; every snapshot sums to the total.
     Bank(Bank),
+    /// A user-written interleaving with expectations.
+    Script(Script),
 }
 
 impl WorkloadSpec {
@@ -21,12 +25,14 @@ impl WorkloadSpec {
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Bank(_) => "bank",
+            WorkloadSpec::Script(_) => "script",
         }
     }
 
     /// Check the parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self, cluster: &SimConfig) -> Result<(), String> {
         match self {
+            WorkloadSpec::Script(s) => s.validate(cluster.clients, &cluster.node_names()),
             WorkloadSpec::Bank(b) => {
                 if b.accounts < 2 || b.accounts > 100_000 {
                     return Err(format!(
@@ -52,6 +58,7 @@ impl WorkloadSpec {
     pub fn build(&self) -> Arc<dyn Workload> {
         match self {
             WorkloadSpec::Bank(b) => Arc::new(b.clone()),
+            WorkloadSpec::Script(s) => Arc::new(s.fresh()),
         }
     }
 }

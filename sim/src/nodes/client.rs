@@ -18,10 +18,22 @@ use percsim_protocol::client::{
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What happens to a client when an armed transaction reaches its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Armed {
+    /// Kill the client; restart it after this long (else at the healed phase).
+    Crash {
+        /// Restart delay.
+        restart_after_ms: Option<u64>,
+    },
+    /// Freeze the client's node until something resumes it.
+    Pause,
+}
 
 /// Wall clocks start here (ms), so negative offsets stay positive.
 const WALL_BASE_MS: u64 = 1_000_000_000;
@@ -44,6 +56,10 @@ pub struct Client {
     clock: ClockSkew,
     /// Transaction id -> its 1-based number for this client.
     numbers: Mutex<BTreeMap<u64, u64>>,
+    /// Faults armed by a workload for one transaction, by step.
+    armed: Mutex<BTreeMap<u64, (StepPoint, Armed)>>,
+    /// Armed transactions that reached their step.
+    fired: Arc<Mutex<BTreeSet<u64>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -59,6 +75,22 @@ impl Client {
     /// Whether the workload phase is over (start no new transactions).
     pub fn stopping(&self) -> bool {
         self.world.stopping()
+    }
+
+    /// Kill or pause this client when transaction `txn` reaches `step` of its commit.
+    pub fn arm(&self, txn: u64, step: StepPoint, what: Armed) {
+        lock(&self.armed).insert(txn, (step, what));
+    }
+
+    /// Whether a fault is armed for transaction `txn`.
+    pub fn armed(&self, txn: u64) -> bool {
+        lock(&self.armed).contains_key(&txn)
+    }
+
+    /// Whether armed transaction `txn` has reached its step (and the client
+    /// was killed or paused there).
+    pub fn armed_fired(&self, txn: u64) -> bool {
+        lock(&self.fired).contains(&txn)
     }
 
     /// Record a violation of the workload's own invariant.
@@ -277,23 +309,44 @@ impl Transport for Client {
         let Some(number) = lock(&self.numbers).get(&txn).copied() else {
             return;
         };
-        let crash = self
+        let armed = lock(&self.armed)
+            .get(&txn)
+            .filter(|(step, _)| *step == point)
+            .map(|(_, what)| *what);
+        let scheduled = self
             .world
             .cfg
             .crashes
             .iter()
             .find(|c| c.client == self.index && c.txn == number && c.step == point)
-            .copied();
-        if let Some(c) = crash {
-            self.world.event(
-                "crash_at_step",
-                json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
-            );
-            let _ = self.world.control.unbounded_send(Control::KillClient {
-                client: self.index,
+            .map(|c| Armed::Crash {
                 restart_after_ms: c.restart_after_ms,
             });
-            std::future::pending::<()>().await;
+        if armed.is_some() {
+            lock(&self.fired).insert(txn);
+        }
+        match armed.or(scheduled) {
+            Some(Armed::Crash { restart_after_ms }) => {
+                self.world.event(
+                    "crash_at_step",
+                    json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
+                );
+                let _ = self.world.control.unbounded_send(Control::KillClient {
+                    client: self.index,
+                    restart_after_ms,
+                });
+                std::future::pending::<()>().await;
+            }
+            Some(Armed::Pause) => {
+                self.world.event(
+                    "pause_at_step",
+                    json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
+                );
+                let _ = self.world.control.unbounded_send(Control::PauseClient { client: self.index });
+                // The pause takes effect when the harness runs; yield until it does.
+                sleep(Duration::from_millis(1)).await;
+            }
+            None => {}
         }
     }
 
@@ -348,6 +401,8 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
         ts: Mutex::default(),
         clock,
         numbers: Mutex::default(),
+        armed: Mutex::default(),
+        fired: Arc::default(),
     });
     let session = loop {
         match client

@@ -1,0 +1,194 @@
+//! Scaling benchmark for the checker.
+//!
+//! ```text
+//! CARGO_TARGET_DIR=/work/target-checker cargo run --release -p percsim-checker \
+//!     --example scale -- 10000 100000 1000000
+//! ```
+//!
+//! For each size it generates a valid history in memory (deterministic: two
+//! reads and two writes per transaction over a key space of n/4 cells, unique
+//! values so the dependency-graph rule runs, a few aborted and unknown
+//! outcomes, overlapping real-time intervals), times `check`, and for sizes up
+//! to 100k also times `parse` of the history as a JSON string. Peak memory is
+//! the process's VmHWM, reset before each size where the kernel allows it.
+
+use percsim_checker::{
+    CellState, FORMAT, FinalState, History, Op, Outcome, Transaction, Version, VersionKind, check,
+    parse,
+};
+use std::time::Instant;
+
+/// splitmix64: a small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Transactions run in timestamp order (each sees every earlier commit), but
+/// their real-time intervals overlap with the next two: a valid history.
+fn generate(n: u64) -> History {
+    let keys = (n / 4).max(16);
+    let mut rng = Rng(n);
+    let mut latest: Vec<Option<u32>> = vec![None; keys as usize]; // index into values
+    let mut values: Vec<String> = Vec::new();
+    let mut versions: Vec<Vec<Version>> = vec![Vec::new(); keys as usize];
+    let mut transactions = Vec::with_capacity(n as usize);
+    let row = |k: u64| format!("r{k}");
+    for i in 0..n {
+        let start = 2 * i + 1;
+        let commit = 2 * i + 2;
+        let invoke = 100 * i;
+        let fate = rng.below(100);
+        let outcome = match fate {
+            0..94 => Outcome::Committed,
+            94..98 => Outcome::Aborted,
+            _ => Outcome::Unknown,
+        };
+        // Unknown outcomes are resolved: even ones committed, odd ones rolled back.
+        let commits = outcome == Outcome::Committed || (outcome == Outcome::Unknown && i % 2 == 0);
+        let (a, b) = (rng.below(keys), rng.below(keys));
+        let c = rng.below(keys);
+        let mut ops = Vec::with_capacity(4);
+        for k in [a, b] {
+            let value = latest[k as usize].map(|v| values[v as usize].clone());
+            ops.push(Op::Read {
+                row: row(k),
+                col: "v".into(),
+                value,
+            });
+        }
+        let mut writes = vec![a];
+        if c != a {
+            writes.push(c);
+        }
+        for (j, &k) in writes.iter().enumerate() {
+            let value = format!("v{i}_{j}");
+            ops.push(Op::Write {
+                row: row(k),
+                col: "v".into(),
+                value: value.clone(),
+            });
+            if commits {
+                versions[k as usize].push(Version {
+                    start_ts: start,
+                    commit_ts: commit,
+                    kind: VersionKind::Put,
+                    value: Some(value.clone()),
+                });
+                values.push(value);
+                latest[k as usize] = Some(values.len() as u32 - 1);
+            } else {
+                versions[k as usize].push(Version {
+                    start_ts: start,
+                    commit_ts: start,
+                    kind: VersionKind::Rollback,
+                    value: None,
+                });
+            }
+        }
+        transactions.push(Transaction {
+            id: i,
+            client: i % 64,
+            start_ts: start,
+            commit_ts: (outcome == Outcome::Committed).then_some(commit),
+            invoke_ns: invoke,
+            complete_ns: (outcome != Outcome::Unknown).then_some(invoke + 250),
+            outcome,
+            abort_reason: None,
+            ops,
+        });
+    }
+    drop(values);
+    History {
+        format: FORMAT.into(),
+        seed: n,
+        scenario: serde_json::json!({"name": "scale", "transactions": n}),
+        transactions,
+        events: vec![],
+        final_state: FinalState {
+            cells: versions
+                .into_iter()
+                .enumerate()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, versions)| CellState {
+                    row: row(k as u64),
+                    col: "v".into(),
+                    versions,
+                })
+                .collect(),
+            locks: vec![],
+        },
+    }
+}
+
+fn status(field: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .map(|l| l[field.len()..].trim().to_string())
+        })
+        .unwrap_or_else(|| "n/a".to_string())
+}
+
+fn main() {
+    let sizes: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000, 1_000_000]
+    } else {
+        sizes
+    };
+    println!(
+        "{:>9} {:>10} {:>10} {:>10} {:>14} {:>12} {:>12}",
+        "txns", "generate", "check", "parse", "history (RSS)", "peak (HWM)", "graph edges"
+    );
+    for n in sizes {
+        // Reset the peak-RSS counter (Linux; harmless where unsupported).
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let t = Instant::now();
+        let history = generate(n);
+        let generate_s = t.elapsed().as_secs_f64();
+        let history_rss = status("VmRSS:");
+
+        let parse_s = if n <= 100_000 {
+            let json = serde_json::to_string(&history).expect("serializable");
+            let t = Instant::now();
+            let parsed = parse(&json).expect("valid history");
+            let s = t.elapsed().as_secs_f64();
+            assert_eq!(parsed.transactions.len(), history.transactions.len());
+            format!("{s:.3}s")
+        } else {
+            "-".to_string()
+        };
+
+        let t = Instant::now();
+        let report = check(&history);
+        let check_s = t.elapsed().as_secs_f64();
+        assert!(report.passed(), "{}", report.render_text());
+        println!(
+            "{:>9} {:>9.3}s {:>9.3}s {:>10} {:>14} {:>12} {:>12}",
+            n,
+            generate_s,
+            check_s,
+            parse_s,
+            history_rss,
+            status("VmHWM:"),
+            report.stats.graph_edges
+        );
+    }
+}

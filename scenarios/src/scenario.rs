@@ -16,6 +16,9 @@ pub struct Scenario {
     /// The seed of the run.
     #[serde(default)]
     pub seed: u64,
+    /// What the scenario shows, for people reading it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// The cluster and its phases.
     #[serde(default)]
     pub cluster: SimConfig,
@@ -48,6 +51,7 @@ impl Scenario {
         Scenario {
             format: FORMAT.to_string(),
             seed,
+            description: None,
             cluster,
             workload,
         }
@@ -81,7 +85,9 @@ impl Scenario {
         self.cluster
             .validate()
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))?;
-        self.workload.validate(&self.cluster).map_err(ScenarioError::Invalid)
+        self.workload
+            .validate(&self.cluster)
+            .map_err(ScenarioError::Invalid)
     }
 
     /// Run the scenario on a fresh OS thread (each seed gets its own

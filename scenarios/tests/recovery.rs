@@ -7,7 +7,10 @@ use percsim_checker::{History, Outcome, Transaction, VersionKind};
 use percsim_scenarios::Scenario;
 
 fn run(name: &str) -> History {
-    let path = format!("{}/examples/recovery/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/examples/recovery/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let scenario = Scenario::load(std::path::Path::new(&path)).expect("example scenario");
     common::run_and_check(&scenario, "recovery").history
 }
@@ -56,12 +59,21 @@ fn client_dies_after_prewriting_some_cells() {
     assert_eq!(events(&h, "crash_at_step").len(), 1);
     // A reader rolled back the primary and the one prewritten secondary.
     let rb = events(&h, "roll_back");
-    let rows: Vec<&str> = rb.iter().filter_map(|e| e.fields.get("row")?.as_str()).collect();
-    assert!(rows.contains(&"a") && rows.contains(&"b"), "roll_back events: {rb:?}");
+    let rows: Vec<&str> = rb
+        .iter()
+        .filter_map(|e| e.fields.get("row")?.as_str())
+        .collect();
+    assert!(
+        rows.contains(&"a") && rows.contains(&"b"),
+        "roll_back events: {rb:?}"
+    );
     assert!(rolled_back(&h, "a", t1.start_ts) && rolled_back(&h, "b", t1.start_ts));
     // Nothing of T1 is visible anywhere.
     for row in ["a", "b", "c"] {
-        assert!(committed(&h, row).iter().all(|(s, _, _)| *s != t1.start_ts), "T1 committed {row}");
+        assert!(
+            committed(&h, row).iter().all(|(s, _, _)| *s != t1.start_ts),
+            "T1 committed {row}"
+        );
     }
     // The later writer of b committed after the cleanup.
     assert_eq!(writer(&h, "b", "b3").outcome, Outcome::Committed);
@@ -71,13 +83,27 @@ fn client_dies_after_prewriting_some_cells() {
 fn client_dies_after_committing_the_primary() {
     let h = run("dead-after-commit-primary");
     let t1 = writer(&h, "bob", "3");
-    assert_eq!(t1.outcome, Outcome::Unknown, "the client died before it could report");
+    assert_eq!(
+        t1.outcome,
+        Outcome::Unknown,
+        "the client died before it could report"
+    );
     let rf = events(&h, "roll_forward");
-    assert_eq!(rf.len(), 1, "exactly the secondary is rolled forward: {rf:?}");
+    assert_eq!(
+        rf.len(),
+        1,
+        "exactly the secondary is rolled forward: {rf:?}"
+    );
     assert_eq!(rf[0].fields["row"], "joe");
     // Both cells committed with the primary's commit_ts: the transaction counts as committed.
-    let bob: Vec<_> = committed(&h, "bob").into_iter().filter(|v| v.0 == t1.start_ts).collect();
-    let joe: Vec<_> = committed(&h, "joe").into_iter().filter(|v| v.0 == t1.start_ts).collect();
+    let bob: Vec<_> = committed(&h, "bob")
+        .into_iter()
+        .filter(|v| v.0 == t1.start_ts)
+        .collect();
+    let joe: Vec<_> = committed(&h, "joe")
+        .into_iter()
+        .filter(|v| v.0 == t1.start_ts)
+        .collect();
     assert_eq!(bob.len(), 1);
     assert_eq!(joe.len(), 1);
     assert_eq!(bob[0].1, joe[0].1, "one commit_ts for both cells");
@@ -94,14 +120,20 @@ fn paused_owner_resumes_and_fails_to_commit() {
     assert!(!events(&h, "roll_back").is_empty());
     assert!(!events(&h, "resume").is_empty());
     for row in ["x", "y"] {
-        assert!(committed(&h, row).iter().all(|(s, _, _)| *s != t1.start_ts), "T1's {row} became visible");
+        assert!(
+            committed(&h, row).iter().all(|(s, _, _)| *s != t1.start_ts),
+            "T1's {row} became visible"
+        );
     }
 }
 
 #[test]
 fn oracle_restart_keeps_timestamps_increasing() {
     let h = run("oracle-restart");
-    let restarts: Vec<_> = events(&h, "restart").into_iter().filter(|e| e.fields["node"] == "oracle").collect();
+    let restarts: Vec<_> = events(&h, "restart")
+        .into_iter()
+        .filter(|e| e.fields["node"] == "oracle")
+        .collect();
     assert_eq!(restarts.len(), 2);
     let mut ts: Vec<(u64, u64)> = h
         .transactions
@@ -116,8 +148,18 @@ fn oracle_restart_keeps_timestamps_increasing() {
     // Each transaction started after the previous one's commit.
     let t2 = writer(&h, "k", "2");
     let t1 = writer(&h, "k", "1");
-    assert!(t2.start_ts > t1.commit_ts.unwrap(), "T2 {} vs T1 commit {:?}", t2.start_ts, t1.commit_ts);
-    let t3 = h.transactions.iter().filter(|t| t.client == 0).last().unwrap();
+    assert!(
+        t2.start_ts > t1.commit_ts.unwrap(),
+        "T2 {} vs T1 commit {:?}",
+        t2.start_ts,
+        t1.commit_ts
+    );
+    let t3 = h
+        .transactions
+        .iter()
+        .filter(|t| t.client == 0)
+        .last()
+        .unwrap();
     assert!(t3.start_ts > t2.commit_ts.unwrap());
 }
 
@@ -126,9 +168,15 @@ fn tablet_server_dies_mid_commit() {
     let h = run("tablet-server-dies-mid-commit");
     let t1 = writer(&h, "a", "a1");
     assert_eq!(t1.outcome, Outcome::Committed);
-    assert!(!events(&h, "tablet_moved").is_empty(), "the dead server's tablet moved");
+    assert!(
+        !events(&h, "tablet_moved").is_empty(),
+        "the dead server's tablet moved"
+    );
     assert!(!events(&h, "tablet_unavailable").is_empty());
-    let b: Vec<_> = committed(&h, "b").into_iter().filter(|v| v.0 == t1.start_ts).collect();
+    let b: Vec<_> = committed(&h, "b")
+        .into_iter()
+        .filter(|v| v.0 == t1.start_ts)
+        .collect();
     assert_eq!(b.len(), 1);
     assert_eq!(b[0].1, t1.commit_ts.unwrap());
 }

@@ -315,7 +315,11 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
     let tick = Duration::from_millis(10);
     let mut next_roll = Instant::now() + Duration::from_millis(FAULT_TICK_MS);
     let mut ticks = 0u64;
-    while Instant::now() < until && !world.workload_done.load(std::sync::atomic::Ordering::Relaxed) {
+    while Instant::now() < until
+        && !world
+            .workload_done
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
         let now_ms = (Instant::now() - start).as_millis() as u64;
         {
             let mut f = faults.lock().unwrap_or_else(|e| e.into_inner());
@@ -446,6 +450,9 @@ impl Controller {
 
     /// Apply `fault` now.
     pub fn inject(&self, fault: &Fault) {
-        self.faults.lock().unwrap_or_else(|e| e.into_inner()).apply(fault);
+        self.faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .apply(fault);
     }
 }

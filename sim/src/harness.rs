@@ -168,9 +168,10 @@ async fn simulate(
         while let Some(c) = control_rx.next().await {
             let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
             match c {
-                Control::KillClient { client, restart_after_ms } => {
-                    f.kill(&format!("client-{client}"), restart_after_ms)
-                }
+                Control::KillClient {
+                    client,
+                    restart_after_ms,
+                } => f.kill(&format!("client-{client}"), restart_after_ms),
                 Control::PauseClient { client } => f.apply(&crate::faults::Fault::Pause {
                     node: format!("client-{client}"),
                     duration_ms: 3_600_000,

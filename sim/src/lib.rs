@@ -20,8 +20,8 @@ mod rpc;
 mod workload;
 mod world;
 
-pub use driver::Controller;
 pub use config::{ClockSkew, ConfigError, CrashAt, SimConfig};
+pub use driver::Controller;
 pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};
 pub use nodes::client::{Armed, Client};

@@ -39,15 +39,28 @@ pub struct Worker {
     pub client: Arc<Client>,
     /// Its index within the client.
     pub index: usize,
+    /// Which life of its client this is (1 for the first, +1 per restart).
+    pub incarnation: u32,
     /// Its random source, seeded from the run's seed.
     pub rng: ChaCha8Rng,
 }
 
 impl Worker {
-    pub(crate) fn new(client: Arc<Client>, index: usize, seed: u64) -> Self {
+    /// A name unique to this worker in the run, for unique values.
+    pub fn tag(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            self.client.index(),
+            self.incarnation,
+            self.index
+        )
+    }
+
+    pub(crate) fn new(client: Arc<Client>, index: usize, incarnation: u32, seed: u64) -> Self {
         Worker {
             client,
             index,
+            incarnation,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }

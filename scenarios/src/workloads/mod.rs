@@ -1,9 +1,15 @@
 //! The workloads percsim ships.
 
 mod bank;
+mod dedup;
+mod list_append;
+mod register;
 mod script;
 
 pub use bank::Bank;
+pub use dedup::Dedup;
+pub use list_append::ListAppend;
+pub use register::Register;
 pub use script::{ExpectOutcome, InitialCell, Script, Step};
 
 use percsim_sim::{SimConfig, Workload};
@@ -16,6 +22,12 @@ use std::sync::Arc;
 pub enum WorkloadSpec {
     /// Transfers between accounts; every snapshot sums to the total.
     Bank(Bank),
+    /// Reads and writes of unique values over a few registers.
+    Register(Register),
+    /// Appends of unique elements to lists.
+    ListAppend(ListAppend),
+    /// The paper's document deduplication (`UpdateDocument`).
+    Dedup(Dedup),
     /// A user-written interleaving with expectations.
     Script(Script),
 }
@@ -25,6 +37,9 @@ impl WorkloadSpec {
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Bank(_) => "bank",
+            WorkloadSpec::Register(_) => "register",
+            WorkloadSpec::ListAppend(_) => "list-append",
+            WorkloadSpec::Dedup(_) => "dedup",
             WorkloadSpec::Script(_) => "script",
         }
     }
@@ -33,6 +48,9 @@ impl WorkloadSpec {
     pub fn validate(&self, cluster: &SimConfig) -> Result<(), String> {
         match self {
             WorkloadSpec::Script(s) => s.validate(cluster.clients, &cluster.node_names()),
+            WorkloadSpec::Register(r) => r.validate(),
+            WorkloadSpec::ListAppend(l) => l.validate(),
+            WorkloadSpec::Dedup(d) => d.validate(),
             WorkloadSpec::Bank(b) => {
                 if b.accounts < 2 || b.accounts > 100_000 {
                     return Err(format!(
@@ -59,6 +77,9 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bank(b) => Arc::new(b.clone()),
             WorkloadSpec::Script(s) => Arc::new(s.fresh()),
+            WorkloadSpec::Register(r) => Arc::new(r.clone()),
+            WorkloadSpec::ListAppend(l) => Arc::new(l.fresh()),
+            WorkloadSpec::Dedup(d) => Arc::new(d.clone()),
         }
     }
 }

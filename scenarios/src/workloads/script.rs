@@ -50,11 +50,30 @@ pub enum Step {
         /// Column.
         col: String,
         /// The value the read must return (null: none).
-        #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         expect: Option<Option<String>>,
         /// Go on with the next step without waiting for this one.
         #[serde(default)]
         no_wait: bool,
+    },
+    /// Read column `col` of every row in `[start_row, end_row)`; `expect`
+    /// lists the `row=value` pairs the scan must return, in order.
+    Scan {
+        /// The transaction.
+        txn: String,
+        /// First row.
+        start_row: String,
+        /// Row past the last.
+        end_row: String,
+        /// Column.
+        col: String,
+        /// The `row=value` pairs expected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect: Option<Vec<String>>,
     },
     /// Buffer a write.
     Set {
@@ -147,6 +166,7 @@ impl Step {
         match self {
             Step::Begin { txn, .. }
             | Step::Get { txn, .. }
+            | Step::Scan { txn, .. }
             | Step::Set { txn, .. }
             | Step::Delete { txn, .. }
             | Step::Commit { txn, .. }
@@ -213,7 +233,9 @@ struct State {
 
 impl std::fmt::Debug for Script {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Script").field("steps", &self.steps.len()).finish()
+        f.debug_struct("Script")
+            .field("steps", &self.steps.len())
+            .finish()
     }
 }
 
@@ -240,19 +262,28 @@ impl Script {
             match step {
                 Step::Begin { client, txn } => {
                     if *client >= clients {
-                        return Err(format!("{at}.client: client {client} does not exist ({clients} clients)"));
+                        return Err(format!(
+                            "{at}.client: client {client} does not exist ({clients} clients)"
+                        ));
                     }
                     if begun.insert(txn, *client).is_some() {
                         return Err(format!("{at}.txn: transaction {txn:?} is begun twice"));
                     }
                 }
-                Step::Pause { client } | Step::Resume { client } | Step::ExpireSession { client } => {
+                Step::Pause { client }
+                | Step::Resume { client }
+                | Step::ExpireSession { client } => {
                     if *client >= clients {
-                        return Err(format!("{at}.client: client {client} does not exist ({clients} clients)"));
+                        return Err(format!(
+                            "{at}.client: client {client} does not exist ({clients} clients)"
+                        ));
                     }
                 }
                 Step::Kill { node } | Step::Restart { node } if !nodes.contains(node) => {
-                    return Err(format!("{at}.node: no node named {node:?} (nodes: {})", nodes.join(", ")));
+                    return Err(format!(
+                        "{at}.node: no node named {node:?} (nodes: {})",
+                        nodes.join(", ")
+                    ));
                 }
                 Step::Sleep { ms } if *ms > 3_600_000 => {
                     return Err(format!("{at}.ms: {ms} ms is more than an hour"));
@@ -261,10 +292,14 @@ impl Script {
             }
             if let Some(txn) = step.txn() {
                 if !begun.contains_key(txn) {
-                    return Err(format!("{at}.txn: transaction {txn:?} is used before it is begun"));
+                    return Err(format!(
+                        "{at}.txn: transaction {txn:?} is used before it is begun"
+                    ));
                 }
                 if finished.contains(txn) {
-                    return Err(format!("{at}.txn: transaction {txn:?} is used after its commit or abort"));
+                    return Err(format!(
+                        "{at}.txn: transaction {txn:?} is used after its commit or abort"
+                    ));
                 }
                 if matches!(step, Step::Commit { .. } | Step::Abort { .. }) {
                     finished.insert(txn);
@@ -327,12 +362,22 @@ impl Script {
                         txn = Some(t);
                     }
                     Err(e) => {
-                        self.result(i, format!("error: {e}"), Some(format!("{what}: begin failed: {e}")));
+                        self.result(
+                            i,
+                            format!("error: {e}"),
+                            Some(format!("{what}: begin failed: {e}")),
+                        );
                         self.advance(i);
                         return;
                     }
                 },
-                Step::Get { row, col, expect, no_wait, .. } => {
+                Step::Get {
+                    row,
+                    col,
+                    expect,
+                    no_wait,
+                    ..
+                } => {
                     let Some(t) = txn.as_mut() else { return };
                     if *no_wait {
                         self.advance(i);
@@ -340,13 +385,17 @@ impl Script {
                     match t.get(row, col).await {
                         Ok(v) => {
                             let failure = match expect {
-                                Some(e) if e != &v => Some(format!("{what}: expected {e:?}, got {v:?}")),
+                                Some(e) if e != &v => {
+                                    Some(format!("{what}: expected {e:?}, got {v:?}"))
+                                }
                                 _ => None,
                             };
                             self.result(i, format!("{v:?}"), failure);
                         }
                         Err(e) => {
-                            let failure = expect.as_ref().map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
+                            let failure = expect
+                                .as_ref()
+                                .map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
                             self.result(i, format!("error: {e}"), failure);
                             if let Some(t) = txn.take() {
                                 t.abort((&e).into());
@@ -354,7 +403,42 @@ impl Script {
                         }
                     }
                 }
-                Step::Set { row, col, value, .. } => {
+                Step::Scan {
+                    start_row,
+                    end_row,
+                    col,
+                    expect,
+                    ..
+                } => {
+                    let Some(t) = txn.as_mut() else { return };
+                    match t.scan(start_row, end_row, &[col.clone()]).await {
+                        Ok(cells) => {
+                            let got: Vec<String> = cells
+                                .iter()
+                                .map(|(c, v)| format!("{}={v}", c.row))
+                                .collect();
+                            let failure = match expect {
+                                Some(e) if e != &got => {
+                                    Some(format!("{what}: expected {e:?}, got {got:?}"))
+                                }
+                                _ => None,
+                            };
+                            self.result(i, format!("{got:?}"), failure);
+                        }
+                        Err(e) => {
+                            let failure = expect
+                                .as_ref()
+                                .map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
+                            self.result(i, format!("error: {e}"), failure);
+                            if let Some(t) = txn.take() {
+                                t.abort((&e).into());
+                            }
+                        }
+                    }
+                }
+                Step::Set {
+                    row, col, value, ..
+                } => {
                     if let Some(t) = txn.as_mut() {
                         t.set(row, col, value.clone());
                     }
@@ -366,9 +450,19 @@ impl Script {
                     }
                     self.result(i, "buffered".into(), None);
                 }
-                Step::CrashAt { step, restart_after_ms, .. } => {
+                Step::CrashAt {
+                    step,
+                    restart_after_ms,
+                    ..
+                } => {
                     if let Some(t) = txn.as_ref() {
-                        client.arm(t.id(), *step, Armed::Crash { restart_after_ms: *restart_after_ms });
+                        client.arm(
+                            t.id(),
+                            *step,
+                            Armed::Crash {
+                                restart_after_ms: *restart_after_ms,
+                            },
+                        );
                     }
                     self.result(i, "armed".into(), None);
                 }
@@ -378,9 +472,19 @@ impl Script {
                     }
                     self.result(i, "armed".into(), None);
                 }
-                Step::Commit { expect, no_wait, .. } => {
+                Step::Commit {
+                    expect, no_wait, ..
+                } => {
                     let Some(t) = txn.take() else {
-                        self.result(i, "no transaction (it failed earlier)".into(), expect.map(|e| format!("{what}: expected {e:?}, but the transaction had already failed")));
+                        self.result(
+                            i,
+                            "no transaction (it failed earlier)".into(),
+                            expect.map(|e| {
+                                format!(
+                                    "{what}: expected {e:?}, but the transaction had already failed"
+                                )
+                            }),
+                        );
                         self.advance(i);
                         continue;
                     };
@@ -396,7 +500,9 @@ impl Script {
                         CommitOutcome::Unknown => ExpectOutcome::Unknown,
                     };
                     let failure = match expect {
-                        Some(e) if *e != got => Some(format!("{what}: expected {e:?}, got {outcome:?}")),
+                        Some(e) if *e != got => {
+                            Some(format!("{what}: expected {e:?}, got {outcome:?}"))
+                        }
                         _ => None,
                     };
                     self.result(i, format!("{outcome:?}"), failure);
@@ -469,7 +575,11 @@ impl Workload for Script {
                     if cursor > i {
                         break;
                     }
-                    let fired = me.state().watch.get(&i).is_some_and(|(c, t)| c.armed_fired(*t));
+                    let fired = me
+                        .state()
+                        .watch
+                        .get(&i)
+                        .is_some_and(|(c, t)| c.armed_fired(*t));
                     if cursor == i && fired {
                         me.advance(i);
                         break;
@@ -481,16 +591,22 @@ impl Workload for Script {
                                 node: node(client),
                                 duration_ms: 3_600_000,
                             }),
-                            Step::Resume { client } => control.inject(&Fault::Resume { node: node(client) }),
+                            Step::Resume { client } => {
+                                control.inject(&Fault::Resume { node: node(client) })
+                            }
                             Step::ExpireSession { client } => {
                                 control.inject(&Fault::ExpireSession { client: *client })
                             }
-                            Step::Sleep { ms } => madsim::time::sleep(Duration::from_millis(*ms)).await,
+                            Step::Sleep { ms } => {
+                                madsim::time::sleep(Duration::from_millis(*ms)).await
+                            }
                             Step::Kill { node } => control.inject(&Fault::Kill {
                                 node: node.clone(),
                                 restart_after_ms: None,
                             }),
-                            Step::Restart { node } => control.inject(&Fault::Restart { node: node.clone() }),
+                            Step::Restart { node } => {
+                                control.inject(&Fault::Restart { node: node.clone() })
+                            }
                             _ => {}
                         }
                         me.result(i, "done".into(), None);

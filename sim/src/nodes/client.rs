@@ -342,7 +342,10 @@ impl Transport for Client {
                     "pause_at_step",
                     json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
                 );
-                let _ = self.world.control.unbounded_send(Control::PauseClient { client: self.index });
+                let _ = self
+                    .world
+                    .control
+                    .unbounded_send(Control::PauseClient { client: self.index });
                 // The pause takes effect when the harness runs; yield until it does.
                 sleep(Duration::from_millis(1)).await;
             }
@@ -443,7 +446,9 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
         for w in 0..world.cfg.workers_per_client {
             let seed = madsim::rand::random::<u64>()
                 ^ ((index as u64) << 32 | (incarnation as u64) << 16 | w as u64);
-            let fut = world.workload.worker(Worker::new(client.clone(), w, seed));
+            let fut = world
+                .workload
+                .worker(Worker::new(client.clone(), w, incarnation, seed));
             madsim::task::spawn(fut);
         }
     }

@@ -1,6 +1,7 @@
 //! percsim's workloads, scenario files and campaigns, behind the `percsim` CLI.
 
 pub mod campaign;
+pub mod faultmix;
 pub mod scenario;
 pub mod workloads;
 

@@ -41,7 +41,11 @@ fn g1b_intermediate_read() {
 
 #[test]
 fn g1c_circular_information_flow() {
-    assert!(run("g1c-circular-information-flow").is_empty());
+    // Neither transaction sees the other's write, so no wr cycle (G1c) can
+    // form; what remains, each reading what the other overwrote, is a
+    // cycle of two rw edges, which snapshot isolation allows.
+    let allowed = run("g1c-circular-information-flow");
+    assert_eq!(allowed.get("G2-item"), Some(&1), "{allowed:?}");
 }
 
 #[test]

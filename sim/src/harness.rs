@@ -161,6 +161,14 @@ async fn simulate(
         ids.insert(format!("client-{i}"), n.id());
     }
     let faults = Faults::new(world.clone(), ids);
+    for (i, c) in cfg.clocks.iter().enumerate() {
+        if c.offset_ms != 0 || c.drift_ppm != 0 {
+            world.event(
+                "clock_skew",
+                json!({"client": i, "offset_ms": c.offset_ms, "drift_ppm": c.drift_ppm}),
+            );
+        }
+    }
 
     // Kills requested from inside clients that reached a scheduled crash point.
     let f = faults.clone();

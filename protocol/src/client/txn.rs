@@ -96,7 +96,14 @@ impl<'t, T: Transport> Transaction<'t, T> {
     /// Begin: register the transaction and take a start_ts from the oracle.
     pub async fn begin(t: &'t T) -> Result<Self, TxnError> {
         let id = t.begin_txn();
-        let start_ts = t.timestamp().await?;
+        let start_ts = match t.timestamp().await {
+            Ok(ts) => ts,
+            Err(e) => {
+                let reason = AbortReason::Unavailable;
+                t.txn_event(id, TxnEvent::Finished(CommitOutcome::Aborted { reason }));
+                return Err(e.into());
+            }
+        };
         t.txn_event(id, TxnEvent::Started { start_ts });
         Ok(Transaction {
             t,

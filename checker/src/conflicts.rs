@@ -23,7 +23,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             writes.push((w.cell, start, commit, t));
         }
         for r in ctx.recs_of(t) {
-            if r.is_commit() {
+            if r.is_commit() && ctx.final_write_idx(t, r.cell).is_none() {
                 writes.push((r.cell, start, commit, t));
             }
         }

@@ -54,6 +54,30 @@ pub(crate) struct WriteInfo {
     pub fw: u32,
 }
 
+/// One write op, by the hash of (cell, value).
+#[derive(Debug, Clone, Copy)]
+struct WriteEntry {
+    hash: u64,
+    txn: u32,
+    op: u32,
+    fw: u32,
+}
+
+/// Who wrote each (cell, value): entries sorted by hash, then history order.
+struct WriteIndex {
+    entries: Vec<WriteEntry>,
+}
+
+fn value_hash(cell: u32, value: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::fx::FxHasher::default();
+    h.write_u32(cell);
+    h.write(value.as_bytes());
+    h.finish()
+}
+
+/// The indexed history. Transactions are named by their index in
+/// `history.transactions` (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
     pub h: &'a History,
     /// Cell id -> (row, col).
@@ -79,7 +103,7 @@ pub(crate) struct Ctx<'a> {
     cv_off: Vec<usize>,
     cv: Vec<Cv<'a>>,
     /// (cell, written value) -> first writer; only for values written by a write op.
-    pub windex: FxMap<(u32, &'a str), WriteInfo>,
+    windex: WriteIndex,
     /// Cells whose written values are all distinct and never deleted.
     pub cell_unique: Vec<bool>,
     events_by_start: Vec<(u64, u32)>,
@@ -111,47 +135,118 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
-/// Interns (row, col) pairs as dense ids. Keys are compared against a compact
-/// copy in an arena rather than the history's scattered strings.
-#[derive(Default)]
-struct Interner<'a> {
-    /// Hash of (row, col) -> the newest id with that hash.
-    heads: FxMap<u64, u32>,
-    /// The previous id with the same hash, or NONE.
-    next: Vec<u32>,
-    arena: Vec<u8>,
-    /// Arena offset, row length, col length.
-    spans: Vec<(usize, usize, usize)>,
+/// Every cell named in a history as a dense id, in order of first mention.
+struct Interned<'a> {
     names: Vec<(&'a str, &'a str)>,
+    /// Per op, in history order.
+    op_cell: Vec<u32>,
+    /// Per `final_state.cells` entry.
+    state_cell: Vec<u32>,
 }
 
-impl<'a> Interner<'a> {
-    fn intern(&mut self, row: &'a str, col: &'a str) -> u32 {
-        use std::hash::Hasher;
-        let mut hasher = crate::fx::FxHasher::default();
-        hasher.write(row.as_bytes());
-        hasher.write_u8(0xff);
-        hasher.write(col.as_bytes());
-        let h = hasher.finish();
-        let head = self.heads.get(&h).copied().unwrap_or(NONE);
-        let mut id = head;
-        while id != NONE {
-            let (off, rl, cl) = self.spans[id as usize];
-            if self.arena[off..off + rl] == *row.as_bytes()
-                && self.arena[off + rl..off + rl + cl] == *col.as_bytes()
-            {
-                return id;
-            }
-            id = self.next[id as usize];
+fn cell_hash(row: &str, col: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::fx::FxHasher::default();
+    h.write(row.as_bytes());
+    h.write_u8(0xff);
+    h.write(col.as_bytes());
+    h.finish()
+}
+
+/// Interns cells by sorting the hashes of all references (cache-friendly,
+/// unlike a hash table probed once per op), then confirming each reference
+/// against its group's first member, kept in a compact arena. References
+/// whose hash collides with a different cell go through an exact map.
+fn intern_cells(h: &History) -> Interned<'_> {
+    let refs = || {
+        h.transactions
+            .iter()
+            .flat_map(|t| t.ops.iter().map(op_parts))
+            .chain(
+                h.final_state
+                    .cells
+                    .iter()
+                    .map(|c| (c.row.as_str(), c.col.as_str())),
+            )
+            .chain(h.final_state.locks.iter().flat_map(|l| {
+                [
+                    (l.row.as_str(), l.col.as_str()),
+                    (l.primary.row.as_str(), l.primary.col.as_str()),
+                ]
+            }))
+    };
+    let mut keys: Vec<(u64, u32)> = refs()
+        .enumerate()
+        .map(|(k, (row, col))| (cell_hash(row, col), k as u32))
+        .collect();
+    let n_refs = keys.len();
+    keys.sort_unstable_by_key(|e| e.0);
+    let mut group = vec![0u32; n_refs];
+    let mut g = 0u32;
+    for i in 0..keys.len() {
+        if i > 0 && keys[i - 1].0 != keys[i].0 {
+            g += 1;
         }
-        let id = self.names.len() as u32;
-        self.spans.push((self.arena.len(), row.len(), col.len()));
-        self.arena.extend_from_slice(row.as_bytes());
-        self.arena.extend_from_slice(col.as_bytes());
-        self.next.push(head);
-        self.names.push((row, col));
-        self.heads.insert(h, id);
-        id
+        group[keys[i].1 as usize] = g;
+    }
+    let n_groups = if n_refs == 0 { 0 } else { g as usize + 1 };
+    drop(keys);
+
+    let mut group_id = vec![NONE; n_groups];
+    let mut arena: Vec<u8> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    let mut collided: FxMap<(&str, &str), u32> = FxMap::default();
+    let mut ids: Vec<u32> = Vec::with_capacity(n_refs);
+    fn add(
+        row: &str,
+        col: &str,
+        arena: &mut Vec<u8>,
+        spans: &mut Vec<(usize, usize, usize)>,
+    ) -> u32 {
+        spans.push((arena.len(), row.len(), col.len()));
+        arena.extend_from_slice(row.as_bytes());
+        arena.extend_from_slice(col.as_bytes());
+        (spans.len() - 1) as u32
+    }
+    for (k, (row, col)) in refs().enumerate() {
+        let gi = group[k] as usize;
+        let id = match group_id[gi] {
+            NONE => {
+                let id = add(row, col, &mut arena, &mut spans);
+                names.push((row, col));
+                group_id[gi] = id;
+                id
+            }
+            id => {
+                let (off, rl, cl) = spans[id as usize];
+                if arena[off..off + rl] == *row.as_bytes()
+                    && arena[off + rl..off + rl + cl] == *col.as_bytes()
+                {
+                    id
+                } else {
+                    match collided.get(&(row, col)) {
+                        Some(&id) => id,
+                        None => {
+                            let id = add(row, col, &mut arena, &mut spans);
+                            names.push((row, col));
+                            collided.insert((row, col), id);
+                            id
+                        }
+                    }
+                }
+            }
+        };
+        ids.push(id);
+    }
+    let n_ops: usize = h.transactions.iter().map(|t| t.ops.len()).sum();
+    let n_state = h.final_state.cells.len();
+    let state_cell = ids[n_ops..n_ops + n_state].to_vec();
+    ids.truncate(n_ops);
+    Interned {
+        names,
+        op_cell: ids,
+        state_cell,
     }
 }
 
@@ -159,14 +254,14 @@ impl<'a> Ctx<'a> {
     pub(crate) fn build(h: &'a History) -> Ctx<'a> {
         let txns = &h.transactions;
         let n = txns.len();
-        let tm = std::time::Instant::now();
-        let lap = |name: &str| eprintln!("    {name}: {:.3}s", tm.elapsed().as_secs_f64());
-        let mut interner = Interner::default();
-        let mut cell_id = |row: &'a str, col: &'a str| interner.intern(row, col);
+        let Interned {
+            names: cells,
+            op_cell,
+            state_cell,
+        } = intern_cells(h);
 
         // Ops: cell ids and final writes.
         let mut op_off = Vec::with_capacity(n + 1);
-        let mut op_cell = Vec::new();
         let mut fw_off = Vec::with_capacity(n + 1);
         let mut fw: Vec<FinalWrite<'a>> = Vec::new();
         let mut scratch: Vec<(u32, u32, Option<&'a str>)> = Vec::new();
@@ -174,10 +269,9 @@ impl<'a> Ctx<'a> {
         fw_off.push(0);
         for t in txns {
             scratch.clear();
+            let base = *op_off.last().unwrap_or(&0);
             for (j, op) in t.ops.iter().enumerate() {
-                let (row, col) = op_parts(op);
-                let c = cell_id(row, col);
-                op_cell.push(c);
+                let c = op_cell[base + j];
                 match op {
                     Op::Write { value, .. } => scratch.push((c, j as u32, Some(value.as_str()))),
                     Op::Delete { .. } => scratch.push((c, j as u32, None)),
@@ -194,11 +288,10 @@ impl<'a> Ctx<'a> {
                     });
                 }
             }
-            op_off.push(op_cell.len());
+            op_off.push(base + t.ops.len());
             fw_off.push(fw.len());
         }
 
-        lap("ops");
         // Transactions by start_ts (the first one in history order on a tie).
         let mut by_start: Vec<(u64, u32)> = txns
             .iter()
@@ -210,8 +303,7 @@ impl<'a> Ctx<'a> {
         // Store records, sorted by start_ts and matched to transactions by a
         // merge with `by_start` (no per-record search).
         let mut recs: Vec<StoreRec<'a>> = Vec::new();
-        for cs in &h.final_state.cells {
-            let c = cell_id(&cs.row, &cs.col);
+        for (cs, &c) in h.final_state.cells.iter().zip(&state_cell) {
             for v in &cs.versions {
                 recs.push(StoreRec {
                     cell: c,
@@ -222,10 +314,6 @@ impl<'a> Ctx<'a> {
                     value: v.value.as_deref(),
                 });
             }
-        }
-        for l in &h.final_state.locks {
-            cell_id(&l.row, &l.col);
-            cell_id(&l.primary.row, &l.primary.col);
         }
         recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
         let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); n];
@@ -326,7 +414,6 @@ impl<'a> Ctx<'a> {
         }
         all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
         all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
-        let cells = interner.names;
         let n_cells = cells.len();
         let mut cv_off = vec![0usize; n_cells + 1];
         for (c, _) in &all {
@@ -339,15 +426,14 @@ impl<'a> Ctx<'a> {
         cv.extend(all.iter().map(|(_, v)| *v));
         drop(all);
 
-        lap("cv");
-        // Who wrote which value, and which cells have unique values.
+        // Who wrote which value, and which cells have unique values: hashes of
+        // (cell, value) sorted, equal hashes verified against the real strings.
         let n_writes = txns
             .iter()
             .flat_map(|t| &t.ops)
             .filter(|o| matches!(o, Op::Write { .. }))
             .count();
-        let mut windex: FxMap<(u32, &'a str), WriteInfo> = FxMap::default();
-        windex.reserve(n_writes);
+        let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
         let mut cell_unique = vec![true; n_cells];
         for (i, t) in txns.iter().enumerate() {
             let cells_of = &op_cell[op_off[i]..op_off[i + 1]];
@@ -360,25 +446,45 @@ impl<'a> Ctx<'a> {
                             Ok(k) if finals[k].op == j as u32 => (fw_off[i] + k) as u32,
                             _ => NONE,
                         };
-                        match windex.entry((c, value.as_str())) {
-                            std::collections::hash_map::Entry::Occupied(_) => {
-                                cell_unique[c as usize] = false;
-                            }
-                            std::collections::hash_map::Entry::Vacant(e) => {
-                                e.insert(WriteInfo {
-                                    txn: i as u32,
-                                    fw: fw_idx,
-                                });
-                            }
-                        }
+                        entries.push(WriteEntry {
+                            hash: value_hash(c, value),
+                            txn: i as u32,
+                            op: j as u32,
+                            fw: fw_idx,
+                        });
                     }
                     Op::Delete { .. } => cell_unique[c as usize] = false,
                     Op::Read { .. } => {}
                 }
             }
         }
+        entries.sort_unstable_by_key(|e| (e.hash, e.txn, e.op));
+        let written = |e: &WriteEntry| -> (u32, &'a str) {
+            let k = op_off[e.txn as usize] + e.op as usize;
+            match &txns[e.txn as usize].ops[e.op as usize] {
+                Op::Write { value, .. } => (op_cell[k], value.as_str()),
+                _ => (NONE, ""),
+            }
+        };
+        let mut i = 0;
+        while i < entries.len() {
+            let mut j = i + 1;
+            while j < entries.len() && entries[j].hash == entries[i].hash {
+                j += 1;
+            }
+            if j - i > 1 {
+                let mut group: Vec<(u32, &'a str)> = entries[i..j].iter().map(written).collect();
+                group.sort_unstable();
+                for pair in group.windows(2) {
+                    if pair[0] == pair[1] {
+                        cell_unique[pair[0].0 as usize] = false;
+                    }
+                }
+            }
+            i = j;
+        }
+        let windex = WriteIndex { entries };
 
-        lap("windex");
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
             .iter()
@@ -412,6 +518,26 @@ impl<'a> Ctx<'a> {
             cell_unique,
             events_by_start,
         }
+    }
+
+    /// The first transaction (in history order) that wrote `value` to `cell`.
+    pub(crate) fn writer_of(&self, cell: u32, value: &str) -> Option<WriteInfo> {
+        let h = value_hash(cell, value);
+        let entries = &self.windex.entries;
+        let p = entries.partition_point(|e| e.hash < h);
+        entries[p..]
+            .iter()
+            .take_while(|e| e.hash == h)
+            .find(|e| {
+                let k = self.op_off[e.txn as usize] + e.op as usize;
+                self.op_cell[k] == cell
+                    && matches!(&self.txn(e.txn).ops[e.op as usize],
+                        Op::Write { value: v, .. } if v == value)
+            })
+            .map(|e| WriteInfo {
+                txn: e.txn,
+                fw: e.fw,
+            })
     }
 
     pub(crate) fn n(&self) -> usize {

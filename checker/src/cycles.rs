@@ -10,6 +10,7 @@
 
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
+use crate::history::Op;
 use crate::report::{CycleStep, Draft, Sink};
 use std::collections::VecDeque;
 
@@ -32,6 +33,13 @@ const RT: u8 = 6;
 /// it the exact search for forbidden cycles still runs.
 const G_SINGLE_BUDGET: u64 = 50_000_000;
 
+/// Total edges examined while turning a closed walk into a simple cycle.
+const SIMPLIFY_BUDGET: usize = 20_000_000;
+
+/// How many steps of a cycle, and transactions, an explanation spells out.
+const MAX_STEPS: usize = 200;
+const MAX_DESCRIBED: usize = 20;
+
 /// What the rule found besides findings, for the report's statistics.
 pub(crate) struct GraphStats {
     pub unique_cells: u64,
@@ -39,13 +47,14 @@ pub(crate) struct GraphStats {
 }
 
 /// Per cell, the committed writers in version (commit_ts) order.
-struct Order {
+struct Order<'a> {
     off: Vec<usize>,
-    list: Vec<(u32, u64)>,
+    /// (writer, commit_ts, the writer's final value).
+    list: Vec<(u32, u64, &'a str)>,
 }
 
-impl Order {
-    fn of(&self, c: u32) -> &[(u32, u64)] {
+impl<'a> Order<'a> {
+    fn of(&self, c: u32) -> &[(u32, u64, &'a str)] {
         &self.list[self.off[c as usize]..self.off[c as usize + 1]]
     }
 
@@ -77,22 +86,23 @@ impl Graph {
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> GraphStats {
     let n = ctx.n();
     let n_cells = ctx.cells.len();
-    let tm = std::time::Instant::now();
-    let lap = |name: &str| eprintln!("    {name}: {:.3}s", tm.elapsed().as_secs_f64());
 
     // Version order of unique-value cells; the store's record wins over the
     // client's word when a writer appears twice in one cell.
-    let mut cand: Vec<(u32, u32, bool, u64)> = Vec::new();
+    let mut cand: Vec<(u32, u32, bool, u64, u32)> = Vec::new();
     for c in 0..n_cells as u32 {
         if !ctx.cell_unique[c as usize] {
             continue;
         }
         for v in ctx.versions(c) {
             let w = v.writer;
-            if w == NONE || !ctx.committed[w as usize] || ctx.final_write_idx(w, c).is_none() {
+            if w == NONE || !ctx.committed[w as usize] {
                 continue;
             }
-            cand.push((c, w, !v.from_store, v.commit_ts));
+            let Some(f) = ctx.final_write_idx(w, c) else {
+                continue;
+            };
+            cand.push((c, w, !v.from_store, v.commit_ts, f as u32));
         }
     }
     cand.sort_unstable();
@@ -107,18 +117,32 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     }
     let mut pos_of_fw = vec![NONE; ctx.fw.len()];
     for (k, x) in cand.iter().enumerate() {
-        if let Some(f) = ctx.final_write_idx(x.1, x.0) {
-            pos_of_fw[f] = (k - off[x.0 as usize]) as u32;
-        }
+        pos_of_fw[x.4 as usize] = (k - off[x.0 as usize]) as u32;
     }
     let order = Order {
         off,
-        list: cand.iter().map(|x| (x.1, x.3)).collect(),
+        list: cand
+            .iter()
+            .map(|x| (x.1, x.3, ctx.fw[x.4 as usize].value.unwrap_or("")))
+            .collect(),
     };
     drop(cand);
 
-    lap("order");
-    let mut edges: Vec<(u32, u32, u32, u8)> = Vec::new();
+    // Reserve the most edges there can be, so the vector never doubles:
+    // ww per version, wr + rw per read, three real-time links per transaction.
+    let committed_reads: usize = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .map(|t| {
+            ctx.txn(t)
+                .ops
+                .iter()
+                .zip(ctx.op_cells(t))
+                .filter(|(o, c)| matches!(o, Op::Read { .. }) && ctx.cell_unique[**c as usize])
+                .count()
+        })
+        .sum();
+    let mut edges: Vec<(u32, u32, u32, u8)> =
+        Vec::with_capacity(order.list.len() + 2 * committed_reads + 3 * n);
     for c in 0..n_cells as u32 {
         for pair in order.of(c).windows(2) {
             edges.push((pair[0].0, pair[1].0, c, WW));
@@ -135,7 +159,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         let txn = ctx.txn(r);
         let cells = ctx.op_cells(r);
         for (j, op) in txn.ops.iter().enumerate() {
-            let crate::history::Op::Read { value, .. } = op else {
+            let Op::Read { value, .. } = op else {
                 continue;
             };
             let c = cells[j];
@@ -153,32 +177,42 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
                     0
                 }
                 Some(v) => {
-                    let Some(info) = ctx.windex.get(&(c, v)) else {
-                        continue; // nobody wrote it: judged by snapshot_reads
+                    // Fast path: the version a correct snapshot read returns.
+                    let p = ord.partition_point(|e| e.1 < txn.start_ts);
+                    let (w, pos) = match p.checked_sub(1) {
+                        Some(q) if ord[q].2 == v => (ord[q].0, q as u32),
+                        _ => {
+                            let Some(info) = ctx.writer_of(c, v) else {
+                                continue; // nobody wrote it: judged by snapshot_reads
+                            };
+                            let w = info.txn;
+                            if w == r {
+                                continue;
+                            }
+                            if !ctx.committed[w as usize] {
+                                sink.add("G1a", || aborted_read(ctx, r, w, c, v));
+                                continue;
+                            }
+                            if info.fw == NONE {
+                                sink.add("G1b", || intermediate_read(ctx, r, w, c, v));
+                                continue;
+                            }
+                            (w, pos_of_fw[info.fw as usize])
+                        }
                     };
-                    let w = info.txn;
                     if w == r {
                         continue;
                     }
-                    if !ctx.committed[w as usize] {
-                        sink.add("G1a", || aborted_read(ctx, r, w, c, v));
-                        continue;
-                    }
-                    if info.fw == NONE {
-                        sink.add("G1b", || intermediate_read(ctx, r, w, c, v));
-                        continue;
-                    }
                     edges.push((w, r, c, WR));
-                    let p = pos_of_fw[info.fw as usize];
-                    if p == NONE {
+                    if pos == NONE {
                         continue;
                     }
-                    if let Some(next) = ord.get(p as usize + 1)
+                    if let Some(next) = ord.get(pos as usize + 1)
                         && next.0 != r
                     {
                         edges.push((r, next.0, c, RW));
                     }
-                    p + 1
+                    pos + 1
                 }
             };
             if ctx.final_write_idx(r, c).is_some() {
@@ -187,7 +221,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         }
     }
 
-    lap("reads");
     lost.sort_unstable();
     lost.dedup();
     let mut i = 0;
@@ -228,7 +261,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         }
     }
 
-    lap("lost+rt");
     let total = n + points.len();
     let mut goff = vec![0usize; total + 1];
     for e in &edges {
@@ -255,7 +287,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     }
     drop(fill);
 
-    lap("csr");
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
     let mut size = vec![0u32; ncomp as usize];
@@ -278,7 +309,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     drop(comp);
     members.sort_unstable();
 
-    lap("tarjan");
     let mut local_id = vec![NONE; g.n()];
     let mut budget = G_SINGLE_BUDGET;
     let mut i = 0;
@@ -627,7 +657,14 @@ fn no_adjacent_rw(g: &Graph, c: &[(u32, u32)]) -> bool {
 /// Turns a closed walk with no two adjacent rw edges into a simple cycle with
 /// the same property: split at a repeated node; one half always keeps it.
 fn simplify(g: &Graph, mut c: RawCycle) -> RawCycle {
+    // Each round is linear; a pathological walk keeps its repeats rather
+    // than cost quadratic time (it still witnesses a forbidden cycle).
+    let mut work = 0usize;
     loop {
+        work += c.len();
+        if work > SIMPLIFY_BUDGET {
+            return c;
+        }
         let mut seen: FxMap<u32, usize> = FxMap::default();
         let mut repeat = None;
         for (k, &(from, _)) in c.iter().enumerate() {
@@ -672,12 +709,13 @@ fn collapse(g: &Graph, raw: &[(u32, u32)]) -> Vec<Step> {
         match g.kind[e] {
             RT_IN => rt_from = from,
             RT_CHAIN => {}
-            RT_OUT => steps.push(Step {
+            RT_OUT if rt_from != NONE => steps.push(Step {
                 from: rt_from,
                 to: g.to[e],
                 kind: RT,
                 cell: NONE,
             }),
+            RT_OUT => {}
             kind => steps.push(Step {
                 from,
                 to: g.to[e],
@@ -728,8 +766,11 @@ fn edge_name(kind: u8) -> &'static str {
 
 fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> Draft {
     let mut chain = String::new();
-    for s in steps {
+    for s in steps.iter().take(MAX_STEPS) {
         chain.push_str(&format!("T{} -{}-> ", ctx.id(s.from), edge_name(s.kind)));
+    }
+    if steps.len() > MAX_STEPS {
+        chain.push_str("... -> ");
     }
     if let Some(first) = steps.first() {
         chain.push_str(&format!("T{}", ctx.id(first.from)));
@@ -739,11 +780,28 @@ fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> D
     } else {
         ""
     };
-    let mut txns: Vec<u32> = Vec::new();
-    for s in steps {
-        if !txns.contains(&s.from) {
-            txns.push(s.from);
-        }
+    let mut seen = std::collections::BTreeSet::new();
+    let txns: Vec<u32> = steps
+        .iter()
+        .map(|s| s.from)
+        .filter(|&t| seen.insert(t))
+        .collect();
+    let mut details: Vec<String> = txns
+        .iter()
+        .take(MAX_DESCRIBED)
+        .map(|&t| ctx.describe_txn(t))
+        .collect();
+    if txns.len() > MAX_DESCRIBED {
+        details.push(format!(
+            "... and {} more transactions",
+            txns.len() - MAX_DESCRIBED
+        ));
+    }
+    if steps.len() > MAX_STEPS {
+        details.push(format!(
+            "the cycle has {} steps; the first {MAX_STEPS} are explained",
+            steps.len()
+        ));
     }
     let mut d = Draft::new(
         format!(
@@ -752,10 +810,11 @@ fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> D
             txns.len()
         ),
         txns.iter().map(|&t| ctx.id(t)).collect(),
-        txns.iter().map(|&t| ctx.describe_txn(t)).collect(),
+        details,
     );
     d.cycle = steps
         .iter()
+        .take(MAX_STEPS)
         .map(|s| CycleStep {
             from: ctx.id(s.from),
             to: ctx.id(s.to),
@@ -873,11 +932,18 @@ fn lost_update(ctx: &Ctx<'_>, order: &Order, group: &[(u32, u32, u32)]) -> Draft
     let c = group[0].0;
     let key = group[0].1;
     let version = match key.checked_sub(1).and_then(|p| order.of(c).get(p as usize)) {
-        Some(&(w, _)) => format!("{} (the version T{} wrote)", written(ctx, w, c), ctx.id(w)),
+        Some(&(w, _, _)) => format!("{} (the version T{} wrote)", written(ctx, w, c), ctx.id(w)),
         None => "null (before any version)".to_string(),
     };
-    let names: Vec<String> = group.iter().map(|g| format!("T{}", ctx.id(g.2))).collect();
-    let (who, each, lost) = match names.len() {
+    let mut names: Vec<String> = group
+        .iter()
+        .take(MAX_DESCRIBED)
+        .map(|g| format!("T{}", ctx.id(g.2)))
+        .collect();
+    if group.len() > MAX_DESCRIBED {
+        names.push(format!("{} more", group.len() - MAX_DESCRIBED));
+    }
+    let (who, each, lost) = match group.len() {
         2 => (
             names.join(" and "),
             "both",

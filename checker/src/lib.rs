@@ -49,27 +49,19 @@ use std::path::Path;
 /// produced by [`parse`] (and so may break its references) is judged as well
 /// as it can be.
 pub fn check(history: &History) -> Report {
-    let tm = std::time::Instant::now();
-    let lap = |name: &str| eprintln!("  {name}: {:.3}s", tm.elapsed().as_secs_f64());
     let ctx = ctx::Ctx::build(history);
-    lap("ctx");
 
     let mut s1 = Sink::new(snapshot::ID);
     snapshot::check(&ctx, &mut s1);
-    lap("snapshot");
     let mut s2 = Sink::new(conflicts::ID);
     conflicts::check(&ctx, &mut s2);
-    lap("conflicts");
     let mut s3 = Sink::new(timestamps::ID);
     timestamps::check(&ctx, &mut s3);
-    lap("timestamps");
     let mut s4 = Sink::new(atomicity::ID);
     atomicity::check(&ctx, &mut s4);
-    lap("atomicity");
     let mut s5 = Sink::new(cycles::ID);
     let mut allowed = Sink::new(cycles::ID);
     let graph = cycles::check(&ctx, &mut s5, &mut allowed);
-    lap("cycles");
 
     let rules = vec![
         s1.into_rule(snapshot::NAME),

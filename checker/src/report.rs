@@ -261,12 +261,8 @@ pub(crate) struct Draft {
 impl Draft {
     /// A finding without a cycle.
     pub(crate) fn new(summary: String, txns: Vec<u64>, details: Vec<String>) -> Draft {
-        let mut unique = Vec::with_capacity(txns.len());
-        for t in txns {
-            if !unique.contains(&t) {
-                unique.push(t);
-            }
-        }
+        let mut seen = std::collections::BTreeSet::new();
+        let unique: Vec<u64> = txns.into_iter().filter(|t| seen.insert(*t)).collect();
         Draft {
             summary,
             txns: unique,

@@ -106,7 +106,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                             )
                         }
                     }
-                    (Some(val), None) => match ctx.windex.get(&(c, val)) {
+                    (Some(val), None) => match ctx.writer_of(c, val) {
                         Some(info) => {
                             add(&mut txns, &mut details, info.txn);
                             format!(

@@ -5,6 +5,9 @@
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
 
+/// How many transactions one finding describes in full.
+const MAX_LISTED: usize = 10;
+
 pub(crate) const ID: &str = "timestamp_order";
 pub(crate) const NAME: &str = "timestamps are unique, each commit_ts is above its start_ts, and a transaction begun after another completed has a larger start_ts than that one's timestamps";
 
@@ -51,8 +54,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         txns.dedup();
         if txns.len() > 1 {
             sink.add("duplicate_timestamp", || {
-                let uses: Vec<String> = group
+                let mut uses: Vec<String> = group
                     .iter()
+                    .take(MAX_LISTED)
                     .map(|&(_, t, is_commit)| {
                         format!(
                             "{} of T{}",
@@ -61,6 +65,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                         )
                     })
                     .collect();
+                if group.len() > MAX_LISTED {
+                    uses.push(format!("{} more", group.len() - MAX_LISTED));
+                }
                 Draft::new(
                     format!(
                         "timestamp {} was handed out more than once: it is the {}",
@@ -68,7 +75,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                         uses.join(" and the ")
                     ),
                     txns.iter().map(|&t| ctx.id(t)).collect(),
-                    txns.iter().map(|&t| ctx.describe_txn(t)).collect(),
+                    txns.iter()
+                        .take(MAX_LISTED)
+                        .map(|&t| ctx.describe_txn(t))
+                        .collect(),
                 )
             });
         }

@@ -2,61 +2,190 @@
 //! workload parameters, which faults are on), runs it and checks it.
 
 use crate::scenario::Scenario;
-use crate::workloads::{Bank, WorkloadSpec};
-use percsim_protocol::client::StepPoint;
-use percsim_sim::{ClockSkew, CrashAt, SimConfig};
+use crate::faultmix;
+use crate::workloads::{Bank, Dedup, ListAppend, Register, WorkloadSpec};
+use percsim_sim::SimConfig;
+use proptest::prelude::{Strategy, any};
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Generate the scenario for `seed`: a swarm-style mix where each fault
-/// class is on or off, and how hard, is drawn from the seed.
-pub fn generate(seed: u64) -> Scenario {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7065_7263_7369_6d00);
-    let clients = rng.random_range(2..=5);
-    let mut cluster = SimConfig {
-        tablet_servers: rng.random_range(1..=4),
-        tablets: rng.random_range(1..=8),
-        clients,
-        workers_per_client: rng.random_range(1..=3),
-        run_ms: rng.random_range(1_000..=3_000),
-        ..SimConfig::default()
-    };
-    if rng.random_bool(0.5) {
-        let n = rng.random_range(1..=3);
-        for _ in 0..n {
-            let step = match rng.random_range(0..6) {
-                0 => StepPoint::BeforePrewrite,
-                1 => StepPoint::AfterPrewritePrimary,
-                2 => StepPoint::AfterPrewriteSecondary(1),
-                3 => StepPoint::BeforeCommitPrimary,
-                4 => StepPoint::AfterCommitPrimary,
-                _ => StepPoint::AfterCommitSecondary(1),
-            };
-            cluster.crashes.push(CrashAt {
-                client: rng.random_range(0..clients),
-                txn: rng.random_range(1..=15),
-                step,
-                restart_after_ms: rng.random_bool(0.6).then(|| rng.random_range(100..=2_000)),
-            });
+/// The workloads of the default mix.
+pub const DEFAULT_WORKLOADS: &[&str] = &["bank", "register", "list-append", "dedup"];
+
+/// Which workloads and fault classes a campaign draws from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mix {
+    /// Workload names; empty means [`DEFAULT_WORKLOADS`].
+    pub workloads: Vec<String>,
+    /// Fault class names; empty means every class in [`faultmix::CLASSES`].
+    pub faults: Vec<String>,
+}
+
+impl Mix {
+    /// Check the names.
+    pub fn validate(&self) -> Result<(), String> {
+        for w in &self.workloads {
+            if !DEFAULT_WORKLOADS.contains(&w.as_str()) {
+                return Err(format!("unknown workload {w:?} (choose from {})", DEFAULT_WORKLOADS.join(", ")));
+            }
+        }
+        for f in &self.faults {
+            if !faultmix::CLASSES.contains(&f.as_str()) {
+                return Err(format!("unknown fault class {f:?} (choose from {})", faultmix::CLASSES.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    fn workloads(&self) -> Vec<String> {
+        if self.workloads.is_empty() {
+            DEFAULT_WORKLOADS.iter().map(|s| s.to_string()).collect()
+        } else {
+            self.workloads.clone()
         }
     }
-    if rng.random_bool(0.3) {
-        cluster.clocks = (0..clients)
-            .map(|_| ClockSkew {
-                offset_ms: rng.random_range(-2_000..=2_000),
-                drift_ppm: rng.random_range(-20_000..=20_000),
-            })
-            .collect();
+
+    fn faults(&self) -> Vec<String> {
+        if self.faults.is_empty() {
+            faultmix::CLASSES.iter().map(|s| s.to_string()).collect()
+        } else {
+            self.faults.clone()
+        }
     }
-    let bank = Bank {
-        accounts: rng.random_range(3..=16),
-        read_all_ratio: rng.random_range(0.0..0.5),
-        ..Bank::default()
+}
+
+/// The drawn shape of a scenario, before it is turned into one. Every
+/// field shrinks toward a smaller, calmer run.
+#[derive(Debug, Clone)]
+struct Shape {
+    workload: usize,
+    tablet_servers: usize,
+    tablets: usize,
+    clients: usize,
+    workers: usize,
+    run_ms: u64,
+    size: usize,
+    faults: Vec<(bool, f64)>,
+    detail_seed: u64,
+}
+
+fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
+    let workloads = mix.workloads().len();
+    let classes = mix.faults().len();
+    (
+        0..workloads,
+        1usize..=4,
+        1usize..=8,
+        1usize..=5,
+        1usize..=3,
+        500u64..=3_000,
+        2usize..=16,
+        proptest::collection::vec((proptest::bool::weighted(0.5), 0.0f64..1.0), classes),
+        any::<u64>(),
+    )
+        .prop_map(|(workload, tablet_servers, tablets, clients, workers, run_ms, size, faults, detail_seed)| Shape {
+            workload,
+            tablet_servers,
+            tablets,
+            clients,
+            workers,
+            run_ms,
+            size,
+            faults,
+            detail_seed,
+        })
+}
+
+fn build(seed: u64, shape: &Shape, mix: &Mix) -> Scenario {
+    let mut rng = ChaCha8Rng::seed_from_u64(shape.detail_seed);
+    let mut cluster = SimConfig {
+        tablet_servers: shape.tablet_servers,
+        tablets: shape.tablets,
+        clients: shape.clients,
+        workers_per_client: shape.workers,
+        run_ms: shape.run_ms,
+        ..SimConfig::default()
     };
-    Scenario::new(seed, cluster, WorkloadSpec::Bank(bank))
+    for (class, (on, intensity)) in mix.faults().iter().zip(&shape.faults) {
+        if *on {
+            // Names were validated with the mix.
+            let _ = faultmix::enable(&mut cluster, class, *intensity, &mut rng);
+        }
+    }
+    let n = shape.size;
+    let workloads = mix.workloads();
+    let workload = match workloads[shape.workload.min(workloads.len() - 1)].as_str() {
+        "register" => WorkloadSpec::Register(Register {
+            keys: n,
+            ..Register::default()
+        }),
+        "list-append" => WorkloadSpec::ListAppend(ListAppend::with_keys(n.div_ceil(2))),
+        "dedup" => WorkloadSpec::Dedup(Dedup {
+            documents: n,
+            contents: (n / 3).max(1),
+        }),
+        _ => WorkloadSpec::Bank(Bank {
+            accounts: n,
+            read_all_ratio: rng.random_range(0.0..0.5),
+            ..Bank::default()
+        }),
+    };
+    Scenario::new(seed, cluster, workload)
+}
+
+/// The shape tree for a seed: a proptest value tree drawn from an RNG
+/// seeded by the seed, so it can be shrunk.
+fn tree(seed: u64, mix: &Mix) -> Box<dyn ValueTree<Value = Shape>> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(b"percsim!");
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    match shape_strategy(mix).new_tree(&mut runner) {
+        Ok(t) => Box::new(t),
+        // The strategy has no filters, so drawing a value cannot fail.
+        Err(e) => panic!("cannot draw a scenario for seed {seed}: {e}"),
+    }
+}
+
+/// Generate the scenario for `seed`: the workload, cluster size, which
+/// fault classes are on and how hard (swarm testing), all from the seed.
+pub fn generate(seed: u64, mix: &Mix) -> Scenario {
+    build(seed, &tree(seed, mix).current(), mix)
+}
+
+/// Shrink the failing scenario of `seed`: simplify its shape while the run
+/// still fails with the same verdict and rule; returns the smallest found
+/// and how many runs it took. `budget` bounds the runs.
+pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scenario, usize) {
+    let mut t = tree(seed, mix);
+    let same = |r: &SeedResult| {
+        r.verdict == failed.verdict && (failed.violated_rules.is_empty() || r.violated_rules.iter().any(|x| failed.violated_rules.contains(x)))
+    };
+    let mut best = build(seed, &t.current(), mix);
+    let mut runs = 0;
+    if !t.simplify() {
+        return (best, runs);
+    }
+    while runs < budget {
+        let candidate = build(seed, &t.current(), mix);
+        runs += 1;
+        let still = same(&run_one(&candidate).result);
+        if still {
+            best = candidate;
+            if !t.simplify() {
+                break;
+            }
+        } else if !t.complicate() {
+            break;
+        }
+    }
+    (best, runs)
 }
 
 /// How a seed ended.

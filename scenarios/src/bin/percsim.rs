@@ -266,7 +266,7 @@ fn cmd_fuzz(
                     if seed >= end {
                         return;
                     }
-                    let scenario = campaign::generate(seed);
+                    let scenario = campaign::generate(seed, &campaign::Mix::default());
                     let judged = campaign::run_one(&scenario);
                     if judged.result.verdict != Verdict::Pass {
                         let n = failures.fetch_add(1, Ordering::Relaxed) + 1;

@@ -41,6 +41,14 @@ impl Default for ListAppend {
 }
 
 impl ListAppend {
+    /// Defaults with `keys` lists.
+    pub fn with_keys(keys: usize) -> Self {
+        ListAppend {
+            keys,
+            ..ListAppend::default()
+        }
+    }
+
     fn row(i: usize) -> String {
         format!("list/{i:03}")
     }

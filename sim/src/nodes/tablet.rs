@@ -7,7 +7,7 @@ use crate::rpc::{NotServing, Ping, RowCall, ScanCall};
 use crate::world::{World, tablet_server_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
-use percsim_protocol::actions::{GetResult, execute, get::get};
+use percsim_protocol::actions::{GetResult, PrewriteError, RowReply, execute, get::get};
 use percsim_protocol::row::Row;
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ fn row_step(
     world: &World,
     me: usize,
     call: RowCall,
-) -> Result<percsim_protocol::actions::RowReply, NotServing> {
+) -> Result<RowReply, NotServing> {
     let mut d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
         || world.tablets.of(&call.row) != call.tablet
@@ -46,6 +46,10 @@ fn row_step(
         Some(row) => execute(row, &call.row, &call.req),
         None => execute(&Row::default(), &call.row, &call.req),
     };
+    if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
+        // A late or duplicated prewrite met its transaction's rollback record.
+        world.recorder().bump("store.late_prewrite_rejected");
+    }
     if !mutation.is_empty() {
         let row = d.rows.entry(call.row.clone()).or_default();
         row.apply(&mutation);

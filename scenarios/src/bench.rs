@@ -162,8 +162,19 @@ fn campaign_throughput(seeds: u64, jobs: usize) {
 
 /// Run every benchmark and print the numbers. `quick` shortens them.
 pub fn run(quick: bool) {
-    let (run_ms, seeds, campaign_seeds) = if quick { (5_000, 2, 100) } else { (30_000, 3, 1_000) };
-    println!("percsim bench ({} build)", if cfg!(debug_assertions) { "debug" } else { "release" });
+    let (run_ms, seeds, campaign_seeds) = if quick {
+        (5_000, 2, 100)
+    } else {
+        (30_000, 3, 1_000)
+    };
+    println!(
+        "percsim bench ({} build)",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
     txn_throughput("register, no faults, one core", false, run_ms, seeds);
     txn_throughput("register, default fault mix", true, run_ms, seeds);
     oracle_throughput(run_ms);

@@ -1,8 +1,8 @@
 //! Fuzzing campaigns: each seed generates a whole scenario (cluster size,
 //! workload parameters, which faults are on), runs it and checks it.
 
-use crate::scenario::Scenario;
 use crate::faultmix;
+use crate::scenario::Scenario;
 use crate::workloads::{Bank, Dedup, ListAppend, Register, WorkloadSpec};
 use percsim_sim::SimConfig;
 use proptest::prelude::{Strategy, any};
@@ -11,7 +11,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The workloads of the default mix.
@@ -31,12 +31,18 @@ impl Mix {
     pub fn validate(&self) -> Result<(), String> {
         for w in &self.workloads {
             if !DEFAULT_WORKLOADS.contains(&w.as_str()) {
-                return Err(format!("unknown workload {w:?} (choose from {})", DEFAULT_WORKLOADS.join(", ")));
+                return Err(format!(
+                    "unknown workload {w:?} (choose from {})",
+                    DEFAULT_WORKLOADS.join(", ")
+                ));
             }
         }
         for f in &self.faults {
             if !faultmix::CLASSES.contains(&f.as_str()) {
-                return Err(format!("unknown fault class {f:?} (choose from {})", faultmix::CLASSES.join(", ")));
+                return Err(format!(
+                    "unknown fault class {f:?} (choose from {})",
+                    faultmix::CLASSES.join(", ")
+                ));
             }
         }
         Ok(())
@@ -81,24 +87,36 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
         0..workloads,
         1usize..=4,
         1usize..=8,
-        1usize..=5,
-        1usize..=3,
-        500u64..=3_000,
-        2usize..=16,
+        1usize..=6,
+        1usize..=4,
+        500u64..=8_000,
+        2usize..=24,
         proptest::collection::vec((proptest::bool::weighted(0.5), 0.0f64..1.0), classes),
         any::<u64>(),
     )
-        .prop_map(|(workload, tablet_servers, tablets, clients, workers, run_ms, size, faults, detail_seed)| Shape {
-            workload,
-            tablet_servers,
-            tablets,
-            clients,
-            workers,
-            run_ms,
-            size,
-            faults,
-            detail_seed,
-        })
+        .prop_map(
+            |(
+                workload,
+                tablet_servers,
+                tablets,
+                clients,
+                workers,
+                run_ms,
+                size,
+                faults,
+                detail_seed,
+            )| Shape {
+                workload,
+                tablet_servers,
+                tablets,
+                clients,
+                workers,
+                run_ms,
+                size,
+                faults,
+                detail_seed,
+            },
+        )
 }
 
 fn build(seed: u64, shape: &Shape, mix: &Mix) -> Scenario {
@@ -165,7 +183,11 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scenario, usize) {
     let mut t = tree(seed, mix);
     let same = |r: &SeedResult| {
-        r.verdict == failed.verdict && (failed.violated_rules.is_empty() || r.violated_rules.iter().any(|x| failed.violated_rules.contains(x)))
+        r.verdict == failed.verdict
+            && (failed.violated_rules.is_empty()
+                || r.violated_rules
+                    .iter()
+                    .any(|x| failed.violated_rules.contains(x)))
     };
     let mut best = build(seed, &t.current(), mix);
     let mut runs = 0;
@@ -189,7 +211,7 @@ pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scen
 }
 
 /// How a seed ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every check passed.
@@ -200,22 +222,26 @@ pub enum Verdict {
     Liveness,
     /// The simulation itself crashed (a panic).
     Crash,
+    /// The same seed gave two different histories.
+    Nondeterministic,
 }
 
 impl Verdict {
-    /// The process exit code for this verdict (0 pass, 1 safety, 3 liveness, 4 crash).
+    /// The process exit code for this verdict: 0 pass, 1 safety, 3
+    /// liveness, 4 crash, 5 nondeterminism (2 is bad input).
     pub fn exit_code(self) -> i32 {
         match self {
             Verdict::Pass => 0,
             Verdict::Safety => 1,
             Verdict::Liveness => 3,
             Verdict::Crash => 4,
+            Verdict::Nondeterministic => 5,
         }
     }
 }
 
 /// One seed's result, as a JSON line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeedResult {
     /// The seed.
     pub seed: u64,

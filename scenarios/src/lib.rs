@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod campaign;
 pub mod faultmix;
+pub mod fuzz;
 pub mod scenario;
 pub mod workloads;
 

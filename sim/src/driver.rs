@@ -76,6 +76,14 @@ impl Faults {
         }
         Handle::current().kill(id);
         self.killed.insert(node.to_string());
+        let class = if node.starts_with("client-") {
+            "kill_client".to_string()
+        } else if node.starts_with("tablet-") {
+            "kill_tablet_server".to_string()
+        } else {
+            format!("kill_{node}")
+        };
+        self.world.recorder().bump(&format!("fault.{class}"));
         if let Some(c) = Self::client_index(node) {
             self.world.client_died(c);
         }
@@ -103,6 +111,19 @@ impl Faults {
     }
 
     pub(crate) fn apply(&mut self, fault: &Fault) {
+        let class = match fault {
+            Fault::Pause { .. } => Some("pause"),
+            Fault::Stall { .. } => Some("stall"),
+            Fault::Partition { .. } => Some("partition"),
+            Fault::PacketLoss { .. } => Some("packet_loss"),
+            Fault::Latency { .. } => Some("latency"),
+            Fault::Duplicate { .. } => Some("duplicate"),
+            Fault::ExpireSession { .. } => Some("session_expiry"),
+            Fault::Kill { .. } | Fault::Restart { .. } | Fault::Resume { .. } => None,
+        };
+        if let Some(class) = class {
+            self.world.recorder().bump(&format!("fault.{class}"));
+        }
         let now = Instant::now();
         let after = |ms: u64| now + Duration::from_millis(ms);
         match fault {

@@ -163,6 +163,7 @@ async fn simulate(
     let faults = Faults::new(world.clone(), ids);
     for (i, c) in cfg.clocks.iter().enumerate() {
         if c.offset_ms != 0 || c.drift_ppm != 0 {
+            world.recorder().bump("fault.clock_skew");
             world.event(
                 "clock_skew",
                 json!({"client": i, "offset_ms": c.offset_ms, "drift_ppm": c.drift_ppm}),

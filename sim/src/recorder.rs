@@ -4,7 +4,7 @@
 
 use percsim_checker as history;
 use percsim_protocol::CellKey;
-use percsim_protocol::client::{CleanupEvent, CleanupKind, CommitOutcome, TxnEvent};
+use percsim_protocol::client::{CleanupEvent, CleanupKind, CommitOutcome, Suspicion, TxnEvent};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -161,6 +161,9 @@ impl Recorder {
         self.bump(&format!("cleanup.{kind}"));
         if let Value::String(s) = &suspicion {
             self.bump(&format!("cleanup.{kind}.{s}"));
+        }
+        if e.suspicion != Suspicion::OwnAbort {
+            self.bump(&format!("cleanup.{kind}.by_reader"));
         }
         let mut fields = BTreeMap::new();
         fields.insert("start_ts".into(), json!(e.start_ts.0));

@@ -1,21 +1,19 @@
-//! The percsim command line: run, replay and check scenarios, and fuzz.
+//! The percsim command line: run, replay and check scenarios, fuzz, merge
+//! shard results, and benchmark.
 //!
-//! Exit codes: 0 pass, 1 safety violation, 2 bad input, 3 liveness failure,
-//! 4 the simulation itself crashed.
+//! Exit codes: 0 pass, 1 safety violation, 2 bad input, 3 liveness
+//! failure, 4 the simulation itself crashed, 5 nondeterminism.
 
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use percsim_scenarios::Scenario;
-use percsim_scenarios::campaign::{self, Judged, SeedResult, Verdict};
-use std::collections::BTreeMap;
-use std::io::Write as _;
+use percsim_scenarios::campaign::{Mix, SeedResult};
+use percsim_scenarios::fuzz::{self, Options, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Seeds in a campaign run with no arguments (about a minute on 2 cores).
-const DEFAULT_SEEDS: u64 = 2_000;
+const DEFAULT_SEEDS: u64 = 12_000;
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +43,12 @@ enum Command {
     Replay {
         /// The capsule (JSON).
         capsule: PathBuf,
+        /// Replay the shrunk scenario instead of the original.
+        #[arg(long)]
+        shrunk: bool,
+        /// Write the history here.
+        #[arg(long)]
+        history: Option<PathBuf>,
     },
     /// Check a history file (percsim-history/1).
     Check {
@@ -56,24 +60,54 @@ enum Command {
     },
     /// Run a fuzzing campaign: one generated scenario per seed.
     Fuzz {
-        /// Number of seeds (from 0, or from the start of --seeds).
+        /// Number of seeds (from the start of --seeds, or 0).
         #[arg(long)]
         count: Option<u64>,
         /// Seed range A..B (B excluded).
         #[arg(long, value_parser = parse_range)]
         seeds: Option<(u64, u64)>,
+        /// This machine's share K/N of the seeds (1-based K).
+        #[arg(long, value_parser = parse_shard, default_value = "1/1")]
+        shard: (u64, u64),
         /// Parallel OS threads, each running one seed at a time.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
         /// Stop starting new seeds after this many wall seconds.
         #[arg(long)]
         time_limit: Option<u64>,
+        /// Only these workloads (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        workload: Vec<String>,
+        /// Only these fault classes (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        faults: Vec<String>,
         /// Where failure capsules go.
         #[arg(long, default_value = "failures")]
         out: PathBuf,
         /// Also write one JSON line per seed here.
         #[arg(long)]
         jsonl: Option<PathBuf>,
+        /// Run every seed twice and fail on any difference in the history.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Runs spent shrinking each failure (0 turns shrinking off).
+        #[arg(long, default_value_t = 40)]
+        shrink_budget: usize,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Merge the JSON lines of several campaign shards into one summary.
+    Merge {
+        /// JSON-lines files written by `fuzz --jsonl`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Print throughput numbers measured on this machine.
+    Bench {
+        /// Shorter runs.
+        #[arg(long)]
+        quick: bool,
     },
 }
 
@@ -87,6 +121,19 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (k, n) = s.split_once('/').ok_or("expected K/N")?;
+    let k: u64 = k.trim().parse().map_err(|_| format!("bad shard {k:?}"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad shard count {n:?}"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {k}/{n}: need 1 <= K <= N"));
+    }
+    Ok((k, n))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -95,32 +142,71 @@ fn main() -> ExitCode {
             seed,
             history,
         } => cmd_run(&scenario, seed, history.as_deref()),
-        Command::Replay { capsule } => cmd_replay(&capsule),
+        Command::Replay {
+            capsule,
+            shrunk,
+            history,
+        } => cmd_replay(&capsule, shrunk, history.as_deref()),
         Command::Check { history, json } => {
             percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
         }
         Command::Fuzz {
             count,
             seeds,
+            shard,
             jobs,
             time_limit,
+            workload,
+            faults,
             out,
             jsonl,
+            check_determinism,
+            shrink_budget,
+            quiet,
         } => {
             let start = seeds.map(|s| s.0).unwrap_or(0);
             let end = match (seeds, count) {
-                (_, Some(0)) => {
-                    eprintln!("error: --count must be at least 1");
-                    return ExitCode::from(2);
-                }
-                (_, Some(n)) => start + n,
+                (_, Some(0)) => return fail("--count must be at least 1"),
+                (_, Some(n)) => start.saturating_add(n),
                 (Some((_, b)), None) => b,
                 (None, None) => start + DEFAULT_SEEDS,
             };
-            cmd_fuzz(start, end, jobs.max(1), time_limit, &out, jsonl.as_deref())
+            if jobs == 0 || jobs > 256 {
+                return fail("--jobs must be between 1 and 256");
+            }
+            let mix = Mix {
+                workloads: workload,
+                faults,
+            };
+            if let Err(e) = mix.validate() {
+                return fail(&e);
+            }
+            let opts = Options {
+                start,
+                end,
+                shard,
+                jobs,
+                time_limit: time_limit.map(Duration::from_secs),
+                mix,
+                out,
+                check_determinism,
+                shrink_budget,
+                progress: !quiet,
+            };
+            cmd_fuzz(&opts, jsonl.as_deref())
+        }
+        Command::Merge { files } => cmd_merge(&files),
+        Command::Bench { quick } => {
+            percsim_scenarios::bench::run(quick);
+            0
         }
     };
     ExitCode::from(code as u8)
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
 }
 
 fn print_summary(r: &SeedResult) {
@@ -132,13 +218,19 @@ fn print_summary(r: &SeedResult) {
     );
     println!("simulated     {} ms (wall {} ms)", r.sim_ms, r.wall_ms);
     let pick = |prefix: &str| -> String {
-        r.counters
+        let items: Vec<String> = r
+            .counters
             .iter()
-            .filter(|(k, _)| k.starts_with(prefix) && k.matches('.').count() == 1)
+            .filter(|(k, _)| k.starts_with(prefix) && k[prefix.len()..].matches('.').count() == 0)
             .map(|(k, v)| format!("{}={v}", &k[prefix.len()..]))
-            .collect::<Vec<_>>()
-            .join(" ")
+            .collect();
+        if items.is_empty() {
+            "none".into()
+        } else {
+            items.join(" ")
+        }
     };
+    println!("faults        {}", pick("fault."));
     println!("cleanups      {}", pick("cleanup."));
     println!("aborts        {}", pick("abort."));
     println!("events        {}", pick("event."));
@@ -163,21 +255,33 @@ fn cmd_run(path: &Path, seed: Option<u64>, history: Option<&Path>) -> i32 {
 }
 
 fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
-    let judged = campaign::run_one(scenario);
+    let judged = fuzz::judge(scenario, false);
     if let (Some(path), Some(h)) = (history, &judged.history) {
         let written = serde_json::to_string(h)
             .map_err(|e| e.to_string())
             .and_then(|s| std::fs::write(path, s).map_err(|e| e.to_string()));
         if let Err(e) = written {
-            eprintln!("error: cannot write history to {}: {e}", path.display());
+            eprintln!("error: cannot write the history to {}: {e}", path.display());
             return 2;
         }
     }
     print_summary(&judged.result);
+    if let Some(h) = &judged.history {
+        let report = percsim_checker::check(h);
+        if report.allowed.total > 0 {
+            let allowed: Vec<String> = report
+                .allowed
+                .counts
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            println!("allowed under snapshot isolation: {}", allowed.join(" "));
+        }
+    }
     judged.result.verdict.exit_code()
 }
 
-fn cmd_replay(path: &Path) -> i32 {
+fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
@@ -192,208 +296,68 @@ fn cmd_replay(path: &Path) -> i32 {
             return 2;
         }
     };
-    let Some(scenario) = value.get("scenario") else {
-        eprintln!("error: {} has no \"scenario\" field", path.display());
+    let field = if shrunk { "shrunk" } else { "scenario" };
+    let Some(scenario) = value.get(field).filter(|v| !v.is_null()) else {
+        eprintln!("error: {} has no {field:?} scenario", path.display());
         return 2;
     };
     let scenario = match Scenario::parse(&scenario.to_string()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: capsule scenario: {e}");
+            eprintln!("error: the capsule's {field}: {e}");
             return 2;
         }
     };
     if let Some(v) = value.get("verdict") {
-        println!("recorded verdict: {v}");
+        println!(
+            "recorded verdict: {v}, rules {}",
+            value
+                .get("violated_rules")
+                .unwrap_or(&serde_json::Value::Null)
+        );
     }
-    run_and_report(&scenario, None)
+    run_and_report(&scenario, history)
 }
 
-/// Save a failing seed: scenario, version, history, explanation, replay command.
-fn save_capsule(out: &Path, scenario: &Scenario, judged: &Judged) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(out)?;
-    let path = out.join(format!("seed-{}.json", scenario.seed));
-    let capsule = serde_json::json!({
-        "format": "percsim-capsule/1",
-        "percsim_version": env!("CARGO_PKG_VERSION"),
-        "verdict": judged.result.verdict,
-        "violated_rules": judged.result.violated_rules,
-        "explanation": judged.result.explanation,
-        "replay": format!("percsim replay {}", path.display()),
-        "scenario": scenario,
-        "history": judged.history,
-    });
-    std::fs::write(&path, serde_json::to_string_pretty(&capsule)?)?;
-    Ok(path)
-}
-
-fn cmd_fuzz(
-    start: u64,
-    end: u64,
-    jobs: usize,
-    time_limit: Option<u64>,
-    out: &Path,
-    jsonl: Option<&Path>,
-) -> i32 {
-    let total = end - start;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
+    println!(
+        "percsim fuzz: seeds {}..{} (shard {}/{}), {} jobs, commit {}",
+        opts.start,
+        opts.end,
+        opts.shard.0,
+        opts.shard.1,
+        opts.jobs,
+        fuzz::COMMIT
     );
-    let started = std::time::Instant::now();
-    let next = Arc::new(AtomicU64::new(start));
-    let failures = Arc::new(AtomicU64::new(0));
-    let results: Arc<Mutex<Vec<SeedResult>>> = Arc::default();
-    let out = out.to_path_buf();
-    let threads: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (next, failures, results, bar, out) = (
-                next.clone(),
-                failures.clone(),
-                results.clone(),
-                bar.clone(),
-                out.clone(),
-            );
-            std::thread::spawn(move || {
-                loop {
-                    if time_limit.is_some_and(|t| started.elapsed().as_secs() >= t) {
-                        return;
-                    }
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
-                        return;
-                    }
-                    let scenario = campaign::generate(seed, &campaign::Mix::default());
-                    let judged = campaign::run_one(&scenario);
-                    if judged.result.verdict != Verdict::Pass {
-                        let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
-                        bar.set_message(format!("{n} failures"));
-                        match save_capsule(&out, &scenario, &judged) {
-                            Ok(p) => bar.println(format!(
-                                "seed {seed}: {:?} ({}) -> percsim replay {}",
-                                judged.result.verdict,
-                                judged.result.violated_rules.join(", "),
-                                p.display()
-                            )),
-                            Err(e) => bar.println(format!("seed {seed}: cannot save capsule: {e}")),
-                        }
-                    }
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(judged.result);
-                    bar.inc(1);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        let _ = t.join();
-    }
-    bar.finish();
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
-    results.sort_by_key(|r| r.seed);
+    let summary = fuzz::run(opts);
     if let Some(path) = jsonl {
-        let lines: String = results
-            .iter()
-            .filter_map(|r| serde_json::to_string(r).ok())
-            .map(|l| l + "\n")
-            .collect();
-        if let Err(e) = std::fs::write(path, lines) {
+        if let Err(e) = std::fs::write(path, summary.jsonl()) {
             eprintln!("error: cannot write {}: {e}", path.display());
         }
     }
-    let worst = print_campaign(&results, started.elapsed());
-    worst.exit_code()
+    print!("{}", summary.render());
+    summary.worst().exit_code()
 }
 
-/// Print the campaign's summary table and coverage; returns the worst verdict.
-fn print_campaign(results: &[SeedResult], wall: std::time::Duration) -> Verdict {
-    let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-    let mut by_verdict: BTreeMap<Verdict, u64> = BTreeMap::new();
-    let mut rules: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut committed, mut aborted, mut unknown, mut sim_ms) = (0, 0, 0, 0);
-    for r in results {
-        for (k, v) in &r.counters {
-            *counters.entry(k.clone()).or_default() += v;
-        }
-        *by_verdict.entry(r.verdict).or_default() += 1;
-        for rule in &r.violated_rules {
-            *rules.entry(rule.clone()).or_default() += 1;
-        }
-        committed += r.committed;
-        aborted += r.aborted;
-        unknown += r.unknown;
-        sim_ms += r.sim_ms;
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "\n== campaign ==");
-    let _ = writeln!(
-        out,
-        "seeds             {} in {:.1} s ({:.0} seeds/min)",
-        results.len(),
-        wall.as_secs_f64(),
-        results.len() as f64 * 60.0 / wall.as_secs_f64().max(1e-9)
-    );
-    let _ = writeln!(
-        out,
-        "transactions      {committed} committed, {aborted} aborted, {unknown} unknown"
-    );
-    let _ = writeln!(out, "simulated time    {:.1} s", sim_ms as f64 / 1000.0);
-    for (title, prefix) in [
-        ("faults", "event."),
-        ("cleanups", "cleanup."),
-        ("aborts", "abort."),
-    ] {
-        let _ = writeln!(out, "{title}:");
-        for (k, v) in counters.iter().filter(|(k, _)| k.starts_with(prefix)) {
-            let _ = writeln!(out, "  {:<40} {v}", &k[prefix.len()..]);
+fn cmd_merge(files: &[PathBuf]) -> i32 {
+    let mut texts = Vec::new();
+    for f in files {
+        match std::fs::read_to_string(f) {
+            Ok(t) => texts.push((f.display().to_string(), t)),
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", f.display());
+                return 2;
+            }
         }
     }
-    let _ = writeln!(out, "violations by rule:");
-    for (k, v) in &rules {
-        let _ = writeln!(out, "  {k:<40} {v}");
+    match Summary::from_jsonl(&texts) {
+        Ok(s) => {
+            print!("{}", s.render());
+            s.worst().exit_code()
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
     }
-    let _ = writeln!(out, "verdicts:");
-    for (k, v) in &by_verdict {
-        let _ = writeln!(out, "  {:<40} {v}", format!("{k:?}"));
-    }
-    let _ = writeln!(out, "coverage (sometimes):");
-    let expected = [
-        ("roll forward", "cleanup.roll_forward"),
-        ("roll back", "cleanup.roll_back"),
-        (
-            "roll back before the prewrite arrived",
-            "cleanup.roll_back_before_prewrite",
-        ),
-        (
-            "cleanup of a dead owner's lock",
-            "cleanup.roll_back.token_gone",
-        ),
-        ("cleanup of a stale lock", "cleanup.roll_back.stale"),
-        ("client killed at a protocol step", "event.crash_at_step"),
-        ("client restarted", "event.restart"),
-        ("read waited on a lock", "client.lock_waits"),
-        ("write conflict", "abort.write_conflict"),
-        ("unknown outcome", "txn.unknown"),
-    ];
-    for (name, key) in expected {
-        let n = counters.get(key).copied().unwrap_or(0);
-        let flag = if n == 0 { "  <-- never happened" } else { "" };
-        let _ = writeln!(out, "  {name:<40} {n}{flag}");
-    }
-    by_verdict
-        .keys()
-        .copied()
-        .filter(|v| *v != Verdict::Pass)
-        .min_by_key(|v| match v {
-            Verdict::Safety => 0,
-            Verdict::Crash => 1,
-            Verdict::Liveness => 2,
-            Verdict::Pass => 3,
-        })
-        .unwrap_or(Verdict::Pass)
 }

@@ -327,6 +327,7 @@ impl Transport for Client {
         }
         match armed.or(scheduled) {
             Some(Armed::Crash { restart_after_ms }) => {
+                self.world.recorder().bump("fault.crash_at_step");
                 self.world.event(
                     "crash_at_step",
                     json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),

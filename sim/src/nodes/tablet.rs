@@ -31,11 +31,7 @@ pub(crate) async fn main(world: Arc<World>, me: usize) {
 }
 
 /// One single-row transaction: read, decide, apply, with nothing in between.
-fn row_step(
-    world: &World,
-    me: usize,
-    call: RowCall,
-) -> Result<RowReply, NotServing> {
+fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServing> {
     let mut d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
         || world.tablets.of(&call.row) != call.tablet

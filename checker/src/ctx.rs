@@ -98,7 +98,8 @@ pub(crate) struct Ctx<'a> {
     pub store_commit: Vec<Option<u64>>,
     /// The commit_ts that counts: the client's, else the store's.
     pub eff_commit: Vec<Option<u64>>,
-    /// Committed by the client's word or by the store's.
+    /// Committed by the client's word (with a commit_ts, or without one when
+    /// read-only) or by the store's.
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
     cv: Vec<Cv<'a>>,
@@ -358,11 +359,17 @@ impl<'a> Ctx<'a> {
                 (_, Some(c)) => Some(c),
             })
             .collect();
+        // A client's "committed" counts with a commit_ts, or without one for a
+        // read-only transaction (Percolator commits those without asking the
+        // oracle); a writer without one is only committed by the store's word.
         let committed: Vec<bool> = txns
             .iter()
             .zip(&store_commit)
-            .map(|(t, sc)| {
-                (t.outcome == Outcome::Committed && t.commit_ts.is_some()) || sc.is_some()
+            .enumerate()
+            .map(|(i, (t, sc))| {
+                let read_only = fw_off[i] == fw_off[i + 1];
+                (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
+                    || sc.is_some()
             })
             .collect();
 
@@ -645,6 +652,9 @@ impl<'a> Ctx<'a> {
             (None, Some(c)) => s.push_str(&format!(
                 ", no commit_ts reported (the store has it committed at {c})"
             )),
+            (None, None) if self.committed[t as usize] => {
+                s.push_str(", read-only with no commit_ts");
+            }
             (None, None) => {}
         }
         s.push_str(&format!(", invoked at {} ns", x.invoke_ns));

@@ -52,9 +52,10 @@ impl HistoryError {
 ///
 /// Unknown fields are ignored. A syntax error, a missing required field, a
 /// value of the wrong type, or a broken reference (wrong format tag, duplicate
-/// transaction id, a committed transaction without `commit_ts`, an aborted one
-/// with it, `complete_ns` before `invoke_ns`, a malformed store record, a cell
-/// listed twice) is an error whose message says what and where.
+/// transaction id, a committed transaction with a write or delete but without
+/// `commit_ts` (a read-only one may omit it), an aborted one with it,
+/// `complete_ns` before `invoke_ns`, a malformed store record, a cell listed
+/// twice) is an error whose message says what and where.
 pub fn parse(json: &str) -> Result<History, HistoryError> {
     let history: History = serde_json::from_str(json).map_err(|e| from_serde(json, &e))?;
     validate(&history)?;
@@ -281,12 +282,27 @@ fn validate(h: &History) -> Result<(), HistoryError> {
         }
         ids.insert(t.id, i);
         match (t.outcome, t.commit_ts) {
+            // A read-only transaction commits without a commit timestamp
+            // (Percolator's Commit() with no writes asks the oracle for none).
             (Outcome::Committed, None) => {
-                return Err(HistoryError::at(
-                    format!("{}.commit_ts", path()),
-                    "the outcome is \"committed\" but commit_ts is missing or null; \
-                     a committed transaction must give its commit timestamp",
-                ));
+                if let Some(k) = t.ops.iter().position(|o| !matches!(o, Op::Read { .. })) {
+                    let op = &t.ops[k];
+                    let (row, col) = crate::ctx::op_parts(op);
+                    let kind = if matches!(op, Op::Delete { .. }) {
+                        "delete"
+                    } else {
+                        "write"
+                    };
+                    return Err(HistoryError::at(
+                        format!("{}.commit_ts", path()),
+                        format!(
+                            "the outcome is \"committed\" but commit_ts is missing or null, and the \
+                             transaction is not read-only (ops[{k}] is a {kind} of {row}.{col}); a committed \
+                             transaction that writes must give its commit timestamp (only a read-only one \
+                             may leave it null)"
+                        ),
+                    ));
+                }
             }
             (Outcome::Aborted, Some(c)) => {
                 return Err(HistoryError::at(

@@ -1,6 +1,8 @@
 //! Rule `timestamp_order`: timestamps are unique, every commit_ts follows its
 //! start_ts, and a transaction begun after another completed gets a later
 //! start_ts than everything that one was handed (strong snapshot isolation).
+//! A read-only transaction that committed without a commit_ts (Percolator
+//! asks the oracle for none) has only its start_ts to be judged by.
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
@@ -155,7 +157,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             "realtime_order"
         };
         sink.add(class, || {
-            let what = if commits(a as usize).last() == Some(&m) {
+            let is_commit = commits(a as usize).last() == Some(&m);
+            let what = if is_commit {
                 format!("commit_ts {m}")
             } else {
                 format!("start_ts {m}")
@@ -165,8 +168,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     "; both ran on client {}, whose timestamps must grow with its time",
                     tb.client
                 )
-            } else {
+            } else if is_commit {
                 format!(", so its snapshot can miss what T{} did", ta.id)
+            } else {
+                format!(", so its snapshot is older than the one T{} read", ta.id)
             };
             Draft::new(
                 format!(

@@ -67,12 +67,15 @@ fn duplicate_transaction_id() {
 }
 
 #[test]
-fn committed_without_commit_ts() {
+fn committed_writer_without_commit_ts() {
+    // Only a read-only transaction may commit without a commit timestamp.
     bad(
         "bad_committed_without_commit_ts",
         &[
             "$.transactions[1] (transaction id 2).commit_ts",
             "\"committed\"",
+            "ops[0] is a write of y.v",
+            "read-only",
         ],
     );
 }

@@ -15,7 +15,9 @@ struct Plan {
     client: u64,
     /// 0..70 committed, ..82 aborted, ..91 unknown but committed, else unknown and rolled back.
     fate: u8,
-    /// Whether an unknown-but-committed client still reports its commit_ts.
+    /// Whether an unknown-but-committed client still reports its commit_ts,
+    /// and whether a committed read-only one gets one at all (Percolator
+    /// commits read-only transactions without a commit timestamp).
     report_commit: bool,
     /// (kind, cell): kind 0..5 read, 5..9 write, 9 delete.
     ops: Vec<(u8, u8)>,
@@ -81,7 +83,11 @@ fn build(plans: &[Plan]) -> History {
             _ => (Outcome::Unknown, false),
         };
         let mut commit_ts = None;
-        if commits {
+        let read_only_without_commit_ts =
+            outcome == Outcome::Committed && buffer.is_empty() && !p.report_commit;
+        if read_only_without_commit_ts {
+            // Committed, with nothing to commit and no commit timestamp.
+        } else if commits {
             let c = ts;
             ts += 1;
             for (row, value) in &buffer {

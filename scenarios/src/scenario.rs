@@ -59,8 +59,16 @@ impl Scenario {
 
     /// Parse and validate a scenario from JSON text.
     pub fn parse(text: &str) -> Result<Self, ScenarioError> {
-        let s: Scenario =
-            serde_json::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let s: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path.is_empty() || path == "." {
+                ScenarioError::Parse(inner.to_string())
+            } else {
+                ScenarioError::Parse(format!("{path}: {inner}"))
+            }
+        })?;
         if s.format != FORMAT {
             return Err(ScenarioError::Invalid(format!(
                 "format: expected {FORMAT:?}, found {:?}",

@@ -9,10 +9,12 @@
 //! - [`client`]: transactions, two-phase commit and lock cleanup, written
 //!   against a [`client::Transport`] that the simulator implements.
 
+pub mod ablation;
 pub mod actions;
 pub mod client;
 pub mod oracle;
 pub mod row;
 pub mod types;
 
+pub use ablation::{Ablation, Ablations};
 pub use types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts, TxnTs, Write, WriteKind};

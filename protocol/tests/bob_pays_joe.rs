@@ -3,7 +3,7 @@
 
 use percsim_protocol::actions::{Prewrite, RowReply, RowRequest, execute};
 use percsim_protocol::row::Row;
-use percsim_protocol::{CellKey, Lock, MutationKind, SessionId, Ts, TxnTs};
+use percsim_protocol::{Ablations, CellKey, Lock, MutationKind, SessionId, Ts, TxnTs};
 use std::collections::BTreeMap;
 
 const COL: &str = "bal";
@@ -13,7 +13,7 @@ struct Store(BTreeMap<String, Row>);
 impl Store {
     fn step(&mut self, row: &str, req: RowRequest) -> RowReply {
         let r = self.0.entry(row.to_string()).or_default();
-        let (reply, m) = execute(r, row, &req);
+        let (reply, m) = execute(r, row, &req, Ablations::NONE);
         r.apply(&m);
         reply
     }

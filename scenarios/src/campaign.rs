@@ -4,6 +4,7 @@
 use crate::faultmix;
 use crate::scenario::Scenario;
 use crate::workloads::{Bank, Dedup, ListAppend, Register, WorkloadSpec};
+use percsim_protocol::Ablations;
 use percsim_sim::SimConfig;
 use proptest::prelude::{Strategy, any};
 use proptest::strategy::ValueTree;
@@ -24,6 +25,8 @@ pub struct Mix {
     pub workloads: Vec<String>,
     /// Fault class names; empty means every class in [`faultmix::CLASSES`].
     pub faults: Vec<String>,
+    /// Protocol mechanisms switched off in every generated scenario.
+    pub ablations: Ablations,
 }
 
 impl Mix {
@@ -78,6 +81,8 @@ struct Shape {
     size: usize,
     faults: Vec<(bool, f64)>,
     detail_seed: u64,
+    /// Lock TTL and session TTL: short ones make readers clean up live owners.
+    ttl_ms: (u64, u64),
 }
 
 fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
@@ -93,6 +98,7 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
         2usize..=24,
         proptest::collection::vec((proptest::bool::weighted(0.5), 0.0f64..1.0), classes),
         any::<u64>(),
+        (300u64..=3_000, 300u64..=1_500),
     )
         .prop_map(
             |(
@@ -105,7 +111,9 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
                 size,
                 faults,
                 detail_seed,
+                ttl_ms,
             )| Shape {
+                ttl_ms,
                 workload,
                 tablet_servers,
                 tablets,
@@ -122,13 +130,16 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
 fn build(seed: u64, shape: &Shape, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(shape.detail_seed);
     let mut cluster = SimConfig {
+        ablations: mix.ablations,
         tablet_servers: shape.tablet_servers,
         tablets: shape.tablets,
         clients: shape.clients,
         workers_per_client: shape.workers,
         run_ms: shape.run_ms,
+        session_ttl_ms: shape.ttl_ms.1,
         ..SimConfig::default()
     };
+    cluster.client.lock_ttl_ms = shape.ttl_ms.0;
     for (class, (on, intensity)) in mix.faults().iter().zip(&shape.faults) {
         if *on {
             // Names were validated with the mix.

@@ -18,6 +18,7 @@ pub const CLASSES: &[&str] = &[
     "stall",
     "partition",
     "packet_loss",
+    "latency",
     "duplicate",
     "session_expiry",
     "clock_skew",
@@ -37,6 +38,7 @@ pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
         "stall" => ("stall", None),
         "partition" => ("partition", None),
         "packet_loss" => ("packet_loss", None),
+        "latency" => ("latency", None),
         "duplicate" => ("duplicate", None),
         "session_expiry" => ("session_expired", None),
         "clock_skew" => ("clock_skew", None),
@@ -74,10 +76,18 @@ pub fn enable(
                 ..class_of(100, 1_000)
             })
         }
+        // Copies arrive up to seconds late: long enough to land after a
+        // cleanup has rolled their transaction back.
+        "latency" => {
+            r.latency = Some(FaultClass {
+                rate: 0.05 + 0.5 * intensity,
+                ..class_of(200, 3_000)
+            })
+        }
         "duplicate" => {
             r.duplicate = Some(FaultClass {
-                rate: 0.1 + 0.4 * intensity,
-                ..class_of(50, 1_000)
+                rate: 0.2 + 0.6 * intensity,
+                ..class_of(200, 4_000)
             })
         }
         "session_expiry" => r.session_expiry = Some(class_of(0, 0)),

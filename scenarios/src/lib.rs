@@ -1,5 +1,6 @@
 //! percsim's workloads, scenario files and campaigns, behind the `percsim` CLI.
 
+pub mod ablations;
 pub mod bench;
 pub mod campaign;
 pub mod faultmix;

@@ -10,7 +10,7 @@ use percsim_scenarios::fuzz;
 fn sweep(workload: &str) {
     let mix = Mix {
         workloads: vec![workload.to_string()],
-        faults: Vec::new(),
+        ..Mix::default()
     };
     let mut committed = 0;
     for seed in common::seeds(40) {

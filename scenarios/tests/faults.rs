@@ -90,6 +90,7 @@ classes!(
     stall,
     partition,
     packet_loss,
+    latency,
     duplicate,
     session_expiry,
     clock_skew,

@@ -1,6 +1,7 @@
 //! What a simulated cluster is made of and how it behaves.
 
 use crate::faults::FaultConfig;
+use percsim_protocol::Ablations;
 use percsim_protocol::client::{ClientConfig, StepPoint};
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +67,8 @@ pub struct SimConfig {
     pub crashes: Vec<CrashAt>,
     /// Timed and random faults of the workload phase.
     pub faults: FaultConfig,
+    /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
+    pub ablations: Ablations,
     /// Length of the workload phase in simulated ms (faults active).
     pub run_ms: u64,
     /// Bound on the healed phase in which all locks must be resolved.
@@ -90,6 +93,7 @@ impl Default for SimConfig {
             clocks: Vec::new(),
             crashes: Vec::new(),
             faults: FaultConfig::default(),
+            ablations: Ablations::NONE,
             run_ms: 5_000,
             quiesce_ms: 60_000,
         }

@@ -442,6 +442,14 @@ fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) ->
             duration_ms: duration(rng, &c),
         });
     }
+    if let Some(c) = fire(&r.latency, rng) {
+        let max_ms = 2 + (c.rate * 500.0) as u64;
+        out.push(Fault::Latency {
+            min_ms: 1,
+            max_ms,
+            duration_ms: duration(rng, &c),
+        });
+    }
     if let Some(c) = fire(&r.duplicate, rng) {
         let d = duration(rng, &c);
         out.push(Fault::Duplicate {

@@ -135,10 +135,12 @@ pub struct RandomFaults {
     pub pause: Option<FaultClass>,
     /// Stall a random client's workers (its session stays valid).
     pub stall: Option<FaultClass>,
-    /// Partition a random client or tablet server from the rest.
+    /// Partition a random node (any of them) from all the others.
     pub partition: Option<FaultClass>,
     /// Message loss at `rate`.
     pub packet_loss: Option<FaultClass>,
+    /// Latency spikes: every message takes up to `rate` x 500 ms.
+    pub latency: Option<FaultClass>,
     /// Late and duplicated requests at `rate`.
     pub duplicate: Option<FaultClass>,
     /// Expire a random client's session.
@@ -158,6 +160,7 @@ impl RandomFaults {
             ("stall", &self.stall),
             ("partition", &self.partition),
             ("packet_loss", &self.packet_loss),
+            ("latency", &self.latency),
             ("duplicate", &self.duplicate),
             ("session_expiry", &self.session_expiry),
         ]

@@ -9,6 +9,7 @@
 //! prewrite has not arrived yet), a rollback record is written so that a late
 //! prewrite fails.
 
+use crate::ablation::{Ablation, Ablations};
 use crate::row::{Column, Row, RowMutation, RowOp};
 use crate::types::{Ts, Write, WriteKind};
 use serde::{Deserialize, Serialize};
@@ -37,11 +38,16 @@ pub enum CleanupAction {
 }
 
 /// Settle the transaction started at `start_ts` whose primary is `col` of `row`.
-pub fn cleanup(row: &Row, col: &str, start_ts: Ts) -> (RowMutation, TxnStatus, CleanupAction) {
+pub fn cleanup(
+    row: &Row,
+    col: &str,
+    start_ts: Ts,
+    ablations: Ablations,
+) -> (RowMutation, TxnStatus, CleanupAction) {
     let c = row.col(col);
     if c.lock.contains_key(&start_ts) {
         return (
-            rollback(c, col, start_ts),
+            rollback(c, col, start_ts, ablations),
             TxnStatus::RolledBack,
             CleanupAction::RolledBack,
         );
@@ -58,7 +64,7 @@ pub fn cleanup(row: &Row, col: &str, start_ts: Ts) -> (RowMutation, TxnStatus, C
             CleanupAction::None,
         ),
         None => (
-            rollback(c, col, start_ts),
+            rollback(c, col, start_ts, ablations),
             TxnStatus::RolledBack,
             CleanupAction::RolledBackBeforePrewrite,
         ),
@@ -67,8 +73,8 @@ pub fn cleanup(row: &Row, col: &str, start_ts: Ts) -> (RowMutation, TxnStatus, C
 
 /// The mutation that rolls back the transaction at `start_ts` in one column:
 /// erase its lock and data, and leave a rollback record at `start_ts` (unless
-/// a record already sits there).
-pub(crate) fn rollback(c: &Column, col: &str, start_ts: Ts) -> RowMutation {
+/// a record already sits there). [`Ablation::NoRollbackRecord`] leaves none.
+pub(crate) fn rollback(c: &Column, col: &str, start_ts: Ts, ablations: Ablations) -> RowMutation {
     let mut m = RowMutation::none();
     if c.lock.contains_key(&start_ts) {
         m.push(RowOp::EraseLock {
@@ -82,7 +88,7 @@ pub(crate) fn rollback(c: &Column, col: &str, start_ts: Ts) -> RowMutation {
             ts: start_ts,
         });
     }
-    if !c.write.contains_key(&start_ts) {
+    if !c.write.contains_key(&start_ts) && !ablations.has(Ablation::NoRollbackRecord) {
         m.push(RowOp::PutWrite {
             col: col.to_string(),
             commit_ts: start_ts,
@@ -160,5 +166,15 @@ mod tests {
         s.must_prewrite_put("p", "v", "p", 10);
         s.cleanup("p", 10);
         assert!(s.commit("p", 10, 12).is_err());
+    }
+
+    #[test]
+    fn ablated_rollback_leaves_no_record_and_a_late_prewrite_relocks() {
+        let mut s = MemStore::ablated(crate::ablation::Ablation::NoRollbackRecord);
+        s.must_prewrite_put("p", "v", "p", 10);
+        s.must_cleanup_rolled_back("p", 10);
+        assert!(s.column("p").write.is_empty());
+        s.must_prewrite_put("p", "v", "p", 10);
+        assert_eq!(s.column("p").lock.len(), 1);
     }
 }

@@ -11,6 +11,7 @@ pub mod touch;
 #[cfg(test)]
 pub(crate) mod test_util;
 
+use crate::ablation::Ablations;
 use crate::row::{Row, RowMutation};
 use crate::types::{Ts, TxnTs};
 use serde::{Deserialize, Serialize};
@@ -86,29 +87,35 @@ pub enum RowReply {
 
 /// Run one row step: read `row` (whose key is `row_key`), decide, and return
 /// the reply with the mutation the tablet server must apply atomically.
-pub fn execute(row: &Row, row_key: &str, req: &RowRequest) -> (RowReply, RowMutation) {
+/// `ablations` switches off mechanisms (see [`crate::ablation`]).
+pub fn execute(
+    row: &Row,
+    row_key: &str,
+    req: &RowRequest,
+    ablations: Ablations,
+) -> (RowReply, RowMutation) {
     match req {
         RowRequest::Get { col, start_ts } => (
-            RowReply::Get(get::get(row, row_key, col, *start_ts)),
+            RowReply::Get(get::get(row, row_key, col, *start_ts, ablations)),
             RowMutation::none(),
         ),
-        RowRequest::Prewrite(p) => match prewrite::prewrite(row, row_key, p) {
+        RowRequest::Prewrite(p) => match prewrite::prewrite(row, row_key, p, ablations) {
             Ok(m) => (RowReply::Prewrite(Ok(())), m),
             Err(e) => (RowReply::Prewrite(Err(e)), RowMutation::none()),
         },
-        RowRequest::Commit { col, ts } => match commit::commit(row, col, *ts) {
+        RowRequest::Commit { col, ts } => match commit::commit(row, col, *ts, ablations) {
             Ok((m, commit_ts)) => (RowReply::Commit(Ok(commit_ts)), m),
             Err(e) => (RowReply::Commit(Err(e)), RowMutation::none()),
         },
         RowRequest::Cleanup { col, start_ts } => {
-            let (m, status, action) = cleanup::cleanup(row, col, *start_ts);
+            let (m, status, action) = cleanup::cleanup(row, col, *start_ts, ablations);
             (RowReply::Cleanup(status, action), m)
         }
         RowRequest::Resolve {
             col,
             start_ts,
             resolution,
-        } => match resolve::resolve(row, col, *start_ts, *resolution) {
+        } => match resolve::resolve(row, col, *start_ts, *resolution, ablations) {
             Ok((m, action)) => (RowReply::Resolve(Ok(action)), m),
             Err(e) => (RowReply::Resolve(Err(e)), RowMutation::none()),
         },

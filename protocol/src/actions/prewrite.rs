@@ -6,6 +6,7 @@
 //! A repeat of a prewrite that already succeeded (a retried or duplicated
 //! message) finds its own lock and succeeds without changing anything.
 
+use crate::ablation::{Ablation, Ablations};
 use crate::row::{RowMutation, RowOp};
 use crate::types::{CellKey, Lock, LockInfo, MutationKind, Ts, WriteKind};
 use serde::{Deserialize, Serialize};
@@ -43,10 +44,13 @@ pub enum PrewriteError {
 }
 
 /// Prewrite `req` into `row` (whose key is `row_key`).
+/// [`Ablation::NoWriteConflictCheck`] and [`Ablation::PrewriteIgnoresLocks`]
+/// switch off the two conflict checks.
 pub fn prewrite(
     row: &crate::row::Row,
     row_key: &str,
     req: &Prewrite,
+    ablations: Ablations,
 ) -> Result<RowMutation, PrewriteError> {
     let c = row.col(&req.col);
     if let Some(existing) = c.lock.get(&req.start_ts) {
@@ -61,13 +65,21 @@ pub fn prewrite(
     {
         return Err(PrewriteError::RolledBack);
     }
-    if let Some((commit_ts, w)) = c.write.range(req.start_ts..).next_back() {
+    let newer = match ablations.has(Ablation::NoWriteConflictCheck) {
+        true => None,
+        false => c.write.range(req.start_ts..).next_back(),
+    };
+    if let Some((commit_ts, w)) = newer {
         return Err(PrewriteError::WriteConflict {
             commit_ts: *commit_ts,
             start_ts: w.start_ts,
         });
     }
-    if let Some((ts, lock)) = c.lock.iter().next() {
+    let other = match ablations.has(Ablation::PrewriteIgnoresLocks) {
+        true => None,
+        false => c.lock.iter().next(),
+    };
+    if let Some((ts, lock)) = other {
         return Err(PrewriteError::Locked(LockInfo {
             cell: CellKey::new(row_key, req.col.clone()),
             start_ts: *ts,
@@ -183,5 +195,21 @@ mod tests {
         let c = s.column("k");
         assert!(c.data.is_empty());
         assert_eq!(c.lock.len(), 1);
+    }
+
+    #[test]
+    fn ablated_prewrite_misses_a_newer_write() {
+        let mut s = MemStore::ablated(crate::ablation::Ablation::NoWriteConflictCheck);
+        s.must_put("k", "v1", 12, 15);
+        s.must_prewrite_put("k", "v2", "k", 10);
+        assert_eq!(s.column("k").lock.len(), 1);
+    }
+
+    #[test]
+    fn ablated_prewrite_locks_over_another_lock() {
+        let mut s = MemStore::ablated(crate::ablation::Ablation::PrewriteIgnoresLocks);
+        s.must_prewrite_put("k", "v1", "k", 20);
+        s.must_prewrite_put("k", "v2", "k", 10);
+        assert_eq!(s.column("k").lock.len(), 2);
     }
 }

@@ -7,6 +7,7 @@
 //! leaves a rollback record so a late prewrite of this cell fails. Both are
 //! idempotent.
 
+use crate::ablation::Ablations;
 use crate::actions::cleanup::rollback;
 use crate::row::{Row, RowMutation, RowOp};
 use crate::types::{Ts, Write, WriteKind};
@@ -58,6 +59,7 @@ pub fn resolve(
     col: &str,
     start_ts: Ts,
     resolution: Resolution,
+    ablations: Ablations,
 ) -> Result<(RowMutation, ResolveAction), ResolveError> {
     let c = row.col(col);
     let lock = c.lock.get(&start_ts);
@@ -87,9 +89,10 @@ pub fn resolve(
             (None, None) => Err(ResolveError::NothingToRollForward),
         },
         Resolution::Rollback => match (lock, record) {
-            (Some(_), _) | (None, None) => {
-                Ok((rollback(c, col, start_ts), ResolveAction::RolledBack))
-            }
+            (Some(_), _) | (None, None) => Ok((
+                rollback(c, col, start_ts, ablations),
+                ResolveAction::RolledBack,
+            )),
             (None, Some((commit_ts, w))) if w.kind != WriteKind::Rollback => {
                 Err(ResolveError::AlreadyCommitted { commit_ts })
             }

@@ -20,12 +20,22 @@ pub fn cell(row: &str) -> CellKey {
 #[derive(Default)]
 pub struct MemStore {
     pub rows: BTreeMap<String, Row>,
+    /// Mechanisms switched off for every step.
+    pub ablations: crate::ablation::Ablations,
 }
 
 impl MemStore {
+    /// A store whose steps run with `a` switched off.
+    pub fn ablated(a: crate::ablation::Ablation) -> Self {
+        MemStore {
+            ablations: crate::ablation::Ablations::only(a),
+            ..MemStore::default()
+        }
+    }
+
     pub fn step(&mut self, row: &str, req: RowRequest) -> RowReply {
         let r = self.rows.entry(row.to_string()).or_default();
-        let (reply, m) = execute(r, row, &req);
+        let (reply, m) = execute(r, row, &req, self.ablations);
         r.apply(&m);
         reply
     }
@@ -61,7 +71,7 @@ impl MemStore {
     pub fn must_get_none(&self, row: &str, start: u64) {
         let r = self.rows.get(row).cloned().unwrap_or_default();
         assert_eq!(
-            get::get(&r, row, COL, ts(start)),
+            get::get(&r, row, COL, ts(start), self.ablations),
             GetResult::Value(None),
             "get {row}@{start}"
         );

@@ -7,6 +7,7 @@
 
 use super::transport::{CleanupEvent, CleanupKind, RpcError, Suspicion, Transport};
 use super::txn::TxnError;
+use crate::ablation::Ablation;
 use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
 use crate::types::{CellKey, LockInfo, Ts};
 
@@ -30,10 +31,11 @@ impl Backoff {
 pub(crate) async fn wait_or_clean<T: Transport>(
     t: &T,
     info: &LockInfo,
+    reader_ts: Ts,
     backoff: &mut Backoff,
 ) -> Result<(), TxnError> {
     if let Some(suspicion) = suspect(t, info).await? {
-        clean_up(t, info, suspicion).await?;
+        clean_up(t, info, reader_ts, suspicion).await?;
         return Ok(());
     }
     t.lock_wait(info);
@@ -55,6 +57,9 @@ async fn suspect<T: Transport>(t: &T, info: &LockInfo) -> Result<Option<Suspicio
     let age_ms = t.wall_ms().saturating_sub(info.lock.wall_ms);
     if age_ms > t.config().lock_ttl_ms {
         return Ok(Some(Suspicion::Stale));
+    }
+    if t.ablations().has(Ablation::StaleByWallTimeOnly) {
+        return Ok(None);
     }
     if !t.owner_alive(info.lock.owner).await? {
         return Ok(Some(Suspicion::TokenGone));
@@ -136,13 +141,32 @@ pub(crate) async fn resolve_secondary<T: Transport>(
     Ok(())
 }
 
-/// Clean up the lock `info` of a suspect owner.
+/// Clean up the lock `info` of a suspect owner, met by a reader at `reader_ts`.
 async fn clean_up<T: Transport>(
     t: &T,
     info: &LockInfo,
+    reader_ts: Ts,
     suspicion: Suspicion,
 ) -> Result<(), RpcError> {
-    let status = settle_primary(t, &info.lock.primary, info.start_ts, suspicion).await?;
+    let ablations = t.ablations();
+    if ablations.has(Ablation::RollbackWithoutPrimaryCheck) && info.cell != info.lock.primary {
+        return resolve_secondary(
+            t,
+            &info.cell,
+            info.start_ts,
+            TxnStatus::RolledBack,
+            suspicion,
+        )
+        .await;
+    }
+    let mut status = settle_primary(t, &info.lock.primary, info.start_ts, suspicion).await?;
+    if let (true, TxnStatus::Committed { .. }) =
+        (ablations.has(Ablation::RollForwardReaderTs), status)
+    {
+        status = TxnStatus::Committed {
+            commit_ts: reader_ts,
+        };
+    }
     if info.cell != info.lock.primary {
         resolve_secondary(t, &info.cell, info.start_ts, status, suspicion).await?;
     }

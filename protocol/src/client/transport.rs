@@ -1,5 +1,6 @@
 //! What the client procedures need from the world around them.
 
+use crate::ablation::Ablations;
 use crate::actions::{GetResult, RowReply, RowRequest};
 use crate::types::{CellKey, LockInfo, SessionId, Ts};
 use serde::{Deserialize, Serialize};
@@ -36,8 +37,10 @@ pub enum StepPoint {
     AfterCommitSecondary(usize),
 }
 
-/// Client-side protocol settings.
+/// Client-side protocol settings. Missing fields take their defaults;
+/// unknown ones are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ClientConfig {
     /// A lock whose wall time is older than this (by the reader's clock) is
     /// cleaned up even if its owner's liveness token is valid.
@@ -173,6 +176,10 @@ pub trait Transport: Send + Sync {
     fn txn_event(&self, txn: u64, event: TxnEvent);
     /// Record a cleanup this client performed.
     fn cleanup_event(&self, event: CleanupEvent);
+    /// Mechanisms switched off (see [`crate::ablation`]); none by default.
+    fn ablations(&self) -> Ablations {
+        Ablations::NONE
+    }
     /// A lock met by a read that the reader had to wait for (for counts).
     fn lock_wait(&self, _lock: &LockInfo) {}
 }

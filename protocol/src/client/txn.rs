@@ -3,6 +3,7 @@
 
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
 use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
+use crate::ablation::Ablation;
 use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
 use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
 use serde::{Deserialize, Serialize};
@@ -96,7 +97,12 @@ impl<'t, T: Transport> Transaction<'t, T> {
     /// Begin: register the transaction and take a start_ts from the oracle.
     pub async fn begin(t: &'t T) -> Result<Self, TxnError> {
         let id = t.begin_txn();
-        let start_ts = match t.timestamp().await {
+        let from_oracle = match t.ablations().has(Ablation::WallClockStartTs) {
+            // Microseconds of the client's own clock, like the oracle's floor.
+            true => Ok(Ts(t.wall_ms() * 1_000 + id % 1_000)),
+            false => t.timestamp().await,
+        };
+        let start_ts = match from_oracle {
             Ok(ts) => ts,
             Err(e) => {
                 let reason = AbortReason::Unavailable;
@@ -148,7 +154,9 @@ impl<'t, T: Transport> Transaction<'t, T> {
             };
             match result {
                 GetResult::Value(v) => return Ok(v),
-                GetResult::Locked(info) => wait_or_clean(self.t, &info, &mut backoff).await?,
+                GetResult::Locked(info) => {
+                    wait_or_clean(self.t, &info, self.start_ts, &mut backoff).await?
+                }
             }
         }
     }
@@ -298,24 +306,37 @@ impl<'t, T: Transport> Transaction<'t, T> {
             start_ts: self.start_ts,
             commit_ts,
         };
+        let secondaries_first = t.ablations().has(Ablation::SecondariesFirst);
+        if secondaries_first {
+            self.commit_secondaries(ts).await;
+        }
         match self.commit_primary(&primary, ts).await {
             Some(Ok(())) => {}
             Some(Err(reason)) => return self.finish(CommitOutcome::Aborted { reason }),
             None => return self.finish(CommitOutcome::Unknown),
         }
         t.reached(self.id, StepPoint::AfterCommitPrimary).await;
+        if !secondaries_first {
+            self.commit_secondaries(ts).await;
+        }
+        self.finish(CommitOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        })
+    }
+
+    /// The second phase: write the secondaries' commit records.
+    async fn commit_secondaries(&self, ts: TxnTs) {
         for (i, (cell, _)) in self.writes.iter().enumerate().skip(1) {
             let req = RowRequest::Commit {
                 col: cell.col.clone(),
                 ts,
             };
             // A secondary left locked is rolled forward by whoever meets it.
-            let _ = t.row(&cell.row, req).await;
-            t.reached(self.id, StepPoint::AfterCommitSecondary(i)).await;
+            let _ = self.t.row(&cell.row, req).await;
+            self.t
+                .reached(self.id, StepPoint::AfterCommitSecondary(i))
+                .await;
         }
-        self.finish(CommitOutcome::Committed {
-            commit_ts: Some(commit_ts),
-        })
     }
 
     /// Commit the primary, retrying lost replies. `None` when the outcome
@@ -350,7 +371,9 @@ impl<'t, T: Transport> Transaction<'t, T> {
     /// the primary lock is gone (someone rolled us back).
     async fn keep_alive(&self, primary: &CellKey, last_touch_ms: &mut u64) -> bool {
         let now = self.t.wall_ms();
-        if now.saturating_sub(*last_touch_ms) < self.t.config().touch_interval_ms {
+        if self.t.ablations().has(Ablation::NoLockRefresh)
+            || now.saturating_sub(*last_touch_ms) < self.t.config().touch_interval_ms
+        {
             return true;
         }
         *last_touch_ms = now;

@@ -81,6 +81,9 @@ enum Command {
         /// Only these fault classes (comma-separated).
         #[arg(long, value_delimiter = ',')]
         faults: Vec<String>,
+        /// Switch off these protocol mechanisms (comma-separated ablation names).
+        #[arg(long, value_delimiter = ',')]
+        ablate: Vec<String>,
         /// Where failure capsules go.
         #[arg(long, default_value = "failures")]
         out: PathBuf,
@@ -102,6 +105,22 @@ enum Command {
         /// JSON-lines files written by `fuzz --jsonl`.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// The kill table: run the default campaign under each ablation until
+    /// the first failure or the seed budget.
+    Ablations {
+        /// Seeds per ablation at most.
+        #[arg(long, default_value_t = 500)]
+        budget: u64,
+        /// Parallel threads.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Runs spent shrinking each first failure.
+        #[arg(long, default_value_t = 40)]
+        shrink_budget: usize,
+        /// Only these ablations (comma-separated); default: all that apply.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// Print throughput numbers measured on this machine.
     Bench {
@@ -158,6 +177,7 @@ fn main() -> ExitCode {
             time_limit,
             workload,
             faults,
+            ablate,
             out,
             jsonl,
             check_determinism,
@@ -174,9 +194,21 @@ fn main() -> ExitCode {
             if jobs == 0 || jobs > 256 {
                 return fail("--jobs must be between 1 and 256");
             }
+            let mut ablations = percsim_protocol::Ablations::NONE;
+            for name in &ablate {
+                match percsim_protocol::Ablation::from_name(name) {
+                    Some(a) => ablations.insert(a),
+                    None => {
+                        return fail(&format!(
+                            "unknown ablation {name:?}; `percsim ablations --help` lists them"
+                        ));
+                    }
+                }
+            }
             let mix = Mix {
                 workloads: workload,
                 faults,
+                ablations,
             };
             if let Err(e) = mix.validate() {
                 return fail(&e);
@@ -196,6 +228,24 @@ fn main() -> ExitCode {
             cmd_fuzz(&opts, jsonl.as_deref())
         }
         Command::Merge { files } => cmd_merge(&files),
+        Command::Ablations {
+            budget,
+            jobs,
+            shrink_budget,
+            only,
+        } => {
+            let mut chosen = Vec::new();
+            for name in &only {
+                match percsim_protocol::Ablation::from_name(name) {
+                    Some(a) => chosen.push(a),
+                    None => return fail(&format!("unknown ablation {name:?}")),
+                }
+            }
+            if chosen.is_empty() {
+                chosen = percsim_scenarios::ablations::transactional();
+            }
+            cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
+        }
         Command::Bench { quick } => {
             percsim_scenarios::bench::run(quick);
             0
@@ -359,5 +409,53 @@ fn cmd_merge(files: &[PathBuf]) -> i32 {
             eprintln!("error: {e}");
             2
         }
+    }
+}
+
+fn cmd_ablations(
+    chosen: &[percsim_protocol::Ablation],
+    budget: u64,
+    jobs: usize,
+    shrink_budget: usize,
+) -> i32 {
+    use percsim_scenarios::ablations::{measure, render};
+    let mut rows = vec![measure(None, budget, jobs, 0)];
+    eprintln!(
+        "baseline: {} seeds, {} failures",
+        rows[0].seeds,
+        rows[0].first_failure.is_some() as u8
+    );
+    for a in chosen {
+        let row = measure(Some(*a), budget, jobs, shrink_budget);
+        eprintln!(
+            "{}: {}",
+            a.name(),
+            row.seeds_to_failure
+                .map_or("not caught".to_string(), |n| format!(
+                    "caught at seed {}",
+                    n - 1
+                ))
+        );
+        rows.push(row);
+    }
+    print!("{}", render(&rows, budget));
+    let baseline_clean = rows[0].first_failure.is_none();
+    let all_caught = rows
+        .iter()
+        .skip(1)
+        .all(|r| r.ablation.is_some_and(|a| !a.is_safety()) || r.first_failure.is_some());
+    let no_false_alarm = rows
+        .iter()
+        .skip(1)
+        .filter(|r| r.ablation.is_some_and(|a| !a.is_safety()))
+        .all(|r| {
+            r.first_failure
+                .as_ref()
+                .is_none_or(|f| f.violated_rules.is_empty())
+        });
+    if baseline_clean && all_caught && no_false_alarm {
+        0
+    } else {
+        1
     }
 }

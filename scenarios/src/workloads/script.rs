@@ -378,7 +378,15 @@ impl Script {
                     no_wait,
                     ..
                 } => {
-                    let Some(t) = txn.as_mut() else { return };
+                    let Some(t) = txn.as_mut() else {
+                        self.result(
+                            i,
+                            "no transaction (it failed earlier)".into(),
+                            Some(format!("{what}: the transaction had already failed")),
+                        );
+                        self.advance(i);
+                        continue;
+                    };
                     if *no_wait {
                         self.advance(i);
                     }
@@ -410,7 +418,15 @@ impl Script {
                     expect,
                     ..
                 } => {
-                    let Some(t) = txn.as_mut() else { return };
+                    let Some(t) = txn.as_mut() else {
+                        self.result(
+                            i,
+                            "no transaction (it failed earlier)".into(),
+                            Some(format!("{what}: the transaction had already failed")),
+                        );
+                        self.advance(i);
+                        continue;
+                    };
                     match t.scan(start_row, end_row, &[col.clone()]).await {
                         Ok(cells) => {
                             let got: Vec<String> = cells

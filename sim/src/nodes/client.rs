@@ -241,6 +241,10 @@ impl Transport for Client {
         &self.world.cfg.client
     }
 
+    fn ablations(&self) -> percsim_protocol::Ablations {
+        self.world.cfg.ablations
+    }
+
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }

@@ -4,6 +4,7 @@
 use crate::rpc::TsCall;
 use crate::world::{World, oracle_addr};
 use madsim::net::Endpoint;
+use percsim_protocol::Ablation;
 use percsim_protocol::oracle::Oracle;
 use std::sync::{Arc, Mutex};
 
@@ -22,7 +23,8 @@ pub(crate) async fn main(world: Arc<World>) {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .allocate(req.count);
-            if let Some(max) = grant.persist_max {
+            let forgets = world.cfg.ablations.has(Ablation::OracleForgets);
+            if let (Some(max), false) = (grant.persist_max, forgets) {
                 // Durable before the reply leaves: a restart resumes above it.
                 world.durable().oracle_max = max;
             }

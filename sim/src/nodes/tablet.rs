@@ -39,8 +39,8 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServ
         return Err(NotServing);
     }
     let (reply, mutation) = match d.rows.get(&call.row) {
-        Some(row) => execute(row, &call.row, &call.req),
-        None => execute(&Row::default(), &call.row, &call.req),
+        Some(row) => execute(row, &call.row, &call.req, world.cfg.ablations),
+        None => execute(&Row::default(), &call.row, &call.req, world.cfg.ablations),
     };
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
@@ -77,7 +77,7 @@ fn scan(world: &World, me: usize, call: ScanCall) -> Result<Vec<(CellKey, GetRes
             call.cols.iter().collect()
         };
         for col in cols {
-            match get(row, key, col, call.start_ts) {
+            match get(row, key, col, call.start_ts, world.cfg.ablations) {
                 GetResult::Value(None) => {}
                 found => out.push((CellKey::new(key.clone(), col.clone()), found)),
             }

@@ -1,0 +1,181 @@
+//! The kill table: for each ablation, run the default campaign until the
+//! first failure or a seed budget, and report whether (and how fast) the
+//! checker caught it. Without any ablation the same budget must show no
+//! failure.
+
+use crate::campaign::{self, Mix, SeedResult, Verdict};
+use crate::fuzz;
+use percsim_protocol::{Ablation, Ablations};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One line of the kill table.
+#[derive(Debug, Clone)]
+pub struct KillRow {
+    /// The ablation (`None`: the faithful protocol).
+    pub ablation: Option<Ablation>,
+    /// Seeds run.
+    pub seeds: u64,
+    /// The first failing seed and its result, if any.
+    pub first_failure: Option<SeedResult>,
+    /// How many seeds ran up to and including the first failure.
+    pub seeds_to_failure: Option<u64>,
+    /// Wall time to the first failure (or for the whole budget).
+    pub wall: Duration,
+    /// A description of the shrunk failing scenario.
+    pub shrunk: Option<String>,
+    /// Aborted transactions / all finished transactions over the seeds run.
+    pub abort_rate: f64,
+}
+
+/// Run seeds `0..budget` of `mix` with `jobs` threads until the first
+/// failure; returns the per-seed results run so far, by seed.
+fn until_failure(
+    mix: &Mix,
+    budget: u64,
+    jobs: usize,
+    stop_at_failure: bool,
+) -> (Vec<SeedResult>, Duration) {
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    let first_fail = Arc::new(AtomicU64::new(u64::MAX));
+    let results: Arc<Mutex<Vec<SeedResult>>> = Arc::default();
+    let threads: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (next, first_fail, results, mix) = (
+                next.clone(),
+                first_fail.clone(),
+                results.clone(),
+                mix.clone(),
+            );
+            std::thread::spawn(move || {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= budget
+                        || (stop_at_failure && seed > first_fail.load(Ordering::Relaxed))
+                    {
+                        return;
+                    }
+                    let r = fuzz::judge(&campaign::generate(seed, &mix), false).result;
+                    if r.verdict != Verdict::Pass {
+                        first_fail.fetch_min(seed, Ordering::Relaxed);
+                    }
+                    results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_by_key(|r| r.seed);
+    (results, started.elapsed())
+}
+
+/// Measure one ablation (or the baseline with `None`).
+pub fn measure(
+    ablation: Option<Ablation>,
+    budget: u64,
+    jobs: usize,
+    shrink_budget: usize,
+) -> KillRow {
+    let mix = Mix {
+        ablations: ablation.map(Ablations::only).unwrap_or_default(),
+        ..Mix::default()
+    };
+    let stop = ablation.is_some_and(|a| a.is_safety());
+    let (results, wall) = until_failure(&mix, budget, jobs, stop);
+    let first = results.iter().find(|r| r.verdict != Verdict::Pass).cloned();
+    let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
+        (a + r.aborted, f + r.aborted + r.committed)
+    });
+    let shrunk = match (&first, shrink_budget) {
+        (Some(f), b) if b > 0 => {
+            let (s, runs) = campaign::shrink(f.seed, &mix, f, b);
+            let c = &s.cluster;
+            let on = c.faults.random.classes().len()
+                + usize::from(!c.crashes.is_empty())
+                + usize::from(!c.clocks.is_empty());
+            Some(format!(
+                "{} {}c x{}w {}ms {}f ({runs} runs)",
+                s.workload.name(),
+                c.clients,
+                c.workers_per_client,
+                c.run_ms,
+                on
+            ))
+        }
+        _ => None,
+    };
+    KillRow {
+        ablation,
+        seeds: results.len() as u64,
+        seeds_to_failure: first.as_ref().map(|f| f.seed + 1),
+        first_failure: first,
+        wall,
+        shrunk,
+        abort_rate: aborted as f64 / finished.max(1) as f64,
+    }
+}
+
+/// Render the table.
+pub fn render(rows: &[KillRow], budget: u64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "| ablation | safety? | caught | seeds to first failure | wall time | rule that fired | shrunk scenario | abort rate |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let (name, safety) = match r.ablation {
+            Some(a) => (
+                format!("{} ({})", a.name(), a.describe()),
+                if a.is_safety() { "yes" } else { "no" },
+            ),
+            None => ("none (faithful protocol)".to_string(), "-"),
+        };
+        let caught = match (&r.first_failure, r.ablation) {
+            (Some(_), _) => "yes",
+            (None, Some(a)) if a.is_safety() => "NO",
+            (None, _) => "no failure",
+        };
+        let rule = r
+            .first_failure
+            .as_ref()
+            .map(|f| {
+                if f.violated_rules.is_empty() {
+                    format!("{:?}", f.verdict).to_lowercase()
+                } else {
+                    f.violated_rules.join(", ")
+                }
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "| {name} | {safety} | {caught} | {} | {:.2} s | {rule} | {} | {:.1}% |",
+            r.seeds_to_failure
+                .map_or(format!("none in {budget}"), |n| n.to_string()),
+            r.wall.as_secs_f64(),
+            r.shrunk.as_deref().unwrap_or("-"),
+            100.0 * r.abort_rate
+        );
+    }
+    o
+}
+
+/// Ablations the transaction workloads can exercise (the observer ones
+/// need the observer workload).
+pub fn transactional() -> Vec<Ablation> {
+    Ablation::ALL
+        .into_iter()
+        .filter(|a| {
+            !matches!(
+                a,
+                Ablation::ObserverIgnoresAck | Ablation::NotifyClearedEarly
+            )
+        })
+        .collect()
+}

@@ -107,6 +107,7 @@ fn generate(n: u64) -> History {
             outcome,
             abort_reason: None,
             ops,
+            observer: None,
         });
     }
     drop(values);
@@ -128,7 +129,9 @@ fn generate(n: u64) -> History {
                 })
                 .collect(),
             locks: vec![],
+            notify: Vec::new(),
         },
+        observers: Vec::new(),
     }
 }
 

@@ -108,6 +108,11 @@ pub(crate) struct Ctx<'a> {
     /// Cells whose written values are all distinct and never deleted.
     pub cell_unique: Vec<bool>,
     events_by_start: Vec<(u64, u32)>,
+    /// (transaction, cell) of every transaction marked as an observer run,
+    /// in history order.
+    pub runs: Vec<(u32, u32)>,
+    /// The cell of every `final_state.notify` entry, in order.
+    pub notify_cells: Vec<u32>,
 }
 
 pub(crate) fn op_parts(op: &Op) -> (&str, &str) {
@@ -143,6 +148,10 @@ struct Interned<'a> {
     op_cell: Vec<u32>,
     /// Per `final_state.cells` entry.
     state_cell: Vec<u32>,
+    /// Per transaction with an `observer` mark, in history order.
+    run_cell: Vec<u32>,
+    /// Per `final_state.notify` entry.
+    notify_cell: Vec<u32>,
 }
 
 fn cell_hash(row: &str, col: &str) -> u64 {
@@ -244,10 +253,48 @@ fn intern_cells(h: &History) -> Interned<'_> {
     let n_state = h.final_state.cells.len();
     let state_cell = ids[n_ops..n_ops + n_state].to_vec();
     ids.truncate(n_ops);
+
+    // Observer marks and notify entries, rare, through an exact map, so that
+    // histories without them pay nothing.
+    let marks = || {
+        h.transactions
+            .iter()
+            .filter_map(|t| t.observer.as_ref())
+            .map(|o| (o.row.as_str(), o.col.as_str()))
+    };
+    let mut run_cell = Vec::new();
+    let mut notify_cell = Vec::new();
+    if marks().next().is_some() || !h.final_state.notify.is_empty() {
+        let mut known: FxMap<(&str, &str), u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, &name)| (name, i as u32))
+            .collect();
+        let n_marks = marks().count();
+        let extra = marks().chain(
+            h.final_state
+                .notify
+                .iter()
+                .map(|c| (c.row.as_str(), c.col.as_str())),
+        );
+        for (k, cell) in extra.enumerate() {
+            let id = *known.entry(cell).or_insert_with(|| {
+                names.push(cell);
+                (names.len() - 1) as u32
+            });
+            if k < n_marks {
+                run_cell.push(id);
+            } else {
+                notify_cell.push(id);
+            }
+        }
+    }
     Interned {
         names,
         op_cell: ids,
         state_cell,
+        run_cell,
+        notify_cell,
     }
 }
 
@@ -259,7 +306,16 @@ impl<'a> Ctx<'a> {
             names: cells,
             op_cell,
             state_cell,
+            run_cell,
+            notify_cell: notify_cells,
         } = intern_cells(h);
+        let runs: Vec<(u32, u32)> = txns
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.observer.is_some())
+            .map(|(i, _)| i as u32)
+            .zip(run_cell)
+            .collect();
 
         // Ops: cell ids and final writes.
         let mut op_off = Vec::with_capacity(n + 1);
@@ -524,6 +580,8 @@ impl<'a> Ctx<'a> {
             windex,
             cell_unique,
             events_by_start,
+            runs,
+            notify_cells,
         }
     }
 
@@ -664,6 +722,12 @@ impl<'a> Ctx<'a> {
         }
         if let Some(r) = &x.abort_reason {
             s.push_str(&format!(", abort reason {r:?}"));
+        }
+        if let Some(o) = &x.observer {
+            s.push_str(&format!(
+                ", ran observer {:?} for {}.{}",
+                o.name, o.row, o.col
+            ));
         }
         let ops: Vec<String> = x
             .ops

@@ -29,6 +29,34 @@ pub struct History {
     pub events: Vec<Event>,
     /// The store after the run and its quiescence phase.
     pub final_state: FinalState,
+    /// The observers the run registered (empty when there were none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<ObserverDecl>,
+}
+
+/// An observer: a function run in a new transaction after a change to the
+/// column it observes (paper, "Notifications").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObserverDecl {
+    /// The observer's name.
+    pub name: String,
+    /// The column it observes (in any row).
+    pub col: String,
+    /// The column only receives weak notifications (it is never written,
+    /// and several runs may commit for one notification).
+    #[serde(default)]
+    pub weak: bool,
+}
+
+/// What an observer transaction was run for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObserverRun {
+    /// The observer's name.
+    pub name: String,
+    /// The row of the notified cell.
+    pub row: String,
+    /// The observed column.
+    pub col: String,
 }
 
 /// One transaction as its client saw it.
@@ -57,6 +85,11 @@ pub struct Transaction {
     pub abort_reason: Option<String>,
     /// Reads and buffered writes, in the order the client issued them.
     pub ops: Vec<Op>,
+    /// Set when this transaction ran an observer's function for a
+    /// notification (it found the cell changed since the last
+    /// acknowledgment and wrote the acknowledgment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<ObserverRun>,
 }
 
 /// The outcome a client reported for a transaction.
@@ -124,6 +157,10 @@ pub struct FinalState {
     /// Every lock still present.
     #[serde(default)]
     pub locks: Vec<LockState>,
+    /// Every notify entry still present (a dirty cell no observer has
+    /// processed yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify: Vec<CellRef>,
 }
 
 /// The write history of one cell.

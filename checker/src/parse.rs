@@ -3,8 +3,8 @@
 
 use crate::fx::FxMap;
 use crate::history::{
-    CellRef, CellState, Event, FORMAT, FinalState, History, LockState, Op, Outcome, Transaction,
-    Version, VersionKind,
+    CellRef, CellState, Event, FORMAT, FinalState, History, LockState, ObserverDecl, ObserverRun,
+    Op, Outcome, Transaction, Version, VersionKind,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -55,7 +55,9 @@ impl HistoryError {
 /// transaction id, a committed transaction with a write or delete but without
 /// `commit_ts` (a read-only one may omit it), an aborted one with it,
 /// `complete_ns` before `invoke_ns`, a malformed store record, a cell listed
-/// twice) is an error whose message says what and where.
+/// twice, two observers with one name, an observer run naming an undeclared
+/// observer or another column than its observer's) is an error whose message
+/// says what and where.
 pub fn parse(json: &str) -> Result<History, HistoryError> {
     let history: History = serde_json::from_str(json).map_err(|e| from_serde(json, &e))?;
     validate(&history)?;
@@ -118,6 +120,20 @@ fn locate(json: &str) -> Option<String> {
                     t.get("ops")
                         .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
                 })
+                .or_else(|| {
+                    let run = t.get("observer")?;
+                    let rp = format!("{path}.observer");
+                    if Option::<ObserverRun>::deserialize(run).is_ok() {
+                        return None;
+                    }
+                    let Some(o) = run.as_object() else {
+                        return Some(rp);
+                    };
+                    bad_field::<String>(o, &rp, "name")
+                        .or_else(|| bad_field::<String>(o, &rp, "row"))
+                        .or_else(|| bad_field::<String>(o, &rp, "col"))
+                        .or(Some(rp))
+                })
                 .or(Some(path))
         })
     {
@@ -133,6 +149,22 @@ fn locate(json: &str) -> Option<String> {
             };
             bad_field::<u64>(o, path, "t_ns")
                 .or_else(|| bad_field::<String>(o, path, "kind"))
+                .or(Some(path.to_string()))
+        })
+    {
+        return Some(p);
+    }
+    if let Some(v) = obj.get("observers")
+        && let Some(p) = locate_array(v, "$.observers", |d, path| {
+            if ObserverDecl::deserialize(d).is_ok() {
+                return None;
+            }
+            let Some(o) = d.as_object() else {
+                return Some(path.to_string());
+            };
+            bad_field::<String>(o, path, "name")
+                .or_else(|| bad_field::<String>(o, path, "col"))
+                .or_else(|| bad_field::<bool>(o, path, "weak"))
                 .or(Some(path.to_string()))
         })
     {
@@ -206,6 +238,21 @@ fn locate(json: &str) -> Option<String> {
         {
             return Some(p);
         }
+        if let Some(notify) = fs.get("notify")
+            && let Some(p) = locate_array(notify, "$.final_state.notify", |c, path| {
+                if CellRef::deserialize(c).is_ok() {
+                    return None;
+                }
+                let Some(o) = c.as_object() else {
+                    return Some(path.to_string());
+                };
+                bad_field::<String>(o, path, "row")
+                    .or_else(|| bad_field::<String>(o, path, "col"))
+                    .or(Some(path.to_string()))
+            })
+        {
+            return Some(p);
+        }
         return Some("$.final_state".to_string());
     }
     Some("$".to_string())
@@ -257,6 +304,51 @@ fn locate_op(op: &Value, path: &str) -> Option<String> {
         .or(Some(path.to_string()))
 }
 
+/// An observer run must name a declared observer, and that observer's column.
+fn check_run(
+    h: &History,
+    observers: &FxMap<&str, usize>,
+    run: &ObserverRun,
+    path: &dyn Fn() -> String,
+) -> Result<(), HistoryError> {
+    let Some(&k) = observers.get(run.name.as_str()) else {
+        let declared = if h.observers.is_empty() {
+            "the history declares no observers".to_string()
+        } else {
+            const SHOWN: usize = 8;
+            let mut names: Vec<String> = h
+                .observers
+                .iter()
+                .take(SHOWN)
+                .map(|d| format!("{:?}", d.name))
+                .collect();
+            if h.observers.len() > SHOWN {
+                names.push(format!("... and {} more", h.observers.len() - SHOWN));
+            }
+            format!("declared: {}", names.join(", "))
+        };
+        return Err(HistoryError::at(
+            format!("{}.observer.name", path()),
+            format!(
+                "the transaction ran observer {:?}, which is not declared in $.observers ({declared})",
+                run.name
+            ),
+        ));
+    };
+    let decl = &h.observers[k];
+    if decl.col != run.col {
+        return Err(HistoryError::at(
+            format!("{}.observer.col", path()),
+            format!(
+                "the transaction ran observer {:?} for {}.{}, but that observer observes column {:?} \
+                 ($.observers[{k}].col)",
+                run.name, run.row, run.col, decl.col
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The references serde cannot check.
 fn validate(h: &History) -> Result<(), HistoryError> {
     if h.format != FORMAT {
@@ -268,9 +360,26 @@ fn validate(h: &History) -> Result<(), HistoryError> {
             ),
         ));
     }
+    let mut observers: FxMap<&str, usize> = FxMap::default();
+    for (i, d) in h.observers.iter().enumerate() {
+        if let Some(first) = observers.get(d.name.as_str()) {
+            return Err(HistoryError::at(
+                format!("$.observers[{i}].name"),
+                format!(
+                    "observer {:?} is declared twice: $.observers[{first}] has that name too; \
+                     observer runs name their observer, so names must be unique",
+                    d.name
+                ),
+            ));
+        }
+        observers.insert(d.name.as_str(), i);
+    }
     let mut ids: FxMap<u64, usize> = FxMap::default();
     for (i, t) in h.transactions.iter().enumerate() {
         let path = || format!("$.transactions[{i}] (transaction id {})", t.id);
+        if let Some(run) = &t.observer {
+            check_run(h, &observers, run, &path)?;
+        }
         if let Some(first) = ids.get(&t.id) {
             return Err(HistoryError::at(
                 path(),

@@ -55,6 +55,12 @@ pub struct Stats {
     pub locks: u64,
     /// Edges of the dependency graph (ww, wr, rw and real-time links).
     pub graph_edges: u64,
+    /// Observers the history declares.
+    pub observers: u64,
+    /// Transactions marked as observer runs (of any outcome).
+    pub observer_runs: u64,
+    /// Notify entries left in the final state.
+    pub notify_entries: u64,
 }
 
 /// The result of one rule.
@@ -72,6 +78,10 @@ pub struct RuleReport {
     pub counts: BTreeMap<String, u64>,
     /// The first few violations of each class, grouped by class.
     pub violations: Vec<Finding>,
+    /// A remark on how the rule was applied, e.g. that there was nothing to
+    /// check (`no observers declared`); absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Anomalies that snapshot isolation permits, reported for information.
@@ -172,10 +182,22 @@ impl Report {
             s.store_versions,
             s.locks
         );
+        if s.observers > 0 || s.observer_runs > 0 || s.notify_entries > 0 {
+            let _ = writeln!(
+                out,
+                "{}, {}, {} left",
+                plural(s.observers, "observer declared", "observers declared"),
+                plural(s.observer_runs, "observer run", "observer runs"),
+                plural(s.notify_entries, "notify entry", "notify entries")
+            );
+        }
         for rule in &self.rules {
             out.push('\n');
             let verdict = if rule.passed { "PASS" } else { "FAIL" };
             let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
+            if let Some(note) = &rule.note {
+                let _ = writeln!(out, "      ({note})");
+            }
             if !rule.passed {
                 render_findings(
                     &mut out,
@@ -202,6 +224,10 @@ impl Report {
         }
         out
     }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn render_findings(
@@ -278,6 +304,7 @@ pub(crate) struct Sink {
     total: u64,
     counts: BTreeMap<String, u64>,
     shown: Vec<Finding>,
+    note: Option<String>,
 }
 
 impl Sink {
@@ -287,7 +314,13 @@ impl Sink {
             total: 0,
             counts: BTreeMap::new(),
             shown: Vec::new(),
+            note: None,
         }
+    }
+
+    /// Sets the rule's remark (see [`RuleReport::note`]).
+    pub(crate) fn note(&mut self, note: String) {
+        self.note = Some(note);
     }
 
     /// Files one finding of `class`; `make` runs only if it will be shown.
@@ -316,13 +349,17 @@ impl Sink {
         }
     }
 
-    fn sorted_findings(mut self) -> (u64, BTreeMap<String, u64>, Vec<Finding>) {
+    fn sorted_findings(&mut self) -> (u64, BTreeMap<String, u64>, Vec<Finding>) {
         // Stable: keeps discovery order within a class.
         self.shown.sort_by(|a, b| a.class.cmp(&b.class));
-        (self.total, self.counts, self.shown)
+        (
+            self.total,
+            std::mem::take(&mut self.counts),
+            std::mem::take(&mut self.shown),
+        )
     }
 
-    pub(crate) fn into_rule(self, name: &str) -> RuleReport {
+    pub(crate) fn into_rule(mut self, name: &str) -> RuleReport {
         let id = self.rule.to_string();
         let (total, counts, violations) = self.sorted_findings();
         RuleReport {
@@ -332,10 +369,11 @@ impl Sink {
             total,
             counts,
             violations,
+            note: self.note,
         }
     }
 
-    pub(crate) fn into_allowed(self) -> AllowedAnomalies {
+    pub(crate) fn into_allowed(mut self) -> AllowedAnomalies {
         let (total, counts, examples) = self.sorted_findings();
         AllowedAnomalies {
             total,

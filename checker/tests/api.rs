@@ -33,6 +33,7 @@ fn txn(id: u64, start: u64, commit: Option<u64>, outcome: Outcome, ops: Vec<Op>)
         outcome,
         abort_reason: None,
         ops,
+        observer: None,
     }
 }
 
@@ -62,7 +63,9 @@ fn history(transactions: Vec<Transaction>, cells: Vec<(&str, Vec<Version>)>) -> 
                 })
                 .collect(),
             locks: vec![],
+            notify: Vec::new(),
         },
+        observers: Vec::new(),
     }
 }
 

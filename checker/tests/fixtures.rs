@@ -10,12 +10,17 @@ const CONFLICTS: &str = "no_write_conflicts";
 const TIMESTAMPS: &str = "timestamp_order";
 const ATOMIC: &str = "atomic_commits";
 const CYCLES: &str = "no_dependency_cycles";
+const ONCE: &str = "observer_at_most_once";
+const LOST: &str = "no_lost_notification";
 
 #[test]
 fn every_rule_is_reported_in_a_fixed_order() {
     let r = report("valid_basic");
     let ids: Vec<&str> = r.rules.iter().map(|x| x.id.as_str()).collect();
-    assert_eq!(ids, [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES]);
+    assert_eq!(
+        ids,
+        [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST]
+    );
     assert!(r.rules.iter().all(|x| !x.name.is_empty()));
 }
 
@@ -276,6 +281,143 @@ fn real_time_edges_take_part_in_cycles() {
         "{}",
         rt.explanation
     );
+}
+
+// ---------- rules 6 and 7: observer_at_most_once, no_lost_notification ----------
+
+#[test]
+fn without_observers_the_observer_rules_pass_and_say_so() {
+    let r = report("valid_basic");
+    for id in [ONCE, LOST] {
+        let rule = r.rule(id).unwrap();
+        assert!(rule.passed);
+        assert_eq!(
+            rule.note.as_deref(),
+            Some("no observers declared: nothing to check")
+        );
+    }
+    let (code, text) = run("valid_basic", false);
+    assert_eq!(code, 0);
+    assert!(text.contains("PASS  observer_at_most_once"), "{text}");
+    assert!(
+        text.contains("(no observers declared: nothing to check)"),
+        "{text}"
+    );
+    assert!(text.contains("all 7 rules hold"), "{text}");
+    let (_, json) = run("valid_basic", true);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rules = v["rules"].as_array().unwrap();
+    let lost = rules.iter().find(|r| r["id"] == LOST).unwrap();
+    assert_eq!(lost["note"], "no observers declared: nothing to check");
+    // Rules that always apply carry no note.
+    let snapshot = rules.iter().find(|r| r["id"] == SNAPSHOT).unwrap();
+    assert!(snapshot.get("note").is_none());
+}
+
+#[test]
+fn valid_observers_pass() {
+    // x.v is written twice (T1, T2) and processed by one run (T3): the two
+    // notifications collapse. T4 found nothing new and is not marked. On y.v
+    // T6 committed and T7, a concurrent run for the same change, aborted.
+    // The weak observer "pinger" committed two runs (T8, T9) for one weak
+    // notification of p.ping, a cell never written.
+    let r = report("valid_observers");
+    assert_failed(&r, &[]);
+    assert_eq!(r.allowed.total, 0);
+    assert_eq!(r.stats.observers, 2);
+    assert_eq!(r.stats.observer_runs, 5);
+    assert_eq!(r.stats.notify_entries, 0);
+    for id in [ONCE, LOST] {
+        assert_eq!(r.rule(id).unwrap().note, None);
+    }
+    let (code, text) = run("valid_observers", false);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("2 observers declared, 5 observer runs, 0 notify entries left"),
+        "{text}"
+    );
+}
+
+#[test]
+fn two_committed_runs_for_one_change() {
+    let r = report("observer_duplicate_run");
+    assert_failed(&r, &[ONCE]);
+    let f = assert_one(&r, ONCE, "duplicate_run", &[2, 3]);
+    assert_eq!(f.txns, [2, 3]);
+    assert_eq!(r.rule(ONCE).unwrap().total, 1);
+    assert!(f.summary.contains("x.v"), "{}", f.summary);
+    assert!(f.summary.contains("\"summer\""), "{}", f.summary);
+    assert!(f.summary.contains("between 3 and 5"), "{}", f.summary);
+    assert!(f.summary.contains("committed at 2 by T1"), "{}", f.summary);
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d.contains("T3: client 3") && d.contains("ran observer \"summer\" for x.v")),
+        "{:?}",
+        f.details
+    );
+}
+
+#[test]
+fn a_run_before_any_change() {
+    let r = report("observer_run_without_change");
+    assert_failed(&r, &[ONCE]);
+    let f = assert_one(&r, ONCE, "run_without_change", &[1]);
+    assert!(f.summary.contains("start_ts 1"), "{}", f.summary);
+    // T3 processed T2's change: not a duplicate of T1.
+    assert_eq!(count(&r, ONCE, "duplicate_run"), 0);
+    assert_eq!(r.rule(ONCE).unwrap().total, 1);
+}
+
+#[test]
+fn a_change_no_committed_run_saw() {
+    let r = report("notify_unprocessed_change");
+    assert_failed(&r, &[LOST]);
+    let f = assert_one(&r, LOST, "unprocessed_change", &[3, 2]);
+    // The writer of the last change first, then the last committed run.
+    assert_eq!(f.txns, [3, 2]);
+    assert!(f.summary.contains("(a delete) of x.v"), "{}", f.summary);
+    assert!(f.summary.contains("committed at 6 by T3"), "{}", f.summary);
+    assert!(f.summary.contains("T2, started at 3"), "{}", f.summary);
+    // The aborted run after the change is shown, but does not count.
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d.contains("did not commit") && d.contains("T4: client 2, aborted")),
+        "{:?}",
+        f.details
+    );
+    assert_eq!(count(&r, LOST, "notify_left"), 0);
+}
+
+#[test]
+fn notify_entries_left_after_quiescence() {
+    let r = report("notify_left");
+    assert_failed(&r, &[LOST]);
+    let fs = findings(&r, LOST, "notify_left");
+    assert_eq!(fs.len(), 2);
+    assert_eq!(count(&r, LOST, "notify_left"), 2);
+    // x.v: written by T1, processed by T2, but its entry was never cleared.
+    assert_eq!(fs[0].txns, [1, 2]);
+    assert!(
+        fs[0].summary.contains("notify entry for x.v"),
+        "{}",
+        fs[0].summary
+    );
+    // p.ping: a weak notification nobody processed; no transaction involved.
+    assert!(fs[1].txns.is_empty());
+    assert!(
+        fs[1].summary.contains("notify entry for p.ping"),
+        "{}",
+        fs[1].summary
+    );
+    assert!(
+        fs[1].summary.contains("\"pinger\" (weak)"),
+        "{}",
+        fs[1].summary
+    );
+    assert_eq!(count(&r, LOST, "unprocessed_change"), 0);
+    assert_eq!(r.stats.notify_entries, 2);
 }
 
 // ---------- output ----------

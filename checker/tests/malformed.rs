@@ -137,6 +137,91 @@ fn lock_primary_is_not_a_cell() {
 }
 
 #[test]
+fn observer_run_naming_an_undeclared_observer() {
+    bad(
+        "bad_observer_name",
+        &[
+            "$.transactions[1] (transaction id 9).observer.name",
+            "\"sumer\"",
+            "not declared",
+            "declared: \"summer\"",
+        ],
+    );
+    let e =
+        parse(&std::fs::read_to_string(fixture_path("bad_observer_name")).unwrap()).unwrap_err();
+    assert_eq!(
+        e.path(),
+        Some("$.transactions[1] (transaction id 9).observer.name")
+    );
+}
+
+#[test]
+fn observer_run_for_another_column() {
+    bad(
+        "bad_observer_col",
+        &[
+            "$.transactions[1] (transaction id 9).observer.col",
+            "x.w",
+            "observes column \"v\"",
+            "$.observers[0].col",
+        ],
+    );
+}
+
+#[test]
+fn observer_declared_twice() {
+    bad(
+        "bad_observer_duplicate",
+        &["$.observers[1].name", "declared twice", "$.observers[0]"],
+    );
+}
+
+#[test]
+fn observer_run_without_any_declared_observer() {
+    let doc = r#"{"format": "percsim-history/1", "transactions": [
+        {"id": 4, "client": 1, "start_ts": 1, "invoke_ns": 0, "outcome": "aborted",
+         "observer": {"name": "o", "row": "r", "col": "c"}, "ops": []}],
+        "final_state": {"cells": []}}"#;
+    let e = parse(doc).unwrap_err();
+    assert_eq!(
+        e.path(),
+        Some("$.transactions[0] (transaction id 4).observer.name")
+    );
+    assert!(e.to_string().contains("declares no observers"), "{e}");
+}
+
+#[test]
+fn observer_fields_of_the_wrong_type_are_located() {
+    for (doc, path) in [
+        (
+            r#"{"format": "percsim-history/1", "observers": [{"name": "o", "col": "c", "weak": "yes"}],
+                "transactions": [], "final_state": {"cells": []}}"#,
+            "$.observers[0].weak",
+        ),
+        (
+            r#"{"format": "percsim-history/1", "observers": [{"name": "o"}],
+                "transactions": [], "final_state": {"cells": []}}"#,
+            "$.observers[0]",
+        ),
+        (
+            r#"{"format": "percsim-history/1", "observers": [{"name": "o", "col": "c"}],
+                "transactions": [{"id": 4, "client": 1, "start_ts": 1, "invoke_ns": 0,
+                  "outcome": "aborted", "observer": {"name": "o", "row": 5, "col": "c"}, "ops": []}],
+                "final_state": {"cells": []}}"#,
+            "$.transactions[0] (transaction id 4).observer.row",
+        ),
+        (
+            r#"{"format": "percsim-history/1", "transactions": [],
+                "final_state": {"cells": [], "notify": [{"row": "r"}]}}"#,
+            "$.final_state.notify[0]",
+        ),
+    ] {
+        let e = parse(doc).expect_err(doc);
+        assert_eq!(e.path(), Some(path), "{e}");
+    }
+}
+
+#[test]
 fn syntax_error() {
     bad("bad_syntax", &["JSON syntax error", "line 3 column"]);
     let e = parse(&std::fs::read_to_string(fixture_path("bad_syntax")).unwrap()).unwrap_err();

@@ -132,6 +132,7 @@ fn build(plans: &[Plan]) -> History {
             outcome,
             abort_reason: None,
             ops,
+            observer: None,
         });
     }
     History {
@@ -150,7 +151,9 @@ fn build(plans: &[Plan]) -> History {
                 })
                 .collect(),
             locks: vec![],
+            notify: Vec::new(),
         },
+        observers: Vec::new(),
     }
 }
 

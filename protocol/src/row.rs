@@ -53,6 +53,12 @@ impl Column {
 pub struct Row {
     /// Columns by data column name.
     pub cols: BTreeMap<String, Column>,
+    /// The `notify` column: dirty cells of this row, by data column, each
+    /// with the value that last set it (a writer's start_ts, or a weak
+    /// notification's timestamp). Not a Percolator column: no versions, no
+    /// transactions, only a hint for the observers' scanners.
+    #[serde(default)]
+    pub notify: BTreeMap<String, u64>,
 }
 
 impl Row {
@@ -76,6 +82,13 @@ impl Row {
                 }
                 RowOp::EraseLock { col, ts } => {
                     self.entry(col).lock.remove(ts);
+                }
+                RowOp::SetNotify { col, value } => {
+                    let v = self.notify.entry(col.clone()).or_default();
+                    *v = (*v).max(*value);
+                }
+                RowOp::ClearNotify { col } => {
+                    self.notify.remove(col);
                 }
                 RowOp::PutWrite {
                     col,
@@ -165,6 +178,18 @@ pub enum RowOp {
         col: String,
         /// The writer's start_ts.
         ts: Ts,
+    },
+    /// Mark the cell dirty in the `notify` column (keeping the larger value).
+    SetNotify {
+        /// Data column.
+        col: String,
+        /// The notification's value.
+        value: u64,
+    },
+    /// Remove the cell's `notify` entry.
+    ClearNotify {
+        /// Data column.
+        col: String,
     },
     /// Write a `c:write` record.
     PutWrite {

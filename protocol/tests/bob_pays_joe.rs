@@ -29,6 +29,7 @@ impl Store {
                 wall_ms: 0,
                 owner: SessionId(1),
             },
+            notify: false,
         });
         assert_eq!(self.step(row, req), RowReply::Prewrite(Ok(())));
     }

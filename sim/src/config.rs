@@ -69,6 +69,12 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
     pub ablations: Ablations,
+    /// Notify scanners per client (used when the workload has observers).
+    pub scanners_per_client: usize,
+    /// A scanner that finds its row taken by another scanner jumps to a
+    /// new random position (the paper's cure for "bus clumping"); without
+    /// it, it follows the other scanner.
+    pub scanner_jump: bool,
     /// Length of the workload phase in simulated ms (faults active).
     pub run_ms: u64,
     /// Bound on the healed phase in which all locks must be resolved.
@@ -94,6 +100,8 @@ impl Default for SimConfig {
             crashes: Vec::new(),
             faults: FaultConfig::default(),
             ablations: Ablations::NONE,
+            scanners_per_client: 2,
+            scanner_jump: true,
             run_ms: 5_000,
             quiesce_ms: 60_000,
         }
@@ -132,6 +140,9 @@ impl SimConfig {
             if value > max {
                 return err(field, &format!("{value} is more than the supported {max}"));
             }
+        }
+        if self.scanners_per_client > 64 {
+            return err("scanners_per_client", "more than the supported 64");
         }
         if self.rpc_timeout_ms == 0 {
             return err("rpc_timeout_ms", "must be at least 1");

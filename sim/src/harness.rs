@@ -104,6 +104,8 @@ async fn simulate(
         start: Instant::now(),
         stopping: Default::default(),
         workload: workload.clone(),
+        observers: workload.observers(),
+        row_locks: Mutex::default(),
         control: control_tx,
         incarnations: Mutex::default(),
         dead: Mutex::default(),
@@ -173,15 +175,31 @@ async fn simulate(
 
     // Kills requested from inside clients that reached a scheduled crash point.
     let f = faults.clone();
+    let w = world.clone();
     madsim::task::spawn(async move {
         while let Some(c) = control_rx.next().await {
-            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = f.lock().unwrap_or_else(|e| e.into_inner());
             match c {
                 Control::KillClient {
                     client,
                     restart_after_ms,
-                } => f.kill(&format!("client-{client}"), restart_after_ms),
-                Control::PauseClient { client } => f.apply(&crate::faults::Fault::Pause {
+                } => {
+                    let node = format!("client-{client}");
+                    guard.kill(&node, restart_after_ms);
+                    if w.stopping() {
+                        // Healed phase: no fault driver runs restarts any
+                        // more, and the cluster must converge: bring it back.
+                        let f = f.clone();
+                        let delay = restart_after_ms.unwrap_or(100);
+                        madsim::task::spawn(async move {
+                            sleep(Duration::from_millis(delay)).await;
+                            f.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .apply(&crate::faults::Fault::Restart { node });
+                        });
+                    }
+                }
+                Control::PauseClient { client } => guard.apply(&crate::faults::Fault::Pause {
                     node: format!("client-{client}"),
                     duration_ms: 3_600_000,
                 }),
@@ -211,19 +229,21 @@ async fn simulate(
     loop {
         let locks = lock_count(&world);
         let busy = busy_transactions(&world);
-        if locks == 0 && busy == 0 {
+        let dirty = notify_count(&world);
+        if locks == 0 && busy == 0 && dirty == 0 {
             break;
         }
         if Instant::now() >= deadline {
             liveness_failure = Some(format!(
-                "not converged after {} ms of healed phase: {locks} locks left, {busy} transactions still running",
+                "not converged after {} ms of healed phase: {locks} locks left, {busy} transactions still running, {dirty} notifications unprocessed",
                 cfg.quiesce_ms
             ));
             break;
         }
-        if busy == 0 {
-            sweep(&sweeper).await;
-        } else {
+        // Sweep even while observers still run: their secondaries may sit
+        // in cells nobody else reads.
+        sweep(&sweeper).await;
+        if busy > 0 {
             sleep(Duration::from_millis(100)).await;
         }
         let _ = Handle::current().metrics().num_tasks();
@@ -277,6 +297,15 @@ async fn simulate(
             transactions,
             events,
             final_state,
+            observers: world
+                .observers
+                .iter()
+                .map(|(spec, _)| history::ObserverDecl {
+                    name: spec.name.clone(),
+                    col: spec.col.clone(),
+                    weak: spec.weak,
+                })
+                .collect(),
         },
         summary,
     }
@@ -313,6 +342,10 @@ fn lock_count(world: &World) -> usize {
         .sum()
 }
 
+fn notify_count(world: &World) -> usize {
+    world.durable().rows.values().map(|r| r.notify.len()).sum()
+}
+
 fn busy_transactions(world: &World) -> usize {
     let dead = world.dead_clients();
     world.recorder().in_progress(&dead)
@@ -341,6 +374,12 @@ fn dump(world: &World) -> history::FinalState {
     let d = world.durable();
     let mut state = history::FinalState::default();
     for (key, row) in &d.rows {
+        for col in row.notify.keys() {
+            state.notify.push(history::CellRef {
+                row: key.clone(),
+                col: col.clone(),
+            });
+        }
         for (col, c) in &row.cols {
             let versions: Vec<history::Version> = c
                 .write

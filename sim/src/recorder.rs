@@ -20,6 +20,7 @@ struct TxnRecord {
     outcome: Option<history::Outcome>,
     abort_reason: Option<String>,
     ops: Vec<history::Op>,
+    observer: Option<history::ObserverRun>,
     /// Its client died while it ran: it will never finish.
     orphaned: bool,
 }
@@ -52,6 +53,7 @@ impl Recorder {
             outcome: None,
             abort_reason: None,
             ops: Vec::new(),
+            observer: None,
             orphaned: false,
         });
         let n = self.per_client.entry(client).or_default();
@@ -82,6 +84,7 @@ impl Recorder {
                     value: v.clone(),
                 })
                 .collect(),
+            observer: None,
             orphaned: false,
         });
     }
@@ -111,6 +114,13 @@ impl Recorder {
         };
         match event {
             TxnEvent::Started { start_ts } => t.start_ts = Some(start_ts.0),
+            TxnEvent::Observer { name, cell } => {
+                t.observer = Some(history::ObserverRun {
+                    name,
+                    row: cell.row,
+                    col: cell.col,
+                })
+            }
             TxnEvent::Read { cell, value } => t.ops.push(history::Op::Read {
                 row: cell.row,
                 col: cell.col,
@@ -213,6 +223,7 @@ impl Recorder {
                     outcome: t.outcome.unwrap_or(history::Outcome::Unknown),
                     abort_reason: t.abort_reason.clone(),
                     ops: t.ops.clone(),
+                    observer: t.observer.clone(),
                 })
             })
             .collect()

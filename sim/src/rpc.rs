@@ -45,6 +45,30 @@ request!(ScanCall, 2, Result<Vec<(CellKey, GetResult)>, NotServing>);
 pub(crate) struct Ping;
 request!(Ping, 3, ());
 
+/// Dirty cells (notify entries) of one tablet, starting at the row at
+/// position `pick` modulo the tablet's row count: (row, column, value).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ScanNotify {
+    pub tablet: usize,
+    pub pick: u64,
+    pub limit: usize,
+}
+request!(
+    ScanNotify,
+    9,
+    Result<Vec<(String, String, u64)>, NotServing>
+);
+
+/// Take (`lock: true`) or release a row in the lightweight scanner lock
+/// service; returns whether the caller holds it now (or released it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RowLockCall {
+    pub row: String,
+    pub holder: u64,
+    pub lock: bool,
+}
+request!(RowLockCall, 10, bool);
+
 /// Ask the oracle for `count` consecutive timestamps; returns the first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct TsCall {

@@ -4,6 +4,7 @@
 use crate::driver::Controller;
 use crate::nodes::client::Client;
 use percsim_protocol::CellKey;
+use percsim_protocol::client::{ObserverBody, ObserverSpec};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::future::Future;
@@ -25,6 +26,12 @@ pub trait Workload: Send + Sync + 'static {
     /// After quiescence: check the workload's own invariants with a fresh
     /// client; returns the violations found.
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>>;
+    /// The workload's observers: each observes one column (at most one
+    /// observer per column) and runs its body in a new transaction after a
+    /// change. None by default.
+    fn observers(&self) -> Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> {
+        Vec::new()
+    }
     /// An optional task on the harness's own node during the workload
     /// phase, which can inject faults; when it finishes, the workload phase
     /// ends early.

@@ -3,11 +3,13 @@
 //! recorded, and the harness's bookkeeping.
 
 use crate::config::SimConfig;
+use crate::nodes::client::Client;
 use crate::recorder::Recorder;
 use crate::workload::Workload;
 use futures::channel::mpsc::UnboundedSender;
 use madsim::time::Instant;
 use percsim_protocol::SessionId;
+use percsim_protocol::client::{ObserverBody, ObserverSpec};
 use percsim_protocol::row::Row;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -117,6 +119,10 @@ pub(crate) struct World {
     /// Liveness sessions: owner client and expiry. Memory of the liveness
     /// service (cleared when it restarts), kept here so faults can expire one.
     pub sessions: Mutex<BTreeMap<SessionId, (usize, Instant)>>,
+    /// The scanners' row locks (memory of the liveness node): holder, lease end.
+    pub row_locks: Mutex<BTreeMap<String, (u64, Instant)>>,
+    /// The workload's observers.
+    pub observers: Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)>,
     /// Message faults the client transport applies.
     pub net: Mutex<NetFaults>,
     /// The workload's driver finished: the workload phase may end early.

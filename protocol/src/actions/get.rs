@@ -22,28 +22,45 @@ pub enum GetResult {
 /// Read `col` of `row` (whose key is `row_key`) as of `start_ts`.
 /// With [`Ablation::GetIgnoresLocks`] locks are not looked at.
 pub fn get(row: &Row, row_key: &str, col: &str, start_ts: Ts, ablations: Ablations) -> GetResult {
+    get_version(row, row_key, col, start_ts, ablations).0
+}
+
+/// Like [`get`], also returning the commit_ts of the version read (`None`
+/// when no version is visible).
+pub fn get_version(
+    row: &Row,
+    row_key: &str,
+    col: &str,
+    start_ts: Ts,
+    ablations: Ablations,
+) -> (GetResult, Option<Ts>) {
     let c = row.col(col);
     let lock = match ablations.has(Ablation::GetIgnoresLocks) {
         true => None,
         false => c.lock.range(..=start_ts).next_back(),
     };
     if let Some((ts, lock)) = lock {
-        return GetResult::Locked(LockInfo {
+        let info = LockInfo {
             cell: CellKey::new(row_key, col),
             start_ts: *ts,
             lock: lock.clone(),
-        });
+        };
+        return (GetResult::Locked(info), None);
     }
     let latest = c
         .write
         .range(..=start_ts)
         .rev()
-        .map(|(_, w)| w)
-        .find(|w| w.kind != WriteKind::Rollback);
+        .find(|(_, w)| w.kind != WriteKind::Rollback);
     match latest {
-        None => GetResult::Value(None),
-        Some(w) if w.kind == WriteKind::Delete => GetResult::Value(None),
-        Some(w) => GetResult::Value(c.data.get(&w.start_ts).cloned()),
+        None => (GetResult::Value(None), None),
+        Some((commit_ts, w)) if w.kind == WriteKind::Delete => {
+            (GetResult::Value(None), Some(*commit_ts))
+        }
+        Some((commit_ts, w)) => (
+            GetResult::Value(c.data.get(&w.start_ts).cloned()),
+            Some(*commit_ts),
+        ),
     }
 }
 

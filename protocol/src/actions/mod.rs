@@ -4,6 +4,7 @@
 pub mod cleanup;
 pub mod commit;
 pub mod get;
+pub mod notify;
 pub mod prewrite;
 pub mod resolve;
 pub mod touch;
@@ -57,6 +58,29 @@ pub enum RowRequest {
         /// Forward (with commit_ts) or back.
         resolution: Resolution,
     },
+    /// Snapshot read that also returns the commit_ts of the version read.
+    GetVersion {
+        /// Data column.
+        col: String,
+        /// The reader's snapshot.
+        start_ts: Ts,
+    },
+    /// Clear a notify entry after an observer processed it (conditional).
+    ClearNotify {
+        /// Data column.
+        col: String,
+        /// The entry's value when the scanner found it.
+        seen: u64,
+        /// The commit_ts of the version the observer saw, if any.
+        observed_commit_ts: Option<Ts>,
+    },
+    /// A weak notification: set the notify entry, no transaction.
+    WeakNotify {
+        /// Data column.
+        col: String,
+        /// The notification's value (larger values win).
+        value: u64,
+    },
     /// Refresh a primary lock's wall time.
     Touch {
         /// The primary's data column.
@@ -83,6 +107,12 @@ pub enum RowReply {
     Resolve(Result<ResolveAction, ResolveError>),
     /// Reply to `Touch`: whether the lock is still there.
     Touch(bool),
+    /// Reply to `GetVersion`: the result and the commit_ts of the version read.
+    Version(GetResult, Option<Ts>),
+    /// Reply to `ClearNotify`: whether the entry is gone.
+    NotifyCleared(bool),
+    /// Reply to `WeakNotify`.
+    Notified,
 }
 
 /// Run one row step: read `row` (whose key is `row_key`), decide, and return
@@ -119,6 +149,21 @@ pub fn execute(
             Ok((m, action)) => (RowReply::Resolve(Ok(action)), m),
             Err(e) => (RowReply::Resolve(Err(e)), RowMutation::none()),
         },
+        RowRequest::GetVersion { col, start_ts } => {
+            let (result, version) = get::get_version(row, row_key, col, *start_ts, ablations);
+            (RowReply::Version(result, version), RowMutation::none())
+        }
+        RowRequest::ClearNotify {
+            col,
+            seen,
+            observed_commit_ts,
+        } => {
+            let (m, cleared) = notify::clear_notify(row, col, *seen, *observed_commit_ts);
+            (RowReply::NotifyCleared(cleared), m)
+        }
+        RowRequest::WeakNotify { col, value } => {
+            (RowReply::Notified, notify::weak_notify(col, *value))
+        }
         RowRequest::Touch {
             col,
             start_ts,

@@ -22,6 +22,10 @@ pub struct Prewrite {
     pub value: Option<String>,
     /// The lock to leave (primary location, wall time, owner).
     pub lock: Lock,
+    /// The column is observed: also set the cell's notify entry (in the
+    /// same row transaction as the lock).
+    #[serde(default)]
+    pub notify: bool,
 }
 
 /// Why a prewrite failed.
@@ -99,6 +103,12 @@ pub fn prewrite(
     } else {
         MutationKind::Delete
     };
+    if req.notify {
+        m.push(RowOp::SetNotify {
+            col: req.col.clone(),
+            value: req.start_ts.0,
+        });
+    }
     m.push(RowOp::PutLock {
         col: req.col.clone(),
         ts: req.start_ts,

@@ -94,6 +94,7 @@ impl MemStore {
                 wall_ms: 0,
                 owner: SessionId(1),
             },
+            notify: false,
         });
         match self.step(row, req) {
             RowReply::Prewrite(r) => r,
@@ -114,6 +115,22 @@ impl MemStore {
     pub fn must_prewrite_put(&mut self, row: &str, value: &str, primary: &str, start: u64) {
         self.prewrite_put(row, value, primary, start)
             .expect("prewrite");
+    }
+
+    pub fn must_prewrite_observed(&mut self, row: &str, value: &str, start: u64) {
+        let req = RowRequest::Prewrite(Prewrite {
+            col: COL.into(),
+            start_ts: ts(start),
+            value: Some(value.to_string()),
+            lock: Lock {
+                primary: cell(row),
+                kind: MutationKind::Put,
+                wall_ms: 0,
+                owner: SessionId(1),
+            },
+            notify: true,
+        });
+        assert_eq!(self.step(row, req), RowReply::Prewrite(Ok(())));
     }
 
     pub fn must_prewrite_delete(&mut self, row: &str, primary: &str, start: u64) {

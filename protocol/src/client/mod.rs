@@ -1,10 +1,12 @@
 //! The client's procedures: transactions, commit and lock cleanup, written
 //! against a small [`Transport`] that the simulator implements.
 
+mod observe;
 mod resolve;
 mod transport;
 mod txn;
 
+pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
 pub use transport::{
     CleanupEvent, CleanupKind, ClientConfig, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
 };

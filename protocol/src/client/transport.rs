@@ -96,6 +96,13 @@ pub enum TxnEvent {
     },
     /// The client learnt the outcome.
     Finished(crate::client::CommitOutcome),
+    /// The transaction runs an observer for a notification of `cell`.
+    Observer {
+        /// The observer.
+        name: String,
+        /// The notified cell.
+        cell: CellKey,
+    },
 }
 
 /// Why a reader suspected a lock's owner.
@@ -176,6 +183,11 @@ pub trait Transport: Send + Sync {
     fn txn_event(&self, txn: u64, event: TxnEvent);
     /// Record a cleanup this client performed.
     fn cleanup_event(&self, event: CleanupEvent);
+    /// Whether some observer watches data column `col` (a write to it must
+    /// set the cell's notify entry); none by default.
+    fn observed(&self, _col: &str) -> bool {
+        false
+    }
     /// Mechanisms switched off (see [`crate::ablation`]); none by default.
     fn ablations(&self) -> Ablations {
         Ablations::NONE

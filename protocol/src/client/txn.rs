@@ -142,6 +142,53 @@ impl<'t, T: Transport> Transaction<'t, T> {
         Ok(value)
     }
 
+    /// Read a cell at the snapshot, with the commit_ts of the version read
+    /// (`None` when no version is visible).
+    pub async fn get_version(
+        &mut self,
+        row: &str,
+        col: &str,
+    ) -> Result<(Option<String>, Option<Ts>), TxnError> {
+        let cell = CellKey::new(row, col);
+        let mut backoff = Backoff::new(self.t);
+        loop {
+            let req = RowRequest::GetVersion {
+                col: cell.col.clone(),
+                start_ts: self.start_ts,
+            };
+            let RowReply::Version(result, version) = self.t.row(&cell.row, req).await? else {
+                panic!("tablet server answered GetVersion with another reply");
+            };
+            match result {
+                GetResult::Value(value) => {
+                    self.t.txn_event(
+                        self.id,
+                        TxnEvent::Read {
+                            cell,
+                            value: value.clone(),
+                        },
+                    );
+                    return Ok((value, version));
+                }
+                GetResult::Locked(info) => {
+                    wait_or_clean(self.t, &info, self.start_ts, &mut backoff).await?
+                }
+            }
+        }
+    }
+
+    /// Mark this transaction as running observer `name` for a notification
+    /// of `row`/`col`.
+    pub fn mark_observer_run(&self, name: &str, row: &str, col: &str) {
+        self.t.txn_event(
+            self.id,
+            TxnEvent::Observer {
+                name: name.to_string(),
+                cell: CellKey::new(row, col),
+            },
+        );
+    }
+
     async fn get_cell(&self, cell: &CellKey) -> Result<Option<String>, TxnError> {
         let mut backoff = Backoff::new(self.t);
         loop {
@@ -253,6 +300,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 start_ts: self.start_ts,
                 value: value.clone(),
                 lock,
+                notify: t.observed(&cell.col),
             });
             let reason = match t.row(&cell.row, req).await {
                 Ok(RowReply::Prewrite(Ok(()))) => None,

@@ -242,7 +242,7 @@ fn main() -> ExitCode {
                 }
             }
             if chosen.is_empty() {
-                chosen = percsim_scenarios::ablations::transactional();
+                chosen = percsim_scenarios::ablations::applicable();
             }
             cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
         }

@@ -3,12 +3,14 @@
 mod bank;
 mod dedup;
 mod list_append;
+mod pipeline;
 mod register;
 mod script;
 
 pub use bank::Bank;
 pub use dedup::Dedup;
 pub use list_append::ListAppend;
+pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{ExpectOutcome, InitialCell, Script, Step};
 
@@ -28,6 +30,8 @@ pub enum WorkloadSpec {
     ListAppend(ListAppend),
     /// The paper's document deduplication (`UpdateDocument`).
     Dedup(Dedup),
+    /// The paper's indexing pipeline: loader and three observers.
+    Pipeline(Pipeline),
     /// A user-written interleaving with expectations.
     Script(Script),
 }
@@ -40,6 +44,7 @@ impl WorkloadSpec {
             WorkloadSpec::Register(_) => "register",
             WorkloadSpec::ListAppend(_) => "list-append",
             WorkloadSpec::Dedup(_) => "dedup",
+            WorkloadSpec::Pipeline(_) => "pipeline",
             WorkloadSpec::Script(_) => "script",
         }
     }
@@ -51,6 +56,7 @@ impl WorkloadSpec {
             WorkloadSpec::Register(r) => r.validate(),
             WorkloadSpec::ListAppend(l) => l.validate(),
             WorkloadSpec::Dedup(d) => d.validate(),
+            WorkloadSpec::Pipeline(p) => p.validate(),
             WorkloadSpec::Bank(b) => {
                 if b.accounts < 2 || b.accounts > 100_000 {
                     return Err(format!(
@@ -80,6 +86,7 @@ impl WorkloadSpec {
             WorkloadSpec::Register(r) => Arc::new(r.clone()),
             WorkloadSpec::ListAppend(l) => Arc::new(l.fresh()),
             WorkloadSpec::Dedup(d) => Arc::new(d.clone()),
+            WorkloadSpec::Pipeline(p) => Arc::new(p.clone()),
         }
     }
 }

@@ -3,7 +3,10 @@
 //! and runs the workload's transaction threads.
 
 use crate::config::ClockSkew;
-use crate::rpc::{IsAlive, KeepAlive, Locate, NotServing, OpenSession, RowCall, ScanCall, TsCall};
+use crate::rpc::{
+    IsAlive, KeepAlive, Locate, NotServing, OpenSession, RowCall, RowLockCall, ScanCall,
+    ScanNotify, TsCall,
+};
 use crate::workload::Worker;
 use crate::world::{
     Control, World, client_addr, liveness_addr, master_addr, oracle_addr, tablet_server_addr,
@@ -14,7 +17,7 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::client::{
-    CleanupEvent, ClientConfig, RpcError, StepPoint, Transport, TxnEvent,
+    CleanupEvent, ClientConfig, Observed, RpcError, StepPoint, Transport, TxnEvent, run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
 use serde_json::json;
@@ -245,6 +248,13 @@ impl Transport for Client {
         self.world.cfg.ablations
     }
 
+    fn observed(&self, col: &str) -> bool {
+        self.world
+            .observers
+            .iter()
+            .any(|(spec, _)| !spec.weak && spec.col == col)
+    }
+
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }
@@ -447,6 +457,13 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
             }
         }
     });
+    if workers && !world.observers.is_empty() {
+        // Scanners run in the healed phase too: notifications must drain.
+        for s in 0..world.cfg.scanners_per_client {
+            let seed = madsim::rand::random::<u64>();
+            madsim::task::spawn(scan(client.clone(), s, seed));
+        }
+    }
     if workers && !world.stopping() {
         for w in 0..world.cfg.workers_per_client {
             let seed = madsim::rand::random::<u64>()
@@ -476,4 +493,86 @@ pub(crate) async fn start_on_new_node(world: Arc<World>, index: usize) -> Arc<Cl
     node.spawn(start(world, index, false))
         .await
         .expect("sweeper: start")
+}
+
+/// One notify scanner (paper, "Notifications"): start at a random tablet
+/// and a random row, take each dirty row's lock in the lightweight lock
+/// service, run its observers, and jump to a new random position when the
+/// row is already taken (if the jump rule is on).
+async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
+    use rand::RngExt;
+    use rand_core::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let world = client.world.clone();
+    let holder = ((client.index as u64) << 32) | scanner as u64;
+    let tablets = world.tablets.count();
+    // Consecutive failed observer runs: retry after a growing random backoff
+    // (paper: a conflicted transaction "should be retried after a backoff").
+    let mut failures = 0u32;
+    loop {
+        let tablet = rng.random_range(0..tablets);
+        let call = ScanNotify {
+            tablet,
+            pick: rng.random::<u64>(),
+            limit: 16,
+        };
+        let cells = match client.tablet_call(tablet, call).await {
+            Ok(c) => c,
+            Err(_) => Vec::new(),
+        };
+        if cells.is_empty() {
+            sleep(Duration::from_millis(rng.random_range(10..40))).await;
+            continue;
+        }
+        let mut i = 0;
+        while i < cells.len() {
+            let row = cells[i].0.clone();
+            let mut j = i;
+            while j < cells.len() && cells[j].0 == row {
+                j += 1;
+            }
+            let mine = &cells[i..j];
+            i = j;
+            world.recorder().bump("scan.rows");
+            let lock = RowLockCall {
+                row: row.clone(),
+                holder,
+                lock: true,
+            };
+            if !client.call(liveness_addr(), lock).await.unwrap_or(false) {
+                world.recorder().bump("scan.collisions");
+                if world.cfg.scanner_jump {
+                    world.recorder().bump("scan.jumps");
+                    break;
+                }
+                continue;
+            }
+            for (_, col, seen) in mine {
+                for (spec, body) in world.observers.iter().filter(|(s, _)| s.col == *col) {
+                    let outcome =
+                        run_observer(client.as_ref(), spec, &row, *seen, body.as_ref()).await;
+                    let name = match outcome {
+                        Observed::Ran => "observer.ran",
+                        Observed::NothingNew => "observer.nothing_new",
+                        Observed::Failed(_) => "observer.failed",
+                        Observed::Error(_) => "observer.error",
+                    };
+                    world.recorder().bump(name);
+                    if matches!(outcome, Observed::Failed(_) | Observed::Error(_)) {
+                        failures += 1;
+                        let cap = 10u64 << failures.min(7);
+                        sleep(Duration::from_millis(rng.random_range(1..=cap))).await;
+                    } else {
+                        failures = 0;
+                    }
+                }
+            }
+            let unlock = RowLockCall {
+                row,
+                holder,
+                lock: false,
+            };
+            let _ = client.call(liveness_addr(), unlock).await;
+        }
+    }
 }

@@ -2,7 +2,10 @@
 //! when they stop renewing them; readers ask whether a lock's owner still
 //! holds its session.
 
-use crate::rpc::{IsAlive, KeepAlive, OpenSession};
+use crate::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
+
+/// How long a scanner's row lock lasts if its holder never releases it.
+const ROW_LOCK_LEASE_MS: u64 = 2_000;
 use crate::world::{World, liveness_addr};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant};
@@ -16,6 +19,35 @@ pub(crate) async fn main(world: Arc<World>) {
     // Sessions are memory only: a restart forgets them all, and every owner
     // then looks dead (safe: cleanup is synchronised on the primary).
     world.lock(&world.sessions).clear();
+    world.lock(&world.row_locks).clear();
+    {
+        // The scanners' lightweight row locks: memory only, with a lease so
+        // a crashed holder's lock lapses.
+        let world = world.clone();
+        ep.add_rpc_handler(move |req: RowLockCall| {
+            let world = world.clone();
+            async move {
+                let mut locks = world.lock(&world.row_locks);
+                let now = Instant::now();
+                if !req.lock {
+                    if locks.get(&req.row).is_some_and(|(h, _)| *h == req.holder) {
+                        locks.remove(&req.row);
+                    }
+                    return true;
+                }
+                match locks.get(&req.row) {
+                    Some((h, until)) if *h != req.holder && *until > now => false,
+                    _ => {
+                        locks.insert(
+                            req.row,
+                            (req.holder, now + Duration::from_millis(ROW_LOCK_LEASE_MS)),
+                        );
+                        true
+                    }
+                }
+            }
+        });
+    }
     let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
     {
         let world = world.clone();

@@ -3,7 +3,7 @@
 //! row transaction; a request in flight at a crash may or may not have been
 //! applied, and its reply is lost.
 
-use crate::rpc::{NotServing, Ping, RowCall, ScanCall};
+use crate::rpc::{NotServing, Ping, RowCall, ScanCall, ScanNotify};
 use crate::world::{World, tablet_server_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
@@ -23,9 +23,16 @@ pub(crate) async fn main(world: Arc<World>, me: usize) {
             async move { row_step(&world, me, call) }
         });
     }
-    ep.add_rpc_handler(move |call: ScanCall| {
+    {
         let world = world.clone();
-        async move { scan(&world, me, call) }
+        ep.add_rpc_handler(move |call: ScanCall| {
+            let world = world.clone();
+            async move { scan(&world, me, call) }
+        });
+    }
+    ep.add_rpc_handler(move |call: ScanNotify| {
+        let world = world.clone();
+        async move { scan_notify(&world, me, call) }
     });
     std::future::pending::<()>().await
 }
@@ -49,7 +56,7 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServ
     if !mutation.is_empty() {
         let row = d.rows.entry(call.row.clone()).or_default();
         row.apply(&mutation);
-        if row.cols.is_empty() {
+        if row.cols.is_empty() && row.notify.is_empty() {
             d.rows.remove(&call.row);
         }
     }
@@ -84,4 +91,36 @@ fn scan(world: &World, me: usize, call: ScanCall) -> Result<Vec<(CellKey, GetRes
         }
     }
     Ok(out)
+}
+
+/// The dirty cells of one tablet, from a random row on (the scanners'
+/// random starting point), at most `limit` of them.
+fn scan_notify(
+    world: &World,
+    me: usize,
+    call: ScanNotify,
+) -> Result<Vec<(String, String, u64)>, NotServing> {
+    let d = world.durable();
+    if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {
+        return Err(NotServing);
+    }
+    let (lo, hi) = world.tablets.clip(call.tablet, "", "\u{10ffff}");
+    if lo >= hi {
+        return Ok(Vec::new());
+    }
+    let rows = d.rows.range(lo..hi);
+    let count = rows.clone().count();
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let start = (call.pick % count as u64) as usize;
+    Ok(rows
+        .skip(start)
+        .flat_map(|(key, row)| {
+            row.notify
+                .iter()
+                .map(move |(col, v)| (key.clone(), col.clone(), *v))
+        })
+        .take(call.limit)
+        .collect())
 }

@@ -1,0 +1,146 @@
+//! Running an observer for a notification (paper, "Notifications").
+//!
+//! The observer's transaction reads the observed cell (with its version)
+//! and the observer's acknowledgment column; it runs the observer's body
+//! only if the cell changed after the last acknowledgment, and writes its
+//! own start_ts as the new acknowledgment, so two concurrent runs for one
+//! change conflict and at most one commits. The notify entry is cleared
+//! only after the transaction committed (and only if nothing newer came).
+
+use super::transport::Transport;
+use super::txn::{CommitOutcome, Transaction, TxnError};
+use crate::ablation::Ablation;
+use crate::actions::RowRequest;
+use crate::types::Ts;
+use std::future::Future;
+use std::pin::Pin;
+
+/// An observer's registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObserverSpec {
+    /// The observer's name (it names its acknowledgment column).
+    pub name: String,
+    /// The column it observes.
+    pub col: String,
+    /// The column only receives weak notifications: no acknowledgment is
+    /// kept and several runs may commit for one notification.
+    pub weak: bool,
+}
+
+impl ObserverSpec {
+    /// The acknowledgment column of this observer.
+    pub fn ack_col(&self) -> String {
+        format!("{}:ack:{}", self.col, self.name)
+    }
+}
+
+/// A boxed future borrowing its transaction.
+pub type BodyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), TxnError>> + Send + 'a>>;
+
+/// What an observer does with a notified row, inside the observer's
+/// transaction.
+pub trait ObserverBody<T: Transport>: Send + Sync {
+    /// Run on `row` within `txn`.
+    fn run<'a>(&'a self, txn: &'a mut Transaction<'_, T>, row: &'a str) -> BodyFuture<'a>;
+}
+
+/// How a notification was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// The body ran and its transaction committed; the notify entry was
+    /// cleared if nothing newer arrived.
+    Ran,
+    /// The cell had not changed since the last acknowledgment.
+    NothingNew,
+    /// The transaction aborted or its outcome is unknown; the notify entry stays.
+    Failed(CommitOutcome),
+    /// A read failed.
+    Error(TxnError),
+}
+
+/// A weak notification of `row`/`col`: set its notify entry with a fresh
+/// timestamp, no transaction.
+pub async fn weak_notify<T: Transport>(t: &T, row: &str, col: &str) -> Result<(), TxnError> {
+    let value = t.timestamp().await?;
+    t.row(
+        row,
+        RowRequest::WeakNotify {
+            col: col.to_string(),
+            value: value.0,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+async fn clear<T: Transport>(t: &T, row: &str, col: &str, seen: u64, observed: Option<Ts>) {
+    let req = RowRequest::ClearNotify {
+        col: col.to_string(),
+        seen,
+        observed_commit_ts: observed,
+    };
+    // A failed clear leaves the entry: the cell is simply scanned again.
+    let _ = t.row(row, req).await;
+}
+
+/// Handle the notification of `row`/`spec.col` whose notify entry held `seen`.
+pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
+    t: &T,
+    spec: &ObserverSpec,
+    row: &str,
+    seen: u64,
+    body: &B,
+) -> Observed {
+    let ablations = t.ablations();
+    let mut txn = match Transaction::begin(t).await {
+        Ok(txn) => txn,
+        Err(e) => return Observed::Error(e),
+    };
+    let (run, version) = if spec.weak {
+        (true, None)
+    } else {
+        let version = match txn.get_version(row, &spec.col).await {
+            Ok((_, v)) => v,
+            Err(e) => {
+                txn.abort((&e).into());
+                return Observed::Error(e);
+            }
+        };
+        let ack = match txn.get(row, &spec.ack_col()).await {
+            Ok(a) => a.and_then(|a| a.parse::<u64>().ok()),
+            Err(e) => {
+                txn.abort((&e).into());
+                return Observed::Error(e);
+            }
+        };
+        let changed = version.is_some_and(|v| ack.is_none_or(|a| v.0 > a));
+        (
+            changed || ablations.has(Ablation::ObserverIgnoresAck),
+            version,
+        )
+    };
+    if !run {
+        txn.commit().await;
+        clear(t, row, &spec.col, seen, version).await;
+        return Observed::NothingNew;
+    }
+    txn.mark_observer_run(&spec.name, row, &spec.col);
+    if ablations.has(Ablation::NotifyClearedEarly) {
+        clear(t, row, &spec.col, seen, Some(Ts(u64::MAX))).await;
+    }
+    if let Err(e) = body.run(&mut txn, row).await {
+        txn.abort((&e).into());
+        return Observed::Error(e);
+    }
+    if !spec.weak {
+        let start = txn.start_ts().0.to_string();
+        txn.set(row, &spec.ack_col(), start);
+    }
+    match txn.commit().await {
+        CommitOutcome::Committed { .. } => {
+            clear(t, row, &spec.col, seen, version).await;
+            Observed::Ran
+        }
+        other => Observed::Failed(other),
+    }
+}

@@ -129,6 +129,11 @@ impl<'t, T: Transport> Transaction<'t, T> {
         self.start_ts
     }
 
+    /// The transport the transaction runs on.
+    pub fn transport(&self) -> &'t T {
+        self.t
+    }
+
     /// Read a cell at the snapshot.
     pub async fn get(&mut self, row: &str, col: &str) -> Result<Option<String>, TxnError> {
         let value = self.get_cell(&CellKey::new(row, col)).await?;

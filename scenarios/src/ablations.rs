@@ -28,6 +28,9 @@ pub struct KillRow {
     pub shrunk: Option<String>,
     /// Aborted transactions / all finished transactions over the seeds run.
     pub abort_rate: f64,
+    /// Owners that found themselves rolled back by another's cleanup, per
+    /// thousand finished transactions (the liveness cost of stale-lock rules).
+    pub rolled_back_per_mille: f64,
 }
 
 /// Run seeds `0..budget` of `mix` with `jobs` threads until the first
@@ -100,6 +103,10 @@ pub fn measure(
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
         (a + r.aborted, f + r.aborted + r.committed)
     });
+    let rolled_back: u64 = results
+        .iter()
+        .map(|r| r.counters.get("abort.rolled_back").copied().unwrap_or(0))
+        .sum();
     let shrunk = match (&first, shrink_budget) {
         (Some(f), b) if b > 0 => {
             let (s, runs) = campaign::shrink(f.seed, &mix, f, b);
@@ -126,6 +133,7 @@ pub fn measure(
         wall,
         shrunk,
         abort_rate: aborted as f64 / finished.max(1) as f64,
+        rolled_back_per_mille: 1000.0 * rolled_back as f64 / finished.max(1) as f64,
     }
 }
 
@@ -134,9 +142,9 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "| ablation | safety? | caught | seeds to first failure | wall time | rule that fired | shrunk scenario | abort rate |"
+        "| ablation | safety? | caught | seeds to first failure | wall time | rule that fired | shrunk scenario | abort rate | owners rolled back per 1000 txns |"
     );
-    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let (name, safety) = match r.ablation {
             Some(a) => (
@@ -163,12 +171,13 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
-            "| {name} | {safety} | {caught} | {} | {:.2} s | {rule} | {} | {:.1}% |",
+            "| {name} | {safety} | {caught} | {} | {:.2} s | {rule} | {} | {:.1}% | {:.1} |",
             r.seeds_to_failure
                 .map_or(format!("none in {budget}"), |n| n.to_string()),
             r.wall.as_secs_f64(),
             r.shrunk.as_deref().unwrap_or("-"),
-            100.0 * r.abort_rate
+            100.0 * r.abort_rate,
+            r.rolled_back_per_mille
         );
     }
     o

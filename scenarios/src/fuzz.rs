@@ -110,6 +110,12 @@ pub const COVERAGE: &[(&str, &str)] = &[
     ("write conflict", "abort.write_conflict"),
     ("owner found itself rolled back", "abort.rolled_back"),
     ("commit outcome unknown", "txn.unknown"),
+    ("observer run committed", "observer.ran"),
+    (
+        "notification found already processed",
+        "observer.nothing_new",
+    ),
+    ("scanner jumped away from a taken row", "scan.jumps"),
 ];
 
 impl Options {

@@ -58,13 +58,22 @@ fn same_seed_same_history() {
 
 #[test]
 fn simulator_is_active() {
-    // The sim crate refuses to build without --cfg madsim; this says so at run time too.
+    // Ten simulated minutes must pass in a fraction of that wall time: true
+    // only when madsim's simulator (not a real-time runtime) is running.
+    let mut s = scenario(1);
+    s.cluster.run_ms = 600_000;
+    s.cluster.clients = 1;
+    let wall = std::time::Instant::now();
+    let out = s.run().expect("run");
     assert!(
-        percsim_sim::SIMULATED,
-        "built without --cfg madsim: nothing is simulated"
+        out.summary.sim_ns >= 600_000_000_000,
+        "only {} ns simulated",
+        out.summary.sim_ns
     );
     assert!(
-        cfg!(madsim),
-        "this test crate was built without --cfg madsim"
+        wall.elapsed().as_secs() < 120,
+        "10 simulated minutes took {:?} of wall time",
+        wall.elapsed()
     );
+    assert!(out.summary.committed > 100);
 }

@@ -8,8 +8,7 @@ mod common;
 use percsim_checker::{History, Outcome};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{
-    BodyFuture, ObserverBody, ObserverSpec, StepPoint, Transaction, Transport, run_observer,
-    weak_notify,
+    BodyFuture, ObserverBody, ObserverSpec, StepPoint, Transaction, run_observer, weak_notify,
 };
 use percsim_scenarios::Scenario;
 use percsim_scenarios::workloads::{Pipeline, WorkloadSpec};

@@ -154,12 +154,7 @@ fn oracle_restart_keeps_timestamps_increasing() {
         t2.start_ts,
         t1.commit_ts
     );
-    let t3 = h
-        .transactions
-        .iter()
-        .filter(|t| t.client == 0)
-        .last()
-        .unwrap();
+    let t3 = h.transactions.iter().rfind(|t| t.client == 0).unwrap();
     assert!(t3.start_ts > t2.commit_ts.unwrap());
 }
 

@@ -187,13 +187,13 @@ impl SimConfig {
                     );
                 }
             }
-            if let Some(c) = t.fault.client() {
-                if c >= self.clients {
-                    return err(
-                        &field,
-                        &format!("client {c} does not exist ({} clients)", self.clients),
-                    );
-                }
+            if let Some(c) = t.fault.client()
+                && c >= self.clients
+            {
+                return err(
+                    &field,
+                    &format!("client {c} does not exist ({} clients)", self.clients),
+                );
             }
             if let Some(p) = t.fault.problem() {
                 return err(&field, &p);

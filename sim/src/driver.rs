@@ -268,11 +268,11 @@ impl Faults {
         match u {
             Undo::Restart(node) => self.restart(&node),
             Undo::Resume(node) => {
-                if self.paused.remove(&node) {
-                    if let Some(&id) = self.ids.get(&node) {
-                        Handle::current().resume(id);
-                        self.world.event("resume", json!({"node": node}));
-                    }
+                if self.paused.remove(&node)
+                    && let Some(&id) = self.ids.get(&node)
+                {
+                    Handle::current().resume(id);
+                    self.world.event("resume", json!({"node": node}));
                 }
             }
             Undo::Unclog(links) => {
@@ -357,7 +357,7 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
         }
         sleep(tick).await;
         ticks += 1;
-        if ticks % 20 == 0 {
+        if ticks.is_multiple_of(20) {
             // madsim 0.2.34 keeps finished RPC tasks until their count is read.
             let _ = Handle::current().metrics().num_tasks();
         }

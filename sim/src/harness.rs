@@ -283,10 +283,10 @@ async fn simulate(
     }
     // Violations the workload recorded during the run (e.g. a bad snapshot sum).
     for e in events.iter().filter(|e| e.kind == "workload_violation") {
-        if let Some(what) = e.fields.get("what").and_then(|v| v.as_str()) {
-            if !summary.workload_violations.iter().any(|v| v == what) {
-                summary.workload_violations.push(what.to_string());
-            }
+        if let Some(what) = e.fields.get("what").and_then(|v| v.as_str())
+            && !summary.workload_violations.iter().any(|v| v == what)
+        {
+            summary.workload_violations.push(what.to_string());
         }
     }
     RunOutput {

@@ -48,6 +48,8 @@ pub enum PrewriteError {
 }
 
 /// Prewrite `req` into `row` (whose key is `row_key`).
+// The error carries the lock met, for the reader's cleanup decision.
+#[allow(clippy::result_large_err)]
 /// [`Ablation::NoWriteConflictCheck`] and [`Ablation::PrewriteIgnoresLocks`]
 /// switch off the two conflict checks.
 pub fn prewrite(
@@ -57,10 +59,10 @@ pub fn prewrite(
     ablations: Ablations,
 ) -> Result<RowMutation, PrewriteError> {
     let c = row.col(&req.col);
-    if let Some(existing) = c.lock.get(&req.start_ts) {
-        if existing.primary == req.lock.primary {
-            return Ok(RowMutation::none());
-        }
+    if let Some(existing) = c.lock.get(&req.start_ts)
+        && existing.primary == req.lock.primary
+    {
+        return Ok(RowMutation::none());
     }
     // A rollback record sits at commit_ts = start_ts of the rolled-back transaction.
     if c.write

@@ -1,6 +1,8 @@
 //! Trace-test helpers in the style of TiKV's `must_prewrite`/`must_commit`:
 //! an in-memory store of rows, every cell in column `c`.
 
+#![allow(clippy::result_large_err)]
+
 use super::*;
 use crate::row::Column;
 use crate::types::{CellKey, Lock, MutationKind, SessionId};

@@ -380,10 +380,10 @@ fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
         fuzz::COMMIT
     );
     let summary = fuzz::run(opts);
-    if let Some(path) = jsonl {
-        if let Err(e) = std::fs::write(path, summary.jsonl()) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-        }
+    if let Some(path) = jsonl
+        && let Err(e) = std::fs::write(path, summary.jsonl())
+    {
+        eprintln!("error: cannot write {}: {e}", path.display());
     }
     print!("{}", summary.render());
     summary.worst().exit_code()

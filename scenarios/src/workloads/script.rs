@@ -272,12 +272,12 @@ impl Script {
                 }
                 Step::Pause { client }
                 | Step::Resume { client }
-                | Step::ExpireSession { client } => {
-                    if *client >= clients {
-                        return Err(format!(
-                            "{at}.client: client {client} does not exist ({clients} clients)"
-                        ));
-                    }
+                | Step::ExpireSession { client }
+                    if *client >= clients =>
+                {
+                    return Err(format!(
+                        "{at}.client: client {client} does not exist ({clients} clients)"
+                    ));
                 }
                 Step::Kill { node } | Step::Restart { node } if !nodes.contains(node) => {
                     return Err(format!(
@@ -427,7 +427,7 @@ impl Script {
                         self.advance(i);
                         continue;
                     };
-                    match t.scan(start_row, end_row, &[col.clone()]).await {
+                    match t.scan(start_row, end_row, std::slice::from_ref(col)).await {
                         Ok(cells) => {
                             let got: Vec<String> = cells
                                 .iter()

@@ -136,10 +136,8 @@ impl Client {
     }
 
     async fn locate(&self, tablet: usize, refresh: bool) -> Option<usize> {
-        if !refresh {
-            if let Some(s) = lock(&self.locations).get(&tablet) {
-                return Some(*s);
-            }
+        if !refresh && let Some(s) = lock(&self.locations).get(&tablet) {
+            return Some(*s);
         }
         let server = self
             .call(master_addr(), Locate { tablet })
@@ -516,10 +514,7 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
             pick: rng.random::<u64>(),
             limit: 16,
         };
-        let cells = match client.tablet_call(tablet, call).await {
-            Ok(c) => c,
-            Err(_) => Vec::new(),
-        };
+        let cells = client.tablet_call(tablet, call).await.unwrap_or_default();
         if cells.is_empty() {
             sleep(Duration::from_millis(rng.random_range(10..40))).await;
             continue;

@@ -8,6 +8,8 @@
 //! content; the member lists are exactly those documents; no other hash
 //! row is left.
 
+use super::util::in_range;
+use super::util::{fnv1a, join, read_snapshot, split};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
@@ -39,13 +41,6 @@ impl Default for Dedup {
     }
 }
 
-/// FNV-1a, written out so the hash never depends on the platform.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The dups-table row of a content.
 pub fn hash_row(contents: &str) -> String {
     format!("dups/{:016x}", fnv1a(contents))
@@ -55,33 +50,11 @@ fn url(i: usize) -> String {
     format!("doc/url{i:03}")
 }
 
-fn split(list: &str) -> BTreeSet<String> {
-    list.split(',')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn join(set: &BTreeSet<String>) -> String {
-    set.iter().cloned().collect::<Vec<_>>().join(",")
-}
-
 impl Dedup {
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
-        if self.documents == 0 || self.documents > 10_000 {
-            return Err(format!(
-                "workload.documents: {} is outside 1..=10000",
-                self.documents
-            ));
-        }
-        if self.contents == 0 || self.contents > 10_000 {
-            return Err(format!(
-                "workload.contents: {} is outside 1..=10000",
-                self.contents
-            ));
-        }
-        Ok(())
+        in_range("documents", self.documents, 1, 10_000)?;
+        in_range("contents", self.contents, 1, 10_000)
     }
 
     fn content(k: usize) -> String {
@@ -209,17 +182,10 @@ impl Workload for Dedup {
 
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
         Box::pin(async move {
-            for _ in 0..20 {
-                let Ok(mut txn) = Transaction::begin(client.as_ref()).await else {
-                    continue;
-                };
-                let Ok(cells) = txn.scan("", "\u{10ffff}", &[]).await else {
-                    continue;
-                };
-                txn.commit().await;
-                return check_dedup(&cells);
+            match read_snapshot(client.as_ref(), "", "\u{10ffff}", &[]).await {
+                Some(cells) => check_dedup(&cells),
+                None => vec!["final read of the tables failed 20 times".to_string()],
             }
-            vec!["final read of the tables failed 20 times".to_string()]
         })
     }
 }

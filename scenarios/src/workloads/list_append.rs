@@ -4,6 +4,8 @@
 //! list holds each element at most once, and every element whose append
 //! was reported committed.
 
+use super::util::read_snapshot;
+use super::util::{in_range, probability};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{CommitOutcome, Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload, even_splits};
@@ -63,25 +65,9 @@ impl ListAppend {
 
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
-        if self.keys == 0 || self.keys > 100_000 {
-            return Err(format!(
-                "workload.keys: {} is outside 1..=100000",
-                self.keys
-            ));
-        }
-        if self.max_ops == 0 || self.max_ops > 1_000 {
-            return Err(format!(
-                "workload.max_ops: {} is outside 1..=1000",
-                self.max_ops
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.append_ratio) {
-            return Err(format!(
-                "workload.append_ratio: {} is not a probability",
-                self.append_ratio
-            ));
-        }
-        Ok(())
+        in_range("keys", self.keys, 1, 100_000)?;
+        in_range("max_ops", self.max_ops, 1, 1_000)?;
+        probability("append_ratio", self.append_ratio)
     }
 }
 
@@ -162,14 +148,12 @@ impl Workload for ListAppend {
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
         let p = self.clone();
         Box::pin(async move {
-            for _ in 0..20 {
-                let Ok(mut txn) = Transaction::begin(client.as_ref()).await else {
-                    continue;
-                };
-                let Ok(cells) = txn.scan("list/", "list0", &[COL.to_string()]).await else {
-                    continue;
-                };
-                txn.commit().await;
+            let Some(cells) =
+                read_snapshot(client.as_ref(), "list/", "list0", &[COL.to_string()]).await
+            else {
+                return vec!["final read of all lists failed 20 times".to_string()];
+            };
+            {
                 let lists: BTreeMap<String, String> =
                     cells.into_iter().map(|(c, v)| (c.row, v)).collect();
                 let mut problems = Vec::new();
@@ -187,9 +171,8 @@ impl Workload for ListAppend {
                         }
                     }
                 }
-                return problems;
+                problems
             }
-            vec!["final read of all lists failed 20 times".to_string()]
         })
     }
 }

@@ -6,6 +6,7 @@ mod list_append;
 mod pipeline;
 mod register;
 mod script;
+mod util;
 
 pub use bank::Bank;
 pub use dedup::Dedup;

@@ -15,6 +15,8 @@
 //! After quiescence the check recomputes the index from the final documents
 //! as a batch job would, independently of the observers, and compares.
 
+use super::util::in_range;
+use super::util::{fnv1a, join, read_snapshot, split};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{BodyFuture, ObserverBody, ObserverSpec, Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
@@ -64,13 +66,6 @@ fn content(k: usize) -> String {
     format!("page {k} links: doc/u{:03} doc/u{:03}", k % 7, (k * 3) % 11)
 }
 
-/// FNV-1a, spelled out so the hash never depends on the platform.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The content hash of a raw document.
 pub fn hash_of(raw: &str) -> String {
     format!("{:016x}", fnv1a(raw))
@@ -83,33 +78,11 @@ fn links_of(raw: &str) -> String {
         .unwrap_or_default()
 }
 
-fn split(list: &str) -> BTreeSet<String> {
-    list.split(',')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn join(set: &BTreeSet<String>) -> String {
-    set.iter().cloned().collect::<Vec<_>>().join(",")
-}
-
 impl Pipeline {
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
-        if self.documents == 0 || self.documents > 10_000 {
-            return Err(format!(
-                "workload.documents: {} is outside 1..=10000",
-                self.documents
-            ));
-        }
-        if self.contents == 0 || self.contents > 10_000 {
-            return Err(format!(
-                "workload.contents: {} is outside 1..=10000",
-                self.contents
-            ));
-        }
-        Ok(())
+        in_range("documents", self.documents, 1, 10_000)?;
+        in_range("contents", self.contents, 1, 10_000)
     }
 }
 
@@ -347,17 +320,10 @@ impl Workload for Pipeline {
 
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
         Box::pin(async move {
-            for _ in 0..20 {
-                let Ok(mut txn) = Transaction::begin(client.as_ref()).await else {
-                    continue;
-                };
-                let Ok(cells) = txn.scan("", "\u{10ffff}", &[]).await else {
-                    continue;
-                };
-                txn.commit().await;
-                return check_pipeline(&cells);
+            match read_snapshot(client.as_ref(), "", "\u{10ffff}", &[]).await {
+                Some(cells) => check_pipeline(&cells),
+                None => vec!["final read of the tables failed 20 times".to_string()],
             }
-            vec!["final read of the tables failed 20 times".to_string()]
         })
     }
 }

@@ -1,6 +1,7 @@
 //! `register`: random reads and writes of unique values over a small key
 //! space. Unique values let the checker rebuild the dependency graph.
 
+use super::util::{in_range, probability};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::Transaction;
 use percsim_sim::{BoxFuture, Client, Worker, Workload, even_splits};
@@ -39,25 +40,9 @@ impl Register {
 
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
-        if self.keys == 0 || self.keys > 100_000 {
-            return Err(format!(
-                "workload.keys: {} is outside 1..=100000",
-                self.keys
-            ));
-        }
-        if self.max_ops == 0 || self.max_ops > 1_000 {
-            return Err(format!(
-                "workload.max_ops: {} is outside 1..=1000",
-                self.max_ops
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.write_ratio) {
-            return Err(format!(
-                "workload.write_ratio: {} is not a probability",
-                self.write_ratio
-            ));
-        }
-        Ok(())
+        in_range("keys", self.keys, 1, 100_000)?;
+        in_range("max_ops", self.max_ops, 1, 1_000)?;
+        probability("write_ratio", self.write_ratio)
     }
 }
 

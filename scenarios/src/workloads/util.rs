@@ -1,0 +1,68 @@
+//! Helpers the workloads share.
+
+use percsim_protocol::CellKey;
+use percsim_protocol::client::Transaction;
+use percsim_sim::Client;
+use std::collections::BTreeSet;
+
+/// FNV-1a, written out so a hash never depends on the platform.
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A comma-separated member list as a set.
+pub(crate) fn split(list: &str) -> BTreeSet<String> {
+    list.split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A set as a comma-separated member list.
+pub(crate) fn join(set: &BTreeSet<String>) -> String {
+    set.iter().cloned().collect::<Vec<_>>().join(",")
+}
+
+/// Read columns `cols` (empty: all) of the rows in `[start, end)` in one
+/// snapshot, for a final check; retried, since a read may abort on a lock.
+/// `None` when every attempt failed.
+pub(crate) async fn read_snapshot(
+    client: &Client,
+    start: &str,
+    end: &str,
+    cols: &[String],
+) -> Option<Vec<(CellKey, String)>> {
+    for _ in 0..20 {
+        let Ok(mut txn) = Transaction::begin(client).await else {
+            continue;
+        };
+        match txn.scan(start, end, cols).await {
+            Ok(cells) => {
+                txn.commit().await;
+                return Some(cells);
+            }
+            Err(e) => {
+                txn.abort((&e).into());
+            }
+        }
+    }
+    None
+}
+
+/// `workload.<field>` must lie in `lo..=hi`.
+pub(crate) fn in_range(field: &str, value: usize, lo: usize, hi: usize) -> Result<(), String> {
+    if value < lo || value > hi {
+        return Err(format!("workload.{field}: {value} is outside {lo}..={hi}"));
+    }
+    Ok(())
+}
+
+/// `workload.<field>` must be a probability.
+pub(crate) fn probability(field: &str, value: f64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&value) {
+        return Err(format!("workload.{field}: {value} is not a probability"));
+    }
+    Ok(())
+}

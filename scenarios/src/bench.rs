@@ -160,6 +160,98 @@ fn campaign_throughput(seeds: u64, jobs: usize) {
     );
 }
 
+/// Documents processed per simulated and wall second by the pipeline, and
+/// the notification latency: from a committed write of `raw` to the commit
+/// of the first `parse` run that saw it, in simulated time.
+fn pipeline_throughput(run_ms: u64, seeds: u64) {
+    use percsim_checker::{Op, Outcome};
+    let (mut parsed, mut wall, mut sim_ns) = (0u64, 0f64, 0u64);
+    let mut latencies_ms: Vec<f64> = Vec::new();
+    for seed in 0..seeds {
+        let cluster = SimConfig {
+            clients: 4,
+            workers_per_client: 1,
+            scanners_per_client: 2,
+            run_ms,
+            ..SimConfig::default()
+        };
+        let p = crate::workloads::Pipeline {
+            documents: 32,
+            contents: 8,
+            load_interval_ms: 50,
+        };
+        let s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(p));
+        let t = Instant::now();
+        let Ok(out) = s.run() else {
+            println!("  pipeline: seed {seed} failed to run");
+            return;
+        };
+        wall += t.elapsed().as_secs_f64();
+        sim_ns += out.summary.sim_ns;
+        let h = &out.history;
+        // Committed parse runs by document: (start_ts, completion time).
+        let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
+        for t in &h.transactions {
+            if let (Some(o), Outcome::Committed, Some(done)) =
+                (&t.observer, t.outcome, t.complete_ns)
+            {
+                if o.name == "parse" {
+                    runs.entry(o.row.as_str())
+                        .or_default()
+                        .push((t.start_ts, done));
+                    parsed += 1;
+                }
+            }
+        }
+        for t in &h.transactions {
+            let (Outcome::Committed, Some(commit_ts), Some(done)) =
+                (t.outcome, t.commit_ts, t.complete_ns)
+            else {
+                continue;
+            };
+            for op in &t.ops {
+                if let Op::Write { row, col, .. } = op {
+                    if col != "raw" {
+                        continue;
+                    }
+                    let first = runs
+                        .get(row.as_str())
+                        .into_iter()
+                        .flatten()
+                        .filter(|(start, _)| *start > commit_ts)
+                        .map(|(_, end)| *end)
+                        .min();
+                    if let Some(end) = first {
+                        latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
+                    }
+                }
+            }
+        }
+    }
+    latencies_ms.sort_by(|a, b| a.total_cmp(b));
+    let q = |f: f64| {
+        latencies_ms
+            .get(((latencies_ms.len() as f64 - 1.0) * f) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    println!(
+        "  {:<34} {:>9.0} documents parsed/wall s  ({parsed} parse runs; {:.1} per simulated s)",
+        "pipeline (4 loaders, 8 scanners)",
+        parsed as f64 / wall.max(1e-9),
+        parsed as f64 / (sim_ns as f64 / 1e9)
+    );
+    println!(
+        "  {:<34} p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms simulated ({} writes)",
+        "notification latency (write->parse)",
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(1.0),
+        latencies_ms.len()
+    );
+}
+
 /// Run every benchmark and print the numbers. `quick` shortens them.
 pub fn run(quick: bool) {
     let (run_ms, seeds, campaign_seeds) = if quick {
@@ -178,5 +270,6 @@ pub fn run(quick: bool) {
     txn_throughput("register, no faults, one core", false, run_ms, seeds);
     txn_throughput("register, default fault mix", true, run_ms, seeds);
     oracle_throughput(run_ms);
+    pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);
 }

@@ -3,7 +3,7 @@
 //! the tests run every workload under every class.
 
 use percsim_protocol::client::StepPoint;
-use percsim_sim::{ClockSkew, CrashAt, FaultClass, SimConfig};
+use percsim_sim::{ClockSkew, CrashAt, FaultClass, PauseAt, SimConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -23,6 +23,7 @@ pub const CLASSES: &[&str] = &[
     "session_expiry",
     "clock_skew",
     "crash_at_step",
+    "pause_at_step",
 ];
 
 /// The history event (kind) that shows a class really fired, and for kills
@@ -42,6 +43,7 @@ pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
         "duplicate" => ("duplicate", None),
         "session_expiry" => ("session_expired", None),
         "clock_skew" => ("clock_skew", None),
+        "pause_at_step" => ("pause_at_step", None),
         _ => ("crash_at_step", None),
     }
 }
@@ -116,6 +118,25 @@ pub fn enable(
                     txn: rng.random_range(1..=8),
                     step,
                     restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
+                });
+            }
+        }
+        // A live owner frozen mid-commit (after it locked cells or took its
+        // commit timestamp) while its locks age: readers clean them up,
+        // and late messages from before the pause may still arrive.
+        "pause_at_step" => {
+            let n = 1 + (intensity * 4.0) as usize;
+            for _ in 0..n {
+                let step = match rng.random_range(0..3) {
+                    0 => StepPoint::AfterPrewritePrimary,
+                    1 => StepPoint::AfterPrewriteSecondary(1),
+                    _ => StepPoint::BeforeCommitPrimary,
+                };
+                cluster.pauses.push(PauseAt {
+                    client: rng.random_range(0..cluster.clients),
+                    txn: rng.random_range(1..=8),
+                    step,
+                    duration_ms: rng.random_range(300..=4_000),
                 });
             }
         }

@@ -94,6 +94,7 @@ pub const COVERAGE: &[(&str, &str)] = &[
     ),
     ("duplicated request delivered", "net.duplicated"),
     ("client killed at a protocol step", "event.crash_at_step"),
+    ("client frozen at a protocol step", "fault.pause_at_step"),
     ("client killed", "fault.kill_client"),
     ("tablet server killed", "fault.kill_tablet_server"),
     ("oracle restart", "fault.kill_oracle"),

@@ -95,4 +95,5 @@ classes!(
     session_expiry,
     clock_skew,
     crash_at_step,
+    pause_at_step,
 );

@@ -31,6 +31,20 @@ pub struct CrashAt {
     pub restart_after_ms: Option<u64>,
 }
 
+/// Freeze a client at a named step of one of its transactions, for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseAt {
+    /// The client to freeze.
+    pub client: usize,
+    /// Which of its transactions (1-based, over the client's whole life).
+    pub txn: u64,
+    /// The step after which it freezes.
+    pub step: StepPoint,
+    /// How long it stays frozen.
+    pub duration_ms: u64,
+}
+
 /// The cluster, its timing and its phases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -65,6 +79,8 @@ pub struct SimConfig {
     pub clocks: Vec<ClockSkew>,
     /// Clients to kill at named protocol steps.
     pub crashes: Vec<CrashAt>,
+    /// Clients to freeze at named protocol steps.
+    pub pauses: Vec<PauseAt>,
     /// Timed and random faults of the workload phase.
     pub faults: FaultConfig,
     /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
@@ -98,6 +114,7 @@ impl Default for SimConfig {
             tablet_load_ms: 50,
             clocks: Vec::new(),
             crashes: Vec::new(),
+            pauses: Vec::new(),
             faults: FaultConfig::default(),
             ablations: Ablations::NONE,
             scanners_per_client: 2,
@@ -172,6 +189,23 @@ impl SimConfig {
             if c.txn == 0 {
                 return err(
                     &format!("crashes[{i}].txn"),
+                    "transactions are counted from 1",
+                );
+            }
+        }
+        for (i, p) in self.pauses.iter().enumerate() {
+            if p.client >= self.clients {
+                return err(
+                    &format!("pauses[{i}].client"),
+                    &format!(
+                        "client {} does not exist ({} clients)",
+                        p.client, self.clients
+                    ),
+                );
+            }
+            if p.txn == 0 {
+                return err(
+                    &format!("pauses[{i}].txn"),
                     "transactions are counted from 1",
                 );
             }

@@ -199,10 +199,26 @@ async fn simulate(
                         });
                     }
                 }
-                Control::PauseClient { client } => guard.apply(&crate::faults::Fault::Pause {
-                    node: format!("client-{client}"),
-                    duration_ms: 3_600_000,
-                }),
+                Control::PauseClient {
+                    client,
+                    duration_ms,
+                } => {
+                    let node = format!("client-{client}");
+                    guard.apply(&crate::faults::Fault::Pause {
+                        node: node.clone(),
+                        duration_ms: duration_ms.unwrap_or(3_600_000),
+                    });
+                    if let (Some(ms), true) = (duration_ms, w.stopping()) {
+                        // Healed phase: the fault driver no longer resumes.
+                        let f = f.clone();
+                        madsim::task::spawn(async move {
+                            sleep(Duration::from_millis(ms)).await;
+                            f.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .apply(&crate::faults::Fault::Resume { node });
+                        });
+                    }
+                }
             }
         }
     });

@@ -20,7 +20,7 @@ mod rpc;
 mod workload;
 mod world;
 
-pub use config::{ClockSkew, ConfigError, CrashAt, SimConfig};
+pub use config::{ClockSkew, ConfigError, CrashAt, PauseAt, SimConfig};
 pub use driver::Controller;
 pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};

@@ -99,8 +99,12 @@ pub(crate) enum Control {
         client: usize,
         restart_after_ms: Option<u64>,
     },
-    /// Pause a client now (it reached a step armed for a pause).
-    PauseClient { client: usize },
+    /// Pause a client now (it reached a step armed for a pause), for
+    /// `duration_ms` (until something resumes it, if `None`).
+    PauseClient {
+        client: usize,
+        duration_ms: Option<u64>,
+    },
 }
 
 /// The whole world one run shares.

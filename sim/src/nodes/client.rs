@@ -90,6 +90,20 @@ impl Client {
         lock(&self.armed).contains_key(&txn)
     }
 
+    /// Freeze this client's node here, for `duration_ms` or until resumed.
+    async fn pause_here(&self, txn: u64, number: u64, point: StepPoint, duration_ms: Option<u64>) {
+        self.world.event(
+            "pause_at_step",
+            json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
+        );
+        let _ = self.world.control.unbounded_send(Control::PauseClient {
+            client: self.index,
+            duration_ms,
+        });
+        // The pause takes effect when the harness runs; yield until it does.
+        sleep(Duration::from_millis(1)).await;
+    }
+
     /// Whether armed transaction `txn` has reached its step (and the client
     /// was killed or paused there).
     pub fn armed_fired(&self, txn: u64) -> bool {
@@ -337,6 +351,17 @@ impl Transport for Client {
         if armed.is_some() {
             lock(&self.fired).insert(txn);
         }
+        let pause = self
+            .world
+            .cfg
+            .pauses
+            .iter()
+            .find(|p| p.client == self.index && p.txn == number && p.step == point)
+            .map(|p| p.duration_ms);
+        if let (Some(ms), None) = (pause, armed) {
+            self.world.recorder().bump("fault.pause_at_step");
+            self.pause_here(txn, number, point, Some(ms)).await;
+        }
         match armed.or(scheduled) {
             Some(Armed::Crash { restart_after_ms }) => {
                 self.world.recorder().bump("fault.crash_at_step");
@@ -350,18 +375,7 @@ impl Transport for Client {
                 });
                 std::future::pending::<()>().await;
             }
-            Some(Armed::Pause) => {
-                self.world.event(
-                    "pause_at_step",
-                    json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
-                );
-                let _ = self
-                    .world
-                    .control
-                    .unbounded_send(Control::PauseClient { client: self.index });
-                // The pause takes effect when the harness runs; yield until it does.
-                sleep(Duration::from_millis(1)).await;
-            }
+            Some(Armed::Pause) => self.pause_here(txn, number, point, None).await,
             None => {}
         }
     }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Seeds in a campaign run with no arguments (about a minute on 2 cores).
-const DEFAULT_SEEDS: u64 = 15_000;
+const DEFAULT_SEEDS: u64 = 12_000;
 
 #[derive(Parser)]
 #[command(

@@ -47,6 +47,11 @@ fn sweep_dedup() {
 }
 
 #[test]
+fn sweep_pipeline() {
+    sweep("pipeline");
+}
+
+#[test]
 fn generated_scenarios_are_a_function_of_the_seed() {
     let mix = Mix::default();
     for seed in 0..20 {
@@ -81,4 +86,44 @@ fn faulty_runs_are_deterministic() {
             judged.result.explanation
         );
     }
+}
+
+#[test]
+fn a_failure_shrinks_to_a_smaller_scenario_that_fails_the_same_way() {
+    use percsim_protocol::{Ablation, Ablations};
+    // A broken protocol gives a failure to shrink: start_ts from wall clocks.
+    let mix = Mix {
+        ablations: Ablations::only(Ablation::WallClockStartTs),
+        ..Mix::default()
+    };
+    let (seed, failed) = (0..20)
+        .map(|s| (s, fuzz::judge(&campaign::generate(s, &mix), false).result))
+        .find(|(_, r)| r.verdict == Verdict::Safety)
+        .expect("the ablation is caught within 20 seeds");
+    let original = campaign::generate(seed, &mix);
+    let (shrunk, runs) = campaign::shrink(seed, &mix, &failed, 30);
+    assert!(runs > 0, "shrinking ran nothing");
+    let size = |s: &percsim_scenarios::Scenario| {
+        let c = &s.cluster;
+        (c.clients * c.workers_per_client) as u64 * 100_000 + c.run_ms
+    };
+    assert!(
+        size(&shrunk) <= size(&original),
+        "shrinking made the scenario bigger"
+    );
+    let again = fuzz::judge(&shrunk, false).result;
+    assert_eq!(
+        again.verdict,
+        Verdict::Safety,
+        "the shrunk scenario no longer fails"
+    );
+    assert!(
+        again
+            .violated_rules
+            .iter()
+            .any(|r| failed.violated_rules.contains(r)),
+        "the shrunk scenario fails another rule: {:?} vs {:?}",
+        again.violated_rules,
+        failed.violated_rules
+    );
 }

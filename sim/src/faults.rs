@@ -112,7 +112,8 @@ pub struct FaultClass {
     pub min_duration_ms: u64,
     /// Longest duration.
     pub max_duration_ms: u64,
-    /// Intensity for rate faults (loss, duplication); ignored otherwise.
+    /// Intensity: the loss or duplication probability, or the latency
+    /// spike (messages take up to 2 + rate x 500 ms); ignored otherwise.
     #[serde(default)]
     pub rate: f64,
 }

@@ -367,8 +367,9 @@ impl Script {
                             format!("error: {e}"),
                             Some(format!("{what}: begin failed: {e}")),
                         );
+                        // Its later steps record that it failed and move on.
                         self.advance(i);
-                        return;
+                        continue;
                     }
                 },
                 Step::Get {

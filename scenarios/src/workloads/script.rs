@@ -5,7 +5,7 @@
 //! run with the step named.
 
 use percsim_protocol::CellKey;
-use percsim_protocol::client::{AbortReason, CommitOutcome, StepPoint, Transaction};
+use percsim_protocol::client::{AbortReason, CommitOutcome, StepPoint, Transaction, TxnError};
 use percsim_sim::{Armed, BoxFuture, Client, Controller, Fault, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -343,6 +343,44 @@ impl Script {
         }
     }
 
+    /// A step of a transaction that already failed: record it, move on.
+    fn already_failed(&self, i: usize, what: &str) {
+        let failure = format!("{what}: the transaction had already failed");
+        self.result(
+            i,
+            "no transaction (it failed earlier)".into(),
+            Some(failure),
+        );
+        self.advance(i);
+    }
+
+    /// Record a read step's result against its expectation; a read that
+    /// failed aborts its transaction.
+    fn judge_read<V: PartialEq + std::fmt::Debug>(
+        &self,
+        i: usize,
+        what: &str,
+        expect: Option<&V>,
+        got: Result<V, TxnError>,
+        txn: &mut Option<Transaction<'_, Client>>,
+    ) {
+        match got {
+            Ok(v) => {
+                let failure = expect
+                    .filter(|e| **e != v)
+                    .map(|e| format!("{what}: expected {e:?}, got {v:?}"));
+                self.result(i, format!("{v:?}"), failure);
+            }
+            Err(e) => {
+                let failure = expect.map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
+                self.result(i, format!("error: {e}"), failure);
+                if let Some(t) = txn.take() {
+                    t.abort((&e).into());
+                }
+            }
+        }
+    }
+
     /// Run every step of transaction `name` on `client`.
     async fn run_txn(self, client: Arc<Client>, name: String) {
         let mine: Vec<usize> = (0..self.steps.len())
@@ -380,37 +418,14 @@ impl Script {
                     ..
                 } => {
                     let Some(t) = txn.as_mut() else {
-                        self.result(
-                            i,
-                            "no transaction (it failed earlier)".into(),
-                            Some(format!("{what}: the transaction had already failed")),
-                        );
-                        self.advance(i);
+                        self.already_failed(i, &what);
                         continue;
                     };
                     if *no_wait {
                         self.advance(i);
                     }
-                    match t.get(row, col).await {
-                        Ok(v) => {
-                            let failure = match expect {
-                                Some(e) if e != &v => {
-                                    Some(format!("{what}: expected {e:?}, got {v:?}"))
-                                }
-                                _ => None,
-                            };
-                            self.result(i, format!("{v:?}"), failure);
-                        }
-                        Err(e) => {
-                            let failure = expect
-                                .as_ref()
-                                .map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
-                            self.result(i, format!("error: {e}"), failure);
-                            if let Some(t) = txn.take() {
-                                t.abort((&e).into());
-                            }
-                        }
-                    }
+                    let got = t.get(row, col).await;
+                    self.judge_read(i, &what, expect.as_ref(), got, &mut txn);
                 }
                 Step::Scan {
                     start_row,
@@ -420,38 +435,19 @@ impl Script {
                     ..
                 } => {
                     let Some(t) = txn.as_mut() else {
-                        self.result(
-                            i,
-                            "no transaction (it failed earlier)".into(),
-                            Some(format!("{what}: the transaction had already failed")),
-                        );
-                        self.advance(i);
+                        self.already_failed(i, &what);
                         continue;
                     };
-                    match t.scan(start_row, end_row, std::slice::from_ref(col)).await {
-                        Ok(cells) => {
-                            let got: Vec<String> = cells
+                    let got = t
+                        .scan(start_row, end_row, std::slice::from_ref(col))
+                        .await
+                        .map(|cells| {
+                            cells
                                 .iter()
                                 .map(|(c, v)| format!("{}={v}", c.row))
-                                .collect();
-                            let failure = match expect {
-                                Some(e) if e != &got => {
-                                    Some(format!("{what}: expected {e:?}, got {got:?}"))
-                                }
-                                _ => None,
-                            };
-                            self.result(i, format!("{got:?}"), failure);
-                        }
-                        Err(e) => {
-                            let failure = expect
-                                .as_ref()
-                                .map(|e2| format!("{what}: expected {e2:?}, got error {e}"));
-                            self.result(i, format!("error: {e}"), failure);
-                            if let Some(t) = txn.take() {
-                                t.abort((&e).into());
-                            }
-                        }
-                    }
+                                .collect::<Vec<String>>()
+                        });
+                    self.judge_read(i, &what, expect.as_ref(), got, &mut txn);
                 }
                 Step::Set {
                     row, col, value, ..

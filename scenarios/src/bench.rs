@@ -194,13 +194,12 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         for t in &h.transactions {
             if let (Some(o), Outcome::Committed, Some(done)) =
                 (&t.observer, t.outcome, t.complete_ns)
+                && o.name == "parse"
             {
-                if o.name == "parse" {
-                    runs.entry(o.row.as_str())
-                        .or_default()
-                        .push((t.start_ts, done));
-                    parsed += 1;
-                }
+                runs.entry(o.row.as_str())
+                    .or_default()
+                    .push((t.start_ts, done));
+                parsed += 1;
             }
         }
         for t in &h.transactions {

@@ -104,9 +104,6 @@ impl Faults {
             return;
         }
         Handle::current().restart(id);
-        if let Some(c) = Self::client_index(node) {
-            self.world.client_restarted(c);
-        }
         self.world.event("restart", json!({"node": node}));
     }
 

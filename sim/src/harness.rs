@@ -108,7 +108,6 @@ async fn simulate(
         row_locks: Mutex::default(),
         control: control_tx,
         incarnations: Mutex::default(),
-        dead: Mutex::default(),
         sessions: Mutex::default(),
         net: Mutex::default(),
         stalled: Mutex::default(),
@@ -363,8 +362,7 @@ fn notify_count(world: &World) -> usize {
 }
 
 fn busy_transactions(world: &World) -> usize {
-    let dead = world.dead_clients();
-    world.recorder().in_progress(&dead)
+    world.recorder().in_progress()
 }
 
 /// Read every cell at a fresh snapshot: a read meeting a lock cleans it up

@@ -11,7 +11,7 @@ use madsim::time::Instant;
 use percsim_protocol::SessionId;
 use percsim_protocol::client::{ObserverBody, ObserverSpec};
 use percsim_protocol::row::Row;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,8 +118,6 @@ pub(crate) struct World {
     pub workload: Arc<dyn Workload>,
     pub control: UnboundedSender<Control>,
     pub incarnations: Mutex<Vec<u32>>,
-    /// Clients killed and not (yet) restarted.
-    pub dead: Mutex<BTreeSet<usize>>,
     /// Liveness sessions: owner client and expiry. Memory of the liveness
     /// service (cleared when it restarts), kept here so faults can expire one.
     pub sessions: Mutex<BTreeMap<SessionId, (usize, Instant)>>,
@@ -163,22 +161,7 @@ impl World {
 
     /// A client was killed: its transactions in progress will never finish.
     pub(crate) fn client_died(&self, client: usize) {
-        self.dead
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(client);
         self.recorder().orphan(client as u64);
-    }
-
-    pub(crate) fn client_restarted(&self, client: usize) {
-        self.dead
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&client);
-    }
-
-    pub(crate) fn dead_clients(&self) -> BTreeSet<usize> {
-        self.dead.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn lock<'a, T>(&self, m: &'a Mutex<T>) -> MutexGuard<'a, T> {

@@ -8,8 +8,7 @@
 //! content; the member lists are exactly those documents; no other hash
 //! row is left.
 
-use super::util::in_range;
-use super::util::{fnv1a, join, read_snapshot, split};
+use super::util::{fnv1a, in_range, join, judge_whole_store, split};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
@@ -181,12 +180,7 @@ impl Workload for Dedup {
     }
 
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        Box::pin(async move {
-            match read_snapshot(client.as_ref(), "", "\u{10ffff}", &[]).await {
-                Some(cells) => check_dedup(&cells),
-                None => vec!["final read of the tables failed 20 times".to_string()],
-            }
-        })
+        Box::pin(async move { judge_whole_store(client.as_ref(), check_dedup).await })
     }
 }
 

@@ -15,8 +15,7 @@
 //! After quiescence the check recomputes the index from the final documents
 //! as a batch job would, independently of the observers, and compares.
 
-use super::util::in_range;
-use super::util::{fnv1a, join, read_snapshot, split};
+use super::util::{fnv1a, in_range, join, judge_whole_store, split};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{BodyFuture, ObserverBody, ObserverSpec, Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
@@ -319,12 +318,7 @@ impl Workload for Pipeline {
     }
 
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        Box::pin(async move {
-            match read_snapshot(client.as_ref(), "", "\u{10ffff}", &[]).await {
-                Some(cells) => check_pipeline(&cells),
-                None => vec!["final read of the tables failed 20 times".to_string()],
-            }
-        })
+        Box::pin(async move { judge_whole_store(client.as_ref(), check_pipeline).await })
     }
 }
 

@@ -66,3 +66,15 @@ pub(crate) fn probability(field: &str, value: f64) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The final check of a workload whose invariants span the whole store:
+/// read every cell in one snapshot and judge it with `judge`.
+pub(crate) async fn judge_whole_store(
+    client: &Client,
+    judge: fn(&[(CellKey, String)]) -> Vec<String>,
+) -> Vec<String> {
+    match read_snapshot(client, "", "\u{10ffff}", &[]).await {
+        Some(cells) => judge(&cells),
+        None => vec!["final read of the tables failed 20 times".to_string()],
+    }
+}

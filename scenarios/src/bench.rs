@@ -37,7 +37,7 @@ impl Workload for Timestamps {
 }
 
 /// The register scenario the throughput numbers use.
-fn register_scenario(seed: u64, run_ms: u64, faults: bool) -> Scenario {
+fn register_scenario(seed: u64, run_ms: u64, faults: bool, costs: bool) -> Scenario {
     let mut cluster = SimConfig {
         tablet_servers: 4,
         tablets: 8,
@@ -46,6 +46,7 @@ fn register_scenario(seed: u64, run_ms: u64, faults: bool) -> Scenario {
         run_ms,
         ..SimConfig::default()
     };
+    cluster.costs.enabled = costs;
     if faults {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for class in faultmix::CLASSES {
@@ -61,10 +62,10 @@ fn register_scenario(seed: u64, run_ms: u64, faults: bool) -> Scenario {
 
 /// Simulated committed transactions per wall second on one core, and the
 /// checker's time on the histories produced.
-fn txn_throughput(label: &str, faults: bool, run_ms: u64, seeds: u64) {
+fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) {
     let (mut committed, mut wall, mut check, mut txns) = (0u64, 0f64, 0f64, 0usize);
     for seed in 0..seeds {
-        let s = register_scenario(seed, run_ms, faults);
+        let s = register_scenario(seed, run_ms, faults, costs);
         let t = Instant::now();
         let out = match s.run() {
             Ok(o) => o,
@@ -266,8 +267,9 @@ pub fn run(quick: bool) {
             "release"
         }
     );
-    txn_throughput("register, no faults, one core", false, run_ms, seeds);
-    txn_throughput("register, default fault mix", true, run_ms, seeds);
+    txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
+    txn_throughput("the same, cost model on", false, true, run_ms, seeds);
+    txn_throughput("register, default fault mix", true, false, run_ms, seeds);
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);

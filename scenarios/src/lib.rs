@@ -5,6 +5,7 @@ pub mod bench;
 pub mod campaign;
 pub mod faultmix;
 pub mod fuzz;
+pub mod paper;
 pub mod scenario;
 pub mod workloads;
 

@@ -45,6 +45,62 @@ pub struct PauseAt {
     pub duration_ms: u64,
 }
 
+/// Simulated CPU time: what each request costs a node, and how many cores
+/// each kind of node has. Requests queue when every core is busy; "cores
+/// used" is busy time over simulated time. Off by default: with the model
+/// off, requests cost nothing and nodes never queue. The defaults follow the
+/// Percolator paper's Figure 8 discussion: a row read (a Bigtable read of an
+/// SSTable block) is dearer than a cell write, and reading several columns
+/// of one row costs little more than reading one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostModel {
+    /// Whether requests cost CPU time at all.
+    pub enabled: bool,
+    /// Cores of each tablet server.
+    pub tablet_cores: usize,
+    /// Cores of the timestamp oracle.
+    pub oracle_cores: usize,
+    /// Cores of the liveness service and of the master (each).
+    pub service_cores: usize,
+    /// Fixed cost of taking in and answering one request at a tablet server.
+    pub request_us: u64,
+    /// Reading one row (once per row step that reads, per row scanned).
+    pub row_read_us: u64,
+    /// Each column cell a row step examines, on top of the row read.
+    pub cell_read_us: u64,
+    /// Each cell a row step writes or erases.
+    pub cell_write_us: u64,
+    /// One request at the oracle (a batch of timestamps costs one request).
+    pub oracle_request_us: u64,
+    /// One request at the liveness service or the master.
+    pub service_request_us: u64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            enabled: false,
+            tablet_cores: 4,
+            oracle_cores: 1,
+            service_cores: 1,
+            request_us: 40,
+            row_read_us: 25,
+            cell_read_us: 5,
+            cell_write_us: 10,
+            oracle_request_us: 5,
+            service_request_us: 10,
+        }
+    }
+}
+
+impl CostModel {
+    /// The cost of a request whose fixed part is `us`, or zero when off.
+    pub(crate) fn charge(&self, us: u64) -> u64 {
+        if self.enabled { us } else { 0 }
+    }
+}
+
 /// The cluster, its timing and its phases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -95,6 +151,8 @@ pub struct SimConfig {
     pub run_ms: u64,
     /// Bound on the healed phase in which all locks must be resolved.
     pub quiesce_ms: u64,
+    /// Simulated CPU costs (off by default).
+    pub costs: CostModel,
 }
 
 impl Default for SimConfig {
@@ -121,6 +179,7 @@ impl Default for SimConfig {
             scanner_jump: true,
             run_ms: 5_000,
             quiesce_ms: 60_000,
+            costs: CostModel::default(),
         }
     }
 }
@@ -236,6 +295,16 @@ impl SimConfig {
         for (name, class) in self.faults.random.classes() {
             if let Some(p) = class.problem() {
                 return err(&format!("faults.random.{name}"), &p);
+            }
+        }
+        let c = &self.costs;
+        for (field, cores) in [
+            ("costs.tablet_cores", c.tablet_cores),
+            ("costs.oracle_cores", c.oracle_cores),
+            ("costs.service_cores", c.service_cores),
+        ] {
+            if cores == 0 || cores > 1_024 {
+                return err(field, "must be between 1 and 1024");
             }
         }
         if self.run_ms > 3_600_000 || self.quiesce_ms > 3_600_000 {

@@ -92,6 +92,7 @@ async fn simulate(
             .map(|t| Some(t % cfg.tablet_servers))
             .collect(),
         next_session: 0,
+        raw: BTreeMap::new(),
     };
     load(&mut durable, &initial);
     let mut recorder = Recorder::default();

@@ -17,10 +17,11 @@ mod harness;
 mod nodes;
 mod recorder;
 mod rpc;
+mod serve;
 mod workload;
 mod world;
 
-pub use config::{ClockSkew, ConfigError, CrashAt, PauseAt, SimConfig};
+pub use config::{ClockSkew, ConfigError, CostModel, CrashAt, PauseAt, SimConfig};
 pub use driver::Controller;
 pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};

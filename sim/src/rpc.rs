@@ -103,3 +103,20 @@ pub(crate) struct IsAlive {
     pub session: SessionId,
 }
 request!(IsAlive, 8, bool);
+
+/// A raw Bigtable operation outside any transaction (the baseline of the
+/// paper's Figure 8): write `value` to a cell, or read it when `write` is
+/// `None`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RawCall {
+    pub tablet: usize,
+    pub row: String,
+    pub col: String,
+    pub write: Option<String>,
+}
+
+/// The reply to a [`RawCall`]: the value read (`None` for a write or an
+/// absent cell).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RawReply(pub Option<String>);
+request!(RawCall, 11, Result<RawReply, NotServing>);

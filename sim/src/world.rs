@@ -90,6 +90,9 @@ pub(crate) struct Durable {
     pub oracle_max: u64,
     pub tablet_owner: Vec<Option<usize>>,
     pub next_session: u64,
+    /// Raw Bigtable cells written outside any transaction (the Figure 8
+    /// baseline): (row, column) -> value.
+    pub raw: BTreeMap<(String, String), String>,
 }
 
 /// Requests to the harness from inside nodes.

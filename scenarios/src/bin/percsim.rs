@@ -128,6 +128,13 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Re-run the Percolator paper's evaluation in simulated time (cost
+    /// model on) and print each result beside the paper's figure.
+    Paper {
+        /// Fewer and shorter runs.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), String> {
@@ -248,6 +255,10 @@ fn main() -> ExitCode {
         }
         Command::Bench { quick } => {
             percsim_scenarios::bench::run(quick);
+            0
+        }
+        Command::Paper { quick } => {
+            percsim_scenarios::paper::run_all(quick);
             0
         }
     };

@@ -6,6 +6,7 @@ mod list_append;
 mod pipeline;
 mod register;
 mod script;
+mod tpce;
 mod util;
 
 pub use bank::Bank;
@@ -14,6 +15,7 @@ pub use list_append::ListAppend;
 pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{ExpectOutcome, InitialCell, Script, Step};
+pub use tpce::Tpce;
 
 use percsim_sim::{SimConfig, Workload};
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,8 @@ pub enum WorkloadSpec {
     Pipeline(Pipeline),
     /// A user-written interleaving with expectations.
     Script(Script),
+    /// TPC-E-lite: the paper's brokerage benchmark (trade order and result).
+    Tpce(Tpce),
 }
 
 impl WorkloadSpec {
@@ -47,6 +51,7 @@ impl WorkloadSpec {
             WorkloadSpec::Dedup(_) => "dedup",
             WorkloadSpec::Pipeline(_) => "pipeline",
             WorkloadSpec::Script(_) => "script",
+            WorkloadSpec::Tpce(_) => "tpce",
         }
     }
 
@@ -58,6 +63,7 @@ impl WorkloadSpec {
             WorkloadSpec::ListAppend(l) => l.validate(),
             WorkloadSpec::Dedup(d) => d.validate(),
             WorkloadSpec::Pipeline(p) => p.validate(),
+            WorkloadSpec::Tpce(t) => t.validate(),
             WorkloadSpec::Bank(b) => {
                 if b.accounts < 2 || b.accounts > 100_000 {
                     return Err(format!(
@@ -88,6 +94,7 @@ impl WorkloadSpec {
             WorkloadSpec::ListAppend(l) => Arc::new(l.fresh()),
             WorkloadSpec::Dedup(d) => Arc::new(d.clone()),
             WorkloadSpec::Pipeline(p) => Arc::new(p.clone()),
+            WorkloadSpec::Tpce(t) => Arc::new(t.clone()),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::ClockSkew;
 use crate::rpc::{
-    IsAlive, KeepAlive, Locate, NotServing, OpenSession, RowCall, RowLockCall, ScanCall,
+    IsAlive, KeepAlive, Locate, NotServing, OpenSession, RawCall, RowCall, RowLockCall, ScanCall,
     ScanNotify, TsCall,
 };
 use crate::workload::Worker;
@@ -73,6 +73,30 @@ impl Client {
     /// This client's index in the cluster.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// A raw Bigtable operation outside any transaction (the baseline of the
+    /// paper's Figure 8): write `value` to a cell (returns `None`), or read
+    /// the cell's value when `value` is `None`.
+    pub async fn raw(
+        &self,
+        row: &str,
+        col: &str,
+        value: Option<String>,
+    ) -> Result<Option<String>, RpcError> {
+        let tablet = self.world.tablets.of(row);
+        let call = RawCall {
+            tablet,
+            row: row.to_string(),
+            col: col.to_string(),
+            write: value,
+        };
+        self.tablet_call(tablet, call).await.map(|r| r.0)
+    }
+
+    /// How many transaction threads the cluster runs (clients x workers).
+    pub fn workers_total(&self) -> usize {
+        self.world.cfg.clients * self.world.cfg.workers_per_client
     }
 
     /// Whether the workload phase is over (start no new transactions).

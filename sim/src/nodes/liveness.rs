@@ -3,14 +3,15 @@
 //! holds its session.
 
 use crate::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
-
-/// How long a scanner's row lock lasts if its holder never releases it.
-const ROW_LOCK_LEASE_MS: u64 = 2_000;
+use crate::serve::{Cpu, CpuKind, Intake, Server, serve_costed};
 use crate::world::{World, liveness_addr};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant};
 use percsim_protocol::SessionId;
 use std::sync::Arc;
+
+/// How long a scanner's row lock lasts if its holder never releases it.
+const ROW_LOCK_LEASE_MS: u64 = 2_000;
 
 pub(crate) async fn main(world: Arc<World>) {
     let ep = Endpoint::bind(liveness_addr())
@@ -20,79 +21,75 @@ pub(crate) async fn main(world: Arc<World>) {
     // then looks dead (safe: cleanup is synchronised on the primary).
     world.lock(&world.sessions).clear();
     world.lock(&world.row_locks).clear();
-    {
-        // The scanners' lightweight row locks: memory only, with a lease so
-        // a crashed holder's lock lapses.
-        let world = world.clone();
-        ep.add_rpc_handler(move |req: RowLockCall| {
-            let world = world.clone();
-            async move {
-                let mut locks = world.lock(&world.row_locks);
-                let now = Instant::now();
-                if !req.lock {
-                    if locks.get(&req.row).is_some_and(|(h, _)| *h == req.holder) {
-                        locks.remove(&req.row);
-                    }
-                    return true;
-                }
-                match locks.get(&req.row) {
-                    Some((h, until)) if *h != req.holder && *until > now => false,
-                    _ => {
-                        locks.insert(
-                            req.row,
-                            (req.holder, now + Duration::from_millis(ROW_LOCK_LEASE_MS)),
-                        );
-                        true
-                    }
-                }
-            }
-        });
-    }
-    let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
-    {
-        let world = world.clone();
-        ep.add_rpc_handler(move |req: OpenSession| {
-            let world = world.clone();
-            async move {
-                let id = {
-                    let mut d = world.durable();
-                    d.next_session += 1;
-                    SessionId(d.next_session)
-                };
-                world
-                    .lock(&world.sessions)
-                    .insert(id, (req.client, Instant::now() + ttl));
-                id
-            }
-        });
-    }
-    {
-        let world = world.clone();
-        ep.add_rpc_handler(move |req: KeepAlive| {
-            let world = world.clone();
-            async move {
-                let mut s = world.lock(&world.sessions);
-                match s.get_mut(&req.session) {
-                    Some((_, expiry)) if *expiry > Instant::now() => {
-                        *expiry = Instant::now() + ttl;
-                        true
-                    }
-                    _ => {
-                        s.remove(&req.session);
-                        false
-                    }
-                }
-            }
-        });
-    }
-    ep.add_rpc_handler(move |req: IsAlive| {
-        let world = world.clone();
-        async move {
-            world
-                .lock(&world.sessions)
-                .get(&req.session)
-                .is_some_and(|(_, expiry)| *expiry > Instant::now())
-        }
+    let cpu = Cpu::new(CpuKind::Liveness, world.cfg.costs.service_cores);
+    let cost = world.cfg.costs.service_request_us;
+    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    serve_costed(at, Intake::Busy, move |w: &World, req: RowLockCall| {
+        (row_lock(w, req), cost)
+    });
+    serve_costed(at, Intake::Quiet, move |w: &World, req: OpenSession| {
+        (open_session(w, req), cost)
+    });
+    serve_costed(at, Intake::Busy, move |w: &World, req: KeepAlive| {
+        (keep_alive(w, req), cost)
+    });
+    serve_costed(at, Intake::Busy, move |w: &World, req: IsAlive| {
+        let alive = w
+            .lock(&w.sessions)
+            .get(&req.session)
+            .is_some_and(|(_, expiry)| *expiry > Instant::now());
+        (alive, cost)
     });
     std::future::pending::<()>().await
+}
+
+/// The scanners' lightweight row locks: memory only, with a lease so a
+/// crashed holder's lock lapses.
+fn row_lock(world: &World, req: RowLockCall) -> bool {
+    let mut locks = world.lock(&world.row_locks);
+    let now = Instant::now();
+    if !req.lock {
+        if locks.get(&req.row).is_some_and(|(h, _)| *h == req.holder) {
+            locks.remove(&req.row);
+        }
+        return true;
+    }
+    match locks.get(&req.row) {
+        Some((h, until)) if *h != req.holder && *until > now => false,
+        _ => {
+            locks.insert(
+                req.row,
+                (req.holder, now + Duration::from_millis(ROW_LOCK_LEASE_MS)),
+            );
+            true
+        }
+    }
+}
+
+fn open_session(world: &World, req: OpenSession) -> SessionId {
+    let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
+    let id = {
+        let mut d = world.durable();
+        d.next_session += 1;
+        SessionId(d.next_session)
+    };
+    world
+        .lock(&world.sessions)
+        .insert(id, (req.client, Instant::now() + ttl));
+    id
+}
+
+fn keep_alive(world: &World, req: KeepAlive) -> bool {
+    let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
+    let mut s = world.lock(&world.sessions);
+    match s.get_mut(&req.session) {
+        Some((_, expiry)) if *expiry > Instant::now() => {
+            *expiry = Instant::now() + ttl;
+            true
+        }
+        _ => {
+            s.remove(&req.session);
+            false
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! it persisted first (see `percsim_protocol::oracle`).
 
 use crate::rpc::TsCall;
+use crate::serve::{Cpu, CpuKind, Intake, Server, serve_costed};
 use crate::world::{World, oracle_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::Ablation;
@@ -15,10 +16,11 @@ pub(crate) async fn main(world: Arc<World>) {
         persisted,
         world.cfg.oracle_range,
     )));
-    ep.add_rpc_handler(move |req: TsCall| {
-        let world = world.clone();
-        let oracle = oracle.clone();
-        async move {
+    let cpu = Cpu::new(CpuKind::Oracle, world.cfg.costs.oracle_cores);
+    let cost = world.cfg.costs.oracle_request_us;
+    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    serve_costed(at, Intake::Busy, move |world: &World, req: TsCall| {
+        {
             let grant = oracle
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -31,7 +33,7 @@ pub(crate) async fn main(world: Arc<World>) {
             let mut rec = world.recorder();
             *rec.counters.entry("oracle.requests".into()).or_default() += 1;
             *rec.counters.entry("oracle.timestamps".into()).or_default() += grant.allocation.count;
-            grant.allocation.first
+            (grant.allocation.first, cost)
         }
     });
     std::future::pending::<()>().await

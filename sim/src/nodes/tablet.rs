@@ -3,47 +3,72 @@
 //! row transaction; a request in flight at a crash may or may not have been
 //! applied, and its reply is lost.
 
-use crate::rpc::{NotServing, Ping, RowCall, ScanCall, ScanNotify};
+use crate::config::CostModel;
+use crate::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
+use crate::serve::{Cpu, CpuKind, Intake, Server, serve, serve_costed};
 use crate::world::{World, tablet_server_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
-use percsim_protocol::actions::{GetResult, PrewriteError, RowReply, execute, get::get};
+use percsim_protocol::actions::{
+    GetResult, PrewriteError, RowReply, RowRequest, execute, get::get,
+};
 use percsim_protocol::row::Row;
 use std::sync::Arc;
+
+/// A request handler's result and the CPU time it cost (µs).
+type Costed<T> = (Result<T, NotServing>, u64);
 
 pub(crate) async fn main(world: Arc<World>, me: usize) {
     let ep = Endpoint::bind(tablet_server_addr(me))
         .await
         .expect("tablet server: bind");
-    ep.add_rpc_handler(|_: Ping| async {});
-    {
-        let world = world.clone();
-        ep.add_rpc_handler(move |call: RowCall| {
-            let world = world.clone();
-            async move { row_step(&world, me, call) }
-        });
-    }
-    {
-        let world = world.clone();
-        ep.add_rpc_handler(move |call: ScanCall| {
-            let world = world.clone();
-            async move { scan(&world, me, call) }
-        });
-    }
-    ep.add_rpc_handler(move |call: ScanNotify| {
-        let world = world.clone();
-        async move { scan_notify(&world, me, call) }
+    let cpu = Cpu::new(CpuKind::Tablet, world.cfg.costs.tablet_cores);
+    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    serve(&ep, Intake::Quiet, |_: Ping| async {});
+    serve_costed(at, Intake::Busy, move |w: &World, call: RowCall| {
+        row_step(w, me, call)
+    });
+    serve_costed(at, Intake::Quiet, move |w: &World, call: ScanCall| {
+        scan(w, me, call)
+    });
+    serve_costed(at, Intake::Quiet, move |w: &World, call: ScanNotify| {
+        scan_notify(w, me, call)
+    });
+    serve_costed(at, Intake::Busy, move |w: &World, call: RawCall| {
+        raw(w, me, call)
     });
     std::future::pending::<()>().await
 }
 
+/// Cells a row step examines besides reading the row: the metadata columns
+/// (lock, write) and the data column, as each step's rule reads them.
+fn cells_read(req: &RowRequest) -> u64 {
+    match req {
+        RowRequest::Get { .. } | RowRequest::GetVersion { .. } => 3,
+        RowRequest::Prewrite(_)
+        | RowRequest::Cleanup { .. }
+        | RowRequest::Resolve { .. }
+        | RowRequest::ClearNotify { .. } => 2,
+        RowRequest::Commit { .. } | RowRequest::Touch { .. } => 1,
+        RowRequest::WeakNotify { .. } => 0,
+    }
+}
+
+/// The CPU cost of a row step that examined `read` cells (0: a blind write
+/// that reads no row) and wrote or erased `written` cells.
+fn row_cost(c: &CostModel, read: u64, written: u64) -> u64 {
+    let row = if read > 0 { c.row_read_us } else { 0 };
+    c.request_us + row + read * c.cell_read_us + written * c.cell_write_us
+}
+
 /// One single-row transaction: read, decide, apply, with nothing in between.
-fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServing> {
+fn row_step(world: &World, me: usize, call: RowCall) -> Costed<RowReply> {
+    let costs = &world.cfg.costs;
     let mut d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
         || world.tablets.of(&call.row) != call.tablet
     {
-        return Err(NotServing);
+        return (Err(NotServing), costs.request_us);
     }
     let (reply, mutation) = match d.rows.get(&call.row) {
         Some(row) => execute(row, &call.row, &call.req, world.cfg.ablations),
@@ -53,6 +78,7 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServ
         // A late or duplicated prewrite met its transaction's rollback record.
         world.recorder().bump("store.late_prewrite_rejected");
     }
+    let cost = row_cost(costs, cells_read(&call.req), mutation.ops.len() as u64);
     if !mutation.is_empty() {
         let row = d.rows.entry(call.row.clone()).or_default();
         row.apply(&mutation);
@@ -60,37 +86,64 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Result<RowReply, NotServ
             d.rows.remove(&call.row);
         }
     }
-    Ok(reply)
+    (Ok(reply), cost)
+}
+
+/// A raw Bigtable operation (no transaction): the baseline of the paper's
+/// Figure 8. A write puts one cell without reading the row; a read reads
+/// the newest version of one cell.
+fn raw(world: &World, me: usize, call: RawCall) -> Costed<RawReply> {
+    let costs = &world.cfg.costs;
+    let mut d = world.durable();
+    if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
+        || world.tablets.of(&call.row) != call.tablet
+    {
+        return (Err(NotServing), costs.request_us);
+    }
+    match call.write {
+        Some(value) => {
+            d.raw.insert((call.row, call.col), value);
+            (Ok(RawReply(None)), row_cost(costs, 0, 1))
+        }
+        None => {
+            let v = d.raw.get(&(call.row, call.col)).cloned();
+            (Ok(RawReply(v)), row_cost(costs, 1, 0))
+        }
+    }
 }
 
 /// Snapshot reads of every row of `[start_row, end_row)` in one tablet.
 /// Empty `cols` means every column.
-fn scan(world: &World, me: usize, call: ScanCall) -> Result<Vec<(CellKey, GetResult)>, NotServing> {
+fn scan(world: &World, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetResult)>> {
+    let costs = &world.cfg.costs;
     let d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {
-        return Err(NotServing);
+        return (Err(NotServing), costs.request_us);
     }
     let (lo, hi) = world
         .tablets
         .clip(call.tablet, &call.start_row, &call.end_row);
     let mut out = Vec::new();
     if lo >= hi {
-        return Ok(out);
+        return (Ok(out), costs.request_us);
     }
+    let mut cost = costs.request_us;
     for (key, row) in d.rows.range(lo..hi) {
+        cost += costs.row_read_us;
         let cols: Vec<&String> = if call.cols.is_empty() {
             row.cols.keys().collect()
         } else {
             call.cols.iter().collect()
         };
         for col in cols {
+            cost += 3 * costs.cell_read_us;
             match get(row, key, col, call.start_ts, world.cfg.ablations) {
                 GetResult::Value(None) => {}
                 found => out.push((CellKey::new(key.clone(), col.clone()), found)),
             }
         }
     }
-    Ok(out)
+    (Ok(out), cost)
 }
 
 /// The dirty cells of one tablet, from a random row on (the scanners'
@@ -99,22 +152,25 @@ fn scan_notify(
     world: &World,
     me: usize,
     call: ScanNotify,
-) -> Result<Vec<(String, String, u64)>, NotServing> {
+) -> Costed<Vec<(String, String, u64)>> {
+    let costs = &world.cfg.costs;
     let d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {
-        return Err(NotServing);
+        return (Err(NotServing), costs.request_us);
     }
     let (lo, hi) = world.tablets.clip(call.tablet, "", "\u{10ffff}");
     if lo >= hi {
-        return Ok(Vec::new());
+        return (Ok(Vec::new()), costs.request_us);
     }
     let rows = d.rows.range(lo..hi);
     let count = rows.clone().count();
     if count == 0 {
-        return Ok(Vec::new());
+        return (Ok(Vec::new()), costs.request_us);
     }
     let start = (call.pick % count as u64) as usize;
-    Ok(rows
+    // The notify column is its own locality group: scanning it reads only
+    // the dirty cells.
+    let found: Vec<(String, String, u64)> = rows
         .skip(start)
         .flat_map(|(key, row)| {
             row.notify
@@ -122,5 +178,7 @@ fn scan_notify(
                 .map(move |(col, v)| (key.clone(), col.clone(), *v))
         })
         .take(call.limit)
-        .collect())
+        .collect();
+    let cost = costs.request_us + found.len() as u64 * costs.cell_read_us;
+    (Ok(found), cost)
 }

@@ -1,0 +1,494 @@
+//! `tpce`: TPC-E-lite, the paper's synthetic benchmark (section 5.3 of
+//! `percolator-paper.en-zh.txt`): a brokerage whose customers trade, on
+//! average once every `trade_interval_ms` each, so load grows by adding
+//! customers. A trade is two transactions: Trade-Order (read the account
+//! and the security's price, write the order and the hand-made index
+//! entry by security) and, after a market delay, Trade-Result (settle the
+//! order: holdings, balance and, if `broker_commission` is on, the
+//! broker's commission and trade count, the write the paper omitted
+//! because every broker serves a hundred customers and conflicts).
+//!
+//! Rows are customer-major (`c0000042/acct`, `c0000042/hold/00007`,
+//! `c0000042/trade/<id>`), so the customer's own rows share a tablet; an
+//! absent account or holding is the initial one, so data grows with the
+//! trades and not with the customer count. Securities (`s/00007`) and the
+//! index by security (`s/00007/t/c0000042/<id>`) sit in their own tablet.
+//!
+//! Final invariants, judged on one snapshot of the whole store: every
+//! balance and every holding agrees with the settled trades of its
+//! customer, no holding is negative, every order has its index entry and
+//! every index entry its order, and (with commissions) every broker's
+//! commission and count agree with its customers' settled trades.
+
+use super::util::{in_range, read_snapshot};
+use percsim_protocol::CellKey;
+use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
+use percsim_sim::{BoxFuture, Client, Worker, Workload};
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Parameters of the TPC-E-lite workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tpce {
+    /// Number of customers (the load: each trades once per interval).
+    pub customers: usize,
+    /// Number of securities.
+    pub securities: usize,
+    /// Customers served by one broker (TPC-E: 100).
+    pub customers_per_broker: usize,
+    /// Mean simulated time between two trades of one customer (TPC-E: 500 s).
+    pub trade_interval_ms: u64,
+    /// Simulated delay between a trade's order and its result (the market).
+    pub market_delay_ms: u64,
+    /// Update the broker's commission and trade count in Trade-Result.
+    pub broker_commission: bool,
+    /// Every account's balance before its first trade.
+    pub initial_balance: i64,
+}
+
+impl Default for Tpce {
+    fn default() -> Self {
+        Tpce {
+            customers: 2_000,
+            securities: 100,
+            customers_per_broker: 100,
+            trade_interval_ms: 500_000,
+            market_delay_ms: 100,
+            broker_commission: false,
+            initial_balance: 1_000_000,
+        }
+    }
+}
+
+/// Column names.
+const BALANCE: &str = "balance";
+const QTY: &str = "qty";
+const ORDER: &str = "order";
+const STATUS: &str = "status";
+const PRICE: &str = "price";
+const REF: &str = "ref";
+const COMMISSION: &str = "commission";
+const COUNT: &str = "count";
+
+fn customer_prefix(c: usize) -> String {
+    format!("c{c:07}")
+}
+fn account_row(c: usize) -> String {
+    format!("c{c:07}/acct")
+}
+fn holding_row(c: usize, s: usize) -> String {
+    format!("c{c:07}/hold/{s:05}")
+}
+fn trade_row(c: usize, id: &str) -> String {
+    format!("c{c:07}/trade/{id}")
+}
+fn security_row(s: usize) -> String {
+    format!("s/{s:05}")
+}
+fn index_row(s: usize, c: usize, id: &str) -> String {
+    format!("s/{s:05}/t/c{c:07}/{id}")
+}
+fn broker_row(b: usize) -> String {
+    format!("b{b:05}")
+}
+fn price_of(s: usize) -> i64 {
+    10 + (s as i64 * 37) % 90
+}
+
+/// One order: buy (`+`) or sell (`-`) `qty` shares of security `sec` at `price`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Order {
+    sec: usize,
+    qty: i64,
+    price: i64,
+}
+
+impl Order {
+    fn encode(&self) -> String {
+        format!("{},{},{}", self.sec, self.qty, self.price)
+    }
+    fn decode(s: &str) -> Option<Order> {
+        let mut it = s.split(',');
+        let sec = it.next()?.parse().ok()?;
+        let qty = it.next()?.parse().ok()?;
+        let price = it.next()?.parse().ok()?;
+        Some(Order { sec, qty, price })
+    }
+    /// The broker's commission on this order (1%, at least 1).
+    fn commission(&self) -> i64 {
+        (self.qty.abs() * self.price / 100).max(1)
+    }
+}
+
+impl Tpce {
+    /// Check the parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        in_range("customers", self.customers, 1, 10_000_000)?;
+        in_range("securities", self.securities, 1, 100_000)?;
+        in_range("customers_per_broker", self.customers_per_broker, 1, 1_000_000)?;
+        if self.trade_interval_ms == 0 {
+            return Err("workload.trade_interval_ms: must be at least 1".into());
+        }
+        if self.initial_balance <= 0 {
+            return Err("workload.initial_balance: must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Mean simulated ms between trades of one worker, when `workers`
+    /// workers share the customers.
+    fn worker_gap_ms(&self, workers: usize) -> f64 {
+        self.trade_interval_ms as f64 * workers as f64 / self.customers as f64
+    }
+
+    /// Trade-Order: record a new order and its index entry.
+    async fn trade_order(&self, client: &Client, c: usize, id: &str, order: Order) -> bool {
+        let Ok(mut txn) = Transaction::begin(client).await else {
+            return false;
+        };
+        let checks = async {
+            txn.get(&account_row(c), BALANCE).await?;
+            txn.get(&security_row(order.sec), PRICE).await
+        };
+        if let Err(e) = checks.await {
+            txn.abort((&e).into());
+            return false;
+        }
+        let row = trade_row(c, id);
+        txn.set(&row, ORDER, order.encode());
+        txn.set(&row, STATUS, "pending");
+        txn.set(&index_row(order.sec, c, id), REF, row);
+        matches!(txn.commit().await, CommitOutcome::Committed { .. })
+    }
+
+    /// Trade-Result: settle a pending order; returns whether it is settled
+    /// (or was already).
+    async fn trade_result(&self, client: &Client, c: usize, id: &str) -> bool {
+        let Ok(mut txn) = Transaction::begin(client).await else {
+            return false;
+        };
+        match self.settle(&mut txn, c, id).await {
+            Ok(true) => matches!(txn.commit().await, CommitOutcome::Committed { .. }),
+            Ok(false) => {
+                txn.commit().await;
+                true
+            }
+            Err(e) => {
+                txn.abort((&e).into());
+                false
+            }
+        }
+    }
+
+    /// The reads and writes of Trade-Result; `Ok(false)`: nothing to do.
+    async fn settle(
+        &self,
+        txn: &mut Transaction<'_, Client>,
+        c: usize,
+        id: &str,
+    ) -> Result<bool, percsim_protocol::client::TxnError> {
+        let row = trade_row(c, id);
+        let status = txn.get(&row, STATUS).await?;
+        let order = txn.get(&row, ORDER).await?.and_then(|o| Order::decode(&o));
+        let (Some("pending"), Some(order)) = (status.as_deref(), order) else {
+            return Ok(false);
+        };
+        let balance = read_int(txn, &account_row(c), BALANCE, self.initial_balance).await?;
+        let held = read_int(txn, &holding_row(c, order.sec), QTY, 0).await?;
+        if held + order.qty < 0 {
+            txn.set(&row, STATUS, "rejected");
+            return Ok(true);
+        }
+        txn.set(&account_row(c), BALANCE, (balance - order.qty * order.price).to_string());
+        txn.set(&holding_row(c, order.sec), QTY, (held + order.qty).to_string());
+        txn.set(&row, STATUS, "done");
+        if self.broker_commission {
+            let broker = broker_row(c / self.customers_per_broker);
+            let paid = read_int(txn, &broker, COMMISSION, 0).await?;
+            let count = read_int(txn, &broker, COUNT, 0).await?;
+            txn.set(&broker, COMMISSION, (paid + order.commission()).to_string());
+            txn.set(&broker, COUNT, (count + 1).to_string());
+        }
+        Ok(true)
+    }
+
+    /// One worker: trades for random customers, arriving as a Poisson
+    /// process (open loop: a slow trade delays the next one only when the
+    /// worker is already behind its schedule).
+    async fn run_worker(self, mut w: Worker) {
+        let tag = w.tag();
+        let gap_ms = self.worker_gap_ms(w.client.workers_total());
+        let mut n = 0u64;
+        let mut next_ms = w.client.wall_ms() as f64;
+        loop {
+            let u: f64 = w.rng.random_range(f64::EPSILON..1.0);
+            next_ms += -u.ln() * gap_ms;
+            let now = w.client.wall_ms() as f64;
+            if next_ms > now {
+                w.client.sleep_ms((next_ms - now) as u64).await;
+            }
+            if w.client.stopping() {
+                return;
+            }
+            n += 1;
+            let id = format!("{tag}-{n}");
+            let c = w.rng.random_range(0..self.customers);
+            let sec = w.rng.random_range(0..self.securities);
+            let qty = w.rng.random_range(1..=100i64) * if w.rng.random_bool(0.3) { -1 } else { 1 };
+            let order = Order { sec, qty, price: price_of(sec) };
+            if !self.trade_order(w.client.as_ref(), c, &id, order).await {
+                continue;
+            }
+            w.client.sleep_ms(self.market_delay_ms).await;
+            // The market settles the order, retrying until it is settled.
+            while !self.trade_result(w.client.as_ref(), c, &id).await && !w.client.stopping() {
+                w.client.sleep_ms(w.rng.random_range(10..100)).await;
+            }
+        }
+    }
+}
+
+/// Read an integer cell, `default` when absent.
+async fn read_int(
+    txn: &mut Transaction<'_, Client>,
+    row: &str,
+    col: &str,
+    default: i64,
+) -> Result<i64, percsim_protocol::client::TxnError> {
+    Ok(txn
+        .get(row, col)
+        .await?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default))
+}
+
+impl Workload for Tpce {
+    fn initial_data(&self) -> Vec<(CellKey, String)> {
+        (0..self.securities)
+            .map(|s| (CellKey::new(security_row(s), PRICE), price_of(s).to_string()))
+            .collect()
+    }
+
+    fn split_points(&self, tablets: usize) -> Vec<String> {
+        // Customers spread evenly over all tablets but one; securities and
+        // their index in the last.
+        let customer_tablets = tablets.saturating_sub(1).max(1);
+        let mut splits: Vec<String> = (1..customer_tablets)
+            .map(|i| customer_prefix(i * self.customers / customer_tablets))
+            .collect();
+        if tablets > 1 {
+            splits.push("s/".to_string());
+        }
+        splits
+    }
+
+    fn worker(&self, w: Worker) -> BoxFuture<()> {
+        Box::pin(self.clone().run_worker(w))
+    }
+
+    fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
+        let p = self.clone();
+        Box::pin(async move {
+            match read_snapshot(&client, "", "\u{10ffff}", &[]).await {
+                Some(cells) => p.judge(&cells),
+                None => vec!["final read of the tables failed 20 times".to_string()],
+            }
+        })
+    }
+}
+
+/// What the settled trades say each account, holding and broker must hold.
+#[derive(Default)]
+struct Expected {
+    balance: BTreeMap<usize, i64>,
+    holding: BTreeMap<(usize, usize), i64>,
+    commission: BTreeMap<usize, (i64, i64)>,
+}
+
+impl Tpce {
+    /// Judge one snapshot of the whole store against the trade history.
+    fn judge(&self, cells: &[(CellKey, String)]) -> Vec<String> {
+        let store: BTreeMap<(&str, &str), &str> = cells
+            .iter()
+            .map(|(k, v)| ((k.row.as_str(), k.col.as_str()), v.as_str()))
+            .collect();
+        let mut bad = Vec::new();
+        let want = self.replay_trades(&store, &mut bad);
+        self.judge_accounts(&store, &want, &mut bad);
+        self.judge_brokers(&store, &want, &mut bad);
+        bad
+    }
+
+    /// Sum the settled trades; check each order's status and index entry.
+    fn replay_trades(&self, store: &BTreeMap<(&str, &str), &str>, bad: &mut Vec<String>) -> Expected {
+        let mut want = Expected::default();
+        for (&(row, col), &value) in store {
+            if let Some(r) = row.strip_prefix("s/").and_then(|r| r.split_once("/t/")) {
+                if col == REF && !store.contains_key(&(value, ORDER)) {
+                    bad.push(format!("index entry s/{}/t/{} names a missing order {value}", r.0, r.1));
+                }
+                continue;
+            }
+            let Some((cust, id)) = row.split_once("/trade/") else { continue };
+            if col != ORDER {
+                continue;
+            }
+            let c: usize = cust[1..].parse().unwrap_or(usize::MAX);
+            let Some(order) = Order::decode(value) else {
+                bad.push(format!("order {row} is unreadable: {value:?}"));
+                continue;
+            };
+            if !store.contains_key(&(index_row(order.sec, c, id).as_str(), REF)) {
+                bad.push(format!("order {row} has no index entry by security"));
+            }
+            match store.get(&(row, STATUS)).copied() {
+                Some("done") => {
+                    *want.balance.entry(c).or_insert(self.initial_balance) -= order.qty * order.price;
+                    *want.holding.entry((c, order.sec)).or_default() += order.qty;
+                    let b = want.commission.entry(c / self.customers_per_broker).or_default();
+                    b.0 += order.commission();
+                    b.1 += 1;
+                }
+                Some("pending") | Some("rejected") => {}
+                other => bad.push(format!("order {row} has status {other:?}")),
+            }
+        }
+        want
+    }
+
+    /// Every stored balance and holding equals what its trades say.
+    fn judge_accounts(&self, store: &BTreeMap<(&str, &str), &str>, want: &Expected, bad: &mut Vec<String>) {
+        for (&(row, col), &value) in store {
+            let Some(rest) = row.strip_prefix('c') else { continue };
+            let Some((c, kind)) = rest.split_once('/') else { continue };
+            let c: usize = c.parse().unwrap_or(usize::MAX);
+            let v: i64 = value.parse().unwrap_or(i64::MIN);
+            if kind == "acct" && col == BALANCE {
+                let w = want.balance.get(&c).copied().unwrap_or(self.initial_balance);
+                if v != w {
+                    bad.push(format!("{row}: balance {v}, but its settled trades give {w}"));
+                }
+            } else if let Some(s) = kind.strip_prefix("hold/") {
+                let s: usize = s.parse().unwrap_or(usize::MAX);
+                let w = want.holding.get(&(c, s)).copied().unwrap_or(0);
+                if v != w || v < 0 {
+                    bad.push(format!("{row}: holding {v}, but its settled trades give {w}"));
+                }
+            }
+        }
+        for (&c, &w) in &want.balance {
+            if !store.contains_key(&(account_row(c).as_str(), BALANCE)) && w != self.initial_balance {
+                bad.push(format!("{}: no balance stored, but its settled trades give {w}", account_row(c)));
+            }
+        }
+        for (&(c, s), &w) in &want.holding {
+            if !store.contains_key(&(holding_row(c, s).as_str(), QTY)) && w != 0 {
+                bad.push(format!("{}: no holding stored, but its settled trades give {w}", holding_row(c, s)));
+            }
+        }
+    }
+
+    /// With commissions on, every broker's totals equal its customers' trades.
+    fn judge_brokers(&self, store: &BTreeMap<(&str, &str), &str>, want: &Expected, bad: &mut Vec<String>) {
+        if !self.broker_commission {
+            return;
+        }
+        let brokers = self.customers.div_ceil(self.customers_per_broker);
+        for b in 0..brokers {
+            let row = broker_row(b);
+            let get = |col| store.get(&(row.as_str(), col)).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+            let got = (get(COMMISSION), get(COUNT));
+            let w = want.commission.get(&b).copied().unwrap_or((0, 0));
+            if got != w {
+                bad.push(format!("{row}: commission and count {got:?}, but its customers' settled trades give {w:?}"));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(row: &str, col: &str, v: &str) -> (CellKey, String) {
+        (CellKey::new(row.to_string(), col.to_string()), v.to_string())
+    }
+
+    /// A consistent store: customer 3 bought 10 of security 2 at 84.
+    fn consistent() -> Vec<(CellKey, String)> {
+        vec![
+            cell("b00000", COMMISSION, "8"),
+            cell("b00000", COUNT, "1"),
+            cell("c0000003/acct", BALANCE, "999160"),
+            cell("c0000003/hold/00002", QTY, "10"),
+            cell("c0000003/trade/x-1", ORDER, "2,10,84"),
+            cell("c0000003/trade/x-1", STATUS, "done"),
+            cell("c0000003/trade/x-2", ORDER, "2,-50,84"),
+            cell("c0000003/trade/x-2", STATUS, "rejected"),
+            cell("s/00002", PRICE, "84"),
+            cell("s/00002/t/c0000003/x-1", REF, "c0000003/trade/x-1"),
+            cell("s/00002/t/c0000003/x-2", REF, "c0000003/trade/x-2"),
+        ]
+    }
+
+    fn with_commission() -> Tpce {
+        Tpce { broker_commission: true, ..Tpce::default() }
+    }
+
+    #[test]
+    fn a_consistent_store_passes() {
+        assert_eq!(with_commission().judge(&consistent()), Vec::<String>::new());
+        assert_eq!(price_of(2), 84);
+    }
+
+    #[test]
+    fn a_balance_that_disagrees_with_the_trades_fails() {
+        let mut cells = consistent();
+        cells[2].1 = "999161".into();
+        let bad = with_commission().judge(&cells);
+        assert_eq!(bad, vec!["c0000003/acct: balance 999161, but its settled trades give 999160"]);
+    }
+
+    #[test]
+    fn a_lost_holding_fails() {
+        let mut cells = consistent();
+        cells.remove(3);
+        let bad = with_commission().judge(&cells);
+        assert_eq!(bad, vec!["c0000003/hold/00002: no holding stored, but its settled trades give 10"]);
+    }
+
+    #[test]
+    fn a_missing_index_entry_fails_both_ways() {
+        let mut cells = consistent();
+        cells.remove(9);
+        assert_eq!(
+            with_commission().judge(&cells),
+            vec!["order c0000003/trade/x-1 has no index entry by security"]
+        );
+        let mut cells = consistent();
+        cells.remove(4);
+        let bad = with_commission().judge(&cells);
+        assert!(bad.iter().any(|b| b.contains("names a missing order c0000003/trade/x-1")), "{bad:?}");
+    }
+
+    #[test]
+    fn a_broker_commission_off_by_one_fails_only_when_commissions_are_on() {
+        let mut cells = consistent();
+        cells[1].1 = "2".into();
+        assert_eq!(
+            with_commission().judge(&cells),
+            vec!["b00000: commission and count (8, 2), but its customers' settled trades give (8, 1)"]
+        );
+        assert!(Tpce::default().judge(&cells).is_empty());
+    }
+
+    #[test]
+    fn splits_put_securities_in_their_own_tablet() {
+        let t = Tpce { customers: 300, ..Tpce::default() };
+        assert_eq!(t.split_points(4), vec!["c0000100", "c0000200", "s/"]);
+        assert_eq!(t.split_points(1), Vec::<String>::new());
+    }
+}

@@ -177,9 +177,12 @@ impl Faults {
                         }
                     }
                 }
+                let mut cut = self.world.lock(&self.world.cut);
                 for (x, y) in &links {
                     net.clog_link(*x, *y);
+                    *cut.entry((*x, *y)).or_default() += 1;
                 }
+                drop(cut);
                 self.world.event(
                     "partition",
                     json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
@@ -274,9 +277,17 @@ impl Faults {
             }
             Undo::Unclog(links) => {
                 let net = NetSim::current();
+                let mut cut = self.world.lock(&self.world.cut);
                 for (x, y) in links {
-                    net.unclog_link(x, y);
+                    let left = cut.get(&(x, y)).copied().unwrap_or(1) - 1;
+                    if left == 0 {
+                        cut.remove(&(x, y));
+                        net.unclog_link(x, y);
+                    } else {
+                        cut.insert((x, y), left);
+                    }
                 }
+                drop(cut);
                 self.world.event("partition_healed", json!({}));
             }
             Undo::Unstall(client) => {

@@ -113,7 +113,11 @@ async fn simulate(
         net: Mutex::default(),
         stalled: Mutex::default(),
         workload_done: Default::default(),
+        wire: Default::default(),
+        cut: Mutex::default(),
+        node_ips: Mutex::default(),
     });
+    start_wire(&handle, &world).await;
 
     let mut ids = BTreeMap::new();
     let w = world.clone();
@@ -161,6 +165,11 @@ async fn simulate(
             .init(move || nodes::client::main(w.clone(), i))
             .build();
         ids.insert(format!("client-{i}"), n.id());
+    }
+    for (name, id) in &ids {
+        if let Some(addr) = crate::world::addr_of(name) {
+            world.lock(&world.node_ips).insert(addr.ip(), *id);
+        }
     }
     let faults = Faults::new(world.clone(), ids);
     for (i, c) in cfg.clocks.iter().enumerate() {
@@ -434,4 +443,16 @@ fn dump(world: &World) -> history::FinalState {
         }
     }
     state
+}
+
+/// Start the network's own node (see `World::wire`): it is never killed,
+/// paused or partitioned, and carries the late copies of messages.
+async fn start_wire(handle: &madsim::runtime::Handle, world: &Arc<World>) {
+    let node = handle.create_node().name("wire").ip(crate::world::wire_addr().ip()).build();
+    let ep = node
+        .spawn(async { madsim::net::Endpoint::bind(crate::world::wire_addr()).await })
+        .await
+        .expect("wire: start")
+        .expect("wire: bind");
+    let _ = world.wire.set((node, ep));
 }

@@ -24,6 +24,21 @@ const PORT: u16 = 1000;
 pub(crate) fn oracle_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), PORT)
 }
+pub(crate) fn wire_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)), PORT)
+}
+/// The address of the node named `name` (as faults name nodes).
+pub(crate) fn addr_of(name: &str) -> Option<SocketAddr> {
+    let index = |prefix: &str| name.strip_prefix(prefix)?.parse::<usize>().ok();
+    match name {
+        "oracle" => Some(oracle_addr()),
+        "liveness" => Some(liveness_addr()),
+        "master" => Some(master_addr()),
+        _ => index("tablet-")
+            .map(tablet_server_addr)
+            .or_else(|| index("client-").map(client_addr)),
+    }
+}
 pub(crate) fn liveness_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), PORT)
 }
@@ -134,6 +149,15 @@ pub(crate) struct World {
     pub workload_done: AtomicBool,
     /// Clients whose transaction threads are stalled, until when.
     pub stalled: Mutex<BTreeMap<usize, Instant>>,
+    /// The network's own node, which carries late and duplicated copies of
+    /// messages: once sent, a copy is the network's, and its sender's death
+    /// or pause neither recalls nor freezes it. Set once the node exists.
+    pub wire: std::sync::OnceLock<(madsim::runtime::NodeHandle, madsim::net::Endpoint)>,
+    /// Links cut by partitions, (from, to) by node, with how many partitions
+    /// cut each (partitions may overlap).
+    pub cut: Mutex<BTreeMap<(madsim::task::NodeId, madsim::task::NodeId), u32>>,
+    /// Which node has which address.
+    pub node_ips: Mutex<BTreeMap<IpAddr, madsim::task::NodeId>>,
 }
 
 /// Message faults applied by the client transport.
@@ -146,6 +170,18 @@ pub(crate) struct NetFaults {
 }
 
 impl World {
+    /// Whether a partition cuts the link from node `from` to the node at `to`.
+    pub(crate) fn link_cut(&self, from: madsim::task::NodeId, to: SocketAddr) -> bool {
+        let cut = self.lock(&self.cut);
+        if cut.is_empty() {
+            return false;
+        }
+        let Some(&to) = self.lock(&self.node_ips).get(&to.ip()) else {
+            return false;
+        };
+        cut.contains_key(&(from, to))
+    }
+
     pub(crate) fn now_ns(&self) -> u64 {
         (Instant::now() - self.start).as_nanos() as u64
     }

@@ -12,7 +12,7 @@
 //! `c0000042/trade/<id>`), so the customer's own rows share a tablet; an
 //! absent account or holding is the initial one, so data grows with the
 //! trades and not with the customer count. Securities (`s/00007`) and the
-//! index by security (`s/00007/t/c0000042/<id>`) sit in their own tablet.
+//! index by security (`s/00007/t/c0000042/<id>`) take a quarter of the tablets.
 //!
 //! Final invariants, judged on one snapshot of the whole store: every
 //! balance and every holding agrees with the settled trades of its
@@ -273,15 +273,21 @@ impl Workload for Tpce {
     }
 
     fn split_points(&self, tablets: usize) -> Vec<String> {
-        // Customers spread evenly over all tablets but one; securities and
-        // their index in the last.
-        let customer_tablets = tablets.saturating_sub(1).max(1);
+        // A quarter of the tablets (at least one) hold the securities and
+        // the index by security, which every trade writes; the rest hold
+        // the customers, evenly.
+        if tablets <= 1 {
+            return Vec::new();
+        }
+        let index_tablets = (tablets / 4).max(1);
+        let customer_tablets = tablets - index_tablets;
         let mut splits: Vec<String> = (1..customer_tablets)
             .map(|i| customer_prefix(i * self.customers / customer_tablets))
             .collect();
-        if tablets > 1 {
-            splits.push("s/".to_string());
-        }
+        splits.extend(
+            (0..index_tablets).map(|i| security_row(i * self.securities / index_tablets)),
+        );
+        splits.dedup();
         splits
     }
 
@@ -486,9 +492,14 @@ mod tests {
     }
 
     #[test]
-    fn splits_put_securities_in_their_own_tablet() {
+    fn splits_give_a_quarter_of_the_tablets_to_securities_and_their_index() {
         let t = Tpce { customers: 300, ..Tpce::default() };
-        assert_eq!(t.split_points(4), vec!["c0000100", "c0000200", "s/"]);
+        assert_eq!(t.split_points(4), vec!["c0000100", "c0000200", "s/00000"]);
+        assert_eq!(
+            t.split_points(8),
+            vec!["c0000050", "c0000100", "c0000150", "c0000200", "c0000250", "s/00000", "s/00050"]
+        );
+        assert_eq!(t.split_points(2), vec!["s/00000"]);
         assert_eq!(t.split_points(1), Vec::<String>::new());
     }
 }

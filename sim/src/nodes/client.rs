@@ -201,19 +201,28 @@ impl Client {
         }
     }
 
-    /// Under a duplication fault, deliver a copy of `req` to `dst` later.
+    /// Under a duplication fault, the network delivers a copy of `req` to
+    /// `dst` later. The copy is the network's from the moment `req` is sent:
+    /// it travels on the wire node, so killing or pausing this client does
+    /// not recall or freeze it. A link cut by a partition makes no copy (the
+    /// original is dropped too). Counted when the copy is delivered.
     fn maybe_duplicate<R: Request + Clone>(&self, dst: SocketAddr, req: &R) {
         let net = *self.world.lock(&self.world.net);
         if net.duplicate_rate <= 0.0 || madsim::rand::random::<f64>() >= net.duplicate_rate {
             return;
         }
         let delay = madsim::rand::random::<u64>() % (net.duplicate_max_delay_ms + 1);
+        let Some((wire, ep)) = self.world.wire.get().cloned() else {
+            return;
+        };
+        if self.world.link_cut(madsim::plugin::node(), dst) {
+            return;
+        }
         let copy = req.clone();
-        let ep = self.ep.clone();
         let world = self.world.clone();
-        world.recorder().bump("net.duplicated");
-        madsim::task::spawn(async move {
+        wire.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
+            world.recorder().bump("net.duplicated");
             let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
             let _ = ep.call_timeout(dst, copy, timeout).await;
         });

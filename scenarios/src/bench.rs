@@ -251,8 +251,65 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
     );
 }
 
-/// Run every benchmark and print the numbers. `quick` shortens them.
-pub fn run(quick: bool) {
+/// The process's resident and peak resident memory in MB, from
+/// /proc/self/status (None where there is no such file).
+pub fn memory_mb() -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: f64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resident memory of one process running the default campaign (2 jobs,
+/// JSON lines streamed to a discarding writer) after each seed count in
+/// `checkpoints`: a campaign must run in flat memory.
+fn campaign_memory(checkpoints: &[u64]) {
+    let mut done = 0;
+    let t = Instant::now();
+    for &upto in checkpoints {
+        let opts = crate::fuzz::Options {
+            start: 100_000 + done,
+            end: 100_000 + upto,
+            progress: false,
+            out: std::env::temp_dir().join("percsim-bench-failures"),
+            ..crate::fuzz::Options::default()
+        };
+        let mut sink = std::io::sink();
+        let failures = match crate::fuzz::run(&opts, Some(&mut sink)) {
+            Ok(s) => s.failures.len(),
+            Err(e) => {
+                println!("  campaign memory: {e}");
+                return;
+            }
+        };
+        done = upto;
+        let (rss, peak) = memory_mb().unwrap_or((f64::NAN, f64::NAN));
+        println!(
+            "  {:<34} {rss:>9.1} MB resident, {peak:.1} MB peak  (seeds 100000..{}, {failures} failures, {:.0} s so far)",
+            format!("campaign memory after {upto} seeds"),
+            100_000 + upto,
+            t.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// How long `percsim bench` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    /// Short runs (seconds).
+    Quick,
+    /// The default (a few minutes).
+    Default,
+    /// The default plus the 100,000-seed campaign memory point (about half an hour on 2 cores).
+    Long,
+}
+
+/// Run every benchmark and print the numbers.
+pub fn run(length: Length) {
+    let quick = length == Length::Quick;
     let (run_ms, seeds, campaign_seeds) = if quick {
         (5_000, 2, 100)
     } else {
@@ -271,4 +328,9 @@ pub fn run(quick: bool) {
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);
+    campaign_memory(match length {
+        Length::Quick => &[1_000],
+        Length::Default => &[1_000, 10_000],
+        Length::Long => &[1_000, 10_000, 100_000],
+    });
 }

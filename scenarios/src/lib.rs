@@ -6,6 +6,7 @@ pub mod campaign;
 pub mod faultmix;
 pub mod fuzz;
 pub mod scenario;
+mod summary;
 pub mod workloads;
 
 pub use scenario::{Scenario, ScenarioError};

@@ -125,8 +125,11 @@ enum Command {
     /// Print throughput numbers measured on this machine.
     Bench {
         /// Shorter runs.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "long")]
         quick: bool,
+        /// Also measure campaign memory after 100,000 seeds (about half an hour on 2 cores).
+        #[arg(long)]
+        long: bool,
     },
 }
 
@@ -246,8 +249,13 @@ fn main() -> ExitCode {
             }
             cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
         }
-        Command::Bench { quick } => {
-            percsim_scenarios::bench::run(quick);
+        Command::Bench { quick, long } => {
+            use percsim_scenarios::bench::{Length, run};
+            run(match (quick, long) {
+                (true, _) => Length::Quick,
+                (_, true) => Length::Long,
+                _ => Length::Default,
+            });
             0
         }
     };
@@ -370,6 +378,16 @@ fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
 }
 
 fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
+    let mut file = match jsonl.map(std::fs::File::create).transpose() {
+        Ok(f) => f.map(std::io::BufWriter::new),
+        Err(e) => {
+            eprintln!(
+                "error: cannot write {}: {e}",
+                jsonl.unwrap_or(Path::new("")).display()
+            );
+            return 2;
+        }
+    };
     println!(
         "percsim fuzz: seeds {}..{} (shard {}/{}), {} jobs, commit {}",
         opts.start,
@@ -379,28 +397,33 @@ fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
         opts.jobs,
         fuzz::COMMIT
     );
-    let summary = fuzz::run(opts);
-    if let Some(path) = jsonl
-        && let Err(e) = std::fs::write(path, summary.jsonl())
-    {
-        eprintln!("error: cannot write {}: {e}", path.display());
-    }
+    let sink = file.as_mut().map(|f| f as &mut (dyn std::io::Write + Send));
+    let summary = match fuzz::run(opts, sink) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write {}: {e}",
+                jsonl.unwrap_or(Path::new("")).display()
+            );
+            return 2;
+        }
+    };
     print!("{}", summary.render());
     summary.worst().exit_code()
 }
 
 fn cmd_merge(files: &[PathBuf]) -> i32 {
-    let mut texts = Vec::new();
+    let mut inputs = Vec::new();
     for f in files {
-        match std::fs::read_to_string(f) {
-            Ok(t) => texts.push((f.display().to_string(), t)),
+        match std::fs::File::open(f) {
+            Ok(file) => inputs.push((f.display().to_string(), std::io::BufReader::new(file))),
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", f.display());
                 return 2;
             }
         }
     }
-    match Summary::from_jsonl(&texts) {
+    match Summary::merge_jsonl(inputs) {
         Ok(s) => {
             print!("{}", s.render());
             s.worst().exit_code()

@@ -257,7 +257,12 @@ pub fn memory_mb() -> Option<(f64, f64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let field = |name: &str| -> Option<f64> {
         let line = status.lines().find(|l| l.starts_with(name))?;
-        let kb: f64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kb: f64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
         Some(kb / 1024.0)
     };
     Some((field("VmRSS:")?, field("VmHWM:")?))

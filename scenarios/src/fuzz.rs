@@ -5,6 +5,7 @@
 
 use crate::campaign::{self, Judged, Mix, SeedResult, Verdict};
 use crate::scenario::Scenario;
+use crate::shard::Shard;
 pub use crate::summary::{Failure, Summary, Transactions};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
@@ -29,7 +30,7 @@ pub struct Options {
     pub end: u64,
     /// This machine's share: shard `k` (1-based) of `n` takes the seeds
     /// whose offset from `start` is `k - 1` modulo `n`.
-    pub shard: (u64, u64),
+    pub shard: Shard,
     /// Parallel threads.
     pub jobs: usize,
     /// Stop starting seeds after this long.
@@ -51,7 +52,7 @@ impl Default for Options {
         Options {
             start: 0,
             end: 1_000,
-            shard: (1, 1),
+            shard: Shard::WHOLE,
             jobs: 2,
             time_limit: None,
             mix: Mix::default(),
@@ -112,7 +113,7 @@ pub const COVERAGE: &[(&str, &str)] = &[
 impl Options {
     /// How many seeds this shard runs.
     pub fn seed_count(&self) -> u64 {
-        let (k, n) = self.shard;
+        let (k, n) = (self.shard.index, self.shard.count);
         let first = self.start.saturating_add(k - 1);
         if first >= self.end {
             0
@@ -123,7 +124,7 @@ impl Options {
 
     /// The `i`-th seed this shard runs (`i < seed_count()`).
     pub fn seed_at(&self, i: u64) -> u64 {
-        let (k, n) = self.shard;
+        let (k, n) = (self.shard.index, self.shard.count);
         self.start + (k - 1) + i * n
     }
 }

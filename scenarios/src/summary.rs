@@ -149,9 +149,12 @@ impl Summary {
             let _ = writeln!(o, "  {name:<44} {n:>8}{flag}");
         }
         for (seed, f) in &self.failures {
-            let replay = f.capsule.as_ref().map_or("no capsule saved".to_string(), |c| {
-                format!("percsim replay {c}")
-            });
+            let replay = f
+                .capsule
+                .as_ref()
+                .map_or("no capsule saved".to_string(), |c| {
+                    format!("percsim replay {c}")
+                });
             let _ = writeln!(
                 o,
                 "failure: seed {seed} {:?} [{}] -> {replay}",
@@ -225,7 +228,10 @@ struct SeedSet(BTreeMap<u64, Box<[u64; 64]>>);
 impl SeedSet {
     /// Add `seed`; false if it was already there.
     fn insert(&mut self, seed: u64) -> bool {
-        let block = self.0.entry(seed >> 12).or_insert_with(|| Box::new([0; 64]));
+        let block = self
+            .0
+            .entry(seed >> 12)
+            .or_insert_with(|| Box::new([0; 64]));
         let (word, bit) = (((seed >> 6) & 63) as usize, seed & 63);
         let new = block[word] & (1 << bit) == 0;
         block[word] |= 1 << bit;

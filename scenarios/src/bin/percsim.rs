@@ -5,9 +5,9 @@
 //! failure, 4 the simulation itself crashed, 5 nondeterminism.
 
 use clap::{Parser, Subcommand};
-use percsim_scenarios::Scenario;
 use percsim_scenarios::campaign::{Mix, SeedResult};
 use percsim_scenarios::fuzz::{self, Options, Summary};
+use percsim_scenarios::{Scenario, Shard, ShardSource};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -66,9 +66,12 @@ enum Command {
         /// Seed range A..B (B excluded).
         #[arg(long, value_parser = parse_range)]
         seeds: Option<(u64, u64)>,
-        /// This machine's share K/N of the seeds (1-based K).
-        #[arg(long, value_parser = parse_shard, default_value = "1/1")]
-        shard: (u64, u64),
+        /// This machine's share K/N of the seeds (1-based K). Without it the
+        /// share comes from PERCSIM_SHARD_INDEX/PERCSIM_SHARD_COUNT, a
+        /// Kubernetes Indexed Job (JOB_COMPLETION_INDEX with
+        /// PERCSIM_SHARD_COUNT) or a Slurm array (SLURM_ARRAY_TASK_*).
+        #[arg(long, value_parser = Shard::parse)]
+        shard: Option<Shard>,
         /// Parallel OS threads, each running one seed at a time.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
@@ -143,19 +146,6 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let (k, n) = s.split_once('/').ok_or("expected K/N")?;
-    let k: u64 = k.trim().parse().map_err(|_| format!("bad shard {k:?}"))?;
-    let n: u64 = n
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad shard count {n:?}"))?;
-    if n == 0 || k == 0 || k > n {
-        return Err(format!("shard {k}/{n}: need 1 <= K <= N"));
-    }
-    Ok((k, n))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -208,6 +198,11 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let (shard, source) =
+                match percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok()) {
+                    Ok(s) => s,
+                    Err(e) => return fail(&e),
+                };
             let mix = Mix {
                 workloads: workload,
                 faults,
@@ -228,7 +223,7 @@ fn main() -> ExitCode {
                 shrink_budget,
                 progress: !quiet,
             };
-            cmd_fuzz(&opts, jsonl.as_deref())
+            cmd_fuzz(&opts, source, jsonl.as_deref())
         }
         Command::Merge { files } => cmd_merge(&files),
         Command::Ablations {
@@ -377,7 +372,7 @@ fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
     run_and_report(&scenario, history)
 }
 
-fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
+fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {
     let mut file = match jsonl.map(std::fs::File::create).transpose() {
         Ok(f) => f.map(std::io::BufWriter::new),
         Err(e) => {
@@ -389,11 +384,12 @@ fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
         }
     };
     println!(
-        "percsim fuzz: seeds {}..{} (shard {}/{}), {} jobs, commit {}",
+        "percsim fuzz: seeds {}..{} (shard {} from {}: {} seeds), {} jobs, commit {}",
         opts.start,
         opts.end,
-        opts.shard.0,
-        opts.shard.1,
+        opts.shard,
+        source.name(),
+        opts.seed_count(),
         opts.jobs,
         fuzz::COMMIT
     );

@@ -18,6 +18,10 @@ use percsim_checker::{
 };
 use std::time::Instant;
 
+// The allocator `percsim check` uses (small strings cost less than with the system's).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// splitmix64: a small deterministic generator.
 struct Rng(u64);
 
@@ -211,7 +215,10 @@ fn from_files(sizes: &[u64]) {
         let cpu = parts.next().unwrap_or("?");
         println!("{n:>9} {size_mb:>8}MB {generate_s:>9.1}s {secs:>11}s {cpu:>10}s {peak:>11}MB");
         if !out.status.success() {
-            println!("  the check failed: {child}{}", String::from_utf8_lossy(&out.stderr));
+            println!(
+                "  the check failed: {child}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let _ = std::fs::remove_file(&path);
     }
@@ -261,7 +268,11 @@ fn main() -> std::process::ExitCode {
     }
     let sizes: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
     if args.iter().any(|a| a == "--files") {
-        from_files(if sizes.is_empty() { &[1_000_000] } else { &sizes });
+        from_files(if sizes.is_empty() {
+            &[1_000_000]
+        } else {
+            &sizes
+        });
         return std::process::ExitCode::SUCCESS;
     }
     in_memory(sizes);

@@ -1,16 +1,23 @@
 //! Scaling benchmark for the checker.
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-checker cargo run --release -p percsim-checker \
-//!     --example scale -- 10000 100000 1000000
+//! cargo run --release -p percsim-checker --example scale -- 10000 100000 1000000
+//! cargo run --release -p percsim-checker --example scale -- --files 1000000 10000000
 //! ```
 //!
-//! For each size it generates a valid history in memory (deterministic: two
-//! reads and two writes per transaction over a key space of n/4 cells, unique
-//! values so the dependency-graph rule runs, a few aborted and unknown
-//! outcomes, overlapping real-time intervals), times `check`, and for sizes up
-//! to 100k also times `parse` of the history as a JSON string. Peak memory is
-//! the process's VmHWM, reset before each size where the kernel allows it.
+//! For each size it generates a valid history (deterministic: two reads and
+//! two writes per transaction over a key space of n/4 cells, unique values so
+//! the dependency-graph rule runs, a few aborted and unknown outcomes,
+//! overlapping real-time intervals).
+//!
+//! In memory (the default) it times `check`, and for sizes up to 100k also
+//! `parse` of the history as a JSON string; peak memory is the process's
+//! VmHWM, reset before each size where the kernel allows it.
+//!
+//! With `--files` it writes each history to a file as it generates it, then
+//! checks the file end to end (read, parse, every rule: what `percsim check`
+//! does) in a child process, and prints that child's wall and CPU time and
+//! peak memory. `--write N FILE` only writes a file; `--check FILE` is the child.
 
 use percsim_checker::{
     CellState, FORMAT, FinalState, History, Op, Outcome, Transaction, Version, VersionKind, check,

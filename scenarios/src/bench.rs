@@ -59,9 +59,69 @@ fn register_scenario(seed: u64, run_ms: u64, faults: bool) -> Scenario {
     Scenario::new(seed, cluster, WorkloadSpec::Register(register))
 }
 
+/// A request that does nothing, for the no-op RPC baseline.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Noop;
+
+impl madsim::net::rpc::Request for Noop {
+    type Response = ();
+    const ID: u64 = 0x6e6f_6f70;
+}
+
+/// No-op madsim RPCs per wall second, one at a time between two simulated
+/// nodes: the floor under any design with one madsim RPC per protocol
+/// message, measured in the same run so that ratios mean something on any
+/// machine.
+fn noop_rpc_rate(calls: u64) -> f64 {
+    use madsim::net::Endpoint;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    let server = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 9, 0, 1)), 1);
+    let client_ip = IpAddr::V4(Ipv4Addr::new(10, 9, 0, 2));
+    let run = move || {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let t = Instant::now();
+        rt.block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            h.create_node()
+                .name("noop-server")
+                .ip(server.ip())
+                .init(move || async move {
+                    let Ok(ep) = Endpoint::bind(server).await else {
+                        return;
+                    };
+                    ep.add_rpc_handler(|_: Noop| async {});
+                    futures::future::pending::<()>().await;
+                })
+                .build();
+            let client = h.create_node().name("noop-client").ip(client_ip).build();
+            let calls = client.spawn(async move {
+                madsim::time::sleep(std::time::Duration::from_millis(1)).await;
+                let Ok(ep) = Endpoint::bind(SocketAddr::new(client_ip, 1)).await else {
+                    return 0;
+                };
+                let mut done = 0;
+                for i in 0..calls {
+                    if ep.call(server, Noop).await.is_ok() {
+                        done += 1;
+                    }
+                    if i % 10_000 == 0 {
+                        // madsim 0.2.34 keeps a task-list entry per RPC until asked.
+                        let _ = madsim::runtime::Handle::current().metrics().num_tasks();
+                    }
+                }
+                done
+            });
+            calls.await.unwrap_or(0)
+        });
+        calls as f64 / t.elapsed().as_secs_f64()
+    };
+    // A fresh thread, as for every simulated run.
+    std::thread::spawn(run).join().unwrap_or(f64::NAN)
+}
+
 /// Simulated committed transactions per wall second on one core, and the
-/// checker's time on the histories produced.
-fn txn_throughput(label: &str, faults: bool, run_ms: u64, seeds: u64) {
+/// checker's time on the histories produced. Returns the rate.
+fn txn_throughput(label: &str, faults: bool, run_ms: u64, seeds: u64) -> f64 {
     let (mut committed, mut wall, mut check, mut txns) = (0u64, 0f64, 0f64, 0usize);
     for seed in 0..seeds {
         let s = register_scenario(seed, run_ms, faults);
@@ -70,7 +130,7 @@ fn txn_throughput(label: &str, faults: bool, run_ms: u64, seeds: u64) {
             Ok(o) => o,
             Err(e) => {
                 println!("  {label}: seed {seed} failed to run: {e}");
-                return;
+                return f64::NAN;
             }
         };
         wall += t.elapsed().as_secs_f64();
@@ -95,6 +155,7 @@ fn txn_throughput(label: &str, faults: bool, run_ms: u64, seeds: u64) {
         txns as f64 / check.max(1e-9),
         check
     );
+    committed as f64 / wall
 }
 
 /// Timestamps the oracle serves per wall second (and per simulated second).
@@ -328,7 +389,18 @@ pub fn run(length: Length) {
             "release"
         }
     );
-    txn_throughput("register, no faults, one core", false, run_ms, seeds);
+    let noop = noop_rpc_rate(if quick { 100_000 } else { 400_000 });
+    println!(
+        "  {:<34} {noop:>9.0} RPCs/wall s  (same run, same machine: the yardstick)",
+        "no-op madsim RPC, one at a time"
+    );
+    let commits = txn_throughput("register, no faults, one core", false, run_ms, seeds);
+    println!(
+        "  {:<34} {:>9.3} committed txns per no-op RPC time  ({:.1} no-op RPCs' time per commit)",
+        "register vs the no-op RPC",
+        commits / noop,
+        noop / commits
+    );
     txn_throughput("register, default fault mix", true, run_ms, seeds);
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);

@@ -311,7 +311,8 @@ fn four_shard_processes_merge_to_the_unsharded_campaign() {
     );
     // One shard per engine: the flag, a GitHub matrix, a Kubernetes Indexed
     // Job, and a Slurm array whose ids start at 1.
-    let engines: [(&[&str], &[(&str, &str)], &str); 4] = [
+    type Engine<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let engines: [Engine; 4] = [
         (
             &[],
             &[("PERCSIM_SHARD_INDEX", "0"), ("PERCSIM_SHARD_COUNT", "4")],

@@ -284,11 +284,14 @@ async fn simulate(
     }
 
     let sim_ns = world.now_ns();
-    let rec = world.recorder();
-    let transactions = rec.transactions();
-    let events = rec.events().to_vec();
-    let counters = rec.counters.clone();
-    drop(rec);
+    let (transactions, events, counters) = {
+        let rec = world.recorder();
+        (
+            rec.transactions(),
+            rec.events().to_vec(),
+            rec.counters.clone(),
+        )
+    };
     let final_state = dump(&world);
     let mut summary = RunSummary {
         counters,

@@ -255,7 +255,13 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
                     if i >= total {
                         return;
                     }
-                    let result = run_seed(opts, opts.seed_at(i), &bar, &failures);
+                    let seed = opts.seed_at(i);
+                    // A panic outside the simulation (which has its own
+                    // thread) is this seed's crash, not the campaign's end.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_seed(opts, seed, &bar, &failures)
+                    }))
+                    .unwrap_or_else(|p| crashed(seed, &p));
                     shared
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -277,6 +283,29 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     }
     shared.summary.wall = started.elapsed();
     Ok(shared.summary)
+}
+
+/// The result of a seed whose judging panicked.
+fn crashed(seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    SeedResult {
+        seed,
+        verdict: Verdict::Crash,
+        workload: "unknown".into(),
+        committed: 0,
+        aborted: 0,
+        unknown: 0,
+        sim_ms: 0,
+        violated_rules: Vec::new(),
+        explanation: Some(format!("judging the seed panicked: {message}")),
+        counters: BTreeMap::new(),
+        wall_ms: 0,
+        capsule: None,
+    }
 }
 
 /// Run, judge and (on failure) shrink and save one seed.

@@ -126,6 +126,32 @@ pub fn check(history: &History) -> Report {
     }
 }
 
+/// Why a history file could not be read.
+enum FileError {
+    Read(std::io::Error),
+    Invalid(HistoryError),
+}
+
+/// Read and validate the history at `path` as a stream, so that the file's
+/// text is never held whole next to the history. Only when it is not a valid
+/// history is the text read again, to name the problem as [`parse`] does
+/// (with the JSON path of the offending value).
+fn read_file(path: &Path) -> Result<History, FileError> {
+    let file = std::fs::File::open(path).map_err(FileError::Read)?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    match serde_json::from_reader::<_, History>(reader) {
+        Ok(h) => {
+            parse::validate(&h).map_err(FileError::Invalid)?;
+            Ok(h)
+        }
+        Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
+        Err(_) => {
+            let text = std::fs::read_to_string(path).map_err(FileError::Read)?;
+            parse(&text).map_err(FileError::Invalid)
+        }
+    }
+}
+
 /// The JSON printed when a history cannot be read.
 #[derive(Serialize)]
 struct ErrorReport<'a> {
@@ -142,17 +168,14 @@ struct ErrorReport<'a> {
 /// every rule holds, 1 when any is broken, 2 when the file cannot be read or
 /// is not a valid history (the message says why and where).
 pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) => {
+    let history = match read_file(path) {
+        Ok(h) => h,
+        Err(FileError::Read(e)) => {
             let message = format!("cannot read {}: {e}", path.display());
             write_error(out, json, message, None);
             return 2;
         }
-    };
-    let history = match parse(&text) {
-        Ok(h) => h,
-        Err(e) => {
+        Err(FileError::Invalid(e)) => {
             let message = format!("{} is not a valid history: {e}", path.display());
             write_error(out, json, message, Some(&e));
             return 2;

@@ -350,7 +350,7 @@ fn check_run(
 }
 
 /// The references serde cannot check.
-fn validate(h: &History) -> Result<(), HistoryError> {
+pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
     if h.format != FORMAT {
         return Err(HistoryError::at(
             "$.format".to_string(),

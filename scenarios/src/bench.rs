@@ -60,9 +60,69 @@ fn register_scenario(seed: u64, run_ms: u64, faults: bool, costs: bool) -> Scena
     Scenario::new(seed, cluster, WorkloadSpec::Register(register))
 }
 
+/// A request that does nothing, for the no-op RPC baseline.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Noop;
+
+impl madsim::net::rpc::Request for Noop {
+    type Response = ();
+    const ID: u64 = 0x6e6f_6f70;
+}
+
+/// No-op madsim RPCs per wall second, one at a time between two simulated
+/// nodes: the floor under any design with one madsim RPC per protocol
+/// message, measured in the same run so that ratios mean something on any
+/// machine.
+fn noop_rpc_rate(calls: u64) -> f64 {
+    use madsim::net::Endpoint;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    let server = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 9, 0, 1)), 1);
+    let client_ip = IpAddr::V4(Ipv4Addr::new(10, 9, 0, 2));
+    let run = move || {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let t = Instant::now();
+        rt.block_on(async move {
+            let h = madsim::runtime::Handle::current();
+            h.create_node()
+                .name("noop-server")
+                .ip(server.ip())
+                .init(move || async move {
+                    let Ok(ep) = Endpoint::bind(server).await else {
+                        return;
+                    };
+                    ep.add_rpc_handler(|_: Noop| async {});
+                    futures::future::pending::<()>().await;
+                })
+                .build();
+            let client = h.create_node().name("noop-client").ip(client_ip).build();
+            let calls = client.spawn(async move {
+                madsim::time::sleep(std::time::Duration::from_millis(1)).await;
+                let Ok(ep) = Endpoint::bind(SocketAddr::new(client_ip, 1)).await else {
+                    return 0;
+                };
+                let mut done = 0;
+                for i in 0..calls {
+                    if ep.call(server, Noop).await.is_ok() {
+                        done += 1;
+                    }
+                    if i % 10_000 == 0 {
+                        // madsim 0.2.34 keeps a task-list entry per RPC until asked.
+                        let _ = madsim::runtime::Handle::current().metrics().num_tasks();
+                    }
+                }
+                done
+            });
+            calls.await.unwrap_or(0)
+        });
+        calls as f64 / t.elapsed().as_secs_f64()
+    };
+    // A fresh thread, as for every simulated run.
+    std::thread::spawn(run).join().unwrap_or(f64::NAN)
+}
+
 /// Simulated committed transactions per wall second on one core, and the
-/// checker's time on the histories produced.
-fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) {
+/// checker's time on the histories produced. Returns the rate.
+fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) -> f64 {
     let (mut committed, mut wall, mut check, mut txns) = (0u64, 0f64, 0f64, 0usize);
     for seed in 0..seeds {
         let s = register_scenario(seed, run_ms, faults, costs);
@@ -71,7 +131,7 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
             Ok(o) => o,
             Err(e) => {
                 println!("  {label}: seed {seed} failed to run: {e}");
-                return;
+                return f64::NAN;
             }
         };
         wall += t.elapsed().as_secs_f64();
@@ -96,6 +156,7 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
         txns as f64 / check.max(1e-9),
         check
     );
+    committed as f64 / wall
 }
 
 /// Timestamps the oracle serves per wall second (and per simulated second).
@@ -252,8 +313,70 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
     );
 }
 
-/// Run every benchmark and print the numbers. `quick` shortens them.
-pub fn run(quick: bool) {
+/// The process's resident and peak resident memory in MB, from
+/// /proc/self/status (None where there is no such file).
+pub fn memory_mb() -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: f64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resident memory of one process running the default campaign (2 jobs,
+/// JSON lines streamed to a discarding writer) after each seed count in
+/// `checkpoints`: a campaign must run in flat memory.
+fn campaign_memory(checkpoints: &[u64]) {
+    let mut done = 0;
+    let t = Instant::now();
+    for &upto in checkpoints {
+        let opts = crate::fuzz::Options {
+            start: 100_000 + done,
+            end: 100_000 + upto,
+            progress: false,
+            out: std::env::temp_dir().join("percsim-bench-failures"),
+            ..crate::fuzz::Options::default()
+        };
+        let mut sink = std::io::sink();
+        let failures = match crate::fuzz::run(&opts, Some(&mut sink)) {
+            Ok(s) => s.failures.len(),
+            Err(e) => {
+                println!("  campaign memory: {e}");
+                return;
+            }
+        };
+        done = upto;
+        let (rss, peak) = memory_mb().unwrap_or((f64::NAN, f64::NAN));
+        println!(
+            "  {:<34} {rss:>9.1} MB resident, {peak:.1} MB peak  (seeds 100000..{}, {failures} failures, {:.0} s so far)",
+            format!("campaign memory after {upto} seeds"),
+            100_000 + upto,
+            t.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// How long `percsim bench` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    /// Short runs (seconds).
+    Quick,
+    /// The default (a few minutes).
+    Default,
+    /// The default plus the 100,000-seed campaign memory point (about half an hour on 2 cores).
+    Long,
+}
+
+/// Run every benchmark and print the numbers.
+pub fn run(length: Length) {
+    let quick = length == Length::Quick;
     let (run_ms, seeds, campaign_seeds) = if quick {
         (5_000, 2, 100)
     } else {
@@ -267,10 +390,26 @@ pub fn run(quick: bool) {
             "release"
         }
     );
-    txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
+    let noop = noop_rpc_rate(if quick { 100_000 } else { 400_000 });
+    println!(
+        "  {:<34} {noop:>9.0} RPCs/wall s  (same run, same machine: the yardstick)",
+        "no-op madsim RPC, one at a time"
+    );
+    let commits = txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
     txn_throughput("the same, cost model on", false, true, run_ms, seeds);
+    println!(
+        "  {:<34} {:>9.3} committed txns per no-op RPC time  ({:.1} no-op RPCs' time per commit)",
+        "register vs the no-op RPC",
+        commits / noop,
+        noop / commits
+    );
     txn_throughput("register, default fault mix", true, false, run_ms, seeds);
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);
+    campaign_memory(match length {
+        Length::Quick => &[1_000],
+        Length::Default => &[1_000, 10_000],
+        Length::Long => &[1_000, 10_000, 100_000],
+    });
 }

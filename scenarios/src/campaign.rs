@@ -283,6 +283,9 @@ pub struct SeedResult {
     pub counters: BTreeMap<String, u64>,
     /// Wall time spent on the seed (ms).
     pub wall_ms: u64,
+    /// The failure capsule saved for the seed, if one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capsule: Option<String>,
 }
 
 /// A run's outcome with the checker's verdict.
@@ -308,6 +311,7 @@ pub fn run_one(scenario: &Scenario) -> Judged {
         explanation: None,
         counters: BTreeMap::new(),
         wall_ms: 0,
+        capsule: None,
     };
     let out = match scenario.run() {
         Ok(out) => out,

@@ -5,12 +5,14 @@
 
 use crate::campaign::{self, Judged, Mix, SeedResult, Verdict};
 use crate::scenario::Scenario;
+use crate::shard::Shard;
+pub use crate::summary::{Failure, Summary, Transactions};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The commit percsim was built from (or "unknown").
@@ -28,7 +30,7 @@ pub struct Options {
     pub end: u64,
     /// This machine's share: shard `k` (1-based) of `n` takes the seeds
     /// whose offset from `start` is `k - 1` modulo `n`.
-    pub shard: (u64, u64),
+    pub shard: Shard,
     /// Parallel threads.
     pub jobs: usize,
     /// Stop starting seeds after this long.
@@ -50,7 +52,7 @@ impl Default for Options {
         Options {
             start: 0,
             end: 1_000,
-            shard: (1, 1),
+            shard: Shard::WHOLE,
             jobs: 2,
             time_limit: None,
             mix: Mix::default(),
@@ -60,17 +62,6 @@ impl Default for Options {
             progress: true,
         }
     }
-}
-
-/// What a campaign found.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    /// Every seed's result, by seed.
-    pub results: Vec<SeedResult>,
-    /// Wall time of the campaign.
-    pub wall: Duration,
-    /// Capsules written.
-    pub capsules: Vec<PathBuf>,
 }
 
 /// Events a campaign is expected to exercise; one that never happens is flagged.
@@ -120,12 +111,21 @@ pub const COVERAGE: &[(&str, &str)] = &[
 ];
 
 impl Options {
-    /// The seeds this shard runs.
-    pub fn seeds(&self) -> Vec<u64> {
-        let (k, n) = self.shard;
-        (self.start..self.end)
-            .filter(|s| (s - self.start) % n == k - 1)
-            .collect()
+    /// How many seeds this shard runs.
+    pub fn seed_count(&self) -> u64 {
+        let (k, n) = (self.shard.index, self.shard.count);
+        let first = self.start.saturating_add(k - 1);
+        if first >= self.end {
+            0
+        } else {
+            (self.end - first).div_ceil(n)
+        }
+    }
+
+    /// The `i`-th seed this shard runs (`i < seed_count()`).
+    pub fn seed_at(&self, i: u64) -> u64 {
+        let (k, n) = (self.shard.index, self.shard.count);
+        self.start + (k - 1) + i * n
     }
 }
 
@@ -184,13 +184,48 @@ pub fn save_capsule(
     Ok(path)
 }
 
-/// Run a campaign.
-pub fn run(opts: &Options) -> Summary {
-    let seeds = opts.seeds();
+/// What the campaign threads share: the aggregates, and the JSON lines
+/// waiting for an earlier seed so that the file lists seeds in order.
+struct Shared<'a> {
+    summary: Summary,
+    pending: BTreeMap<u64, String>,
+    next_line: u64,
+    sink: Option<&'a mut (dyn Write + Send)>,
+    error: Option<std::io::Error>,
+}
+
+impl Shared<'_> {
+    /// Count the `i`-th seed's result in and write every line now in order.
+    fn finish(&mut self, i: u64, result: &SeedResult) {
+        self.summary.add(result);
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        let line = serde_json::to_string(result).unwrap_or_else(|e| {
+            self.error.get_or_insert(std::io::Error::other(e));
+            String::new()
+        });
+        self.pending.insert(i, line);
+        while let Some(line) = self.pending.remove(&self.next_line) {
+            self.next_line += 1;
+            if self.error.is_none()
+                && let Err(e) = writeln!(sink, "{line}")
+            {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Run a campaign. Each seed's result is written to `jsonl` (one JSON line
+/// per seed, in seed order) as soon as it and every earlier seed are done;
+/// only aggregates stay in memory. Fails only if writing the lines fails.
+pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::Result<Summary> {
+    let total = opts.seed_count();
     let bar = if opts.progress {
-        ProgressBar::new(seeds.len() as u64)
+        ProgressBar::new(total)
     } else {
-        ProgressBar::with_draw_target(Some(seeds.len() as u64), ProgressDrawTarget::hidden())
+        ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden())
     };
     bar.set_style(
         ProgressStyle::with_template(
@@ -200,231 +235,108 @@ pub fn run(opts: &Options) -> Summary {
     );
     bar.set_message("0 failures");
     let started = Instant::now();
-    let seeds = Arc::new(seeds);
-    let next = Arc::new(AtomicU64::new(0));
-    let failures = Arc::new(AtomicU64::new(0));
-    let results: Arc<Mutex<Vec<SeedResult>>> = Arc::default();
-    let capsules: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
-    let threads: Vec<_> = (0..opts.jobs.max(1))
-        .map(|_| {
-            let (seeds, next, failures, results, capsules, bar, opts) = (
-                seeds.clone(),
-                next.clone(),
-                failures.clone(),
-                results.clone(),
-                capsules.clone(),
-                bar.clone(),
-                opts.clone(),
-            );
-            std::thread::spawn(move || {
+    let next = AtomicU64::new(0);
+    let failures = AtomicU64::new(0);
+    let shared = Mutex::new(Shared {
+        summary: Summary::default(),
+        pending: BTreeMap::new(),
+        next_line: 0,
+        sink: jsonl,
+        error: None,
+    });
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            scope.spawn(|| {
                 loop {
                     if opts.time_limit.is_some_and(|t| started.elapsed() >= t) {
                         return;
                     }
-                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                    let Some(&seed) = seeds.get(i) else { return };
-                    let scenario = campaign::generate(seed, &opts.mix);
-                    let judged = judge(&scenario, opts.check_determinism);
-                    if judged.result.verdict != Verdict::Pass {
-                        let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
-                        bar.set_message(format!("{n} failures"));
-                        let shrunk = (opts.shrink_budget > 0
-                            && judged.result.verdict != Verdict::Nondeterministic)
-                            .then(|| {
-                                campaign::shrink(
-                                    seed,
-                                    &opts.mix,
-                                    &judged.result,
-                                    opts.shrink_budget,
-                                )
-                            });
-                        match save_capsule(
-                            &opts.out,
-                            &scenario,
-                            &judged,
-                            shrunk.as_ref().map(|(s, n)| (s, *n)),
-                        ) {
-                            Ok(p) => {
-                                bar.println(format!(
-                                    "seed {seed}: {:?} [{}] -> percsim replay {}",
-                                    judged.result.verdict,
-                                    judged.result.violated_rules.join(", "),
-                                    p.display()
-                                ));
-                                capsules.lock().unwrap_or_else(|e| e.into_inner()).push(p);
-                            }
-                            Err(e) => {
-                                bar.println(format!("seed {seed}: cannot save its capsule: {e}"))
-                            }
-                        }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        return;
                     }
-                    results
+                    let seed = opts.seed_at(i);
+                    // A panic outside the simulation (which has its own
+                    // thread) is this seed's crash, not the campaign's end.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_seed(opts, seed, &bar, &failures)
+                    }))
+                    .unwrap_or_else(|p| crashed(seed, &p));
+                    shared
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push(judged.result);
+                        .finish(i, &result);
                     bar.inc(1);
                 }
-            })
-        })
-        .collect();
-    for t in threads {
-        let _ = t.join();
-    }
+            });
+        }
+    });
     bar.finish_and_clear();
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
-    results.sort_by_key(|r| r.seed);
-    let mut capsules = std::mem::take(&mut *capsules.lock().unwrap_or_else(|e| e.into_inner()));
-    capsules.sort();
-    Summary {
-        results,
-        wall: started.elapsed(),
-        capsules,
+    let mut shared = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(sink) = shared.sink.as_mut()
+        && let Err(e) = sink.flush()
+    {
+        shared.error.get_or_insert(e);
+    }
+    if let Some(e) = shared.error {
+        return Err(e);
+    }
+    shared.summary.wall = started.elapsed();
+    Ok(shared.summary)
+}
+
+/// The result of a seed whose judging panicked.
+fn crashed(seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    SeedResult {
+        seed,
+        verdict: Verdict::Crash,
+        workload: "unknown".into(),
+        committed: 0,
+        aborted: 0,
+        unknown: 0,
+        sim_ms: 0,
+        violated_rules: Vec::new(),
+        explanation: Some(format!("judging the seed panicked: {message}")),
+        counters: BTreeMap::new(),
+        wall_ms: 0,
+        capsule: None,
     }
 }
 
-impl Summary {
-    /// The worst verdict (safety over crash over nondeterminism over liveness).
-    pub fn worst(&self) -> Verdict {
-        self.results
-            .iter()
-            .map(|r| r.verdict)
-            .min_by_key(|v| match v {
-                Verdict::Safety => 0,
-                Verdict::Crash => 1,
-                Verdict::Nondeterministic => 2,
-                Verdict::Liveness => 3,
-                Verdict::Pass => 4,
-            })
-            .unwrap_or(Verdict::Pass)
+/// Run, judge and (on failure) shrink and save one seed.
+fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) -> SeedResult {
+    let scenario = campaign::generate(seed, &opts.mix);
+    let judged = judge(&scenario, opts.check_determinism);
+    if judged.result.verdict == Verdict::Pass {
+        return judged.result;
     }
-
-    /// Counters summed over every seed.
-    pub fn counters(&self) -> BTreeMap<String, u64> {
-        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-        for r in &self.results {
-            for (k, v) in &r.counters {
-                *counters.entry(k.clone()).or_default() += v;
-            }
+    let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
+    bar.set_message(format!("{n} failures"));
+    let shrunk = (opts.shrink_budget > 0 && judged.result.verdict != Verdict::Nondeterministic)
+        .then(|| campaign::shrink(seed, &opts.mix, &judged.result, opts.shrink_budget));
+    let saved = save_capsule(
+        &opts.out,
+        &scenario,
+        &judged,
+        shrunk.as_ref().map(|(s, n)| (s, *n)),
+    );
+    let mut result = judged.result;
+    match saved {
+        Ok(p) => {
+            bar.println(format!(
+                "seed {seed}: {:?} [{}] -> percsim replay {}",
+                result.verdict,
+                result.violated_rules.join(", "),
+                p.display()
+            ));
+            result.capsule = Some(p.display().to_string());
         }
-        counters
+        Err(e) => bar.println(format!("seed {seed}: cannot save its capsule: {e}")),
     }
-
-    /// Coverage items that never happened.
-    pub fn never_happened(&self) -> Vec<&'static str> {
-        let counters = self.counters();
-        COVERAGE
-            .iter()
-            .filter(|(_, key)| counters.get(*key).copied().unwrap_or(0) == 0)
-            .map(|(name, _)| *name)
-            .collect()
-    }
-
-    /// The summary table and coverage, as text.
-    pub fn render(&self) -> String {
-        let counters = self.counters();
-        let mut by_verdict: BTreeMap<String, u64> = BTreeMap::new();
-        let mut rules: BTreeMap<String, u64> = BTreeMap::new();
-        let mut workloads: BTreeMap<String, u64> = BTreeMap::new();
-        let (mut committed, mut aborted, mut unknown, mut sim_ms) = (0, 0, 0, 0);
-        for r in &self.results {
-            *by_verdict
-                .entry(format!("{:?}", r.verdict).to_lowercase())
-                .or_default() += 1;
-            *workloads.entry(r.workload.clone()).or_default() += 1;
-            for rule in &r.violated_rules {
-                *rules.entry(rule.clone()).or_default() += 1;
-            }
-            committed += r.committed;
-            aborted += r.aborted;
-            unknown += r.unknown;
-            sim_ms += r.sim_ms;
-        }
-        let secs = self.wall.as_secs_f64().max(1e-9);
-        let mut o = String::new();
-        let _ = writeln!(o, "== campaign summary ==");
-        let _ = writeln!(
-            o,
-            "seeds               {} in {:.1} s wall ({:.0} seeds/min)",
-            self.results.len(),
-            secs,
-            self.results.len() as f64 * 60.0 / secs
-        );
-        let w: Vec<String> = workloads.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(o, "workloads           {}", w.join(" "));
-        let _ = writeln!(
-            o,
-            "transactions        {committed} committed, {aborted} aborted, {unknown} unknown"
-        );
-        let _ = writeln!(o, "simulated time      {:.1} s", sim_ms as f64 / 1000.0);
-        let mut section = |title: &str, prefix: &str| {
-            let rows: Vec<(&String, &u64)> = counters
-                .iter()
-                .filter(|(k, _)| {
-                    k.starts_with(prefix) && k[prefix.len()..].matches('.').count() == 0
-                })
-                .collect();
-            let _ = writeln!(o, "{title}:");
-            if rows.is_empty() {
-                let _ = writeln!(o, "  (none)");
-            }
-            for (k, v) in rows {
-                let _ = writeln!(o, "  {:<44} {v:>8}", &k[prefix.len()..]);
-            }
-        };
-        section("faults injected by class", "fault.");
-        section("cleanups", "cleanup.");
-        section("aborts by reason", "abort.");
-        let _ = writeln!(o, "violations by rule:");
-        if rules.is_empty() {
-            let _ = writeln!(o, "  (none)");
-        }
-        for (k, v) in &rules {
-            let _ = writeln!(o, "  {k:<44} {v:>8}");
-        }
-        let _ = writeln!(o, "verdicts:");
-        for (k, v) in &by_verdict {
-            let _ = writeln!(o, "  {k:<44} {v:>8}");
-        }
-        let _ = writeln!(o, "coverage (how often each interesting event happened):");
-        for (name, key) in COVERAGE {
-            let n = counters.get(*key).copied().unwrap_or(0);
-            let flag = if n == 0 { "   <-- never happened" } else { "" };
-            let _ = writeln!(o, "  {name:<44} {n:>8}{flag}");
-        }
-        for c in &self.capsules {
-            let _ = writeln!(o, "capsule: percsim replay {}", c.display());
-        }
-        o
-    }
-
-    /// One JSON line per seed.
-    pub fn jsonl(&self) -> String {
-        self.results
-            .iter()
-            .filter_map(|r| serde_json::to_string(r).ok())
-            .map(|l| l + "\n")
-            .collect()
-    }
-
-    /// Merge JSON lines from several shards (results of a seed seen twice are kept once).
-    pub fn from_jsonl(texts: &[(String, String)]) -> Result<Summary, String> {
-        let mut by_seed: BTreeMap<u64, SeedResult> = BTreeMap::new();
-        for (name, text) in texts {
-            for (i, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let r: SeedResult = serde_json::from_str(line)
-                    .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
-                by_seed.insert(r.seed, r);
-            }
-        }
-        let wall = Duration::from_millis(by_seed.values().map(|r| r.wall_ms).sum());
-        Ok(Summary {
-            results: by_seed.into_values().collect(),
-            wall,
-            capsules: Vec::new(),
-        })
-    }
+    result
 }

@@ -7,6 +7,9 @@ pub mod faultmix;
 pub mod fuzz;
 pub mod paper;
 pub mod scenario;
+mod shard;
+mod summary;
 pub mod workloads;
 
 pub use scenario::{Scenario, ScenarioError};
+pub use shard::{Shard, ShardSource, resolve as resolve_shard};

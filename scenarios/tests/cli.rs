@@ -222,3 +222,176 @@ fn fuzz_shards_merge_and_replay() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).contains("nosuch"));
 }
+
+/// The variables that choose a shard, cleared for every process below so
+/// that the host's own (a CI matrix, a Slurm job) cannot leak in.
+const SHARD_VARS: &[&str] = &[
+    "PERCSIM_SHARD_INDEX",
+    "PERCSIM_SHARD_COUNT",
+    "JOB_COMPLETION_INDEX",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_STEP",
+];
+
+fn percsim_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_percsim"));
+    for v in SHARD_VARS {
+        c.env_remove(v);
+    }
+    c.args(args)
+        .envs(vars.iter().copied())
+        .output()
+        .expect("run percsim")
+}
+
+/// The summary without the lines that differ between runs of the same
+/// seeds (the header and the wall time).
+fn summary_body(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("percsim fuzz:") && !l.starts_with("seeds "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// JSON lines by seed, without the wall time.
+fn seed_lines(paths: &[&PathBuf]) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in paths {
+        for line in std::fs::read_to_string(p).unwrap().lines() {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            v.as_object_mut().unwrap().remove("wall_ms");
+            let seed = v["seed"].as_u64().unwrap();
+            assert!(out.insert(seed, v).is_none(), "seed {seed} twice");
+        }
+    }
+    out
+}
+
+#[test]
+fn four_shard_processes_merge_to_the_unsharded_campaign() {
+    let out = tmp("shards-failures");
+    // A broken protocol, so that the comparison covers failures and capsules.
+    let args = |jsonl: &PathBuf| -> Vec<String> {
+        [
+            "fuzz",
+            "--seeds",
+            "200..240",
+            "--ablate",
+            "wall-clock-start-ts",
+            "--shrink-budget",
+            "0",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            out.display().to_string(),
+            "--jsonl".into(),
+            jsonl.display().to_string(),
+        ])
+        .collect()
+    };
+    let whole_file = tmp("whole.jsonl");
+    let whole_args = args(&whole_file);
+    let whole = percsim_env(
+        &whole_args.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(whole.status.code(), Some(1), "{}", text(&whole));
+    assert!(
+        text(&whole).contains("shard 1/1 from the default"),
+        "{}",
+        text(&whole)
+    );
+    // One shard per engine: the flag, a GitHub matrix, a Kubernetes Indexed
+    // Job, and a Slurm array whose ids start at 1.
+    type Engine<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let engines: [Engine; 4] = [
+        (
+            &[],
+            &[("PERCSIM_SHARD_INDEX", "0"), ("PERCSIM_SHARD_COUNT", "4")],
+            "1/4 from PERCSIM_SHARD_INDEX",
+        ),
+        (
+            &[],
+            &[("JOB_COMPLETION_INDEX", "1"), ("PERCSIM_SHARD_COUNT", "4")],
+            "2/4 from JOB_COMPLETION_INDEX",
+        ),
+        (
+            &[],
+            &[
+                ("SLURM_ARRAY_TASK_ID", "3"),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+            ],
+            "3/4 from SLURM_ARRAY_TASK_ID",
+        ),
+        // The flag wins over the environment.
+        (
+            &["--shard", "4/4"],
+            &[("JOB_COMPLETION_INDEX", "0"), ("PERCSIM_SHARD_COUNT", "4")],
+            "4/4 from --shard",
+        ),
+    ];
+    let files: Vec<PathBuf> = (1..=4)
+        .map(|k| tmp(&format!("shard{k}-of-4.jsonl")))
+        .collect();
+    for ((flag, vars, expected), file) in engines.iter().zip(&files) {
+        let mut a = args(file);
+        a.extend(flag.iter().map(|s| s.to_string()));
+        let o = percsim_env(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>(), vars);
+        assert!(
+            text(&o).contains(&format!("shard {expected}: 10 seeds")),
+            "{}",
+            text(&o)
+        );
+    }
+    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let merged = percsim_env(&[&["merge"], names.as_slice()].concat(), &[]);
+    assert_eq!(
+        merged.status.code(),
+        whole.status.code(),
+        "{}",
+        text(&merged)
+    );
+    let body = summary_body(&whole);
+    assert!(
+        body.contains("failure: seed"),
+        "no failure to compare: {body}"
+    );
+    assert_eq!(summary_body(&merged), body);
+    assert_eq!(
+        seed_lines(&files.iter().collect::<Vec<_>>()),
+        seed_lines(&[&whole_file])
+    );
+}
+
+#[test]
+fn an_unusable_shard_variable_is_bad_input() {
+    let o = percsim_env(
+        &["fuzz", "--count", "1", "--quiet"],
+        &[("JOB_COMPLETION_INDEX", "4"), ("PERCSIM_SHARD_COUNT", "4")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("JOB_COMPLETION_INDEX gives shard index 4"),
+        "{}",
+        text(&o)
+    );
+    let o = percsim_env(
+        &["fuzz", "--count", "1", "--quiet"],
+        &[("SLURM_ARRAY_TASK_ID", "1")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("SLURM_ARRAY_TASK_COUNT is not"),
+        "{}",
+        text(&o)
+    );
+}

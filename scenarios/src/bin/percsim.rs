@@ -5,12 +5,17 @@
 //! failure, 4 the simulation itself crashed, 5 nondeterminism.
 
 use clap::{Parser, Subcommand};
-use percsim_scenarios::Scenario;
 use percsim_scenarios::campaign::{Mix, SeedResult};
 use percsim_scenarios::fuzz::{self, Options, Summary};
+use percsim_scenarios::{Scenario, Shard, ShardSource};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+// Small allocations (a history's many short strings, the simulator's
+// messages) cost less in time and memory than with the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Seeds in a campaign run with no arguments (about a minute on 2 cores).
 const DEFAULT_SEEDS: u64 = 12_000;
@@ -66,9 +71,12 @@ enum Command {
         /// Seed range A..B (B excluded).
         #[arg(long, value_parser = parse_range)]
         seeds: Option<(u64, u64)>,
-        /// This machine's share K/N of the seeds (1-based K).
-        #[arg(long, value_parser = parse_shard, default_value = "1/1")]
-        shard: (u64, u64),
+        /// This machine's share K/N of the seeds (1-based K). Without it the
+        /// share comes from PERCSIM_SHARD_INDEX/PERCSIM_SHARD_COUNT, a
+        /// Kubernetes Indexed Job (JOB_COMPLETION_INDEX with
+        /// PERCSIM_SHARD_COUNT) or a Slurm array (SLURM_ARRAY_TASK_*).
+        #[arg(long, value_parser = Shard::parse)]
+        shard: Option<Shard>,
         /// Parallel OS threads, each running one seed at a time.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
@@ -125,8 +133,11 @@ enum Command {
     /// Print throughput numbers measured on this machine.
     Bench {
         /// Shorter runs.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "long")]
         quick: bool,
+        /// Also measure campaign memory after 100,000 seeds (about half an hour on 2 cores).
+        #[arg(long)]
+        long: bool,
     },
     /// Re-run the Percolator paper's evaluation in simulated time (cost
     /// model on) and print each result beside the paper's figure.
@@ -145,19 +156,6 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
         return Err(format!("empty range {a}..{b}"));
     }
     Ok((a, b))
-}
-
-fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let (k, n) = s.split_once('/').ok_or("expected K/N")?;
-    let k: u64 = k.trim().parse().map_err(|_| format!("bad shard {k:?}"))?;
-    let n: u64 = n
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad shard count {n:?}"))?;
-    if n == 0 || k == 0 || k > n {
-        return Err(format!("shard {k}/{n}: need 1 <= K <= N"));
-    }
-    Ok((k, n))
 }
 
 fn main() -> ExitCode {
@@ -212,6 +210,11 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let (shard, source) =
+                match percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok()) {
+                    Ok(s) => s,
+                    Err(e) => return fail(&e),
+                };
             let mix = Mix {
                 workloads: workload,
                 faults,
@@ -232,7 +235,7 @@ fn main() -> ExitCode {
                 shrink_budget,
                 progress: !quiet,
             };
-            cmd_fuzz(&opts, jsonl.as_deref())
+            cmd_fuzz(&opts, source, jsonl.as_deref())
         }
         Command::Merge { files } => cmd_merge(&files),
         Command::Ablations {
@@ -253,8 +256,13 @@ fn main() -> ExitCode {
             }
             cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
         }
-        Command::Bench { quick } => {
-            percsim_scenarios::bench::run(quick);
+        Command::Bench { quick, long } => {
+            use percsim_scenarios::bench::{Length, run};
+            run(match (quick, long) {
+                (true, _) => Length::Quick,
+                (_, true) => Length::Long,
+                _ => Length::Default,
+            });
             0
         }
         Command::Paper { quick } => {
@@ -380,38 +388,54 @@ fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
     run_and_report(&scenario, history)
 }
 
-fn cmd_fuzz(opts: &Options, jsonl: Option<&Path>) -> i32 {
+fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {
+    let mut file = match jsonl.map(std::fs::File::create).transpose() {
+        Ok(f) => f.map(std::io::BufWriter::new),
+        Err(e) => {
+            eprintln!(
+                "error: cannot write {}: {e}",
+                jsonl.unwrap_or(Path::new("")).display()
+            );
+            return 2;
+        }
+    };
     println!(
-        "percsim fuzz: seeds {}..{} (shard {}/{}), {} jobs, commit {}",
+        "percsim fuzz: seeds {}..{} (shard {} from {}: {} seeds), {} jobs, commit {}",
         opts.start,
         opts.end,
-        opts.shard.0,
-        opts.shard.1,
+        opts.shard,
+        source.name(),
+        opts.seed_count(),
         opts.jobs,
         fuzz::COMMIT
     );
-    let summary = fuzz::run(opts);
-    if let Some(path) = jsonl
-        && let Err(e) = std::fs::write(path, summary.jsonl())
-    {
-        eprintln!("error: cannot write {}: {e}", path.display());
-    }
+    let sink = file.as_mut().map(|f| f as &mut (dyn std::io::Write + Send));
+    let summary = match fuzz::run(opts, sink) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write {}: {e}",
+                jsonl.unwrap_or(Path::new("")).display()
+            );
+            return 2;
+        }
+    };
     print!("{}", summary.render());
     summary.worst().exit_code()
 }
 
 fn cmd_merge(files: &[PathBuf]) -> i32 {
-    let mut texts = Vec::new();
+    let mut inputs = Vec::new();
     for f in files {
-        match std::fs::read_to_string(f) {
-            Ok(t) => texts.push((f.display().to_string(), t)),
+        match std::fs::File::open(f) {
+            Ok(file) => inputs.push((f.display().to_string(), std::io::BufReader::new(file))),
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", f.display());
                 return 2;
             }
         }
     }
-    match Summary::from_jsonl(&texts) {
+    match Summary::merge_jsonl(inputs) {
         Ok(s) => {
             print!("{}", s.render());
             s.worst().exit_code()

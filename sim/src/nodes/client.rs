@@ -532,7 +532,7 @@ pub(crate) async fn main(world: Arc<World>, index: usize) {
 pub(crate) async fn start_on_new_node(world: Arc<World>, index: usize) -> Arc<Client> {
     let node = madsim::runtime::Handle::current()
         .create_node()
-        .name("sweeper")
+        .name(crate::harness::SWEEPER_NODE)
         .ip(client_addr(index).ip())
         .build();
     node.spawn(start(world, index, false))

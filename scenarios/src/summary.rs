@@ -1,0 +1,302 @@
+//! A campaign's aggregates, printed by `percsim fuzz` and `percsim merge`.
+//! Only counts and the failing seeds are kept, so a campaign of any length
+//! runs in flat memory; each seed's full result goes to the JSON lines as it
+//! finishes.
+
+use crate::campaign::{SeedResult, Verdict};
+use crate::fuzz::COVERAGE;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::BufRead;
+use std::time::Duration;
+
+/// A seed that did not pass, as the summary lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// How it ended.
+    pub verdict: Verdict,
+    /// Checker rules that failed.
+    pub violated_rules: Vec<String>,
+    /// The capsule saved for it, if one was.
+    pub capsule: Option<String>,
+}
+
+/// Transactions summed over every seed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Transactions {
+    /// Committed.
+    pub committed: u64,
+    /// Aborted.
+    pub aborted: u64,
+    /// Outcome unknown to the client.
+    pub unknown: u64,
+}
+
+/// What a campaign found: aggregates over every seed judged.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Seeds judged.
+    pub seeds: u64,
+    /// Seeds by verdict.
+    pub verdicts: BTreeMap<Verdict, u64>,
+    /// Seeds by workload.
+    pub workloads: BTreeMap<String, u64>,
+    /// Seeds by violated rule.
+    pub rules: BTreeMap<String, u64>,
+    /// Transactions summed over every seed.
+    pub transactions: Transactions,
+    /// Simulated time summed over every seed, in ms.
+    pub sim_ms: u64,
+    /// Counters (events, cleanups, aborts by reason) summed over every seed.
+    pub counters: BTreeMap<String, u64>,
+    /// Every seed that did not pass, by seed.
+    pub failures: BTreeMap<u64, Failure>,
+    /// Wall time of the campaign (for a merge: the seeds' wall times summed).
+    pub wall: Duration,
+}
+
+impl Summary {
+    /// Count one seed's result in.
+    pub fn add(&mut self, r: &SeedResult) {
+        self.seeds += 1;
+        *self.verdicts.entry(r.verdict).or_default() += 1;
+        *self.workloads.entry(r.workload.clone()).or_default() += 1;
+        for rule in &r.violated_rules {
+            *self.rules.entry(rule.clone()).or_default() += 1;
+        }
+        self.transactions.committed += r.committed;
+        self.transactions.aborted += r.aborted;
+        self.transactions.unknown += r.unknown;
+        self.sim_ms += r.sim_ms;
+        for (k, v) in &r.counters {
+            *self.counters.entry(k.clone()).or_default() += v;
+        }
+        if r.verdict != Verdict::Pass {
+            self.failures.insert(
+                r.seed,
+                Failure {
+                    verdict: r.verdict,
+                    violated_rules: r.violated_rules.clone(),
+                    capsule: r.capsule.clone(),
+                },
+            );
+        }
+    }
+
+    /// The worst verdict (safety over crash over nondeterminism over liveness).
+    pub fn worst(&self) -> Verdict {
+        self.verdicts
+            .keys()
+            .copied()
+            .min_by_key(|v| match v {
+                Verdict::Safety => 0,
+                Verdict::Crash => 1,
+                Verdict::Nondeterministic => 2,
+                Verdict::Liveness => 3,
+                Verdict::Pass => 4,
+            })
+            .unwrap_or(Verdict::Pass)
+    }
+
+    /// Coverage items that never happened.
+    pub fn never_happened(&self) -> Vec<&'static str> {
+        COVERAGE
+            .iter()
+            .filter(|(_, key)| self.counters.get(*key).copied().unwrap_or(0) == 0)
+            .map(|(name, _)| *name)
+            .collect()
+    }
+
+    /// The summary table, coverage and failures, as text.
+    pub fn render(&self) -> String {
+        let secs = self.wall.as_secs_f64().max(1e-9);
+        let mut o = String::new();
+        let _ = writeln!(o, "== campaign summary ==");
+        let _ = writeln!(
+            o,
+            "seeds               {} in {:.1} s wall ({:.0} seeds/min)",
+            self.seeds,
+            secs,
+            self.seeds as f64 * 60.0 / secs
+        );
+        let w: Vec<String> = self
+            .workloads
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(o, "workloads           {}", w.join(" "));
+        let t = &self.transactions;
+        let _ = writeln!(
+            o,
+            "transactions        {} committed, {} aborted, {} unknown",
+            t.committed, t.aborted, t.unknown
+        );
+        let _ = writeln!(
+            o,
+            "simulated time      {:.1} s",
+            self.sim_ms as f64 / 1000.0
+        );
+        self.render_counters(&mut o);
+        let _ = writeln!(o, "verdicts:");
+        for (k, v) in &self.verdicts {
+            let name = format!("{k:?}").to_lowercase();
+            let _ = writeln!(o, "  {name:<44} {v:>8}");
+        }
+        let _ = writeln!(o, "coverage (how often each interesting event happened):");
+        for (name, key) in COVERAGE {
+            let n = self.counters.get(*key).copied().unwrap_or(0);
+            let flag = if n == 0 { "   <-- never happened" } else { "" };
+            let _ = writeln!(o, "  {name:<44} {n:>8}{flag}");
+        }
+        for (seed, f) in &self.failures {
+            let replay = f
+                .capsule
+                .as_ref()
+                .map_or("no capsule saved".to_string(), |c| {
+                    format!("percsim replay {c}")
+                });
+            let _ = writeln!(
+                o,
+                "failure: seed {seed} {:?} [{}] -> {replay}",
+                f.verdict,
+                f.violated_rules.join(", ")
+            );
+        }
+        o
+    }
+
+    fn render_counters(&self, o: &mut String) {
+        let mut section = |title: &str, prefix: &str| {
+            let rows: Vec<(&String, &u64)> = self
+                .counters
+                .iter()
+                .filter(|(k, _)| {
+                    k.starts_with(prefix) && k[prefix.len()..].matches('.').count() == 0
+                })
+                .collect();
+            let _ = writeln!(o, "{title}:");
+            if rows.is_empty() {
+                let _ = writeln!(o, "  (none)");
+            }
+            for (k, v) in rows {
+                let _ = writeln!(o, "  {:<44} {v:>8}", &k[prefix.len()..]);
+            }
+        };
+        section("faults injected by class", "fault.");
+        section("cleanups", "cleanup.");
+        section("aborts by reason", "abort.");
+        let _ = writeln!(o, "violations by rule:");
+        if self.rules.is_empty() {
+            let _ = writeln!(o, "  (none)");
+        }
+        for (k, v) in &self.rules {
+            let _ = writeln!(o, "  {k:<44} {v:>8}");
+        }
+    }
+
+    /// Merge the JSON lines of several shards, read as streams (a seed seen
+    /// twice is counted once, the first time). `inputs` pairs a name for
+    /// error messages with a reader.
+    pub fn merge_jsonl<R: BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
+        let mut seen = SeedSet::default();
+        let mut summary = Summary::default();
+        let mut wall_ms = 0u64;
+        for (name, reader) in inputs {
+            for (i, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| format!("{name}:{}: cannot read: {e}", i + 1))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let r: SeedResult = serde_json::from_str(&line)
+                    .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
+                if seen.insert(r.seed) {
+                    wall_ms += r.wall_ms;
+                    summary.add(&r);
+                }
+            }
+        }
+        summary.wall = Duration::from_millis(wall_ms);
+        Ok(summary)
+    }
+}
+
+/// A set of seeds in about one bit per seed for dense ranges: 4,096-seed
+/// blocks of bits, kept only for blocks that hold a seed.
+#[derive(Default)]
+struct SeedSet(BTreeMap<u64, Box<[u64; 64]>>);
+
+impl SeedSet {
+    /// Add `seed`; false if it was already there.
+    fn insert(&mut self, seed: u64) -> bool {
+        let block = self
+            .0
+            .entry(seed >> 12)
+            .or_insert_with(|| Box::new([0; 64]));
+        let (word, bit) = (((seed >> 6) & 63) as usize, seed & 63);
+        let new = block[word] & (1 << bit) == 0;
+        block[word] |= 1 << bit;
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(seed: u64, verdict: Verdict) -> SeedResult {
+        SeedResult {
+            seed,
+            verdict,
+            workload: "bank".into(),
+            committed: 2,
+            aborted: 1,
+            unknown: 0,
+            sim_ms: 10,
+            violated_rules: if verdict == Verdict::Safety {
+                vec!["snapshot_reads".into()]
+            } else {
+                Vec::new()
+            },
+            explanation: None,
+            counters: BTreeMap::from([("fault.pause".to_string(), 1)]),
+            wall_ms: 5,
+            capsule: (verdict != Verdict::Pass).then(|| format!("failures/seed-{seed}.json")),
+        }
+    }
+
+    #[test]
+    fn seed_sets_tell_new_seeds_from_seen_ones() {
+        let mut s = SeedSet::default();
+        for seed in [0, 63, 64, 4095, 4096, u64::MAX] {
+            assert!(s.insert(seed), "{seed} is new");
+            assert!(!s.insert(seed), "{seed} was seen");
+        }
+        assert!(s.insert(1));
+    }
+
+    #[test]
+    fn merge_counts_a_repeated_seed_once_and_lists_failures_with_replays() {
+        let line = |r: &SeedResult| serde_json::to_string(r).unwrap() + "\n";
+        let a = line(&result(1, Verdict::Pass)) + &line(&result(2, Verdict::Safety));
+        let b = line(&result(2, Verdict::Safety)) + "\n" + &line(&result(3, Verdict::Pass));
+        let s = Summary::merge_jsonl(vec![
+            ("a".to_string(), a.as_bytes()),
+            ("b".to_string(), b.as_bytes()),
+        ])
+        .unwrap();
+        assert_eq!(s.seeds, 3);
+        assert_eq!(s.transactions.committed, 6);
+        assert_eq!(s.counters["fault.pause"], 3);
+        assert_eq!(s.worst(), Verdict::Safety);
+        assert_eq!(s.wall, Duration::from_millis(15));
+        let text = s.render();
+        assert!(
+            text.contains(
+                "failure: seed 2 Safety [snapshot_reads] -> percsim replay failures/seed-2.json"
+            ),
+            "{text}"
+        );
+        let bad = Summary::merge_jsonl(vec![("c.jsonl".to_string(), "{}\n".as_bytes())]);
+        assert!(bad.unwrap_err().starts_with("c.jsonl:1: not a seed result"));
+    }
+}

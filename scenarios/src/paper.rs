@@ -270,11 +270,14 @@ fn figure9(quick: bool) {
     );
 }
 
+/// A committed observer run: (start_ts, commit_ts, completion in ns).
+type ObserverRun = (u64, u64, u64);
+
 /// Delays (simulated ms) from each committed document load to the commit
 /// of the `cluster` observer run that saw it (through a `parse` run).
 fn load_to_cluster_ms(h: &History) -> Vec<f64> {
-    // Committed observer runs by (observer, row): (start_ts, commit_ts, done_ns).
-    let mut runs: BTreeMap<(&str, &str), Vec<(u64, u64, u64)>> = BTreeMap::new();
+    // Committed observer runs by (observer, row).
+    let mut runs: BTreeMap<(&str, &str), Vec<ObserverRun>> = BTreeMap::new();
     for t in &h.transactions {
         if let (Some(o), Outcome::Committed, Some(done)) = (&t.observer, t.outcome, t.complete_ns) {
             let commit = t.commit_ts.unwrap_or(t.start_ts);

@@ -3,8 +3,10 @@
 pub mod ablations;
 pub mod bench;
 pub mod campaign;
+pub mod export;
 pub mod faultmix;
 pub mod fuzz;
+pub mod histfile;
 pub mod scenario;
 pub mod workloads;
 

@@ -58,6 +58,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a history (or a capsule's history) in another checker's format.
+    Export {
+        /// `elle-append` (list-append workload), `elle-rw` or `dbcop`.
+        #[arg(long)]
+        format: String,
+        /// The history (percsim-history/1) or failure capsule.
+        history: PathBuf,
+        /// Where to write it.
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+    },
     /// Run a fuzzing campaign: one generated scenario per seed.
     Fuzz {
         /// Number of seeds (from the start of --seeds, or 0).
@@ -228,6 +239,11 @@ fn main() -> ExitCode {
             cmd_fuzz(&opts, jsonl.as_deref())
         }
         Command::Merge { files } => cmd_merge(&files),
+        Command::Export {
+            format,
+            history,
+            out,
+        } => cmd_export(&format, &history, &out),
         Command::Ablations {
             budget,
             jobs,
@@ -458,4 +474,41 @@ fn cmd_ablations(
     } else {
         1
     }
+}
+
+fn cmd_export(format: &str, input: &Path, out: &Path) -> i32 {
+    use percsim_scenarios::export::{ExportFormat, export};
+    let Some(format) = ExportFormat::from_name(format) else {
+        let names: Vec<String> = ExportFormat::ALL
+            .iter()
+            .map(|f| format!("{} ({})", f.name(), f.description()))
+            .collect();
+        eprintln!("error: unknown --format {format:?}; one of: {}", names.join(", "));
+        return 2;
+    };
+    let loaded = match percsim_scenarios::histfile::load(input) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let text = match export(&loaded.history, format) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = std::fs::write(out, text) {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return 2;
+    }
+    println!(
+        "wrote {} ({}, {} transactions)",
+        out.display(),
+        format.name(),
+        loaded.history.transactions.len()
+    );
+    0
 }

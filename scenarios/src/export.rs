@@ -84,7 +84,8 @@ fn kind_of(o: Outcome) -> &'static str {
 }
 
 /// Completion times: a transaction whose client never learnt the outcome
-/// gets an `:info` when its worker next begins, or at the end of the history.
+/// gets its `:info` at the end of the history (its process never runs
+/// again, as in Jepsen).
 fn completion_times(h: &History) -> Vec<u64> {
     let end = h
         .transactions
@@ -93,13 +94,23 @@ fn completion_times(h: &History) -> Vec<u64> {
         .max()
         .unwrap_or(0)
         + 1;
-    let mut next_invoke: HashMap<u64, u64> = HashMap::new();
-    let mut out = vec![0; h.transactions.len()];
-    for (i, t) in h.transactions.iter().enumerate().rev() {
-        out[i] = t
-            .complete_ns
-            .unwrap_or_else(|| next_invoke.get(&t.client).copied().unwrap_or(end));
-        next_invoke.insert(t.client, t.invoke_ns);
+    h.transactions
+        .iter()
+        .map(|t| t.complete_ns.unwrap_or(end))
+        .collect()
+}
+
+/// Jepsen process numbers: one per lane (client worker), numbered in order
+/// of first use.
+fn processes(h: &History) -> Vec<u64> {
+    let lanes = crate::histfile::lanes(h);
+    let mut ids: HashMap<crate::histfile::Lane, u64> = HashMap::new();
+    let mut order: Vec<usize> = (0..lanes.len()).collect();
+    order.sort_by_key(|&i| (h.transactions[i].invoke_ns, i));
+    let mut out = vec![0; lanes.len()];
+    for i in order {
+        let next = ids.len() as u64;
+        out[i] = *ids.entry(lanes[i]).or_insert(next);
     }
     out
 }
@@ -126,6 +137,7 @@ fn render_edn(mut ops: Vec<EdnOp>, header: &str) -> String {
 fn push_txn(
     ops: &mut Vec<EdnOp>,
     t: &Transaction,
+    process: u64,
     complete_ns: u64,
     invoke: Vec<String>,
     done: Vec<String>,
@@ -138,7 +150,7 @@ fn push_txn(
         is_invoke: !instant,
         seq,
         kind: ":invoke",
-        process: t.client,
+        process,
         micro: invoke,
     });
     ops.push(EdnOp {
@@ -146,7 +158,7 @@ fn push_txn(
         is_invoke: false,
         seq: seq + 1,
         kind: kind_of(t.outcome),
-        process: t.client,
+        process,
         micro: done,
     });
 }
@@ -208,17 +220,18 @@ fn elle_append(h: &History) -> Result<String, String> {
     }
     let mut elems = Ids::default();
     let completes = completion_times(h);
+    let procs = processes(h);
     let mut ops = Vec::with_capacity(2 * h.transactions.len() + 2);
-    for (t, &done_ns) in h.transactions.iter().zip(&completes) {
+    for (i, t) in h.transactions.iter().enumerate() {
         if t.ops.is_empty() {
             continue;
         }
         let (invoke, done) = append_micro_ops(t, &rows, &mut elems)?;
-        push_txn(&mut ops, t, done_ns, invoke, done);
+        push_txn(&mut ops, t, procs[i], completes[i], invoke, done);
     }
     // The sweeper's final read of every list, after quiescence.
     let end = ops.iter().map(|o| o.time_ns).max().unwrap_or(0) + 1;
-    let process = h.transactions.iter().map(|t| t.client).max().unwrap_or(0) + 1;
+    let process = procs.iter().max().map_or(0, |p| p + 1);
     let mut reads = Vec::new();
     let mut nils = Vec::new();
     for (&(row, col), value) in &finals {
@@ -430,8 +443,9 @@ fn versions(h: &History) -> Versions<'_> {
 fn elle_rw(h: &History) -> String {
     let vs = versions(h);
     let completes = completion_times(h);
+    let procs = processes(h);
     let mut ops = Vec::with_capacity(2 * h.transactions.len());
-    for (i, (t, &done_ns)) in h.transactions.iter().zip(&completes).enumerate() {
+    for (i, t) in h.transactions.iter().enumerate() {
         let mut invoke = Vec::new();
         let mut done = Vec::new();
         for &(k, v) in &vs.loads[i] {
@@ -453,7 +467,7 @@ fn elle_rw(h: &History) -> String {
         if invoke.is_empty() {
             continue;
         }
-        push_txn(&mut ops, t, done_ns, invoke, done);
+        push_txn(&mut ops, t, procs[i], completes[i], invoke, done);
     }
     let mut header = format!(
         ";; percsim history (seed {}) as an Elle rw-register history.\n\
@@ -484,6 +498,7 @@ fn dbcop(h: &History) -> String {
         .filter(|v| v.kind != VersionKind::Rollback)
         .map(|v| v.start_ts)
         .collect();
+    let procs = processes(h);
     let mut sessions: BTreeMap<u64, Vec<DbcopTxn>> = BTreeMap::new();
     let mut order: Vec<usize> = (0..h.transactions.len()).collect();
     order.sort_by_key(|&i| (h.transactions[i].invoke_ns, i));
@@ -510,7 +525,7 @@ fn dbcop(h: &History) -> String {
             Outcome::Unknown => in_store.contains(&t.start_ts),
         };
         sessions
-            .entry(t.client)
+            .entry(procs[i])
             .or_default()
             .push(DbcopTxn { events, committed });
     }

@@ -39,3 +39,44 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         capsule: Some(value),
     })
 }
+
+/// A transaction's lane: the client and which of its concurrent workers ran
+/// it (histories name only the client).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Lane {
+    /// The client, as the history names it.
+    pub client: u64,
+    /// The worker slot within the client, from 0.
+    pub slot: u32,
+}
+
+/// Assigns each transaction to a lane: a client's transactions are packed
+/// into the fewest slots that never overlap in time (a slot is free again
+/// once its transaction completed; one that never completed keeps its slot
+/// to the end), so each lane runs one transaction at a time like a worker.
+pub fn lanes(h: &History) -> Vec<Lane> {
+    let mut order: Vec<usize> = (0..h.transactions.len()).collect();
+    order.sort_by_key(|&i| (h.transactions[i].invoke_ns, i));
+    let mut busy: std::collections::HashMap<u64, Vec<Option<u64>>> = Default::default();
+    let mut out = vec![Lane { client: 0, slot: 0 }; h.transactions.len()];
+    for i in order {
+        let t = &h.transactions[i];
+        let slots = busy.entry(t.client).or_default();
+        let free = slots
+            .iter()
+            .position(|b| b.is_some_and(|until| until <= t.invoke_ns));
+        let slot = match free {
+            Some(s) => s,
+            None => {
+                slots.push(None);
+                slots.len() - 1
+            }
+        };
+        slots[slot] = t.complete_ns.map(|c| c.max(t.invoke_ns));
+        out[i] = Lane {
+            client: t.client,
+            slot: slot as u32,
+        };
+    }
+    out
+}

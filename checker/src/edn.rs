@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(forms[0].get("type").unwrap().val, Val::Keyword("ok".into()));
         assert_eq!(forms[0].get("x").unwrap().val, Val::Str("s\n".into()));
         let value = forms[0].get("value").unwrap();
-        assert_eq!(value.pos, Pos { line: 2, column: 18 });
+        assert_eq!(value.pos, Pos { line: 2, column: 20 });
         assert_eq!(value.to_string(), "[[:r 1 [2 3]] [:append 1 4]]");
         assert_eq!(forms[1].to_string(), "[1 -2 3.5 nil true \\a #{1} (x) #inst \"t\"]");
     }

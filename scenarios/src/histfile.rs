@@ -10,6 +10,10 @@ pub struct Loaded {
     pub history: History,
     /// The whole capsule (scenario, verdict, replay command), if the file was one.
     pub capsule: Option<serde_json::Value>,
+    /// Why the history breaks the format's validation, when a capsule's
+    /// history does (a run under an ablation can leave, say, a put whose
+    /// data is gone); it is then read as it is and judged as well as it can be.
+    pub warning: Option<String>,
 }
 
 /// Reads `path`: a history, or a capsule holding one. The error names the
@@ -26,17 +30,25 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         return Ok(Loaded {
             history,
             capsule: None,
+            warning: None,
         });
     }
     let inner = value
         .get("history")
         .filter(|h| !h.is_null())
         .ok_or_else(|| format!("the capsule {} holds no history", path.display()))?;
-    let history = percsim_checker::parse(&inner.to_string())
-        .map_err(|e| format!("the history in capsule {}: {e}", path.display()))?;
+    let (history, warning) = match percsim_checker::parse(&inner.to_string()) {
+        Ok(h) => (h, None),
+        Err(strict) => {
+            let h: History = serde_json::from_value(inner.clone())
+                .map_err(|e| format!("the history in capsule {}: {e}", path.display()))?;
+            (h, Some(format!("the history breaks the format's validation: {strict}")))
+        }
+    };
     Ok(Loaded {
         history,
         capsule: Some(value),
+        warning,
     })
 }
 

@@ -271,4 +271,5 @@ pub fn run(quick: bool) {
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);
+    crate::interop_bench::import_speed(if quick { 10_000 } else { 100_000 });
 }

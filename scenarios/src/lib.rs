@@ -7,6 +7,7 @@ pub mod export;
 pub mod faultmix;
 pub mod fuzz;
 pub mod histfile;
+pub mod interop_bench;
 pub mod report;
 pub mod scenario;
 pub mod workloads;

@@ -151,7 +151,11 @@ struct Reader<'a> {
 }
 
 fn is_delim(b: u8) -> bool {
-    b.is_ascii_whitespace() || matches!(b, b',' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'"' | b';')
+    b.is_ascii_whitespace()
+        || matches!(
+            b,
+            b',' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'"' | b';'
+        )
 }
 
 impl Reader<'_> {
@@ -216,7 +220,10 @@ impl Reader<'_> {
             b'{' => {
                 let xs = self.seq(b'}')?;
                 if xs.len() % 2 == 1 {
-                    return Err(EdnError::at(pos, "a map needs an even number of forms".into()));
+                    return Err(EdnError::at(
+                        pos,
+                        "a map needs an even number of forms".into(),
+                    ));
                 }
                 let mut it = xs.into_iter();
                 let mut kvs = Vec::new();
@@ -328,7 +335,9 @@ impl Reader<'_> {
         }
         let first = tok.as_bytes()[0];
         let numeric = first.is_ascii_digit()
-            || ((first == b'-' || first == b'+') && tok.len() > 1 && tok.as_bytes()[1].is_ascii_digit());
+            || ((first == b'-' || first == b'+')
+                && tok.len() > 1
+                && tok.as_bytes()[1].is_ascii_digit());
         if numeric {
             let body = tok.trim_end_matches(['N', 'M']);
             if let Ok(i) = body.parse::<i64>() {
@@ -367,9 +376,18 @@ mod tests {
         assert_eq!(forms[0].get("type").unwrap().val, Val::Keyword("ok".into()));
         assert_eq!(forms[0].get("x").unwrap().val, Val::Str("s\n".into()));
         let value = forms[0].get("value").unwrap();
-        assert_eq!(value.pos, Pos { line: 2, column: 20 });
+        assert_eq!(
+            value.pos,
+            Pos {
+                line: 2,
+                column: 20
+            }
+        );
         assert_eq!(value.to_string(), "[[:r 1 [2 3]] [:append 1 4]]");
-        assert_eq!(forms[1].to_string(), "[1 -2 3.5 nil true \\a #{1} (x) #inst \"t\"]");
+        assert_eq!(
+            forms[1].to_string(),
+            "[1 -2 3.5 nil true \\a #{1} (x) #inst \"t\"]"
+        );
     }
 
     #[test]

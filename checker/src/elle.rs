@@ -75,7 +75,9 @@ pub fn is_edn(text: &str) -> bool {
     }
     match rest.as_bytes().first() {
         Some(b'[') | Some(b'(') | Some(b'#') => true,
-        Some(b'{') => rest[1..].trim_start_matches([' ', '\t', '\n', '\r', ',']).starts_with(':'),
+        Some(b'{') => rest[1..]
+            .trim_start_matches([' ', '\t', '\n', '\r', ','])
+            .starts_with(':'),
         _ => false,
     }
 }
@@ -109,7 +111,10 @@ fn non_negative(n: Option<&Node>, what: &str) -> Result<Option<u64>, EdnError> {
     match n.map(|n| (&n.val, n.pos)) {
         None | Some((Val::Nil, _)) => Ok(None),
         Some((Val::Int(i), _)) if *i >= 0 => Ok(Some(*i as u64)),
-        Some((_, pos)) => Err(EdnError::at(pos, format!("{what} must be a non-negative integer"))),
+        Some((_, pos)) => Err(EdnError::at(
+            pos,
+            format!("{what} must be a non-negative integer"),
+        )),
     }
 }
 
@@ -120,10 +125,12 @@ fn non_negative(n: Option<&Node>, what: &str) -> Result<Option<u64>, EdnError> {
 pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
     let forms = edn::parse_all(text)?;
     let ops: &[Node] = match forms.as_slice() {
-        [Node {
-            val: Val::Vector(xs) | Val::List(xs),
-            ..
-        }] => xs,
+        [
+            Node {
+                val: Val::Vector(xs) | Val::List(xs),
+                ..
+            },
+        ] => xs,
         xs => xs,
     };
     let mut keys = Interner::default();
@@ -149,10 +156,13 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
         match keyword(ty) {
             Some("invoke") => {
                 if let Some(&t) = pending.get(&process) {
-                    return Err(EdnError::at(op.pos, format!(
-                        "process {process} invokes again before its operation from line {} completed",
-                        txns[t].line
-                    )));
+                    return Err(EdnError::at(
+                        op.pos,
+                        format!(
+                            "process {process} invokes again before its operation from line {} completed",
+                            txns[t].line
+                        ),
+                    ));
                 }
                 let mops = micro_ops(value, &mut keys, &mut elems)?;
                 pending.insert(process.clone(), txns.len());
@@ -168,9 +178,12 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
             }
             Some(kind @ ("ok" | "fail" | "info")) => {
                 let Some(t) = pending.remove(&process) else {
-                    return Err(EdnError::at(op.pos, format!(
-                        "a :{kind} completion for process {process}, which has no operation in progress"
-                    )));
+                    return Err(EdnError::at(
+                        op.pos,
+                        format!(
+                            "a :{kind} completion for process {process}, which has no operation in progress"
+                        ),
+                    ));
                 };
                 let txn = &mut txns[t];
                 txn.outcome = match kind {
@@ -186,9 +199,10 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
                 }
             }
             _ => {
-                return Err(EdnError::at(ty.pos, format!(
-                    "unknown :type {ty}; expected :invoke, :ok, :fail or :info"
-                )));
+                return Err(EdnError::at(
+                    ty.pos,
+                    format!("unknown :type {ty}; expected :invoke, :ok, :fail or :info"),
+                ));
             }
         }
     }
@@ -199,41 +213,68 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
     })
 }
 
-fn micro_ops(value: &Node, keys: &mut Interner, elems: &mut Interner) -> Result<Vec<Mop>, EdnError> {
+fn micro_ops(
+    value: &Node,
+    keys: &mut Interner,
+    elems: &mut Interner,
+) -> Result<Vec<Mop>, EdnError> {
     let (Val::Vector(xs) | Val::List(xs)) = &value.val else {
-        return Err(EdnError::at(value.pos, "a transaction's :value must be a vector of micro-ops".into()));
+        return Err(EdnError::at(
+            value.pos,
+            "a transaction's :value must be a vector of micro-ops".into(),
+        ));
     };
     let mut out = Vec::with_capacity(xs.len());
     for m in xs {
         let parts = match &m.val {
             Val::Vector(p) | Val::List(p) if p.len() == 3 => p,
             _ => {
-                return Err(EdnError::at(m.pos, format!("a micro-op is [f key value], not {m}")));
+                return Err(EdnError::at(
+                    m.pos,
+                    format!("a micro-op is [f key value], not {m}"),
+                ));
             }
         };
         let key = keys.id(parts[1].to_string());
         out.push(match keyword(&parts[0]) {
             Some("append") => {
-                if matches!(parts[2].val, Val::Vector(_) | Val::List(_) | Val::Map(_) | Val::Set(_) | Val::Nil) {
-                    return Err(EdnError::at(parts[2].pos, "an appended element must be a single value".into()));
+                if matches!(
+                    parts[2].val,
+                    Val::Vector(_) | Val::List(_) | Val::Map(_) | Val::Set(_) | Val::Nil
+                ) {
+                    return Err(EdnError::at(
+                        parts[2].pos,
+                        "an appended element must be a single value".into(),
+                    ));
                 }
-                Mop::Append { key, elem: elems.id(parts[2].to_string()) }
+                Mop::Append {
+                    key,
+                    elem: elems.id(parts[2].to_string()),
+                }
             }
             Some("r") => Mop::Read {
                 key,
                 list: match &parts[2].val {
                     Val::Nil => None,
-                    Val::Vector(l) | Val::List(l) => Some(l.iter().map(|e| elems.id(e.to_string())).collect()),
+                    Val::Vector(l) | Val::List(l) => {
+                        Some(l.iter().map(|e| elems.id(e.to_string())).collect())
+                    }
                     _ => {
-                        return Err(EdnError::at(parts[2].pos, "a read's value must be nil or a list of elements".into()));
+                        return Err(EdnError::at(
+                            parts[2].pos,
+                            "a read's value must be nil or a list of elements".into(),
+                        ));
                     }
                 },
             },
             _ => {
-                return Err(EdnError::at(parts[0].pos, format!(
-                    "unsupported micro-op {}: list-append histories use :append and :r",
-                    parts[0]
-                )));
+                return Err(EdnError::at(
+                    parts[0].pos,
+                    format!(
+                        "unsupported micro-op {}: list-append histories use :append and :r",
+                        parts[0]
+                    ),
+                ));
             }
         });
     }
@@ -259,12 +300,16 @@ fn committed_reads<'h, 'c>(
     h: &'h ElleHistory,
     committed: &'c [bool],
 ) -> impl Iterator<Item = (u32, u32, &'h [u32])> + use<'h, 'c> {
-    h.txns.iter().enumerate().filter(|(t, _)| committed[*t]).flat_map(|(t, x)| {
-        x.mops.iter().filter_map(move |m| match m {
-            Mop::Read { key, list: Some(l) } => Some((t as u32, *key, l.as_slice())),
-            _ => None,
+    h.txns
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| committed[*t])
+        .flat_map(|(t, x)| {
+            x.mops.iter().filter_map(move |m| match m {
+                Mop::Read { key, list: Some(l) } => Some((t as u32, *key, l.as_slice())),
+                _ => None,
+            })
         })
-    })
 }
 
 fn is_prefix(a: &[u32], b: &[u32]) -> bool {
@@ -279,7 +324,9 @@ impl<'h> Facts<'h> {
             for m in &x.mops {
                 if let Mop::Append { key, elem } = *m {
                     if let Some(&first) = writer.get(&(key, elem)) {
-                        lists.add("duplicate-appends", || duplicate_append(h, key, elem, first, t as u32));
+                        lists.add("duplicate-appends", || {
+                            duplicate_append(h, key, elem, first, t as u32)
+                        });
                     } else {
                         writer.insert((key, elem), t as u32);
                     }
@@ -288,7 +335,11 @@ impl<'h> Facts<'h> {
             }
         }
         // An indeterminate transaction committed if a read saw its appends.
-        let definite: Vec<bool> = h.txns.iter().map(|x| x.outcome == Outcome::Committed).collect();
+        let definite: Vec<bool> = h
+            .txns
+            .iter()
+            .map(|x| x.outcome == Outcome::Committed)
+            .collect();
         let mut committed = definite.clone();
         let mut observed = vec![false; h.txns.len()];
         for (t, x) in h.txns.iter().enumerate() {
@@ -298,7 +349,9 @@ impl<'h> Facts<'h> {
             for m in &x.mops {
                 if let Mop::Read { key, list: Some(l) } = m {
                     for e in l {
-                        if let Some(&w) = writer.get(&(*key, *e)) && w as usize != t {
+                        if let Some(&w) = writer.get(&(*key, *e))
+                            && w as usize != t
+                        {
                             observed[w as usize] = true;
                         }
                     }
@@ -329,7 +382,15 @@ impl<'h> Facts<'h> {
                 }
             }
         }
-        Facts { h, committed, writer, last_append, longest, order, position }
+        Facts {
+            h,
+            committed,
+            writer,
+            last_append,
+            longest,
+            order,
+            position,
+        }
     }
 
     /// Reads that contradict the inferred order or repeat an element.
@@ -339,11 +400,18 @@ impl<'h> Facts<'h> {
             let mut sorted = l.to_vec();
             sorted.sort_unstable();
             if sorted.windows(2).any(|w| w[0] == w[1]) {
-                sink.add("duplicate-elements", || Draft::new(
-                    format!("T{} read key {} = {}, which holds an element twice", self.id(t), self.key(key), self.list(l)),
-                    vec![self.id(t)],
-                    vec![self.describe(t)],
-                ));
+                sink.add("duplicate-elements", || {
+                    Draft::new(
+                        format!(
+                            "T{} read key {} = {}, which holds an element twice",
+                            self.id(t),
+                            self.key(key),
+                            self.list(l)
+                        ),
+                        vec![self.id(t)],
+                        vec![self.describe(t)],
+                    )
+                });
             }
             if !bad_key[key as usize] && !is_prefix(l, self.longest[key as usize]) {
                 bad_key[key as usize] = true;
@@ -372,7 +440,10 @@ impl<'h> Facts<'h> {
 
     fn list(&self, l: &[u32]) -> String {
         let shown = &l[l.len().saturating_sub(LIST_TAIL)..];
-        let names: Vec<&str> = shown.iter().map(|e| self.h.elems[*e as usize].as_str()).collect();
+        let names: Vec<&str> = shown
+            .iter()
+            .map(|e| self.h.elems[*e as usize].as_str())
+            .collect();
         if shown.len() < l.len() {
             format!("[... {}] ({} elements)", names.join(" "), l.len())
         } else {
@@ -394,22 +465,38 @@ fn describe_txn(h: &ElleHistory, t: u32, committed: bool) -> String {
         (Outcome::Unknown, false) => "info",
     };
     let time = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    let mut mops: Vec<String> = x.mops.iter().take(MOPS_SHOWN).map(|m| match m {
-        Mop::Append { key, elem } => format!("[:append {} {}]", h.keys[*key as usize], h.elems[*elem as usize]),
-        Mop::Read { key, list: None } => format!("[:r {} nil]", h.keys[*key as usize]),
-        Mop::Read { key, list: Some(l) } => {
-            let shown = &l[l.len().saturating_sub(LIST_TAIL)..];
-            let names: Vec<&str> = shown.iter().map(|e| h.elems[*e as usize].as_str()).collect();
-            let more = if shown.len() < l.len() { "... " } else { "" };
-            format!("[:r {} [{more}{}]]", h.keys[*key as usize], names.join(" "))
-        }
-    }).collect();
+    let mut mops: Vec<String> = x
+        .mops
+        .iter()
+        .take(MOPS_SHOWN)
+        .map(|m| match m {
+            Mop::Append { key, elem } => format!(
+                "[:append {} {}]",
+                h.keys[*key as usize], h.elems[*elem as usize]
+            ),
+            Mop::Read { key, list: None } => format!("[:r {} nil]", h.keys[*key as usize]),
+            Mop::Read { key, list: Some(l) } => {
+                let shown = &l[l.len().saturating_sub(LIST_TAIL)..];
+                let names: Vec<&str> = shown
+                    .iter()
+                    .map(|e| h.elems[*e as usize].as_str())
+                    .collect();
+                let more = if shown.len() < l.len() { "... " } else { "" };
+                format!("[:r {} [{more}{}]]", h.keys[*key as usize], names.join(" "))
+            }
+        })
+        .collect();
     if x.mops.len() > MOPS_SHOWN {
         mops.push(format!("... {} more", x.mops.len() - MOPS_SHOWN));
     }
     format!(
         "T{} (process {}, {outcome}, line {}, invoked {}, completed {}): {}",
-        x.id, x.process, x.line, time(x.invoke_ns), time(x.complete_ns), mops.join(" ")
+        x.id,
+        x.process,
+        x.line,
+        time(x.invoke_ns),
+        time(x.complete_ns),
+        mops.join(" ")
     )
 }
 
@@ -417,7 +504,10 @@ fn duplicate_append(h: &ElleHistory, key: u32, elem: u32, first: u32, again: u32
     Draft::new(
         format!(
             "element {} is appended to key {} by T{} and again by T{}: a read of it cannot name its writer",
-            h.elems[elem as usize], h.keys[key as usize], h.txns[first as usize].id, h.txns[again as usize].id
+            h.elems[elem as usize],
+            h.keys[key as usize],
+            h.txns[first as usize].id,
+            h.txns[again as usize].id
         ),
         vec![h.txns[first as usize].id, h.txns[again as usize].id],
         vec![describe_txn(h, first, false), describe_txn(h, again, false)],
@@ -452,14 +542,19 @@ pub fn check_elle(h: &ElleHistory) -> Report {
     let rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
     let count = |o: Outcome| h.txns.iter().filter(|x| x.outcome == o).count() as u64;
     let mops = h.txns.iter().flat_map(|x| &x.mops);
-    let reads = mops.clone().filter(|m| matches!(m, Mop::Read { .. })).count() as u64;
+    let reads = mops
+        .clone()
+        .filter(|m| matches!(m, Mop::Read { .. }))
+        .count() as u64;
     let appends = mops.count() as u64 - reads;
     let stats = Stats {
         transactions: n as u64,
         committed: count(Outcome::Committed),
         aborted: count(Outcome::Aborted),
         unknown: count(Outcome::Unknown),
-        committed_in_store_only: (0..n).filter(|&t| f.committed[t] && h.txns[t].outcome == Outcome::Unknown).count() as u64,
+        committed_in_store_only: (0..n)
+            .filter(|&t| f.committed[t] && h.txns[t].outcome == Outcome::Unknown)
+            .count() as u64,
         reads,
         writes: appends,
         cells: h.keys.len() as u64,
@@ -500,7 +595,10 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                 continue;
             }
             let aborted = l.iter().find_map(|e| {
-                f.writer.get(&(k, *e)).filter(|&&w| w != r && !f.committed[w as usize]).map(|&w| (w, *e))
+                f.writer
+                    .get(&(k, *e))
+                    .filter(|&&w| w != r && !f.committed[w as usize])
+                    .map(|&w| (w, *e))
             });
             if let Some((w, e)) = aborted {
                 sink.add("G1a", || aborted_read(f, r, w, k, e, l));
@@ -510,7 +608,9 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
             let next = match l.last() {
                 None => 0,
                 Some(e) => {
-                    let Some(&w) = f.writer.get(&(k, *e)) else { continue };
+                    let Some(&w) = f.writer.get(&(k, *e)) else {
+                        continue;
+                    };
                     if w == r {
                         continue;
                     }
@@ -522,7 +622,9 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                     f.position.get(&(k, w)).map_or(u32::MAX, |p| p + 1)
                 }
             };
-            if let Some(&x) = ord.get(next as usize) && x != r {
+            if let Some(&x) = ord.get(next as usize)
+                && x != r
+            {
                 edges.push((r, x, k, RW));
             }
             if next != u32::MAX && f.last_append.contains_key(&(r, k)) {
@@ -541,11 +643,20 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
 }
 
 fn aborted_read(f: &Facts<'_>, r: u32, w: u32, k: u32, e: u32, l: &[u32]) -> Draft {
-    let why = if f.h.txns[w as usize].outcome == Outcome::Aborted { "it failed" } else { "its outcome is unknown and nothing else shows it committed" };
+    let why = if f.h.txns[w as usize].outcome == Outcome::Aborted {
+        "it failed"
+    } else {
+        "its outcome is unknown and nothing else shows it committed"
+    };
     Draft::new(
         format!(
             "T{} committed after reading key {} = {}, which holds element {} appended by T{}, but T{} never committed ({why})",
-            f.id(r), f.key(k), f.list(l), f.h.elems[e as usize], f.id(w), f.id(w)
+            f.id(r),
+            f.key(k),
+            f.list(l),
+            f.h.elems[e as usize],
+            f.id(w),
+            f.id(w)
         ),
         vec![f.id(r), f.id(w)],
         vec![f.describe(r), f.describe(w)],
@@ -557,7 +668,11 @@ fn intermediate_read(f: &Facts<'_>, r: u32, w: u32, k: u32, l: &[u32]) -> Draft 
     Draft::new(
         format!(
             "T{} read key {} = {}, an intermediate state: T{} appended {} to it later in the same transaction",
-            f.id(r), f.key(k), f.list(l), f.id(w), f.h.elems[last as usize]
+            f.id(r),
+            f.key(k),
+            f.list(l),
+            f.id(w),
+            f.h.elems[last as usize]
         ),
         vec![f.id(r), f.id(w)],
         vec![f.describe(r), f.describe(w)],
@@ -566,15 +681,23 @@ fn intermediate_read(f: &Facts<'_>, r: u32, w: u32, k: u32, l: &[u32]) -> Draft 
 
 fn lost_update(f: &Facts<'_>, group: &[(u32, u32, u32)]) -> Draft {
     let (k, pos) = (group[0].0, group[0].1);
-    let version = match pos.checked_sub(1).and_then(|p| f.order[k as usize].get(p as usize)) {
+    let version = match pos
+        .checked_sub(1)
+        .and_then(|p| f.order[k as usize].get(p as usize))
+    {
         Some(&w) => format!("the version ending in T{}'s append", f.id(w)),
         None => "the empty list".to_string(),
     };
-    let names: Vec<String> = group.iter().take(cycles::MAX_DESCRIBED).map(|g| format!("T{}", f.id(g.2))).collect();
+    let names: Vec<String> = group
+        .iter()
+        .take(cycles::MAX_DESCRIBED)
+        .map(|g| format!("T{}", f.id(g.2)))
+        .collect();
     Draft::new(
         format!(
             "{} all read key {} at {version}, all appended to it and all committed: all but one of these updates are lost",
-            names.join(", "), f.key(k)
+            names.join(", "),
+            f.key(k)
         ),
         group.iter().map(|g| f.id(g.2)).collect(),
         group.iter().take(8).map(|g| f.describe(g.2)).collect(),
@@ -584,18 +707,37 @@ fn lost_update(f: &Facts<'_>, group: &[(u32, u32, u32)]) -> Draft {
 fn explain_cycle(f: &Facts<'_>, class: &str, steps: &[Step]) -> Draft {
     let mut chain = String::new();
     for s in steps.iter().take(cycles::MAX_STEPS) {
-        chain.push_str(&format!("T{} -{}-> ", f.id(s.from), cycles::edge_name(s.kind)));
+        chain.push_str(&format!(
+            "T{} -{}-> ",
+            f.id(s.from),
+            cycles::edge_name(s.kind)
+        ));
     }
     if let Some(first) = steps.first() {
         chain.push_str(&format!("T{}", f.id(first.from)));
     }
     let mut seen = std::collections::BTreeSet::new();
-    let txns: Vec<u32> = steps.iter().map(|s| s.from).filter(|&t| seen.insert(t)).collect();
-    let rt = if steps.iter().any(|s| s.kind == RT) { " (real-time order included)" } else { "" };
+    let txns: Vec<u32> = steps
+        .iter()
+        .map(|s| s.from)
+        .filter(|&t| seen.insert(t))
+        .collect();
+    let rt = if steps.iter().any(|s| s.kind == RT) {
+        " (real-time order included)"
+    } else {
+        ""
+    };
     let mut d = Draft::new(
-        format!("{class} ({}) among {} committed transactions{rt}: {chain}", cycles::plain(class), txns.len()),
+        format!(
+            "{class} ({}) among {} committed transactions{rt}: {chain}",
+            cycles::plain(class),
+            txns.len()
+        ),
         txns.iter().map(|&t| f.id(t)).collect(),
-        txns.iter().take(cycles::MAX_DESCRIBED).map(|&t| f.describe(t)).collect(),
+        txns.iter()
+            .take(cycles::MAX_DESCRIBED)
+            .map(|&t| f.describe(t))
+            .collect(),
     );
     d.cycle = steps
         .iter()
@@ -623,16 +765,30 @@ fn read_of(f: &Facts<'_>, t: u32, k: u32) -> String {
 
 fn explain_step(f: &Facts<'_>, s: &Step) -> String {
     let (a, b, k) = (f.id(s.from), f.id(s.to), s.cell);
-    let elem = |t: u32| f.last_append.get(&(t, k)).map_or("?", |e| f.h.elems[*e as usize].as_str());
+    let elem = |t: u32| {
+        f.last_append
+            .get(&(t, k))
+            .map_or("?", |e| f.h.elems[*e as usize].as_str())
+    };
     match s.kind {
         WW => format!(
             "T{b}'s append of {} to key {} comes right after T{a}'s append of {} in the longest read {}",
-            elem(s.to), f.key(k), elem(s.from), f.list(f.longest[k as usize])
+            elem(s.to),
+            f.key(k),
+            elem(s.from),
+            f.list(f.longest[k as usize])
         ),
-        WR => format!("T{b} read key {} = {}, ending in T{a}'s append of {}", f.key(k), read_of(f, s.to, k), elem(s.from)),
+        WR => format!(
+            "T{b} read key {} = {}, ending in T{a}'s append of {}",
+            f.key(k),
+            read_of(f, s.to, k),
+            elem(s.from)
+        ),
         RW => format!(
             "T{a} read key {} = {}, and T{b}'s append of {} is the next version of it",
-            f.key(k), read_of(f, s.from, k), elem(s.to)
+            f.key(k),
+            read_of(f, s.from, k),
+            elem(s.to)
         ),
         _ => {
             let done = f.h.txns[s.from as usize].complete_ns.unwrap_or(0);
@@ -641,4 +797,3 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
         }
     }
 }
-

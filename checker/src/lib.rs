@@ -209,7 +209,10 @@ fn run_check_edn(path: &Path, text: &str, json: bool, out: &mut dyn Write) -> i3
     let history = match parse_elle(text) {
         Ok(h) => h,
         Err(e) => {
-            let message = format!("{} is not a valid Elle list-append history: {e}", path.display());
+            let message = format!(
+                "{} is not a valid Elle list-append history: {e}",
+                path.display()
+            );
             let _ = if json {
                 let r = ErrorReport {
                     format: REPORT_FORMAT,

@@ -35,7 +35,10 @@ fn valid_history_is_serializable() {
     assert!(r.passed(), "{}", r.render_text());
     assert!(r.snapshot_isolated() && r.serializable());
     // The nemesis op is skipped; one transaction failed.
-    assert_eq!((r.stats.transactions, r.stats.committed, r.stats.aborted), (4, 3, 1));
+    assert_eq!(
+        (r.stats.transactions, r.stats.committed, r.stats.aborted),
+        (4, 3, 1)
+    );
     assert!(r.stats.graph_edges >= 2, "wr edges x and y: {:?}", r.stats);
 }
 
@@ -55,13 +58,21 @@ fn each_anomaly_fixture_shows_its_class() {
         let (broken, _) = classes(&r);
         assert!(!r.passed(), "{name} must fail");
         assert!(!r.snapshot_isolated() && !r.serializable(), "{name}");
-        assert!(broken.contains_key(class), "{name}: expected {class}, got {broken:?}");
+        assert!(
+            broken.contains_key(class),
+            "{name}: expected {class}, got {broken:?}"
+        );
     }
     // The cycle is explained step by step with the lists read.
     let r = check("g_single.edn");
     let f = &r.rule("no_dependency_cycles").unwrap().violations[0];
     assert_eq!(f.cycle.len(), 2, "{f:?}");
-    assert!(f.cycle.iter().any(|s| s.edge == "rw" && s.explanation.contains("read key :x = [1]")), "{f:?}");
+    assert!(
+        f.cycle
+            .iter()
+            .any(|s| s.edge == "rw" && s.explanation.contains("read key :x = [1]")),
+        "{f:?}"
+    );
 }
 
 #[test]
@@ -78,7 +89,12 @@ fn malformed_histories_are_exit_2_with_line_and_column() {
     let cases = [
         ("bad_syntax.edn", 2, 76, "unexpected '}'"),
         ("bad_type.edn", 2, 18, "unknown :type :okay"),
-        ("bad_orphan_completion.edn", 3, 3, "no operation in progress"),
+        (
+            "bad_orphan_completion.edn",
+            3,
+            3,
+            "no operation in progress",
+        ),
         ("bad_micro_op.edn", 1, 67, "unsupported micro-op :w"),
     ];
     for (name, line, column, what) in cases {
@@ -89,7 +105,10 @@ fn malformed_histories_are_exit_2_with_line_and_column() {
         let mut out = Vec::new();
         assert_eq!(run_check_file(&fixture(name), false, &mut out), 2, "{name}");
         let out = String::from_utf8(out).unwrap();
-        assert!(out.contains(&format!("line {line} column {column}")), "{name}: {out}");
+        assert!(
+            out.contains(&format!("line {line} column {column}")),
+            "{name}: {out}"
+        );
         let mut json = Vec::new();
         assert_eq!(run_check_file(&fixture(name), true, &mut json), 2);
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -103,7 +122,10 @@ fn check_file_detects_edn_and_reports_the_models() {
     let mut out = Vec::new();
     assert_eq!(run_check_file(&fixture("g2_item.edn"), false, &mut out), 0);
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("snapshot isolated: yes") && text.contains("serializable: no"), "{text}");
+    assert!(
+        text.contains("snapshot isolated: yes") && text.contains("serializable: no"),
+        "{text}"
+    );
     let mut json = Vec::new();
     assert_eq!(run_check_file(&fixture("g0.edn"), true, &mut json), 1);
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();

@@ -246,9 +246,18 @@ fn elle_append(h: &History) -> Result<String, String> {
         nils.push(format!("[:r {} nil]", rows[row]));
     }
     if !reads.is_empty() {
-        for (time_ns, is_invoke, kind, micro) in [(end, true, ":invoke", nils), (end + 1, false, ":ok", reads)] {
+        for (time_ns, is_invoke, kind, micro) in
+            [(end, true, ":invoke", nils), (end + 1, false, ":ok", reads)]
+        {
             let seq = ops.len();
-            ops.push(EdnOp { time_ns, is_invoke, seq, kind, process, micro });
+            ops.push(EdnOp {
+                time_ns,
+                is_invoke,
+                seq,
+                kind,
+                process,
+                micro,
+            });
         }
     }
     let header = format!(
@@ -384,7 +393,11 @@ fn versions(h: &History) -> Versions<'_> {
     let mut committed: Vec<Vec<(u64, u64, Option<&str>)>> = vec![Vec::new(); keys.len()];
     for c in &h.final_state.cells {
         let k = keys[&(c.row.as_str(), c.col.as_str())];
-        for v in c.versions.iter().filter(|v| v.kind != VersionKind::Rollback) {
+        for v in c
+            .versions
+            .iter()
+            .filter(|v| v.kind != VersionKind::Rollback)
+        {
             let Some(&w) = by_start.get(&v.start_ts) else {
                 continue;
             };
@@ -457,7 +470,11 @@ fn elle_rw(h: &History) -> String {
             let v = vs.op_version[i][j].map_or("nil".to_string(), |v| v.to_string());
             if let Op::Read { .. } = op {
                 invoke.push(format!("[:r {k} nil]"));
-                let seen = if t.outcome == Outcome::Aborted { "nil".to_string() } else { v };
+                let seen = if t.outcome == Outcome::Aborted {
+                    "nil".to_string()
+                } else {
+                    v
+                };
                 done.push(format!("[:r {k} {seen}]"));
             } else {
                 invoke.push(format!("[:w {k} {v}]"));

@@ -21,8 +21,8 @@ pub struct Loaded {
 pub fn load(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let is_capsule = value.get("format").and_then(|f| f.as_str()) == Some("percsim-capsule/1");
     if !is_capsule {
         let history = percsim_checker::parse(&text)
@@ -42,7 +42,12 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         Err(strict) => {
             let h: History = serde_json::from_value(inner.clone())
                 .map_err(|e| format!("the history in capsule {}: {e}", path.display()))?;
-            (h, Some(format!("the history breaks the format's validation: {strict}")))
+            (
+                h,
+                Some(format!(
+                    "the history breaks the format's validation: {strict}"
+                )),
+            )
         }
     };
     Ok(Loaded {

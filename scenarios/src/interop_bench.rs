@@ -31,9 +31,9 @@ pub fn generate(n: u64, seed: u64) -> String {
                 invoke.push(format!("[:append {k} {next_elem}]"));
                 done.push(format!("[:append {k} {next_elem}]"));
             } else {
-                let l = lists.get(&k).map(|l| {
-                    l.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
-                });
+                let l = lists
+                    .get(&k)
+                    .map(|l| l.iter().map(u64::to_string).collect::<Vec<_>>().join(" "));
                 invoke.push(format!("[:r {k} nil]"));
                 done.push(match l {
                     Some(l) => format!("[:r {k} [{l}]]"),

@@ -33,7 +33,7 @@ check_report() {
     "$browser" "${flags[@]}" --user-data-dir="$profile" --enable-logging=stderr --v=0 \
         --dump-dom "file://$PWD/$html" > "$dom" 2> "$log" || true
     rm -rf "$profile"; profile="$(mktemp -d)"
-    "$browser" "${flags[@]}" --user-data-dir="$profile" --window-size=1400,1600 \
+    "$browser" "${flags[@]}" --user-data-dir="$profile" --window-size=1200,1100 \
         --screenshot="$PWD/$out/$name.png" "file://$PWD/$html" > /dev/null 2>&1 || true
     rm -rf "$profile"
     local problems=()

@@ -34,7 +34,12 @@ fn classes(r: &Report, rules: &[&str]) -> (bool, BTreeSet<String>, BTreeSet<Stri
 }
 
 /// Exports `h`, checks the EDN, and returns (original, imported) classes.
-fn round_trip(h: &History) -> ((bool, BTreeSet<String>, BTreeSet<String>), (bool, BTreeSet<String>, BTreeSet<String>)) {
+fn round_trip(
+    h: &History,
+) -> (
+    (bool, BTreeSet<String>, BTreeSet<String>),
+    (bool, BTreeSet<String>, BTreeSet<String>),
+) {
     let edn = export(h, ExportFormat::ElleAppend).expect("list-append exports");
     let imported = check_elle(&parse_elle(&edn).expect("our own EDN parses"));
     (
@@ -57,7 +62,10 @@ fn round_trip_over_list_append_seeds() {
         assert!(original.passed(), "seed {seed} must pass without ablations");
         allowed_seen += o.2.len();
     }
-    assert!(allowed_seen > 0, "some seed shows write skew, so the comparison is not vacuous");
+    assert!(
+        allowed_seen > 0,
+        "some seed shows write skew, so the comparison is not vacuous"
+    );
 }
 
 /// The first list-append failure of each safety ablation (seeds 0..40).
@@ -86,11 +94,20 @@ fn round_trip_over_ablation_failures() {
             original.violated_rules()
         );
         compared += 1;
-        assert!(i.0 || !original.passed(), "{a} seed {seed}: the import fails a history the white-box check passes");
-        assert!(!o.1.contains("lost-update") || i.1.contains("lost-update"), "{a} seed {seed}: lost update missed");
+        assert!(
+            i.0 || !original.passed(),
+            "{a} seed {seed}: the import fails a history the white-box check passes"
+        );
+        assert!(
+            !o.1.contains("lost-update") || i.1.contains("lost-update"),
+            "{a} seed {seed}: lost update missed"
+        );
         caught += usize::from(!i.0);
     }
-    assert!(compared >= 7, "list-append failures found for {compared} ablations");
+    assert!(
+        compared >= 7,
+        "list-append failures found for {compared} ablations"
+    );
     assert!(caught >= 5, "the import caught {caught} of {compared}");
 }
 
@@ -109,28 +126,54 @@ fn the_round_trip_comparison_can_fail() {
     );
     let r = check_elle(&parse_elle(&planted).unwrap());
     assert!(!r.passed());
-    assert!(r.rule("no_dependency_cycles").unwrap().counts.contains_key("lost-update"));
+    assert!(
+        r.rule("no_dependency_cycles")
+            .unwrap()
+            .counts
+            .contains_key("lost-update")
+    );
 }
 
 #[test]
 fn exports_are_well_formed() {
-    let bank = fuzz::judge(&campaign::generate(1, &Mix { workloads: vec!["bank".into()], ..Mix::default() }), false)
-        .history
-        .unwrap();
+    let bank = fuzz::judge(
+        &campaign::generate(
+            1,
+            &Mix {
+                workloads: vec!["bank".into()],
+                ..Mix::default()
+            },
+        ),
+        false,
+    )
+    .history
+    .unwrap();
     let e = export(&bank, ExportFormat::ElleAppend).unwrap_err();
     assert!(e.contains("elle-rw"), "{e}");
     // rw-register: every op line is a map our EDN reader accepts as an operation.
     let rw = export(&bank, ExportFormat::ElleRw).unwrap();
     assert!(rw.lines().filter(|l| l.starts_with('{')).count() >= 2 * bank.transactions.len() - 2);
-    assert!(rw.contains("[:w 0 1]"), "the loader writes the initial balances");
+    assert!(
+        rw.contains("[:w 0 1]"),
+        "the loader writes the initial balances"
+    );
     // dbcop: versions of writes are unique, and reads name written versions.
-    let doc: serde_json::Value = serde_json::from_str(&export(&bank, ExportFormat::Dbcop).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&export(&bank, ExportFormat::Dbcop).unwrap()).unwrap();
     let mut written = BTreeSet::new();
     let mut reads = Vec::new();
-    for t in doc["data"].as_array().unwrap().iter().flat_map(|s| s.as_array().unwrap()) {
+    for t in doc["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.as_array().unwrap())
+    {
         for e in t["events"].as_array().unwrap() {
             if let Some(w) = e.get("Write") {
-                assert!(written.insert(w["version"].as_u64().unwrap()), "duplicate version {w}");
+                assert!(
+                    written.insert(w["version"].as_u64().unwrap()),
+                    "duplicate version {w}"
+                );
             } else {
                 reads.push(e["Read"]["version"].clone());
             }
@@ -138,7 +181,10 @@ fn exports_are_well_formed() {
     }
     assert!(!reads.is_empty());
     for r in reads {
-        assert!(r.is_null() || written.contains(&r.as_u64().unwrap()), "read of unwritten version {r}");
+        assert!(
+            r.is_null() || written.contains(&r.as_u64().unwrap()),
+            "read of unwritten version {r}"
+        );
     }
     let keys = rw.lines().filter(|l| l.starts_with(";;   ")).count();
     assert!(keys > 0);

@@ -495,7 +495,10 @@ fn cmd_export(format: &str, input: &Path, out: &Path) -> i32 {
             .iter()
             .map(|f| format!("{} ({})", f.name(), f.description()))
             .collect();
-        eprintln!("error: unknown --format {format:?}; one of: {}", names.join(", "));
+        eprintln!(
+            "error: unknown --format {format:?}; one of: {}",
+            names.join(", ")
+        );
         return 2;
     };
     let loaded = match percsim_scenarios::histfile::load(input) {

@@ -78,10 +78,22 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
     };
     let capsule = loaded.capsule.as_ref();
     let replay = capsule
-        .and_then(|c| c.get("replay_shrunk").and_then(Value::as_str).or(c.get("replay").and_then(Value::as_str)))
+        .and_then(|c| {
+            c.get("replay_shrunk")
+                .and_then(Value::as_str)
+                .or(c.get("replay").and_then(Value::as_str))
+        })
         .map_or_else(|| format!("percsim check {source}"), str::to_string);
-    let recorded = capsule.and_then(|c| c.get("verdict")).map(|v| format!(" (capsule verdict: {v})")).unwrap_or_default();
-    let description = m.history.scenario.get("description").and_then(Value::as_str).unwrap_or("");
+    let recorded = capsule
+        .and_then(|c| c.get("verdict"))
+        .map(|v| format!(" (capsule verdict: {v})"))
+        .unwrap_or_default();
+    let description = m
+        .history
+        .scenario
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let faults = m.bands.len();
     let _ = write!(
         page,
@@ -105,7 +117,11 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
         r.allowed.total,
         esc(&replay),
         esc(source),
-        loaded.warning.as_ref().map(|w| format!("<br><b>note:</b> {}", esc(w))).unwrap_or_default()
+        loaded
+            .warning
+            .as_ref()
+            .map(|w| format!("<br><b>note:</b> {}", esc(w)))
+            .unwrap_or_default()
     );
 }
 
@@ -165,7 +181,11 @@ fn finding_card(page: &mut String, f: &Finding, allowed: bool, k: usize) {
         ids.join(" "),
         esc(&f.class),
         esc(&f.rule),
-        if allowed { ", allowed under snapshot isolation" } else { "" },
+        if allowed {
+            ", allowed under snapshot isolation"
+        } else {
+            ""
+        },
         link_txns(&f.summary)
     );
     if !f.cycle.is_empty() {
@@ -219,7 +239,9 @@ fn data_json(m: &Model<'_>) -> Value {
                 .ops
                 .iter()
                 .map(|o| match o {
-                    Op::Read { row, col, value } => json!(["read", row, col, value.as_deref().map(short)]),
+                    Op::Read { row, col, value } => {
+                        json!(["read", row, col, value.as_deref().map(short)])
+                    }
                     Op::Write { row, col, value } => json!(["write", row, col, short(value)]),
                     Op::Delete { row, col } => json!(["delete", row, col, null]),
                 })
@@ -242,7 +264,14 @@ fn data_json(m: &Model<'_>) -> Value {
         let versions: Vec<Value> = c
             .versions
             .iter()
-            .map(|v| json!([v.start_ts, v.commit_ts, kind_name(v.kind), v.value.as_deref().map(short)]))
+            .map(|v| {
+                json!([
+                    v.start_ts,
+                    v.commit_ts,
+                    kind_name(v.kind),
+                    v.value.as_deref().map(short)
+                ])
+            })
             .collect();
         cells.insert(format!("{}\u{0}{}", c.row, c.col), Value::Array(versions));
     }

@@ -183,10 +183,16 @@ fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
         let dur = e.fields.get("duration_ms").and_then(|v| v.as_u64());
         match (e.kind.as_str(), dur) {
             ("kill", _) => {
-                open.insert(("kill".into(), field_str(e, "node")), (e.t_ns, rows_of(client)));
+                open.insert(
+                    ("kill".into(), field_str(e, "node")),
+                    (e.t_ns, rows_of(client)),
+                );
             }
             ("session_expired", _) => {
-                open.insert(("session".into(), client.unwrap_or(0).to_string()), (e.t_ns, rows_of(client)));
+                open.insert(
+                    ("session".into(), client.unwrap_or(0).to_string()),
+                    (e.t_ns, rows_of(client)),
+                );
             }
             ("restart", _) | ("session_reopened", _) => {
                 let key = if e.kind == "restart" {
@@ -195,8 +201,17 @@ fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
                     ("session".to_string(), client.unwrap_or(0).to_string())
                 };
                 if let Some((from, rows)) = open.remove(&key) {
-                    let what = if key.0 == "kill" { format!("{} killed", key.1) } else { format!("client {} session expired", key.1) };
-                    bands.push(Band { from_ns: from, to_ns: e.t_ns, rows, label: what });
+                    let what = if key.0 == "kill" {
+                        format!("{} killed", key.1)
+                    } else {
+                        format!("client {} session expired", key.1)
+                    };
+                    bands.push(Band {
+                        from_ns: from,
+                        to_ns: e.t_ns,
+                        rows,
+                        label: what,
+                    });
                 }
             }
             ("partition", Some(d)) => {
@@ -209,24 +224,54 @@ fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
                 let rows: Vec<usize> = if named.is_empty() {
                     rows_of(None)
                 } else {
-                    (0..lanes.len()).filter(|&r| named.contains(&lanes[r].client)).collect()
+                    (0..lanes.len())
+                        .filter(|&r| named.contains(&lanes[r].client))
+                        .collect()
                 };
                 let one_way = e.fields.get("one_way").and_then(|v| v.as_bool()) == Some(true);
-                let label = format!("{}partition {} | {}", if one_way { "one-way " } else { "" }, field_str(e, "a"), field_str(e, "b"));
-                bands.push(Band { from_ns: e.t_ns, to_ns: e.t_ns + d * 1_000_000, rows, label });
+                let label = format!(
+                    "{}partition {} | {}",
+                    if one_way { "one-way " } else { "" },
+                    field_str(e, "a"),
+                    field_str(e, "b")
+                );
+                bands.push(Band {
+                    from_ns: e.t_ns,
+                    to_ns: e.t_ns + d * 1_000_000,
+                    rows,
+                    label,
+                });
             }
             (kind, Some(d)) => {
                 let who = client.map_or(String::new(), |c| format!(" client {c}"));
                 let node = field_str(e, "node");
-                let label = if node.is_empty() { format!("{kind}{who}") } else { format!("{kind} {node}") };
-                bands.push(Band { from_ns: e.t_ns, to_ns: e.t_ns + d * 1_000_000, rows: rows_of(client), label });
+                let label = if node.is_empty() {
+                    format!("{kind}{who}")
+                } else {
+                    format!("{kind} {node}")
+                };
+                bands.push(Band {
+                    from_ns: e.t_ns,
+                    to_ns: e.t_ns + d * 1_000_000,
+                    rows: rows_of(client),
+                    label,
+                });
             }
             _ => {}
         }
     }
     for ((kind, who), (from, rows)) in open {
-        let label = if kind == "kill" { format!("{who} killed") } else { format!("client {who} session expired") };
-        bands.push(Band { from_ns: from, to_ns: end_ns, rows, label });
+        let label = if kind == "kill" {
+            format!("{who} killed")
+        } else {
+            format!("client {who} session expired")
+        };
+        bands.push(Band {
+            from_ns: from,
+            to_ns: end_ns,
+            rows,
+            label,
+        });
     }
     bands.sort_by_key(|b| (b.from_ns, b.to_ns));
     bands

@@ -42,7 +42,11 @@ fn outcome_class(o: Outcome) -> &'static str {
 fn tick_ms(span_ms: f64) -> f64 {
     let raw = (span_ms / 10.0).max(1e-3);
     let p = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * p).find(|&s| s >= raw).unwrap_or(10.0 * p)
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * p)
 }
 
 /// The whole timeline as one standalone SVG document.
@@ -83,7 +87,10 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
         t += step;
     }
     for b in &m.bands {
-        let (x0, x1) = (x(b.from_ns), x(b.to_ns.max(b.from_ns)).max(x(b.from_ns) + 2.0));
+        let (x0, x1) = (
+            x(b.from_ns),
+            x(b.to_ns.max(b.from_ns)).max(x(b.from_ns) + 2.0),
+        );
         for &row in &b.rows {
             let _ = writeln!(
                 s,
@@ -109,7 +116,11 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
         let yb = y(b.row) + (ROW_H - BAR_H) / 2.0;
         let t = &m.history.transactions[b.txn];
         let flagged = if b.flagged { " flagged" } else { "" };
-        let open = if b.to_ns.is_none() { r#" stroke-dasharray="3 2" fill-opacity="0.5""# } else { "" };
+        let open = if b.to_ns.is_none() {
+            r#" stroke-dasharray="3 2" fill-opacity="0.5""#
+        } else {
+            ""
+        };
         let _ = write!(
             s,
             r#"<rect id="t{}" class="txn {}{flagged}" data-i="{}" x="{x0:.1}" y="{yb:.1}" width="{:.1}" height="{BAR_H}"{open}/>"#,
@@ -119,10 +130,19 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
             x1 - x0
         );
         let sx = x(b.start_mark_ns);
-        let _ = write!(s, r#"<line class="sts" x1="{sx:.1}" y1="{yb:.1}" x2="{sx:.1}" y2="{:.1}"/>"#, yb + BAR_H);
+        let _ = write!(
+            s,
+            r#"<line class="sts" x1="{sx:.1}" y1="{yb:.1}" x2="{sx:.1}" y2="{:.1}"/>"#,
+            yb + BAR_H
+        );
         if let Some(c) = b.commit_mark_ns {
             let cx = x(c);
-            let _ = write!(s, r#"<line class="cts" x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}"/>"#, yb - 2.0, yb + BAR_H + 2.0);
+            let _ = write!(
+                s,
+                r#"<line class="cts" x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}"/>"#,
+                yb - 2.0,
+                yb + BAR_H + 2.0
+            );
         }
         s.push('\n');
     }
@@ -177,7 +197,12 @@ pub(crate) fn cycle_graph(steps: &[CycleStep], key: usize) -> String {
         let (ux, uy) = (dx / len, dy / len);
         // Curve sideways so that a -> b and b -> a do not overlap.
         let (mx, my) = ((x0 + x1) / 2.0 - uy * 18.0, (y0 + y1) / 2.0 + ux * 18.0);
-        let (sx, sy, ex, ey) = (x0 + ux * 16.0, y0 + uy * 16.0, x1 - ux * 16.0, y1 - uy * 16.0);
+        let (sx, sy, ex, ey) = (
+            x0 + ux * 16.0,
+            y0 + uy * 16.0,
+            x1 - ux * 16.0,
+            y1 - uy * 16.0,
+        );
         let colour = edge_colour(&st.edge);
         let edge = esc(&st.edge);
         let _ = write!(

@@ -133,41 +133,62 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
         ] => xs,
         xs => xs,
     };
-    let mut keys = Interner::default();
-    let mut elems = Interner::default();
-    let mut txns: Vec<Txn> = Vec::new();
-    let mut pending: HashMap<String, usize> = HashMap::new();
+    let mut b = Builder::default();
     for (i, op) in ops.iter().enumerate() {
+        b.op(i, op)?;
+    }
+    Ok(ElleHistory {
+        txns: b.txns,
+        keys: b.keys.names,
+        elems: b.elems.names,
+    })
+}
+
+/// Pairs invocations with completions, process by process.
+#[derive(Default)]
+struct Builder {
+    keys: Interner,
+    elems: Interner,
+    txns: Vec<Txn>,
+    /// Process -> its transaction in flight.
+    pending: HashMap<String, usize>,
+}
+
+impl Builder {
+    /// Takes the `i`-th operation of the file.
+    fn op(&mut self, i: usize, op: &Node) -> Result<(), EdnError> {
         if !matches!(op.val, Val::Map(_)) {
-            return Err(EdnError::at(op.pos, "expected an operation map such as {:type :invoke, :process 0, :f :txn, :value [...]}".into()));
+            return Err(EdnError::at(
+                op.pos,
+                "expected an operation map such as {:type :invoke, :process 0, :f :txn, :value [...]}".into(),
+            ));
         }
         let field = |k: &str| {
             op.get(k)
                 .ok_or_else(|| EdnError::at(op.pos, format!("the operation has no :{k}")))
         };
         if op.get("f").is_some_and(|f| keyword(f) != Some("txn")) {
-            continue;
+            return Ok(());
         }
         let ty = field("type")?;
         let process = field("process")?.to_string();
         let time = non_negative(op.get("time"), ":time")?;
-        let id = non_negative(op.get("index"), ":index")?.unwrap_or(i as u64);
         let value = field("value")?;
         match keyword(ty) {
             Some("invoke") => {
-                if let Some(&t) = pending.get(&process) {
+                if let Some(&t) = self.pending.get(&process) {
                     return Err(EdnError::at(
                         op.pos,
                         format!(
                             "process {process} invokes again before its operation from line {} completed",
-                            txns[t].line
+                            self.txns[t].line
                         ),
                     ));
                 }
-                let mops = micro_ops(value, &mut keys, &mut elems)?;
-                pending.insert(process.clone(), txns.len());
-                txns.push(Txn {
-                    id,
+                let mops = micro_ops(value, &mut self.keys, &mut self.elems)?;
+                self.pending.insert(process.clone(), self.txns.len());
+                self.txns.push(Txn {
+                    id: non_negative(op.get("index"), ":index")?.unwrap_or(i as u64),
                     process,
                     outcome: Outcome::Unknown,
                     invoke_ns: time,
@@ -175,9 +196,10 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
                     mops,
                     line: op.pos.line,
                 });
+                Ok(())
             }
             Some(kind @ ("ok" | "fail" | "info")) => {
-                let Some(t) = pending.remove(&process) else {
+                let Some(t) = self.pending.remove(&process) else {
                     return Err(EdnError::at(
                         op.pos,
                         format!(
@@ -185,7 +207,7 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
                         ),
                     ));
                 };
-                let txn = &mut txns[t];
+                let txn = &mut self.txns[t];
                 txn.outcome = match kind {
                     "ok" => Outcome::Committed,
                     "fail" => Outcome::Aborted,
@@ -195,22 +217,16 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
                     txn.complete_ns = time;
                 }
                 if !matches!(value.val, Val::Nil) {
-                    txn.mops = micro_ops(value, &mut keys, &mut elems)?;
+                    txn.mops = micro_ops(value, &mut self.keys, &mut self.elems)?;
                 }
+                Ok(())
             }
-            _ => {
-                return Err(EdnError::at(
-                    ty.pos,
-                    format!("unknown :type {ty}; expected :invoke, :ok, :fail or :info"),
-                ));
-            }
+            _ => Err(EdnError::at(
+                ty.pos,
+                format!("unknown :type {ty}; expected :invoke, :ok, :fail or :info"),
+            )),
         }
     }
-    Ok(ElleHistory {
-        txns,
-        keys: keys.names,
-        elems: elems.names,
-    })
 }
 
 fn micro_ops(

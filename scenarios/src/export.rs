@@ -358,21 +358,13 @@ fn versions(h: &History) -> Versions<'_> {
     for (k, v) in keys.values_mut().enumerate() {
         *v = k as u64;
     }
-    let by_start: HashMap<u64, usize> = h
-        .transactions
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.start_ts, i))
-        .collect();
-    let mut next = 0u64;
-    let mut fresh = || {
-        next += 1;
-        next
+    let mut n = Numbering {
+        next: 0,
+        by_value: HashMap::new(),
     };
     // Version numbers of writes, and of each transaction's last write per cell.
     let mut op_version: Vec<Vec<Option<u64>>> = Vec::with_capacity(h.transactions.len());
     let mut last_write: HashMap<(usize, u64), u64> = HashMap::new();
-    let mut by_value: HashMap<(u64, Option<&str>), u64> = HashMap::new();
     for (i, t) in h.transactions.iter().enumerate() {
         let mut row = vec![None; t.ops.len()];
         for (j, op) in t.ops.iter().enumerate() {
@@ -382,15 +374,55 @@ fn versions(h: &History) -> Versions<'_> {
                 Op::Read { .. } => continue,
             };
             let k = keys[&op_cell(op)];
-            let v = fresh();
+            let v = n.fresh();
             row[j] = Some(v);
             last_write.insert((i, k), v);
-            by_value.entry((k, value)).or_insert(v);
+            n.by_value.entry((k, value)).or_insert(v);
         }
         op_version.push(row);
     }
+    let (committed, loads) = committed_versions(h, &keys, &mut last_write, &mut n);
+    for (i, t) in h.transactions.iter().enumerate() {
+        resolve_reads(t, &keys, &committed, &mut n, &mut op_version[i]);
+    }
+    Versions {
+        keys,
+        op_version,
+        loads,
+    }
+}
+
+/// Hands out version numbers and remembers the first version of each value.
+struct Numbering<'a> {
+    next: u64,
+    by_value: HashMap<(u64, Option<&'a str>), u64>,
+}
+
+impl Numbering<'_> {
+    fn fresh(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+}
+
+/// Per key, the committed versions (commit_ts, version, value) in commit
+/// order; and the writes of the initial data by loader transactions.
+type Committed<'a> = Vec<Vec<(u64, u64, Option<&'a str>)>>;
+
+fn committed_versions<'a>(
+    h: &'a History,
+    keys: &BTreeMap<(&str, &str), u64>,
+    last_write: &mut HashMap<(usize, u64), u64>,
+    n: &mut Numbering<'a>,
+) -> (Committed<'a>, Vec<Vec<(u64, u64)>>) {
+    let by_start: HashMap<u64, usize> = h
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.start_ts, i))
+        .collect();
     let mut loads = vec![Vec::new(); h.transactions.len()];
-    let mut committed: Vec<Vec<(u64, u64, Option<&str>)>> = vec![Vec::new(); keys.len()];
+    let mut committed: Committed<'a> = vec![Vec::new(); keys.len()];
     for c in &h.final_state.cells {
         let k = keys[&(c.row.as_str(), c.col.as_str())];
         for v in c
@@ -404,10 +436,10 @@ fn versions(h: &History) -> Versions<'_> {
             let id = match last_write.get(&(w, k)) {
                 Some(&id) => id,
                 None if h.transactions[w].ops.is_empty() => {
-                    let id = fresh();
+                    let id = n.fresh();
                     loads[w].push((k, id));
                     last_write.insert((w, k), id);
-                    by_value.entry((k, v.value.as_deref())).or_insert(id);
+                    n.by_value.entry((k, v.value.as_deref())).or_insert(id);
                     id
                 }
                 None => continue,
@@ -418,38 +450,42 @@ fn versions(h: &History) -> Versions<'_> {
     for list in &mut committed {
         list.sort_unstable();
     }
-    for (i, t) in h.transactions.iter().enumerate() {
-        let mut own: HashMap<u64, (Option<&str>, u64)> = HashMap::new();
-        for (j, op) in t.ops.iter().enumerate() {
-            let k = keys[&op_cell(op)];
-            let Op::Read { value, .. } = op else {
-                let written = match op {
-                    Op::Write { value, .. } => Some(value.as_str()),
-                    _ => None,
-                };
-                own.insert(k, (written, op_version[i][j].unwrap_or(0)));
-                continue;
+    (committed, loads)
+}
+
+/// Numbers the versions `t`'s reads returned (see [`versions`]).
+fn resolve_reads<'a>(
+    t: &'a Transaction,
+    keys: &BTreeMap<(&str, &str), u64>,
+    committed: &Committed<'a>,
+    n: &mut Numbering<'a>,
+    op_version: &mut [Option<u64>],
+) {
+    let mut own: HashMap<u64, (Option<&str>, u64)> = HashMap::new();
+    for (j, op) in t.ops.iter().enumerate() {
+        let k = keys[&op_cell(op)];
+        let Op::Read { value, .. } = op else {
+            let written = match op {
+                Op::Write { value, .. } => Some(value.as_str()),
+                _ => None,
             };
-            let value = value.as_deref();
-            let list = &committed[k as usize];
-            let p = list.partition_point(|x| x.0 < t.start_ts);
-            let snapshot = p.checked_sub(1).map(|q| list[q]);
-            op_version[i][j] = match (snapshot, own.get(&k)) {
-                (Some((_, id, v)), _) if v == value => Some(id),
-                (None, _) if value.is_none() => None,
-                (_, Some(&(v, id))) if v == value => Some(id),
-                _ => match by_value.get(&(k, value)) {
-                    Some(&id) => Some(id),
-                    None if value.is_none() => None,
-                    None => Some(fresh()),
-                },
-            };
-        }
-    }
-    Versions {
-        keys,
-        op_version,
-        loads,
+            own.insert(k, (written, op_version[j].unwrap_or(0)));
+            continue;
+        };
+        let value = value.as_deref();
+        let list = &committed[k as usize];
+        let p = list.partition_point(|x| x.0 < t.start_ts);
+        let snapshot = p.checked_sub(1).map(|q| list[q]);
+        op_version[j] = match (snapshot, own.get(&k)) {
+            (Some((_, id, v)), _) if v == value => Some(id),
+            (None, _) if value.is_none() => None,
+            (_, Some(&(v, id))) if v == value => Some(id),
+            _ => match n.by_value.get(&(k, value)) {
+                Some(&id) => Some(id),
+                None if value.is_none() => None,
+                None => Some(n.fresh()),
+            },
+        };
     }
 }
 

@@ -22,7 +22,9 @@ fn list_append(ablations: Ablations) -> Mix {
 }
 
 /// The dependency-graph verdict and classes: broken and allowed.
-fn classes(r: &Report, rules: &[&str]) -> (bool, BTreeSet<String>, BTreeSet<String>) {
+type Classes = (bool, BTreeSet<String>, BTreeSet<String>);
+
+fn classes(r: &Report, rules: &[&str]) -> Classes {
     let mut broken = BTreeSet::new();
     let mut passed = true;
     for id in rules {

@@ -95,9 +95,9 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
         .and_then(Value::as_str)
         .unwrap_or("");
     let faults = m.bands.len();
-    let _ = write!(
+    let _ = writeln!(
         page,
-        "<header><h1>{}</h1><dl class=\"summary\"><dt>verdict</dt><dd>{verdict}{}</dd><dt>seed</dt><dd>{}</dd><dt>scenario</dt><dd>{} {}</dd><dt>transactions</dt><dd>{} ({} committed, {} aborted, {} unknown; {} committed in the store only)</dd><dt>ops</dt><dd>{} reads, {} writes over {} cells; {} lanes (client workers); {} fault bands</dd><dt>findings</dt><dd>{} violations, {} allowed anomalies (write skew)</dd><dt>replay</dt><dd><code>{}</code></dd><dt>file</dt><dd>{}{}</dd></dl><div id=\"status\">not rendered: scripts are off</div></header>\n",
+        "<header><h1>{}</h1><dl class=\"summary\"><dt>verdict</dt><dd>{verdict}{}</dd><dt>seed</dt><dd>{}</dd><dt>scenario</dt><dd>{} {}</dd><dt>transactions</dt><dd>{} ({} committed, {} aborted, {} unknown; {} committed in the store only)</dd><dt>ops</dt><dd>{} reads, {} writes over {} cells; {} lanes (client workers); {} fault bands</dd><dt>findings</dt><dd>{} violations, {} allowed anomalies (write skew)</dd><dt>replay</dt><dd><code>{}</code></dd><dt>file</dt><dd>{}{}</dd></dl><div id=\"status\">not rendered: scripts are off</div></header>",
         esc(&title(m)),
         esc(&recorded),
         m.history.seed,

@@ -214,34 +214,7 @@ fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
                     });
                 }
             }
-            ("partition", Some(d)) => {
-                let named: BTreeSet<u64> = ["a", "b"]
-                    .iter()
-                    .filter_map(|k| e.fields.get(*k)?.as_array())
-                    .flatten()
-                    .filter_map(|n| n.as_str()?.strip_prefix("client-")?.parse().ok())
-                    .collect();
-                let rows: Vec<usize> = if named.is_empty() {
-                    rows_of(None)
-                } else {
-                    (0..lanes.len())
-                        .filter(|&r| named.contains(&lanes[r].client))
-                        .collect()
-                };
-                let one_way = e.fields.get("one_way").and_then(|v| v.as_bool()) == Some(true);
-                let label = format!(
-                    "{}partition {} | {}",
-                    if one_way { "one-way " } else { "" },
-                    field_str(e, "a"),
-                    field_str(e, "b")
-                );
-                bands.push(Band {
-                    from_ns: e.t_ns,
-                    to_ns: e.t_ns + d * 1_000_000,
-                    rows,
-                    label,
-                });
-            }
+            ("partition", Some(d)) => bands.push(partition_band(e, d, lanes)),
             (kind, Some(d)) => {
                 let who = client.map_or(String::new(), |c| format!(" client {c}"));
                 let node = field_str(e, "node");
@@ -275,4 +248,30 @@ fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
     }
     bands.sort_by_key(|b| (b.from_ns, b.to_ns));
     bands
+}
+
+/// A partition covers the lanes of the clients it names, or every lane.
+fn partition_band(e: &percsim_checker::Event, duration_ms: u64, lanes: &[Lane]) -> Band {
+    let named: BTreeSet<u64> = ["a", "b"]
+        .iter()
+        .filter_map(|k| e.fields.get(*k)?.as_array())
+        .flatten()
+        .filter_map(|n| n.as_str()?.strip_prefix("client-")?.parse().ok())
+        .collect();
+    let rows: Vec<usize> = (0..lanes.len())
+        .filter(|&r| named.is_empty() || named.contains(&lanes[r].client))
+        .collect();
+    let one_way = e.fields.get("one_way").and_then(|v| v.as_bool()) == Some(true);
+    let label = format!(
+        "{}partition {} | {}",
+        if one_way { "one-way " } else { "" },
+        field_str(e, "a"),
+        field_str(e, "b")
+    );
+    Band {
+        from_ns: e.t_ns,
+        to_ns: e.t_ns + duration_ms * 1_000_000,
+        rows,
+        label,
+    }
 }

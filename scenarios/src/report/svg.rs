@@ -110,6 +110,13 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
             AXIS_H - 8.0
         );
     }
+    bars(&mut s, m, &x, &y);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The transaction bars with their timestamp marks.
+fn bars(s: &mut String, m: &Model<'_>, x: &dyn Fn(u64) -> f64, y: &dyn Fn(usize) -> f64) {
     for b in &m.bars {
         let x0 = x(b.from_ns);
         let x1 = x(b.to_ns.unwrap_or(m.end_ns)).max(x0 + 1.5);
@@ -122,7 +129,7 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
             ""
         };
         let _ = write!(
-            s,
+            *s,
             r#"<rect id="t{}" class="txn {}{flagged}" data-i="{}" x="{x0:.1}" y="{yb:.1}" width="{:.1}" height="{BAR_H}"{open}/>"#,
             t.id,
             outcome_class(m.outcome(b.txn)),
@@ -131,7 +138,7 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
         );
         let sx = x(b.start_mark_ns);
         let _ = write!(
-            s,
+            *s,
             r#"<line class="sts" x1="{sx:.1}" y1="{yb:.1}" x2="{sx:.1}" y2="{:.1}"/>"#,
             yb + BAR_H
         );
@@ -146,8 +153,6 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
         }
         s.push('\n');
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 fn edge_colour(edge: &str) -> &'static str {

@@ -16,6 +16,10 @@
 //! | `observer_at_most_once` | at most one observer transaction commits per change of an observed cell |
 //! | `no_lost_notification` | every change to an observed cell is followed by a committed observer run that saw it; no notify entry is left |
 //!
+//! It also judges Jepsen/Elle list-append histories in EDN, which carry no
+//! timestamps ([`parse_elle`], [`check_elle`]): version orders are inferred
+//! from the lists read, as Elle does.
+//!
 //! The two observer rules pass trivially (with a note saying so) when the
 //! history declares no observers.
 //!

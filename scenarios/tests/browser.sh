@@ -43,6 +43,16 @@ check_report() {
     grep -q 'class="finding violation"' "$dom" || problems+=("no violation is shown")
     grep -q 'class="txn [a-z]* flagged"' "$dom" || problems+=("no transaction is highlighted on the timeline")
     [ -s "$out/$name.png" ] || problems+=("no screenshot")
+    # Open the first highlighted transaction's details (as a click does).
+    local first; first="$(grep -o 'id="t[0-9]*" class="txn [a-z]* flagged"' "$dom" | head -1 | grep -o 't[0-9]*' | head -1 | tr -d t)"
+    if [ -n "$first" ]; then
+        profile="$(mktemp -d)"
+        "$browser" "${flags[@]}" --user-data-dir="$profile" --dump-dom "file://$PWD/$html#T$first" \
+            > "$out/$name.panel.html" 2> /dev/null || true
+        rm -rf "$profile"
+        grep -q "<h3>T$first (" "$out/$name.panel.html" && grep -q "cells touched" "$out/$name.panel.html" \
+            || problems+=("the details of T$first do not open")
+    fi
     if [ ${#problems[@]} -gt 0 ]; then
         printf 'FAIL  %s (%s): %s\n' "$name" "$capsule" "${problems[*]}"
         return 1

@@ -100,6 +100,10 @@ window.addEventListener("error", function (e) {
     });
   });
 
+  // A link to report.html#T42 opens transaction 42.
+  var m = /^#T(\d+)$/.exec(window.location.hash);
+  if (m && byId[m[1]] !== undefined) show(byId[m[1]]);
+
   var shown = document.querySelectorAll(".finding.violation").length;
   document.getElementById("status").textContent =
     "rendered: " + data.txns.length + " transactions, " + shown + " violations shown";

@@ -36,12 +36,7 @@ fn classes(r: &Report, rules: &[&str]) -> Classes {
 }
 
 /// Exports `h`, checks the EDN, and returns (original, imported) classes.
-fn round_trip(
-    h: &History,
-) -> (
-    (bool, BTreeSet<String>, BTreeSet<String>),
-    (bool, BTreeSet<String>, BTreeSet<String>),
-) {
+fn round_trip(h: &History) -> (Classes, Classes) {
     let edn = export(h, ExportFormat::ElleAppend).expect("list-append exports");
     let imported = check_elle(&parse_elle(&edn).expect("our own EDN parses"));
     (

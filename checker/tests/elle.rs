@@ -52,6 +52,8 @@ fn each_anomaly_fixture_shows_its_class() {
         ("g_single.edn", "G-single"),
         ("lost_update.edn", "lost-update"),
         ("incompatible_order.edn", "incompatible-order"),
+        ("duplicate_elements.edn", "duplicate-elements"),
+        ("duplicate_appends.edn", "duplicate-appends"),
     ];
     for (name, class) in cases {
         let r = check(name);

@@ -17,9 +17,9 @@ use std::collections::VecDeque;
 pub(crate) const ID: &str = "no_dependency_cycles";
 pub(crate) const NAME: &str = "the dependency graph of committed transactions (on cells with unique written values) has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
 
-const WW: u8 = 0;
-const WR: u8 = 1;
-const RW: u8 = 2;
+pub(crate) const WW: u8 = 0;
+pub(crate) const WR: u8 = 1;
+pub(crate) const RW: u8 = 2;
 /// Transaction -> its completion point (weight 0).
 const RT_IN: u8 = 3;
 /// Completion point -> the next completion point (weight 0).
@@ -27,7 +27,7 @@ const RT_CHAIN: u8 = 4;
 /// Latest completion point before an invocation -> that transaction (weight 1).
 const RT_OUT: u8 = 5;
 /// A collapsed real-time step in an explained cycle.
-const RT: u8 = 6;
+pub(crate) const RT: u8 = 6;
 
 /// Total work (edge visits) allowed for the targeted G-single search; past
 /// it the exact search for forbidden cycles still runs.
@@ -37,8 +37,8 @@ const G_SINGLE_BUDGET: u64 = 50_000_000;
 const SIMPLIFY_BUDGET: usize = 20_000_000;
 
 /// How many steps of a cycle, and transactions, an explanation spells out.
-const MAX_STEPS: usize = 200;
-const MAX_DESCRIBED: usize = 20;
+pub(crate) const MAX_STEPS: usize = 200;
+pub(crate) const MAX_DESCRIBED: usize = 20;
 
 /// What the rule found besides findings, for the report's statistics.
 pub(crate) struct GraphStats {
@@ -65,7 +65,7 @@ impl<'a> Order<'a> {
 
 /// The dependency graph in compressed adjacency form. Nodes `0..n_txn` are
 /// transactions (by history index); the rest are real-time completion points.
-struct Graph {
+pub(crate) struct Graph {
     n_txn: usize,
     off: Vec<usize>,
     to: Vec<u32>,
@@ -236,12 +236,42 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         i = j;
     }
 
-    // Real-time order through a chain of completion points: A reaches B
-    // exactly when A completed before B was invoked, with O(n) edges.
-    let mut points: Vec<(u64, u32)> = (0..n as u32)
+    let completions = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
         .collect();
+    let invocations = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .map(|t| (t, ctx.txn(t).invoke_ns));
+    let g = build_graph(n, edges, completions, invocations);
+
+    each_cycle(&g, |class, is_allowed, steps| {
+        let target = if is_allowed {
+            &mut *allowed
+        } else {
+            &mut *sink
+        };
+        target.add(class, || explain_cycle(ctx, &order, class, steps));
+    });
+
+    GraphStats {
+        unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
+        edges: g.to.len() as u64,
+    }
+}
+
+/// Builds the graph of `n` transactions from `edges` (from, to, cell, kind)
+/// and real-time order. `points` are (complete_ns, txn) of the transactions
+/// that completed, `invocations` (txn, invoke_ns) of those that may follow
+/// them in real time.
+pub(crate) fn build_graph(
+    n: usize,
+    mut edges: Vec<(u32, u32, u32, u8)>,
+    mut points: Vec<(u64, u32)>,
+    invocations: impl Iterator<Item = (u32, u64)>,
+) -> Graph {
+    // Real-time order through a chain of completion points: A reaches B
+    // exactly when A completed before B was invoked, with O(n) edges.
     points.sort_unstable();
     let aux0 = n as u32;
     for (k, &(_, t)) in points.iter().enumerate() {
@@ -250,11 +280,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
             edges.push((aux0 + k as u32, aux0 + k as u32 + 1, NONE, RT_CHAIN));
         }
     }
-    for b in 0..n as u32 {
-        if !ctx.committed[b as usize] {
-            continue;
-        }
-        let invoke = ctx.txn(b).invoke_ns;
+    for (b, invoke) in invocations {
         let p = points.partition_point(|x| x.0 < invoke);
         if p > 0 {
             edges.push((aux0 + p as u32 - 1, b, NONE, RT_OUT));
@@ -286,7 +312,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         fill[from as usize] += 1;
     }
     drop(fill);
+    g
+}
 
+/// Calls `found(class, allowed, steps)` with the most severe cycle of each
+/// strongly connected component, in order of their smallest transaction.
+pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(&'static str, bool, &[Step])) {
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
     let mut size = vec![0u32; ncomp as usize];
@@ -321,25 +352,15 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         for (k, &v) in nodes.iter().enumerate() {
             local_id[v as usize] = k as u32;
         }
-        if let Some(raw) = analyze(&g, &nodes, &local_id, &mut budget) {
-            let steps = collapse(&g, &raw);
+        if let Some(raw) = analyze(g, &nodes, &local_id, &mut budget) {
+            let steps = collapse(g, &raw);
             let (class, is_allowed) = classify(&steps);
-            let target = if is_allowed {
-                &mut *allowed
-            } else {
-                &mut *sink
-            };
-            target.add(class, || explain_cycle(ctx, &order, class, &steps));
+            found(class, is_allowed, &steps);
         }
         for &v in &nodes {
             local_id[v as usize] = NONE;
         }
         i = j;
-    }
-
-    GraphStats {
-        unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
-        edges: g.to.len() as u64,
     }
 }
 
@@ -687,11 +708,11 @@ fn simplify(g: &Graph, mut c: RawCycle) -> RawCycle {
 }
 
 /// One step of an explained cycle between two transactions.
-struct Step {
-    from: u32,
-    to: u32,
-    kind: u8,
-    cell: u32,
+pub(crate) struct Step {
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) kind: u8,
+    pub(crate) cell: u32,
 }
 
 /// Merges each run of real-time edges through completion points into one step.
@@ -741,7 +762,7 @@ fn classify(steps: &[Step]) -> (&'static str, bool) {
     }
 }
 
-fn plain(class: &str) -> &'static str {
+pub(crate) fn plain(class: &str) -> &'static str {
     match class {
         "G0" => "write cycle: the transactions overwrote one another in a circle",
         "G1c" => {
@@ -755,7 +776,7 @@ fn plain(class: &str) -> &'static str {
     }
 }
 
-fn edge_name(kind: u8) -> &'static str {
+pub(crate) fn edge_name(kind: u8) -> &'static str {
     match kind {
         WW => "ww",
         WR => "wr",

@@ -16,6 +16,10 @@
 //! | `observer_at_most_once` | at most one observer transaction commits per change of an observed cell |
 //! | `no_lost_notification` | every change to an observed cell is followed by a committed observer run that saw it; no notify entry is left |
 //!
+//! It also judges Jepsen/Elle list-append histories in EDN, which carry no
+//! timestamps ([`parse_elle`], [`check_elle`]): version orders are inferred
+//! from the lists read, as Elle does.
+//!
 //! The two observer rules pass trivially (with a note saying so) when the
 //! history declares no observers.
 //!
@@ -34,6 +38,8 @@ mod atomicity;
 mod conflicts;
 mod ctx;
 mod cycles;
+mod edn;
+mod elle;
 mod fx;
 mod history;
 mod notifications;
@@ -44,6 +50,8 @@ mod report;
 mod snapshot;
 mod timestamps;
 
+pub use edn::EdnError;
+pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
 pub use history::*;
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};
@@ -152,6 +160,17 @@ fn read_file(path: &Path) -> Result<History, FileError> {
     }
 }
 
+/// Whether the file at `path` starts like an EDN history (judged on its
+/// first 64 KiB, so a large JSON history is never read whole for this).
+fn starts_like_edn(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(1 << 16);
+    std::fs::File::open(path)?
+        .take(1 << 16)
+        .read_to_end(&mut head)?;
+    Ok(elle::is_edn(&String::from_utf8_lossy(&head)))
+}
+
 /// The JSON printed when a history cannot be read.
 #[derive(Serialize)]
 struct ErrorReport<'a> {
@@ -168,6 +187,21 @@ struct ErrorReport<'a> {
 /// every rule holds, 1 when any is broken, 2 when the file cannot be read or
 /// is not a valid history (the message says why and where).
 pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
+    let cannot_read = |out: &mut dyn Write, e: std::io::Error| {
+        let message = format!("cannot read {}: {e}", path.display());
+        write_error(out, json, message, None);
+        2
+    };
+    match starts_like_edn(path) {
+        Ok(true) => {
+            return match std::fs::read_to_string(path) {
+                Ok(text) => run_check_edn(path, &text, json, out),
+                Err(e) => cannot_read(out, e),
+            };
+        }
+        Ok(false) => {}
+        Err(e) => return cannot_read(out, e),
+    }
     let history = match read_file(path) {
         Ok(h) => h,
         Err(FileError::Read(e)) => {
@@ -209,4 +243,63 @@ fn write_error(out: &mut dyn Write, json: bool, message: String, e: Option<&Hist
     } else {
         writeln!(out, "error: {message}")
     };
+}
+
+/// The JSON report of an EDN history: the report, and the two models.
+#[derive(Serialize)]
+struct EdnReport<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    snapshot_isolated: bool,
+    serializable: bool,
+}
+
+/// `run_check_file` for an Elle list-append history in EDN.
+fn run_check_edn(path: &Path, text: &str, json: bool, out: &mut dyn Write) -> i32 {
+    let history = match parse_elle(text) {
+        Ok(h) => h,
+        Err(e) => {
+            let message = format!(
+                "{} is not a valid Elle list-append history: {e}",
+                path.display()
+            );
+            let _ = if json {
+                let r = ErrorReport {
+                    format: REPORT_FORMAT,
+                    passed: false,
+                    error: message,
+                    path: None,
+                    line: Some(e.line),
+                    column: Some(e.column),
+                };
+                serde_json::to_writer_pretty(&mut *out, &r)
+                    .map_err(std::io::Error::other)
+                    .and_then(|()| writeln!(out))
+            } else {
+                writeln!(out, "error: {message}")
+            };
+            return 2;
+        }
+    };
+    let report = check_elle(&history);
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let _ = if json {
+        let r = EdnReport {
+            report: &report,
+            snapshot_isolated: report.snapshot_isolated(),
+            serializable: report.serializable(),
+        };
+        serde_json::to_writer_pretty(&mut *out, &r)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(out))
+    } else {
+        writeln!(
+            out,
+            "Elle list-append history (EDN): version orders inferred from the lists read\n{}\nsnapshot isolated: {}\nserializable: {}",
+            report.render_text().trim_end(),
+            yes_no(report.snapshot_isolated()),
+            yes_no(report.serializable())
+        )
+    };
+    if report.passed() { 0 } else { 1 }
 }

@@ -132,6 +132,18 @@ impl Report {
         self.rules.iter().all(|r| r.passed)
     }
 
+    /// True when the history is snapshot isolated as far as the rules can
+    /// tell: every rule holds (the same as [`Report::passed`]).
+    pub fn snapshot_isolated(&self) -> bool {
+        self.passed()
+    }
+
+    /// True when, in addition, no anomaly snapshot isolation allows (G2-item,
+    /// write skew) was found: the dependency graph is acyclic.
+    pub fn serializable(&self) -> bool {
+        self.passed() && self.allowed.total == 0
+    }
+
     /// The ids of the rules that were broken, in report order.
     pub fn violated_rules(&self) -> Vec<&str> {
         self.rules

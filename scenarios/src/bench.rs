@@ -412,4 +412,5 @@ pub fn run(length: Length) {
         Length::Default => &[1_000, 10_000],
         Length::Long => &[1_000, 10_000, 100_000],
     });
+    crate::interop_bench::import_speed(if quick { 10_000 } else { 100_000 });
 }

@@ -3,8 +3,12 @@
 pub mod ablations;
 pub mod bench;
 pub mod campaign;
+pub mod export;
 pub mod faultmix;
 pub mod fuzz;
+pub mod histfile;
+pub mod interop_bench;
+pub mod report;
 pub mod paper;
 pub mod scenario;
 mod shard;

@@ -63,6 +63,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a history (or a capsule's history) in another checker's format.
+    Export {
+        /// `elle-append` (list-append workload), `elle-rw` or `dbcop`.
+        #[arg(long)]
+        format: String,
+        /// The history (percsim-history/1) or failure capsule.
+        history: PathBuf,
+        /// Where to write it.
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+    },
+    /// Draw a history (or a capsule's) as one self-contained HTML page.
+    Report {
+        /// The history (percsim-history/1) or failure capsule.
+        history: PathBuf,
+        /// Where to write the page (or the SVG with --svg).
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+        /// Write only the timeline, as SVG.
+        #[arg(long)]
+        svg: bool,
+    },
     /// Run a fuzzing campaign: one generated scenario per seed.
     Fuzz {
         /// Number of seeds (from the start of --seeds, or 0).
@@ -238,6 +260,12 @@ fn main() -> ExitCode {
             cmd_fuzz(&opts, source, jsonl.as_deref())
         }
         Command::Merge { files } => cmd_merge(&files),
+        Command::Report { history, out, svg } => cmd_report(&history, &out, svg),
+        Command::Export {
+            format,
+            history,
+            out,
+        } => cmd_export(&format, &history, &out),
         Command::Ablations {
             budget,
             jobs,
@@ -493,4 +521,69 @@ fn cmd_ablations(
     } else {
         1
     }
+}
+
+fn cmd_export(format: &str, input: &Path, out: &Path) -> i32 {
+    use percsim_scenarios::export::{ExportFormat, export};
+    let Some(format) = ExportFormat::from_name(format) else {
+        let names: Vec<String> = ExportFormat::ALL
+            .iter()
+            .map(|f| format!("{} ({})", f.name(), f.description()))
+            .collect();
+        eprintln!(
+            "error: unknown --format {format:?}; one of: {}",
+            names.join(", ")
+        );
+        return 2;
+    };
+    let loaded = match percsim_scenarios::histfile::load(input) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let text = match export(&loaded.history, format) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = std::fs::write(out, text) {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return 2;
+    }
+    println!(
+        "wrote {} ({}, {} transactions)",
+        out.display(),
+        format.name(),
+        loaded.history.transactions.len()
+    );
+    0
+}
+
+fn cmd_report(input: &Path, out: &Path, svg: bool) -> i32 {
+    let loaded = match percsim_scenarios::histfile::load(input) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let text = if svg {
+        percsim_scenarios::report::svg(&loaded.history)
+    } else {
+        percsim_scenarios::report::html(&loaded, &input.display().to_string())
+    };
+    if let Err(e) = std::fs::write(out, text) {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return 2;
+    }
+    println!(
+        "wrote {} ({} transactions)",
+        out.display(),
+        loaded.history.transactions.len()
+    );
+    0
 }

@@ -1,0 +1,279 @@
+//! `percsim report`: one self-contained HTML page (no network, no external
+//! scripts, fonts or styles) showing a history: a timeline with one lane per
+//! client worker and fault bands, the checker's findings with each cycle
+//! drawn as a graph beside its step-by-step explanation, and transaction
+//! details on click. The timeline alone is also available as SVG.
+
+mod model;
+mod svg;
+
+use crate::histfile::Loaded;
+use model::{Model, findings};
+use percsim_checker::{Finding, History, Op, VersionKind};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use svg::esc;
+
+/// Longest value (in characters) the page embeds; longer ones keep their end.
+const VALUE_CHARS: usize = 160;
+/// Versions per cell the details panel lists (the newest).
+const VERSIONS_SHOWN: usize = 12;
+
+/// The timeline of `history` as a standalone SVG document.
+pub fn svg(history: &History) -> String {
+    svg::timeline(&Model::build(history))
+}
+
+/// The whole report as one HTML document. `source` names the file it was
+/// made from (shown, and used in the replay command of a plain history).
+pub fn html(loaded: &Loaded, source: &str) -> String {
+    let m = Model::build(&loaded.history);
+    let mut page = String::with_capacity(400 * m.bars.len() + 65_536);
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}</style></head><body>\n",
+        esc(&title(&m)),
+        include_str!("page.css")
+    );
+    header(&mut page, &m, loaded, source);
+    page.push_str("<h2>Timeline</h2>\n<div class=\"legend\"><span><i style=\"background:#3a9d5d\"></i>committed</span><span><i style=\"background:#c9c9c9\"></i>aborted</span><span><i style=\"background:#8e6bbf\"></i>unknown (dashed: never completed)</span><span><i style=\"border:2px solid #d62728\"></i>named by a violation</span><span><i style=\"background:#1f4e9c;width:2px\"></i>start_ts</span><span><i style=\"background:#111;width:2px\"></i>commit_ts (marks: earliest time consistent with the oracle's order)</span><span><i style=\"background:#f4a582\"></i>fault</span></div>\n<div id=\"timeline\">");
+    page.push_str(&svg::timeline(&m));
+    page.push_str("</div>\n");
+    findings_section(&mut page, &m);
+    let data = data_json(&m).to_string().replace("</", "<\\/");
+    let _ = write!(
+        page,
+        "<div id=\"panel\" hidden></div><div id=\"tip\" hidden></div>\n<script type=\"application/json\" id=\"data\">{data}</script>\n<script>{}</script>\n</body></html>\n",
+        include_str!("page.js")
+    );
+    page
+}
+
+fn scenario_name(h: &History) -> String {
+    let s = &h.scenario;
+    let workload = s.pointer("/workload/name").and_then(Value::as_str);
+    let name = s.get("name").and_then(Value::as_str);
+    workload.or(name).unwrap_or("unnamed scenario").to_string()
+}
+
+fn title(m: &Model<'_>) -> String {
+    format!(
+        "percsim report: {} seed {} ({})",
+        scenario_name(m.history),
+        m.history.seed,
+        if m.report.passed() { "PASS" } else { "FAIL" }
+    )
+}
+
+fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
+    let r = &m.report;
+    let s = &r.stats;
+    let verdict = if r.passed() {
+        "<span class=\"verdict-pass\">PASS</span> every rule holds".to_string()
+    } else {
+        format!(
+            "<span class=\"verdict-fail\">FAIL</span> broken: {}",
+            esc(&r.violated_rules().join(", "))
+        )
+    };
+    let capsule = loaded.capsule.as_ref();
+    let replay = capsule
+        .and_then(|c| {
+            c.get("replay_shrunk")
+                .and_then(Value::as_str)
+                .or(c.get("replay").and_then(Value::as_str))
+        })
+        .map_or_else(|| format!("percsim check {source}"), str::to_string);
+    let recorded = capsule
+        .and_then(|c| c.get("verdict"))
+        .map(|v| format!(" (capsule verdict: {v})"))
+        .unwrap_or_default();
+    let description = m
+        .history
+        .scenario
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let faults = m.bands.len();
+    let _ = writeln!(
+        page,
+        "<header><h1>{}</h1><dl class=\"summary\"><dt>verdict</dt><dd>{verdict}{}</dd><dt>seed</dt><dd>{}</dd><dt>scenario</dt><dd>{} {}</dd><dt>transactions</dt><dd>{} ({} committed, {} aborted, {} unknown; {} committed in the store only)</dd><dt>ops</dt><dd>{} reads, {} writes over {} cells; {} lanes (client workers); {} fault bands</dd><dt>findings</dt><dd>{} violations, {} allowed anomalies (write skew)</dd><dt>replay</dt><dd><code>{}</code></dd><dt>file</dt><dd>{}{}</dd></dl><div id=\"status\">not rendered: scripts are off</div></header>",
+        esc(&title(m)),
+        esc(&recorded),
+        m.history.seed,
+        esc(&scenario_name(m.history)),
+        esc(description),
+        s.transactions,
+        s.committed,
+        s.aborted,
+        s.unknown,
+        s.committed_in_store_only,
+        s.reads,
+        s.writes,
+        s.cells,
+        m.lanes.len(),
+        faults,
+        r.rules.iter().map(|x| x.total).sum::<u64>(),
+        r.allowed.total,
+        esc(&replay),
+        esc(source),
+        loaded
+            .warning
+            .as_ref()
+            .map(|w| format!("<br><b>note:</b> {}", esc(w)))
+            .unwrap_or_default()
+    );
+}
+
+fn findings_section(page: &mut String, m: &Model<'_>) {
+    page.push_str("<h2>Findings</h2>\n");
+    let r = &m.report;
+    for rule in r.rules.iter().filter(|x| x.violations.len() as u64 > 0) {
+        if (rule.violations.len() as u64) < rule.total {
+            let _ = writeln!(
+                page,
+                "<p>{}: {} violations; the checker explains the first few of each class ({} shown below).</p>",
+                esc(&rule.id),
+                rule.total,
+                rule.violations.len()
+            );
+        }
+    }
+    let mut any = false;
+    for (k, (f, allowed)) in findings(r).enumerate() {
+        any = true;
+        finding_card(page, f, allowed, k);
+    }
+    if !any {
+        page.push_str("<p>No violation: every rule holds and no write skew was found.</p>\n");
+    }
+}
+
+fn link_txns(text: &str) -> String {
+    // Turn every "T<digits>" into a clickable reference.
+    let mut out = String::with_capacity(text.len() + 32);
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let boundary = i == 0 || !chars[i - 1].is_alphanumeric();
+        if chars[i] == 'T' && boundary && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
+            let mut j = i + 1;
+            while chars.get(j).is_some_and(char::is_ascii_digit) {
+                j += 1;
+            }
+            let id: String = chars[i + 1..j].iter().collect();
+            let _ = write!(out, "<a data-t=\"{id}\">T{id}</a>");
+            i = j;
+        } else {
+            out.push_str(&esc(&chars[i].to_string()));
+            i += 1;
+        }
+    }
+    out
+}
+
+fn finding_card(page: &mut String, f: &Finding, allowed: bool, k: usize) {
+    let kind = if allowed { "allowed" } else { "violation" };
+    let ids: Vec<String> = f.txns.iter().map(u64::to_string).collect();
+    let _ = write!(
+        page,
+        "<div class=\"finding {kind}\" data-txns=\"{}\"><div><span class=\"class\">{}</span> <small>({}{})</small></div><p>{}</p><div class=\"body\">",
+        ids.join(" "),
+        esc(&f.class),
+        esc(&f.rule),
+        if allowed {
+            ", allowed under snapshot isolation"
+        } else {
+            ""
+        },
+        link_txns(&f.summary)
+    );
+    if !f.cycle.is_empty() {
+        page.push_str(&svg::cycle_graph(&f.cycle, k));
+        page.push_str("<ol>");
+        for st in &f.cycle {
+            let _ = write!(
+                page,
+                "<li><b>T{} -{}-&gt; T{}</b>: {}</li>",
+                st.from,
+                esc(&st.edge),
+                st.to,
+                link_txns(&st.explanation)
+            );
+        }
+        page.push_str("</ol>");
+    }
+    page.push_str("</div><div class=\"details\">");
+    for d in &f.details {
+        let _ = writeln!(page, "{}", link_txns(d));
+    }
+    page.push_str("</div></div>\n");
+}
+
+fn short(v: &str) -> String {
+    let n = v.chars().count();
+    if n <= VALUE_CHARS {
+        return v.to_string();
+    }
+    let tail: String = v.chars().skip(n - VALUE_CHARS).collect();
+    format!("...{tail} ({n} chars)")
+}
+
+fn kind_name(k: VersionKind) -> &'static str {
+    match k {
+        VersionKind::Put => "put",
+        VersionKind::Delete => "delete",
+        VersionKind::Rollback => "rollback",
+    }
+}
+
+/// The data the page's script reads: transactions and cells' versions.
+fn data_json(m: &Model<'_>) -> Value {
+    let h = m.history;
+    let txns: Vec<Value> = m
+        .bars
+        .iter()
+        .map(|b| {
+            let t = &h.transactions[b.txn];
+            let ops: Vec<Value> = t
+                .ops
+                .iter()
+                .map(|o| match o {
+                    Op::Read { row, col, value } => {
+                        json!(["read", row, col, value.as_deref().map(short)])
+                    }
+                    Op::Write { row, col, value } => json!(["write", row, col, short(value)]),
+                    Op::Delete { row, col } => json!(["delete", row, col, null]),
+                })
+                .collect();
+            json!({
+                "id": t.id,
+                "lane": m.lane_label(b.row),
+                "outcome": format!("{:?}", t.outcome).to_lowercase(),
+                "start_ts": t.start_ts,
+                "commit_ts": t.commit_ts,
+                "invoke_ns": t.invoke_ns,
+                "complete_ns": t.complete_ns,
+                "abort_reason": t.abort_reason,
+                "ops": ops,
+            })
+        })
+        .collect();
+    let mut cells = serde_json::Map::new();
+    for c in &h.final_state.cells {
+        let versions: Vec<Value> = c
+            .versions
+            .iter()
+            .map(|v| {
+                json!([
+                    v.start_ts,
+                    v.commit_ts,
+                    kind_name(v.kind),
+                    v.value.as_deref().map(short)
+                ])
+            })
+            .collect();
+        cells.insert(format!("{}\u{0}{}", c.row, c.col), Value::Array(versions));
+    }
+    json!({"txns": txns, "cells": cells, "versions_shown": VERSIONS_SHOWN})
+}

@@ -1,0 +1,277 @@
+//! What a report shows, derived from a history: lanes, transaction bars with
+//! their timestamp marks, fault bands, and the checker's findings.
+
+use crate::histfile::{Lane, lanes};
+use percsim_checker::{Finding, History, Outcome, Report};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One transaction's bar on the timeline.
+pub(crate) struct Bar {
+    /// Index in `History::transactions`.
+    pub(crate) txn: usize,
+    /// Row on the timeline.
+    pub(crate) row: usize,
+    pub(crate) from_ns: u64,
+    /// `None`: the client never learnt the outcome (the bar runs to the end).
+    pub(crate) to_ns: Option<u64>,
+    /// Estimated times at which the start and commit timestamps were taken.
+    pub(crate) start_mark_ns: u64,
+    pub(crate) commit_mark_ns: Option<u64>,
+    /// Named by a finding of the checker.
+    pub(crate) flagged: bool,
+}
+
+/// A fault active over a time span on some rows.
+pub(crate) struct Band {
+    pub(crate) from_ns: u64,
+    pub(crate) to_ns: u64,
+    /// Rows it hits (every row when the fault is not specific to a client).
+    pub(crate) rows: Vec<usize>,
+    pub(crate) label: String,
+}
+
+/// Everything the page and the SVG draw.
+pub(crate) struct Model<'h> {
+    pub(crate) history: &'h History,
+    pub(crate) report: Report,
+    pub(crate) lanes: Vec<Lane>,
+    pub(crate) bars: Vec<Bar>,
+    pub(crate) bands: Vec<Band>,
+    /// The instant the healed phase began, if recorded.
+    pub(crate) healed_ns: Option<u64>,
+    pub(crate) end_ns: u64,
+}
+
+/// Every violation (then every allowed anomaly) the report shows in full.
+pub(crate) fn findings(report: &Report) -> impl Iterator<Item = (&Finding, bool)> {
+    report
+        .rules
+        .iter()
+        .flat_map(|r| r.violations.iter().map(|f| (f, false)))
+        .chain(report.allowed.examples.iter().map(|f| (f, true)))
+}
+
+impl<'h> Model<'h> {
+    pub(crate) fn build(history: &'h History) -> Model<'h> {
+        let report = percsim_checker::check(history);
+        let txn_lanes = lanes(history);
+        let distinct: BTreeSet<Lane> = txn_lanes.iter().copied().collect();
+        let lanes: Vec<Lane> = distinct.into_iter().collect();
+        let row_of: HashMap<Lane, usize> = lanes.iter().enumerate().map(|(i, l)| (*l, i)).collect();
+        let end_ns = history
+            .transactions
+            .iter()
+            .map(|t| t.complete_ns.unwrap_or(t.invoke_ns))
+            .chain(history.events.iter().map(|e| e.t_ns))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let flagged: BTreeSet<u64> = findings(&report)
+            .filter(|(_, allowed)| !allowed)
+            .flat_map(|(f, _)| f.txns.iter().copied())
+            .collect();
+        let marks = timestamp_marks(history);
+        let bars = history
+            .transactions
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Bar {
+                txn: i,
+                row: row_of[&txn_lanes[i]],
+                from_ns: t.invoke_ns,
+                to_ns: t.complete_ns,
+                start_mark_ns: marks[i].0,
+                commit_mark_ns: marks[i].1,
+                flagged: flagged.contains(&t.id),
+            })
+            .collect();
+        let healed_ns = history
+            .events
+            .iter()
+            .find(|e| e.kind == "phase_healed")
+            .map(|e| e.t_ns);
+        let bands = fault_bands(history, &lanes, end_ns);
+        Model {
+            history,
+            report,
+            lanes,
+            bars,
+            bands,
+            healed_ns,
+            end_ns,
+        }
+    }
+
+    /// A lane's label: the client and, when it ran several workers, which.
+    pub(crate) fn lane_label(&self, row: usize) -> String {
+        let l = self.lanes[row];
+        let workers = self.lanes.iter().filter(|x| x.client == l.client).count();
+        if workers > 1 {
+            format!("client {} / {}", l.client, l.slot)
+        } else {
+            format!("client {}", l.client)
+        }
+    }
+
+    pub(crate) fn outcome(&self, txn: usize) -> Outcome {
+        self.history.transactions[txn].outcome
+    }
+}
+
+/// The earliest time at which each transaction's timestamps can have been
+/// handed out, consistent with the oracle's order: a timestamp is issued
+/// after its own transaction was invoked and after every smaller timestamp,
+/// hence after the invocations of their transactions. (Histories record
+/// timestamps, not when they were taken: these marks are estimates.)
+fn timestamp_marks(h: &History) -> Vec<(u64, Option<u64>)> {
+    let mut issued: Vec<(u64, u64)> = Vec::with_capacity(2 * h.transactions.len());
+    for t in &h.transactions {
+        issued.push((t.start_ts, t.invoke_ns));
+        if let Some(c) = t.commit_ts {
+            issued.push((c, t.invoke_ns));
+        }
+    }
+    issued.sort_unstable();
+    let mut floor = Vec::with_capacity(issued.len());
+    let mut best = 0;
+    for &(ts, inv) in &issued {
+        best = best.max(inv);
+        floor.push((ts, best));
+    }
+    let earliest = |ts: u64, t: &percsim_checker::Transaction| {
+        let p = floor.partition_point(|x| x.0 <= ts);
+        let f = p.checked_sub(1).map_or(t.invoke_ns, |q| floor[q].1);
+        let hi = t.complete_ns.unwrap_or(u64::MAX);
+        f.max(t.invoke_ns).min(hi)
+    };
+    h.transactions
+        .iter()
+        .map(|t| (earliest(t.start_ts, t), t.commit_ts.map(|c| earliest(c, t))))
+        .collect()
+}
+
+/// The client a node name or an event field designates (`client-3`, or `"client": 3`).
+fn client_of(e: &percsim_checker::Event) -> Option<u64> {
+    if let Some(c) = e.fields.get("client").and_then(|v| v.as_u64()) {
+        return Some(c);
+    }
+    let node = e.fields.get("node")?.as_str()?;
+    node.strip_prefix("client-")?.parse().ok()
+}
+
+fn field_str(e: &percsim_checker::Event, k: &str) -> String {
+    e.fields
+        .get(k)
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        .unwrap_or_default()
+}
+
+/// Faults as bands: kills until the restart, session expiries until the
+/// reopening, anything with a `duration_ms` for that long. A fault of one
+/// client covers its lanes; a partition, the lanes of the clients it names;
+/// anything else, every lane.
+fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
+    let rows_of = |client: Option<u64>| -> Vec<usize> {
+        (0..lanes.len())
+            .filter(|&r| client.is_none_or(|c| lanes[r].client == c))
+            .collect()
+    };
+    let mut bands = Vec::new();
+    let mut open: BTreeMap<(String, String), (u64, Vec<usize>)> = BTreeMap::new();
+    for e in &h.events {
+        let client = client_of(e);
+        let dur = e.fields.get("duration_ms").and_then(|v| v.as_u64());
+        match (e.kind.as_str(), dur) {
+            ("kill", _) => {
+                open.insert(
+                    ("kill".into(), field_str(e, "node")),
+                    (e.t_ns, rows_of(client)),
+                );
+            }
+            ("session_expired", _) => {
+                open.insert(
+                    ("session".into(), client.unwrap_or(0).to_string()),
+                    (e.t_ns, rows_of(client)),
+                );
+            }
+            ("restart", _) | ("session_reopened", _) => {
+                let key = if e.kind == "restart" {
+                    ("kill".to_string(), field_str(e, "node"))
+                } else {
+                    ("session".to_string(), client.unwrap_or(0).to_string())
+                };
+                if let Some((from, rows)) = open.remove(&key) {
+                    let what = if key.0 == "kill" {
+                        format!("{} killed", key.1)
+                    } else {
+                        format!("client {} session expired", key.1)
+                    };
+                    bands.push(Band {
+                        from_ns: from,
+                        to_ns: e.t_ns,
+                        rows,
+                        label: what,
+                    });
+                }
+            }
+            ("partition", Some(d)) => bands.push(partition_band(e, d, lanes)),
+            (kind, Some(d)) => {
+                let who = client.map_or(String::new(), |c| format!(" client {c}"));
+                let node = field_str(e, "node");
+                let label = if node.is_empty() {
+                    format!("{kind}{who}")
+                } else {
+                    format!("{kind} {node}")
+                };
+                bands.push(Band {
+                    from_ns: e.t_ns,
+                    to_ns: e.t_ns + d * 1_000_000,
+                    rows: rows_of(client),
+                    label,
+                });
+            }
+            _ => {}
+        }
+    }
+    for ((kind, who), (from, rows)) in open {
+        let label = if kind == "kill" {
+            format!("{who} killed")
+        } else {
+            format!("client {who} session expired")
+        };
+        bands.push(Band {
+            from_ns: from,
+            to_ns: end_ns,
+            rows,
+            label,
+        });
+    }
+    bands.sort_by_key(|b| (b.from_ns, b.to_ns));
+    bands
+}
+
+/// A partition covers the lanes of the clients it names, or every lane.
+fn partition_band(e: &percsim_checker::Event, duration_ms: u64, lanes: &[Lane]) -> Band {
+    let named: BTreeSet<u64> = ["a", "b"]
+        .iter()
+        .filter_map(|k| e.fields.get(*k)?.as_array())
+        .flatten()
+        .filter_map(|n| n.as_str()?.strip_prefix("client-")?.parse().ok())
+        .collect();
+    let rows: Vec<usize> = (0..lanes.len())
+        .filter(|&r| named.is_empty() || named.contains(&lanes[r].client))
+        .collect();
+    let one_way = e.fields.get("one_way").and_then(|v| v.as_bool()) == Some(true);
+    let label = format!(
+        "{}partition {} | {}",
+        if one_way { "one-way " } else { "" },
+        field_str(e, "a"),
+        field_str(e, "b")
+    );
+    Band {
+        from_ns: e.t_ns,
+        to_ns: e.t_ns + duration_ms * 1_000_000,
+        rows,
+        label,
+    }
+}

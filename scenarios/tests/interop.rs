@@ -71,7 +71,9 @@ fn round_trip_over_list_append_seeds() {
 /// update diverge (`incompatible-order`) or drop the loser's append; an
 /// append of a transaction reported aborted whose secondary was committed
 /// anyway is G1a to a black box. What must hold: the import never fails a
-/// history the white-box check passes, and it finds every lost update.
+/// history the white-box check passes, and it finds every lost update, or
+/// G1a when one of the update's writers was reported aborted (to a black
+/// box those writes should not exist at all).
 /// (`--nocapture` prints the comparison, tabulated in docs/interop.md.)
 #[test]
 fn round_trip_over_ablation_failures() {
@@ -96,7 +98,9 @@ fn round_trip_over_ablation_failures() {
             "{a} seed {seed}: the import fails a history the white-box check passes"
         );
         assert!(
-            !o.1.contains("lost-update") || i.1.contains("lost-update"),
+            !o.1.contains("lost-update")
+                || i.1.contains("lost-update")
+                || i.1.contains("G1a"),
             "{a} seed {seed}: lost update missed"
         );
         caught += usize::from(!i.0);

@@ -166,7 +166,11 @@ impl Cpu {
 /// A zero cost (the cost model off) returns at once. The request's effect
 /// is applied by the caller when it arrives; only its reply waits, which is
 /// indistinguishable from first-come-first-served execution to any client.
-/// Waits shorter than 1 ms last 1 ms: madsim's timer floor.
+/// madsim cannot sleep less than 1 ms, so a wait shorter than that (an
+/// idle or lightly loaded node) is not slept at all: the reply leaves at
+/// once, early by less than 1 ms. The work is booked all the same, so a
+/// node never serves more than its cores allow: as load grows, waits grow
+/// past 1 ms and are slept exactly.
 pub(crate) async fn spend(world: &World, cpu: &Mutex<Cpu>, cost_us: u64) {
     if cost_us == 0 {
         return;
@@ -184,7 +188,10 @@ pub(crate) async fn spend(world: &World, cpu: &Mutex<Cpu>, cost_us: u64) {
             .entry(kind.counter().to_string())
             .or_default() += cost_us;
     }
-    sleep_until(Instant::now() + Duration::from_nanos(finish - now)).await;
+    let wait = Duration::from_nanos(finish - now);
+    if wait >= Duration::from_millis(1) {
+        sleep_until(Instant::now() + wait).await;
+    }
 }
 
 #[cfg(test)]

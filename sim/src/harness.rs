@@ -123,6 +123,7 @@ async fn simulate(
         wire: Default::default(),
         cut: Mutex::default(),
         node_ips: Mutex::default(),
+        in_flight: Default::default(),
     });
     start_wire(&handle, &world).await;
 
@@ -268,12 +269,14 @@ async fn simulate(
         let locks = lock_count(&world);
         let busy = busy_transactions(&world);
         let dirty = notify_count(&world);
-        if locks == 0 && busy == 0 && dirty == 0 {
+        // A copy still in flight may yet lock a cell or set a notify entry.
+        let flying = world.in_flight.load(Ordering::Relaxed);
+        if locks == 0 && busy == 0 && dirty == 0 && flying == 0 {
             break;
         }
         if Instant::now() >= deadline {
             liveness_failure = Some(format!(
-                "not converged after {} ms of healed phase: {locks} locks left, {busy} transactions still running, {dirty} notifications unprocessed",
+                "not converged after {} ms of healed phase: {locks} locks left, {busy} transactions still running, {dirty} notifications unprocessed, {flying} late copies in flight",
                 cfg.quiesce_ms
             ));
             break;
@@ -281,7 +284,7 @@ async fn simulate(
         // Sweep even while observers still run: their secondaries may sit
         // in cells nobody else reads.
         sweep(&sweeper).await;
-        if busy > 0 {
+        if busy > 0 || flying > 0 {
             sleep(Duration::from_millis(100)).await;
         }
         let _ = Handle::current().metrics().num_tasks();

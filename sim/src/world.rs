@@ -156,6 +156,9 @@ pub(crate) struct World {
     /// Links cut by partitions, (from, to) by node, with how many partitions
     /// cut each (partitions may overlap).
     pub cut: Mutex<BTreeMap<(madsim::task::NodeId, madsim::task::NodeId), u32>>,
+    /// Late and duplicated copies the network still carries: the healed
+    /// phase is over only when none is left.
+    pub in_flight: std::sync::atomic::AtomicU64,
     /// Which node has which address.
     pub node_ips: Mutex<BTreeMap<IpAddr, madsim::task::NodeId>>,
 }

@@ -220,11 +220,13 @@ impl Client {
         }
         let copy = req.clone();
         let world = self.world.clone();
+        world.in_flight.fetch_add(1, Ordering::Relaxed);
         wire.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
             world.recorder().bump("net.duplicated");
             let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
             let _ = ep.call_timeout(dst, copy, timeout).await;
+            world.in_flight.fetch_sub(1, Ordering::Relaxed);
         });
     }
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// A workload that only asks the oracle for timestamps, as fast as the
 /// clients' single pending RPC allows.
-struct Timestamps;
+pub(crate) struct Timestamps;
 
 impl Workload for Timestamps {
     fn initial_data(&self) -> Vec<(CellKey, String)> {

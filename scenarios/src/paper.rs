@@ -12,11 +12,12 @@
 //! - section 2.3: timestamps one oracle serves as clients grow, thanks to
 //!   each client's single pending RPC (paper: about 2 million per second).
 
+use crate::bench::Timestamps;
 use crate::scenario::Scenario;
 use crate::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::CellKey;
-use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
+use percsim_protocol::client::{CommitOutcome, Transaction};
 use percsim_sim::{BoxFuture, Client, CostModel, RunOutput, SimConfig, Worker, Workload};
 use rand::RngExt;
 use std::collections::BTreeMap;
@@ -332,29 +333,6 @@ fn pipeline_delay(quick: bool) {
         );
     }
     println!("  (paper: a newly crawled document is clustered in about 2 s on average)");
-}
-
-/// A workload that only takes timestamps, as fast as each client's single
-/// pending oracle RPC allows.
-struct Timestamps;
-
-impl Workload for Timestamps {
-    fn initial_data(&self) -> Vec<(CellKey, String)> {
-        Vec::new()
-    }
-    fn split_points(&self, _tablets: usize) -> Vec<String> {
-        Vec::new()
-    }
-    fn worker(&self, w: Worker) -> BoxFuture<()> {
-        Box::pin(async move {
-            while !w.client.stopping() {
-                let _ = w.client.timestamp().await;
-            }
-        })
-    }
-    fn final_check(&self, _client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        Box::pin(async { Vec::new() })
-    }
 }
 
 /// Section 2.3: timestamps per simulated second from one oracle.

@@ -6,7 +6,7 @@
 use crate::config::CostModel;
 use crate::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::serve::{Cpu, CpuKind, Intake, Server, serve, serve_costed};
-use crate::world::{World, tablet_server_addr};
+use crate::world::{Durable, World, tablet_server_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
@@ -61,13 +61,16 @@ fn row_cost(c: &CostModel, read: u64, written: u64) -> u64 {
     c.request_us + row + read * c.cell_read_us + written * c.cell_write_us
 }
 
+/// Whether server `me` owns `tablet` now and `row` belongs to it.
+fn serves(world: &World, d: &Durable, me: usize, tablet: usize, row: &str) -> bool {
+    d.tablet_owner.get(tablet).copied().flatten() == Some(me) && world.tablets.of(row) == tablet
+}
+
 /// One single-row transaction: read, decide, apply, with nothing in between.
 fn row_step(world: &World, me: usize, call: RowCall) -> Costed<RowReply> {
     let costs = &world.cfg.costs;
     let mut d = world.durable();
-    if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
-        || world.tablets.of(&call.row) != call.tablet
-    {
+    if !serves(world, &d, me, call.tablet, &call.row) {
         return (Err(NotServing), costs.request_us);
     }
     let (reply, mutation) = match d.rows.get(&call.row) {
@@ -95,9 +98,7 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Costed<RowReply> {
 fn raw(world: &World, me: usize, call: RawCall) -> Costed<RawReply> {
     let costs = &world.cfg.costs;
     let mut d = world.durable();
-    if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me)
-        || world.tablets.of(&call.row) != call.tablet
-    {
+    if !serves(world, &d, me, call.tablet, &call.row) {
         return (Err(NotServing), costs.request_us);
     }
     match call.write {

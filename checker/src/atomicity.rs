@@ -90,6 +90,28 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                             details(ctx, t),
                         )
                     }),
+                    Some(w) if r.kind == VersionKind::Put && r.value.is_none() => {
+                        sink.add("missing_data", || {
+                            Draft::new(
+                                format!(
+                                    "the store holds a put record of T{} (start_ts {}) for {} at commit_ts {}, \
+                                     but no data at start_ts {}: T{}'s committed write of {} is lost",
+                                    txn.id,
+                                    txn.start_ts,
+                                    ctx.cell_name(cell),
+                                    r.commit_ts,
+                                    txn.start_ts,
+                                    txn.id,
+                                    match w.value {
+                                        Some(_) => fmt_value(w.value),
+                                        None => "a delete".to_string(),
+                                    }
+                                ),
+                                vec![txn.id],
+                                details(ctx, t),
+                            )
+                        })
+                    }
                     Some(w) if w.value != stored => sink.add("value_mismatch", || {
                         let what = |v: Option<&str>| match v {
                             Some(_) => fmt_value(v),

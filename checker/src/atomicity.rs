@@ -1,6 +1,7 @@
 //! Rule `atomic_commits`: each transaction's writes are committed all with one
 //! commit_ts or not at all, as its client was told; the store holds only data
-//! transactions wrote; no lock is left after quiescence.
+//! transactions wrote, and the data of every put record it holds; no lock is
+//! left after quiescence.
 
 use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
 use crate::history::{Outcome, VersionKind};

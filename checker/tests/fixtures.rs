@@ -203,7 +203,9 @@ fn committed_put_whose_data_is_missing() {
     assert!(f.summary.contains("no data at start_ts 3"), "{}", f.summary);
     assert!(f.summary.contains("\"b\" is lost"), "{}", f.summary);
     assert!(
-        f.details.iter().any(|d| d.contains("whose data is missing")),
+        f.details
+            .iter()
+            .any(|d| d.contains("whose data is missing")),
         "{:?}",
         f.details
     );
@@ -220,7 +222,12 @@ fn committed_put_whose_data_is_missing() {
     *value = Some("b".into());
     assert_failed(&check(&h), &[]);
     let back = parse(&serde_json::to_string(&h).expect("serializes")).expect("parses");
-    assert!(back.final_state.cells[0].versions.iter().all(|v| !v.data_missing));
+    assert!(
+        back.final_state.cells[0]
+            .versions
+            .iter()
+            .all(|v| !v.data_missing)
+    );
 }
 
 #[test]

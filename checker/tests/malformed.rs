@@ -124,7 +124,10 @@ fn data_missing_put_with_a_value() {
 fn data_missing_on_a_delete() {
     bad(
         "bad_data_missing_on_delete",
-        &["$.final_state.cells[0].versions[0].data_missing", "only a put"],
+        &[
+            "$.final_state.cells[0].versions[0].data_missing",
+            "only a put",
+        ],
     );
 }
 

@@ -38,12 +38,18 @@ fn recheck(capsule: &Path, dir: &Path, judged: &campaign::Judged) -> bool {
     std::fs::write(&file, &history).expect("history written");
     let (code, offline) = check_file(&file);
     let name = capsule.display();
-    assert_ne!(code, 2, "{name}: the written history does not parse: {offline}");
+    assert_ne!(
+        code, 2,
+        "{name}: the written history does not parse: {offline}"
+    );
 
     // The same report as the run's own check of its history.
     let in_process = percsim_checker::check(judged.history.as_ref().expect("a history"));
     let in_process = serde_json::to_value(&in_process).expect("report");
-    assert_eq!(offline, in_process, "{name}: offline and in-process reports differ");
+    assert_eq!(
+        offline, in_process,
+        "{name}: offline and in-process reports differ"
+    );
     assert_eq!(code, if in_process["passed"] == true { 0 } else { 1 });
 
     // The same rules the run counted (the campaign drops rules that only
@@ -109,8 +115,14 @@ fn every_failing_capsule_of_an_ablation_campaign_rechecks_the_same_offline() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(failing >= 10, "only {failing} failing seeds: the campaign checks too little");
+    assert!(
+        failing >= 10,
+        "only {failing} failing seeds: the campaign checks too little"
+    );
     // no-write-conflict-check erases committed data in these seeds: the
     // case that used to be written as an unreadable `put` without a value.
-    assert!(data_missing > 0, "no history with a missing put's data was re-checked");
+    assert!(
+        data_missing > 0,
+        "no history with a missing put's data was re-checked"
+    );
 }

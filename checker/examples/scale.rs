@@ -143,6 +143,7 @@ fn generate_each(n: u64, mut emit: impl FnMut(Transaction)) -> FinalState {
                     commit_ts: commit,
                     kind: VersionKind::Put,
                     value: Some(value.clone()),
+                    data_missing: false,
                 });
                 values.push(value);
                 latest[k as usize] = Some(values.len() as u32 - 1);
@@ -152,6 +153,7 @@ fn generate_each(n: u64, mut emit: impl FnMut(Transaction)) -> FinalState {
                     commit_ts: start,
                     kind: VersionKind::Rollback,
                     value: None,
+                    data_missing: false,
                 });
             }
         }

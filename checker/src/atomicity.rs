@@ -1,6 +1,7 @@
 //! Rule `atomic_commits`: each transaction's writes are committed all with one
 //! commit_ts or not at all, as its client was told; the store holds only data
-//! transactions wrote; no lock is left after quiescence.
+//! transactions wrote, and the data of every put record it holds; no lock is
+//! left after quiescence.
 
 use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
 use crate::history::{Outcome, VersionKind};
@@ -90,6 +91,28 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                             details(ctx, t),
                         )
                     }),
+                    Some(w) if r.kind == VersionKind::Put && r.value.is_none() => {
+                        sink.add("missing_data", || {
+                            Draft::new(
+                                format!(
+                                    "the store holds a put record of T{} (start_ts {}) for {} at commit_ts {}, \
+                                     but no data at start_ts {}: T{}'s committed write of {} is lost",
+                                    txn.id,
+                                    txn.start_ts,
+                                    ctx.cell_name(cell),
+                                    r.commit_ts,
+                                    txn.start_ts,
+                                    txn.id,
+                                    match w.value {
+                                        Some(_) => fmt_value(w.value),
+                                        None => "a delete".to_string(),
+                                    }
+                                ),
+                                vec![txn.id],
+                                details(ctx, t),
+                            )
+                        })
+                    }
                     Some(w) if w.value != stored => sink.add("value_mismatch", || {
                         let what = |v: Option<&str>| match v {
                             Some(_) => fmt_value(v),

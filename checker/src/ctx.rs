@@ -105,7 +105,8 @@ pub(crate) struct Ctx<'a> {
     cv: Vec<Cv<'a>>,
     /// (cell, written value) -> first writer; only for values written by a write op.
     windex: WriteIndex,
-    /// Cells whose written values are all distinct and never deleted.
+    /// Cells whose written values are all distinct, never deleted, and
+    /// with no put whose data is missing.
     pub cell_unique: Vec<bool>,
     events_by_start: Vec<(u64, u32)>,
     /// (transaction, cell) of every transaction marked as an observer run,
@@ -546,6 +547,13 @@ impl<'a> Ctx<'a> {
             }
             i = j;
         }
+        // A put whose data is missing serves reads a null that names no
+        // writer: like a delete, it takes its cell out of the graph.
+        for r in &recs {
+            if r.kind == VersionKind::Put && r.value.is_none() {
+                cell_unique[r.cell as usize] = false;
+            }
+        }
         let windex = WriteIndex { entries };
 
         let mut events_by_start: Vec<(u64, u32)> = h
@@ -794,6 +802,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn describe_rec(&self, r: &StoreRec<'_>) -> String {
         let cell = self.cell_name(r.cell);
         match r.kind {
+            VersionKind::Put if r.value.is_none() => format!(
+                "{cell} put committed at {} whose data is missing",
+                r.commit_ts
+            ),
             VersionKind::Put => format!(
                 "{cell} put {} committed at {}",
                 fmt_value(r.value),

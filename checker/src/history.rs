@@ -183,9 +183,15 @@ pub struct Version {
     pub commit_ts: u64,
     /// What the record says.
     pub kind: VersionKind,
-    /// The value for a put; `None` otherwise.
+    /// The value for a put; `None` otherwise (and for a put whose data is missing).
     #[serde(default)]
     pub value: Option<String>,
+    /// A put record whose data is not in the store: the write record says
+    /// the transaction committed a value here, but the value itself is gone
+    /// (a store bug the checker reports as `missing_data`). Only a put can
+    /// carry it, and then without a value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub data_missing: bool,
 }
 
 /// The kind of a write record.

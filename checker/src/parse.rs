@@ -452,6 +452,12 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
         cells.insert((c.row.as_str(), c.col.as_str()), i);
         for (j, v) in c.versions.iter().enumerate() {
             let vpath = || format!("{path}.versions[{j}]");
+            if v.data_missing && v.kind != VersionKind::Put {
+                return Err(HistoryError::at(
+                    format!("{}.data_missing", vpath()),
+                    "only a put version can have data_missing (a delete or rollback record has no data)",
+                ));
+            }
             match v.kind {
                 VersionKind::Rollback => {
                     if v.commit_ts != v.start_ts {
@@ -471,10 +477,17 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
                     }
                 }
                 VersionKind::Put => {
-                    if v.value.is_none() {
+                    if v.data_missing && v.value.is_some() {
                         return Err(HistoryError::at(
                             format!("{}.value", vpath()),
-                            "a put version must have a value",
+                            "a put version with data_missing has no value (null or absent)",
+                        ));
+                    }
+                    if !v.data_missing && v.value.is_none() {
+                        return Err(HistoryError::at(
+                            format!("{}.value", vpath()),
+                            "a put version must have a value (or \"data_missing\": true when the store \
+                             holds the write record but not its data)",
                         ));
                     }
                 }

@@ -43,6 +43,7 @@ fn put(start: u64, commit: u64, v: &str) -> Version {
         commit_ts: commit,
         kind: VersionKind::Put,
         value: Some(v.into()),
+        data_missing: false,
     }
 }
 
@@ -130,6 +131,7 @@ fn check_never_panics_on_histories_parse_would_reject() {
                     commit_ts: 1,
                     kind: VersionKind::Rollback,
                     value: Some("r".into()),
+                    data_missing: false,
                 }],
             ),
             (
@@ -139,6 +141,7 @@ fn check_never_panics_on_histories_parse_would_reject() {
                     commit_ts: 0,
                     kind: VersionKind::Put,
                     value: None,
+                    data_missing: false,
                 }],
             ),
         ],

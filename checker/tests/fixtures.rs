@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use percsim_checker::{Op, check, parse};
 
 const SNAPSHOT: &str = "snapshot_reads";
 const CONFLICTS: &str = "no_write_conflicts";
@@ -188,6 +189,54 @@ fn stored_value_differs_from_the_write() {
     let r = report("atomicity_value_mismatch");
     assert_failed(&r, &[ATOMIC]);
     assert_one(&r, ATOMIC, "value_mismatch", &[1]);
+}
+
+#[test]
+fn committed_put_whose_data_is_missing() {
+    // Read through the same path as `percsim check`: a verdict, not an input error.
+    let (code, text) = run("atomicity_missing_data", false);
+    assert_eq!(code, 1, "{text}");
+    let r = report("atomicity_missing_data");
+    // T3's read of null is what the store serves: only atomicity is broken.
+    assert_failed(&r, &[ATOMIC]);
+    let f = assert_one(&r, ATOMIC, "missing_data", &[2]);
+    assert!(f.summary.contains("no data at start_ts 3"), "{}", f.summary);
+    assert!(f.summary.contains("\"b\" is lost"), "{}", f.summary);
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d.contains("whose data is missing")),
+        "{:?}",
+        f.details
+    );
+    assert_eq!(count(&r, ATOMIC, "value_mismatch"), 0);
+
+    // With its data in place (and T3 reading it) the same history passes.
+    let mut h = load("atomicity_missing_data");
+    let v = &mut h.final_state.cells[0].versions[1];
+    v.data_missing = false;
+    v.value = Some("b".into());
+    let Op::Read { value, .. } = &mut h.transactions[2].ops[0] else {
+        panic!("T3 reads");
+    };
+    *value = Some("b".into());
+    assert_failed(&check(&h), &[]);
+    let back = parse(&serde_json::to_string(&h).expect("serializes")).expect("parses");
+    assert!(
+        back.final_state.cells[0]
+            .versions
+            .iter()
+            .all(|v| !v.data_missing)
+    );
+}
+
+#[test]
+fn data_missing_round_trips() {
+    let h = load("atomicity_missing_data");
+    let text = serde_json::to_string(&h).expect("serializes");
+    assert!(text.contains("\"data_missing\":true"), "{text}");
+    assert_eq!(text.matches("data_missing").count(), 1, "{text}");
+    assert_eq!(parse(&text).expect("parses"), h);
 }
 
 #[test]

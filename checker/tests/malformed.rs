@@ -113,6 +113,25 @@ fn put_without_value() {
 }
 
 #[test]
+fn data_missing_put_with_a_value() {
+    bad(
+        "bad_data_missing_with_value",
+        &["$.final_state.cells[0].versions[0].value", "data_missing"],
+    );
+}
+
+#[test]
+fn data_missing_on_a_delete() {
+    bad(
+        "bad_data_missing_on_delete",
+        &[
+            "$.final_state.cells[0].versions[0].data_missing",
+            "only a put",
+        ],
+    );
+}
+
+#[test]
 fn unknown_op_kind() {
     bad(
         "bad_op_kind",

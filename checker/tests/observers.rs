@@ -110,12 +110,14 @@ impl Model {
                     commit_ts: c,
                     kind: VersionKind::Put,
                     value: Some(value),
+                    data_missing: false,
                 },
                 None => Version {
                     start_ts: start,
                     commit_ts: start,
                     kind: VersionKind::Rollback,
                     value: None,
+                    data_missing: false,
                 },
             };
             self.record((row, col), v);
@@ -378,6 +380,7 @@ fn put(start: u64, commit: u64, v: &str) -> Version {
         commit_ts: commit,
         kind: VersionKind::Put,
         value: Some(v.into()),
+        data_missing: false,
     }
 }
 

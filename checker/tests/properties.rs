@@ -100,6 +100,7 @@ fn build(plans: &[Plan]) -> History {
                         VersionKind::Delete
                     },
                     value: value.clone(),
+                    data_missing: false,
                 });
                 latest.insert(row.clone(), value.clone());
             }
@@ -113,6 +114,7 @@ fn build(plans: &[Plan]) -> History {
                     commit_ts: start,
                     kind: VersionKind::Rollback,
                     value: None,
+                    data_missing: false,
                 });
             }
         }

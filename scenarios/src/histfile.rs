@@ -11,8 +11,9 @@ pub struct Loaded {
     /// The whole capsule (scenario, verdict, replay command), if the file was one.
     pub capsule: Option<serde_json::Value>,
     /// Why the history breaks the format's validation, when a capsule's
-    /// history does (a run under an ablation can leave, say, a put whose
-    /// data is gone); it is then read as it is and judged as well as it can be.
+    /// history does (capsules written before `data_missing` existed hold a
+    /// put without a value where the store lost the data); it is then read
+    /// as it is and judged as well as it can be.
     pub warning: Option<String>,
 }
 

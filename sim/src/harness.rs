@@ -442,18 +442,24 @@ fn dump(world: &World) -> history::FinalState {
             let versions: Vec<history::Version> = c
                 .write
                 .iter()
-                .map(|(commit_ts, w)| history::Version {
-                    start_ts: w.start_ts.0,
-                    commit_ts: commit_ts.0,
-                    kind: match w.kind {
-                        WriteKind::Put => history::VersionKind::Put,
-                        WriteKind::Delete => history::VersionKind::Delete,
-                        WriteKind::Rollback => history::VersionKind::Rollback,
-                    },
-                    value: match w.kind {
+                .map(|(commit_ts, w)| {
+                    let value = match w.kind {
                         WriteKind::Put => c.data.get(&w.start_ts).cloned(),
                         _ => None,
-                    },
+                    };
+                    history::Version {
+                        start_ts: w.start_ts.0,
+                        commit_ts: commit_ts.0,
+                        kind: match w.kind {
+                            WriteKind::Put => history::VersionKind::Put,
+                            WriteKind::Delete => history::VersionKind::Delete,
+                            WriteKind::Rollback => history::VersionKind::Rollback,
+                        },
+                        // A put record whose data is gone (a store bug, under
+                        // some ablations) says so, so the file still parses.
+                        data_missing: w.kind == WriteKind::Put && value.is_none(),
+                        value,
+                    }
                 })
                 .collect();
             if !versions.is_empty() {

@@ -29,7 +29,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const PAPER_RPC_TIMEOUT_MS: u64 = 2_000;
 
 /// A cluster with the cost model on.
-fn costed(tablet_servers: usize, clients: usize, workers_per_client: usize, run_ms: u64) -> SimConfig {
+fn costed(
+    tablet_servers: usize,
+    clients: usize,
+    workers_per_client: usize,
+    run_ms: u64,
+) -> SimConfig {
     SimConfig {
         tablet_servers,
         tablets: tablet_servers * 2,
@@ -68,7 +73,13 @@ pub fn run_all(quick: bool) {
     let c = CostModel::default();
     println!(
         "  costs: tablet request {} us, row read {} us, cell read {} us, cell write {} us, {} cores/tablet server; oracle {} us/request on {} core",
-        c.request_us, c.row_read_us, c.cell_read_us, c.cell_write_us, c.tablet_cores, c.oracle_request_us, c.oracle_cores
+        c.request_us,
+        c.row_read_us,
+        c.cell_read_us,
+        c.cell_write_us,
+        c.tablet_cores,
+        c.oracle_request_us,
+        c.oracle_cores
     );
     figure8(quick);
     figure9(quick);
@@ -159,16 +170,30 @@ impl Workload for MicroLoad {
 
 /// Figure 8: one tablet server with one core, saturated by 1,024 workers.
 fn figure8(quick: bool) {
-    println!("\nFigure 8: Percolator against raw Bigtable on one tablet server (1 core, saturated)");
-    println!("  {:<36} {:>12} {:>14}", "operation", "ops/sim s", "tablet us/op");
+    println!(
+        "\nFigure 8: Percolator against raw Bigtable on one tablet server (1 core, saturated)"
+    );
+    println!(
+        "  {:<36} {:>12} {:>14}",
+        "operation", "ops/sim s", "tablet us/op"
+    );
     let run_ms = if quick { 1_000 } else { 3_000 };
     let mut rate = BTreeMap::new();
-    for micro in [Micro::RawWrite, Micro::TxnWrite, Micro::RawRead, Micro::TxnRead] {
+    for micro in [
+        Micro::RawWrite,
+        Micro::TxnWrite,
+        Micro::RawRead,
+        Micro::TxnRead,
+    ] {
         let mut cluster = costed(1, 32, 32, run_ms);
         cluster.tablets = 1;
         cluster.costs.tablet_cores = 1;
         let done = Arc::new(AtomicU64::new(0));
-        let load = MicroLoad { micro, keys: 10_000, done: done.clone() };
+        let load = MicroLoad {
+            micro,
+            keys: 10_000,
+            done: done.clone(),
+        };
         let Some(out) = run(micro.name(), &cluster, Arc::new(load)) else {
             return;
         };
@@ -213,7 +238,9 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// point from it.
 fn linear_fit(points: &[(f64, f64)]) -> (f64, f64, f64) {
     let n = points.len() as f64;
-    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
     let (mx, my) = (sx / n, sy / n);
     let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
     let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
@@ -228,17 +255,26 @@ fn linear_fit(points: &[(f64, f64)]) -> (f64, f64, f64) {
 
 /// Figure 9: TPC-E-lite as customers and tablet servers grow together.
 fn figure9(quick: bool) {
-    println!("\nFigure 9: TPC-E-lite, customers and tablet servers grown together (50,000 customers per server, one trade per customer per 500 s)");
+    println!(
+        "\nFigure 9: TPC-E-lite, customers and tablet servers grown together (50,000 customers per server, one trade per customer per 500 s)"
+    );
     println!(
         "  {:>7} {:>9} {:>12} {:>11} {:>9} {:>9} {:>10}",
         "servers", "customers", "txns/sim s", "cores used", "mean ms", "p99 ms", "aborted"
     );
-    let sizes: &[usize] = if quick { &[1, 4, 16] } else { &[1, 2, 4, 8, 16, 32, 64] };
+    let sizes: &[usize] = if quick {
+        &[1, 4, 16]
+    } else {
+        &[1, 2, 4, 8, 16, 32, 64]
+    };
     let run_ms = if quick { 5_000 } else { 10_000 };
     let mut points = Vec::new();
     for &n in sizes {
         let cluster = costed(n, 2 * n, 64, run_ms);
-        let tpce = Tpce { customers: 50_000 * n, ..Tpce::default() };
+        let tpce = Tpce {
+            customers: 50_000 * n,
+            ..Tpce::default()
+        };
         let customers = tpce.customers;
         let scenario = Scenario::new(1, cluster, WorkloadSpec::Tpce(tpce));
         let out = match scenario.run() {
@@ -247,17 +283,28 @@ fn figure9(quick: bool) {
         };
         let lat = committed_latencies_ms(&out.history, run_ms);
         let tps = lat.len() as f64 / (run_ms as f64 / 1e3);
-        let busy: u64 = ["tablet", "oracle", "liveness", "master"].iter().map(|k| busy_us(&out, k)).sum();
+        let busy: u64 = ["tablet", "oracle", "liveness", "master"]
+            .iter()
+            .map(|k| busy_us(&out, k))
+            .sum();
         let cores = busy as f64 / (run_ms as f64 * 1e3);
         let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
-        let unavailable = out.summary.counters.get("abort.unavailable").copied().unwrap_or(0);
+        let unavailable = out
+            .summary
+            .counters
+            .get("abort.unavailable")
+            .copied()
+            .unwrap_or(0);
         println!(
             "  {n:>7} {customers:>9} {tps:>12.1} {cores:>11.2} {mean:>9.0} {:>9.0} {:>10}",
             quantile(&lat, 0.99),
             format!("{} ({unavailable} unavail.)", out.summary.aborted)
         );
         if !out.summary.workload_violations.is_empty() {
-            println!("    invariant violations: {:?}", out.summary.workload_violations);
+            println!(
+                "    invariant violations: {:?}",
+                out.summary.workload_violations
+            );
         }
         points.push((cores, tps));
     }
@@ -282,19 +329,29 @@ fn load_to_cluster_ms(h: &History) -> Vec<f64> {
     for t in &h.transactions {
         if let (Some(o), Outcome::Committed, Some(done)) = (&t.observer, t.outcome, t.complete_ns) {
             let commit = t.commit_ts.unwrap_or(t.start_ts);
-            runs.entry((o.name.as_str(), o.row.as_str())).or_default().push((t.start_ts, commit, done));
+            runs.entry((o.name.as_str(), o.row.as_str()))
+                .or_default()
+                .push((t.start_ts, commit, done));
         }
     }
     let first_after = |name: &str, row: &str, ts: u64| {
-        runs.get(&(name, row))?.iter().filter(|r| r.0 > ts).min_by_key(|r| r.0).copied()
+        runs.get(&(name, row))?
+            .iter()
+            .filter(|r| r.0 > ts)
+            .min_by_key(|r| r.0)
+            .copied()
     };
     let mut delays = Vec::new();
     for t in &h.transactions {
-        let (Outcome::Committed, Some(commit_ts), Some(done), None) = (t.outcome, t.commit_ts, t.complete_ns, &t.observer) else {
+        let (Outcome::Committed, Some(commit_ts), Some(done), None) =
+            (t.outcome, t.commit_ts, t.complete_ns, &t.observer)
+        else {
             continue;
         };
         for op in &t.ops {
-            let Op::Write { row, col, .. } = op else { continue };
+            let Op::Write { row, col, .. } = op else {
+                continue;
+            };
             if col != "raw" {
                 continue;
             }
@@ -310,14 +367,23 @@ fn load_to_cluster_ms(h: &History) -> Vec<f64> {
 
 /// Section 4.1: load-to-clustering delay as the crawl rate grows.
 fn pipeline_delay(quick: bool) {
-    println!("\nSection 4.1: the indexing pipeline's delay from loading a document to clustering it");
-    println!("  {:>8} {:>16} {:>9} {:>9} {:>9}", "loaders", "loads/sim s", "mean ms", "p50 ms", "p99 ms");
+    println!(
+        "\nSection 4.1: the indexing pipeline's delay from loading a document to clustering it"
+    );
+    println!(
+        "  {:>8} {:>16} {:>9} {:>9} {:>9}",
+        "loaders", "loads/sim s", "mean ms", "p50 ms", "p99 ms"
+    );
     let loaders: &[usize] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let run_ms = if quick { 10_000 } else { 20_000 };
     for &n in loaders {
         let mut cluster = costed(4, n, 1, run_ms);
         cluster.scanners_per_client = 4;
-        let p = Pipeline { documents: 64 * n, contents: 48 * n, load_interval_ms: 200 };
+        let p = Pipeline {
+            documents: 64 * n,
+            contents: 48 * n,
+            load_interval_ms: 200,
+        };
         let scenario = Scenario::new(1, cluster, WorkloadSpec::Pipeline(p));
         let out = match scenario.run() {
             Ok(out) => out,
@@ -338,7 +404,10 @@ fn pipeline_delay(quick: bool) {
 /// Section 2.3: timestamps per simulated second from one oracle.
 fn oracle_scaling(quick: bool) {
     println!("\nThe timestamp oracle: one oracle, one core, as clients (64 threads each) grow");
-    println!("  {:>8} {:>16} {:>12} {:>16}", "clients", "timestamps/sim s", "batch size", "oracle cores used");
+    println!(
+        "  {:>8} {:>16} {:>12} {:>16}",
+        "clients", "timestamps/sim s", "batch size", "oracle cores used"
+    );
     let clients: &[usize] = if quick { &[4, 32] } else { &[4, 16, 64, 200] };
     let run_ms = 1_000;
     for &n in clients {

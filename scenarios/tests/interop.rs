@@ -98,9 +98,7 @@ fn round_trip_over_ablation_failures() {
             "{a} seed {seed}: the import fails a history the white-box check passes"
         );
         assert!(
-            !o.1.contains("lost-update")
-                || i.1.contains("lost-update")
-                || i.1.contains("G1a"),
+            !o.1.contains("lost-update") || i.1.contains("lost-update") || i.1.contains("G1a"),
             "{a} seed {seed}: lost update missed"
         );
         caught += usize::from(!i.0);

@@ -28,12 +28,23 @@ fn the_oracle_serves_more_than_one_request_per_simulated_ms() {
         run_ms: 1_500,
         ..SimConfig::default()
     };
-    let register = Register { keys: 4_000, ..Register::default() };
+    let register = Register {
+        keys: 4_000,
+        ..Register::default()
+    };
     let scenario = Scenario::new(3, cluster, WorkloadSpec::Register(register));
     let out = common::run_and_check(&scenario, "scale");
     let per_s = counter(&out, "oracle.requests") as f64 / (out.summary.sim_ns as f64 / 1e9);
-    assert!(per_s > 2_000.0, "oracle requests per simulated second: {per_s:.0}");
-    assert_eq!(counter(&out, "abort.unavailable"), 0, "{:?}", out.summary.counters);
+    assert!(
+        per_s > 2_000.0,
+        "oracle requests per simulated second: {per_s:.0}"
+    );
+    assert_eq!(
+        counter(&out, "abort.unavailable"),
+        0,
+        "{:?}",
+        out.summary.counters
+    );
 }
 
 /// With the cost model on, a saturated tablet server is busy for (almost)
@@ -48,16 +59,30 @@ fn a_saturated_tablet_server_works_exactly_as_much_as_its_cores_allow() {
         workers_per_client: 16,
         rpc_timeout_ms: 2_000,
         run_ms,
-        costs: CostModel { enabled: true, tablet_cores: 1, ..CostModel::default() },
+        costs: CostModel {
+            enabled: true,
+            tablet_cores: 1,
+            ..CostModel::default()
+        },
         ..SimConfig::default()
     };
-    let register = Register { keys: 5_000, max_ops: 2, ..Register::default() };
+    let register = Register {
+        keys: 5_000,
+        max_ops: 2,
+        ..Register::default()
+    };
     let scenario = Scenario::new(5, cluster.clone(), WorkloadSpec::Register(register.clone()));
     let out = common::run_and_check(&scenario, "scale");
     let busy_us = counter(&out, "cpu.busy_us.tablet");
     let capacity_us = run_ms * 1_000;
-    assert!(busy_us <= capacity_us + 1_000, "busy {busy_us} us > capacity {capacity_us} us");
-    assert!(busy_us * 10 >= capacity_us * 8, "not saturated: busy {busy_us} of {capacity_us} us");
+    assert!(
+        busy_us <= capacity_us + 1_000,
+        "busy {busy_us} us > capacity {capacity_us} us"
+    );
+    assert!(
+        busy_us * 10 >= capacity_us * 8,
+        "not saturated: busy {busy_us} of {capacity_us} us"
+    );
 
     cluster.costs.enabled = false;
     let scenario = Scenario::new(5, cluster, WorkloadSpec::Register(register));
@@ -73,7 +98,10 @@ fn tpce_cluster() -> SimConfig {
         workers_per_client: 32,
         run_ms: 4_000,
         rpc_timeout_ms: 2_000,
-        costs: CostModel { enabled: true, ..CostModel::default() },
+        costs: CostModel {
+            enabled: true,
+            ..CostModel::default()
+        },
         ..SimConfig::default()
     }
 }
@@ -81,11 +109,23 @@ fn tpce_cluster() -> SimConfig {
 /// TPC-E-lite commits trades and its final invariants hold.
 #[test]
 fn tpce_lite_trades_and_keeps_balances_and_holdings_consistent() {
-    let tpce = Tpce { customers: 5_000, trade_interval_ms: 50_000, ..Tpce::default() };
+    let tpce = Tpce {
+        customers: 5_000,
+        trade_interval_ms: 50_000,
+        ..Tpce::default()
+    };
     let scenario = Scenario::new(7, tpce_cluster(), WorkloadSpec::Tpce(tpce));
     let out = common::run_and_check(&scenario, "scale");
-    assert!(out.summary.committed > 600, "committed {}", out.summary.committed);
-    assert!(out.summary.workload_violations.is_empty(), "{:?}", out.summary.workload_violations);
+    assert!(
+        out.summary.committed > 600,
+        "committed {}",
+        out.summary.committed
+    );
+    assert!(
+        out.summary.workload_violations.is_empty(),
+        "{:?}",
+        out.summary.workload_violations
+    );
 }
 
 /// The broker-commission write the paper omitted: every broker serves many
@@ -102,9 +142,16 @@ fn the_broker_commission_write_shows_the_conflicts_the_paper_predicts() {
         };
         let scenario = Scenario::new(11, tpce_cluster(), WorkloadSpec::Tpce(tpce));
         let out = common::run_and_check(&scenario, "scale");
-        assert!(out.summary.workload_violations.is_empty(), "{:?}", out.summary.workload_violations);
+        assert!(
+            out.summary.workload_violations.is_empty(),
+            "{:?}",
+            out.summary.workload_violations
+        );
         counter(&out, "abort.write_conflict") + counter(&out, "abort.lock_conflict")
     };
     let (with, without) = (aborts(true), aborts(false));
-    assert!(with > 10 * without.max(1), "conflicts with commission {with}, without {without}");
+    assert!(
+        with > 10 * without.max(1),
+        "conflicts with commission {with}, without {without}"
+    );
 }

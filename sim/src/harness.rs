@@ -181,7 +181,11 @@ async fn simulate(
     }
     // Every node the run creates, killed at the end (see `release`).
     let mut nodes: Vec<String> = ids.keys().cloned().collect();
-    nodes.extend([CONTROL_NODE.to_string(), SWEEPER_NODE.to_string(), WIRE_NODE.to_string()]);
+    nodes.extend([
+        CONTROL_NODE.to_string(),
+        SWEEPER_NODE.to_string(),
+        WIRE_NODE.to_string(),
+    ]);
     let faults = Faults::new(world.clone(), ids);
     // The harness's own helper tasks run on a node of their own, so that
     // killing it at the end frees them (tasks of madsim's main node cannot be killed).
@@ -488,7 +492,11 @@ fn dump(world: &World) -> history::FinalState {
 /// Start the network's own node (see `World::wire`): it is never killed,
 /// paused or partitioned, and carries the late copies of messages.
 async fn start_wire(handle: &madsim::runtime::Handle, world: &Arc<World>) {
-    let node = handle.create_node().name(WIRE_NODE).ip(crate::world::wire_addr().ip()).build();
+    let node = handle
+        .create_node()
+        .name(WIRE_NODE)
+        .ip(crate::world::wire_addr().ip())
+        .build();
     let ep = node
         .spawn(async { madsim::net::Endpoint::bind(crate::world::wire_addr()).await })
         .await

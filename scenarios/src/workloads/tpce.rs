@@ -128,7 +128,12 @@ impl Tpce {
     pub fn validate(&self) -> Result<(), String> {
         in_range("customers", self.customers, 1, 10_000_000)?;
         in_range("securities", self.securities, 1, 100_000)?;
-        in_range("customers_per_broker", self.customers_per_broker, 1, 1_000_000)?;
+        in_range(
+            "customers_per_broker",
+            self.customers_per_broker,
+            1,
+            1_000_000,
+        )?;
         if self.trade_interval_ms == 0 {
             return Err("workload.trade_interval_ms: must be at least 1".into());
         }
@@ -202,8 +207,16 @@ impl Tpce {
             txn.set(&row, STATUS, "rejected");
             return Ok(true);
         }
-        txn.set(&account_row(c), BALANCE, (balance - order.qty * order.price).to_string());
-        txn.set(&holding_row(c, order.sec), QTY, (held + order.qty).to_string());
+        txn.set(
+            &account_row(c),
+            BALANCE,
+            (balance - order.qty * order.price).to_string(),
+        );
+        txn.set(
+            &holding_row(c, order.sec),
+            QTY,
+            (held + order.qty).to_string(),
+        );
         txn.set(&row, STATUS, "done");
         if self.broker_commission {
             let broker = broker_row(c / self.customers_per_broker);
@@ -238,7 +251,11 @@ impl Tpce {
             let c = w.rng.random_range(0..self.customers);
             let sec = w.rng.random_range(0..self.securities);
             let qty = w.rng.random_range(1..=100i64) * if w.rng.random_bool(0.3) { -1 } else { 1 };
-            let order = Order { sec, qty, price: price_of(sec) };
+            let order = Order {
+                sec,
+                qty,
+                price: price_of(sec),
+            };
             if !self.trade_order(w.client.as_ref(), c, &id, order).await {
                 continue;
             }
@@ -268,7 +285,12 @@ async fn read_int(
 impl Workload for Tpce {
     fn initial_data(&self) -> Vec<(CellKey, String)> {
         (0..self.securities)
-            .map(|s| (CellKey::new(security_row(s), PRICE), price_of(s).to_string()))
+            .map(|s| {
+                (
+                    CellKey::new(security_row(s), PRICE),
+                    price_of(s).to_string(),
+                )
+            })
             .collect()
     }
 
@@ -284,9 +306,8 @@ impl Workload for Tpce {
         let mut splits: Vec<String> = (1..customer_tablets)
             .map(|i| customer_prefix(i * self.customers / customer_tablets))
             .collect();
-        splits.extend(
-            (0..index_tablets).map(|i| security_row(i * self.securities / index_tablets)),
-        );
+        splits
+            .extend((0..index_tablets).map(|i| security_row(i * self.securities / index_tablets)));
         splits.dedup();
         splits
     }
@@ -329,16 +350,25 @@ impl Tpce {
     }
 
     /// Sum the settled trades; check each order's status and index entry.
-    fn replay_trades(&self, store: &BTreeMap<(&str, &str), &str>, bad: &mut Vec<String>) -> Expected {
+    fn replay_trades(
+        &self,
+        store: &BTreeMap<(&str, &str), &str>,
+        bad: &mut Vec<String>,
+    ) -> Expected {
         let mut want = Expected::default();
         for (&(row, col), &value) in store {
             if let Some(r) = row.strip_prefix("s/").and_then(|r| r.split_once("/t/")) {
                 if col == REF && !store.contains_key(&(value, ORDER)) {
-                    bad.push(format!("index entry s/{}/t/{} names a missing order {value}", r.0, r.1));
+                    bad.push(format!(
+                        "index entry s/{}/t/{} names a missing order {value}",
+                        r.0, r.1
+                    ));
                 }
                 continue;
             }
-            let Some((cust, id)) = row.split_once("/trade/") else { continue };
+            let Some((cust, id)) = row.split_once("/trade/") else {
+                continue;
+            };
             if col != ORDER {
                 continue;
             }
@@ -352,9 +382,13 @@ impl Tpce {
             }
             match store.get(&(row, STATUS)).copied() {
                 Some("done") => {
-                    *want.balance.entry(c).or_insert(self.initial_balance) -= order.qty * order.price;
+                    *want.balance.entry(c).or_insert(self.initial_balance) -=
+                        order.qty * order.price;
                     *want.holding.entry((c, order.sec)).or_default() += order.qty;
-                    let b = want.commission.entry(c / self.customers_per_broker).or_default();
+                    let b = want
+                        .commission
+                        .entry(c / self.customers_per_broker)
+                        .or_default();
                     b.0 += order.commission();
                     b.1 += 1;
                 }
@@ -366,46 +400,80 @@ impl Tpce {
     }
 
     /// Every stored balance and holding equals what its trades say.
-    fn judge_accounts(&self, store: &BTreeMap<(&str, &str), &str>, want: &Expected, bad: &mut Vec<String>) {
+    fn judge_accounts(
+        &self,
+        store: &BTreeMap<(&str, &str), &str>,
+        want: &Expected,
+        bad: &mut Vec<String>,
+    ) {
         for (&(row, col), &value) in store {
-            let Some(rest) = row.strip_prefix('c') else { continue };
-            let Some((c, kind)) = rest.split_once('/') else { continue };
+            let Some(rest) = row.strip_prefix('c') else {
+                continue;
+            };
+            let Some((c, kind)) = rest.split_once('/') else {
+                continue;
+            };
             let c: usize = c.parse().unwrap_or(usize::MAX);
             let v: i64 = value.parse().unwrap_or(i64::MIN);
             if kind == "acct" && col == BALANCE {
-                let w = want.balance.get(&c).copied().unwrap_or(self.initial_balance);
+                let w = want
+                    .balance
+                    .get(&c)
+                    .copied()
+                    .unwrap_or(self.initial_balance);
                 if v != w {
-                    bad.push(format!("{row}: balance {v}, but its settled trades give {w}"));
+                    bad.push(format!(
+                        "{row}: balance {v}, but its settled trades give {w}"
+                    ));
                 }
             } else if let Some(s) = kind.strip_prefix("hold/") {
                 let s: usize = s.parse().unwrap_or(usize::MAX);
                 let w = want.holding.get(&(c, s)).copied().unwrap_or(0);
                 if v != w || v < 0 {
-                    bad.push(format!("{row}: holding {v}, but its settled trades give {w}"));
+                    bad.push(format!(
+                        "{row}: holding {v}, but its settled trades give {w}"
+                    ));
                 }
             }
         }
         for (&c, &w) in &want.balance {
-            if !store.contains_key(&(account_row(c).as_str(), BALANCE)) && w != self.initial_balance {
-                bad.push(format!("{}: no balance stored, but its settled trades give {w}", account_row(c)));
+            if !store.contains_key(&(account_row(c).as_str(), BALANCE)) && w != self.initial_balance
+            {
+                bad.push(format!(
+                    "{}: no balance stored, but its settled trades give {w}",
+                    account_row(c)
+                ));
             }
         }
         for (&(c, s), &w) in &want.holding {
             if !store.contains_key(&(holding_row(c, s).as_str(), QTY)) && w != 0 {
-                bad.push(format!("{}: no holding stored, but its settled trades give {w}", holding_row(c, s)));
+                bad.push(format!(
+                    "{}: no holding stored, but its settled trades give {w}",
+                    holding_row(c, s)
+                ));
             }
         }
     }
 
     /// With commissions on, every broker's totals equal its customers' trades.
-    fn judge_brokers(&self, store: &BTreeMap<(&str, &str), &str>, want: &Expected, bad: &mut Vec<String>) {
+    fn judge_brokers(
+        &self,
+        store: &BTreeMap<(&str, &str), &str>,
+        want: &Expected,
+        bad: &mut Vec<String>,
+    ) {
         if !self.broker_commission {
             return;
         }
         let brokers = self.customers.div_ceil(self.customers_per_broker);
         for b in 0..brokers {
             let row = broker_row(b);
-            let get = |col| store.get(&(row.as_str(), col)).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+            let get = |col| {
+                store
+                    .get(&(row.as_str(), col))
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0)
+            };
             let got = (get(COMMISSION), get(COUNT));
             let w = want.commission.get(&b).copied().unwrap_or((0, 0));
             if got != w {
@@ -420,7 +488,10 @@ mod tests {
     use super::*;
 
     fn cell(row: &str, col: &str, v: &str) -> (CellKey, String) {
-        (CellKey::new(row.to_string(), col.to_string()), v.to_string())
+        (
+            CellKey::new(row.to_string(), col.to_string()),
+            v.to_string(),
+        )
     }
 
     /// A consistent store: customer 3 bought 10 of security 2 at 84.
@@ -441,7 +512,10 @@ mod tests {
     }
 
     fn with_commission() -> Tpce {
-        Tpce { broker_commission: true, ..Tpce::default() }
+        Tpce {
+            broker_commission: true,
+            ..Tpce::default()
+        }
     }
 
     #[test]
@@ -455,7 +529,10 @@ mod tests {
         let mut cells = consistent();
         cells[2].1 = "999161".into();
         let bad = with_commission().judge(&cells);
-        assert_eq!(bad, vec!["c0000003/acct: balance 999161, but its settled trades give 999160"]);
+        assert_eq!(
+            bad,
+            vec!["c0000003/acct: balance 999161, but its settled trades give 999160"]
+        );
     }
 
     #[test]
@@ -463,7 +540,10 @@ mod tests {
         let mut cells = consistent();
         cells.remove(3);
         let bad = with_commission().judge(&cells);
-        assert_eq!(bad, vec!["c0000003/hold/00002: no holding stored, but its settled trades give 10"]);
+        assert_eq!(
+            bad,
+            vec!["c0000003/hold/00002: no holding stored, but its settled trades give 10"]
+        );
     }
 
     #[test]
@@ -477,7 +557,11 @@ mod tests {
         let mut cells = consistent();
         cells.remove(4);
         let bad = with_commission().judge(&cells);
-        assert!(bad.iter().any(|b| b.contains("names a missing order c0000003/trade/x-1")), "{bad:?}");
+        assert!(
+            bad.iter()
+                .any(|b| b.contains("names a missing order c0000003/trade/x-1")),
+            "{bad:?}"
+        );
     }
 
     #[test]
@@ -486,18 +570,25 @@ mod tests {
         cells[1].1 = "2".into();
         assert_eq!(
             with_commission().judge(&cells),
-            vec!["b00000: commission and count (8, 2), but its customers' settled trades give (8, 1)"]
+            vec![
+                "b00000: commission and count (8, 2), but its customers' settled trades give (8, 1)"
+            ]
         );
         assert!(Tpce::default().judge(&cells).is_empty());
     }
 
     #[test]
     fn splits_give_a_quarter_of_the_tablets_to_securities_and_their_index() {
-        let t = Tpce { customers: 300, ..Tpce::default() };
+        let t = Tpce {
+            customers: 300,
+            ..Tpce::default()
+        };
         assert_eq!(t.split_points(4), vec!["c0000100", "c0000200", "s/00000"]);
         assert_eq!(
             t.split_points(8),
-            vec!["c0000050", "c0000100", "c0000150", "c0000200", "c0000250", "s/00000", "s/00050"]
+            vec![
+                "c0000050", "c0000100", "c0000150", "c0000200", "c0000250", "s/00000", "s/00050"
+            ]
         );
         assert_eq!(t.split_points(2), vec!["s/00000"]);
         assert_eq!(t.split_points(1), Vec::<String>::new());

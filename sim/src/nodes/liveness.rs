@@ -23,7 +23,11 @@ pub(crate) async fn main(world: Arc<World>) {
     world.lock(&world.row_locks).clear();
     let cpu = Cpu::new(CpuKind::Liveness, world.cfg.costs.service_cores);
     let cost = world.cfg.costs.service_request_us;
-    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    let at = Server {
+        ep: &ep,
+        world: &world,
+        cpu: &cpu,
+    };
     serve_costed(at, Intake::Busy, move |w: &World, req: RowLockCall| {
         (row_lock(w, req), cost)
     });

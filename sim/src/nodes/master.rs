@@ -16,7 +16,11 @@ pub(crate) async fn main(world: Arc<World>) {
     let ep = Arc::new(Endpoint::bind(master_addr()).await.expect("master: bind"));
     let cpu = Cpu::new(CpuKind::Master, world.cfg.costs.service_cores);
     let cost = world.cfg.costs.service_request_us;
-    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    let at = Server {
+        ep: &ep,
+        world: &world,
+        cpu: &cpu,
+    };
     serve_costed(at, Intake::Busy, move |w: &World, req: Locate| {
         let owner = w.durable().tablet_owner.get(req.tablet).copied().flatten();
         (owner, cost)

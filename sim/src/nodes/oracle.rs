@@ -18,7 +18,11 @@ pub(crate) async fn main(world: Arc<World>) {
     )));
     let cpu = Cpu::new(CpuKind::Oracle, world.cfg.costs.oracle_cores);
     let cost = world.cfg.costs.oracle_request_us;
-    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    let at = Server {
+        ep: &ep,
+        world: &world,
+        cpu: &cpu,
+    };
     serve_costed(at, Intake::Busy, move |world: &World, req: TsCall| {
         {
             let grant = oracle

@@ -23,7 +23,11 @@ pub(crate) async fn main(world: Arc<World>, me: usize) {
         .await
         .expect("tablet server: bind");
     let cpu = Cpu::new(CpuKind::Tablet, world.cfg.costs.tablet_cores);
-    let at = Server { ep: &ep, world: &world, cpu: &cpu };
+    let at = Server {
+        ep: &ep,
+        world: &world,
+        cpu: &cpu,
+    };
     serve(&ep, Intake::Quiet, |_: Ping| async {});
     serve_costed(at, Intake::Busy, move |w: &World, call: RowCall| {
         row_step(w, me, call)
@@ -149,11 +153,7 @@ fn scan(world: &World, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetRes
 
 /// The dirty cells of one tablet, from a random row on (the scanners'
 /// random starting point), at most `limit` of them.
-fn scan_notify(
-    world: &World,
-    me: usize,
-    call: ScanNotify,
-) -> Costed<Vec<(String, String, u64)>> {
+fn scan_notify(world: &World, me: usize, call: ScanNotify) -> Costed<Vec<(String, String, u64)>> {
     let costs = &world.cfg.costs;
     let d = world.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {

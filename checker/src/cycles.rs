@@ -785,16 +785,22 @@ pub(crate) fn edge_name(kind: u8) -> &'static str {
     }
 }
 
-fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> Draft {
+/// What every cycle explanation opens with: the chain `T1 -ww-> T2 ... ->
+/// T1` (transactions named by `id`), the cycle's distinct transactions in
+/// order, and a note when a real-time edge is part of it.
+pub(crate) fn cycle_summary(
+    steps: &[Step],
+    id: impl Fn(u32) -> u64,
+) -> (String, Vec<u32>, &'static str) {
     let mut chain = String::new();
     for s in steps.iter().take(MAX_STEPS) {
-        chain.push_str(&format!("T{} -{}-> ", ctx.id(s.from), edge_name(s.kind)));
+        chain.push_str(&format!("T{} -{}-> ", id(s.from), edge_name(s.kind)));
     }
     if steps.len() > MAX_STEPS {
         chain.push_str("... -> ");
     }
     if let Some(first) = steps.first() {
-        chain.push_str(&format!("T{}", ctx.id(first.from)));
+        chain.push_str(&format!("T{}", id(first.from)));
     }
     let rt = if steps.iter().any(|s| s.kind == RT) {
         " (real-time order included)"
@@ -807,6 +813,11 @@ fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> D
         .map(|s| s.from)
         .filter(|&t| seen.insert(t))
         .collect();
+    (chain, txns, rt)
+}
+
+fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> Draft {
+    let (chain, txns, rt) = cycle_summary(steps, |t| ctx.id(t));
     let mut details: Vec<String> = txns
         .iter()
         .take(MAX_DESCRIBED)

@@ -9,7 +9,7 @@
 //! isolation), with G1a (a committed read of an aborted append), G1b (a read
 //! of an intermediate list) and lost updates.
 
-use crate::cycles::{self, RT, RW, Step, WR, WW};
+use crate::cycles::{self, RW, Step, WR, WW};
 use crate::edn::{self, EdnError, Node, Val};
 use crate::history::Outcome;
 use crate::report::{CycleStep, Draft, REPORT_FORMAT, Report, Sink, Stats};
@@ -721,28 +721,7 @@ fn lost_update(f: &Facts<'_>, group: &[(u32, u32, u32)]) -> Draft {
 }
 
 fn explain_cycle(f: &Facts<'_>, class: &str, steps: &[Step]) -> Draft {
-    let mut chain = String::new();
-    for s in steps.iter().take(cycles::MAX_STEPS) {
-        chain.push_str(&format!(
-            "T{} -{}-> ",
-            f.id(s.from),
-            cycles::edge_name(s.kind)
-        ));
-    }
-    if let Some(first) = steps.first() {
-        chain.push_str(&format!("T{}", f.id(first.from)));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    let txns: Vec<u32> = steps
-        .iter()
-        .map(|s| s.from)
-        .filter(|&t| seen.insert(t))
-        .collect();
-    let rt = if steps.iter().any(|s| s.kind == RT) {
-        " (real-time order included)"
-    } else {
-        ""
-    };
+    let (chain, txns, rt) = cycles::cycle_summary(steps, |t| f.id(t));
     let mut d = Draft::new(
         format!(
             "{class} ({}) among {} committed transactions{rt}: {chain}",

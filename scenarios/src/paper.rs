@@ -109,6 +109,7 @@ impl Micro {
 
 /// Figure 8's workload: every worker repeats one operation on random keys
 /// of one tablet server; `done` counts successful operations.
+#[derive(Clone)]
 struct MicroLoad {
     micro: Micro,
     keys: usize,
@@ -146,11 +147,7 @@ impl Workload for MicroLoad {
         Vec::new()
     }
     fn worker(&self, mut w: Worker) -> BoxFuture<()> {
-        let me = MicroLoad {
-            micro: self.micro,
-            keys: self.keys,
-            done: self.done.clone(),
-        };
+        let me = self.clone();
         Box::pin(async move {
             let tag = w.tag();
             let mut n = 0u64;

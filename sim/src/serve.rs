@@ -73,21 +73,35 @@ where
 }
 
 /// Where a node serves: its endpoint, its world and its processor.
-#[derive(Clone, Copy)]
 pub(crate) struct Server<'a> {
-    /// The node's endpoint.
-    pub ep: &'a Endpoint,
-    /// The world it lives in.
-    pub world: &'a Arc<World>,
-    /// Its processor.
-    pub cpu: &'a Arc<Mutex<Cpu>>,
+    ep: &'a Endpoint,
+    world: &'a Arc<World>,
+    cpu: Arc<Mutex<Cpu>>,
+}
+
+impl<'a> Server<'a> {
+    /// A node of `kind` serving at `ep`, with an idle processor of as many
+    /// cores as the cost model gives that kind.
+    pub(crate) fn new(ep: &'a Endpoint, world: &'a Arc<World>, kind: CpuKind) -> Self {
+        let c = &world.cfg.costs;
+        let cores = match kind {
+            CpuKind::Tablet => c.tablet_cores,
+            CpuKind::Oracle => c.oracle_cores,
+            CpuKind::Liveness | CpuKind::Master => c.service_cores,
+        };
+        Server {
+            ep,
+            world,
+            cpu: Cpu::new(kind, cores),
+        }
+    }
 }
 
 /// Serve one kind of request whose handler runs at once (its effect is
 /// applied on arrival) and reports its CPU cost in µs; the reply leaves when
 /// `cpu` has done that work (see [`spend`]). Costs are charged only when the
 /// cost model is on.
-pub(crate) fn serve_costed<R, F>(at: Server<'_>, intake: Intake, f: F)
+pub(crate) fn serve_costed<R, F>(at: &Server<'_>, intake: Intake, f: F)
 where
     R: Request,
     F: Fn(&World, R) -> (R::Response, u64) + Clone + Send + Sync + 'static,

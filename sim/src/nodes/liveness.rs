@@ -3,7 +3,7 @@
 //! holds its session.
 
 use crate::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
-use crate::serve::{Cpu, CpuKind, Intake, Server, serve_costed};
+use crate::serve::{CpuKind, Intake, Server, serve_costed};
 use crate::world::{World, liveness_addr};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant};
@@ -21,23 +21,18 @@ pub(crate) async fn main(world: Arc<World>) {
     // then looks dead (safe: cleanup is synchronised on the primary).
     world.lock(&world.sessions).clear();
     world.lock(&world.row_locks).clear();
-    let cpu = Cpu::new(CpuKind::Liveness, world.cfg.costs.service_cores);
     let cost = world.cfg.costs.service_request_us;
-    let at = Server {
-        ep: &ep,
-        world: &world,
-        cpu: &cpu,
-    };
-    serve_costed(at, Intake::Busy, move |w: &World, req: RowLockCall| {
+    let at = Server::new(&ep, &world, CpuKind::Liveness);
+    serve_costed(&at, Intake::Busy, move |w: &World, req: RowLockCall| {
         (row_lock(w, req), cost)
     });
-    serve_costed(at, Intake::Quiet, move |w: &World, req: OpenSession| {
+    serve_costed(&at, Intake::Quiet, move |w: &World, req: OpenSession| {
         (open_session(w, req), cost)
     });
-    serve_costed(at, Intake::Busy, move |w: &World, req: KeepAlive| {
+    serve_costed(&at, Intake::Busy, move |w: &World, req: KeepAlive| {
         (keep_alive(w, req), cost)
     });
-    serve_costed(at, Intake::Busy, move |w: &World, req: IsAlive| {
+    serve_costed(&at, Intake::Busy, move |w: &World, req: IsAlive| {
         let alive = w
             .lock(&w.sessions)
             .get(&req.session)

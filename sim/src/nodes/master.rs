@@ -4,7 +4,7 @@
 //! records it in Chubby); tablet servers serve only what they own.
 
 use crate::rpc::{Locate, Ping};
-use crate::serve::{Cpu, CpuKind, Intake, Server, serve_costed};
+use crate::serve::{CpuKind, Intake, Server, serve_costed};
 use crate::world::{World, master_addr, tablet_server_addr};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant, sleep};
@@ -14,14 +14,9 @@ use std::sync::Arc;
 
 pub(crate) async fn main(world: Arc<World>) {
     let ep = Arc::new(Endpoint::bind(master_addr()).await.expect("master: bind"));
-    let cpu = Cpu::new(CpuKind::Master, world.cfg.costs.service_cores);
     let cost = world.cfg.costs.service_request_us;
-    let at = Server {
-        ep: &ep,
-        world: &world,
-        cpu: &cpu,
-    };
-    serve_costed(at, Intake::Busy, move |w: &World, req: Locate| {
+    let at = Server::new(&ep, &world, CpuKind::Master);
+    serve_costed(&at, Intake::Busy, move |w: &World, req: Locate| {
         let owner = w.durable().tablet_owner.get(req.tablet).copied().flatten();
         (owner, cost)
     });

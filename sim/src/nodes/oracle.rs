@@ -2,7 +2,7 @@
 //! it persisted first (see `percsim_protocol::oracle`).
 
 use crate::rpc::TsCall;
-use crate::serve::{Cpu, CpuKind, Intake, Server, serve_costed};
+use crate::serve::{CpuKind, Intake, Server, serve_costed};
 use crate::world::{World, oracle_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::Ablation;
@@ -16,29 +16,22 @@ pub(crate) async fn main(world: Arc<World>) {
         persisted,
         world.cfg.oracle_range,
     )));
-    let cpu = Cpu::new(CpuKind::Oracle, world.cfg.costs.oracle_cores);
     let cost = world.cfg.costs.oracle_request_us;
-    let at = Server {
-        ep: &ep,
-        world: &world,
-        cpu: &cpu,
-    };
-    serve_costed(at, Intake::Busy, move |world: &World, req: TsCall| {
-        {
-            let grant = oracle
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .allocate(req.count);
-            let forgets = world.cfg.ablations.has(Ablation::OracleForgets);
-            if let (Some(max), false) = (grant.persist_max, forgets) {
-                // Durable before the reply leaves: a restart resumes above it.
-                world.durable().oracle_max = max;
-            }
-            let mut rec = world.recorder();
-            *rec.counters.entry("oracle.requests".into()).or_default() += 1;
-            *rec.counters.entry("oracle.timestamps".into()).or_default() += grant.allocation.count;
-            (grant.allocation.first, cost)
+    let at = Server::new(&ep, &world, CpuKind::Oracle);
+    serve_costed(&at, Intake::Busy, move |world: &World, req: TsCall| {
+        let grant = oracle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .allocate(req.count);
+        let forgets = world.cfg.ablations.has(Ablation::OracleForgets);
+        if let (Some(max), false) = (grant.persist_max, forgets) {
+            // Durable before the reply leaves: a restart resumes above it.
+            world.durable().oracle_max = max;
         }
+        let mut rec = world.recorder();
+        *rec.counters.entry("oracle.requests".into()).or_default() += 1;
+        *rec.counters.entry("oracle.timestamps".into()).or_default() += grant.allocation.count;
+        (grant.allocation.first, cost)
     });
     std::future::pending::<()>().await
 }

@@ -5,7 +5,7 @@
 
 use crate::config::CostModel;
 use crate::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
-use crate::serve::{Cpu, CpuKind, Intake, Server, serve, serve_costed};
+use crate::serve::{CpuKind, Intake, Server, serve, serve_costed};
 use crate::world::{Durable, World, tablet_server_addr};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
@@ -22,23 +22,18 @@ pub(crate) async fn main(world: Arc<World>, me: usize) {
     let ep = Endpoint::bind(tablet_server_addr(me))
         .await
         .expect("tablet server: bind");
-    let cpu = Cpu::new(CpuKind::Tablet, world.cfg.costs.tablet_cores);
-    let at = Server {
-        ep: &ep,
-        world: &world,
-        cpu: &cpu,
-    };
+    let at = Server::new(&ep, &world, CpuKind::Tablet);
     serve(&ep, Intake::Quiet, |_: Ping| async {});
-    serve_costed(at, Intake::Busy, move |w: &World, call: RowCall| {
+    serve_costed(&at, Intake::Busy, move |w: &World, call: RowCall| {
         row_step(w, me, call)
     });
-    serve_costed(at, Intake::Quiet, move |w: &World, call: ScanCall| {
+    serve_costed(&at, Intake::Quiet, move |w: &World, call: ScanCall| {
         scan(w, me, call)
     });
-    serve_costed(at, Intake::Quiet, move |w: &World, call: ScanNotify| {
+    serve_costed(&at, Intake::Quiet, move |w: &World, call: ScanNotify| {
         scan_notify(w, me, call)
     });
-    serve_costed(at, Intake::Busy, move |w: &World, call: RawCall| {
+    serve_costed(&at, Intake::Busy, move |w: &World, call: RawCall| {
         raw(w, me, call)
     });
     std::future::pending::<()>().await

@@ -43,6 +43,13 @@ pub enum ScenarioError {
     /// A value is impossible.
     #[error("bad scenario: {0}")]
     Invalid(String),
+    /// The simulation panicked (a bug in the simulator or a tripped
+    /// assertion); the message is the panic's.
+    #[error("the simulation crashed: {0}")]
+    Crashed(String),
+    /// The watchdog ended a run that stopped making progress.
+    #[error("the run was stuck: {0}")]
+    Stuck(String),
 }
 
 impl Scenario {
@@ -111,7 +118,23 @@ impl Scenario {
             })
             .map_err(|e| ScenarioError::Invalid(format!("cannot start a simulation thread: {e}")))?
             .join()
-            .map_err(|_| ScenarioError::Invalid("the simulation panicked".into()))?
+            .map_err(|panic| {
+                let message = panic_message(panic.as_ref());
+                if percsim_sim::is_stuck(&message) {
+                    ScenarioError::Stuck(message)
+                } else {
+                    ScenarioError::Crashed(message)
+                }
+            })?
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
     }
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }

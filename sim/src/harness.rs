@@ -76,7 +76,10 @@ pub fn run(
     scenario: serde_json::Value,
 ) -> Result<RunOutput, ConfigError> {
     cfg.validate()?;
-    let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let mut rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    rt.set_time_limit(Duration::from_millis(crate::watchdog::time_limit_ms(
+        cfg.run_ms.saturating_add(cfg.quiesce_ms),
+    )));
     let cfg = cfg.clone();
     Ok(rt.block_on(simulate(cfg, seed, workload, scenario)))
 }
@@ -124,6 +127,7 @@ async fn simulate(
         cut: Mutex::default(),
         node_ips: Mutex::default(),
         in_flight: Default::default(),
+        watchdog: crate::watchdog::Watchdog::from_env(),
     });
     start_wire(&handle, &world).await;
 

@@ -18,6 +18,7 @@ mod nodes;
 mod recorder;
 mod rpc;
 mod serve;
+mod watchdog;
 mod workload;
 mod world;
 
@@ -27,6 +28,7 @@ pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, Ti
 pub use harness::{RunOutput, RunSummary, run};
 pub use nodes::client::{Armed, Client};
 pub use recorder::LOADER_CLIENT;
+pub use watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
 pub use workload::{BoxFuture, Worker, Workload, even_splits};
 
 /// Whether this build simulates (always true: the crate does not build otherwise).

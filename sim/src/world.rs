@@ -161,6 +161,8 @@ pub(crate) struct World {
     pub in_flight: std::sync::atomic::AtomicU64,
     /// Which node has which address.
     pub node_ips: Mutex<BTreeMap<IpAddr, madsim::task::NodeId>>,
+    /// Ends the run if it stops making progress.
+    pub watchdog: crate::watchdog::Watchdog,
 }
 
 /// Message faults applied by the client transport.

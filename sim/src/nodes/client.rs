@@ -147,6 +147,7 @@ impl Client {
         dst: SocketAddr,
         req: R,
     ) -> Result<R::Response, RpcError> {
+        self.world.watchdog.tick();
         let timeout = Duration::from_millis(self.world.cfg.rpc_timeout_ms);
         self.ep
             .call_timeout(dst, req, timeout)

@@ -137,7 +137,9 @@ impl PulsarAblations {
 
     /// The ablations in the set.
     pub fn iter(self) -> impl Iterator<Item = PulsarAblation> {
-        PulsarAblation::ALL.into_iter().filter(move |a| self.has(*a))
+        PulsarAblation::ALL
+            .into_iter()
+            .filter(move |a| self.has(*a))
     }
 }
 

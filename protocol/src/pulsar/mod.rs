@@ -14,6 +14,7 @@
 
 pub mod ablation;
 pub mod buffer;
+pub mod client;
 pub mod coordinator;
 pub mod subscription;
 pub mod types;

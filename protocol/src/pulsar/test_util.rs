@@ -154,12 +154,15 @@ impl Broker {
     }
 
     pub fn send(&mut self, t: Option<TxnId>, payload: &str) -> Result<u64, AppendError> {
-        let m = Message {
+        self.append(&Message {
             txn: t,
             producer: PRODUCER,
             payload: payload.to_string(),
-        };
-        let e = buffer::append(&self.tb, &m)?;
+        })
+    }
+
+    pub fn append(&mut self, m: &Message) -> Result<u64, AppendError> {
+        let e = buffer::append(&self.tb, m)?;
         let offset = self.tb.len();
         self.tb.apply(&e);
         self.log.push(e);
@@ -172,13 +175,21 @@ impl Broker {
 
     /// Deliver a marker for `t`; whether an entry was written.
     pub fn mark(&mut self, t: TxnId, action: TxnAction) -> bool {
-        let m = Marker {
+        self.deliver(&Marker {
             txn: t,
             producer: PRODUCER,
             action,
             to: part(0),
-        };
-        match buffer::end(&self.tb, &m, self.ablations) {
+        })
+    }
+
+    /// Deliver `m` (to the partition or one of its subscriptions); whether
+    /// anything was written.
+    pub fn deliver(&mut self, m: &Marker) -> bool {
+        if let Participant::Subscription(s) = &m.to {
+            return self.end_sub(&s.name, m.txn, m.action);
+        }
+        match buffer::end(&self.tb, m, self.ablations) {
             Some(e) => {
                 self.tb.apply(&e);
                 self.log.push(e);
@@ -200,7 +211,15 @@ impl Broker {
     }
 
     fn read_mode(&self, name: &str, from: u64, mode: ReadMode, max: usize) -> Vec<(u64, String)> {
-        let d = buffer::read(&self.log, &self.tb, self.sub(name), from, mode, max, self.ablations);
+        let d = buffer::read(
+            &self.log,
+            &self.tb,
+            self.sub(name),
+            from,
+            mode,
+            max,
+            self.ablations,
+        );
         d.messages
             .into_iter()
             .map(|m| (m.offset, m.message.payload))

@@ -43,7 +43,10 @@ mod tests {
         b.must_send(Some(txn(1)), "m");
         assert!(b.mark(txn(1), TxnAction::Commit));
         assert!(!b.mark(txn(1), TxnAction::Commit));
-        assert!(!b.mark(txn(1), TxnAction::Abort), "a racing abort is ignored");
+        assert!(
+            !b.mark(txn(1), TxnAction::Abort),
+            "a racing abort is ignored"
+        );
         assert_eq!(b.tb.ended(txn(1)), Some(TxnAction::Commit));
         assert_eq!(b.must_read("s", 0, 10), vec![(0, "m".to_string())]);
     }

@@ -77,7 +77,8 @@ pub fn read(
         if let Entry::Message(m) = &log[offset as usize] {
             let aborted = m.txn.is_some_and(|t| tb.is_aborted(t));
             let taken = sub.is_acked(offset) || sub.pending_txn(offset).is_some();
-            if !taken && !(aborted && filter_aborted) {
+            let skipped = taken || (aborted && filter_aborted);
+            if !skipped {
                 messages.push(Delivered {
                     offset,
                     message: m.clone(),
@@ -157,6 +158,10 @@ mod tests {
         assert_eq!(b.must_replay("s", 3), vec![(2, "c".to_string())]);
         b.end_sub("s", txn(5), TxnAction::Abort);
         let offsets: Vec<u64> = b.must_replay("s", 3).iter().map(|m| m.0).collect();
-        assert_eq!(offsets, vec![1, 2], "an aborted ack makes the message deliverable again");
+        assert_eq!(
+            offsets,
+            vec![1, 2],
+            "an aborted ack makes the message deliverable again"
+        );
     }
 }

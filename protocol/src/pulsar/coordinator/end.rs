@@ -2,7 +2,7 @@
 //! or ABORTING, and only once that is durable sends one marker to every
 //! participant (reference text, "完成事務").
 
-use super::state::{LogRecord, TcAction, TcError, TcState, TxnState, markers};
+use super::state::{LogRecord, TcAction, TcError, TcOp, TcState, TxnState, markers};
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::types::{TxnAction, TxnId};
 
@@ -34,8 +34,8 @@ pub fn end(
             txn,
             state: meta.state,
             wanted: match action {
-                TxnAction::Commit => "commit",
-                TxnAction::Abort => "abort",
+                TxnAction::Commit => TcOp::Commit,
+                TxnAction::Abort => TcOp::Abort,
             },
         });
     }
@@ -49,7 +49,7 @@ pub fn end(
 #[cfg(test)]
 mod tests {
     use crate::pulsar::ablation::PulsarAblation;
-    use crate::pulsar::coordinator::{LogRecord, TcAction, TcError, TxnState};
+    use crate::pulsar::coordinator::{LogRecord, TcAction, TcError, TcOp, TxnState};
     use crate::pulsar::test_util::*;
     use crate::pulsar::types::TxnAction;
 
@@ -71,7 +71,10 @@ mod tests {
             panic!("expected markers, got {actions:?}")
         };
         assert_eq!(ms.len(), 2);
-        assert!(ms.iter().all(|m| m.txn == t && m.action == TxnAction::Commit));
+        assert!(
+            ms.iter()
+                .all(|m| m.txn == t && m.action == TxnAction::Commit)
+        );
         assert_eq!(actions.len(), 2, "no reply before the markers are done");
         assert_eq!(tc.state_of(t), Some(TxnState::Committing));
         assert_eq!(tc.must_finish(t), vec![TxnAction::Commit]);
@@ -91,7 +94,7 @@ mod tests {
             Err(TcError::InvalidState {
                 txn: t,
                 state: TxnState::Committing,
-                wanted: "abort"
+                wanted: TcOp::Abort
             })
         );
         tc.must_finish(t);

@@ -2,7 +2,7 @@
 //! and answer the client (reference text, "完成事務": COMMITTED or ABORTED
 //! is logged when every transactional message is done).
 
-use super::state::{LogRecord, TcAction, TcError, TcState, TxnState};
+use super::state::{LogRecord, TcAction, TcError, TcOp, TcState, TxnState};
 use crate::pulsar::types::{TxnAction, TxnId};
 
 /// Finish `txn`, whose markers are all acknowledged: log COMMITTED or
@@ -17,7 +17,7 @@ pub fn finish(state: &TcState, txn: TxnId) -> Result<Vec<TcAction>, TcError> {
             return Err(TcError::InvalidState {
                 txn,
                 state: other,
-                wanted: "finish",
+                wanted: TcOp::Finish,
             });
         }
     };
@@ -29,7 +29,7 @@ pub fn finish(state: &TcState, txn: TxnId) -> Result<Vec<TcAction>, TcError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::pulsar::coordinator::{TcError, TxnState};
+    use crate::pulsar::coordinator::{TcError, TcOp, TxnState};
     use crate::pulsar::test_util::*;
     use crate::pulsar::types::TxnAction;
 
@@ -42,7 +42,7 @@ mod tests {
             Err(TcError::InvalidState {
                 txn: t,
                 state: TxnState::Open,
-                wanted: "finish"
+                wanted: TcOp::Finish
             })
         );
         tc.must_end(t, TxnAction::Abort);

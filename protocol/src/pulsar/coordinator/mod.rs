@@ -18,5 +18,5 @@ pub use finish::finish;
 pub use open::open;
 pub use recover::recover;
 pub use register::add_participant;
-pub use state::{LogRecord, TcAction, TcError, TcState, TxnMeta, TxnState};
+pub use state::{LogRecord, TcAction, TcError, TcOp, TcState, TxnMeta, TxnState};
 pub use timeout::{due, timeout};

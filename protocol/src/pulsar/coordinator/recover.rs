@@ -59,7 +59,10 @@ mod tests {
             panic!("{follow_ups:?}")
         };
         assert_eq!(ms.len(), 2);
-        assert!(ms.iter().all(|m| m.txn == committing && m.action == TxnAction::Commit));
+        assert!(
+            ms.iter()
+                .all(|m| m.txn == committing && m.action == TxnAction::Commit)
+        );
         assert_eq!(tc.must_finish(committing), vec![TxnAction::Commit]);
     }
 }

@@ -3,7 +3,7 @@
 //! coordinator, which logs it (reference text, "發送事務消息" and "確認事務消息":
 //! the coordinator persists the operation before the client goes ahead).
 
-use super::state::{LogRecord, TcError, TcState, TxnState};
+use super::state::{LogRecord, TcError, TcOp, TcState, TxnState};
 use crate::pulsar::types::{Participant, TxnId};
 
 /// Add `participant` to `txn`. Returns the record to log, or `None` if it
@@ -19,7 +19,7 @@ pub fn add_participant(
         return Err(TcError::InvalidState {
             txn,
             state: meta.state,
-            wanted: "add a participant",
+            wanted: TcOp::AddParticipant,
         });
     }
     if meta.participants.contains(participant) {
@@ -33,7 +33,7 @@ pub fn add_participant(
 
 #[cfg(test)]
 mod tests {
-    use crate::pulsar::coordinator::{TcError, TxnState};
+    use crate::pulsar::coordinator::{TcError, TcOp, TxnState};
     use crate::pulsar::test_util::*;
     use crate::pulsar::types::{TxnAction, TxnId};
 
@@ -56,14 +56,17 @@ mod tests {
             Err(TcError::InvalidState {
                 txn: t,
                 state: TxnState::Aborting,
-                wanted: "add a participant"
+                wanted: TcOp::AddParticipant
             })
         );
         let other = TxnId {
             coordinator: 2,
             seq: 0,
         };
-        assert_eq!(tc.add(other, &part(0)), Err(TcError::WrongCoordinator(other)));
+        assert_eq!(
+            tc.add(other, &part(0)),
+            Err(TcError::WrongCoordinator(other))
+        );
         let unknown = TxnId {
             coordinator: 1,
             seq: 9,

@@ -99,18 +99,34 @@ pub enum TcError {
     #[error("transaction {0} not found")]
     NotFound(TxnId),
     /// The request does not fit the transaction's state.
-    #[error("transaction {txn} is {state:?}; cannot {wanted}")]
+    #[error("transaction {txn} is {state:?}; cannot {wanted:?}")]
     InvalidState {
         /// The transaction.
         txn: TxnId,
         /// Its state now.
         state: TxnState,
         /// What was asked.
-        wanted: &'static str,
+        wanted: TcOp,
     },
     /// The transaction belongs to another coordinator.
     #[error("transaction {0} belongs to another coordinator")]
     WrongCoordinator(TxnId),
+}
+
+/// A coordinator operation, as named in a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TcOp {
+    /// Register a participant.
+    AddParticipant,
+    /// Commit.
+    Commit,
+    /// Abort.
+    Abort,
+    /// Log the end state after the markers.
+    Finish,
+    /// Abort at the timeout.
+    TimeOut,
 }
 
 /// What the coordinator must do next, in order. A `Log` must be durable

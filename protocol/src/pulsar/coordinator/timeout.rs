@@ -3,7 +3,7 @@
 //! once the client's transaction timeout has passed; Pulsar docs, "How
 //! transactions work?": the TC aborts the transaction after its timeout).
 
-use super::state::{LogRecord, TcAction, TcError, TcState, TxnState, markers};
+use super::state::{LogRecord, TcAction, TcError, TcOp, TcState, TxnState, markers};
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::types::{TxnAction, TxnId};
 
@@ -40,7 +40,7 @@ pub fn timeout(
         return Err(TcError::InvalidState {
             txn,
             state: meta.state,
-            wanted: "time out",
+            wanted: TcOp::TimeOut,
         });
     }
     Ok(vec![
@@ -55,7 +55,7 @@ pub fn timeout(
 #[cfg(test)]
 mod tests {
     use crate::pulsar::ablation::PulsarAblation;
-    use crate::pulsar::coordinator::{TcAction, TcError, TxnState};
+    use crate::pulsar::coordinator::{TcAction, TcError, TcOp, TxnState};
     use crate::pulsar::test_util::*;
     use crate::pulsar::types::TxnAction;
 
@@ -83,7 +83,7 @@ mod tests {
             Err(TcError::InvalidState {
                 txn: t,
                 state: TxnState::Committing,
-                wanted: "time out"
+                wanted: TcOp::TimeOut
             })
         );
         assert_eq!(tc.state_of(t), Some(TxnState::Committing));

@@ -32,7 +32,10 @@ mod tests {
         b.ack("s", 1, Some(txn(2))).unwrap();
         assert!(b.end_sub("s", txn(1), TxnAction::Abort));
         assert!(b.end_sub("s", txn(2), TxnAction::Commit));
-        assert!(!b.end_sub("s", txn(2), TxnAction::Abort), "the first marker wins");
+        assert!(
+            !b.end_sub("s", txn(2), TxnAction::Abort),
+            "the first marker wins"
+        );
         let s = b.sub("s");
         assert_eq!((s.is_acked(0), s.pending_txn(0)), (false, None));
         assert!(s.is_acked(1));

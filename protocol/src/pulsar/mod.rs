@@ -10,12 +10,14 @@
 //! - [`client`]: begin, send, receive, ack, commit, abort and the
 //!   consume-transform-produce step, written against a
 //!   [`client::PulsarTransport`].
+//! - [`points`]: named crash and pause points of the servers.
 //! - [`ablation`]: the planted bugs.
 
 pub mod ablation;
 pub mod buffer;
 pub mod client;
 pub mod coordinator;
+pub mod points;
 pub mod subscription;
 pub mod types;
 

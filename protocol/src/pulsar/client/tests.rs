@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::client::RpcError;
+use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::buffer;
 use crate::pulsar::coordinator::{self, TcAction};
 use crate::pulsar::test_util::{Broker, Tc};
@@ -32,15 +33,25 @@ struct World {
     now_ms: u64,
     /// How many end replies to lose after the end was carried out.
     lose_end_replies: u32,
+    /// Planted in every server.
+    ablations: PulsarAblations,
 }
 
 impl World {
     fn tc(&mut self) -> &mut Tc {
-        self.tc.get_or_insert_with(|| Tc::new(0))
+        let ablations = self.ablations;
+        self.tc.get_or_insert_with(|| Tc {
+            ablations,
+            ..Tc::new(0)
+        })
     }
 
     fn broker(&mut self, p: &Partition) -> &mut Broker {
-        self.brokers.entry(p.clone()).or_default()
+        let ablations = self.ablations;
+        self.brokers.entry(p.clone()).or_insert_with(|| Broker {
+            ablations,
+            ..Broker::default()
+        })
     }
 
     /// Carry out coordinator actions, delivering markers at once.
@@ -337,4 +348,42 @@ fn conflicting_processor_aborts_and_the_input_is_redone() {
     };
     assert_eq!(outcome, TxnOutcome::Committed);
     assert_eq!(t.must_receive_all(&p("out", 0)), vec!["xx"]);
+}
+
+/// Processor A pending-acks input `x` and produces `xx`; the input's broker
+/// restarts; processor B (a restarted consumer) looks for work; then A
+/// commits. Returns the committed output.
+fn restart_between_ack_and_commit(ablations: PulsarAblations) -> Vec<String> {
+    let t = Mem::new();
+    t.w().ablations = ablations;
+    block_on(send(&t, &p("in", 0), "x")).unwrap();
+    let key = SubscriptionKey::new(p("in", 0), "proc");
+    let mut a = Consumer::new(key.clone());
+    assert_eq!(block_on(a.receive(&t, 1)).unwrap().len(), 1);
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "xx")).unwrap();
+    block_on(txn.ack(&key, 0)).unwrap();
+    t.w().broker(&p("in", 0)).restart();
+    let mut b = Consumer::new(key);
+    b.redeliver_later();
+    block_on(process_one(&t, &mut b, double)).unwrap();
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Committed);
+    t.must_receive_all(&p("out", 0))
+}
+
+#[test]
+fn pending_ack_keeps_a_restarted_broker_exactly_once() {
+    let out = restart_between_ack_and_commit(PulsarAblations::NONE);
+    assert_eq!(out, vec!["xx"]);
+}
+
+#[test]
+fn ablated_pending_ack_makes_a_restarted_broker_process_twice() {
+    let ablations = PulsarAblations::only(PulsarAblation::PendingAckNotDurable);
+    let out = restart_between_ack_and_commit(ablations);
+    assert_eq!(
+        out,
+        vec!["xx", "xx"],
+        "the duplicate the checker must catch"
+    );
 }

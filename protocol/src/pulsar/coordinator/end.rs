@@ -9,9 +9,11 @@ use crate::pulsar::types::{TxnAction, TxnId};
 /// End `txn` with `action`. Returns what the coordinator must do, in order.
 /// The reply to the client comes from [`super::finish`], after every
 /// marker is acknowledged and COMMITTED/ABORTED is logged (Pulsar's
-/// `TransactionMetadataStoreService.endTransaction` answers after the end
-/// state is written). A retry of the same end while it is under way sends
-/// the markers again (markers are idempotent); the other end is refused.
+/// `TransactionMetadataStoreService.endTransaction` waits for every
+/// partition and subscription, then writes the end state, then completes).
+/// A retry of the same end while it is under way sends the markers again
+/// (markers are idempotent); the other end is refused (Pulsar answers
+/// `InvalidTxnStatusException` there).
 ///
 /// With [`PulsarAblation::CommitBeforeLogDurable`] a commit answers the
 /// client first and logs COMMITTING afterwards: a crash in between leaves

@@ -19,8 +19,9 @@ pub fn due(state: &TcState, now_ms: u64) -> Vec<TxnId> {
 
 /// Time out `txn` at `now_ms`: log ABORTING and send abort markers, but
 /// only if the transaction is still OPEN (a transaction already committing
-/// or aborting is left to finish). Returns no action when the deadline has
-/// not passed.
+/// or aborting is left to finish; Pulsar's
+/// `TransactionMetadataStoreService.endTransactionForTimeout` ends only an
+/// OPEN transaction). Returns no action when the deadline has not passed.
 ///
 /// With [`PulsarAblation::TimeoutRacesCommit`] the state is not checked: a
 /// COMMITTING transaction is switched to ABORTING and its participants get
@@ -105,5 +106,22 @@ mod tests {
         assert_eq!(kinds(&commit), vec![TxnAction::Commit; 2]);
         assert_eq!(kinds(&abort), vec![TxnAction::Abort; 2]);
         assert_eq!(tc.state_of(t), Some(TxnState::Aborting));
+        // The network delivers the commit marker first to partition 0 and
+        // the abort marker first to partition 1: the first marker wins at
+        // each, and the transaction is torn.
+        let markers = |a: &[TcAction]| match &a[1] {
+            TcAction::SendMarkers(m) => m.clone(),
+            other => panic!("{other:?}"),
+        };
+        let (c, a) = (markers(&commit), markers(&abort));
+        let (mut p0, mut p1) = (Broker::default(), Broker::default());
+        p0.must_send(Some(t), "x");
+        p1.must_send(Some(t), "y");
+        for (b, first, second) in [(&mut p0, &c[0], &a[0]), (&mut p1, &a[1], &c[1])] {
+            b.deliver(first);
+            b.deliver(second);
+        }
+        assert_eq!(p0.tb.ended(t), Some(TxnAction::Commit));
+        assert_eq!(p1.tb.ended(t), Some(TxnAction::Abort));
     }
 }

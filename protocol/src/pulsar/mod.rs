@@ -6,6 +6,8 @@
 //! - [`types`]: TxnIds, partitions, subscriptions, messages and markers.
 //! - [`coordinator`]: the transaction coordinator and its durable log.
 //! - [`buffer`]: the transaction buffer of a partition.
+//! - [`broker`]: one request or marker run on a partition and its
+//!   subscriptions: the reply and the durable write.
 //! - [`subscription`]: acks and pending acks of a subscription.
 //! - [`client`]: begin, send, receive, ack, commit, abort and the
 //!   consume-transform-produce step, written against a
@@ -14,6 +16,7 @@
 //! - [`ablation`]: the planted bugs.
 
 pub mod ablation;
+pub mod broker;
 pub mod buffer;
 pub mod client;
 pub mod coordinator;

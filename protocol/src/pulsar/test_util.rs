@@ -3,7 +3,9 @@
 //! way a server runs it (log the durable part, then apply).
 
 use super::ablation::{PulsarAblation, PulsarAblations};
+use super::broker::{self, BrokerWrite};
 use super::buffer::{self, AppendError, Entry, ReadMode, TbState};
+use super::client::{BrokerReply, BrokerRequest};
 use super::coordinator::{self, LogRecord, TcAction, TcError, TcState, TxnState};
 use super::subscription::{self, AckError, SubRecord, Subscription};
 use super::types::*;
@@ -162,11 +164,43 @@ impl Broker {
     }
 
     pub fn append(&mut self, m: &Message) -> Result<u64, AppendError> {
-        let e = buffer::append(&self.tb, m)?;
-        let offset = self.tb.len();
-        self.tb.apply(&e);
-        self.log.push(e);
-        Ok(offset)
+        match self.execute(&BrokerRequest::Send(m.clone())) {
+            BrokerReply::Sent(offset) => Ok(offset),
+            BrokerReply::SendRefused(e) => Err(e),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    fn view(&self) -> broker::PartitionView<'_> {
+        broker::PartitionView {
+            log: &self.log,
+            tb: &self.tb,
+            subs: &self.subs,
+        }
+    }
+
+    /// Run a request the way a broker does: write, apply, reply.
+    pub fn execute(&mut self, req: &BrokerRequest) -> BrokerReply {
+        let (reply, write) = broker::execute(self.view(), req, self.ablations);
+        self.write(write);
+        reply
+    }
+
+    /// Make `w` durable and apply it; whether anything was written.
+    fn write(&mut self, w: BrokerWrite) -> bool {
+        match w {
+            BrokerWrite::Nothing => false,
+            BrokerWrite::Partition(e) => {
+                self.tb.apply(&e);
+                self.log.push(e);
+                true
+            }
+            BrokerWrite::Subscription { name, mutation } => {
+                let written = !mutation.is_empty();
+                self.apply_sub(&name, &mutation);
+                written
+            }
+        }
     }
 
     pub fn must_send(&mut self, t: Option<TxnId>, payload: &str) -> u64 {
@@ -186,17 +220,8 @@ impl Broker {
     /// Deliver `m` (to the partition or one of its subscriptions); whether
     /// anything was written.
     pub fn deliver(&mut self, m: &Marker) -> bool {
-        if let Participant::Subscription(s) = &m.to {
-            return self.end_sub(&s.name, m.txn, m.action);
-        }
-        match buffer::end(&self.tb, m, self.ablations) {
-            Some(e) => {
-                self.tb.apply(&e);
-                self.log.push(e);
-                true
-            }
-            None => false,
-        }
+        let w = broker::deliver_marker(self.view(), m, self.ablations);
+        self.write(w)
     }
 
     pub fn must_mark(&mut self, t: TxnId, action: TxnAction) {
@@ -243,17 +268,26 @@ impl Broker {
     }
 
     pub fn ack(&mut self, name: &str, offset: u64, t: Option<TxnId>) -> Result<(), AckError> {
-        let m = subscription::ack(self.sub(name), offset, t, self.ablations)?;
-        self.apply_sub(name, &m);
-        Ok(())
+        let req = BrokerRequest::Ack {
+            subscription: name.to_string(),
+            offset,
+            txn: t,
+        };
+        match self.execute(&req) {
+            BrokerReply::Acked => Ok(()),
+            BrokerReply::AckRefused(e) => Err(e),
+            other => panic!("unexpected reply {other:?}"),
+        }
     }
 
     /// Deliver a subscription marker; whether a record was written.
     pub fn end_sub(&mut self, name: &str, t: TxnId, action: TxnAction) -> bool {
-        let m = subscription::end(self.sub(name), t, action);
-        let written = !m.is_empty();
-        self.apply_sub(name, &m);
-        written
+        self.deliver(&Marker {
+            txn: t,
+            producer: PRODUCER,
+            action,
+            to: sub(0, name),
+        })
     }
 
     /// Lose memory; rebuild from the durable logs.

@@ -5,7 +5,6 @@
 use super::*;
 use crate::client::RpcError;
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
-use crate::pulsar::buffer;
 use crate::pulsar::coordinator::{self, TcAction};
 use crate::pulsar::test_util::{Broker, Tc};
 use crate::pulsar::types::*;
@@ -113,35 +112,7 @@ impl World {
     }
 
     fn broker_req(&mut self, p: &Partition, req: BrokerRequest) -> BrokerReply {
-        let b = self.broker(p);
-        match req {
-            BrokerRequest::Send(m) => match b.append(&m) {
-                Ok(o) => BrokerReply::Sent(o),
-                Err(e) => BrokerReply::SendRefused(e),
-            },
-            BrokerRequest::Read {
-                subscription,
-                from,
-                mode,
-                max,
-            } => BrokerReply::Delivery(buffer::read(
-                &b.log,
-                &b.tb,
-                b.sub(&subscription),
-                from,
-                mode,
-                max,
-                b.ablations,
-            )),
-            BrokerRequest::Ack {
-                subscription,
-                offset,
-                txn,
-            } => match b.ack(&subscription, offset, txn) {
-                Ok(()) => BrokerReply::Acked,
-                Err(e) => BrokerReply::AckRefused(e),
-            },
-        }
+        self.broker(p).execute(&req)
     }
 
     /// Run the coordinator's timeouts at `now_ms`.

@@ -5,6 +5,8 @@
 
 mod append;
 mod end;
+#[cfg(test)]
+mod props;
 mod read;
 mod recover;
 mod state;

@@ -65,4 +65,31 @@ mod tests {
         );
         assert_eq!(tc.must_finish(committing), vec![TxnAction::Commit]);
     }
+
+    #[test]
+    fn crash_after_the_first_marker_finishes_on_every_participant() {
+        let mut tc = Tc::new(0);
+        let t = tc.must_open(0, 1_000);
+        tc.add(t, &part(0)).unwrap();
+        tc.add(t, &part(1)).unwrap();
+        let (mut p0, mut p1) = (Broker::default(), Broker::default());
+        p0.must_send(Some(t), "x");
+        p1.must_send(Some(t), "y");
+        let plan = tc.must_end(t, TxnAction::Commit);
+        let TcAction::SendMarkers(ms) = &plan[1] else {
+            panic!("{plan:?}")
+        };
+        assert!(p0.deliver(&ms[0]));
+        // The coordinator dies here: partition 0 shows the commit, 1 not.
+        assert_eq!(p1.must_read("s", 0, 10), vec![]);
+        let follow_ups = tc.crash_and_recover();
+        let TcAction::SendMarkers(again) = &follow_ups[0][0] else {
+            panic!("{follow_ups:?}")
+        };
+        assert!(!p0.deliver(&again[0]), "partition 0 has it already");
+        assert!(p1.deliver(&again[1]));
+        assert_eq!(tc.must_finish(t), vec![TxnAction::Commit]);
+        assert_eq!(p0.must_read("s", 0, 10), vec![(0, "x".to_string())]);
+        assert_eq!(p1.must_read("s", 0, 10), vec![(0, "y".to_string())]);
+    }
 }

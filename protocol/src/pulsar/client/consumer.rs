@@ -97,7 +97,7 @@ impl Consumer {
                 },
             )
         };
-        let BrokerReply::Delivery(d) = retry(t, call).await.0? else {
+        let BrokerReply::Delivery(d) = retry(t, call).await? else {
             return Err(ClientError::UnexpectedReply);
         };
         if mode == ReadMode::Dispatch {

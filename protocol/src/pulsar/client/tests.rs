@@ -115,13 +115,17 @@ impl World {
         self.broker(p).execute(&req)
     }
 
-    /// Run the coordinator's timeouts at `now_ms`.
-    fn time_passes(&mut self, now_ms: u64) {
+    /// Run the coordinator's timeouts at `now_ms`; `finish` whether their
+    /// markers are acknowledged at once (else they stay ABORTING).
+    fn time_passes(&mut self, now_ms: u64, finish: bool) {
         self.now_ms = now_ms;
         for txn in coordinator::due(&self.tc().state, now_ms) {
             let tc = self.tc();
             if let Ok(plan) = coordinator::timeout(&tc.state, txn, now_ms, tc.ablations) {
                 self.run(plan);
+                if !finish {
+                    continue;
+                }
                 let finish = coordinator::finish(&self.tc().state, txn).expect("finish");
                 self.run(finish);
             }
@@ -242,20 +246,27 @@ fn lost_commit_reply_is_unknown() {
     assert_eq!(t.must_receive_all(&p("out", 0)), vec!["a"]);
 }
 
-#[test]
-fn timed_out_transaction_cannot_commit() {
+/// The transaction times out before its client asks to commit.
+fn commit_after_timeout(finished: bool) -> TxnOutcome {
     let t = Mem::new();
     let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
     block_on(txn.send(&p("out", 0), "a")).unwrap();
-    t.w().time_passes(t.config.txn_timeout_ms);
+    t.w().time_passes(t.config.txn_timeout_ms, finished);
     let outcome = block_on(txn.commit());
-    assert_eq!(
-        outcome,
-        TxnOutcome::Aborted {
-            reason: AbortReason::TimedOut
-        }
-    );
     assert!(t.must_receive_all(&p("out", 0)).is_empty());
+    outcome
+}
+
+#[test]
+fn commit_meeting_a_timeout_abort_is_aborted() {
+    let reason = AbortReason::TimedOut;
+    assert_eq!(commit_after_timeout(false), TxnOutcome::Aborted { reason });
+}
+
+#[test]
+fn commit_after_a_finished_timeout_abort_is_unknown() {
+    // The coordinator has forgotten the transaction: not found.
+    assert_eq!(commit_after_timeout(true), TxnOutcome::Unknown);
 }
 
 fn double(payload: &str) -> Vec<(Partition, String)> {

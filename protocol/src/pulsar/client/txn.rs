@@ -78,24 +78,21 @@ pub enum TxnOutcome {
 }
 
 /// Retry `call` while it gets no answer, up to the configured retries.
-/// Only for idempotent requests. Returns the answer and whether an earlier
-/// try may have been applied (it timed out).
-pub(super) async fn retry<T, R, F, Fut>(t: &T, mut call: F) -> (Result<R, RpcError>, bool)
+/// Only for idempotent requests.
+pub(super) async fn retry<T, R, F, Fut>(t: &T, mut call: F) -> Result<R, RpcError>
 where
     T: PulsarTransport,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<R, RpcError>>,
 {
-    let mut maybe_applied = false;
     let mut tries = 0;
     loop {
         match call().await {
-            Err(e) if tries < t.config().retries => {
-                maybe_applied |= e == RpcError::Timeout;
+            Err(_) if tries < t.config().retries => {
                 tries += 1;
                 t.sleep_ms(t.config().retry_backoff_ms).await;
             }
-            other => return (other, maybe_applied),
+            other => return other,
         }
     }
 }
@@ -151,7 +148,7 @@ impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
                 participant: participant.clone(),
             })
         };
-        match retry(t, call).await.0? {
+        match retry(t, call).await? {
             TcReply::Added => {
                 self.participants.insert(participant);
                 Ok(())
@@ -179,7 +176,9 @@ impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
     }
 
     /// Ask the coordinator to commit; wait for its answer (given once every
-    /// participant has its marker and COMMITTED is logged).
+    /// participant has its marker and COMMITTED is logged). `Aborted` only
+    /// when the coordinator says so (it is aborting or has aborted);
+    /// `Unknown` when it no longer knows the transaction or never answers.
     pub async fn commit(self) -> TxnOutcome {
         self.t
             .reached(Some(self.id), ClientPoint::BeforeCommit)
@@ -191,7 +190,7 @@ impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
                 action: TxnAction::Commit,
             })
         };
-        let (reply, maybe_applied) = retry(t, call).await;
+        let reply = retry(t, call).await;
         let outcome = match reply {
             Ok(TcReply::Ended(TxnAction::Commit)) => TxnOutcome::Committed,
             Ok(TcReply::Ended(TxnAction::Abort)) => TxnOutcome::Aborted {
@@ -204,14 +203,9 @@ impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
             })) => TxnOutcome::Aborted {
                 reason: AbortReason::TimedOut,
             },
-            // Ended and forgotten: by our own earlier try, or by a timeout.
-            Ok(TcReply::Refused(TcError::NotFound(_))) if !maybe_applied => TxnOutcome::Aborted {
-                reason: AbortReason::TimedOut,
-            },
-            // Never reached the coordinator: it can only time out.
-            Err(RpcError::Unavailable) if !maybe_applied => TxnOutcome::Aborted {
-                reason: AbortReason::Unavailable,
-            },
+            // Ended and forgotten (by an earlier try, a duplicated copy of
+            // this one, or a timeout): Pulsar cannot tell which (PIP-476,
+            // background), and neither can we. No answer at all: the same.
             _ => TxnOutcome::Unknown,
         };
         self.finish(outcome)
@@ -288,7 +282,7 @@ pub(super) async fn ack_message<T: PulsarTransport>(
             },
         )
     };
-    match retry(t, call).await.0? {
+    match retry(t, call).await? {
         BrokerReply::Acked => {
             t.event(ClientEvent::Acked {
                 subscription: sub.clone(),

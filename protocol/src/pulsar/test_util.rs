@@ -78,7 +78,7 @@ impl Tc {
     }
 
     pub fn must_open(&mut self, now_ms: u64, timeout_ms: u64) -> TxnId {
-        let (t, r) = coordinator::open(&self.state, PRODUCER, now_ms, timeout_ms);
+        let (t, r) = coordinator::open(&self.state, PRODUCER, now_ms + timeout_ms);
         self.log(r);
         t
     }

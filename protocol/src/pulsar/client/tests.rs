@@ -97,7 +97,7 @@ impl World {
                 producer,
                 timeout_ms,
             } => {
-                let (txn, r) = coordinator::open(&self.tc().state, producer, now, timeout_ms);
+                let (txn, r) = coordinator::open(&self.tc().state, producer, now + timeout_ms);
                 self.tc().log(r);
                 TcReply::Opened(txn)
             }

@@ -4,16 +4,11 @@
 use super::state::{LogRecord, TcState};
 use crate::pulsar::types::{ProducerRef, TxnId};
 
-/// Open a transaction for `producer` at coordinator time `now_ms`, timing
-/// out `timeout_ms` later. Returns the TxnId to answer with once the record
-/// is durable. The sequence number comes from the state, which replay
+/// Open a transaction for `producer` that times out at `deadline_ms`
+/// (coordinator clock: its time now plus the client's timeout). Returns
+/// the TxnId to answer with once the record is durable. The sequence number comes from the state, which replay
 /// rebuilds from the log, so it is never repeated across restarts.
-pub fn open(
-    state: &TcState,
-    producer: ProducerRef,
-    now_ms: u64,
-    timeout_ms: u64,
-) -> (TxnId, LogRecord) {
+pub fn open(state: &TcState, producer: ProducerRef, deadline_ms: u64) -> (TxnId, LogRecord) {
     let txn = TxnId {
         coordinator: state.coordinator(),
         seq: state.next_seq(),
@@ -21,7 +16,7 @@ pub fn open(
     let record = LogRecord::Open {
         txn,
         producer,
-        deadline_ms: now_ms.saturating_add(timeout_ms),
+        deadline_ms,
     };
     (txn, record)
 }

@@ -6,7 +6,7 @@
 use super::ablation::PulsarAblations;
 use super::buffer::{self, Entry, TbState};
 use super::client::{BrokerReply, BrokerRequest};
-use super::subscription::{self, SubMutation, Subscription};
+use super::subscription::{self, AckError, SubMutation, Subscription};
 use super::types::{Marker, Participant};
 use std::collections::BTreeMap;
 
@@ -66,6 +66,10 @@ pub fn execute(
             let d = buffer::read(view.log, view.tb, &sub, *from, *mode, *max, ablations);
             (BrokerReply::Delivery(d), BrokerWrite::Nothing)
         }
+        BrokerRequest::Ack { offset, .. } if !is_message(view.log, *offset) => (
+            BrokerReply::AckRefused(AckError::NoSuchMessage(*offset)),
+            BrokerWrite::Nothing,
+        ),
         BrokerRequest::Ack {
             subscription,
             offset,
@@ -81,6 +85,10 @@ pub fn execute(
             Err(e) => (BrokerReply::AckRefused(e), BrokerWrite::Nothing),
         },
     }
+}
+
+fn is_message(log: &[Entry], offset: u64) -> bool {
+    matches!(log.get(offset as usize), Some(Entry::Message(_)))
 }
 
 /// Apply a coordinator's marker to the partition `view` (or one of its
@@ -114,6 +122,7 @@ pub fn deliver_marker(
 mod tests {
     use super::BrokerWrite;
     use crate::pulsar::client::{BrokerReply, BrokerRequest};
+    use crate::pulsar::subscription::AckError;
     use crate::pulsar::test_util::*;
     use crate::pulsar::types::{Marker, Message, TxnAction};
 
@@ -142,6 +151,20 @@ mod tests {
             super::deliver_marker(b_view(&b), &marker, b.ablations),
             BrokerWrite::Nothing
         );
+    }
+
+    #[test]
+    fn ack_of_a_marker_or_past_the_end_is_refused() {
+        let mut b = Broker::default();
+        b.must_send(Some(txn(1)), "a");
+        b.must_mark(txn(1), TxnAction::Commit);
+        for offset in [1, 2] {
+            assert_eq!(
+                b.ack("s", offset, None),
+                Err(AckError::NoSuchMessage(offset))
+            );
+        }
+        assert_eq!(b.ack("s", 0, None), Ok(()));
     }
 
     fn b_view(b: &Broker) -> super::PartitionView<'_> {

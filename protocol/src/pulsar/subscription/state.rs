@@ -77,6 +77,9 @@ pub enum AckError {
     /// The transaction already ended on this subscription (a late copy).
     #[error("transaction {0} already ended here")]
     TxnEnded(TxnId),
+    /// No message has this offset in the partition.
+    #[error("no message at offset {0}")]
+    NoSuchMessage(u64),
 }
 
 /// The acknowledgment state of one subscription: acked messages, pending

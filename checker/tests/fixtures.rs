@@ -13,6 +13,7 @@ const ATOMIC: &str = "atomic_commits";
 const CYCLES: &str = "no_dependency_cycles";
 const ONCE: &str = "observer_at_most_once";
 const LOST: &str = "no_lost_notification";
+const SCANS: &str = "predicate_reads";
 
 #[test]
 fn every_rule_is_reported_in_a_fixed_order() {
@@ -20,7 +21,7 @@ fn every_rule_is_reported_in_a_fixed_order() {
     let ids: Vec<&str> = r.rules.iter().map(|x| x.id.as_str()).collect();
     assert_eq!(
         ids,
-        [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST]
+        [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST, SCANS]
     );
     assert!(r.rules.iter().all(|x| !x.name.is_empty()));
 }

@@ -353,7 +353,7 @@ fn without_observers_the_observer_rules_pass_and_say_so() {
         text.contains("(no observers declared: nothing to check)"),
         "{text}"
     );
-    assert!(text.contains("all 7 rules hold"), "{text}");
+    assert!(text.contains("all 8 rules hold"), "{text}");
     let (_, json) = run("valid_basic", true);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rules = v["rules"].as_array().unwrap();

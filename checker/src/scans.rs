@@ -52,7 +52,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 /// seen, in row then column order.
 fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, Cv<'a>)> {
     let lo = index.partition_point(|e| e.0 < scan.start_row.as_str());
-    let hi = index.partition_point(|e| e.0 < scan.end_row.as_str()).max(lo);
+    let hi = index
+        .partition_point(|e| e.0 < scan.end_row.as_str())
+        .max(lo);
     index[lo..hi]
         .iter()
         .filter(|e| scan.cols.is_empty() || scan.cols.iter().any(|c| c == e.1))
@@ -88,7 +90,9 @@ fn judge(ctx: &Ctx<'_>, index: &CellIndex<'_>, t: u32, scan: &Scan, sink: &mut S
     let (mut i, mut j) = (0, 0);
     while i < want.len() || j < got.len() {
         let order = match (want.get(i), got.get(j)) {
-            (Some(&(c, _)), Some(g)) => ctx.cells[c as usize].cmp(&(g.row.as_str(), g.col.as_str())),
+            (Some(&(c, _)), Some(g)) => {
+                ctx.cells[c as usize].cmp(&(g.row.as_str(), g.col.as_str()))
+            }
             (Some(_), None) => Ordering::Less,
             _ => Ordering::Greater,
         };

@@ -21,7 +21,9 @@ fn every_rule_is_reported_in_a_fixed_order() {
     let ids: Vec<&str> = r.rules.iter().map(|x| x.id.as_str()).collect();
     assert_eq!(
         ids,
-        [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST, SCANS]
+        [
+            SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST, SCANS
+        ]
     );
     assert!(r.rules.iter().all(|x| !x.name.is_empty()));
 }

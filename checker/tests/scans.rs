@@ -46,8 +46,16 @@ fn a_dropped_row_is_a_missing_row() {
     let r = report("scan_missing_row");
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "missing_row", &[3, 1]);
-    assert!(f.summary.contains("did not return a.v = \"1\""), "{}", f.summary);
-    assert!(f.summary.contains("written by T1, committed at 2"), "{}", f.summary);
+    assert!(
+        f.summary.contains("did not return a.v = \"1\""),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.summary.contains("written by T1, committed at 2"),
+        "{}",
+        f.summary
+    );
     let (code, text) = run("scan_missing_row", false);
     assert_eq!(code, 1);
     assert!(text.contains("missing_row"), "{text}");
@@ -65,20 +73,30 @@ fn a_missing_row_in_an_all_columns_scan() {
 
 #[test]
 fn a_row_committed_after_the_snapshot_is_a_phantom() {
-    let mut returned = load("valid_scans").transactions[2].scans[1].returned.clone();
+    let mut returned = load("valid_scans").transactions[2].scans[1]
+        .returned
+        .clone();
     returned.push(cell("d", "v", "4"));
     let r = check(&with_answer(1, returned));
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "phantom", &[3, 4]);
     assert!(f.summary.contains("d.v = \"4\""), "{}", f.summary);
-    assert!(f.summary.contains("committed only at 7 (by T4)"), "{}", f.summary);
+    assert!(
+        f.summary.contains("committed only at 7 (by T4)"),
+        "{}",
+        f.summary
+    );
 }
 
 #[test]
 fn a_deleted_row_is_a_phantom() {
     let h = with_answer(
         0,
-        vec![cell("a", "v", "1"), cell("b", "v", "2"), cell("c", "v", "3")],
+        vec![
+            cell("a", "v", "1"),
+            cell("b", "v", "2"),
+            cell("c", "v", "3"),
+        ],
     );
     let r = check(&h);
     assert_failed(&r, &[SCANS]);
@@ -90,16 +108,28 @@ fn a_deleted_row_is_a_phantom() {
 fn a_row_outside_the_predicate_or_returned_twice_is_a_phantom() {
     let outside = with_answer(
         0,
-        vec![cell("a", "v", "1"), cell("a", "w", "x"), cell("c", "v", "3")],
+        vec![
+            cell("a", "v", "1"),
+            cell("a", "w", "x"),
+            cell("c", "v", "3"),
+        ],
     );
     let r = check(&outside);
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "phantom", &[3]);
-    assert!(f.summary.contains("outside its rows and columns"), "{}", f.summary);
+    assert!(
+        f.summary.contains("outside its rows and columns"),
+        "{}",
+        f.summary
+    );
 
     let twice = with_answer(
         0,
-        vec![cell("a", "v", "1"), cell("c", "v", "3"), cell("c", "v", "3")],
+        vec![
+            cell("a", "v", "1"),
+            cell("c", "v", "3"),
+            cell("c", "v", "3"),
+        ],
     );
     let f = assert_one(&check(&twice), SCANS, "phantom", &[3]).clone();
     assert!(f.summary.contains("returned c.v twice"), "{}", f.summary);
@@ -109,7 +139,11 @@ fn a_row_outside_the_predicate_or_returned_twice_is_a_phantom() {
 fn a_row_never_written_is_a_phantom() {
     let h = with_answer(
         0,
-        vec![cell("a", "v", "1"), cell("bb", "v", "?"), cell("c", "v", "3")],
+        vec![
+            cell("a", "v", "1"),
+            cell("bb", "v", "?"),
+            cell("c", "v", "3"),
+        ],
     );
     let f = assert_one(&check(&h), SCANS, "phantom", &[3]).clone();
     assert!(f.summary.contains("no version of bb.v"), "{}", f.summary);

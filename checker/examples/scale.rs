@@ -167,6 +167,7 @@ fn generate_each(n: u64, mut emit: impl FnMut(Transaction)) -> FinalState {
             outcome,
             abort_reason: None,
             ops,
+            scans: Vec::new(),
             observer: None,
         });
     }

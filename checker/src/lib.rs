@@ -4,7 +4,7 @@
 //! fed to it. It judges only what clients observed and what the store holds,
 //! never the protocol's own bookkeeping (events are shown for context only).
 //!
-//! Seven rules, each reported separately with a stable id:
+//! Eight rules, each reported separately with a stable id:
 //!
 //! | id | what must hold |
 //! |----|----------------|
@@ -15,6 +15,7 @@
 //! | `no_dependency_cycles` | no G0, G1a, G1b, G1c, G-single, lost update or non-adjacent G2 cycle |
 //! | `observer_at_most_once` | at most one observer transaction commits per change of an observed cell |
 //! | `no_lost_notification` | every change to an observed cell is followed by a committed observer run that saw it; no notify entry is left |
+//! | `predicate_reads` | every scan returns exactly the cells of its range with a value visible at its start_ts: no missing row, no phantom, no wrong version |
 //!
 //! It also judges Jepsen/Elle list-append histories in EDN, which carry no
 //! timestamps ([`parse_elle`], [`check_elle`]): version orders are inferred
@@ -47,6 +48,7 @@ mod observer_once;
 mod observers;
 mod parse;
 mod report;
+mod scans;
 mod snapshot;
 mod timestamps;
 
@@ -83,6 +85,8 @@ pub fn check(history: &History) -> Report {
     observer_once::check(&ctx, &obs, &mut s6);
     let mut s7 = Sink::new(notifications::ID);
     notifications::check(&ctx, &obs, &mut s7);
+    let mut s8 = Sink::new(scans::ID);
+    scans::check(&ctx, &mut s8);
 
     let rules = vec![
         s1.into_rule(snapshot::NAME),
@@ -92,6 +96,7 @@ pub fn check(history: &History) -> Report {
         s5.into_rule(cycles::NAME),
         s6.into_rule(observer_once::NAME),
         s7.into_rule(notifications::NAME),
+        s8.into_rule(scans::NAME),
     ];
 
     let txns = &history.transactions;

@@ -20,6 +20,7 @@ struct TxnRecord {
     outcome: Option<history::Outcome>,
     abort_reason: Option<String>,
     ops: Vec<history::Op>,
+    scans: Vec<history::Scan>,
     observer: Option<history::ObserverRun>,
     /// Its client died while it ran: it will never finish.
     orphaned: bool,
@@ -53,6 +54,7 @@ impl Recorder {
             outcome: None,
             abort_reason: None,
             ops: Vec::new(),
+            scans: Vec::new(),
             observer: None,
             orphaned: false,
         });
@@ -84,6 +86,7 @@ impl Recorder {
                     value: v.clone(),
                 })
                 .collect(),
+            scans: Vec::new(),
             observer: None,
             orphaned: false,
         });
@@ -137,6 +140,29 @@ impl Recorder {
                     col: cell.col,
                 },
             }),
+            TxnEvent::Scanned {
+                start_row,
+                end_row,
+                cols,
+                start_ts,
+                cells,
+            } => t.scans.push(history::Scan {
+                start_row,
+                end_row,
+                cols,
+                start_ts: start_ts.0,
+                returned: cells
+                    .into_iter()
+                    .map(|(c, value)| history::ScanCell {
+                        row: c.row,
+                        col: c.col,
+                        value,
+                    })
+                    .collect(),
+            }),
+            // Kept if the outcome stays unknown: the store must then hold
+            // the transaction at exactly this timestamp, or not at all.
+            TxnEvent::CommitTs { commit_ts } => t.commit_ts = Some(commit_ts.0),
             TxnEvent::Finished(outcome) => {
                 t.complete_ns = Some(now_ns);
                 let name = match &outcome {
@@ -147,6 +173,7 @@ impl Recorder {
                     }
                     CommitOutcome::Aborted { reason } => {
                         t.outcome = Some(history::Outcome::Aborted);
+                        t.commit_ts = None;
                         t.abort_reason = Some(reason.name().to_string());
                         format!("abort.{}", reason.name())
                     }
@@ -223,6 +250,7 @@ impl Recorder {
                     outcome: t.outcome.unwrap_or(history::Outcome::Unknown),
                     abort_reason: t.abort_reason.clone(),
                     ops: t.ops.clone(),
+                    scans: t.scans.clone(),
                     observer: t.observer.clone(),
                 })
             })

@@ -26,7 +26,12 @@ pub struct ScriptBuilder {
 impl ScriptBuilder {
     /// An empty script.
     pub fn new() -> Self {
-        ScriptBuilder::default()
+        ScriptBuilder {
+            script: Script {
+                step_timeout_ms: super::default_step_timeout_ms(),
+                ..Script::default()
+            },
+        }
     }
 
     /// Commit `row`/`col` = `value` before the script starts.

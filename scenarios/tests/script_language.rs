@@ -149,3 +149,13 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
     assert!(text.contains("step 7") && text.contains("expected Committed; happened Aborted"), "{text}");
     assert!(text.contains("replay: cargo run --release --bin percsim -- run"), "{text}");
 }
+
+#[test]
+fn the_tutorials_first_version_fails_as_the_docs_show() {
+    let mut v = example("first-regression-test");
+    v["workload"]["steps"][6]["expect"] = json!("b0");
+    must_fail(
+        &v,
+        &[r#"step 6 {"do":"get","txn":"T2","row":"b","col":"v","expect":"b0","no_wait":false}: expected Some("b0"); happened Some("b1")"#],
+    );
+}

@@ -4,8 +4,8 @@
 
 fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/script");
-    let trials = percsim_scenarios::regress::file_trials(&dir, "script")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let trials =
+        percsim_scenarios::regress::file_trials(&dir, "script").unwrap_or_else(|e| panic!("{e}"));
     assert!(trials.len() >= 5, "the examples are missing");
     libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit();
 }

@@ -3,9 +3,9 @@
 //! fail naming that step, what was expected and what happened. The typed
 //! builder runs the same way from Rust.
 
+use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
 use percsim_scenarios::workloads::{Counted, ErrorClass, ExpectOutcome, ScriptBuilder, Stored};
-use percsim_scenarios::Scenario;
 use serde_json::{Value, json};
 
 fn example(name: &str) -> Value {
@@ -28,7 +28,13 @@ fn must_fail(v: &Value, needles: &[&str]) {
 fn a_wrong_failure_class_fails() {
     let mut v = example("expected-failures");
     v["workload"]["steps"][6]["fails"] = json!("write_conflict");
-    must_fail(&v, &["step 6", "expected a failure (write_conflict); happened Aborted"]);
+    must_fail(
+        &v,
+        &[
+            "step 6",
+            "expected a failure (write_conflict); happened Aborted",
+        ],
+    );
     let mut v = example("expected-failures");
     v["workload"]["steps"][14]["fails"] = json!("locked");
     must_fail(&v, &["step 14", "expected a failure (locked)"]);
@@ -59,7 +65,13 @@ fn wrong_store_contents_fail() {
     must_fail(&v, &["step 5", "expected writes"]);
     let mut v = example("store-and-events");
     v["workload"]["steps"][6]["notify"] = json!(true);
-    must_fail(&v, &["step 6", "expected notify entry true; happened notify entry false"]);
+    must_fail(
+        &v,
+        &[
+            "step 6",
+            "expected notify entry true; happened notify entry false",
+        ],
+    );
     let mut v = example("interrupted-commits");
     v["workload"]["at_end"][2]["writes"][1]["kind"] = json!("put");
     must_fail(&v, &["at_end 2", "expected writes"]);
@@ -97,15 +109,24 @@ fn bad_new_fields_are_refused() {
     let mut v = example("overlap");
     v["workload"]["steps"][6]["until"] = json!({"node_up": "tablet-9"});
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
-    assert!(e.contains("workload.steps[6]: no node named \"tablet-9\""), "{e}");
+    assert!(
+        e.contains("workload.steps[6]: no node named \"tablet-9\""),
+        "{e}"
+    );
     let mut v = example("store-and-events");
     v["workload"]["steps"][11]["since_step"] = json!(11);
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
-    assert!(e.contains("since_step: step 11 does not come before"), "{e}");
+    assert!(
+        e.contains("since_step: step 11 does not come before"),
+        "{e}"
+    );
     let mut v = example("expected-failures");
     v["workload"]["steps"][6]["expect"] = json!("aborted");
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
-    assert!(e.contains("either a result (expect) or a failure (fails)"), "{e}");
+    assert!(
+        e.contains("either a result (expect) or a failure (fails)"),
+        "{e}"
+    );
     let mut v = example("overlap");
     v["workload"]["at_end"] = json!([{"do": "heal"}]);
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
@@ -137,7 +158,10 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
     let scenario = regress::script_scenario(script, 0);
     let first_failure = regress::sweep(&scenario, 0..3).expect("runs");
     if let Some(j) = first_failure {
-        panic!("{}", j.explain(&std::env::temp_dir().join("percsim-builder.json")));
+        panic!(
+            "{}",
+            j.explain(&std::env::temp_dir().join("percsim-builder.json"))
+        );
     }
     let judged = regress::run(&scenario).expect("runs");
     assert!(judged.output.history.transactions.len() >= 3);
@@ -146,8 +170,14 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
     let judged = regress::run(&wrong).expect("runs");
     assert!(!judged.passed());
     let text = judged.explain(&std::env::temp_dir().join("percsim-builder-wrong.json"));
-    assert!(text.contains("step 7") && text.contains("expected Committed; happened Aborted"), "{text}");
-    assert!(text.contains("replay: cargo run --release --bin percsim -- run"), "{text}");
+    assert!(
+        text.contains("step 7") && text.contains("expected Committed; happened Aborted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("replay: cargo run --release --bin percsim -- run"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -156,6 +186,8 @@ fn the_tutorials_first_version_fails_as_the_docs_show() {
     v["workload"]["steps"][6]["expect"] = json!("b0");
     must_fail(
         &v,
-        &[r#"step 6 {"do":"get","txn":"T2","row":"b","col":"v","expect":"b0","no_wait":false}: expected Some("b0"); happened Some("b1")"#],
+        &[
+            r#"step 6 {"do":"get","txn":"T2","row":"b","col":"v","expect":"b0","no_wait":false}: expected Some("b0"); happened Some("b1")"#,
+        ],
     );
 }

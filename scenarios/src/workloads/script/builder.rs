@@ -116,14 +116,14 @@ impl ScriptBuilder {
 
     /// Do not wait for the last step (a begin, get, scan or commit) to finish.
     pub fn no_wait(mut self) -> Self {
-        match self.script.steps.last_mut() {
-            Some(
-                Step::Begin { no_wait, .. }
-                | Step::Get { no_wait, .. }
-                | Step::Scan { no_wait, .. }
-                | Step::Commit { no_wait, .. },
-            ) => *no_wait = true,
-            _ => {}
+        if let Some(
+            Step::Begin { no_wait, .. }
+            | Step::Get { no_wait, .. }
+            | Step::Scan { no_wait, .. }
+            | Step::Commit { no_wait, .. },
+        ) = self.script.steps.last_mut()
+        {
+            *no_wait = true;
         }
         self
     }

@@ -11,8 +11,8 @@ mod run;
 
 pub use builder::ScriptBuilder;
 pub use expect::{
-    CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind, Stored,
-    WaitFor, WriteExpect,
+    CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind, Stored, WaitFor,
+    WriteExpect,
 };
 
 use percsim_protocol::CellKey;
@@ -331,7 +331,10 @@ impl Script {
     fn cells_of(&self, txn: &str) -> Vec<CellRef> {
         let mut cells: Vec<CellRef> = Vec::new();
         for s in &self.steps {
-            if let Step::Set { txn: t, row, col, .. } | Step::Delete { txn: t, row, col } = s
+            if let Step::Set {
+                txn: t, row, col, ..
+            }
+            | Step::Delete { txn: t, row, col } = s
                 && t == txn
             {
                 let c = CellRef {
@@ -395,10 +398,10 @@ impl Script {
         nodes: &[String],
         begun: &BTreeMap<&str, usize>,
     ) -> Result<(), String> {
-        let no_client = |c: &usize| format!("{at}.client: client {c} does not exist ({clients} clients)");
-        let no_node = |n: &String| {
-            format!("{at}: no node named {n:?} (nodes: {})", nodes.join(", "))
-        };
+        let no_client =
+            |c: &usize| format!("{at}.client: client {c} does not exist ({clients} clients)");
+        let no_node =
+            |n: &String| format!("{at}: no node named {n:?} (nodes: {})", nodes.join(", "));
         let not_begun = |t: &str| format!("{at}: transaction {t:?} is not begun before this step");
         match step {
             Step::Begin { client, .. }

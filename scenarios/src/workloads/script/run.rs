@@ -286,14 +286,7 @@ impl Script {
         }
     }
 
-    async fn commit(
-        &self,
-        i: usize,
-        name: &str,
-        client: &Arc<Client>,
-        step: &Step,
-        txn: Txn<'_>,
-    ) {
+    async fn commit(&self, i: usize, name: &str, client: &Arc<Client>, step: &Step, txn: Txn<'_>) {
         let Step::Commit {
             expect,
             fails,
@@ -330,7 +323,11 @@ impl Script {
             self.fail(i, format!("{e:?}"), format!("{outcome:?}"));
         }
         if let Some(f) = fails.filter(|f| class != Some(*f)) {
-            self.fail(i, format!("a failure ({})", f.name()), format!("{outcome:?}"));
+            self.fail(
+                i,
+                format!("a failure ({})", f.name()),
+                format!("{outcome:?}"),
+            );
         }
     }
 
@@ -433,9 +430,9 @@ impl Script {
             match step {
                 Step::AssertCell(a) => view.check_cell(a),
                 Step::AssertCount(a) => {
-                    let since = a
-                        .since_step
-                        .map_or(0, |k| s.marks.get(&(k, a.count.counter())).copied().unwrap_or(0));
+                    let since = a.since_step.map_or(0, |k| {
+                        s.marks.get(&(k, a.count.counter())).copied().unwrap_or(0)
+                    });
                     view.check_count(a, since)
                 }
                 Step::AssertStored { txn, store } => {

@@ -9,6 +9,7 @@ pub mod fuzz;
 pub mod histfile;
 pub mod interop_bench;
 pub mod paper;
+pub mod regress;
 pub mod report;
 pub mod scenario;
 mod shard;

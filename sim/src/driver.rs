@@ -303,6 +303,27 @@ impl Faults {
         }
     }
 
+    /// The world, for [`crate::inspect`].
+    pub(crate) fn world(&self) -> &Arc<World> {
+        &self.world
+    }
+
+    /// Whether `node` is killed or paused now.
+    pub(crate) fn is_down(&self, node: &str) -> bool {
+        self.killed.contains(node) || self.paused.contains(node)
+    }
+
+    /// Heal every partition in force now (a script's `heal` step).
+    pub(crate) fn heal_partitions(&mut self) {
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.undo)
+            .into_iter()
+            .partition(|(_, u)| matches!(u, Undo::Unclog(_)));
+        self.undo = keep;
+        for (_, u) in due {
+            self.run_undo(u);
+        }
+    }
+
     /// Undo everything whose time has come.
     fn undo_due(&mut self) {
         let now = Instant::now();
@@ -477,7 +498,7 @@ fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) ->
 /// Lets a workload's driver inject faults while it runs (the `script`
 /// workload pauses, resumes and kills nodes at exact steps).
 pub struct Controller {
-    faults: SharedFaults,
+    pub(crate) faults: SharedFaults,
 }
 
 impl Controller {

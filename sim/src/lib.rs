@@ -14,6 +14,7 @@ mod config;
 mod driver;
 mod faults;
 mod harness;
+mod inspect;
 mod nodes;
 mod recorder;
 mod rpc;
@@ -26,6 +27,7 @@ pub use config::{ClockSkew, ConfigError, CostModel, CrashAt, PauseAt, SimConfig}
 pub use driver::Controller;
 pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use harness::{RunOutput, RunSummary, run};
+pub use inspect::CellView;
 pub use nodes::client::{Armed, Client};
 pub use recorder::LOADER_CLIENT;
 pub use watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};

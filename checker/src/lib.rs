@@ -35,6 +35,7 @@
 //! ```
 
 mod atomicity;
+mod compact;
 mod conflicts;
 mod ctx;
 mod cycles;
@@ -65,6 +66,11 @@ use std::path::Path;
 /// produced by [`parse`] (and so may break its references) is judged as well
 /// as it can be.
 pub fn check(history: &History) -> Report {
+    check_compact(&compact::Compact::from_history(history))
+}
+
+/// [`check`] on the compact form.
+fn check_compact(history: &compact::Compact) -> Report {
     let ctx = ctx::Ctx::build(history);
 
     let mut s1 = Sink::new(snapshot::ID);
@@ -94,14 +100,14 @@ pub fn check(history: &History) -> Report {
         s7.into_rule(notifications::NAME),
     ];
 
-    let txns = &history.transactions;
+    let txns = &history.txns;
     let count = |o: Outcome| txns.iter().filter(|t| t.outcome == o).count() as u64;
-    let reads = txns
+    let reads = history
+        .ops
         .iter()
-        .flat_map(|t| &t.ops)
-        .filter(|o| matches!(o, Op::Read { .. }))
+        .filter(|o| o.kind == compact::OpKind::Read)
         .count() as u64;
-    let ops = txns.iter().map(|t| t.ops.len() as u64).sum::<u64>();
+    let ops = history.ops.len() as u64;
     let stats = Stats {
         transactions: txns.len() as u64,
         committed: count(Outcome::Committed),
@@ -117,11 +123,11 @@ pub fn check(history: &History) -> Report {
         cells: ctx.cells.len() as u64,
         unique_value_cells: graph.unique_cells,
         store_versions: ctx.all_recs().len() as u64,
-        locks: history.final_state.locks.len() as u64,
+        locks: history.locks.len() as u64,
         graph_edges: graph.edges,
         observers: history.observers.len() as u64,
         observer_runs: ctx.runs.len() as u64,
-        notify_entries: history.final_state.notify.len() as u64,
+        notify_entries: history.notify.len() as u64,
     };
 
     Report {
@@ -149,7 +155,7 @@ fn read_file(path: &Path) -> Result<History, FileError> {
     let reader = std::io::BufReader::with_capacity(1 << 20, file);
     match serde_json::from_reader::<_, History>(reader) {
         Ok(h) => {
-            parse::validate(&h).map_err(FileError::Invalid)?;
+            parse::validate(&compact::Compact::from_history(&h)).map_err(FileError::Invalid)?;
             Ok(h)
         }
         Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),

@@ -49,6 +49,7 @@ mod observers;
 mod parse;
 mod report;
 mod snapshot;
+mod stream;
 mod timestamps;
 
 pub use edn::EdnError;
@@ -146,11 +147,27 @@ enum FileError {
     Invalid(HistoryError),
 }
 
-/// Read and validate the history at `path` as a stream, so that the file's
-/// text is never held whole next to the history. Only when it is not a valid
-/// history is the text read again, to name the problem as [`parse`] does
-/// (with the JSON path of the offending value).
-fn read_file(path: &Path) -> Result<History, FileError> {
+/// Read and validate the history at `path` as a stream, straight into the
+/// compact form (the file's text is never held whole, and no `String` is
+/// made per row, column or value). When the stream is not a valid history,
+/// it is read again the ordinary way, which names the problem as [`parse`]
+/// does (with the JSON path of the offending value).
+fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
+    let file = std::fs::File::open(path).map_err(FileError::Read)?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    match stream::read(reader) {
+        Ok(c) => {
+            parse::validate(&c).map_err(FileError::Invalid)?;
+            Ok(c)
+        }
+        Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
+        Err(_) => read_file_slowly(path).map(|h| compact::Compact::from_history(&h)),
+    }
+}
+
+/// [`read_file`] through the public [`History`]: the reference the stream
+/// must agree with, and the source of error messages.
+fn read_file_slowly(path: &Path) -> Result<History, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
     let reader = std::io::BufReader::with_capacity(1 << 20, file);
     match serde_json::from_reader::<_, History>(reader) {
@@ -221,7 +238,7 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
             return 2;
         }
     };
-    let report = check(&history);
+    let report = check_compact(&history);
     // A failed write cannot change the verdict, which the exit code carries.
     let _ = if json {
         serde_json::to_writer_pretty(&mut *out, &report)

@@ -18,14 +18,24 @@ pub(crate) struct Strs {
     arena: String,
     /// End of string `i` in `arena` (its start is the previous end).
     ends: Vec<u64>,
-    /// `id + 1` per slot, 0 when empty; its length is a power of two.
-    table: Vec<u32>,
+    /// Per slot: `id + 1` in the low half (0 when empty), the hash's high
+    /// half in the high half; the length is a power of two.
+    table: Vec<u64>,
+    /// log2 of the table's length.
+    bits: u32,
 }
 
+/// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
+/// so that short keys differing only in their last bytes spread out).
 fn str_hash(s: &str) -> u64 {
     let mut h = FxHasher::default();
     h.write(s.as_bytes());
-    h.finish()
+    let mut x = h.finish();
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
 }
 
 impl Strs {
@@ -44,28 +54,35 @@ impl Strs {
         (id != NIL).then(|| self.get(id))
     }
 
+    /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
     fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
         let mask = self.table.len() - 1;
-        let mut i = (hash as usize) & mask;
+        let tag = hash >> 32;
+        let mut i = (hash >> (64 - self.bits)) as usize;
         loop {
-            match self.table[i] {
-                0 => return Err(i),
-                id if self.get(id - 1) == s => return Ok(i),
-                _ => i = (i + 1) & mask,
+            let e = self.table[i];
+            if e == 0 {
+                return Err(i);
             }
+            if e >> 32 == tag && self.get((e as u32) - 1) == s {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
         }
     }
 
     fn grow(&mut self) {
-        let cap = (self.table.len() * 2).max(1024);
+        self.bits = (self.bits + 1).max(10);
+        let cap = 1usize << self.bits;
+        let mask = cap - 1;
         self.table = vec![0; cap];
         for id in 0..self.ends.len() as u32 {
-            let mask = cap - 1;
-            let mut i = (str_hash(self.get(id)) as usize) & mask;
+            let hash = str_hash(self.get(id));
+            let mut i = (hash >> (64 - self.bits)) as usize;
             while self.table[i] != 0 {
                 i = (i + 1) & mask;
             }
-            self.table[i] = id + 1;
+            self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
         }
     }
 
@@ -74,7 +91,8 @@ impl Strs {
         if self.table.is_empty() {
             return None;
         }
-        self.slot(s, str_hash(s)).ok().map(|i| self.table[i] - 1)
+        let i = self.slot(s, str_hash(s)).ok()?;
+        Some(self.table[i] as u32 - 1)
     }
 
     /// The id of `s`, adding it when new.
@@ -84,12 +102,12 @@ impl Strs {
         }
         let hash = str_hash(s);
         match self.slot(s, hash) {
-            Ok(i) => self.table[i] - 1,
+            Ok(i) => self.table[i] as u32 - 1,
             Err(i) => {
                 self.arena.push_str(s);
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = id + 1;
+                self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
                 id
             }
         }

@@ -5,7 +5,7 @@
 //! never held as `String`s.
 
 use crate::fx::{FxHasher, FxMap};
-use crate::history::{Event, History, ObserverDecl, Op, Outcome, VersionKind};
+use crate::history::{Event, History, ObserverDecl, Op, Outcome, Scan, VersionKind};
 use std::hash::Hasher;
 
 /// "No such string / index" for `u32` ids.
@@ -194,6 +194,9 @@ pub(crate) struct Compact {
     pub op_off: Vec<usize>,
     pub ops: Vec<COp>,
     pub runs: Vec<Mark>,
+    /// The scans (predicate reads), each with its transaction's index, in
+    /// transaction order.
+    pub scans: Vec<(u32, Scan)>,
     pub events: Vec<Event>,
     pub state: Vec<CState>,
     pub versions: Vec<CVersion>,
@@ -252,11 +255,15 @@ impl Compact {
         c.format = h.format.clone();
         c.seed = h.seed;
         c.txns.reserve(h.transactions.len());
-        for t in &h.transactions {
+        for (i, t) in h.transactions.iter().enumerate() {
+            c.scans
+                .extend(t.scans.iter().map(|s| (i as u32, s.clone())));
             for op in &t.ops {
                 let (kind, row, col, value) = match op {
                     Op::Read { row, col, value } => (OpKind::Read, row, col, value.as_deref()),
-                    Op::Write { row, col, value } => (OpKind::Write, row, col, Some(value.as_str())),
+                    Op::Write { row, col, value } => {
+                        (OpKind::Write, row, col, Some(value.as_str()))
+                    }
                     Op::Delete { row, col } => (OpKind::Delete, row, col, None),
                 };
                 let cell = c.cell_str(row, col);

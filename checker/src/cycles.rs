@@ -8,9 +8,9 @@
 //! the component. Snapshot isolation allows exactly the cycles with two
 //! adjacent rw edges (write skew): those go to the "allowed" section.
 
+use crate::compact::OpKind;
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
-use crate::compact::OpKind;
 use crate::report::{CycleStep, Draft, Sink};
 use std::collections::VecDeque;
 

@@ -1,9 +1,9 @@
 //! Rule `snapshot_reads`: every read returns the newest version committed
 //! before its start_ts.
 
+use crate::compact::OpKind;
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
-use crate::compact::OpKind;
 use crate::report::{Draft, Sink};
 
 /// (cell, value) -> (earliest commit_ts holding it, its writer).

@@ -8,9 +8,11 @@
 //! ordinary way to name the problem.
 
 use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
-use crate::history::{CellRef, Event, LockState, ObserverDecl, ObserverRun, Outcome, VersionKind};
-use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use crate::history::{
+    CellRef, Event, LockState, ObserverDecl, ObserverRun, Outcome, Scan, VersionKind,
+};
 use serde::Deserializer;
+use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 /// Reads a whole history from `reader` (JSON) into the compact form.
@@ -180,6 +182,7 @@ const TXN: &[&str] = &[
     "abort_reason",
     "ops",
     "observer",
+    "scans",
 ];
 
 struct OneTxn<'c>(&'c mut Compact);
@@ -211,6 +214,7 @@ impl<'de> Visitor<'de> for OneTxn<'_> {
             observer: NIL,
         };
         let ops_before = c.ops.len();
+        let mut scans = Vec::new();
         while let Some(k) = m.next_key_seed(Key(TXN))? {
             let Some(k) = k else {
                 m.next_value::<IgnoredAny>()?;
@@ -230,13 +234,16 @@ impl<'de> Visitor<'de> for OneTxn<'_> {
                     t.abort_reason = m.next_value_seed(Str { c, nullable })?;
                 }
                 8 => m.next_value_seed(Ops(&mut *c))?,
-                _ => t.observer = mark(c, m.next_value::<Option<ObserverRun>>()?),
+                9 => t.observer = mark(c, m.next_value::<Option<ObserverRun>>()?),
+                _ => scans = m.next_value::<Vec<Scan>>()?,
             }
         }
         if let Err(e) = require::<A::Error>(seen, &[0, 1, 2, 4, 6, 8], TXN) {
             c.ops.truncate(ops_before);
             return Err(e);
         }
+        let index = c.txns.len() as u32;
+        c.scans.extend(scans.into_iter().map(|s| (index, s)));
         c.push_txn(t);
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The history as the rules see it: every string (rows, columns, values,
 //! names) interned once, every cell a dense id, each transaction a fixed-size
 //! record and each op twelve bytes. Built from the public [`History`] or
-//! straight from a JSON stream (see `stream.rs`), so that a large file is
+//! straight from a JSON stream (see `reader.rs`), so that a large file is
 //! never held as `String`s.
 
 use crate::fx::{FxHasher, FxMap};

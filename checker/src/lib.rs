@@ -51,7 +51,7 @@ mod parse;
 mod report;
 mod scans;
 mod snapshot;
-mod stream;
+mod reader;
 mod timestamps;
 
 pub use edn::EdnError;
@@ -160,7 +160,7 @@ enum FileError {
 fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
     let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    match stream::read(reader) {
+    match reader::read(reader) {
         Ok(c) => {
             parse::validate(&c).map_err(FileError::Invalid)?;
             Ok(c)

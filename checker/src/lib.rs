@@ -48,6 +48,7 @@ mod observers;
 mod parse;
 mod report;
 mod snapshot;
+pub mod stream;
 mod timestamps;
 
 pub use edn::EdnError;

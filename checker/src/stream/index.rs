@@ -57,7 +57,11 @@ impl<'a> Ix<'a> {
         let mut ix = Ix {
             h,
             txns: h.transactions.iter().map(|t| (t.id, t)).collect(),
-            subs: h.subscriptions.iter().map(|s| (s.name.as_str(), s)).collect(),
+            subs: h
+                .subscriptions
+                .iter()
+                .map(|s| (s.name.as_str(), s))
+                .collect(),
             parts: BTreeMap::new(),
             entries: BTreeMap::new(),
             markers: BTreeMap::new(),
@@ -157,8 +161,11 @@ impl<'a> Ix<'a> {
     /// knows: a plain one not refused, or one of a transaction not aborted.
     pub(crate) fn ack_may_apply(&self, a: &AckOp) -> bool {
         a.result != OpResult::Failed
-            && a.txn
-                .is_none_or(|t| self.txns.get(&t).is_some_and(|x| x.outcome != Outcome::Aborted))
+            && a.txn.is_none_or(|t| {
+                self.txns
+                    .get(&t)
+                    .is_some_and(|x| x.outcome != Outcome::Aborted)
+            })
     }
 
     /// Whether the client was told the acknowledgment took effect: a plain
@@ -168,7 +175,10 @@ impl<'a> Ix<'a> {
             None => a.result == OpResult::Ok,
             Some(t) => {
                 a.result != OpResult::Failed
-                    && self.txns.get(&t).is_some_and(|x| x.outcome == Outcome::Committed)
+                    && self
+                        .txns
+                        .get(&t)
+                        .is_some_and(|x| x.outcome == Outcome::Committed)
             }
         }
     }
@@ -178,7 +188,11 @@ impl<'a> Ix<'a> {
         let Some(t) = self.txns.get(&id) else {
             return format!("T{id} (not in the history)");
         };
-        let label = t.label.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
+        let label = t
+            .label
+            .as_deref()
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default();
         let commit = match t.commit_request_ns {
             Some(c) => format!("commit requested at {c} ns"),
             None => "commit never requested".to_string(),
@@ -219,7 +233,11 @@ impl<'a> Ix<'a> {
 
     /// Whether the transaction's message at `offset` is committed or aborted here, and by which marker.
     pub(crate) fn marker_desc(&self, partition: &str, txn: u64, offset: u64) -> String {
-        let m = self.markers.get(&(partition, txn)).copied().unwrap_or_default();
+        let m = self
+            .markers
+            .get(&(partition, txn))
+            .copied()
+            .unwrap_or_default();
         match (m.commit.filter(|c| *c > offset), m.abort) {
             (Some(c), _) => format!("visible: commit marker at offset {c}"),
             (None, Some(a)) => format!("invisible: abort marker at offset {a}"),

@@ -52,9 +52,19 @@ use std::path::Path;
 pub fn check(history: &StreamHistory) -> StreamReport {
     let ix = index::Ix::build(history);
     let rules = rules::run_all(&ix);
-    let count = |o: Outcome| history.transactions.iter().filter(|t| t.outcome == o).count() as u64;
+    let count = |o: Outcome| {
+        history
+            .transactions
+            .iter()
+            .filter(|t| t.outcome == o)
+            .count() as u64
+    };
     let ops = |f: fn(&StreamOp) -> bool| history.ops.iter().filter(|o| f(o)).count() as u64;
-    let entries = history.final_state.partitions.iter().flat_map(|p| &p.entries);
+    let entries = history
+        .final_state
+        .partitions
+        .iter()
+        .flat_map(|p| &p.entries);
     let markers = entries.clone().filter(|e| e.marker.is_some()).count() as u64;
     let stats = StreamStats {
         transactions: history.transactions.len() as u64,
@@ -87,7 +97,9 @@ pub fn check(history: &StreamHistory) -> StreamReport {
 pub fn is_stream_history_file(path: &Path) -> bool {
     use std::io::Read;
     let mut head = Vec::with_capacity(1 << 16);
-    let Ok(file) = std::fs::File::open(path) else { return false };
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
     if file.take(1 << 16).read_to_end(&mut head).is_err()
         || !String::from_utf8_lossy(&head).contains("percsim-stream-history")
     {
@@ -124,7 +136,10 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
         .map_err(|e| (format!("cannot read {}: {e}", path.display()), None))
         .and_then(|text| {
             parse(&text).map_err(|e| {
-                (format!("{} is not a valid stream history: {e}", path.display()), Some(e))
+                (
+                    format!("{} is not a valid stream history: {e}", path.display()),
+                    Some(e),
+                )
             })
         });
     let history = match parsed {

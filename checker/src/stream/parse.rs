@@ -161,7 +161,9 @@ impl Names<'_> {
             )),
             Some(t) if *t != topic => Err(StreamHistoryError::at(
                 format!("{path}.partition"),
-                format!("partition {part:?} is of topic {topic:?}, but subscription {sub:?} follows {t:?}"),
+                format!(
+                    "partition {part:?} is of topic {topic:?}, but subscription {sub:?} follows {t:?}"
+                ),
             )),
             Some(_) => Ok(()),
         }
@@ -182,13 +184,19 @@ fn validate_ops(h: &StreamHistory, names: &Names) -> Result<(), StreamHistoryErr
                 {
                     return Err(StreamHistoryError::at(
                         format!("{path}.source.subscription"),
-                        format!("subscription {:?} is not in $.subscriptions", src.subscription),
+                        format!(
+                            "subscription {:?} is not in $.subscriptions",
+                            src.subscription
+                        ),
                     ));
                 }
                 if let Some(j) = sent.insert(s.message.as_str(), i) {
                     return Err(StreamHistoryError::at(
                         format!("{path}.message"),
-                        format!("message {:?} was already sent by $.ops[{j}]: messages must be unique", s.message),
+                        format!(
+                            "message {:?} was already sent by $.ops[{j}]: messages must be unique",
+                            s.message
+                        ),
                     ));
                 }
                 s.t_ns
@@ -206,7 +214,9 @@ fn validate_ops(h: &StreamHistory, names: &Names) -> Result<(), StreamHistoryErr
         if t_ns < last_t {
             return Err(StreamHistoryError::at(
                 format!("{path}.t_ns"),
-                format!("{t_ns} is earlier than the op before it ({last_t}): ops must be in time order"),
+                format!(
+                    "{t_ns} is earlier than the op before it ({last_t}): ops must be in time order"
+                ),
             ));
         }
         last_t = t_ns;
@@ -222,7 +232,11 @@ fn validate_final(fs: &StreamFinalState, names: &Names) -> Result<(), StreamHist
             if last.is_some_and(|l| e.offset <= l) {
                 return Err(StreamHistoryError::at(
                     format!("{path}.offset"),
-                    format!("offset {} does not follow {} of the entry before it: offsets must increase", e.offset, last.unwrap_or(0)),
+                    format!(
+                        "offset {} does not follow {} of the entry before it: offsets must increase",
+                        e.offset,
+                        last.unwrap_or(0)
+                    ),
                 ));
             }
             last = Some(e.offset);
@@ -257,7 +271,10 @@ fn validate_final(fs: &StreamFinalState, names: &Names) -> Result<(), StreamHist
         if !seen.insert((a.subscription.as_str(), a.partition.as_str())) {
             return Err(StreamHistoryError::at(
                 path,
-                format!("subscription {:?} on partition {:?} is listed twice", a.subscription, a.partition),
+                format!(
+                    "subscription {:?} on partition {:?} is listed twice",
+                    a.subscription, a.partition
+                ),
             ));
         }
     }

@@ -120,13 +120,30 @@ impl StreamReport {
 }
 
 fn render_violations(out: &mut String, rule: &RuleReport) {
-    let per_class: Vec<String> = rule.counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let per_class: Vec<String> = rule
+        .counts
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect();
     let s = if rule.total == 1 { "" } else { "s" };
-    let _ = writeln!(out, "      {} violation{s}: {}", rule.total, per_class.join(", "));
+    let _ = writeln!(
+        out,
+        "      {} violation{s}: {}",
+        rule.total,
+        per_class.join(", ")
+    );
     for (class, count) in &rule.counts {
-        let shown: Vec<&Finding> = rule.violations.iter().filter(|f| &f.class == class).collect();
+        let shown: Vec<&Finding> = rule
+            .violations
+            .iter()
+            .filter(|f| &f.class == class)
+            .collect();
         if (shown.len() as u64) < *count {
-            let _ = writeln!(out, "      {class}: showing the first {} of {count}", shown.len());
+            let _ = writeln!(
+                out,
+                "      {class}: showing the first {} of {count}",
+                shown.len()
+            );
         }
         for f in shown {
             let _ = writeln!(out, "    - [{class}] {}", f.summary);

@@ -17,8 +17,13 @@ pub(crate) const NAME: &str =
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     for op in &ix.h.ops {
         let StreamOp::Receive(r) = op else { continue };
-        let Some(t) = ix.txn_of(&r.message) else { continue };
-        let told_aborted = ix.txns.get(&t).is_some_and(|x| x.outcome == Outcome::Aborted);
+        let Some(t) = ix.txn_of(&r.message) else {
+            continue;
+        };
+        let told_aborted = ix
+            .txns
+            .get(&t)
+            .is_some_and(|x| x.outcome == Outcome::Aborted);
         let committed_here = ix
             .in_log
             .get(r.message.as_str())

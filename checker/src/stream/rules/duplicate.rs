@@ -18,7 +18,10 @@ pub(crate) const NAME: &str = "each message is in the logs at most once, and on 
 ///   transaction and a confirmed plain acknowledgment): it was processed twice.
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     if !ix.subs.values().any(|s| s.exactly_once) {
-        c.note("no exactly-once subscription declared: only duplicates in the logs are judged".to_string());
+        c.note(
+            "no exactly-once subscription declared: only duplicates in the logs are judged"
+                .to_string(),
+        );
     }
     for (m, locs) in &ix.in_log {
         if locs.len() < 2 {

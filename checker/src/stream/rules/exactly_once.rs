@@ -37,15 +37,23 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     }
     for sub in ix.subs.values().filter(|s| s.exactly_once) {
         let is_input = |m: &str| {
-            ix.loc(m)
-                .is_some_and(|l| l.visible && ix.parts.get(l.partition).is_some_and(|p| p.topic == sub.topic))
+            ix.loc(m).is_some_and(|l| {
+                l.visible
+                    && ix
+                        .parts
+                        .get(l.partition)
+                        .is_some_and(|p| p.topic == sub.topic)
+            })
         };
         for part in ix.parts.values().filter(|p| p.topic == sub.topic) {
             for m in part.entries.iter().filter_map(|e| e.message.as_deref()) {
                 if !is_input(m) {
                     continue;
                 }
-                let outs = outputs.get(&(sub.name.as_str(), m)).map(Vec::as_slice).unwrap_or(&[]);
+                let outs = outputs
+                    .get(&(sub.name.as_str(), m))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
                 let class = match outs.len() {
                     0 if sub.drained => "missing_output",
                     0 | 1 => continue,
@@ -82,7 +90,10 @@ fn explain(ix: &Ix, sub: &str, input: &str, outs: &[&str]) -> (String, Vec<u64>,
         outs.len()
     ));
     (
-        format!("input {input:?} on {sub:?} has {} committed outputs", outs.len()),
+        format!(
+            "input {input:?} on {sub:?} has {} committed outputs",
+            outs.len()
+        ),
         txns,
         details,
     )

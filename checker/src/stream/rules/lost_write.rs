@@ -21,14 +21,25 @@ pub(crate) const NAME: &str = "every committed message is visible in its partiti
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     for op in &ix.h.ops {
         let StreamOp::Send(s) = op else { continue };
-        if promised(ix, s) && !visible_in(ix, &s.message, &s.partition) && !partly_visible(ix, s.txn) {
+        if promised(ix, s)
+            && !visible_in(ix, &s.message, &s.partition)
+            && !partly_visible(ix, s.txn)
+        {
             c.add("not_visible", || {
                 let promise = match s.txn {
-                    Some(t) => format!("T{t}'s client was told it committed, so the message must be visible"),
-                    None => "the producer was told the send succeeded, so the message must be visible".to_string(),
+                    Some(t) => format!(
+                        "T{t}'s client was told it committed, so the message must be visible"
+                    ),
+                    None => {
+                        "the producer was told the send succeeded, so the message must be visible"
+                            .to_string()
+                    }
                 };
                 (
-                    format!("committed message {:?} is not visible in {}", s.message, s.partition),
+                    format!(
+                        "committed message {:?} is not visible in {}",
+                        s.message, s.partition
+                    ),
                     s.txn.into_iter().collect(),
                     vec![ix.send_desc(&s.message), promise, ix.log_desc(&s.message)],
                 )
@@ -36,13 +47,17 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         }
     }
     if !ix.subs.values().any(|s| s.drained) {
-        c.note("no drained subscription declared: delivery is not judged, only visibility".to_string());
+        c.note(
+            "no drained subscription declared: delivery is not judged, only visibility".to_string(),
+        );
     }
     for sub in ix.subs.values().filter(|s| s.drained) {
         for part in ix.parts.values().filter(|p| p.topic == sub.topic) {
             for e in &part.entries {
                 let Some(m) = &e.message else { continue };
-                if !visible_in(ix, m, &part.name) || ix.receipts.contains_key(&(sub.name.as_str(), m.as_str())) {
+                if !visible_in(ix, m, &part.name)
+                    || ix.receipts.contains_key(&(sub.name.as_str(), m.as_str()))
+                {
                     continue;
                 }
                 c.add("never_delivered", || {
@@ -68,7 +83,10 @@ fn promised(ix: &Ix, s: &SendOp) -> bool {
         None => s.result == OpResult::Ok,
         Some(t) => {
             s.result != OpResult::Failed
-                && ix.txns.get(&t).is_some_and(|x| x.outcome == Outcome::Committed)
+                && ix
+                    .txns
+                    .get(&t)
+                    .is_some_and(|x| x.outcome == Outcome::Committed)
         }
     }
 }

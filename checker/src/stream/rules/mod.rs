@@ -19,7 +19,11 @@ pub(crate) fn run_all(ix: &Ix) -> Vec<RuleReport> {
     type Rule = (&'static str, &'static str, fn(&Ix, &mut Collector));
     let rules: [Rule; 7] = [
         (aborted_read::ID, aborted_read::NAME, aborted_read::check),
-        (read_uncommitted::ID, read_uncommitted::NAME, read_uncommitted::check),
+        (
+            read_uncommitted::ID,
+            read_uncommitted::NAME,
+            read_uncommitted::check,
+        ),
         (lost_write::ID, lost_write::NAME, lost_write::check),
         (duplicate::ID, duplicate::NAME, duplicate::check),
         (torn::ID, torn::NAME, torn::check),

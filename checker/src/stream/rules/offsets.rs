@@ -2,7 +2,7 @@
 //! each partition, and name what the log holds ("nonmonotonic" polls and
 //! sends and "inconsistent offsets" in Jepsen's Redpanda analysis).
 
-use crate::stream::history::{OpResult, StreamOp};
+use crate::stream::history::{MarkerKind, OpResult, StreamOp};
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
 use std::collections::BTreeMap;
@@ -46,8 +46,13 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 inconsistent(ix, &r.partition, r.offset, &r.message, receipt_desc(r), c);
             }
             StreamOp::Send(s) => {
-                let Some(off) = s.offset.filter(|_| s.result == OpResult::Ok) else { continue };
-                let desc = format!("client {} was told {:?} went to {}@{off} (sent at {} ns)", s.client, s.message, s.partition, s.t_ns);
+                let Some(off) = s.offset.filter(|_| s.result == OpResult::Ok) else {
+                    continue;
+                };
+                let desc = format!(
+                    "client {} was told {:?} went to {}@{off} (sent at {} ns)",
+                    s.client, s.message, s.partition, s.t_ns
+                );
                 let key = (s.client, s.partition.as_str());
                 if let Some((prev, prev_desc)) = last_send.get(&key)
                     && off <= *prev
@@ -72,7 +77,14 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     }
 }
 
-fn inconsistent(ix: &Ix, partition: &str, offset: u64, message: &str, claim: String, c: &mut Collector) {
+fn inconsistent(
+    ix: &Ix,
+    partition: &str,
+    offset: u64,
+    message: &str,
+    claim: String,
+    c: &mut Collector,
+) {
     let held = ix.entries.get(&(partition, offset));
     let elsewhere = ix
         .in_log
@@ -82,16 +94,33 @@ fn inconsistent(ix: &Ix, partition: &str, offset: u64, message: &str, claim: Str
         (Some(e), _) if e.message.as_deref() == Some(message) => return,
         (Some(e), _) => match (&e.message, e.marker) {
             (Some(m), _) => format!("the final log holds message {m:?} at {partition}@{offset}"),
-            (None, k) => format!("the final log holds a {k:?} marker of T{} at {partition}@{offset}", e.txn.unwrap_or(0)),
+            (None, k) => {
+                let kind = if k == Some(MarkerKind::Abort) {
+                    "abort"
+                } else {
+                    "commit"
+                };
+                format!(
+                    "the final log holds T{}'s {kind} marker at {partition}@{offset}",
+                    e.txn.unwrap_or(0)
+                )
+            }
         },
-        (None, Some(l)) => format!("the final log holds nothing at {partition}@{offset} and {message:?} at offset {}", l.offset),
+        (None, Some(l)) => format!(
+            "the final log holds nothing at {partition}@{offset} and {message:?} at offset {}",
+            l.offset
+        ),
         (None, None) => return,
     };
     c.add("inconsistent_offset", || {
         (
             format!("{message:?} was reported at {partition}@{offset}, but the log disagrees"),
             ix.txn_of(message).into_iter().collect(),
-            vec![claim, log, "an offset names one entry of the log, for good".to_string()],
+            vec![
+                claim,
+                log,
+                "an offset names one entry of the log, for good".to_string(),
+            ],
         )
     });
 }

@@ -24,9 +24,10 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     for op in &ix.h.ops {
         let StreamOp::Receive(r) = op else { continue };
         if let Some(t) = ix.txn_of(&r.message)
-            && let Some(l) = ix.in_log.get(r.message.as_str()).and_then(|v| {
-                v.iter().find(|l| l.partition == r.partition && l.visible)
-            })
+            && let Some(l) = ix
+                .in_log
+                .get(r.message.as_str())
+                .and_then(|v| v.iter().find(|l| l.partition == r.partition && l.visible))
         {
             let asked = ix.txns.get(&t).and_then(|x| x.commit_request_ns);
             if asked.is_none_or(|a| r.t_ns < a) {
@@ -80,21 +81,27 @@ impl<'a> OpenSpans<'a> {
         for (spans, max) in by_part.values_mut() {
             spans.sort_unstable();
             let mut m = 0;
-            *max = spans.iter().map(|s| { m = m.max(s.2); m }).collect();
+            *max = spans
+                .iter()
+                .map(|s| {
+                    m = m.max(s.2);
+                    m
+                })
+                .collect();
         }
         OpenSpans { by_part }
     }
 
     fn check(&self, ix: &Ix, r: &ReceiveOp, c: &mut Collector) {
-        let Some((spans, max)) = self.by_part.get(r.partition.as_str()) else { return };
+        let Some((spans, max)) = self.by_part.get(r.partition.as_str()) else {
+            return;
+        };
         let n = spans.partition_point(|s| s.0 < r.offset);
         if n == 0 || max[n - 1] <= r.t_ns {
             return;
         }
         let own = ix.txn_of(&r.message);
-        let Some(&(off, t, asked)) = spans[..n]
-            .iter()
-            .find(|s| s.2 > r.t_ns && Some(s.1) != own)
+        let Some(&(off, t, asked)) = spans[..n].iter().find(|s| s.2 > r.t_ns && Some(s.1) != own)
         else {
             return;
         };

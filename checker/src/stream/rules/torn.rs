@@ -44,10 +44,16 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         c.add(class, || {
             let mut details = vec![ix.txn_desc(*t)];
             details.extend(ps.iter().map(|p| {
-                let state = if p.applied { "took effect" } else { "did not take effect" };
+                let state = if p.applied {
+                    "took effect"
+                } else {
+                    "did not take effect"
+                };
                 format!("{}: {state}", p.what)
             }));
-            details.push(format!("T{t} is torn: some of its effects took effect and others did not"));
+            details.push(format!(
+                "T{t} is torn: some of its effects took effect and others did not"
+            ));
             (format!("T{t} is torn ({class})"), vec![*t], details)
         });
     }
@@ -76,7 +82,8 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                     ix.txn_desc(t),
                     format!("commit markers at {}", commits.join(", ")),
                     format!("abort markers at {}", aborts.join(", ")),
-                    "a transaction has one outcome: its markers must all commit or all abort".to_string(),
+                    "a transaction has one outcome: its markers must all commit or all abort"
+                        .to_string(),
                 ],
             )
         });
@@ -91,7 +98,12 @@ fn collect_parts(ix: &Ix) -> BTreeMap<u64, Vec<Part>> {
                 parts.entry(t).or_default().push(Part {
                     applied: l.visible,
                     is_ack: false,
-                    what: format!("message {m:?} at {}@{} ({})", l.partition, l.offset, ix.marker_desc(l.partition, t, l.offset)),
+                    what: format!(
+                        "message {m:?} at {}@{} ({})",
+                        l.partition,
+                        l.offset,
+                        ix.marker_desc(l.partition, t, l.offset)
+                    ),
                 });
             }
         }
@@ -106,7 +118,10 @@ fn collect_parts(ix: &Ix) -> BTreeMap<u64, Vec<Part>> {
                     parts.entry(t).or_default().push(Part {
                         applied: false,
                         is_ack: false,
-                        what: format!("message {:?} sent to {} at {} ns: in no log", s.message, s.partition, s.t_ns),
+                        what: format!(
+                            "message {:?} sent to {} at {} ns: in no log",
+                            s.message, s.partition, s.t_ns
+                        ),
                     });
                 }
             }
@@ -122,7 +137,11 @@ fn collect_parts(ix: &Ix) -> BTreeMap<u64, Vec<Part>> {
                 if acked && explained {
                     continue;
                 }
-                let state = if acked { "held by the subscription" } else { "not held by the subscription" };
+                let state = if acked {
+                    "held by the subscription"
+                } else {
+                    "not held by the subscription"
+                };
                 parts.entry(t).or_default().push(Part {
                     applied: acked,
                     is_ack: true,

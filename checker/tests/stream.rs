@@ -663,3 +663,32 @@ fn malformed_file_is_exit_code_2_with_a_json_error() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The first JSON block of the stream section of docs/history-format.md.
+fn doc_example() -> Value {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/history-format.md"),
+    )
+    .expect("docs/history-format.md");
+    let section = doc
+        .split("# Stream histories")
+        .nth(1)
+        .expect("stream section");
+    let block = section.split("```json\n").nth(1).expect("a JSON block");
+    serde_json::from_str(block.split("\n```").next().unwrap()).expect("the example is JSON")
+}
+
+#[test]
+fn the_documented_example_passes_and_fails_as_the_doc_says() {
+    let v = doc_example();
+    assert_failed(&judge(&v), &[]);
+    let mut v = v;
+    v["subscriptions"][0]["drained"] = json!(true);
+    let r = judge(&v);
+    assert_failed(&r, &["lost_write", "exactly_once"]);
+    has_all(&class(&r, "lost_write", "never_delivered"), &["\"m2\""]);
+    has_all(
+        &class(&r, "exactly_once", "missing_output"),
+        &["input \"m2\""],
+    );
+}

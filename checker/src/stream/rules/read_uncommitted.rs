@@ -54,11 +54,26 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     }
 }
 
+/// A committed transaction's first message in one partition.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Span {
+    first_offset: u64,
+    txn: u64,
+    commit_request_ns: u64,
+}
+
+/// One partition's spans, sorted by first offset, and the latest commit
+/// request among the spans up to each.
+#[derive(Default)]
+struct PartSpans {
+    spans: Vec<Span>,
+    latest_request_ns: Vec<u64>,
+}
+
 /// Per partition, the committed transactions by the offset of their first
-/// message there, with the latest commit request among all up to each.
+/// message there.
 struct OpenSpans<'a> {
-    /// (first offset, txn, commit_request_ns), sorted; and the running max of the last field.
-    by_part: BTreeMap<&'a str, (Vec<(u64, u64, u64)>, Vec<u64>)>,
+    by_part: BTreeMap<&'a str, PartSpans>,
 }
 
 impl<'a> OpenSpans<'a> {
@@ -72,19 +87,24 @@ impl<'a> OpenSpans<'a> {
                 }
             }
         }
-        let mut by_part: BTreeMap<&str, (Vec<(u64, u64, u64)>, Vec<u64>)> = BTreeMap::new();
-        for ((p, t), off) in first {
-            if let Some(asked) = ix.txns.get(&t).and_then(|x| x.commit_request_ns) {
-                by_part.entry(p).or_default().0.push((off, t, asked));
+        let mut by_part: BTreeMap<&str, PartSpans> = BTreeMap::new();
+        for ((p, txn), first_offset) in first {
+            if let Some(commit_request_ns) = ix.txns.get(&txn).and_then(|x| x.commit_request_ns) {
+                by_part.entry(p).or_default().spans.push(Span {
+                    first_offset,
+                    txn,
+                    commit_request_ns,
+                });
             }
         }
-        for (spans, max) in by_part.values_mut() {
-            spans.sort_unstable();
+        for ps in by_part.values_mut() {
+            ps.spans.sort_unstable();
             let mut m = 0;
-            *max = spans
+            ps.latest_request_ns = ps
+                .spans
                 .iter()
                 .map(|s| {
-                    m = m.max(s.2);
+                    m = m.max(s.commit_request_ns);
                     m
                 })
                 .collect();
@@ -93,15 +113,21 @@ impl<'a> OpenSpans<'a> {
     }
 
     fn check(&self, ix: &Ix, r: &ReceiveOp, c: &mut Collector) {
-        let Some((spans, max)) = self.by_part.get(r.partition.as_str()) else {
+        let Some(ps) = self.by_part.get(r.partition.as_str()) else {
             return;
         };
-        let n = spans.partition_point(|s| s.0 < r.offset);
-        if n == 0 || max[n - 1] <= r.t_ns {
+        let n = ps.spans.partition_point(|s| s.first_offset < r.offset);
+        if n == 0 || ps.latest_request_ns[n - 1] <= r.t_ns {
             return;
         }
         let own = ix.txn_of(&r.message);
-        let Some(&(off, t, asked)) = spans[..n].iter().find(|s| s.2 > r.t_ns && Some(s.1) != own)
+        let Some(&Span {
+            first_offset: off,
+            txn: t,
+            commit_request_ns: asked,
+        }) = ps.spans[..n]
+            .iter()
+            .find(|s| s.commit_request_ns > r.t_ns && Some(s.txn) != own)
         else {
             return;
         };

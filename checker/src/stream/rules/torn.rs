@@ -51,9 +51,17 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 };
                 format!("{}: {state}", p.what)
             }));
-            details.push(format!(
-                "T{t} is torn: some of its effects took effect and others did not"
-            ));
+            details.push(match class {
+                "acks_without_messages" => format!(
+                    "T{t} is torn: its acknowledgments took effect without its messages, so its inputs count as \
+                     processed while the output made from them is lost"
+                ),
+                "messages_without_acks" => format!(
+                    "T{t} is torn: its messages took effect without its acknowledgments, so its inputs will be \
+                     delivered and processed again"
+                ),
+                _ => format!("T{t} is torn: only part of its messages or acknowledgments took effect"),
+            });
             (format!("T{t} is torn ({class})"), vec![*t], details)
         });
     }

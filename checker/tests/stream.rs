@@ -692,3 +692,36 @@ fn the_documented_example_passes_and_fails_as_the_doc_says() {
         &["input \"m2\""],
     );
 }
+
+#[test]
+fn check_never_panics_on_histories_with_an_op_or_a_log_entry_missing() {
+    // Such histories may break references (an entry's transaction, an ack's
+    // message); check must still judge them, the same way every time.
+    let names = [
+        "valid_pipeline",
+        "aborted_read",
+        "read_uncommitted",
+        "read_uncommitted_past_open",
+        "lost_write",
+        "duplicate",
+        "torn_transaction",
+        "monotonic_offsets",
+        "exactly_once",
+    ];
+    for name in names {
+        let h = parse(&value(name).to_string()).expect("fixture parses");
+        for i in 0..h.ops.len() {
+            let mut g = h.clone();
+            g.ops.remove(i);
+            assert_eq!(check(&g), check(&g), "{name} without op {i}");
+        }
+        for p in 0..h.final_state.partitions.len() {
+            for i in 0..h.final_state.partitions[p].entries.len() {
+                let mut g = h.clone();
+                g.final_state.partitions[p].entries.remove(i);
+                g.transactions.clear();
+                assert_eq!(check(&g).rules.len(), 7, "{name} without entry {p}/{i}");
+            }
+        }
+    }
+}

@@ -21,6 +21,9 @@
 //! timestamps ([`parse_elle`], [`check_elle`]): version orders are inferred
 //! from the lists read, as Elle does.
 //!
+//! Stream and queue transactions (Pulsar or Kafka style) have their own
+//! format, `percsim-stream-history/1`, and rules: see [`stream`].
+//!
 //! The two observer rules pass trivially (with a note saying so) when the
 //! history declares no observers.
 //!
@@ -52,6 +55,7 @@ mod report;
 mod scans;
 mod snapshot;
 mod reader;
+pub mod stream;
 mod timestamps;
 
 pub use edn::EdnError;

@@ -1,36 +1,36 @@
 //! The timestamp oracle: serves from memory inside a range whose upper end
 //! it persisted first (see `percsim_protocol::oracle`).
 
-use crate::rpc::TsCall;
-use crate::serve::{CpuKind, Intake, Server, serve_costed};
-use crate::world::{World, oracle_addr};
+use crate::percolator::rpc::TsCall;
+use crate::percolator::{Cluster, CpuKind, oracle_addr};
+use crate::world::serve::{Intake, serve_costed};
 use madsim::net::Endpoint;
 use percsim_protocol::Ablation;
 use percsim_protocol::oracle::Oracle;
 use std::sync::{Arc, Mutex};
 
-pub(crate) async fn main(world: Arc<World>) {
+pub(crate) async fn main(cluster: Arc<Cluster>) {
     let ep = Endpoint::bind(oracle_addr()).await.expect("oracle: bind");
-    let persisted = world.durable().oracle_max;
+    let persisted = cluster.durable().oracle_max;
     let oracle = Arc::new(Mutex::new(Oracle::recover(
         persisted,
-        world.cfg.oracle_range,
+        cluster.cfg.oracle_range,
     )));
-    let cost = world.cfg.costs.oracle_request_us;
-    let at = Server::new(&ep, &world, CpuKind::Oracle);
-    serve_costed(&at, Intake::Busy, move |world: &World, req: TsCall| {
+    let cost = cluster.cfg.costs.oracle_request_us;
+    let at = CpuKind::Oracle.server(&ep, &cluster);
+    serve_costed(&at, Intake::Busy, move |cluster: &Cluster, req: TsCall| {
         let grant = oracle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .allocate(req.count);
-        let forgets = world.cfg.ablations.has(Ablation::OracleForgets);
+        let forgets = cluster.cfg.ablations.has(Ablation::OracleForgets);
         if let (Some(max), false) = (grant.persist_max, forgets) {
             // Durable before the reply leaves: a restart resumes above it.
-            world.durable().oracle_max = max;
+            cluster.durable().oracle_max = max;
         }
-        let mut rec = world.recorder();
-        *rec.counters.entry("oracle.requests".into()).or_default() += 1;
-        *rec.counters.entry("oracle.timestamps".into()).or_default() += grant.allocation.count;
+        let mut rec = cluster.world.recorder();
+        rec.bump("oracle.requests");
+        rec.add("oracle.timestamps", grant.allocation.count);
         (grant.allocation.first, cost)
     });
     std::future::pending::<()>().await

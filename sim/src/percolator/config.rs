@@ -1,19 +1,10 @@
 //! What a simulated cluster is made of and how it behaves.
 
-use crate::faults::FaultConfig;
+use crate::world::ClockSkew;
+use crate::world::faults::FaultConfig;
 use percsim_protocol::Ablations;
 use percsim_protocol::client::{ClientConfig, StepPoint};
 use serde::{Deserialize, Serialize};
-
-/// A client's wall clock relative to true simulated time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClockSkew {
-    /// Constant offset added to the clock (ms; may be negative).
-    pub offset_ms: i64,
-    /// Drift in parts per million (positive runs fast).
-    pub drift_ppm: i64,
-}
 
 /// Kill a client at a named step of one of its transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,13 +82,6 @@ impl Default for CostModel {
             oracle_request_us: 5,
             service_request_us: 10,
         }
-    }
-}
-
-impl CostModel {
-    /// The cost of a request whose fixed part is `us`, or zero when off.
-    pub(crate) fn charge(&self, us: u64) -> u64 {
-        if self.enabled { us } else { 0 }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Scenario files (`percsim-scenario/1`): the complete description of a run.
 
 use crate::workloads::WorkloadSpec;
-use percsim_sim::{RunOutput, SimConfig};
+use percsim_sim::{RunOutput, SimConfig, SystemKind};
 use serde::{Deserialize, Serialize};
 
 /// The format tag of scenario files.
@@ -16,6 +16,10 @@ pub struct Scenario {
     /// The seed of the run.
     #[serde(default)]
     pub seed: u64,
+    /// The system under test (`"percolator"` when absent; an unknown name
+    /// is refused).
+    #[serde(default, skip_serializing_if = "is_percolator")]
+    pub system: SystemKind,
     /// What the scenario shows, for people reading it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -24,6 +28,12 @@ pub struct Scenario {
     pub cluster: SimConfig,
     /// The workload.
     pub workload: WorkloadSpec,
+}
+
+/// Percolator is the default system: files that name no system run it, and
+/// scenarios of it are written as before (without the field).
+fn is_percolator(s: &SystemKind) -> bool {
+    *s == SystemKind::Percolator
 }
 
 /// Why a scenario could not be read or run.
@@ -51,6 +61,7 @@ impl Scenario {
         Scenario {
             format: FORMAT.to_string(),
             seed,
+            system: SystemKind::Percolator,
             description: None,
             cluster,
             workload,
@@ -107,11 +118,39 @@ impl Scenario {
             .name(format!("seed-{}", self.seed))
             .spawn(move || {
                 let description = serde_json::to_value(&me).unwrap_or_default();
-                percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
+                match me.system {
+                    SystemKind::Percolator => {
+                        percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
+                    }
+                }
             })
             .map_err(|e| ScenarioError::Invalid(format!("cannot start a simulation thread: {e}")))?
             .join()
             .map_err(|_| ScenarioError::Invalid("the simulation panicked".into()))?
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BANK: &str = r#""format":"percsim-scenario/1","workload":{"name":"bank"}"#;
+
+    #[test]
+    fn the_system_defaults_to_percolator_and_is_written_only_when_named() {
+        let old = Scenario::parse(&format!("{{{BANK}}}")).unwrap();
+        let named = Scenario::parse(&format!(r#"{{"system":"percolator",{BANK}}}"#)).unwrap();
+        assert_eq!(old.system, SystemKind::Percolator);
+        assert_eq!(named.system, SystemKind::Percolator);
+        let text = serde_json::to_string(&old).unwrap();
+        assert!(!text.contains("system"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_system_is_a_parse_error_naming_it() {
+        let e = Scenario::parse(&format!(r#"{{"system":"tidb",{BANK}}}"#)).unwrap_err();
+        assert!(matches!(e, ScenarioError::Parse(_)), "{e}");
+        assert!(e.to_string().contains("system: unknown system \"tidb\""), "{e}");
     }
 }

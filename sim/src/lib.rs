@@ -20,6 +20,7 @@ compile_error!(
 
 pub mod invariant;
 mod percolator;
+mod systems;
 pub mod world;
 
 pub use percolator::Percolator;
@@ -28,7 +29,8 @@ pub use percolator::nodes::client::{Armed, Client};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use world::driver::Controller;
 pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
-pub use world::ids::{Counter, EventKind, FaultKind, Role, SystemKind};
+pub use systems::SystemKind;
+pub use world::ids::{Counter, EventKind, FaultKind, Role};
 pub use world::phases::{RunOutput, RunSummary, run_system};
 pub use world::recorder::LOADER_CLIENT;
 pub use world::{BoxFuture, ClockSkew, System, Tenant};

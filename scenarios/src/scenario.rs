@@ -30,6 +30,15 @@ pub struct Scenario {
     pub workload: WorkloadSpec,
 }
 
+/// The message of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
+}
+
 /// Percolator is the default system: files that name no system run it, and
 /// scenarios of it are written as before (without the field).
 fn is_percolator(s: &SystemKind) -> bool {
@@ -53,6 +62,10 @@ pub enum ScenarioError {
     /// A value is impossible.
     #[error("bad scenario: {0}")]
     Invalid(String),
+    /// The simulation crashed (a panic or a tripped invariant): not bad
+    /// input but a crash verdict.
+    #[error("the simulation crashed: {0}")]
+    Crashed(String),
 }
 
 impl Scenario {
@@ -124,9 +137,9 @@ impl Scenario {
                     }
                 }
             })
-            .map_err(|e| ScenarioError::Invalid(format!("cannot start a simulation thread: {e}")))?
+            .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
             .join()
-            .map_err(|_| ScenarioError::Invalid("the simulation panicked".into()))?
+            .map_err(|p| ScenarioError::Crashed(panic_message(p.as_ref())))?
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
     }
 }
@@ -151,6 +164,9 @@ mod tests {
     fn an_unknown_system_is_a_parse_error_naming_it() {
         let e = Scenario::parse(&format!(r#"{{"system":"tidb",{BANK}}}"#)).unwrap_err();
         assert!(matches!(e, ScenarioError::Parse(_)), "{e}");
-        assert!(e.to_string().contains("system: unknown system \"tidb\""), "{e}");
+        assert!(
+            e.to_string().contains("system: unknown system \"tidb\""),
+            "{e}"
+        );
     }
 }

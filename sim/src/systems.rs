@@ -10,6 +10,8 @@ crate::identities! {
     }
 }
 
+// The enum is declared by a macro, which cannot take `#[default]`.
+#[allow(clippy::derivable_impls)]
 impl Default for SystemKind {
     fn default() -> Self {
         SystemKind::Percolator
@@ -43,7 +45,10 @@ mod tests {
     fn an_unknown_system_is_refused_by_name() {
         let e = serde_json::from_str::<SystemKind>("\"pulsr\"").unwrap_err();
         assert!(e.to_string().contains("unknown system \"pulsr\""), "{e}");
-        assert_eq!(SystemKind::from_name("percolator"), Some(SystemKind::Percolator));
+        assert_eq!(
+            SystemKind::from_name("percolator"),
+            Some(SystemKind::Percolator)
+        );
         let s: SystemKind = serde_json::from_str("\"percolator\"").unwrap();
         assert_eq!(s, SystemKind::Percolator);
     }

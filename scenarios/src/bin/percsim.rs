@@ -363,17 +363,16 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
         }
     }
     print_summary(&judged.result);
-    if let Some(h) = &judged.history {
-        let report = percsim_checker::check(h);
-        if report.allowed.total > 0 {
-            let allowed: Vec<String> = report
-                .allowed
-                .counts
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            println!("allowed under snapshot isolation: {}", allowed.join(" "));
-        }
+    if let Some(report) = &judged.report
+        && report.allowed.total > 0
+    {
+        let allowed: Vec<String> = report
+            .allowed
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!("allowed under snapshot isolation: {}", allowed.join(" "));
     }
     judged.result.verdict.exit_code()
 }

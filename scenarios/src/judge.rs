@@ -4,6 +4,7 @@
 
 use crate::scenario::{Scenario, ScenarioError};
 use percsim_checker::{History, Report};
+use percsim_sim::RunOutput;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -152,8 +153,19 @@ fn compare_with_rerun(scenario: &Scenario, judged: &mut Judged) {
 
 fn judge_once(scenario: &Scenario) -> Judged {
     let started = Instant::now();
+    verdict_of(scenario, scenario.run(), started)
+}
+
+/// Judge the result `run` of running `scenario` (started at `started`): a
+/// crashed run (a panic, a tripped invariant) is a crash verdict naming the
+/// seed; otherwise the history is checked once.
+pub fn verdict_of(
+    scenario: &Scenario,
+    run: Result<RunOutput, ScenarioError>,
+    started: Instant,
+) -> Judged {
     let mut result = SeedResult::empty(scenario.seed, scenario.workload.name());
-    let out = match scenario.run() {
+    let out = match run {
         Ok(out) => out,
         Err(e) => {
             result.verdict = Verdict::Crash;

@@ -127,22 +127,34 @@ impl Scenario {
     pub fn run(&self) -> Result<RunOutput, ScenarioError> {
         self.validate()?;
         let me = self.clone();
-        std::thread::Builder::new()
-            .name(format!("seed-{}", self.seed))
-            .spawn(move || {
-                let description = serde_json::to_value(&me).unwrap_or_default();
-                match me.system {
-                    SystemKind::Percolator => {
-                        percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
-                    }
+        run_on_thread(self.seed, move || {
+            let description = serde_json::to_value(&me).unwrap_or_default();
+            match me.system {
+                SystemKind::Percolator => {
+                    percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
                 }
-            })
-            .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
-            .join()
-            .map_err(|p| ScenarioError::Crashed(panic_message(p.as_ref())))?
-            .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+            }
+        })
     }
 }
+
+/// Run a simulation on a fresh OS thread named after `seed` (so nothing
+/// leaks from one run into the next); a panic in it (a tripped invariant)
+/// is [`ScenarioError::Crashed`] with the panic's message.
+pub fn run_on_thread(
+    seed: u64,
+    run: impl FnOnce() -> Result<RunOutput, percsim_sim::ConfigError> + Send + 'static,
+) -> Result<RunOutput, ScenarioError> {
+    std::thread::Builder::new()
+        .name(format!("seed-{seed}"))
+        .spawn(run)
+        .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
+        .join()
+        .map_err(|p| ScenarioError::Crashed(panic_message(p.as_ref())))?
+        .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+}
+
+impl Scenario {}
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 //! world, it becomes a [`Cluster`], which its nodes share.
 
 pub(crate) mod config;
+mod invariants;
 pub(crate) mod nodes;
 mod record;
 pub(crate) mod rpc;
@@ -147,6 +148,7 @@ impl System for Percolator {
             incarnations: Mutex::default(),
             sessions: Mutex::default(),
             row_locks: Mutex::default(),
+            granted: Mutex::new(LOAD_COMMIT_TS),
             sweeper: OnceLock::new(),
         })))
     }
@@ -170,6 +172,8 @@ pub(crate) struct Cluster {
     pub sessions: Mutex<BTreeMap<SessionId, (usize, Instant)>>,
     /// The scanners' row locks: holder, lease end.
     pub row_locks: Mutex<BTreeMap<String, (u64, Instant)>>,
+    /// The highest timestamp the oracle has granted (over all its lives).
+    pub granted: Mutex<u64>,
     /// The healed phase's sweeper and final checker.
     sweeper: OnceLock<Arc<Client>>,
 }

@@ -192,3 +192,36 @@ impl World {
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run `f` on a fresh world inside a simulation.
+    fn in_world(f: impl FnOnce(&World) + Send + 'static) {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(async move {
+            let (tx, _rx) = futures::channel::mpsc::unbounded();
+            f(&World::new(WorldConfig::default(), tx));
+        });
+    }
+
+    #[test]
+    fn a_node_restarts_after_it_stopped() {
+        in_world(|w| {
+            w.node_started("client-0");
+            w.node_stopped("client-0");
+            w.node_started("client-0");
+            assert_eq!(lock(&w.running).get("client-0"), Some(&(2, true)));
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant violated: node client-0 starts incarnation 2 while incarnation 1 still runs")]
+    fn two_incarnations_at_once_trip_the_assertion() {
+        in_world(|w| {
+            w.node_started("client-0");
+            w.node_started("client-0");
+        });
+    }
+}

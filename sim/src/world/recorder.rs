@@ -132,6 +132,11 @@ impl Recorder {
         }
     }
 
+    /// The start timestamp of transaction `id`, once it has one.
+    pub fn start_ts(&self, id: u64) -> Option<u64> {
+        self.txns.get(id as usize)?.start_ts
+    }
+
     /// Transaction `id` is an observer run.
     pub fn observer(&mut self, id: u64, run: history::ObserverRun) {
         if let Some(t) = self.txns.get_mut(id as usize) {

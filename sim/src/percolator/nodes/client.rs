@@ -8,8 +8,8 @@ use crate::percolator::rpc::{
 };
 use crate::percolator::workload::Worker;
 use crate::percolator::{
-    Cluster, SWEEPER_NODE, client_addr, liveness_addr, master_addr, oracle_addr, record,
-    tablet_server_addr,
+    Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
+    record, tablet_server_addr,
 };
 use crate::world::{ClockSkew, Control};
 use futures::channel::oneshot;
@@ -18,7 +18,8 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::client::{
-    CleanupEvent, ClientConfig, Observed, RpcError, StepPoint, Transport, TxnEvent, run_observer,
+    CleanupEvent, ClientConfig, CommitOutcome, Observed, RpcError, StepPoint, Transport, TxnEvent,
+    run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
 use serde_json::json;
@@ -395,7 +396,16 @@ impl Transport for Client {
             lock(&self.numbers).remove(&txn);
         }
         let now = self.cluster.now_ns();
-        record::txn_event(&mut self.cluster.recorder(), txn, event, now);
+        let mut rec = self.cluster.recorder();
+        if let TxnEvent::Finished(CommitOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        }) = &event
+            && let Some(start_ts) = rec.start_ts(txn)
+            && invariants::commit_after_start(self.cluster.cfg.ablations)
+        {
+            invariants::check_commit(txn, start_ts, commit_ts.0);
+        }
+        record::txn_event(&mut rec, txn, event, now);
     }
 
     fn cleanup_event(&self, event: CleanupEvent) {

@@ -2,7 +2,7 @@
 //! it persisted first (see `percsim_protocol::oracle`).
 
 use crate::percolator::rpc::TsCall;
-use crate::percolator::{Cluster, CpuKind, oracle_addr};
+use crate::percolator::{Cluster, CpuKind, invariants, oracle_addr};
 use crate::world::serve::{Intake, serve_costed};
 use madsim::net::Endpoint;
 use percsim_protocol::Ablation;
@@ -23,6 +23,11 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .allocate(req.count);
+        if invariants::oracle_monotone(cluster.cfg.ablations) {
+            let mut high = cluster.lock(&cluster.granted);
+            invariants::check_grant(*high, grant.allocation.first.0);
+            *high = grant.allocation.first.0 + grant.allocation.count.saturating_sub(1);
+        }
         let forgets = cluster.cfg.ablations.has(Ablation::OracleForgets);
         if let (Some(max), false) = (grant.persist_max, forgets) {
             // Durable before the reply leaves: a restart resumes above it.

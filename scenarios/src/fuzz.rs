@@ -296,3 +296,31 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::COVERAGE;
+    use percsim_sim::{Counter, EventKind, FaultKind};
+
+    /// Coverage keys name counters the simulator really bumps: a fault
+    /// key is a fault kind's counter, a world event's key its event
+    /// counter, so renaming either breaks this test rather than silently
+    /// flagging "never happened" in every campaign.
+    #[test]
+    fn coverage_keys_name_typed_counters() {
+        let faults: Vec<String> = FaultKind::ALL.iter().map(|k| k.counter()).collect();
+        let events: Vec<String> = EventKind::ALL.iter().map(|k| k.counter()).collect();
+        for (what, key) in COVERAGE {
+            if key.starts_with("fault.") {
+                assert!(faults.iter().any(|f| f == key), "{what}: {key}");
+            }
+        }
+        assert!(
+            COVERAGE
+                .iter()
+                .any(|(_, k)| *k == Counter::NetDuplicated.name())
+        );
+        assert!(events.contains(&"event.partition".to_string()));
+        assert!(!faults.contains(&"fault.no_such_class".to_string()));
+    }
+}

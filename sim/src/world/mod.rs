@@ -217,7 +217,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "invariant violated: node client-0 starts incarnation 2 while incarnation 1 still runs")]
+    #[should_panic(
+        expected = "invariant violated: node client-0 starts incarnation 2 while incarnation 1 still runs"
+    )]
     fn two_incarnations_at_once_trip_the_assertion() {
         in_world(|w| {
             w.node_started("client-0");

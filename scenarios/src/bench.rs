@@ -213,7 +213,6 @@ fn campaign_throughput(seeds: u64, jobs: usize) {
 /// the notification latency: from a committed write of `raw` to the commit
 /// of the first `parse` run that saw it, in simulated time.
 fn pipeline_throughput(run_ms: u64, seeds: u64) {
-    use percsim_checker::{Op, Outcome};
     let (mut parsed, mut wall, mut sim_ns) = (0u64, 0f64, 0u64);
     let mut latencies_ms: Vec<f64> = Vec::new();
     for seed in 0..seeds {
@@ -237,44 +236,7 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         };
         wall += t.elapsed().as_secs_f64();
         sim_ns += out.summary.sim_ns;
-        let h = &out.history;
-        // Committed parse runs by document: (start_ts, completion time).
-        let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
-        for t in &h.transactions {
-            if let (Some(o), Outcome::Committed, Some(done)) =
-                (&t.observer, t.outcome, t.complete_ns)
-                && o.name == "parse"
-            {
-                runs.entry(o.row.as_str())
-                    .or_default()
-                    .push((t.start_ts, done));
-                parsed += 1;
-            }
-        }
-        for t in &h.transactions {
-            let (Outcome::Committed, Some(commit_ts), Some(done)) =
-                (t.outcome, t.commit_ts, t.complete_ns)
-            else {
-                continue;
-            };
-            for op in &t.ops {
-                if let Op::Write { row, col, .. } = op {
-                    if col != "raw" {
-                        continue;
-                    }
-                    let first = runs
-                        .get(row.as_str())
-                        .into_iter()
-                        .flatten()
-                        .filter(|(start, _)| *start > commit_ts)
-                        .map(|(_, end)| *end)
-                        .min();
-                    if let Some(end) = first {
-                        latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
-                    }
-                }
-            }
-        }
+        parsed += notification_latencies(&out.history, &mut latencies_ms);
     }
     latencies_ms.sort_by(|a, b| a.total_cmp(b));
     let q = |f: f64| {
@@ -298,6 +260,51 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         q(1.0),
         latencies_ms.len()
     );
+}
+
+/// Add to `latencies_ms` the time from each committed write of `raw` to
+/// the completion of the first committed `parse` run that saw it;
+/// returns how many parse runs committed.
+fn notification_latencies(h: &percsim_checker::History, latencies_ms: &mut Vec<f64>) -> u64 {
+    use percsim_checker::{Op, Outcome};
+    let mut parsed = 0;
+    // Committed parse runs by document: (start_ts, completion time).
+    let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
+    for t in &h.transactions {
+        if let (Some(o), Outcome::Committed, Some(done)) = (&t.observer, t.outcome, t.complete_ns)
+            && o.name == "parse"
+        {
+            runs.entry(o.row.as_str())
+                .or_default()
+                .push((t.start_ts, done));
+            parsed += 1;
+        }
+    }
+    for t in &h.transactions {
+        let (Outcome::Committed, Some(commit_ts), Some(done)) =
+            (t.outcome, t.commit_ts, t.complete_ns)
+        else {
+            continue;
+        };
+        for op in &t.ops {
+            if let Op::Write { row, col, .. } = op {
+                if col != "raw" {
+                    continue;
+                }
+                let first = runs
+                    .get(row.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter(|(start, _)| *start > commit_ts)
+                    .map(|(_, end)| *end)
+                    .min();
+                if let Some(end) = first {
+                    latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
+                }
+            }
+        }
+    }
+    parsed
 }
 
 /// The process's resident and peak resident memory in MB, from

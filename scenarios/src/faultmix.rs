@@ -106,55 +106,63 @@ pub fn enable(
             })
         }
         FaultKind::SessionExpiry => r.session_expiry = Some(class_of(0, 0)),
-        FaultKind::ClockSkew => {
-            let spread = (500.0 + 4_000.0 * intensity) as i64;
-            cluster.clocks = (0..cluster.clients)
-                .map(|_| ClockSkew {
-                    offset_ms: rng.random_range(-spread..=spread),
-                    drift_ppm: rng.random_range(-50_000..=50_000),
-                })
-                .collect();
-        }
-        FaultKind::CrashAtStep => {
-            let n = 1 + (intensity * 3.0) as usize;
-            for _ in 0..n {
-                let step = match rng.random_range(0..6) {
-                    0 => StepPoint::BeforePrewrite,
-                    1 => StepPoint::AfterPrewritePrimary,
-                    2 => StepPoint::AfterPrewriteSecondary(1),
-                    3 => StepPoint::BeforeCommitPrimary,
-                    4 => StepPoint::AfterCommitPrimary,
-                    _ => StepPoint::AfterCommitSecondary(1),
-                };
-                cluster.crashes.push(CrashAt {
-                    client: rng.random_range(0..cluster.clients),
-                    txn: rng.random_range(1..=8),
-                    step,
-                    restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
-                });
-            }
-        }
-        // A live owner frozen mid-commit (after it locked cells or took its
-        // commit timestamp) while its locks age: readers clean them up,
-        // and late messages from before the pause may still arrive.
-        FaultKind::PauseAtStep => {
-            let n = 1 + (intensity * 4.0) as usize;
-            for _ in 0..n {
-                let step = match rng.random_range(0..3) {
-                    0 => StepPoint::AfterPrewritePrimary,
-                    1 => StepPoint::AfterPrewriteSecondary(1),
-                    _ => StepPoint::BeforeCommitPrimary,
-                };
-                cluster.pauses.push(PauseAt {
-                    client: rng.random_range(0..cluster.clients),
-                    txn: rng.random_range(1..=8),
-                    step,
-                    duration_ms: rng.random_range(300..=4_000),
-                });
-            }
-        }
+        FaultKind::ClockSkew => skew_clocks(cluster, intensity, rng),
+        FaultKind::CrashAtStep => crash_at_steps(cluster, intensity, rng),
+        FaultKind::PauseAtStep => pause_at_steps(cluster, intensity, rng),
     }
     Ok(())
+}
+
+/// Skew every client's clock by up to 0.5-4.5 s and drift by up to 5%.
+fn skew_clocks(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let spread = (500.0 + 4_000.0 * intensity) as i64;
+    cluster.clocks = (0..cluster.clients)
+        .map(|_| ClockSkew {
+            offset_ms: rng.random_range(-spread..=spread),
+            drift_ppm: rng.random_range(-50_000..=50_000),
+        })
+        .collect();
+}
+
+/// Kill clients at named steps of their commits.
+fn crash_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let n = 1 + (intensity * 3.0) as usize;
+    for _ in 0..n {
+        let step = match rng.random_range(0..6) {
+            0 => StepPoint::BeforePrewrite,
+            1 => StepPoint::AfterPrewritePrimary,
+            2 => StepPoint::AfterPrewriteSecondary(1),
+            3 => StepPoint::BeforeCommitPrimary,
+            4 => StepPoint::AfterCommitPrimary,
+            _ => StepPoint::AfterCommitSecondary(1),
+        };
+        cluster.crashes.push(CrashAt {
+            client: rng.random_range(0..cluster.clients),
+            txn: rng.random_range(1..=8),
+            step,
+            restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
+        });
+    }
+}
+
+/// A live owner frozen mid-commit (after it locked cells or took its
+/// commit timestamp) while its locks age: readers clean them up, and late
+/// messages from before the pause may still arrive.
+fn pause_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let n = 1 + (intensity * 4.0) as usize;
+    for _ in 0..n {
+        let step = match rng.random_range(0..3) {
+            0 => StepPoint::AfterPrewritePrimary,
+            1 => StepPoint::AfterPrewriteSecondary(1),
+            _ => StepPoint::BeforeCommitPrimary,
+        };
+        cluster.pauses.push(PauseAt {
+            client: rng.random_range(0..cluster.clients),
+            txn: rng.random_range(1..=8),
+            step,
+            duration_ms: rng.random_range(300..=4_000),
+        });
+    }
 }
 
 #[cfg(test)]

@@ -181,12 +181,14 @@ pub struct ConfigError {
 impl SimConfig {
     /// Check the configuration for impossible settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field: &str, problem: &str| {
-            Err(ConfigError {
-                field: field.to_string(),
-                problem: problem.to_string(),
-            })
-        };
+        self.check_sizes()?;
+        self.check_steps()?;
+        self.check_faults()?;
+        self.check_costs()
+    }
+
+    /// Node counts, timeouts and clocks.
+    fn check_sizes(&self) -> Result<(), ConfigError> {
         let limits: [(&str, usize, usize); 4] = [
             ("tablet_servers", self.tablet_servers, 200),
             ("tablets", self.tablets, 10_000),
@@ -219,40 +221,36 @@ impl SimConfig {
         if self.clocks.len() > self.clients {
             return err("clocks", "more clock entries than clients");
         }
-        for (i, c) in self.crashes.iter().enumerate() {
-            if c.client >= self.clients {
+        Ok(())
+    }
+
+    /// Crashes and pauses at named steps name existing clients.
+    fn check_steps(&self) -> Result<(), ConfigError> {
+        let steps = self.crashes.iter().map(|c| ("crashes", c.client, c.txn));
+        let pauses = self.pauses.iter().map(|p| ("pauses", p.client, p.txn));
+        let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
+        for (list, client, txn) in steps.chain(pauses) {
+            let i = index.entry(list).or_default();
+            if client >= self.clients {
                 return err(
-                    &format!("crashes[{i}].client"),
-                    &format!(
-                        "client {} does not exist ({} clients)",
-                        c.client, self.clients
-                    ),
+                    &format!("{list}[{i}].client"),
+                    &format!("client {client} does not exist ({} clients)", self.clients),
                 );
             }
-            if c.txn == 0 {
+            if txn == 0 {
                 return err(
-                    &format!("crashes[{i}].txn"),
+                    &format!("{list}[{i}].txn"),
                     "transactions are counted from 1",
                 );
             }
+            *i += 1;
         }
-        for (i, p) in self.pauses.iter().enumerate() {
-            if p.client >= self.clients {
-                return err(
-                    &format!("pauses[{i}].client"),
-                    &format!(
-                        "client {} does not exist ({} clients)",
-                        p.client, self.clients
-                    ),
-                );
-            }
-            if p.txn == 0 {
-                return err(
-                    &format!("pauses[{i}].txn"),
-                    "transactions are counted from 1",
-                );
-            }
-        }
+        Ok(())
+    }
+
+    /// Timed faults name existing nodes and clients with sensible values;
+    /// random classes have sensible probabilities and durations.
+    fn check_faults(&self) -> Result<(), ConfigError> {
         let nodes = self.node_names();
         for (i, t) in self.faults.schedule.iter().enumerate() {
             let field = format!("faults.schedule[{i}]");
@@ -281,6 +279,11 @@ impl SimConfig {
                 return err(&format!("faults.random.{name}"), &p);
             }
         }
+        Ok(())
+    }
+
+    /// Cores of the cost model and the phases' lengths.
+    fn check_costs(&self) -> Result<(), ConfigError> {
         let c = &self.costs;
         for (field, cores) in [
             ("costs.tablet_cores", c.tablet_cores),
@@ -296,6 +299,14 @@ impl SimConfig {
         }
         Ok(())
     }
+}
+
+/// A [`ConfigError`] for `field`.
+fn err(field: &str, problem: &str) -> Result<(), ConfigError> {
+    Err(ConfigError {
+        field: field.to_string(),
+        problem: problem.to_string(),
+    })
 }
 
 impl SimConfig {

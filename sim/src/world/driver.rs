@@ -164,67 +164,12 @@ impl Faults {
             } => self.kill(node, *restart_after_ms),
             Fault::Restart { node } => self.restart(node),
             Fault::Resume { node } => self.run_undo(Undo::Resume(node.clone())),
-            Fault::Pause { node, duration_ms } => {
-                let Some(id) = self.ids.id(node) else {
-                    return;
-                };
-                if self.killed.contains(node) || !self.paused.insert(node.clone()) {
-                    return;
-                }
-                Handle::current().pause(id);
-                self.world.world_event(
-                    EventKind::Pause,
-                    json!({"node": node, "duration_ms": duration_ms}),
-                );
-                self.undo
-                    .push((after(*duration_ms), Undo::Resume(node.clone())));
-            }
+            Fault::Pause { node, duration_ms } => self.pause(node, *duration_ms),
             Fault::Stall {
                 client,
                 duration_ms,
-            } => {
-                let until = after(*duration_ms);
-                let mut stalled = self.world.stalled();
-                let end = stalled.entry(*client).or_insert(until);
-                *end = (*end).max(until);
-                drop(stalled);
-                self.world.world_event(
-                    EventKind::Stall,
-                    json!({"client": client, "duration_ms": duration_ms}),
-                );
-                self.undo.push((until, Undo::Unstall(*client)));
-            }
-            Fault::Partition {
-                a,
-                b,
-                one_way,
-                duration_ms,
-            } => {
-                let net = NetSim::current();
-                let mut links = Vec::new();
-                for x in a.iter().filter_map(|n| self.ids.id(n)) {
-                    for y in b.iter().filter_map(|n| self.ids.id(n)) {
-                        if x == y {
-                            continue;
-                        }
-                        links.push((x, y));
-                        if !one_way {
-                            links.push((y, x));
-                        }
-                    }
-                }
-                let mut cut = self.world.cut();
-                for (x, y) in &links {
-                    net.clog_link(*x, *y);
-                    *cut.entry((*x, *y)).or_default() += 1;
-                }
-                drop(cut);
-                self.world.world_event(
-                    EventKind::Partition,
-                    json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
-                );
-                self.undo.push((after(*duration_ms), Undo::Unclog(links)));
-            }
+            } => self.stall(*client, *duration_ms),
+            Fault::Partition { .. } => self.partition(fault),
             Fault::PacketLoss { rate, duration_ms } => {
                 self.world.world_event(
                     EventKind::PacketLoss,
@@ -263,6 +208,75 @@ impl Faults {
                     .world_event(EventKind::SessionExpired, json!({"client": client}));
             }
         }
+    }
+
+    /// Freeze `node` for `duration_ms` (not if it is dead or paused already).
+    fn pause(&mut self, node: &str, duration_ms: u64) {
+        let Some(id) = self.ids.id(node) else {
+            return;
+        };
+        if self.killed.contains(node) || !self.paused.insert(node.to_string()) {
+            return;
+        }
+        Handle::current().pause(id);
+        self.world.world_event(
+            EventKind::Pause,
+            json!({"node": node, "duration_ms": duration_ms}),
+        );
+        let until = Instant::now() + Duration::from_millis(duration_ms);
+        self.undo.push((until, Undo::Resume(node.to_string())));
+    }
+
+    /// Stall `client`'s transaction threads for `duration_ms`.
+    fn stall(&mut self, client: usize, duration_ms: u64) {
+        let until = Instant::now() + Duration::from_millis(duration_ms);
+        let mut stalled = self.world.stalled();
+        let end = stalled.entry(client).or_insert(until);
+        *end = (*end).max(until);
+        drop(stalled);
+        self.world.world_event(
+            EventKind::Stall,
+            json!({"client": client, "duration_ms": duration_ms}),
+        );
+        self.undo.push((until, Undo::Unstall(client)));
+    }
+
+    /// Cut the links of a [`Fault::Partition`].
+    fn partition(&mut self, fault: &Fault) {
+        let Fault::Partition {
+            a,
+            b,
+            one_way,
+            duration_ms,
+        } = fault
+        else {
+            return;
+        };
+        let net = NetSim::current();
+        let mut links = Vec::new();
+        for x in a.iter().filter_map(|n| self.ids.id(n)) {
+            for y in b.iter().filter_map(|n| self.ids.id(n)) {
+                if x == y {
+                    continue;
+                }
+                links.push((x, y));
+                if !one_way {
+                    links.push((y, x));
+                }
+            }
+        }
+        let mut cut = self.world.cut();
+        for (x, y) in &links {
+            net.clog_link(*x, *y);
+            *cut.entry((*x, *y)).or_default() += 1;
+        }
+        drop(cut);
+        self.world.world_event(
+            EventKind::Partition,
+            json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
+        );
+        let until = Instant::now() + Duration::from_millis(*duration_ms);
+        self.undo.push((until, Undo::Unclog(links)));
     }
 
     fn start_net(&mut self, f: NetFault, until: Instant) {

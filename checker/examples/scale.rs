@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release -p percsim-checker --example scale -- 10000 100000 1000000
-//! cargo run --release -p percsim-checker --example scale -- --files 1000000 10000000
+//! cargo run --release -p percsim-checker --example scale -- --files
+//! cargo run --release -p percsim-checker --example scale -- --files --long
 //! ```
 //!
 //! For each size it generates a valid history (deterministic: two reads and
@@ -14,7 +15,8 @@
 //! `parse` of the history as a JSON string; peak memory is the process's
 //! VmHWM, reset before each size where the kernel allows it.
 //!
-//! With `--files` it writes each history to a file as it generates it, then
+//! With `--files` (1M transactions, and 10M as well with `--long`, which
+//! takes minutes and about 5 GB of disk) it writes each history to a file as it generates it, then
 //! checks the file end to end (read, parse, every rule: what `percsim check`
 //! does) in a child process, and prints that child's wall and CPU time and
 //! peak memory. `--write N FILE` only writes a file; `--check FILE` is the child.
@@ -167,6 +169,7 @@ fn generate_each(n: u64, mut emit: impl FnMut(Transaction)) -> FinalState {
             outcome,
             abort_reason: None,
             ops,
+            scans: Vec::new(),
             observer: None,
         });
     }
@@ -277,10 +280,11 @@ fn main() -> std::process::ExitCode {
     }
     let sizes: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
     if args.iter().any(|a| a == "--files") {
-        from_files(if sizes.is_empty() {
-            &[1_000_000]
-        } else {
-            &sizes
+        let long = args.iter().any(|a| a == "--long");
+        from_files(match (sizes.is_empty(), long) {
+            (false, _) => &sizes,
+            (true, false) => &[1_000_000],
+            (true, true) => &[1_000_000, 10_000_000],
         });
         return std::process::ExitCode::SUCCESS;
     }

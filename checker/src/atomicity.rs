@@ -254,7 +254,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
     }
 
-    for lock in &ctx.h.final_state.locks {
+    for (lock, &(cell, primary)) in ctx.h.locks.iter().zip(&ctx.lock_cells) {
         let t = ctx.by_start(lock.start_ts);
         sink.add("lock_left", || {
             let (txns, details, whose) = if t == NONE {
@@ -278,9 +278,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             };
             Draft::new(
                 format!(
-                    "a lock on {}.{} with start_ts {} (primary {}.{}) is still in the store after quiescence; {whose}: \
+                    "a lock on {} with start_ts {} (primary {}) is still in the store after quiescence; {whose}: \
                      the transaction was never resolved",
-                    lock.row, lock.col, lock.start_ts, lock.primary.row, lock.primary.col
+                    ctx.cell_name(cell),
+                    lock.start_ts,
+                    ctx.cell_name(primary)
                 ),
                 txns,
                 details,

@@ -3,8 +3,8 @@
 //! transaction that wrote them, and the committed versions of every cell.
 //! Everything borrows from the history; nothing is copied.
 
-use crate::fx::FxMap;
-use crate::history::{History, Op, Outcome, Transaction, VersionKind};
+use crate::compact::{COp, Compact, NIL, OpKind, Txn};
+use crate::history::{Outcome, VersionKind};
 
 /// "No such index" for `u32` indices.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -54,35 +54,22 @@ pub(crate) struct WriteInfo {
     pub fw: u32,
 }
 
-/// One write op, by the hash of (cell, value).
+/// One write op: its cell and value (string id), who wrote it, and where.
 #[derive(Debug, Clone, Copy)]
 struct WriteEntry {
-    hash: u64,
+    cell: u32,
+    value: u32,
     txn: u32,
     op: u32,
     fw: u32,
 }
 
-/// Who wrote each (cell, value): entries sorted by hash, then history order.
-struct WriteIndex {
-    entries: Vec<WriteEntry>,
-}
-
-fn value_hash(cell: u32, value: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut h = crate::fx::FxHasher::default();
-    h.write_u32(cell);
-    h.write(value.as_bytes());
-    h.finish()
-}
-
 /// The indexed history. Transactions are named by their index in
-/// `history.transactions` (`u32`), cells by their interned id.
+/// the history (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
-    pub h: &'a History,
+    pub h: &'a Compact,
     /// Cell id -> (row, col).
     pub cells: Vec<(&'a str, &'a str)>,
-    op_off: Vec<usize>,
     op_cell: Vec<u32>,
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
@@ -103,8 +90,8 @@ pub(crate) struct Ctx<'a> {
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
     cv: Vec<Cv<'a>>,
-    /// (cell, written value) -> first writer; only for values written by a write op.
-    windex: WriteIndex,
+    /// Every write op by (cell, value, txn, op): who wrote which value.
+    windex: Vec<WriteEntry>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
     pub cell_unique: Vec<bool>,
@@ -114,14 +101,8 @@ pub(crate) struct Ctx<'a> {
     pub runs: Vec<(u32, u32)>,
     /// The cell of every `final_state.notify` entry, in order.
     pub notify_cells: Vec<u32>,
-}
-
-pub(crate) fn op_parts(op: &Op) -> (&str, &str) {
-    match op {
-        Op::Read { row, col, .. } | Op::Write { row, col, .. } | Op::Delete { row, col } => {
-            (row, col)
-        }
-    }
+    /// Cell id of each lock's cell and of its primary, in order.
+    pub lock_cells: Vec<(u32, u32)>,
 }
 
 /// A value as JSON: quoted and escaped, or `null`.
@@ -142,419 +123,329 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
-/// Every cell named in a history as a dense id, in order of first mention.
-struct Interned<'a> {
+/// Every cell named in a history as a dense id, in order of first mention
+/// (ops, store cells, locks, observer marks, notify entries), whatever order
+/// the compact form assigned.
+struct Renumbered<'a> {
     names: Vec<(&'a str, &'a str)>,
-    /// Per op, in history order.
-    op_cell: Vec<u32>,
-    /// Per `final_state.cells` entry.
-    state_cell: Vec<u32>,
-    /// Per transaction with an `observer` mark, in history order.
-    run_cell: Vec<u32>,
-    /// Per `final_state.notify` entry.
-    notify_cell: Vec<u32>,
+    /// Compact cell id -> this id.
+    of: Vec<u32>,
 }
 
-fn cell_hash(row: &str, col: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut h = crate::fx::FxHasher::default();
-    h.write(row.as_bytes());
-    h.write_u8(0xff);
-    h.write(col.as_bytes());
-    h.finish()
-}
-
-/// Interns cells by sorting the hashes of all references (cache-friendly,
-/// unlike a hash table probed once per op), then confirming each reference
-/// against its group's first member, kept in a compact arena. References
-/// whose hash collides with a different cell go through an exact map.
-fn intern_cells(h: &History) -> Interned<'_> {
-    let refs = || {
-        h.transactions
-            .iter()
-            .flat_map(|t| t.ops.iter().map(op_parts))
-            .chain(
-                h.final_state
-                    .cells
-                    .iter()
-                    .map(|c| (c.row.as_str(), c.col.as_str())),
-            )
-            .chain(h.final_state.locks.iter().flat_map(|l| {
-                [
-                    (l.row.as_str(), l.col.as_str()),
-                    (l.primary.row.as_str(), l.primary.col.as_str()),
-                ]
-            }))
-    };
-    let mut keys: Vec<(u64, u32)> = refs()
-        .enumerate()
-        .map(|(k, (row, col))| (cell_hash(row, col), k as u32))
-        .collect();
-    let n_refs = keys.len();
-    keys.sort_unstable_by_key(|e| e.0);
-    let mut group = vec![0u32; n_refs];
-    let mut g = 0u32;
-    for i in 0..keys.len() {
-        if i > 0 && keys[i - 1].0 != keys[i].0 {
-            g += 1;
-        }
-        group[keys[i].1 as usize] = g;
-    }
-    let n_groups = if n_refs == 0 { 0 } else { g as usize + 1 };
-    drop(keys);
-
-    let mut group_id = vec![NONE; n_groups];
-    let mut arena: Vec<u8> = Vec::new();
-    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
-    let mut names: Vec<(&str, &str)> = Vec::new();
-    let mut collided: FxMap<(&str, &str), u32> = FxMap::default();
-    let mut ids: Vec<u32> = Vec::with_capacity(n_refs);
-    fn add(
-        row: &str,
-        col: &str,
-        arena: &mut Vec<u8>,
-        spans: &mut Vec<(usize, usize, usize)>,
-    ) -> u32 {
-        spans.push((arena.len(), row.len(), col.len()));
-        arena.extend_from_slice(row.as_bytes());
-        arena.extend_from_slice(col.as_bytes());
-        (spans.len() - 1) as u32
-    }
-    for (k, (row, col)) in refs().enumerate() {
-        let gi = group[k] as usize;
-        let id = match group_id[gi] {
-            NONE => {
-                let id = add(row, col, &mut arena, &mut spans);
-                names.push((row, col));
-                group_id[gi] = id;
-                id
-            }
-            id => {
-                let (off, rl, cl) = spans[id as usize];
-                if arena[off..off + rl] == *row.as_bytes()
-                    && arena[off + rl..off + rl + cl] == *col.as_bytes()
-                {
-                    id
-                } else {
-                    match collided.get(&(row, col)) {
-                        Some(&id) => id,
-                        None => {
-                            let id = add(row, col, &mut arena, &mut spans);
-                            names.push((row, col));
-                            collided.insert((row, col), id);
-                            id
-                        }
-                    }
-                }
-            }
+impl<'a> Renumbered<'a> {
+    fn new(h: &'a Compact) -> Renumbered<'a> {
+        let mut r = Renumbered {
+            names: Vec::new(),
+            of: vec![NONE; h.cells.len()],
         };
-        ids.push(id);
+        let locks = h.locks.iter().flat_map(|l| [l.cell, l.primary]);
+        let marks = h.runs.iter().map(|m| m.cell);
+        let all = h.ops.iter().map(|o| o.cell);
+        let all = all.chain(h.state.iter().map(|s| s.cell)).chain(locks);
+        for c in all.chain(marks).chain(h.notify.iter().copied()) {
+            r.id(h, c);
+        }
+        r
     }
-    let n_ops: usize = h.transactions.iter().map(|t| t.ops.len()).sum();
-    let n_state = h.final_state.cells.len();
-    let state_cell = ids[n_ops..n_ops + n_state].to_vec();
-    ids.truncate(n_ops);
 
-    // Observer marks and notify entries, rare, through an exact map, so that
-    // histories without them pay nothing.
-    let marks = || {
-        h.transactions
-            .iter()
-            .filter_map(|t| t.observer.as_ref())
-            .map(|o| (o.row.as_str(), o.col.as_str()))
-    };
-    let mut run_cell = Vec::new();
-    let mut notify_cell = Vec::new();
-    if marks().next().is_some() || !h.final_state.notify.is_empty() {
-        let mut known: FxMap<(&str, &str), u32> = names
-            .iter()
-            .enumerate()
-            .map(|(i, &name)| (name, i as u32))
-            .collect();
-        let n_marks = marks().count();
-        let extra = marks().chain(
-            h.final_state
-                .notify
-                .iter()
-                .map(|c| (c.row.as_str(), c.col.as_str())),
-        );
-        for (k, cell) in extra.enumerate() {
-            let id = *known.entry(cell).or_insert_with(|| {
-                names.push(cell);
-                (names.len() - 1) as u32
+    fn id(&mut self, h: &'a Compact, c: u32) -> u32 {
+        let slot = &mut self.of[c as usize];
+        if *slot == NONE {
+            *slot = self.names.len() as u32;
+            self.names.push(h.cell_name(c));
+        }
+        *slot
+    }
+
+    fn get(&self, c: u32) -> u32 {
+        self.of[c as usize]
+    }
+}
+
+/// Each transaction's final write per cell, sorted by cell within one.
+fn final_writes<'a>(h: &'a Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite<'a>>) {
+    let mut fw_off = Vec::with_capacity(h.txns.len() + 1);
+    let mut fw: Vec<FinalWrite<'a>> = Vec::new();
+    let mut scratch: Vec<(u32, u32, Option<&'a str>)> = Vec::new();
+    fw_off.push(0);
+    for t in 0..h.txns.len() {
+        scratch.clear();
+        let base = h.op_off[t];
+        for (j, op) in h.ops(t).iter().enumerate() {
+            let c = op_cell[base + j];
+            match op.kind {
+                OpKind::Write => scratch.push((c, j as u32, h.strs.opt(op.value))),
+                OpKind::Delete => scratch.push((c, j as u32, None)),
+                OpKind::Read => {}
+            }
+        }
+        scratch.sort_unstable_by_key(|w| (w.0, w.1));
+        for (k, w) in scratch.iter().enumerate() {
+            if scratch.get(k + 1).is_none_or(|next| next.0 != w.0) {
+                fw.push(FinalWrite {
+                    cell: w.0,
+                    op: w.1,
+                    value: w.2,
+                });
+            }
+        }
+        fw_off.push(fw.len());
+    }
+    (fw_off, fw)
+}
+
+/// The store's records sorted by start_ts and matched to transactions by a
+/// merge with `by_start` (no per-record search): the records, each
+/// transaction's range of them, and the orphans.
+fn store_records<'a>(
+    h: &'a Compact,
+    cells: &Renumbered<'_>,
+    by_start: &[(u64, u32)],
+) -> (Vec<StoreRec<'a>>, Vec<(usize, usize)>, Vec<u32>) {
+    let mut recs: Vec<StoreRec<'a>> = Vec::with_capacity(h.versions.len());
+    for cs in &h.state {
+        let cell = cells.get(cs.cell);
+        for v in &h.versions[cs.lo..cs.hi] {
+            recs.push(StoreRec {
+                cell,
+                txn: NONE,
+                start_ts: v.start_ts,
+                commit_ts: v.commit_ts,
+                kind: v.kind,
+                value: h.strs.opt(v.value),
             });
-            if k < n_marks {
-                run_cell.push(id);
-            } else {
-                notify_cell.push(id);
+        }
+    }
+    recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
+    let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); h.txns.len()];
+    let mut orphans: Vec<u32> = Vec::new();
+    let mut k = 0; // into by_start
+    let mut i = 0;
+    while i < recs.len() {
+        let ts = recs[i].start_ts;
+        let mut j = i;
+        while j < recs.len() && recs[j].start_ts == ts {
+            j += 1;
+        }
+        while k < by_start.len() && by_start[k].0 < ts {
+            k += 1;
+        }
+        match by_start.get(k) {
+            Some(&(s, t)) if s == ts => {
+                for r in &mut recs[i..j] {
+                    r.txn = t;
+                }
+                rec_range[t as usize] = (i, j);
+            }
+            _ => orphans.extend(i as u32..j as u32),
+        }
+        i = j;
+    }
+    (recs, rec_range, orphans)
+}
+
+/// Each transaction's commit as the store has it, as it counts, and whether
+/// it committed at all.
+struct Commits {
+    store_commit: Vec<Option<u64>>,
+    eff_commit: Vec<Option<u64>>,
+    committed: Vec<bool>,
+}
+
+fn commits(
+    h: &Compact,
+    recs: &[StoreRec<'_>],
+    rec_range: &[(usize, usize)],
+    fw_off: &[usize],
+) -> Commits {
+    let store_commit: Vec<Option<u64>> = rec_range
+        .iter()
+        .map(|&(lo, hi)| {
+            recs[lo..hi]
+                .iter()
+                .filter(|r| r.is_commit())
+                .map(|r| r.commit_ts)
+                .min()
+        })
+        .collect();
+    let eff_commit: Vec<Option<u64>> = h
+        .txns
+        .iter()
+        .zip(&store_commit)
+        .map(|(t, sc)| match (t.outcome, t.commit_ts) {
+            (Outcome::Aborted, _) | (_, None) => *sc,
+            (_, Some(c)) => Some(c),
+        })
+        .collect();
+    // A client's "committed" counts with a commit_ts, or without one for a
+    // read-only transaction (Percolator commits those without asking the
+    // oracle); a writer without one is only committed by the store's word.
+    let committed: Vec<bool> = h
+        .txns
+        .iter()
+        .zip(&store_commit)
+        .enumerate()
+        .map(|(i, (t, sc))| {
+            let read_only = fw_off[i] == fw_off[i + 1];
+            (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
+                || sc.is_some()
+        })
+        .collect();
+    Commits {
+        store_commit,
+        eff_commit,
+        committed,
+    }
+}
+
+/// Committed versions per cell, by commit_ts: the store's, plus the
+/// client-reported ones the store does not hold. Returns offsets and versions.
+fn committed_versions<'a>(
+    h: &Compact,
+    n_cells: usize,
+    recs: &[StoreRec<'a>],
+    rec_range: &[(usize, usize)],
+    fw: (&[usize], &[FinalWrite<'a>]),
+) -> (Vec<usize>, Vec<Cv<'a>>) {
+    let (fw_off, fw) = fw;
+    let mut all: Vec<(u32, Cv<'a>)> = Vec::new();
+    for r in recs.iter().filter(|r| r.is_commit()) {
+        let value = if r.kind == VersionKind::Put {
+            r.value
+        } else {
+            None
+        };
+        let cv = Cv {
+            commit_ts: r.commit_ts,
+            value,
+            writer: r.txn,
+            from_store: true,
+        };
+        all.push((r.cell, cv));
+    }
+    for (i, t) in h.txns.iter().enumerate() {
+        let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
+            continue;
+        };
+        let (lo, hi) = rec_range[i];
+        let stored = &recs[lo..hi];
+        for w in &fw[fw_off[i]..fw_off[i + 1]] {
+            // Already there as the store's own record: the store's wins anyway.
+            let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
+            if stored[p..]
+                .iter()
+                .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
+                .any(StoreRec::is_commit)
+            {
+                continue;
+            }
+            let cv = Cv {
+                commit_ts: c,
+                value: w.value,
+                writer: i as u32,
+                from_store: false,
+            };
+            all.push((w.cell, cv));
+        }
+    }
+    all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
+    all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
+    let mut cv_off = vec![0usize; n_cells + 1];
+    for (c, _) in &all {
+        cv_off[*c as usize + 1] += 1;
+    }
+    for i in 0..n_cells {
+        cv_off[i + 1] += cv_off[i];
+    }
+    let cv: Vec<Cv<'a>> = all.iter().map(|(_, v)| *v).collect();
+    (cv_off, cv)
+}
+
+/// Who wrote which value (sorted by cell, value, then history order), and
+/// which cells have unique values.
+fn write_index(
+    h: &Compact,
+    op_cell: &[u32],
+    fw: (&[usize], &[FinalWrite<'_>]),
+    recs: &[StoreRec<'_>],
+    n_cells: usize,
+) -> (Vec<WriteEntry>, Vec<bool>) {
+    let (fw_off, fw) = fw;
+    let n_writes = h.ops.iter().filter(|o| o.kind == OpKind::Write).count();
+    let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
+    let mut cell_unique = vec![true; n_cells];
+    for t in 0..h.txns.len() {
+        let base = h.op_off[t];
+        let finals = &fw[fw_off[t]..fw_off[t + 1]];
+        for (j, op) in h.ops(t).iter().enumerate() {
+            let c = op_cell[base + j];
+            match op.kind {
+                OpKind::Write => {
+                    let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                        Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
+                        _ => NONE,
+                    };
+                    entries.push(WriteEntry {
+                        cell: c,
+                        value: op.value,
+                        txn: t as u32,
+                        op: j as u32,
+                        fw: fw_idx,
+                    });
+                }
+                OpKind::Delete => cell_unique[c as usize] = false,
+                OpKind::Read => {}
             }
         }
     }
-    Interned {
-        names,
-        op_cell: ids,
-        state_cell,
-        run_cell,
-        notify_cell,
+    entries.sort_unstable_by_key(|e| (e.cell, e.value, e.txn, e.op));
+    for pair in entries.windows(2) {
+        if (pair[0].cell, pair[0].value) == (pair[1].cell, pair[1].value) {
+            cell_unique[pair[0].cell as usize] = false;
+        }
     }
+    // A put whose data is missing serves reads a null that names no
+    // writer: like a delete, it takes its cell out of the graph.
+    for r in recs {
+        if r.kind == VersionKind::Put && r.value.is_none() {
+            cell_unique[r.cell as usize] = false;
+        }
+    }
+    (entries, cell_unique)
 }
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn build(h: &'a History) -> Ctx<'a> {
-        let txns = &h.transactions;
-        let n = txns.len();
-        let Interned {
-            names: cells,
-            op_cell,
-            state_cell,
-            run_cell,
-            notify_cell: notify_cells,
-        } = intern_cells(h);
-        let runs: Vec<(u32, u32)> = txns
+    pub(crate) fn build(h: &'a Compact) -> Ctx<'a> {
+        let cells = Renumbered::new(h);
+        let op_cell: Vec<u32> = h.ops.iter().map(|o| cells.get(o.cell)).collect();
+        let runs: Vec<(u32, u32)> = h
+            .txns
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.observer.is_some())
-            .map(|(i, _)| i as u32)
-            .zip(run_cell)
+            .filter(|(_, t)| t.observer != NIL)
+            .map(|(i, t)| (i as u32, cells.get(h.runs[t.observer as usize].cell)))
             .collect();
-
-        // Ops: cell ids and final writes.
-        let mut op_off = Vec::with_capacity(n + 1);
-        let mut fw_off = Vec::with_capacity(n + 1);
-        let mut fw: Vec<FinalWrite<'a>> = Vec::new();
-        let mut scratch: Vec<(u32, u32, Option<&'a str>)> = Vec::new();
-        op_off.push(0);
-        fw_off.push(0);
-        for t in txns {
-            scratch.clear();
-            let base = *op_off.last().unwrap_or(&0);
-            for (j, op) in t.ops.iter().enumerate() {
-                let c = op_cell[base + j];
-                match op {
-                    Op::Write { value, .. } => scratch.push((c, j as u32, Some(value.as_str()))),
-                    Op::Delete { .. } => scratch.push((c, j as u32, None)),
-                    Op::Read { .. } => {}
-                }
-            }
-            scratch.sort_unstable_by_key(|w| (w.0, w.1));
-            for (k, w) in scratch.iter().enumerate() {
-                if scratch.get(k + 1).is_none_or(|next| next.0 != w.0) {
-                    fw.push(FinalWrite {
-                        cell: w.0,
-                        op: w.1,
-                        value: w.2,
-                    });
-                }
-            }
-            op_off.push(base + t.ops.len());
-            fw_off.push(fw.len());
-        }
+        let notify_cells = h.notify.iter().map(|&c| cells.get(c)).collect();
+        let lock_cells = h
+            .locks
+            .iter()
+            .map(|l| (cells.get(l.cell), cells.get(l.primary)))
+            .collect();
+        let (fw_off, fw) = final_writes(h, &op_cell);
 
         // Transactions by start_ts (the first one in history order on a tie).
-        let mut by_start: Vec<(u64, u32)> = txns
+        let mut by_start: Vec<(u64, u32)> = h
+            .txns
             .iter()
             .enumerate()
             .map(|(i, t)| (t.start_ts, i as u32))
             .collect();
         by_start.sort_unstable();
-
-        // Store records, sorted by start_ts and matched to transactions by a
-        // merge with `by_start` (no per-record search).
-        let mut recs: Vec<StoreRec<'a>> = Vec::new();
-        for (cs, &c) in h.final_state.cells.iter().zip(&state_cell) {
-            for v in &cs.versions {
-                recs.push(StoreRec {
-                    cell: c,
-                    txn: NONE,
-                    start_ts: v.start_ts,
-                    commit_ts: v.commit_ts,
-                    kind: v.kind,
-                    value: v.value.as_deref(),
-                });
-            }
-        }
-        recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
-        let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); n];
-        let mut orphans: Vec<u32> = Vec::new();
-        let mut k = 0; // into by_start
-        let mut i = 0;
-        while i < recs.len() {
-            let ts = recs[i].start_ts;
-            let mut j = i;
-            while j < recs.len() && recs[j].start_ts == ts {
-                j += 1;
-            }
-            while k < by_start.len() && by_start[k].0 < ts {
-                k += 1;
-            }
-            match by_start.get(k) {
-                Some(&(s, t)) if s == ts => {
-                    for r in &mut recs[i..j] {
-                        r.txn = t;
-                    }
-                    rec_range[t as usize] = (i, j);
-                }
-                _ => orphans.extend(i as u32..j as u32),
-            }
-            i = j;
-        }
-
-        let mut store_commit: Vec<Option<u64>> = vec![None; n];
-        for (t, sc) in store_commit.iter_mut().enumerate() {
-            let (lo, hi) = rec_range[t];
-            *sc = recs[lo..hi]
-                .iter()
-                .filter(|r| r.is_commit())
-                .map(|r| r.commit_ts)
-                .min();
-        }
-        let eff_commit: Vec<Option<u64>> = txns
-            .iter()
-            .zip(&store_commit)
-            .map(|(t, sc)| match (t.outcome, t.commit_ts) {
-                (Outcome::Aborted, _) | (_, None) => *sc,
-                (_, Some(c)) => Some(c),
-            })
-            .collect();
-        // A client's "committed" counts with a commit_ts, or without one for a
-        // read-only transaction (Percolator commits those without asking the
-        // oracle); a writer without one is only committed by the store's word.
-        let committed: Vec<bool> = txns
-            .iter()
-            .zip(&store_commit)
-            .enumerate()
-            .map(|(i, (t, sc))| {
-                let read_only = fw_off[i] == fw_off[i + 1];
-                (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
-                    || sc.is_some()
-            })
-            .collect();
-
-        // Committed versions per cell: the store's, plus the client-reported ones.
-        let mut all: Vec<(u32, Cv<'a>)> = Vec::new();
-        for r in &recs {
-            if r.is_commit() {
-                let value = if r.kind == VersionKind::Put {
-                    r.value
-                } else {
-                    None
-                };
-                all.push((
-                    r.cell,
-                    Cv {
-                        commit_ts: r.commit_ts,
-                        value,
-                        writer: r.txn,
-                        from_store: true,
-                    },
-                ));
-            }
-        }
-        for (i, t) in txns.iter().enumerate() {
-            if let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) {
-                let (lo, hi) = rec_range[i];
-                let stored = &recs[lo..hi];
-                for w in &fw[fw_off[i]..fw_off[i + 1]] {
-                    // Already there as the store's own record: the store's wins anyway.
-                    let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
-                    if stored[p..]
-                        .iter()
-                        .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
-                        .any(StoreRec::is_commit)
-                    {
-                        continue;
-                    }
-                    all.push((
-                        w.cell,
-                        Cv {
-                            commit_ts: c,
-                            value: w.value,
-                            writer: i as u32,
-                            from_store: false,
-                        },
-                    ));
-                }
-            }
-        }
-        all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
-        all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
-        let n_cells = cells.len();
-        let mut cv_off = vec![0usize; n_cells + 1];
-        for (c, _) in &all {
-            cv_off[*c as usize + 1] += 1;
-        }
-        for i in 0..n_cells {
-            cv_off[i + 1] += cv_off[i];
-        }
-        let mut cv: Vec<Cv<'a>> = Vec::with_capacity(all.len());
-        cv.extend(all.iter().map(|(_, v)| *v));
-        drop(all);
-
-        // Who wrote which value, and which cells have unique values: hashes of
-        // (cell, value) sorted, equal hashes verified against the real strings.
-        let n_writes = txns
-            .iter()
-            .flat_map(|t| &t.ops)
-            .filter(|o| matches!(o, Op::Write { .. }))
-            .count();
-        let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
-        let mut cell_unique = vec![true; n_cells];
-        for (i, t) in txns.iter().enumerate() {
-            let cells_of = &op_cell[op_off[i]..op_off[i + 1]];
-            let finals = &fw[fw_off[i]..fw_off[i + 1]];
-            for (j, op) in t.ops.iter().enumerate() {
-                let c = cells_of[j];
-                match op {
-                    Op::Write { value, .. } => {
-                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                            Ok(k) if finals[k].op == j as u32 => (fw_off[i] + k) as u32,
-                            _ => NONE,
-                        };
-                        entries.push(WriteEntry {
-                            hash: value_hash(c, value),
-                            txn: i as u32,
-                            op: j as u32,
-                            fw: fw_idx,
-                        });
-                    }
-                    Op::Delete { .. } => cell_unique[c as usize] = false,
-                    Op::Read { .. } => {}
-                }
-            }
-        }
-        entries.sort_unstable_by_key(|e| (e.hash, e.txn, e.op));
-        let written = |e: &WriteEntry| -> (u32, &'a str) {
-            let k = op_off[e.txn as usize] + e.op as usize;
-            match &txns[e.txn as usize].ops[e.op as usize] {
-                Op::Write { value, .. } => (op_cell[k], value.as_str()),
-                _ => (NONE, ""),
-            }
-        };
-        let mut i = 0;
-        while i < entries.len() {
-            let mut j = i + 1;
-            while j < entries.len() && entries[j].hash == entries[i].hash {
-                j += 1;
-            }
-            if j - i > 1 {
-                let mut group: Vec<(u32, &'a str)> = entries[i..j].iter().map(written).collect();
-                group.sort_unstable();
-                for pair in group.windows(2) {
-                    if pair[0] == pair[1] {
-                        cell_unique[pair[0].0 as usize] = false;
-                    }
-                }
-            }
-            i = j;
-        }
-        // A put whose data is missing serves reads a null that names no
-        // writer: like a delete, it takes its cell out of the graph.
-        for r in &recs {
-            if r.kind == VersionKind::Put && r.value.is_none() {
-                cell_unique[r.cell as usize] = false;
-            }
-        }
-        let windex = WriteIndex { entries };
+        let (recs, rec_range, orphans) = store_records(h, &cells, &by_start);
+        let c = commits(h, &recs, &rec_range, &fw_off);
+        let n_cells = cells.names.len();
+        let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
+        let (windex, cell_unique) = write_index(h, &op_cell, (&fw_off, &fw), &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -571,8 +462,7 @@ impl<'a> Ctx<'a> {
 
         Ctx {
             h,
-            cells,
-            op_off,
+            cells: cells.names,
             op_cell,
             fw_off,
             fw,
@@ -580,9 +470,9 @@ impl<'a> Ctx<'a> {
             recs,
             orphans,
             by_start,
-            store_commit,
-            eff_commit,
-            committed,
+            store_commit: c.store_commit,
+            eff_commit: c.eff_commit,
+            committed: c.committed,
             cv_off,
             cv,
             windex,
@@ -590,23 +480,18 @@ impl<'a> Ctx<'a> {
             events_by_start,
             runs,
             notify_cells,
+            lock_cells,
         }
     }
 
     /// The first transaction (in history order) that wrote `value` to `cell`.
     pub(crate) fn writer_of(&self, cell: u32, value: &str) -> Option<WriteInfo> {
-        let h = value_hash(cell, value);
-        let entries = &self.windex.entries;
-        let p = entries.partition_point(|e| e.hash < h);
-        entries[p..]
-            .iter()
-            .take_while(|e| e.hash == h)
-            .find(|e| {
-                let k = self.op_off[e.txn as usize] + e.op as usize;
-                self.op_cell[k] == cell
-                    && matches!(&self.txn(e.txn).ops[e.op as usize],
-                        Op::Write { value: v, .. } if v == value)
-            })
+        let value = self.h.strs.find(value)?;
+        let entries = &self.windex;
+        let p = entries.partition_point(|e| (e.cell, e.value) < (cell, value));
+        entries
+            .get(p)
+            .filter(|e| (e.cell, e.value) == (cell, value))
             .map(|e| WriteInfo {
                 txn: e.txn,
                 fw: e.fw,
@@ -614,20 +499,31 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn n(&self) -> usize {
-        self.h.transactions.len()
+        self.h.txns.len()
     }
 
-    pub(crate) fn txn(&self, t: u32) -> &'a Transaction {
-        &self.h.transactions[t as usize]
+    pub(crate) fn txn(&self, t: u32) -> &'a Txn {
+        &self.h.txns[t as usize]
     }
 
     pub(crate) fn id(&self, t: u32) -> u64 {
         self.txn(t).id
     }
 
+    /// The transaction's ops, in the order its client issued them.
+    pub(crate) fn ops(&self, t: u32) -> &'a [COp] {
+        self.h.ops(t as usize)
+    }
+
+    /// The value of an op (`None` for a delete, or a read of nothing).
+    pub(crate) fn value(&self, op: &COp) -> Option<&'a str> {
+        self.h.strs.opt(op.value)
+    }
+
     /// Cell ids of the transaction's ops, parallel to `ops`.
     pub(crate) fn op_cells(&self, t: u32) -> &[u32] {
-        &self.op_cell[self.op_off[t as usize]..self.op_off[t as usize + 1]]
+        let off = &self.h.op_off;
+        &self.op_cell[off[t as usize]..off[t as usize + 1]]
     }
 
     pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite<'a>] {
@@ -691,15 +587,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub(crate) fn describe_op(&self, op: &Op) -> String {
-        match op {
-            Op::Read { row, col, value } => {
-                format!("read {row}.{col} = {}", fmt_value(value.as_deref()))
-            }
-            Op::Write { row, col, value } => {
-                format!("write {row}.{col} = {}", fmt_value(Some(value)))
-            }
-            Op::Delete { row, col } => format!("delete {row}.{col}"),
+    pub(crate) fn describe_op(&self, op: &COp) -> String {
+        let (row, col) = self.h.cell_name(op.cell);
+        match op.kind {
+            OpKind::Read => format!("read {row}.{col} = {}", fmt_value(self.value(op))),
+            OpKind::Write => format!("write {row}.{col} = {}", fmt_value(self.value(op))),
+            OpKind::Delete => format!("delete {row}.{col}"),
         }
     }
 
@@ -728,17 +621,16 @@ impl<'a> Ctx<'a> {
             Some(d) => s.push_str(&format!(", completed at {d} ns")),
             None => s.push_str(", never completed"),
         }
-        if let Some(r) = &x.abort_reason {
+        if let Some(r) = self.h.strs.opt(x.abort_reason) {
             s.push_str(&format!(", abort reason {r:?}"));
         }
-        if let Some(o) = &x.observer {
-            s.push_str(&format!(
-                ", ran observer {:?} for {}.{}",
-                o.name, o.row, o.col
-            ));
+        if let Some(o) = self.h.runs.get(x.observer as usize) {
+            let (row, col) = self.h.cell_name(o.cell);
+            let name = self.h.strs.get(o.name);
+            s.push_str(&format!(", ran observer {name:?} for {row}.{col}"));
         }
-        let ops: Vec<String> = x
-            .ops
+        let all_ops = self.ops(t);
+        let ops: Vec<String> = all_ops
             .iter()
             .take(OPS_SHOWN)
             .map(|o| self.describe_op(o))
@@ -747,8 +639,8 @@ impl<'a> Ctx<'a> {
             s.push_str("; no ops");
         } else {
             s.push_str(&format!("; ops: {}", ops.join(", ")));
-            if x.ops.len() > OPS_SHOWN {
-                s.push_str(&format!(", ... and {} more", x.ops.len() - OPS_SHOWN));
+            if all_ops.len() > OPS_SHOWN {
+                s.push_str(&format!(", ... and {} more", all_ops.len() - OPS_SHOWN));
             }
         }
         s

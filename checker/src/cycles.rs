@@ -8,9 +8,9 @@
 //! the component. Snapshot isolation allows exactly the cycles with two
 //! adjacent rw edges (write skew): those go to the "allowed" section.
 
+use crate::compact::OpKind;
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
-use crate::history::Op;
 use crate::report::{CycleStep, Draft, Sink};
 use std::collections::VecDeque;
 
@@ -133,11 +133,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let committed_reads: usize = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| {
-            ctx.txn(t)
-                .ops
+            ctx.ops(t)
                 .iter()
                 .zip(ctx.op_cells(t))
-                .filter(|(o, c)| matches!(o, Op::Read { .. }) && ctx.cell_unique[**c as usize])
+                .filter(|(o, c)| o.kind == OpKind::Read && ctx.cell_unique[**c as usize])
                 .count()
         })
         .sum();
@@ -158,16 +157,17 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         }
         let txn = ctx.txn(r);
         let cells = ctx.op_cells(r);
-        for (j, op) in txn.ops.iter().enumerate() {
-            let Op::Read { value, .. } = op else {
+        for (j, op) in ctx.ops(r).iter().enumerate() {
+            if op.kind != OpKind::Read {
                 continue;
-            };
+            }
+            let value = ctx.value(op);
             let c = cells[j];
             if !ctx.cell_unique[c as usize] {
                 continue;
             }
             let ord = order.of(c);
-            let key = match value.as_deref() {
+            let key = match value {
                 None => {
                     if let Some(first) = ord.first()
                         && first.0 != r

@@ -85,11 +85,45 @@ pub struct Transaction {
     pub abort_reason: Option<String>,
     /// Reads and buffered writes, in the order the client issued them.
     pub ops: Vec<Op>,
+    /// The scans (predicate reads) the transaction completed, in order; the
+    /// cells each returned are also among `ops` as reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scans: Vec<Scan>,
     /// Set when this transaction ran an observer's function for a
     /// notification (it found the cell changed since the last
     /// acknowledgment and wrote the acknowledgment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observer: Option<ObserverRun>,
+}
+
+/// A scan: a predicate read of columns `cols` (every column when empty) of
+/// every row in `[start_row, end_row)` at `start_ts`, with what it returned.
+/// Rule `predicate_reads` judges that it returned exactly the cells with a
+/// value visible at `start_ts` in its range, each with that value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scan {
+    /// The first row of the range (included).
+    pub start_row: String,
+    /// The end of the range (excluded; rows compare as strings, by bytes).
+    pub end_row: String,
+    /// The columns read; empty means every column.
+    #[serde(default)]
+    pub cols: Vec<String>,
+    /// The snapshot the scan read.
+    pub start_ts: u64,
+    /// The cells with a value it returned (missing and deleted cells are not returned).
+    pub returned: Vec<ScanCell>,
+}
+
+/// One cell a scan returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanCell {
+    /// Row key.
+    pub row: String,
+    /// Column name.
+    pub col: String,
+    /// The value returned.
+    pub value: String,
 }
 
 /// The outcome a client reported for a transaction.

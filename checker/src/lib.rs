@@ -4,7 +4,7 @@
 //! fed to it. It judges only what clients observed and what the store holds,
 //! never the protocol's own bookkeeping (events are shown for context only).
 //!
-//! Seven rules, each reported separately with a stable id:
+//! Eight rules, each reported separately with a stable id:
 //!
 //! | id | what must hold |
 //! |----|----------------|
@@ -15,10 +15,14 @@
 //! | `no_dependency_cycles` | no G0, G1a, G1b, G1c, G-single, lost update or non-adjacent G2 cycle |
 //! | `observer_at_most_once` | at most one observer transaction commits per change of an observed cell |
 //! | `no_lost_notification` | every change to an observed cell is followed by a committed observer run that saw it; no notify entry is left |
+//! | `predicate_reads` | every scan returns exactly the cells of its range with a value visible at its start_ts: no missing row, no phantom, no wrong version |
 //!
 //! It also judges Jepsen/Elle list-append histories in EDN, which carry no
 //! timestamps ([`parse_elle`], [`check_elle`]): version orders are inferred
 //! from the lists read, as Elle does.
+//!
+//! Stream and queue transactions (Pulsar or Kafka style) have their own
+//! format, `percsim-stream-history/1`, and rules: see [`stream`].
 //!
 //! The two observer rules pass trivially (with a note saying so) when the
 //! history declares no observers.
@@ -35,6 +39,7 @@
 //! ```
 
 mod atomicity;
+mod compact;
 mod conflicts;
 mod ctx;
 mod cycles;
@@ -46,8 +51,11 @@ mod notifications;
 mod observer_once;
 mod observers;
 mod parse;
+mod reader;
 mod report;
+mod scans;
 mod snapshot;
+pub mod stream;
 mod timestamps;
 
 pub use edn::EdnError;
@@ -65,6 +73,11 @@ use std::path::Path;
 /// produced by [`parse`] (and so may break its references) is judged as well
 /// as it can be.
 pub fn check(history: &History) -> Report {
+    check_compact(&compact::Compact::from_history(history))
+}
+
+/// [`check`] on the compact form.
+fn check_compact(history: &compact::Compact) -> Report {
     let ctx = ctx::Ctx::build(history);
 
     let mut s1 = Sink::new(snapshot::ID);
@@ -83,6 +96,8 @@ pub fn check(history: &History) -> Report {
     observer_once::check(&ctx, &obs, &mut s6);
     let mut s7 = Sink::new(notifications::ID);
     notifications::check(&ctx, &obs, &mut s7);
+    let mut s8 = Sink::new(scans::ID);
+    scans::check(&ctx, &mut s8);
 
     let rules = vec![
         s1.into_rule(snapshot::NAME),
@@ -92,16 +107,17 @@ pub fn check(history: &History) -> Report {
         s5.into_rule(cycles::NAME),
         s6.into_rule(observer_once::NAME),
         s7.into_rule(notifications::NAME),
+        s8.into_rule(scans::NAME),
     ];
 
-    let txns = &history.transactions;
+    let txns = &history.txns;
     let count = |o: Outcome| txns.iter().filter(|t| t.outcome == o).count() as u64;
-    let reads = txns
+    let reads = history
+        .ops
         .iter()
-        .flat_map(|t| &t.ops)
-        .filter(|o| matches!(o, Op::Read { .. }))
+        .filter(|o| o.kind == compact::OpKind::Read)
         .count() as u64;
-    let ops = txns.iter().map(|t| t.ops.len() as u64).sum::<u64>();
+    let ops = history.ops.len() as u64;
     let stats = Stats {
         transactions: txns.len() as u64,
         committed: count(Outcome::Committed),
@@ -117,11 +133,11 @@ pub fn check(history: &History) -> Report {
         cells: ctx.cells.len() as u64,
         unique_value_cells: graph.unique_cells,
         store_versions: ctx.all_recs().len() as u64,
-        locks: history.final_state.locks.len() as u64,
+        locks: history.locks.len() as u64,
         graph_edges: graph.edges,
         observers: history.observers.len() as u64,
         observer_runs: ctx.runs.len() as u64,
-        notify_entries: history.final_state.notify.len() as u64,
+        notify_entries: history.notify.len() as u64,
     };
 
     Report {
@@ -140,16 +156,32 @@ enum FileError {
     Invalid(HistoryError),
 }
 
-/// Read and validate the history at `path` as a stream, so that the file's
-/// text is never held whole next to the history. Only when it is not a valid
-/// history is the text read again, to name the problem as [`parse`] does
-/// (with the JSON path of the offending value).
-fn read_file(path: &Path) -> Result<History, FileError> {
+/// Read and validate the history at `path` as a stream, straight into the
+/// compact form (the file's text is never held whole, and no `String` is
+/// made per row, column or value). When the stream is not a valid history,
+/// it is read again the ordinary way, which names the problem as [`parse`]
+/// does (with the JSON path of the offending value).
+fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
+    let file = std::fs::File::open(path).map_err(FileError::Read)?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    match reader::read(reader) {
+        Ok(c) => {
+            parse::validate(&c).map_err(FileError::Invalid)?;
+            Ok(c)
+        }
+        Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
+        Err(_) => read_file_slowly(path).map(|h| compact::Compact::from_history(&h)),
+    }
+}
+
+/// [`read_file`] through the public [`History`]: the reference the stream
+/// must agree with, and the source of error messages.
+fn read_file_slowly(path: &Path) -> Result<History, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
     let reader = std::io::BufReader::with_capacity(1 << 20, file);
     match serde_json::from_reader::<_, History>(reader) {
         Ok(h) => {
-            parse::validate(&h).map_err(FileError::Invalid)?;
+            parse::validate(&compact::Compact::from_history(&h)).map_err(FileError::Invalid)?;
             Ok(h)
         }
         Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
@@ -215,7 +247,7 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
             return 2;
         }
     };
-    let report = check(&history);
+    let report = check_compact(&history);
     // A failed write cannot change the verdict, which the exit code carries.
     let _ = if json {
         serde_json::to_writer_pretty(&mut *out, &report)

@@ -18,7 +18,7 @@ pub(crate) const NAME: &str = "every change to an observed cell is followed by a
 
 pub(crate) fn check(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
     if obs.decls.is_empty() {
-        let left = ctx.h.final_state.notify.len();
+        let left = ctx.h.notify.len();
         let note = match left {
             0 => NO_OBSERVERS.to_string(),
             1 => format!("{NO_OBSERVERS} (1 notify entry ignored)"),

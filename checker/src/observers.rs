@@ -49,13 +49,13 @@ impl<'a> Observers<'a> {
         let mut committed = Vec::new();
         let mut uncommitted = Vec::new();
         for &(t, cell) in &ctx.runs {
-            let Some(mark) = ctx.txn(t).observer.as_ref() else {
+            let Some(mark) = ctx.h.runs.get(ctx.txn(t).observer as usize) else {
                 continue;
             };
-            let Some(&decl) = by_name.get(mark.name.as_str()) else {
+            let Some(&decl) = by_name.get(ctx.h.strs.get(mark.name)) else {
                 continue;
             };
-            if decls[decl as usize].col != mark.col {
+            if decls[decl as usize].col != ctx.h.cell_name(mark.cell).1 {
                 continue;
             }
             let run = Run {

@@ -1,6 +1,7 @@
 //! Reading a history: JSON syntax and types (via serde_json, with line and
 //! column), then the references serde cannot check.
 
+use crate::compact::{Compact, Mark, NIL, OpKind};
 use crate::fx::FxMap;
 use crate::history::{
     CellRef, CellState, Event, FORMAT, FinalState, History, LockState, ObserverDecl, ObserverRun,
@@ -60,7 +61,7 @@ impl HistoryError {
 /// says what and where.
 pub fn parse(json: &str) -> Result<History, HistoryError> {
     let history: History = serde_json::from_str(json).map_err(|e| from_serde(json, &e))?;
-    validate(&history)?;
+    validate(&Compact::from_history(&history))?;
     Ok(history)
 }
 
@@ -306,12 +307,14 @@ fn locate_op(op: &Value, path: &str) -> Option<String> {
 
 /// An observer run must name a declared observer, and that observer's column.
 fn check_run(
-    h: &History,
+    h: &Compact,
     observers: &FxMap<&str, usize>,
-    run: &ObserverRun,
+    run: &Mark,
     path: &dyn Fn() -> String,
 ) -> Result<(), HistoryError> {
-    let Some(&k) = observers.get(run.name.as_str()) else {
+    let name = h.strs.get(run.name);
+    let (row, col) = h.cell_name(run.cell);
+    let Some(&k) = observers.get(name) else {
         let declared = if h.observers.is_empty() {
             "the history declares no observers".to_string()
         } else {
@@ -330,19 +333,18 @@ fn check_run(
         return Err(HistoryError::at(
             format!("{}.observer.name", path()),
             format!(
-                "the transaction ran observer {:?}, which is not declared in $.observers ({declared})",
-                run.name
+                "the transaction ran observer {name:?}, which is not declared in $.observers ({declared})"
             ),
         ));
     };
     let decl = &h.observers[k];
-    if decl.col != run.col {
+    if decl.col != col {
         return Err(HistoryError::at(
             format!("{}.observer.col", path()),
             format!(
-                "the transaction ran observer {:?} for {}.{}, but that observer observes column {:?} \
+                "the transaction ran observer {name:?} for {row}.{col}, but that observer observes column {:?} \
                  ($.observers[{k}].col)",
-                run.name, run.row, run.col, decl.col
+                decl.col
             ),
         ));
     }
@@ -350,7 +352,7 @@ fn check_run(
 }
 
 /// The references serde cannot check.
-pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
+pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
     if h.format != FORMAT {
         return Err(HistoryError::at(
             "$.format".to_string(),
@@ -375,9 +377,9 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
         observers.insert(d.name.as_str(), i);
     }
     let mut ids: FxMap<u64, usize> = FxMap::default();
-    for (i, t) in h.transactions.iter().enumerate() {
+    for (i, t) in h.txns.iter().enumerate() {
         let path = || format!("$.transactions[{i}] (transaction id {})", t.id);
-        if let Some(run) = &t.observer {
+        if let Some(run) = h.runs.get(t.observer as usize) {
             check_run(h, &observers, run, &path)?;
         }
         if let Some(first) = ids.get(&t.id) {
@@ -394,10 +396,11 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
             // A read-only transaction commits without a commit timestamp
             // (Percolator's Commit() with no writes asks the oracle for none).
             (Outcome::Committed, None) => {
-                if let Some(k) = t.ops.iter().position(|o| !matches!(o, Op::Read { .. })) {
-                    let op = &t.ops[k];
-                    let (row, col) = crate::ctx::op_parts(op);
-                    let kind = if matches!(op, Op::Delete { .. }) {
+                let ops = h.ops(i);
+                if let Some(k) = ops.iter().position(|o| o.kind != OpKind::Read) {
+                    let op = &ops[k];
+                    let (row, col) = h.cell_name(op.cell);
+                    let kind = if op.kind == OpKind::Delete {
                         "delete"
                     } else {
                         "write"
@@ -436,21 +439,22 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
             ));
         }
     }
-    let mut cells: FxMap<(&str, &str), usize> = FxMap::default();
-    for (i, c) in h.final_state.cells.iter().enumerate() {
+    let mut cells: FxMap<u32, usize> = FxMap::default();
+    for (i, c) in h.state.iter().enumerate() {
         let path = format!("$.final_state.cells[{i}]");
-        if let Some(first) = cells.get(&(c.row.as_str(), c.col.as_str())) {
+        if let Some(first) = cells.get(&c.cell) {
+            let (row, col) = h.cell_name(c.cell);
             return Err(HistoryError::at(
                 path,
                 format!(
-                    "cell (row {:?}, col {:?}) is listed twice: $.final_state.cells[{first}] has it too; \
+                    "cell (row {row:?}, col {col:?}) is listed twice: $.final_state.cells[{first}] has it too; \
                      list each cell once with all its versions",
-                    c.row, c.col
                 ),
             ));
         }
-        cells.insert((c.row.as_str(), c.col.as_str()), i);
-        for (j, v) in c.versions.iter().enumerate() {
+        cells.insert(c.cell, i);
+        for (j, v) in h.versions[c.lo..c.hi].iter().enumerate() {
+            let has_value = v.value != NIL;
             let vpath = || format!("{path}.versions[{j}]");
             if v.data_missing && v.kind != VersionKind::Put {
                 return Err(HistoryError::at(
@@ -469,7 +473,7 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
                             ),
                         ));
                     }
-                    if v.value.is_some() {
+                    if has_value {
                         return Err(HistoryError::at(
                             format!("{}.value", vpath()),
                             "a rollback record has no value (null or absent)",
@@ -477,13 +481,13 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
                     }
                 }
                 VersionKind::Put => {
-                    if v.data_missing && v.value.is_some() {
+                    if v.data_missing && has_value {
                         return Err(HistoryError::at(
                             format!("{}.value", vpath()),
                             "a put version with data_missing has no value (null or absent)",
                         ));
                     }
-                    if !v.data_missing && v.value.is_none() {
+                    if !v.data_missing && !has_value {
                         return Err(HistoryError::at(
                             format!("{}.value", vpath()),
                             "a put version must have a value (or \"data_missing\": true when the store \
@@ -492,7 +496,7 @@ pub(crate) fn validate(h: &History) -> Result<(), HistoryError> {
                     }
                 }
                 VersionKind::Delete => {
-                    if v.value.is_some() {
+                    if has_value {
                         return Err(HistoryError::at(
                             format!("{}.value", vpath()),
                             "a delete version has no value (null or absent)",

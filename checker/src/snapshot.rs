@@ -1,9 +1,9 @@
 //! Rule `snapshot_reads`: every read returns the newest version committed
 //! before its start_ts.
 
+use crate::compact::OpKind;
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
-use crate::history::Op;
 use crate::report::{Draft, Sink};
 
 /// (cell, value) -> (earliest commit_ts holding it, its writer).
@@ -21,20 +21,21 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         let txn = ctx.txn(t);
         let cells = ctx.op_cells(t);
         own.clear();
-        for (j, op) in txn.ops.iter().enumerate() {
-            match op {
-                Op::Write { value, .. } => own.push((cells[j], j as u32, Some(value.as_str()))),
-                Op::Delete { .. } => own.push((cells[j], j as u32, None)),
-                Op::Read { .. } => {}
+        let ops = ctx.ops(t);
+        for (j, op) in ops.iter().enumerate() {
+            match op.kind {
+                OpKind::Write => own.push((cells[j], j as u32, ctx.value(op))),
+                OpKind::Delete => own.push((cells[j], j as u32, None)),
+                OpKind::Read => {}
             }
         }
         own.sort_unstable_by_key(|w| (w.0, w.1));
-        for (j, op) in txn.ops.iter().enumerate() {
-            let Op::Read { value, .. } = op else {
+        for (j, op) in ops.iter().enumerate() {
+            if op.kind != OpKind::Read {
                 continue;
-            };
+            }
             let c = cells[j];
-            let observed = value.as_deref();
+            let observed = ctx.value(op);
             let versions = ctx.versions(c);
             let p = versions.partition_point(|v| v.commit_ts < txn.start_ts);
             let expected = p.checked_sub(1).map(|k| versions[k]);

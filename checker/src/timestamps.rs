@@ -123,7 +123,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     // completions before it, keeping the largest timestamp those were handed.
     let last_ts: Vec<u64> = (0..n)
         .map(|t| {
-            let s = ctx.h.transactions[t].start_ts;
+            let s = ctx.h.txns[t].start_ts;
             commits(t).last().map_or(s, |&c| c.max(s))
         })
         .collect();

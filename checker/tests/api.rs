@@ -33,6 +33,7 @@ fn txn(id: u64, start: u64, commit: Option<u64>, outcome: Outcome, ops: Vec<Op>)
         outcome,
         abort_reason: None,
         ops,
+        scans: Vec::new(),
         observer: None,
     }
 }

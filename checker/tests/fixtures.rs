@@ -13,6 +13,7 @@ const ATOMIC: &str = "atomic_commits";
 const CYCLES: &str = "no_dependency_cycles";
 const ONCE: &str = "observer_at_most_once";
 const LOST: &str = "no_lost_notification";
+const SCANS: &str = "predicate_reads";
 
 #[test]
 fn every_rule_is_reported_in_a_fixed_order() {
@@ -20,7 +21,9 @@ fn every_rule_is_reported_in_a_fixed_order() {
     let ids: Vec<&str> = r.rules.iter().map(|x| x.id.as_str()).collect();
     assert_eq!(
         ids,
-        [SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST]
+        [
+            SNAPSHOT, CONFLICTS, TIMESTAMPS, ATOMIC, CYCLES, ONCE, LOST, SCANS
+        ]
     );
     assert!(r.rules.iter().all(|x| !x.name.is_empty()));
 }
@@ -352,7 +355,7 @@ fn without_observers_the_observer_rules_pass_and_say_so() {
         text.contains("(no observers declared: nothing to check)"),
         "{text}"
     );
-    assert!(text.contains("all 7 rules hold"), "{text}");
+    assert!(text.contains("all 8 rules hold"), "{text}");
     let (_, json) = run("valid_basic", true);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rules = v["rules"].as_array().unwrap();

@@ -138,6 +138,7 @@ impl Model {
             },
             abort_reason: None,
             ops,
+            scans: Vec::new(),
             observer,
         });
         (start, commit)
@@ -370,6 +371,7 @@ fn txn(id: u64, start: u64, commit: Option<u64>, outcome: Outcome, ops: Vec<Op>)
         outcome,
         abort_reason: None,
         ops,
+        scans: Vec::new(),
         observer: None,
     }
 }

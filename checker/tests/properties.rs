@@ -134,6 +134,7 @@ fn build(plans: &[Plan]) -> History {
             outcome,
             abort_reason: None,
             ops,
+            scans: Vec::new(),
             observer: None,
         });
     }

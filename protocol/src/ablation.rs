@@ -37,11 +37,14 @@ pub enum Ablation {
     NotifyClearedEarly,
     /// A committing owner never refreshes its primary lock's wall time.
     NoLockRefresh,
+    /// A scan silently skips the cells it finds locked instead of waiting or
+    /// cleaning up (a predicate read that drops rows).
+    ScanSkipsLocks,
 }
 
 impl Ablation {
     /// Every ablation, in the order of the issue that defined them.
-    pub const ALL: [Ablation; 14] = [
+    pub const ALL: [Ablation; 15] = [
         Ablation::GetIgnoresLocks,
         Ablation::NoWriteConflictCheck,
         Ablation::PrewriteIgnoresLocks,
@@ -56,6 +59,7 @@ impl Ablation {
         Ablation::ObserverIgnoresAck,
         Ablation::NotifyClearedEarly,
         Ablation::NoLockRefresh,
+        Ablation::ScanSkipsLocks,
     ];
 
     /// The ablation's name, as scenario files and the CLI spell it.
@@ -75,6 +79,7 @@ impl Ablation {
             Ablation::ObserverIgnoresAck => "observer-ignores-ack",
             Ablation::NotifyClearedEarly => "notify-cleared-early",
             Ablation::NoLockRefresh => "no-lock-refresh",
+            Ablation::ScanSkipsLocks => "scan-skips-locks",
         }
     }
 
@@ -105,6 +110,7 @@ impl Ablation {
                 "The notify entry is cleared before the observer's transaction commits"
             }
             Ablation::NoLockRefresh => "Lock wall time is never refreshed during long commits",
+            Ablation::ScanSkipsLocks => "A scan silently skips the cells it finds locked",
         }
     }
 

@@ -13,6 +13,7 @@ pub mod ablation;
 pub mod actions;
 pub mod client;
 pub mod oracle;
+pub mod pulsar;
 pub mod row;
 pub mod types;
 

@@ -273,7 +273,13 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
     }
     let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
     bar.set_message(format!("{n} failures"));
-    let shrunk = (opts.shrink_budget > 0 && judged.result.verdict != Verdict::Nondeterministic)
+    // Nondeterministic seeds do not shrink reliably, and every run of a
+    // stuck seed takes its whole budget.
+    let shrinkable = !matches!(
+        judged.result.verdict,
+        Verdict::Nondeterministic | Verdict::Stuck
+    );
+    let shrunk = (opts.shrink_budget > 0 && shrinkable)
         .then(|| campaign::shrink(seed, &opts.mix, &judged.result, opts.shrink_budget));
     let saved = save_capsule(
         &opts.out,

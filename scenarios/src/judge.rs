@@ -23,11 +23,14 @@ pub enum Verdict {
     Crash,
     /// The same seed gave two different histories.
     Nondeterministic,
+    /// The watchdog ended the run: simulated time ran past the run's phases
+    /// (plus a margin), or the run exceeded its wall-time or memory budget.
+    Stuck,
 }
 
 impl Verdict {
     /// The process exit code for this verdict: 0 pass, 1 safety, 3
-    /// liveness, 4 crash, 5 nondeterminism (2 is bad input).
+    /// liveness, 4 crash, 5 nondeterminism, 6 stuck (2 is bad input).
     pub fn exit_code(self) -> i32 {
         match self {
             Verdict::Pass => 0,
@@ -35,6 +38,7 @@ impl Verdict {
             Verdict::Liveness => 3,
             Verdict::Crash => 4,
             Verdict::Nondeterministic => 5,
+            Verdict::Stuck => 6,
         }
     }
 }
@@ -168,7 +172,10 @@ pub fn verdict_of(
     let out = match run {
         Ok(out) => out,
         Err(e) => {
-            result.verdict = Verdict::Crash;
+            result.verdict = match e {
+                ScenarioError::Stuck(_) => Verdict::Stuck,
+                _ => Verdict::Crash,
+            };
             result.explanation = Some(match e {
                 ScenarioError::Crashed(m) => format!("seed {}: {m}", scenario.seed),
                 e => e.to_string(),

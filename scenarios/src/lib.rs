@@ -11,6 +11,7 @@ pub mod interop_bench;
 pub mod judge;
 pub mod paper;
 mod pool;
+pub mod regress;
 pub mod report;
 pub mod scenario;
 mod shard;

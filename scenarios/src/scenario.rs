@@ -62,10 +62,13 @@ pub enum ScenarioError {
     /// A value is impossible.
     #[error("bad scenario: {0}")]
     Invalid(String),
-    /// The simulation crashed (a panic or a tripped invariant): not bad
-    /// input but a crash verdict.
+    /// The simulation panicked (a bug in the simulator or a tripped
+    /// assertion); the message is the panic's.
     #[error("the simulation crashed: {0}")]
     Crashed(String),
+    /// The watchdog ended a run that stopped making progress.
+    #[error("the run was stuck: {0}")]
+    Stuck(String),
 }
 
 impl Scenario {
@@ -140,7 +143,8 @@ impl Scenario {
 
 /// Run a simulation on a fresh OS thread named after `seed` (so nothing
 /// leaks from one run into the next); a panic in it (a tripped invariant)
-/// is [`ScenarioError::Crashed`] with the panic's message.
+/// is [`ScenarioError::Crashed`] with the panic's message, or
+/// [`ScenarioError::Stuck`] when the watchdog ended the run.
 pub fn run_on_thread(
     seed: u64,
     run: impl FnOnce() -> Result<RunOutput, percsim_sim::ConfigError> + Send + 'static,
@@ -150,11 +154,16 @@ pub fn run_on_thread(
         .spawn(run)
         .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
         .join()
-        .map_err(|p| ScenarioError::Crashed(panic_message(p.as_ref())))?
+        .map_err(|panic| {
+            let message = panic_message(panic.as_ref());
+            if percsim_sim::is_stuck(&message) {
+                ScenarioError::Stuck(message)
+            } else {
+                ScenarioError::Crashed(message)
+            }
+        })?
         .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
 }
-
-impl Scenario {}
 
 #[cfg(test)]
 mod tests {

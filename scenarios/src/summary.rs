@@ -83,7 +83,7 @@ impl Summary {
         }
     }
 
-    /// The worst verdict (safety over crash over nondeterminism over liveness).
+    /// The worst verdict (safety over crash over nondeterminism over stuck over liveness).
     pub fn worst(&self) -> Verdict {
         self.verdicts
             .keys()
@@ -92,8 +92,9 @@ impl Summary {
                 Verdict::Safety => 0,
                 Verdict::Crash => 1,
                 Verdict::Nondeterministic => 2,
-                Verdict::Liveness => 3,
-                Verdict::Pass => 4,
+                Verdict::Stuck => 3,
+                Verdict::Liveness => 4,
+                Verdict::Pass => 5,
             })
             .unwrap_or(Verdict::Pass)
     }

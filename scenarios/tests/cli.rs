@@ -399,3 +399,45 @@ fn an_unusable_shard_variable_is_bad_input() {
         text(&o)
     );
 }
+
+#[test]
+fn a_run_past_its_watchdog_budget_is_stuck_and_the_campaign_goes_on() {
+    let register = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/register.json");
+    let budget = [("PERCSIM_WATCHDOG_WALL_S", "0")];
+    let run = percsim_env(&["run", register.to_str().unwrap()], &budget);
+    assert_eq!(run.status.code(), Some(6), "{}", text(&run));
+    assert!(text(&run).contains("verdict       Stuck"), "{}", text(&run));
+    assert!(text(&run).contains("wall time"), "{}", text(&run));
+    // The same run within its budget passes.
+    let run = percsim_env(&["run", register.to_str().unwrap()], &[]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+
+    let out = tmp("stuck-capsules");
+    let jsonl = tmp("stuck.jsonl");
+    let fuzz = percsim_env(
+        &[
+            "fuzz",
+            "--seeds",
+            "0..3",
+            "--workload",
+            "register",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--jsonl",
+            jsonl.to_str().unwrap(),
+        ],
+        &budget,
+    );
+    assert_eq!(fuzz.status.code(), Some(6), "{}", text(&fuzz));
+    let lines = seed_lines(&[&jsonl]);
+    assert_eq!(lines.len(), 3, "every seed is judged: {lines:?}");
+    for (seed, line) in &lines {
+        assert_eq!(line["verdict"], "stuck", "seed {seed}: {line}");
+        let capsule = line["capsule"]
+            .as_str()
+            .expect("a stuck seed saves a capsule");
+        let saved = std::fs::read_to_string(capsule).expect("read the capsule");
+        assert!(saved.contains("percsim replay"), "{saved}");
+    }
+}

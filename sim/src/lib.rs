@@ -25,14 +25,16 @@ pub mod world;
 
 pub use percolator::Percolator;
 pub use percolator::config::{ConfigError, CostModel, CrashAt, PauseAt, SimConfig};
+pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use systems::SystemKind;
-pub use world::driver::Controller;
+pub use world::driver::FaultControl;
 pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use world::ids::{Counter, EventKind, FaultKind, Role};
 pub use world::phases::{RunOutput, RunSummary, run_system};
 pub use world::recorder::LOADER_CLIENT;
+pub use world::watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
 pub use world::{BoxFuture, ClockSkew, System, Tenant};
 
 use std::sync::Arc;

@@ -94,6 +94,27 @@ pub enum TxnEvent {
         /// The value, or `None` for a delete.
         value: Option<String>,
     },
+    /// A scan (a predicate read) returned: columns `cols` (every column
+    /// when empty) of the rows in `[start_row, end_row)` at `start_ts`, and
+    /// the cells with a value it returned (each also reported as a `Read`).
+    Scanned {
+        /// The first row of the range.
+        start_row: String,
+        /// The end of the range (excluded).
+        end_row: String,
+        /// The columns read; empty for every column.
+        cols: Vec<String>,
+        /// The snapshot read.
+        start_ts: Ts,
+        /// The cells returned, in row then column order.
+        cells: Vec<(CellKey, String)>,
+    },
+    /// The oracle handed out the commit timestamp (kept even if the outcome
+    /// stays unknown).
+    CommitTs {
+        /// The commit timestamp.
+        commit_ts: Ts,
+    },
     /// The client learnt the outcome.
     Finished(crate::client::CommitOutcome),
     /// The transaction runs an observer for a notification of `cell`.

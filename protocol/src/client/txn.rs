@@ -227,6 +227,8 @@ impl<'t, T: Transport> Transaction<'t, T> {
         for (cell, result) in found {
             let value = match result {
                 GetResult::Value(v) => v,
+                // The ablated scan drops the locked cell without a word.
+                GetResult::Locked(_) if self.t.ablations().has(Ablation::ScanSkipsLocks) => None,
                 // Settle the lock exactly as a get would, then read the cell.
                 GetResult::Locked(_) => self.get_cell(&cell).await?,
             };
@@ -241,6 +243,16 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 out.push((cell, v));
             }
         }
+        self.t.txn_event(
+            self.id,
+            TxnEvent::Scanned {
+                start_row: start_row.to_string(),
+                end_row: end_row.to_string(),
+                cols: cols.to_vec(),
+                start_ts: self.start_ts,
+                cells: out.clone(),
+            },
+        );
         Ok(out)
     }
 
@@ -354,6 +366,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 return outcome;
             }
         };
+        t.txn_event(self.id, TxnEvent::CommitTs { commit_ts });
         t.reached(self.id, StepPoint::BeforeCommitPrimary).await;
         let ts = TxnTs {
             start_ts: self.start_ts,

@@ -55,7 +55,7 @@ enum Command {
         #[arg(long)]
         history: Option<PathBuf>,
     },
-    /// Check a history file (percsim-history/1).
+    /// Check a history file (percsim-history/1, percsim-stream-history/1 or Elle EDN).
     Check {
         /// The history.
         history: PathBuf,
@@ -194,7 +194,11 @@ fn main() -> ExitCode {
             history,
         } => cmd_replay(&capsule, shrunk, history.as_deref()),
         Command::Check { history, json } => {
-            percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
+            if percsim_checker::stream::is_stream_history_file(&history) {
+                percsim_checker::stream::run_check_file(&history, json, &mut std::io::stdout())
+            } else {
+                percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
+            }
         }
         fuzz @ Command::Fuzz { .. } => match fuzz_command(fuzz) {
             Ok(code) => code,

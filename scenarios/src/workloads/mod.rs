@@ -14,7 +14,10 @@ pub use dedup::Dedup;
 pub use list_append::ListAppend;
 pub use pipeline::Pipeline;
 pub use register::Register;
-pub use script::{ExpectOutcome, InitialCell, Script, Step};
+pub use script::{
+    CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, LockExpect,
+    RecordKind, Script, ScriptBuilder, Step, Stored, WaitFor, WriteExpect,
+};
 pub use tpce::Tpce;
 
 use percsim_sim::{SimConfig, Workload};

@@ -5,6 +5,7 @@
 //! world, it becomes a [`Cluster`], which its nodes share.
 
 pub(crate) mod config;
+pub(crate) mod inspect;
 mod invariants;
 pub(crate) mod nodes;
 mod record;
@@ -12,7 +13,7 @@ pub(crate) mod rpc;
 mod store;
 pub(crate) mod workload;
 
-use crate::world::driver::Controller;
+use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::net::PORT;
 use crate::world::serve::Server;
@@ -262,7 +263,8 @@ impl Tenant for Installed {
         c.lock(&c.sessions).retain(|_, (owner, _)| *owner != client);
     }
 
-    fn driver(&self, control: Controller) -> Option<BoxFuture<()>> {
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
+        let control = inspect::Controller::new(control, self.0.clone());
         self.0.workload.driver(control)
     }
 

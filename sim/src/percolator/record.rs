@@ -61,6 +61,30 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
                 },
             },
         ),
+        TxnEvent::Scanned {
+            start_row,
+            end_row,
+            cols,
+            start_ts,
+            cells,
+        } => rec.scan(
+            id,
+            history::Scan {
+                start_row,
+                end_row,
+                cols,
+                start_ts: start_ts.0,
+                returned: cells
+                    .into_iter()
+                    .map(|(c, value)| history::ScanCell {
+                        row: c.row,
+                        col: c.col,
+                        value,
+                    })
+                    .collect(),
+            },
+        ),
+        TxnEvent::CommitTs { commit_ts } => rec.commit_ts(id, commit_ts.0),
         TxnEvent::Finished(outcome) => {
             let finish = match &outcome {
                 CommitOutcome::Committed { commit_ts } => Finish::Committed {

@@ -1,9 +1,9 @@
 //! What a workload gives the simulator: initial data, tablet boundaries,
 //! the code each transaction thread runs, and its final invariant check.
 
+use crate::percolator::inspect::Controller;
 use crate::percolator::nodes::client::Client;
 pub use crate::world::BoxFuture;
-use crate::world::driver::Controller;
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{ObserverBody, ObserverSpec};
 use rand_chacha::ChaCha8Rng;

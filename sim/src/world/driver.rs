@@ -354,6 +354,27 @@ impl Faults {
         }
     }
 
+    /// The world, for [`crate::inspect`].
+    pub(crate) fn world(&self) -> &Arc<World> {
+        &self.world
+    }
+
+    /// Whether `node` is killed or paused now.
+    pub(crate) fn is_down(&self, node: &str) -> bool {
+        self.killed.contains(node) || self.paused.contains(node)
+    }
+
+    /// Heal every partition in force now (a script's `heal` step).
+    pub(crate) fn heal_partitions(&mut self) {
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.undo)
+            .into_iter()
+            .partition(|(_, u)| matches!(u, Undo::Unclog(_)));
+        self.undo = keep;
+        for (_, u) in due {
+            self.run_undo(u);
+        }
+    }
+
     /// Undo everything whose time has come.
     fn undo_due(&mut self) {
         let now = Instant::now();
@@ -557,19 +578,38 @@ fn roll(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng) -> Vec<Fault> 
     out
 }
 
-/// Lets a workload's driver inject faults while it runs (the `script`
-/// workload pauses, resumes and kills nodes at exact steps).
-pub struct Controller {
+/// Lets a system's driver task inject faults and look at the world while
+/// it runs (the `script` workload pauses, resumes and kills nodes at exact
+/// steps and waits for nodes to be up). Reading never changes the
+/// schedule: no message is sent, no task is woken.
+pub struct FaultControl {
     faults: SharedFaults,
 }
 
-impl Controller {
+impl FaultControl {
     pub(crate) fn new(faults: SharedFaults) -> Self {
-        Controller { faults }
+        FaultControl { faults }
     }
 
     /// Apply `fault` now.
     pub fn inject(&self, fault: &Fault) {
         lock_faults(&self.faults).apply(fault);
+    }
+
+    /// Whether `node` is up: neither killed nor paused.
+    pub fn node_up(&self, node: &str) -> bool {
+        !lock_faults(&self.faults).is_down(node)
+    }
+
+    /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
+    pub fn counter(&self, name: &str) -> u64 {
+        let faults = lock_faults(&self.faults);
+        let n = faults.world().recorder().counters().get(name).copied();
+        n.unwrap_or(0)
+    }
+
+    /// Heal every partition in force now.
+    pub fn heal_partitions(&self) {
+        lock_faults(&self.faults).heal_partitions();
     }
 }

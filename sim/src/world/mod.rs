@@ -14,8 +14,10 @@ pub mod phases;
 pub mod recorder;
 pub(crate) mod serve;
 mod system;
+pub mod watchdog;
 
 pub use clock::ClockSkew;
+pub use driver::FaultControl;
 pub use net::NetFaults;
 pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled, WorldConfig};
 
@@ -77,6 +79,8 @@ pub struct World {
     in_flight: AtomicU64,
     /// Which node has which address.
     node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
+    /// Ends the run if it stops making progress.
+    watchdog: watchdog::Watchdog,
     /// Each node's latest incarnation and whether it runs now.
     running: Mutex<BTreeMap<String, (u32, bool)>>,
 }
@@ -96,6 +100,7 @@ impl World {
             cut: Mutex::default(),
             in_flight: AtomicU64::new(0),
             node_ips: Mutex::default(),
+            watchdog: watchdog::Watchdog::from_env(),
             running: Mutex::default(),
         }
     }
@@ -135,6 +140,12 @@ impl World {
 
     pub(crate) fn set_workload_done(&self) {
         self.workload_done.store(true, Ordering::Relaxed);
+    }
+
+    /// Count one RPC towards the watchdog's budgets (see [`watchdog`]); a
+    /// run past them panics with [`watchdog::STUCK_MARKER`].
+    pub fn watchdog_tick(&self) {
+        self.watchdog.tick();
     }
 
     /// Ask the world to kill or pause a node (from a crash or pause point).

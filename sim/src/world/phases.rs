@@ -4,7 +4,9 @@
 //! settle within `quiesce_ms`, else a liveness failure), the system's
 //! final check, and a dump of its durable state into the history.
 
-use crate::world::driver::{self, Controller, Faults, Known, Registry, SharedFaults, lock_faults};
+use crate::world::driver::{
+    self, FaultControl, Faults, Known, Registry, SharedFaults, lock_faults,
+};
 use crate::world::faults::Fault;
 use crate::world::ids::{EventKind, FaultKind, Role};
 use crate::world::net::wire_addr;
@@ -56,7 +58,11 @@ pub struct RunSummary {
 /// Run `system` in a fresh world seeded with `seed`. `scenario` is stored in
 /// the history as the description of the run.
 pub fn run_system(system: &dyn System, seed: u64, scenario: serde_json::Value) -> RunOutput {
-    let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let mut rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let cfg = system.world_config();
+    rt.set_time_limit(Duration::from_millis(
+        crate::world::watchdog::time_limit_ms(cfg.run_ms.saturating_add(cfg.quiesce_ms)),
+    ));
     rt.block_on(simulate(system, seed, scenario))
 }
 
@@ -74,7 +80,7 @@ async fn simulate(system: &dyn System, seed: u64, scenario: serde_json::Value) -
     let control = Handle::current().create_node().name(CONTROL_NODE).build();
     record_clock_skew(&world);
     control.spawn(serve_control(faults.clone(), world.clone(), control_rx));
-    if let Some(fut) = tenant.driver(Controller::new(faults.clone())) {
+    if let Some(fut) = tenant.driver(FaultControl::new(faults.clone())) {
         let w = world.clone();
         control.spawn(async move {
             fut.await;

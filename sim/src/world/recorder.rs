@@ -21,6 +21,7 @@ struct TxnRecord {
     outcome: Option<history::Outcome>,
     abort_reason: Option<String>,
     ops: Vec<history::Op>,
+    scans: Vec<history::Scan>,
     observer: Option<history::ObserverRun>,
     /// Its client died while it ran: it will never finish.
     orphaned: bool,
@@ -82,6 +83,7 @@ impl Recorder {
             outcome: None,
             abort_reason: None,
             ops: Vec::new(),
+            scans: Vec::new(),
             observer: None,
             orphaned: false,
         });
@@ -101,6 +103,7 @@ impl Recorder {
             outcome: Some(history::Outcome::Committed),
             abort_reason: None,
             ops,
+            scans: Vec::new(),
             observer: None,
             orphaned: false,
         });
@@ -151,6 +154,22 @@ impl Recorder {
         }
     }
 
+    /// Transaction `id` scanned a range.
+    pub fn scan(&mut self, id: u64, scan: history::Scan) {
+        if let Some(t) = self.txns.get_mut(id as usize) {
+            t.scans.push(scan);
+        }
+    }
+
+    /// Transaction `id` took its commit timestamp. Kept if the outcome
+    /// stays unknown: the store must then hold the transaction at exactly
+    /// this timestamp, or not at all.
+    pub fn commit_ts(&mut self, id: u64, commit_ts: u64) {
+        if let Some(t) = self.txns.get_mut(id as usize) {
+            t.commit_ts = Some(commit_ts);
+        }
+    }
+
     /// Transaction `id` ended as its client learnt it.
     pub fn finish(&mut self, id: u64, finish: Finish<'_>, now_ns: u64) {
         let Some(t) = self.txns.get_mut(id as usize) else {
@@ -165,6 +184,7 @@ impl Recorder {
             }
             Finish::Aborted { reason } => {
                 t.outcome = Some(history::Outcome::Aborted);
+                t.commit_ts = None;
                 t.abort_reason = Some(reason.to_string());
                 format!("abort.{reason}")
             }
@@ -214,6 +234,7 @@ impl Recorder {
                     outcome: t.outcome.unwrap_or(history::Outcome::Unknown),
                     abort_reason: t.abort_reason.clone(),
                     ops: t.ops.clone(),
+                    scans: t.scans.clone(),
                     observer: t.observer.clone(),
                 })
             })

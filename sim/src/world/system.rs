@@ -11,7 +11,7 @@
 
 use crate::world::World;
 use crate::world::clock::ClockSkew;
-use crate::world::driver::Controller;
+use crate::world::driver::FaultControl;
 use crate::world::faults::FaultConfig;
 use crate::world::ids::Role;
 use percsim_checker as history;
@@ -88,7 +88,7 @@ pub trait Tenant: Send + Sync + 'static {
     fn expire_session(&self, client: usize);
     /// An optional task that injects faults during the workload phase
     /// (a scripted workload); when it finishes, the phase ends early.
-    fn driver(&self, control: Controller) -> Option<BoxFuture<()>>;
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>>;
     /// The healed phase begins (start helpers, such as a sweeper).
     fn begin_healed(&self) -> BoxFuture<()>;
     /// What is still unsettled; all zero counts mean converged. The world

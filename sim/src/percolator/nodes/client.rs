@@ -151,6 +151,7 @@ impl Client {
         dst: SocketAddr,
         req: R,
     ) -> Result<R::Response, RpcError> {
+        self.cluster.world.watchdog_tick();
         let timeout = Duration::from_millis(self.cluster.cfg.rpc_timeout_ms);
         self.ep
             .call_timeout(dst, req, timeout)

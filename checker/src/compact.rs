@@ -1,0 +1,350 @@
+//! The history as the rules see it: every string (rows, columns, values,
+//! names) interned once, every cell a dense id, each transaction a fixed-size
+//! record and each op twelve bytes. Built from the public [`History`] or
+//! straight from a JSON stream (see `reader.rs`), so that a large file is
+//! never held as `String`s.
+
+use crate::fx::{FxHasher, FxMap};
+use crate::history::{Event, History, ObserverDecl, Op, Outcome, Scan, VersionKind};
+use std::hash::Hasher;
+
+/// "No such string / index" for `u32` ids.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Interned strings: one arena, an offset per string, and an open-addressing
+/// table of ids keyed by the string's hash.
+#[derive(Default)]
+pub(crate) struct Strs {
+    arena: String,
+    /// End of string `i` in `arena` (its start is the previous end).
+    ends: Vec<u64>,
+    /// Per slot: `id + 1` in the low half (0 when empty), the hash's high
+    /// half in the high half; the length is a power of two.
+    table: Vec<u64>,
+    /// log2 of the table's length.
+    bits: u32,
+}
+
+/// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
+/// so that short keys differing only in their last bytes spread out).
+fn str_hash(s: &str) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(s.as_bytes());
+    let mut x = h.finish();
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+impl Strs {
+    /// The string with id `id` ("" for [`NIL`] or an unknown id).
+    pub(crate) fn get(&self, id: u32) -> &str {
+        let i = id as usize;
+        let Some(&end) = self.ends.get(i) else {
+            return "";
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.arena[start as usize..end as usize]
+    }
+
+    /// `Some(string)`, or `None` for [`NIL`].
+    pub(crate) fn opt(&self, id: u32) -> Option<&str> {
+        (id != NIL).then(|| self.get(id))
+    }
+
+    /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
+    fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
+        let mask = self.table.len() - 1;
+        let tag = hash >> 32;
+        let mut i = (hash >> (64 - self.bits)) as usize;
+        loop {
+            let e = self.table[i];
+            if e == 0 {
+                return Err(i);
+            }
+            if e >> 32 == tag && self.get((e as u32) - 1) == s {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        self.bits = (self.bits + 1).max(10);
+        let cap = 1usize << self.bits;
+        let mask = cap - 1;
+        self.table = vec![0; cap];
+        for id in 0..self.ends.len() as u32 {
+            let hash = str_hash(self.get(id));
+            let mut i = (hash >> (64 - self.bits)) as usize;
+            while self.table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
+        }
+    }
+
+    /// The id of `s`, if it was interned.
+    pub(crate) fn find(&self, s: &str) -> Option<u32> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let i = self.slot(s, str_hash(s)).ok()?;
+        Some(self.table[i] as u32 - 1)
+    }
+
+    /// The id of `s`, adding it when new.
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
+        if (self.ends.len() + 1) * 2 > self.table.len() {
+            self.grow();
+        }
+        let hash = str_hash(s);
+        match self.slot(s, hash) {
+            Ok(i) => self.table[i] as u32 - 1,
+            Err(i) => {
+                self.arena.push_str(s);
+                self.ends.push(self.arena.len() as u64);
+                let id = self.ends.len() as u32 - 1;
+                self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
+                id
+            }
+        }
+    }
+}
+
+/// What an op does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    Read,
+    Write,
+    Delete,
+}
+
+/// One op: its kind, its cell and its value (a string id, [`NIL`] for none).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct COp {
+    pub kind: OpKind,
+    pub cell: u32,
+    pub value: u32,
+}
+
+/// One transaction, without its ops (see [`Compact::ops`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Txn {
+    pub id: u64,
+    pub client: u64,
+    pub start_ts: u64,
+    pub commit_ts: Option<u64>,
+    pub invoke_ns: u64,
+    pub complete_ns: Option<u64>,
+    pub outcome: Outcome,
+    /// String id of the abort reason, or [`NIL`].
+    pub abort_reason: u32,
+    /// Index into [`Compact::runs`], or [`NIL`].
+    pub observer: u32,
+}
+
+/// An observer mark: the observer's name (string id) and the notified cell.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    pub name: u32,
+    pub cell: u32,
+}
+
+/// One write record of the store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CVersion {
+    pub start_ts: u64,
+    pub commit_ts: u64,
+    pub kind: VersionKind,
+    /// String id, or [`NIL`].
+    pub value: u32,
+    pub data_missing: bool,
+}
+
+/// One `final_state.cells` entry: its cell and its slice of `versions`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CState {
+    pub cell: u32,
+    pub lo: usize,
+    pub hi: usize,
+}
+
+/// A lock left in the store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CLock {
+    pub cell: u32,
+    pub start_ts: u64,
+    pub primary: u32,
+}
+
+/// The compact history.
+#[derive(Default)]
+pub(crate) struct Compact {
+    pub format: String,
+    pub seed: u64,
+    pub strs: Strs,
+    /// Cell id -> (row, col) string ids.
+    pub cells: Vec<(u32, u32)>,
+    cell_ids: FxMap<(u32, u32), u32>,
+    pub txns: Vec<Txn>,
+    /// Transaction `i`'s ops are `ops[op_off[i]..op_off[i + 1]]`.
+    pub op_off: Vec<usize>,
+    pub ops: Vec<COp>,
+    pub runs: Vec<Mark>,
+    /// The scans (predicate reads), each with its transaction's index, in
+    /// transaction order.
+    pub scans: Vec<(u32, Scan)>,
+    pub events: Vec<Event>,
+    pub state: Vec<CState>,
+    pub versions: Vec<CVersion>,
+    pub locks: Vec<CLock>,
+    pub notify: Vec<u32>,
+    pub observers: Vec<ObserverDecl>,
+}
+
+impl Compact {
+    /// An empty history, ready to be filled.
+    pub(crate) fn new() -> Compact {
+        Compact {
+            op_off: vec![0],
+            ..Compact::default()
+        }
+    }
+
+    /// The id of the cell (row, col), given as string ids.
+    pub(crate) fn cell(&mut self, row: u32, col: u32) -> u32 {
+        let next = self.cells.len() as u32;
+        let id = *self.cell_ids.entry((row, col)).or_insert(next);
+        if id == next {
+            self.cells.push((row, col));
+        }
+        id
+    }
+
+    /// The id of the cell (row, col), given as strings.
+    pub(crate) fn cell_str(&mut self, row: &str, col: &str) -> u32 {
+        let (r, c) = (self.strs.intern(row), self.strs.intern(col));
+        self.cell(r, c)
+    }
+
+    /// The row and column of a cell.
+    pub(crate) fn cell_name(&self, cell: u32) -> (&str, &str) {
+        match self.cells.get(cell as usize) {
+            Some(&(r, c)) => (self.strs.get(r), self.strs.get(c)),
+            None => ("?", "?"),
+        }
+    }
+
+    /// Transaction `t`'s ops.
+    pub(crate) fn ops(&self, t: usize) -> &[COp] {
+        &self.ops[self.op_off[t]..self.op_off[t + 1]]
+    }
+
+    /// Ends the transaction whose ops were pushed last.
+    pub(crate) fn push_txn(&mut self, txn: Txn) {
+        self.txns.push(txn);
+        self.op_off.push(self.ops.len());
+    }
+
+    /// The compact form of a history (no validation).
+    pub(crate) fn from_history(h: &History) -> Compact {
+        let mut c = Compact::new();
+        c.format = h.format.clone();
+        c.seed = h.seed;
+        c.txns.reserve(h.transactions.len());
+        for (i, t) in h.transactions.iter().enumerate() {
+            c.scans
+                .extend(t.scans.iter().map(|s| (i as u32, s.clone())));
+            for op in &t.ops {
+                let (kind, row, col, value) = match op {
+                    Op::Read { row, col, value } => (OpKind::Read, row, col, value.as_deref()),
+                    Op::Write { row, col, value } => {
+                        (OpKind::Write, row, col, Some(value.as_str()))
+                    }
+                    Op::Delete { row, col } => (OpKind::Delete, row, col, None),
+                };
+                let cell = c.cell_str(row, col);
+                let value = value.map_or(NIL, |v| c.strs.intern(v));
+                c.ops.push(COp { kind, cell, value });
+            }
+            let abort_reason = t.abort_reason.as_deref().map_or(NIL, |r| c.strs.intern(r));
+            let observer = match &t.observer {
+                Some(o) => {
+                    let mark = Mark {
+                        name: c.strs.intern(&o.name),
+                        cell: c.cell_str(&o.row, &o.col),
+                    };
+                    c.runs.push(mark);
+                    c.runs.len() as u32 - 1
+                }
+                None => NIL,
+            };
+            c.push_txn(Txn {
+                id: t.id,
+                client: t.client,
+                start_ts: t.start_ts,
+                commit_ts: t.commit_ts,
+                invoke_ns: t.invoke_ns,
+                complete_ns: t.complete_ns,
+                outcome: t.outcome,
+                abort_reason,
+                observer,
+            });
+        }
+        c.events = h.events.clone();
+        c.observers = h.observers.clone();
+        let fs = &h.final_state;
+        for cs in &fs.cells {
+            let cell = c.cell_str(&cs.row, &cs.col);
+            let lo = c.versions.len();
+            for v in &cs.versions {
+                let value = v.value.as_deref().map_or(NIL, |s| c.strs.intern(s));
+                c.versions.push(CVersion {
+                    start_ts: v.start_ts,
+                    commit_ts: v.commit_ts,
+                    kind: v.kind,
+                    value,
+                    data_missing: v.data_missing,
+                });
+            }
+            let hi = c.versions.len();
+            c.state.push(CState { cell, lo, hi });
+        }
+        for l in &fs.locks {
+            let lock = CLock {
+                cell: c.cell_str(&l.row, &l.col),
+                start_ts: l.start_ts,
+                primary: c.cell_str(&l.primary.row, &l.primary.col),
+            };
+            c.locks.push(lock);
+        }
+        for n in &fs.notify {
+            let cell = c.cell_str(&n.row, &n.col);
+            c.notify.push(cell);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interning_gives_one_id_per_distinct_string() {
+        let mut s = Strs::default();
+        let words: Vec<String> = (0..5000).map(|i| format!("w{}", i % 1700)).collect();
+        let ids: Vec<u32> = words.iter().map(|w| s.intern(w)).collect();
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.get(id), w);
+        }
+        let distinct: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        assert_eq!(distinct.len(), 1700);
+        assert_eq!(s.intern(""), s.intern(""));
+        assert_ne!(s.intern(""), s.intern("w1"));
+        assert_eq!(s.opt(NIL), None);
+    }
+}

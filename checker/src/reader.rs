@@ -1,0 +1,585 @@
+//! Reading a history file straight into the compact form: serde visitors
+//! that intern every string as the parser hands it over (no `String` per
+//! row, column or value, no tree of the whole document).
+//!
+//! They accept exactly what deriving `Deserialize` for [`crate::History`]
+//! accepts (unknown fields ignored, duplicate fields refused, `Option`
+//! fields optional); on any error the caller reads the file again the
+//! ordinary way to name the problem.
+
+use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
+use crate::history::{
+    CellRef, Event, LockState, ObserverDecl, ObserverRun, Outcome, Scan, VersionKind,
+};
+use serde::Deserializer;
+use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::fmt;
+
+/// Reads a whole history from `reader` (JSON) into the compact form.
+pub(crate) fn read(reader: impl std::io::Read) -> Result<Compact, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut c = Compact::new();
+    Top(&mut c).deserialize(&mut de)?;
+    de.end()?;
+    Ok(c)
+}
+
+/// A map key, as its index in a list of known names (`None`: unknown).
+struct Key(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Key {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|k| *k == v))
+    }
+}
+
+/// Marks field `k` as seen; a second sighting is an error, as with derive.
+fn once<E: Error>(seen: &mut u32, k: usize, names: &[&'static str]) -> Result<(), E> {
+    if *seen & (1 << k) != 0 {
+        return Err(E::duplicate_field(names[k]));
+    }
+    *seen |= 1 << k;
+    Ok(())
+}
+
+/// Every field in `required` (bit indices) was seen.
+fn require<E: Error>(seen: u32, required: &[usize], names: &[&'static str]) -> Result<(), E> {
+    match required.iter().find(|&&k| seen & (1 << k) == 0) {
+        Some(&k) => Err(E::missing_field(names[k])),
+        None => Ok(()),
+    }
+}
+
+/// A string, interned; `Option` when `nullable` (null gives [`NIL`]).
+struct Str<'c> {
+    c: &'c mut Compact,
+    nullable: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Str<'_> {
+    type Value = u32;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        if self.nullable {
+            d.deserialize_option(self)
+        } else {
+            d.deserialize_str(self)
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Str<'_> {
+    type Value = u32;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<u32, E> {
+        Ok(self.c.strs.intern(v))
+    }
+    fn visit_none<E: Error>(self) -> Result<u32, E> {
+        Ok(NIL)
+    }
+    fn visit_unit<E: Error>(self) -> Result<u32, E> {
+        Ok(NIL)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_str(Str {
+            c: self.c,
+            nullable: false,
+        })
+    }
+}
+
+const TOP: &[&str] = &[
+    "format",
+    "seed",
+    "transactions",
+    "events",
+    "final_state",
+    "observers",
+    "scenario",
+];
+
+/// The whole document.
+struct Top<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a history")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        while let Some(k) = m.next_key_seed(Key(TOP))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, TOP)?;
+            match k {
+                0 => c.format = m.next_value()?,
+                1 => c.seed = m.next_value()?,
+                2 => m.next_value_seed(Txns(c))?,
+                3 => c.events = m.next_value::<Vec<Event>>()?,
+                4 => m.next_value_seed(Final(c))?,
+                5 => c.observers = m.next_value::<Vec<ObserverDecl>>()?,
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        require(seen, &[0, 2, 4], TOP)
+    }
+}
+
+/// `transactions`: each one appended as it is read.
+struct Txns<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Txns<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Txns<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence of transactions")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(OneTxn(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+const TXN: &[&str] = &[
+    "id",
+    "client",
+    "start_ts",
+    "commit_ts",
+    "invoke_ns",
+    "complete_ns",
+    "outcome",
+    "abort_reason",
+    "ops",
+    "observer",
+    "scans",
+];
+
+struct OneTxn<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for OneTxn<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneTxn<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a transaction")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        let mut t = Txn {
+            id: 0,
+            client: 0,
+            start_ts: 0,
+            commit_ts: None,
+            invoke_ns: 0,
+            complete_ns: None,
+            outcome: Outcome::Unknown,
+            abort_reason: NIL,
+            observer: NIL,
+        };
+        let ops_before = c.ops.len();
+        let mut scans = Vec::new();
+        while let Some(k) = m.next_key_seed(Key(TXN))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, TXN)?;
+            match k {
+                0 => t.id = m.next_value()?,
+                1 => t.client = m.next_value()?,
+                2 => t.start_ts = m.next_value()?,
+                3 => t.commit_ts = m.next_value()?,
+                4 => t.invoke_ns = m.next_value()?,
+                5 => t.complete_ns = m.next_value()?,
+                6 => t.outcome = m.next_value()?,
+                7 => {
+                    let (c, nullable) = (&mut *c, true);
+                    t.abort_reason = m.next_value_seed(Str { c, nullable })?;
+                }
+                8 => m.next_value_seed(Ops(&mut *c))?,
+                9 => t.observer = mark(c, m.next_value::<Option<ObserverRun>>()?),
+                _ => scans = m.next_value::<Vec<Scan>>()?,
+            }
+        }
+        if let Err(e) = require::<A::Error>(seen, &[0, 1, 2, 4, 6, 8], TXN) {
+            c.ops.truncate(ops_before);
+            return Err(e);
+        }
+        let index = c.txns.len() as u32;
+        c.scans.extend(scans.into_iter().map(|s| (index, s)));
+        c.push_txn(t);
+        Ok(())
+    }
+}
+
+/// Records an observer mark; its index, or [`NIL`].
+fn mark(c: &mut Compact, run: Option<ObserverRun>) -> u32 {
+    let Some(run) = run else {
+        return NIL;
+    };
+    let m = Mark {
+        name: c.strs.intern(&run.name),
+        cell: c.cell_str(&run.row, &run.col),
+    };
+    c.runs.push(m);
+    c.runs.len() as u32 - 1
+}
+
+/// A transaction's `ops`, appended to [`Compact::ops`].
+struct Ops<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Ops<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Ops<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence of ops")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(op) = seq.next_element_seed(OneOp(&mut *self.0))? {
+            self.0.ops.push(op);
+        }
+        Ok(())
+    }
+}
+
+const OP: &[&str] = &["f", "row", "col", "value"];
+const KINDS: &[&str] = &["read", "write", "delete"];
+
+struct OneOp<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for OneOp<'_> {
+    type Value = COp;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<COp, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneOp<'_> {
+    type Value = COp;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an op")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<COp, A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        let (mut kind, mut row, mut col, mut value) = (None, NIL, NIL, NIL);
+        while let Some(k) = m.next_key_seed(Key(OP))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, OP)?;
+            let nullable = k == 3;
+            match k {
+                0 => match m.next_value_seed(Key(KINDS))? {
+                    Some(0) => kind = Some(OpKind::Read),
+                    Some(1) => kind = Some(OpKind::Write),
+                    Some(2) => kind = Some(OpKind::Delete),
+                    _ => return Err(A::Error::custom("unknown op kind")),
+                },
+                1 => row = m.next_value_seed(Str { c, nullable })?,
+                2 => col = m.next_value_seed(Str { c, nullable })?,
+                _ => value = m.next_value_seed(Str { c, nullable })?,
+            }
+        }
+        let Some(kind) = kind else {
+            return Err(A::Error::missing_field("f"));
+        };
+        require::<A::Error>(seen, &[1, 2], OP)?;
+        match kind {
+            OpKind::Write if value == NIL => return Err(A::Error::missing_field("value")),
+            OpKind::Delete => value = NIL,
+            _ => {}
+        }
+        let cell = c.cell(row, col);
+        Ok(COp { kind, cell, value })
+    }
+}
+
+const FINAL: &[&str] = &["cells", "locks", "notify"];
+
+/// `final_state`.
+struct Final<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Final<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Final<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a final state")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        while let Some(k) = m.next_key_seed(Key(FINAL))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, FINAL)?;
+            match k {
+                0 => m.next_value_seed(Cells(&mut *c))?,
+                1 => {
+                    for l in m.next_value::<Vec<LockState>>()? {
+                        let lock = CLock {
+                            cell: c.cell_str(&l.row, &l.col),
+                            start_ts: l.start_ts,
+                            primary: c.cell_str(&l.primary.row, &l.primary.col),
+                        };
+                        c.locks.push(lock);
+                    }
+                }
+                _ => {
+                    for n in m.next_value::<Vec<CellRef>>()? {
+                        let cell = c.cell_str(&n.row, &n.col);
+                        c.notify.push(cell);
+                    }
+                }
+            }
+        }
+        require(seen, &[0], FINAL)
+    }
+}
+
+/// `final_state.cells`.
+struct Cells<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Cells<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Cells<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence of cells")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(OneCell(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+const CELL: &[&str] = &["row", "col", "versions"];
+
+struct OneCell<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for OneCell<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneCell<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a cell")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        let (mut row, mut col, nullable) = (NIL, NIL, false);
+        let lo = c.versions.len();
+        while let Some(k) = m.next_key_seed(Key(CELL))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, CELL)?;
+            match k {
+                0 => row = m.next_value_seed(Str { c, nullable })?,
+                1 => col = m.next_value_seed(Str { c, nullable })?,
+                _ => m.next_value_seed(Versions(&mut *c))?,
+            }
+        }
+        require::<A::Error>(seen, &[0, 1, 2], CELL)?;
+        let cell = c.cell(row, col);
+        let hi = c.versions.len();
+        c.state.push(CState { cell, lo, hi });
+        Ok(())
+    }
+}
+
+/// A cell's `versions`, appended to [`Compact::versions`].
+struct Versions<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for Versions<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Versions<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence of versions")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element_seed(OneVersion(&mut *self.0))? {
+            self.0.versions.push(v);
+        }
+        Ok(())
+    }
+}
+
+const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
+
+struct OneVersion<'c>(&'c mut Compact);
+
+impl<'de> DeserializeSeed<'de> for OneVersion<'_> {
+    type Value = CVersion;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<CVersion, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneVersion<'_> {
+    type Value = CVersion;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a version")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<CVersion, A::Error> {
+        let c = self.0;
+        let mut seen = 0u32;
+        let mut v = CVersion {
+            start_ts: 0,
+            commit_ts: 0,
+            kind: VersionKind::Put,
+            value: NIL,
+            data_missing: false,
+        };
+        while let Some(k) = m.next_key_seed(Key(VERSION))? {
+            let Some(k) = k else {
+                m.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            once::<A::Error>(&mut seen, k, VERSION)?;
+            match k {
+                0 => v.start_ts = m.next_value()?,
+                1 => v.commit_ts = m.next_value()?,
+                2 => v.kind = m.next_value()?,
+                3 => v.value = m.next_value_seed(Str { c, nullable: true })?,
+                _ => v.data_missing = m.next_value()?,
+            }
+        }
+        require::<A::Error>(seen, &[0, 1, 2], VERSION)?;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{check, check_compact, parse, parse::validate};
+
+    /// Every fixture, read by the stream and by [`parse`]: the same verdict
+    /// to the byte, the same acceptance, and the same validation error.
+    #[test]
+    fn the_stream_agrees_with_parse_on_every_fixture() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("fixtures")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        assert!(files.len() > 40, "{} fixtures", files.len());
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let slow = parse(&text);
+            let fast = super::read(text.as_bytes());
+            let name = path.display();
+            match (&slow, fast) {
+                (Ok(h), Ok(c)) => {
+                    validate(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    assert_eq!(check(h), check_compact(&c), "{name}");
+                }
+                (Err(e), Ok(c)) => {
+                    let err = validate(&c).expect_err(&format!("{name}: stream accepted"));
+                    assert_eq!(err.to_string(), e.to_string(), "{name}");
+                }
+                (Err(_), Err(_)) => {}
+                (Ok(_), Err(e)) => panic!("{name}: the stream refused a valid history: {e}"),
+            }
+        }
+    }
+
+    /// What derive refuses, the stream refuses too (it then hands over to the
+    /// ordinary reader for the message).
+    #[test]
+    fn the_stream_refuses_what_derive_refuses() {
+        let base = r#"{"format": "percsim-history/1", "transactions": [
+            {"id": 1, "client": 1, "start_ts": 1, "commit_ts": 2, "invoke_ns": 0,
+             "outcome": "committed", "ops": [{"f": "write", "row": "r", "col": "c", "value": "v"}]}],
+            "final_state": {"cells": []}}"#;
+        assert!(super::read(base.as_bytes()).is_ok());
+        assert!(parse(base).is_ok());
+        let bad = [
+            base.replace("\"id\": 1,", "\"id\": 1, \"id\": 1,"),
+            base.replace("\"client\": 1,", ""),
+            base.replace("\"write\"", "\"put\""),
+            base.replace(", \"value\": \"v\"", ""),
+            base.replace("\"value\": \"v\"", "\"value\": null"),
+            base.replace("\"row\": \"r\",", "\"row\": 5,"),
+            base.replace("{\"cells\": []}", "{\"locks\": []}"),
+            base.replace("\"format\"", "\"scenario\": 1, \"scenario\": 2, \"format\""),
+            format!("{base} x"),
+        ];
+        for b in &bad {
+            assert!(parse(b).is_err(), "{b}");
+            assert!(super::read(b.as_bytes()).is_err(), "{b}");
+        }
+    }
+}

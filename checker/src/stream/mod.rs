@@ -1,0 +1,176 @@
+//! Stream and queue transactions (Pulsar- or Kafka-style): the
+//! `percsim-stream-history/1` format and its rules.
+//!
+//! A stream history records, black-box, what clients observed (sends,
+//! receipts with partition and offset, acknowledgments, transaction
+//! outcomes) and what the brokers' durable logs and subscriptions hold at
+//! the end (messages, commit and abort markers, acknowledged positions). It
+//! never trusts the protocol's own bookkeeping. The rules are named after
+//! Jepsen's analyses of Kafka-style transactions ("Jepsen: Redpanda
+//! 21.10.1", 2022, and "Jepsen: Bufstream 0.1.0", 2024):
+//!
+//! | id | what must hold |
+//! |----|----------------|
+//! | `aborted_read` | no consumer receives a message of a transaction that did not commit |
+//! | `read_uncommitted` | no consumer receives a message before its transaction commits, or past an open transaction |
+//! | `lost_write` | committed messages are visible, and reach every drained subscription |
+//! | `duplicate` | no message is written twice; on an exactly-once subscription none is acknowledged by two committed transactions |
+//! | `torn_transaction` | a transaction's messages and acknowledgments take effect all together or not at all |
+//! | `monotonic_offsets` | offsets grow per consumer and per producer on each partition, and match the log |
+//! | `exactly_once` | each committed input of an exactly-once subscription has exactly one committed output |
+//!
+//! The format and the rules are specified in `docs/history-format.md`,
+//! section "Stream histories".
+//!
+//! ```
+//! let json = r#"{"format": "percsim-stream-history/1", "transactions": [], "ops": [],
+//!                "final_state": {"partitions": []}}"#;
+//! let history = percsim_checker::stream::parse(json).unwrap();
+//! assert!(percsim_checker::stream::check(&history).passed());
+//! ```
+
+mod history;
+mod index;
+mod parse;
+mod report;
+mod rules;
+
+pub use history::{
+    AckOp, AckedPositions, LogEntry, MarkerKind, OpResult, PartitionLog, ReceiveOp, STREAM_FORMAT,
+    SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn, SubscriptionDecl,
+};
+pub use parse::{StreamHistoryError, parse};
+pub use report::{StreamReport, StreamStats};
+
+use crate::Outcome;
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+
+/// Judges a stream history against every rule. Never panics, even on a
+/// history that did not come from [`parse`].
+pub fn check(history: &StreamHistory) -> StreamReport {
+    let ix = index::Ix::build(history);
+    let rules = rules::run_all(&ix);
+    let count = |o: Outcome| {
+        history
+            .transactions
+            .iter()
+            .filter(|t| t.outcome == o)
+            .count() as u64
+    };
+    let ops = |f: fn(&StreamOp) -> bool| history.ops.iter().filter(|o| f(o)).count() as u64;
+    let entries = history
+        .final_state
+        .partitions
+        .iter()
+        .flat_map(|p| &p.entries);
+    let markers = entries.clone().filter(|e| e.marker.is_some()).count() as u64;
+    let stats = StreamStats {
+        transactions: history.transactions.len() as u64,
+        committed: count(Outcome::Committed),
+        aborted: count(Outcome::Aborted),
+        unknown: count(Outcome::Unknown),
+        sends: ops(|o| matches!(o, StreamOp::Send(_))),
+        receives: ops(|o| matches!(o, StreamOp::Receive(_))),
+        acks: ops(|o| matches!(o, StreamOp::Ack(_))),
+        partitions: history.final_state.partitions.len() as u64,
+        log_messages: entries.count() as u64 - markers,
+        log_markers: markers,
+        subscriptions: history.subscriptions.len() as u64,
+    };
+    StreamReport {
+        format: "percsim-check/1".to_string(),
+        history_format: STREAM_FORMAT.to_string(),
+        passed: rules.iter().all(|r| r.passed),
+        seed: history.seed,
+        stats,
+        rules,
+    }
+}
+
+/// Whether the file at `path` is a stream history: its top-level `format`
+/// names the `percsim-stream-history` family (any version, so that a wrong
+/// version is reported by [`run_check_file`]). Only the first 64 KiB are
+/// looked at for the tag, and only a file that mentions it is parsed further,
+/// so a large history of another format is never read whole for this.
+pub fn is_stream_history_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(1 << 16);
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if file.take(1 << 16).read_to_end(&mut head).is_err()
+        || !String::from_utf8_lossy(&head).contains("percsim-stream-history")
+    {
+        return false;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<String>,
+    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Probe>(&text).ok())
+        .and_then(|p| p.format)
+        .is_some_and(|f| f.starts_with("percsim-stream-history/"))
+}
+
+/// The JSON printed when a stream history cannot be read.
+#[derive(Serialize)]
+struct ErrorReport<'a> {
+    format: &'a str,
+    passed: bool,
+    error: String,
+    path: Option<&'a str>,
+    line: Option<usize>,
+    column: Option<usize>,
+}
+
+/// Reads the stream history at `path`, checks it, and writes the report to
+/// `out`: text, or JSON when `json` is set. Returns the process exit code: 0
+/// when every rule holds, 1 when any is broken, 2 when the file cannot be
+/// read or is not a valid stream history (the message says why and where).
+pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
+    let parsed = std::fs::read_to_string(path)
+        .map_err(|e| (format!("cannot read {}: {e}", path.display()), None))
+        .and_then(|text| {
+            parse(&text).map_err(|e| {
+                (
+                    format!("{} is not a valid stream history: {e}", path.display()),
+                    Some(e),
+                )
+            })
+        });
+    let history = match parsed {
+        Ok(h) => h,
+        Err((message, e)) => {
+            let _ = if json {
+                let r = ErrorReport {
+                    format: "percsim-check/1",
+                    passed: false,
+                    error: message,
+                    path: e.as_ref().and_then(StreamHistoryError::path),
+                    line: e.as_ref().and_then(StreamHistoryError::line),
+                    column: e.as_ref().and_then(StreamHistoryError::column),
+                };
+                serde_json::to_writer_pretty(&mut *out, &r)
+                    .map_err(std::io::Error::other)
+                    .and_then(|()| writeln!(out))
+            } else {
+                writeln!(out, "error: {message}")
+            };
+            return 2;
+        }
+    };
+    let report = check(&history);
+    // A failed write cannot change the verdict, which the exit code carries.
+    let _ = if json {
+        serde_json::to_writer_pretty(&mut *out, &report)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(out))
+    } else {
+        out.write_all(report.render_text().as_bytes())
+    };
+    if report.passed() { 0 } else { 1 }
+}

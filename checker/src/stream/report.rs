@@ -1,0 +1,217 @@
+//! The verdict on a stream history: the checker's per-rule reports
+//! ([`RuleReport`], [`Finding`]) with stream statistics, and its text.
+
+use crate::{Finding, RuleReport};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// How many findings of each class a report shows in full; the rest are counted.
+const SHOWN_PER_CLASS: usize = 5;
+
+/// The checker's verdict on one stream history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamReport {
+    /// Always `percsim-check/1`, as for every report of the checker.
+    pub format: String,
+    /// The format of the history judged: `percsim-stream-history/1`.
+    pub history_format: String,
+    /// True when every rule holds.
+    pub passed: bool,
+    /// The seed the history says it was made with.
+    pub seed: u64,
+    /// What the history contained.
+    pub stats: StreamStats,
+    /// One entry per rule, in a fixed order, whether it held or not.
+    pub rules: Vec<RuleReport>,
+}
+
+/// Counts describing the stream history that was checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StreamStats {
+    /// Transactions in the history.
+    pub transactions: u64,
+    /// Transactions their client was told committed.
+    pub committed: u64,
+    /// Transactions their client was told aborted.
+    pub aborted: u64,
+    /// Transactions whose client could not tell.
+    pub unknown: u64,
+    /// Send operations.
+    pub sends: u64,
+    /// Receive operations.
+    pub receives: u64,
+    /// Acknowledgment operations.
+    pub acks: u64,
+    /// Topic partitions in the final state.
+    pub partitions: u64,
+    /// Message entries in the partitions' logs.
+    pub log_messages: u64,
+    /// Commit and abort markers in the partitions' logs.
+    pub log_markers: u64,
+    /// Subscriptions declared.
+    pub subscriptions: u64,
+}
+
+impl StreamReport {
+    /// True when every rule holds.
+    pub fn passed(&self) -> bool {
+        self.rules.iter().all(|r| r.passed)
+    }
+
+    /// The ids of the rules that were broken, in report order.
+    pub fn violated_rules(&self) -> Vec<&str> {
+        self.rules
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| r.id.as_str())
+            .collect()
+    }
+
+    /// The result of the rule with this id, if there is such a rule.
+    pub fn rule(&self, id: &str) -> Option<&RuleReport> {
+        self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// A human-readable rendering of the whole report.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let broken = self.violated_rules().len();
+        let verdict = if broken == 0 {
+            format!("PASS, all {} rules hold", self.rules.len())
+        } else {
+            format!("FAIL, {broken} of {} rules broken", self.rules.len())
+        };
+        let _ = writeln!(
+            out,
+            "percsim check ({}): {verdict} (seed {})",
+            self.history_format, self.seed
+        );
+        let s = &self.stats;
+        let _ = writeln!(
+            out,
+            "{} transactions ({} committed, {} aborted, {} unknown), {} sends, {} receives, {} acks; \
+             {} partitions holding {} messages and {} markers; {} subscriptions",
+            s.transactions,
+            s.committed,
+            s.aborted,
+            s.unknown,
+            s.sends,
+            s.receives,
+            s.acks,
+            s.partitions,
+            s.log_messages,
+            s.log_markers,
+            s.subscriptions
+        );
+        for rule in &self.rules {
+            out.push('\n');
+            let verdict = if rule.passed { "PASS" } else { "FAIL" };
+            let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
+            if let Some(note) = &rule.note {
+                let _ = writeln!(out, "      ({note})");
+            }
+            if !rule.passed {
+                render_violations(&mut out, rule);
+            }
+        }
+        out
+    }
+}
+
+fn render_violations(out: &mut String, rule: &RuleReport) {
+    let per_class: Vec<String> = rule
+        .counts
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect();
+    let s = if rule.total == 1 { "" } else { "s" };
+    let _ = writeln!(
+        out,
+        "      {} violation{s}: {}",
+        rule.total,
+        per_class.join(", ")
+    );
+    for (class, count) in &rule.counts {
+        let shown: Vec<&Finding> = rule
+            .violations
+            .iter()
+            .filter(|f| &f.class == class)
+            .collect();
+        if (shown.len() as u64) < *count {
+            let _ = writeln!(
+                out,
+                "      {class}: showing the first {} of {count}",
+                shown.len()
+            );
+        }
+        for f in shown {
+            let _ = writeln!(out, "    - [{class}] {}", f.summary);
+            for (i, d) in f.details.iter().enumerate() {
+                let _ = writeln!(out, "        {}. {d}", i + 1);
+            }
+        }
+    }
+}
+
+/// Collects one rule's findings: counts all, keeps the first few of each class.
+pub(crate) struct Collector {
+    rule: &'static str,
+    counts: BTreeMap<String, u64>,
+    shown: Vec<Finding>,
+    note: Option<String>,
+}
+
+impl Collector {
+    pub(crate) fn new(rule: &'static str) -> Collector {
+        Collector {
+            rule,
+            counts: BTreeMap::new(),
+            shown: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// Sets the rule's remark (see [`RuleReport::note`]).
+    pub(crate) fn note(&mut self, note: String) {
+        self.note = Some(note);
+    }
+
+    /// Files one finding of `class`. `make` gives the summary, the
+    /// transactions involved and the explanation step by step; it runs only
+    /// if the finding will be shown.
+    pub(crate) fn add(
+        &mut self,
+        class: &str,
+        make: impl FnOnce() -> (String, Vec<u64>, Vec<String>),
+    ) {
+        let count = self.counts.entry(class.to_string()).or_insert(0);
+        *count += 1;
+        if *count as usize <= SHOWN_PER_CLASS {
+            let (summary, txns, details) = make();
+            let mut seen = std::collections::BTreeSet::new();
+            self.shown.push(Finding {
+                rule: self.rule.to_string(),
+                class: class.to_string(),
+                summary,
+                txns: txns.into_iter().filter(|t| seen.insert(*t)).collect(),
+                details,
+                cycle: Vec::new(),
+            });
+        }
+    }
+
+    pub(crate) fn into_rule(mut self, name: &str) -> RuleReport {
+        self.shown.sort_by(|a, b| a.class.cmp(&b.class));
+        let total = self.counts.values().sum();
+        RuleReport {
+            id: self.rule.to_string(),
+            name: name.to_string(),
+            passed: total == 0,
+            total,
+            counts: self.counts,
+            violations: self.shown,
+            note: self.note,
+        }
+    }
+}

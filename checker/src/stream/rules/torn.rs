@@ -1,0 +1,163 @@
+//! `torn_transaction`: a transaction's effects, its messages and its
+//! acknowledgments, take effect all together or not at all ("torn
+//! transactions" in Jepsen's Bufstream analysis).
+
+use crate::stream::history::{MarkerKind, OpResult, StreamOp};
+use crate::stream::index::{Ix, ack_desc};
+use crate::stream::report::Collector;
+use std::collections::BTreeMap;
+
+pub(crate) const ID: &str = "torn_transaction";
+pub(crate) const NAME: &str = "each transaction's messages and acknowledgments take effect all together or \
+     not at all, and its markers agree";
+
+/// One effect of a transaction and whether it took effect.
+struct Part {
+    applied: bool,
+    is_ack: bool,
+    what: String,
+}
+
+/// A transaction's effects: each message in the logs (visible or not), each
+/// send (not refused) whose message is in no log (not applied), and each
+/// acknowledgment (not refused) that the subscription's final state holds
+/// (applied) or lacks (not applied). An acknowledged offset that another
+/// acknowledgment, not known to have failed, could explain proves nothing
+/// and is left out. Classes: `acks_without_messages`,
+/// `messages_without_acks`, `partly_visible` (a mix among messages, or among
+/// acknowledgments), and `conflicting_markers` (a commit and an abort marker
+/// for one transaction).
+pub(crate) fn check(ix: &Ix, c: &mut Collector) {
+    let parts = collect_parts(ix);
+    for (t, ps) in &parts {
+        let applied = |ack: bool| ps.iter().any(|p| p.applied && p.is_ack == ack);
+        let missing = |ack: bool| ps.iter().any(|p| !p.applied && p.is_ack == ack);
+        let class = if applied(true) && missing(false) {
+            "acks_without_messages"
+        } else if applied(false) && missing(true) {
+            "messages_without_acks"
+        } else if (applied(false) && missing(false)) || (applied(true) && missing(true)) {
+            "partly_visible"
+        } else {
+            continue;
+        };
+        c.add(class, || {
+            let mut details = vec![ix.txn_desc(*t)];
+            details.extend(ps.iter().map(|p| {
+                let state = if p.applied {
+                    "took effect"
+                } else {
+                    "did not take effect"
+                };
+                format!("{}: {state}", p.what)
+            }));
+            details.push(match class {
+                "acks_without_messages" => format!(
+                    "T{t} is torn: its acknowledgments took effect without its messages, so its inputs count as \
+                     processed while the output made from them is lost"
+                ),
+                "messages_without_acks" => format!(
+                    "T{t} is torn: its messages took effect without its acknowledgments, so its inputs will be \
+                     delivered and processed again"
+                ),
+                _ => format!("T{t} is torn: only part of its messages or acknowledgments took effect"),
+            });
+            (format!("T{t} is torn ({class})"), vec![*t], details)
+        });
+    }
+    let mut verdicts: BTreeMap<u64, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for p in &ix.h.final_state.partitions {
+        for e in &p.entries {
+            if let (Some(kind), Some(t)) = (e.marker, e.txn) {
+                let v = verdicts.entry(t).or_default();
+                let at = format!("{}@{}", p.name, e.offset);
+                match kind {
+                    MarkerKind::Commit => v.0.push(at),
+                    MarkerKind::Abort => v.1.push(at),
+                }
+            }
+        }
+    }
+    for (t, (commits, aborts)) in verdicts {
+        if commits.is_empty() || aborts.is_empty() {
+            continue;
+        }
+        c.add("conflicting_markers", || {
+            (
+                format!("T{t} has commit and abort markers"),
+                vec![t],
+                vec![
+                    ix.txn_desc(t),
+                    format!("commit markers at {}", commits.join(", ")),
+                    format!("abort markers at {}", aborts.join(", ")),
+                    "a transaction has one outcome: its markers must all commit or all abort"
+                        .to_string(),
+                ],
+            )
+        });
+    }
+}
+
+fn collect_parts(ix: &Ix) -> BTreeMap<u64, Vec<Part>> {
+    let mut parts: BTreeMap<u64, Vec<Part>> = BTreeMap::new();
+    for (m, locs) in &ix.in_log {
+        for l in locs {
+            if let Some(t) = l.txn {
+                parts.entry(t).or_default().push(Part {
+                    applied: l.visible,
+                    is_ack: false,
+                    what: format!(
+                        "message {m:?} at {}@{} ({})",
+                        l.partition,
+                        l.offset,
+                        ix.marker_desc(l.partition, t, l.offset)
+                    ),
+                });
+            }
+        }
+    }
+    for op in &ix.h.ops {
+        match op {
+            StreamOp::Send(s) => {
+                if let Some(t) = s.txn
+                    && s.result != OpResult::Failed
+                    && !ix.in_log.contains_key(s.message.as_str())
+                {
+                    parts.entry(t).or_default().push(Part {
+                        applied: false,
+                        is_ack: false,
+                        what: format!(
+                            "message {:?} sent to {} at {} ns: in no log",
+                            s.message, s.partition, s.t_ns
+                        ),
+                    });
+                }
+            }
+            StreamOp::Ack(a) => {
+                let Some(t) = a.txn else { continue };
+                if a.result == OpResult::Failed {
+                    continue;
+                }
+                let acked = ix.is_acked(&a.subscription, &a.partition, a.offset);
+                let explained = ix.acks[&(a.subscription.as_str(), a.partition.as_str(), a.offset)]
+                    .iter()
+                    .any(|o| o.txn != Some(t) && ix.ack_may_apply(o));
+                if acked && explained {
+                    continue;
+                }
+                let state = if acked {
+                    "held by the subscription"
+                } else {
+                    "not held by the subscription"
+                };
+                parts.entry(t).or_default().push(Part {
+                    applied: acked,
+                    is_ack: true,
+                    what: format!("{} ({state})", ack_desc(a)),
+                });
+            }
+            StreamOp::Receive(_) => {}
+        }
+    }
+    parts
+}

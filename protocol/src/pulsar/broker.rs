@@ -1,0 +1,177 @@
+//! One request to the broker owning a partition, run against the
+//! partition's transaction buffer and its subscriptions: the reply and the
+//! single durable write to make before replying (the counterpart of
+//! [`crate::actions::execute`] for this system).
+
+use super::ablation::PulsarAblations;
+use super::buffer::{self, Entry, TbState};
+use super::client::{BrokerReply, BrokerRequest};
+use super::subscription::{self, AckError, SubMutation, Subscription};
+use super::types::{Marker, Participant};
+use std::collections::BTreeMap;
+
+/// What a broker must write before it replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerWrite {
+    /// Nothing.
+    Nothing,
+    /// Append this entry to the partition's log, then apply it to the
+    /// buffer ([`TbState::apply`]).
+    Partition(Entry),
+    /// Append the mutation's durable records to subscription `name`'s log,
+    /// then apply it ([`Subscription::apply`]).
+    Subscription {
+        /// The subscription's name.
+        name: String,
+        /// The change.
+        mutation: SubMutation,
+    },
+}
+
+/// The state of one partition as its owner holds it in memory.
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionView<'a> {
+    /// The partition's durable log.
+    pub log: &'a [Entry],
+    /// Its transaction buffer.
+    pub tb: &'a TbState,
+    /// Its subscriptions by name (a missing one is new and empty).
+    pub subs: &'a BTreeMap<String, Subscription>,
+}
+
+impl PartitionView<'_> {
+    fn sub(&self, name: &str) -> Subscription {
+        self.subs.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// Run a client's request on the partition `view`.
+pub fn execute(
+    view: PartitionView<'_>,
+    req: &BrokerRequest,
+    ablations: PulsarAblations,
+) -> (BrokerReply, BrokerWrite) {
+    match req {
+        BrokerRequest::Send(m) => match buffer::append(view.tb, m) {
+            Ok(e) => (BrokerReply::Sent(view.tb.len()), BrokerWrite::Partition(e)),
+            Err(e) => (BrokerReply::SendRefused(e), BrokerWrite::Nothing),
+        },
+        BrokerRequest::Read {
+            subscription,
+            from,
+            mode,
+            max,
+        } => {
+            let sub = view.sub(subscription);
+            let d = buffer::read(view.log, view.tb, &sub, *from, *mode, *max, ablations);
+            (BrokerReply::Delivery(d), BrokerWrite::Nothing)
+        }
+        BrokerRequest::Ack { offset, .. } if !is_message(view.log, *offset) => (
+            BrokerReply::AckRefused(AckError::NoSuchMessage(*offset)),
+            BrokerWrite::Nothing,
+        ),
+        BrokerRequest::Ack {
+            subscription,
+            offset,
+            txn,
+        } => match subscription::ack(&view.sub(subscription), *offset, *txn, ablations) {
+            Ok(mutation) => (
+                BrokerReply::Acked,
+                BrokerWrite::Subscription {
+                    name: subscription.clone(),
+                    mutation,
+                },
+            ),
+            Err(e) => (BrokerReply::AckRefused(e), BrokerWrite::Nothing),
+        },
+    }
+}
+
+fn is_message(log: &[Entry], offset: u64) -> bool {
+    matches!(log.get(offset as usize), Some(Entry::Message(_)))
+}
+
+/// Apply a coordinator's marker to the partition `view` (or one of its
+/// subscriptions). The broker acknowledges the marker once the write is
+/// durable; [`BrokerWrite::Nothing`] (a repeated marker) is acknowledged at
+/// once.
+pub fn deliver_marker(
+    view: PartitionView<'_>,
+    marker: &Marker,
+    ablations: PulsarAblations,
+) -> BrokerWrite {
+    match &marker.to {
+        Participant::Partition(_) => match buffer::end(view.tb, marker, ablations) {
+            Some(e) => BrokerWrite::Partition(e),
+            None => BrokerWrite::Nothing,
+        },
+        Participant::Subscription(s) => {
+            let mutation = subscription::end(&view.sub(&s.name), marker.txn, marker.action);
+            if mutation.is_empty() {
+                return BrokerWrite::Nothing;
+            }
+            BrokerWrite::Subscription {
+                name: s.name.clone(),
+                mutation,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BrokerWrite;
+    use crate::pulsar::client::{BrokerReply, BrokerRequest};
+    use crate::pulsar::subscription::AckError;
+    use crate::pulsar::test_util::*;
+    use crate::pulsar::types::{Marker, Message, TxnAction};
+
+    #[test]
+    fn send_answers_the_offset_and_a_repeated_marker_writes_nothing() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        let m = Message {
+            txn: Some(txn(1)),
+            producer: PRODUCER,
+            payload: "b".into(),
+        };
+        assert_eq!(b.execute(&BrokerRequest::Send(m)), BrokerReply::Sent(1));
+        let marker = Marker {
+            txn: txn(1),
+            producer: PRODUCER,
+            action: TxnAction::Commit,
+            to: part(0),
+        };
+        assert!(matches!(
+            super::deliver_marker(b_view(&b), &marker, b.ablations),
+            BrokerWrite::Partition(_)
+        ));
+        assert!(b.deliver(&marker));
+        assert_eq!(
+            super::deliver_marker(b_view(&b), &marker, b.ablations),
+            BrokerWrite::Nothing
+        );
+    }
+
+    #[test]
+    fn ack_of_a_marker_or_past_the_end_is_refused() {
+        let mut b = Broker::default();
+        b.must_send(Some(txn(1)), "a");
+        b.must_mark(txn(1), TxnAction::Commit);
+        for offset in [1, 2] {
+            assert_eq!(
+                b.ack("s", offset, None),
+                Err(AckError::NoSuchMessage(offset))
+            );
+        }
+        assert_eq!(b.ack("s", 0, None), Ok(()));
+    }
+
+    fn b_view(b: &Broker) -> super::PartitionView<'_> {
+        super::PartitionView {
+            log: &b.log,
+            tb: &b.tb,
+            subs: &b.subs,
+        }
+    }
+}

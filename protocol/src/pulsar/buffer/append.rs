@@ -1,0 +1,51 @@
+//! Append: a producer's message lands in the partition's log, carrying its
+//! TxnId if it is transactional (reference text, "發送事務消息").
+
+use super::state::{AppendError, Entry, TbState};
+use crate::pulsar::types::Message;
+
+/// Append `message`. Returns the entry to write at offset
+/// [`TbState::len`]; a transactional message stays invisible until its
+/// commit marker. A message of a transaction that already ended here is
+/// refused.
+pub fn append(tb: &TbState, message: &Message) -> Result<Entry, AppendError> {
+    if let Some(txn) = message.txn
+        && let Some(action) = tb.ended(txn)
+    {
+        return Err(AppendError::TxnEnded { txn, action });
+    }
+    Ok(Entry::Message(message.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pulsar::buffer::AppendError;
+    use crate::pulsar::test_util::*;
+    use crate::pulsar::types::TxnAction;
+
+    #[test]
+    fn transactional_message_holds_back_the_max_read_position() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        b.must_send(Some(txn(1)), "b");
+        b.must_send(None, "c");
+        assert_eq!(b.tb.max_read_position(), 1);
+        assert!(b.tb.is_ongoing(txn(1)));
+        b.must_mark(txn(1), TxnAction::Commit);
+        assert_eq!(b.tb.max_read_position(), 4);
+    }
+
+    #[test]
+    fn late_message_of_an_ended_transaction_is_refused() {
+        let mut b = Broker::default();
+        b.must_mark(txn(1), TxnAction::Abort);
+        assert_eq!(
+            b.send(Some(txn(1)), "late"),
+            Err(AppendError::TxnEnded {
+                txn: txn(1),
+                action: TxnAction::Abort
+            })
+        );
+        assert_eq!(b.tb.max_read_position(), 1);
+    }
+}

@@ -1,0 +1,167 @@
+//! Read: dispatch messages of a partition to a read-committed consumer of
+//! one subscription, or redeliver (replay) the ones it has not acknowledged.
+
+use super::state::{Entry, TbState};
+use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
+use crate::pulsar::subscription::Subscription;
+use crate::pulsar::types::Message;
+use serde::{Deserialize, Serialize};
+
+/// How a read walks the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMode {
+    /// Normal dispatch from the consumer's read position onwards.
+    Dispatch,
+    /// Redelivery of unacknowledged messages below `until` (the consumer's
+    /// read position): after a consumer restart, a negative ack or an
+    /// aborted transactional ack.
+    Replay {
+        /// Redeliver below this offset.
+        until: u64,
+    },
+}
+
+/// One message handed to a consumer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivered {
+    /// Its offset in the partition.
+    pub offset: u64,
+    /// The message.
+    pub message: Message,
+}
+
+/// What a read returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// The messages, in offset order.
+    pub messages: Vec<Delivered>,
+    /// Where the next read of the same mode should start.
+    pub next: u64,
+}
+
+/// Read at most `max` messages of `log` (whose buffer is `tb`) for the
+/// subscription `sub`, from offset `from`. Markers, messages of aborted
+/// transactions and messages acknowledged (or pending-acknowledged) on the
+/// subscription are skipped. Dispatch never reads at or past the
+/// max-read-position, so a message of a still-open transaction is never
+/// delivered and every transactional message below it is decided.
+///
+/// With [`PulsarAblation::NoMaxReadPosition`] dispatch reads to the end of
+/// the log; with [`PulsarAblation::ReplayIgnoresAborted`] a replay does not
+/// consult the aborted index (Pulsar #19814: "Consumer can receive txn
+/// aborted message when readType is replay").
+pub fn read(
+    log: &[Entry],
+    tb: &TbState,
+    sub: &Subscription,
+    from: u64,
+    mode: ReadMode,
+    max: usize,
+    ablations: PulsarAblations,
+) -> Delivery {
+    let visible_end = match ablations.has(PulsarAblation::NoMaxReadPosition) {
+        true => log.len() as u64,
+        false => tb.max_read_position().min(log.len() as u64),
+    };
+    let (limit, filter_aborted) = match mode {
+        ReadMode::Dispatch => (visible_end, true),
+        ReadMode::Replay { until } => (
+            until.min(visible_end),
+            !ablations.has(PulsarAblation::ReplayIgnoresAborted),
+        ),
+    };
+    let mut messages = Vec::new();
+    let mut offset = from;
+    while offset < limit && messages.len() < max {
+        if let Entry::Message(m) = &log[offset as usize] {
+            let aborted = m.txn.is_some_and(|t| tb.is_aborted(t));
+            let taken = sub.is_acked(offset) || sub.pending_txn(offset).is_some();
+            let skipped = taken || (aborted && filter_aborted);
+            if !skipped {
+                messages.push(Delivered {
+                    offset,
+                    message: m.clone(),
+                });
+            }
+        }
+        offset += 1;
+    }
+    Delivery {
+        messages,
+        next: offset,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pulsar::ablation::PulsarAblation;
+    use crate::pulsar::test_util::*;
+    use crate::pulsar::types::TxnAction;
+
+    fn one_open_transaction(b: &mut Broker) {
+        b.must_send(None, "a");
+        b.must_send(Some(txn(1)), "open");
+        b.must_send(None, "b");
+    }
+
+    #[test]
+    fn dispatch_stops_at_the_first_message_of_an_open_transaction() {
+        let mut b = Broker::default();
+        one_open_transaction(&mut b);
+        assert_eq!(b.must_read("s", 0, 10), vec![(0, "a".to_string())]);
+        b.must_mark(txn(1), TxnAction::Commit);
+        let all: Vec<u64> = b.must_read("s", 0, 10).iter().map(|m| m.0).collect();
+        assert_eq!(all, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn ablated_dispatch_reads_an_open_transaction() {
+        let mut b = Broker::ablated(PulsarAblation::NoMaxReadPosition);
+        one_open_transaction(&mut b);
+        // Read uncommitted: "open" is delivered before any marker; if the
+        // transaction then aborts, it was an aborted read.
+        let got: Vec<String> = b.must_read("s", 0, 10).into_iter().map(|m| m.1).collect();
+        assert_eq!(got, vec!["a", "open", "b"]);
+    }
+
+    fn aborted_then_replayed(b: &mut Broker) -> Vec<String> {
+        b.must_send(Some(txn(1)), "aborted");
+        b.must_send(None, "plain");
+        b.must_mark(txn(1), TxnAction::Abort);
+        assert_eq!(b.must_read("s", 0, 10), vec![(1, "plain".to_string())]);
+        // The consumer restarts without acking: everything below its read
+        // position (4) is redelivered.
+        b.must_replay("s", 4).into_iter().map(|m| m.1).collect()
+    }
+
+    #[test]
+    fn replay_filters_aborted_messages() {
+        let mut b = Broker::default();
+        assert_eq!(aborted_then_replayed(&mut b), vec!["plain"]);
+    }
+
+    #[test]
+    fn ablated_replay_delivers_aborted_messages() {
+        let mut b = Broker::ablated(PulsarAblation::ReplayIgnoresAborted);
+        assert_eq!(aborted_then_replayed(&mut b), vec!["aborted", "plain"]);
+    }
+
+    #[test]
+    fn acked_and_pending_messages_are_not_dispatched_again() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        b.must_send(None, "b");
+        b.must_send(None, "c");
+        b.ack("s", 0, None).unwrap();
+        b.ack("s", 1, Some(txn(5))).unwrap();
+        assert_eq!(b.must_replay("s", 3), vec![(2, "c".to_string())]);
+        b.end_sub("s", txn(5), TxnAction::Abort);
+        let offsets: Vec<u64> = b.must_replay("s", 3).iter().map(|m| m.0).collect();
+        assert_eq!(
+            offsets,
+            vec![1, 2],
+            "an aborted ack makes the message deliverable again"
+        );
+    }
+}

@@ -1,0 +1,371 @@
+//! The client procedures against an in-memory world: one coordinator and
+//! one broker per partition, every request handled at once by the same
+//! steps a simulated server runs (see `crate::pulsar::test_util`).
+
+use super::*;
+use crate::client::RpcError;
+use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
+use crate::pulsar::coordinator::{self, TcAction};
+use crate::pulsar::test_util::{Broker, Tc};
+use crate::pulsar::types::*;
+use std::collections::BTreeMap;
+use std::future::{Future, ready};
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+
+/// Run a future whose every await is ready at once.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+#[derive(Default)]
+struct World {
+    tc: Option<Tc>,
+    brokers: BTreeMap<Partition, Broker>,
+    events: Vec<ClientEvent>,
+    now_ms: u64,
+    /// How many end replies to lose after the end was carried out.
+    lose_end_replies: u32,
+    /// Planted in every server.
+    ablations: PulsarAblations,
+}
+
+impl World {
+    fn tc(&mut self) -> &mut Tc {
+        let ablations = self.ablations;
+        self.tc.get_or_insert_with(|| Tc {
+            ablations,
+            ..Tc::new(0)
+        })
+    }
+
+    fn broker(&mut self, p: &Partition) -> &mut Broker {
+        let ablations = self.ablations;
+        self.brokers.entry(p.clone()).or_insert_with(|| Broker {
+            ablations,
+            ..Broker::default()
+        })
+    }
+
+    /// Carry out coordinator actions, delivering markers at once.
+    fn run(&mut self, actions: Vec<TcAction>) -> Option<TxnAction> {
+        let mut reply = None;
+        for a in actions {
+            match a {
+                TcAction::Log(r) => self.tc().log(r),
+                TcAction::Reply(x) => reply = reply.or(Some(x)),
+                TcAction::SendMarkers(ms) => {
+                    for m in &ms {
+                        let p = match &m.to {
+                            Participant::Partition(p) => p.clone(),
+                            Participant::Subscription(s) => s.partition.clone(),
+                        };
+                        self.broker(&p).deliver(m);
+                    }
+                }
+            }
+        }
+        reply
+    }
+
+    fn end(&mut self, txn: TxnId, action: TxnAction) -> Result<TcReply, RpcError> {
+        let tc = self.tc();
+        let plan = match coordinator::end(&tc.state, txn, action, tc.ablations) {
+            Ok(plan) => plan,
+            Err(e) => return Ok(TcReply::Refused(e)),
+        };
+        let early = self.run(plan);
+        let finish = coordinator::finish(&self.tc().state, txn).expect("finish");
+        let reply = early.or(self.run(finish)).expect("a reply");
+        if self.lose_end_replies > 0 {
+            self.lose_end_replies -= 1;
+            return Err(RpcError::Timeout);
+        }
+        Ok(TcReply::Ended(reply))
+    }
+
+    fn coordinator(&mut self, req: TcRequest) -> Result<TcReply, RpcError> {
+        let now = self.now_ms;
+        Ok(match req {
+            TcRequest::Open {
+                producer,
+                timeout_ms,
+            } => {
+                let (txn, r) = coordinator::open(&self.tc().state, producer, now + timeout_ms);
+                self.tc().log(r);
+                TcReply::Opened(txn)
+            }
+            TcRequest::AddParticipant { txn, participant } => {
+                match self.tc().add(txn, &participant) {
+                    Ok(_) => TcReply::Added,
+                    Err(e) => TcReply::Refused(e),
+                }
+            }
+            TcRequest::End { txn, action } => return self.end(txn, action),
+        })
+    }
+
+    fn broker_req(&mut self, p: &Partition, req: BrokerRequest) -> BrokerReply {
+        self.broker(p).execute(&req)
+    }
+
+    /// Run the coordinator's timeouts at `now_ms`; `finish` whether their
+    /// markers are acknowledged at once (else they stay ABORTING).
+    fn time_passes(&mut self, now_ms: u64, finish: bool) {
+        self.now_ms = now_ms;
+        for txn in coordinator::due(&self.tc().state, now_ms) {
+            let tc = self.tc();
+            if let Ok(plan) = coordinator::timeout(&tc.state, txn, now_ms, tc.ablations) {
+                self.run(plan);
+                if !finish {
+                    continue;
+                }
+                let finish = coordinator::finish(&self.tc().state, txn).expect("finish");
+                self.run(finish);
+            }
+        }
+    }
+}
+
+struct Mem {
+    config: PulsarClientConfig,
+    producer: ProducerRef,
+    world: Mutex<World>,
+}
+
+impl Mem {
+    fn new() -> Self {
+        Mem {
+            config: PulsarClientConfig::default(),
+            producer: ProducerRef {
+                producer_id: 7,
+                epoch: 0,
+            },
+            world: Mutex::new(World::default()),
+        }
+    }
+
+    fn w(&self) -> std::sync::MutexGuard<'_, World> {
+        self.world.lock().unwrap()
+    }
+
+    fn must_receive_all(&self, p: &Partition) -> Vec<String> {
+        let mut c = Consumer::new(SubscriptionKey::new(p.clone(), "check"));
+        c.redeliver_later();
+        let got = block_on(c.receive(self, usize::MAX)).unwrap();
+        got.into_iter().map(|d| d.message.payload).collect()
+    }
+}
+
+impl PulsarTransport for Mem {
+    fn config(&self) -> &PulsarClientConfig {
+        &self.config
+    }
+    fn producer(&self) -> ProducerRef {
+        self.producer
+    }
+    fn coordinator(
+        &self,
+        req: TcRequest,
+    ) -> impl Future<Output = Result<TcReply, RpcError>> + Send {
+        ready(self.w().coordinator(req))
+    }
+    fn broker(
+        &self,
+        partition: &Partition,
+        req: BrokerRequest,
+    ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send {
+        ready(Ok(self.w().broker_req(partition, req)))
+    }
+    fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        self.w().now_ms += ms;
+        ready(())
+    }
+    fn reached(&self, _txn: Option<TxnId>, _point: ClientPoint) -> impl Future<Output = ()> + Send {
+        ready(())
+    }
+    fn event(&self, event: ClientEvent) {
+        self.w().events.push(event);
+    }
+}
+
+fn p(topic: &str, i: u32) -> Partition {
+    Partition::new(topic, i)
+}
+
+#[test]
+fn commit_makes_every_message_visible_and_not_before() {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    block_on(txn.send(&p("out", 1), "b")).unwrap();
+    assert!(
+        t.must_receive_all(&p("out", 0)).is_empty(),
+        "read uncommitted"
+    );
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Committed);
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["a"]);
+    assert_eq!(t.must_receive_all(&p("out", 1)), vec!["b"]);
+    let events = &t.w().events;
+    assert!(matches!(events[0], ClientEvent::Begun { .. }));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        ClientEvent::Finished {
+            outcome: TxnOutcome::Committed,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn abort_hides_messages_for_good() {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    block_on(send(&t, &p("out", 0), "plain")).unwrap();
+    let reason = AbortReason::User;
+    assert_eq!(block_on(txn.abort(reason)), TxnOutcome::Aborted { reason });
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["plain"]);
+}
+
+#[test]
+fn lost_commit_reply_is_unknown() {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    t.w().lose_end_replies = 1;
+    // The retry finds the transaction ended and forgotten: committed by the
+    // first try, or aborted by a timeout; the client cannot tell.
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Unknown);
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["a"]);
+}
+
+/// The transaction times out before its client asks to commit.
+fn commit_after_timeout(finished: bool) -> TxnOutcome {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    t.w().time_passes(t.config.txn_timeout_ms, finished);
+    let outcome = block_on(txn.commit());
+    assert!(t.must_receive_all(&p("out", 0)).is_empty());
+    outcome
+}
+
+#[test]
+fn commit_meeting_a_timeout_abort_is_aborted() {
+    let reason = AbortReason::TimedOut;
+    assert_eq!(commit_after_timeout(false), TxnOutcome::Aborted { reason });
+}
+
+#[test]
+fn commit_after_a_finished_timeout_abort_is_unknown() {
+    // The coordinator has forgotten the transaction: not found.
+    assert_eq!(commit_after_timeout(true), TxnOutcome::Unknown);
+}
+
+fn double(payload: &str) -> Vec<(Partition, String)> {
+    vec![(p("out", 0), format!("{payload}{payload}"))]
+}
+
+#[test]
+fn processor_is_exactly_once() {
+    let t = Mem::new();
+    block_on(send(&t, &p("in", 0), "x")).unwrap();
+    block_on(send(&t, &p("in", 0), "y")).unwrap();
+    let mut c = Consumer::new(SubscriptionKey::new(p("in", 0), "proc"));
+    for offset in [0, 1] {
+        match block_on(process_one(&t, &mut c, double)).unwrap() {
+            Processed::Done {
+                offset: o, outcome, ..
+            } => {
+                assert_eq!((o, outcome), (offset, TxnOutcome::Committed))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        block_on(process_one(&t, &mut c, double)).unwrap(),
+        Processed::Idle
+    );
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["xx", "yy"]);
+    let mut w = t.w();
+    let sub = w.broker(&p("in", 0)).sub("proc").clone();
+    assert!(sub.is_acked(0) && sub.is_acked(1));
+}
+
+#[test]
+fn conflicting_processor_aborts_and_the_input_is_redone() {
+    let t = Mem::new();
+    block_on(send(&t, &p("in", 0), "x")).unwrap();
+    let key = SubscriptionKey::new(p("in", 0), "proc");
+    let mut c = Consumer::new(key.clone());
+    // Another processor, which got the same input (say by a redelivery),
+    // pending-acks it while this one transforms it.
+    let other = Mutex::new(block_on(PulsarTxn::begin(&t)).unwrap());
+    let racing = |payload: &str| {
+        block_on(other.lock().unwrap().ack(&key, 0)).unwrap();
+        double(payload)
+    };
+    let Processed::Done { outcome, .. } = block_on(process_one(&t, &mut c, racing)).unwrap() else {
+        panic!("no input")
+    };
+    let reason = AbortReason::AckConflict;
+    assert_eq!(outcome, TxnOutcome::Aborted { reason });
+    assert!(t.must_receive_all(&p("out", 0)).is_empty());
+    // Pending in the other transaction: not redelivered yet.
+    assert_eq!(
+        block_on(process_one(&t, &mut c, double)).unwrap(),
+        Processed::Idle
+    );
+    let other = other.into_inner().unwrap();
+    block_on(other.abort(AbortReason::User));
+    let Processed::Done { outcome, .. } = block_on(process_one(&t, &mut c, double)).unwrap() else {
+        panic!("the input was not redelivered")
+    };
+    assert_eq!(outcome, TxnOutcome::Committed);
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["xx"]);
+}
+
+/// Processor A pending-acks input `x` and produces `xx`; the input's broker
+/// restarts; processor B (a restarted consumer) looks for work; then A
+/// commits. Returns the committed output.
+fn restart_between_ack_and_commit(ablations: PulsarAblations) -> Vec<String> {
+    let t = Mem::new();
+    t.w().ablations = ablations;
+    block_on(send(&t, &p("in", 0), "x")).unwrap();
+    let key = SubscriptionKey::new(p("in", 0), "proc");
+    let mut a = Consumer::new(key.clone());
+    assert_eq!(block_on(a.receive(&t, 1)).unwrap().len(), 1);
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "xx")).unwrap();
+    block_on(txn.ack(&key, 0)).unwrap();
+    t.w().broker(&p("in", 0)).restart();
+    let mut b = Consumer::new(key);
+    b.redeliver_later();
+    block_on(process_one(&t, &mut b, double)).unwrap();
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Committed);
+    t.must_receive_all(&p("out", 0))
+}
+
+#[test]
+fn pending_ack_keeps_a_restarted_broker_exactly_once() {
+    let out = restart_between_ack_and_commit(PulsarAblations::NONE);
+    assert_eq!(out, vec!["xx"]);
+}
+
+#[test]
+fn ablated_pending_ack_makes_a_restarted_broker_process_twice() {
+    let ablations = PulsarAblations::only(PulsarAblation::PendingAckNotDurable);
+    let out = restart_between_ack_and_commit(ablations);
+    assert_eq!(
+        out,
+        vec!["xx", "xx"],
+        "the duplicate the checker must catch"
+    );
+}

@@ -1,0 +1,297 @@
+//! A Pulsar transaction as the client runs it: begin at a coordinator,
+//! register each partition and subscription before touching it, send and
+//! ack inside the transaction, then ask the coordinator to commit or abort
+//! (reference text, "事務流程", steps 1-5).
+
+use super::transport::{
+    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarTransport, TcReply, TcRequest,
+};
+use crate::client::RpcError;
+use crate::pulsar::buffer::AppendError;
+use crate::pulsar::coordinator::{TcError, TxnState};
+use crate::pulsar::subscription::AckError;
+use crate::pulsar::types::{Message, Participant, Partition, SubscriptionKey, TxnAction, TxnId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::future::Future;
+
+/// Why a client step failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ClientError {
+    /// No answer, or no server.
+    #[error("rpc: {0}")]
+    Rpc(#[from] RpcError),
+    /// The coordinator refused.
+    #[error("coordinator: {0}")]
+    Coordinator(#[from] TcError),
+    /// The partition refused the message.
+    #[error("send: {0}")]
+    Send(#[from] AppendError),
+    /// The subscription refused the ack.
+    #[error("ack: {0}")]
+    Ack(#[from] AckError),
+    /// A server answered with a reply of another kind.
+    #[error("unexpected reply")]
+    UnexpectedReply,
+}
+
+/// Why a transaction aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbortReason {
+    /// Another open transaction holds a pending ack on the input.
+    AckConflict,
+    /// The coordinator had aborted it already (its timeout passed).
+    TimedOut,
+    /// A server did not answer, or refused, before commit was asked for.
+    Unavailable,
+    /// The caller chose to abort.
+    User,
+}
+
+impl AbortReason {
+    /// The reason a failed step gives.
+    pub fn of(e: &ClientError) -> AbortReason {
+        match e {
+            ClientError::Ack(AckError::Conflict { .. }) => AbortReason::AckConflict,
+            ClientError::Coordinator(TcError::InvalidState { .. } | TcError::NotFound(_)) => {
+                AbortReason::TimedOut
+            }
+            _ => AbortReason::Unavailable,
+        }
+    }
+}
+
+/// How a transaction ended, as its client knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxnOutcome {
+    /// The coordinator answered committed.
+    Committed,
+    /// It did not commit and never will.
+    Aborted {
+        /// Why.
+        reason: AbortReason,
+    },
+    /// The client cannot tell (a commit request may have landed).
+    Unknown,
+}
+
+/// Retry `call` while it gets no answer, up to the configured retries.
+/// Only for idempotent requests.
+pub(super) async fn retry<T, R, F, Fut>(t: &T, mut call: F) -> Result<R, RpcError>
+where
+    T: PulsarTransport,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<R, RpcError>>,
+{
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Err(_) if tries < t.config().retries => {
+                tries += 1;
+                t.sleep_ms(t.config().retry_backoff_ms).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A transaction in progress.
+pub struct PulsarTxn<'t, T: PulsarTransport> {
+    t: &'t T,
+    id: TxnId,
+    participants: BTreeSet<Participant>,
+}
+
+impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
+    /// Begin: a coordinator opens the transaction (OPEN is durable) and
+    /// hands out its TxnId.
+    pub async fn begin(t: &'t T) -> Result<Self, ClientError> {
+        let req = TcRequest::Open {
+            producer: t.producer(),
+            timeout_ms: t.config().txn_timeout_ms,
+        };
+        // Not retried: a lost answer leaves an OPEN that times out.
+        match t.coordinator(req).await? {
+            TcReply::Opened(id) => {
+                t.event(ClientEvent::Begun { txn: id });
+                Ok(PulsarTxn {
+                    t,
+                    id,
+                    participants: BTreeSet::new(),
+                })
+            }
+            TcReply::Refused(e) => Err(e.into()),
+            _ => Err(ClientError::UnexpectedReply),
+        }
+    }
+
+    /// The transaction's id.
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    /// The transport the transaction runs on.
+    pub fn transport(&self) -> &'t T {
+        self.t
+    }
+
+    async fn register(&mut self, participant: Participant) -> Result<(), ClientError> {
+        if self.participants.contains(&participant) {
+            return Ok(());
+        }
+        let (t, txn) = (self.t, self.id);
+        let call = || {
+            t.coordinator(TcRequest::AddParticipant {
+                txn,
+                participant: participant.clone(),
+            })
+        };
+        match retry(t, call).await? {
+            TcReply::Added => {
+                self.participants.insert(participant);
+                Ok(())
+            }
+            TcReply::Refused(e) => Err(e.into()),
+            _ => Err(ClientError::UnexpectedReply),
+        }
+    }
+
+    /// Send `payload` to `partition` inside the transaction (registering
+    /// the partition first). Returns its offset. Not retried (a retry could
+    /// write it twice); a failure should abort the transaction.
+    pub async fn send(&mut self, partition: &Partition, payload: &str) -> Result<u64, ClientError> {
+        self.register(Participant::Partition(partition.clone()))
+            .await?;
+        send_message(self.t, partition, payload, Some(self.id)).await
+    }
+
+    /// Acknowledge `offset` on `sub` inside the transaction (registering
+    /// the subscription first); pending until the transaction ends.
+    pub async fn ack(&mut self, sub: &SubscriptionKey, offset: u64) -> Result<(), ClientError> {
+        self.register(Participant::Subscription(sub.clone()))
+            .await?;
+        ack_message(self.t, sub, offset, Some(self.id)).await
+    }
+
+    /// Ask the coordinator to commit; wait for its answer (given once every
+    /// participant has its marker and COMMITTED is logged). `Aborted` only
+    /// when the coordinator says so (it is aborting or has aborted);
+    /// `Unknown` when it no longer knows the transaction or never answers.
+    pub async fn commit(self) -> TxnOutcome {
+        self.t
+            .reached(Some(self.id), ClientPoint::BeforeCommit)
+            .await;
+        let (t, txn) = (self.t, self.id);
+        let call = || {
+            t.coordinator(TcRequest::End {
+                txn,
+                action: TxnAction::Commit,
+            })
+        };
+        let reply = retry(t, call).await;
+        let outcome = match reply {
+            Ok(TcReply::Ended(TxnAction::Commit)) => TxnOutcome::Committed,
+            Ok(TcReply::Ended(TxnAction::Abort)) => TxnOutcome::Aborted {
+                reason: AbortReason::TimedOut,
+            },
+            // The coordinator decided to abort before our commit arrived.
+            Ok(TcReply::Refused(TcError::InvalidState {
+                state: TxnState::Aborting | TxnState::Aborted,
+                ..
+            })) => TxnOutcome::Aborted {
+                reason: AbortReason::TimedOut,
+            },
+            // Ended and forgotten (by an earlier try, a duplicated copy of
+            // this one, or a timeout): Pulsar cannot tell which (PIP-476,
+            // background), and neither can we. No answer at all: the same.
+            _ => TxnOutcome::Unknown,
+        };
+        self.finish(outcome)
+    }
+
+    /// Abort: ask the coordinator to abort (best effort: without an answer
+    /// the timeout aborts it, since no commit was ever asked for).
+    pub async fn abort(self, reason: AbortReason) -> TxnOutcome {
+        let (t, txn) = (self.t, self.id);
+        let call = || {
+            t.coordinator(TcRequest::End {
+                txn,
+                action: TxnAction::Abort,
+            })
+        };
+        let _ = retry(t, call).await;
+        self.finish(TxnOutcome::Aborted { reason })
+    }
+
+    fn finish(&self, outcome: TxnOutcome) -> TxnOutcome {
+        self.t.event(ClientEvent::Finished {
+            txn: self.id,
+            outcome,
+        });
+        outcome
+    }
+}
+
+/// Send `payload` to `partition`, inside `txn` if given; not retried.
+pub(super) async fn send_message<T: PulsarTransport>(
+    t: &T,
+    partition: &Partition,
+    payload: &str,
+    txn: Option<TxnId>,
+) -> Result<u64, ClientError> {
+    let message = Message {
+        txn,
+        producer: t.producer(),
+        payload: payload.to_string(),
+    };
+    let reply = t.broker(partition, BrokerRequest::Send(message)).await;
+    let offset = match &reply {
+        Ok(BrokerReply::Sent(o)) => Some(*o),
+        _ => None,
+    };
+    t.event(ClientEvent::Sent {
+        txn,
+        partition: partition.clone(),
+        payload: payload.to_string(),
+        offset,
+    });
+    match reply? {
+        BrokerReply::Sent(o) => Ok(o),
+        BrokerReply::SendRefused(e) => Err(e.into()),
+        _ => Err(ClientError::UnexpectedReply),
+    }
+}
+
+/// Acknowledge `offset` on `sub`, inside `txn` if given (retried: acks are
+/// idempotent).
+pub(super) async fn ack_message<T: PulsarTransport>(
+    t: &T,
+    sub: &SubscriptionKey,
+    offset: u64,
+    txn: Option<TxnId>,
+) -> Result<(), ClientError> {
+    let call = || {
+        t.broker(
+            &sub.partition,
+            BrokerRequest::Ack {
+                subscription: sub.name.clone(),
+                offset,
+                txn,
+            },
+        )
+    };
+    match retry(t, call).await? {
+        BrokerReply::Acked => {
+            t.event(ClientEvent::Acked {
+                subscription: sub.clone(),
+                offset,
+                txn,
+            });
+            Ok(())
+        }
+        BrokerReply::AckRefused(e) => Err(e.into()),
+        _ => Err(ClientError::UnexpectedReply),
+    }
+}

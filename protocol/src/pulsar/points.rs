@@ -1,0 +1,123 @@
+//! Named crash and pause points of the coordinator and the brokers, where a
+//! fault schedule can kill or freeze the server exactly (the client's own
+//! points are [`super::client::ClientPoint`]). The steps do no I/O, so a
+//! point is a place between two [`super::coordinator::TcAction`]s or
+//! between a durable write and its reply; the simulator offers them.
+
+use serde::{Deserialize, Serialize};
+
+/// A point in a server's handling of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerPoint {
+    /// Coordinator: OPEN is durable; the TxnId is not answered yet.
+    AfterOpenLogged,
+    /// Coordinator: COMMITTING or ABORTING is durable; no marker is sent.
+    AfterEndingLogged,
+    /// Coordinator: the first participant acknowledged its marker; the
+    /// others have not.
+    AfterFirstMarker,
+    /// Coordinator: every marker is acknowledged; COMMITTED or ABORTED is
+    /// not logged.
+    AfterAllMarkers,
+    /// Coordinator: COMMITTED or ABORTED is durable; the client has no
+    /// answer.
+    AfterEndLogged,
+    /// Broker: a transactional message is durable; the producer has no
+    /// answer.
+    AfterAppendLogged,
+    /// Broker: a marker is durable in the partition or subscription; the
+    /// coordinator has no acknowledgment.
+    AfterMarkerLogged,
+    /// Broker: a pending ack is durable; the consumer has no answer.
+    AfterPendingAckLogged,
+}
+
+impl ServerPoint {
+    /// Every point, in the order of a transaction's life.
+    pub const ALL: [ServerPoint; 8] = [
+        ServerPoint::AfterOpenLogged,
+        ServerPoint::AfterEndingLogged,
+        ServerPoint::AfterFirstMarker,
+        ServerPoint::AfterAllMarkers,
+        ServerPoint::AfterEndLogged,
+        ServerPoint::AfterAppendLogged,
+        ServerPoint::AfterMarkerLogged,
+        ServerPoint::AfterPendingAckLogged,
+    ];
+
+    /// The point's name, as scenario files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerPoint::AfterOpenLogged => "after_open_logged",
+            ServerPoint::AfterEndingLogged => "after_ending_logged",
+            ServerPoint::AfterFirstMarker => "after_first_marker",
+            ServerPoint::AfterAllMarkers => "after_all_markers",
+            ServerPoint::AfterEndLogged => "after_end_logged",
+            ServerPoint::AfterAppendLogged => "after_append_logged",
+            ServerPoint::AfterMarkerLogged => "after_marker_logged",
+            ServerPoint::AfterPendingAckLogged => "after_pending_ack_logged",
+        }
+    }
+
+    /// What recovery must do from here, in a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ServerPoint::AfterOpenLogged => {
+                "an OPEN transaction nobody knows of: the timeout aborts it"
+            }
+            ServerPoint::AfterEndingLogged => {
+                "the decision is durable, no participant knows: replay sends every marker"
+            }
+            ServerPoint::AfterFirstMarker => {
+                "one partition shows the outcome, the others not yet: replay resends all"
+            }
+            ServerPoint::AfterAllMarkers => {
+                "every participant is done: replay resends (ignored) and logs the end"
+            }
+            ServerPoint::AfterEndLogged => {
+                "the transaction is over and forgotten: the client's retry gets not-found"
+            }
+            ServerPoint::AfterAppendLogged => {
+                "the message is durable unanswered: the client aborts (sends are not retried)"
+            }
+            ServerPoint::AfterMarkerLogged => {
+                "the marker is durable unacknowledged: the coordinator resends, ignored"
+            }
+            ServerPoint::AfterPendingAckLogged => {
+                "the pending ack is durable unanswered: the client's retry is a no-op"
+            }
+        }
+    }
+
+    /// The point named `name`.
+    pub fn from_name(name: &str) -> Option<ServerPoint> {
+        ServerPoint::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerPoint;
+
+    #[test]
+    fn names_round_trip() {
+        for p in ServerPoint::ALL {
+            assert_eq!(ServerPoint::from_name(p.name()), Some(p));
+            assert_eq!(serde_json_name(p), p.name());
+        }
+        assert_eq!(ServerPoint::from_name("after_prewrite_primary"), None);
+    }
+
+    /// The serde name, without a JSON dependency: the Debug name in snake case.
+    fn serde_json_name(p: ServerPoint) -> String {
+        let mut out = String::new();
+        for (i, c) in format!("{p:?}").chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        out
+    }
+}

@@ -1,0 +1,143 @@
+//! A subscription's durable records and the acknowledgment state built
+//! from them.
+
+use crate::pulsar::types::{TxnAction, TxnId};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One durable record of a subscription. Pulsar keeps plain acks in the
+/// cursor's ledger and transactional ones in a pending-ack log (reference
+/// text, "Pending Acknowledge State": it relies on the cursor log so a new
+/// broker recovers the ack state); the model keeps both in one log.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubRecord {
+    /// A plain (non-transactional) acknowledgment.
+    Ack {
+        /// The message's offset.
+        offset: u64,
+    },
+    /// An acknowledgment inside a transaction, pending until it ends.
+    PendingAck {
+        /// The message's offset.
+        offset: u64,
+        /// The transaction.
+        txn: TxnId,
+    },
+    /// The transaction ended: its pending acks become acks (commit) or are
+    /// released (abort).
+    End {
+        /// The transaction.
+        txn: TxnId,
+        /// How it ended.
+        action: TxnAction,
+    },
+}
+
+/// What an ack or end step changes: `durable` records are appended to the
+/// subscription's log (and waited for) before the reply; `volatile` ones
+/// only change memory (used by the `pending-ack-not-durable` ablation).
+/// Apply both with [`Subscription::apply`] once `durable` is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubMutation {
+    /// Records to log.
+    pub durable: Vec<SubRecord>,
+    /// Records kept in memory only.
+    pub volatile: Vec<SubRecord>,
+}
+
+impl SubMutation {
+    /// Nothing to change.
+    pub fn none() -> Self {
+        SubMutation::default()
+    }
+
+    /// Whether there is nothing to change.
+    pub fn is_empty(&self) -> bool {
+        self.durable.is_empty() && self.volatile.is_empty()
+    }
+}
+
+/// Why an ack was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AckError {
+    /// Another open transaction holds a pending ack on the message (Pulsar
+    /// docs, "Pending acknowledge state": it cannot be acknowledged by
+    /// other transactions; Pulsar's `TransactionConflictException`).
+    #[error("message {offset} is pending-acked by transaction {holder}")]
+    Conflict {
+        /// The message's offset.
+        offset: u64,
+        /// The transaction holding it.
+        holder: TxnId,
+    },
+    /// The message is already acknowledged for good.
+    #[error("message {0} is already acknowledged")]
+    AlreadyAcked(u64),
+    /// The transaction already ended on this subscription (a late copy).
+    #[error("transaction {0} already ended here")]
+    TxnEnded(TxnId),
+    /// No message has this offset in the partition.
+    #[error("no message at offset {0}")]
+    NoSuchMessage(u64),
+}
+
+/// The acknowledgment state of one subscription: acked messages, pending
+/// acks by transaction, and the transactions that ended here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subscription {
+    acked: BTreeSet<u64>,
+    pending: BTreeMap<u64, TxnId>,
+    ended: BTreeMap<TxnId, TxnAction>,
+}
+
+impl Subscription {
+    /// Whether the message at `offset` is acknowledged for good.
+    pub fn is_acked(&self, offset: u64) -> bool {
+        self.acked.contains(&offset)
+    }
+
+    /// The transaction holding a pending ack on `offset`, if any.
+    pub fn pending_txn(&self, offset: u64) -> Option<TxnId> {
+        self.pending.get(&offset).copied()
+    }
+
+    /// How `txn` ended on this subscription, if it did.
+    pub fn ended(&self, txn: TxnId) -> Option<TxnAction> {
+        self.ended.get(&txn).copied()
+    }
+
+    /// Apply a mutation (its durable part already written).
+    pub fn apply(&mut self, m: &SubMutation) {
+        for r in m.durable.iter().chain(&m.volatile) {
+            self.apply_record(r);
+        }
+    }
+
+    /// Apply one record.
+    pub fn apply_record(&mut self, record: &SubRecord) {
+        match record {
+            SubRecord::Ack { offset } => {
+                self.acked.insert(*offset);
+            }
+            SubRecord::PendingAck { offset, txn } => {
+                self.pending.insert(*offset, *txn);
+            }
+            SubRecord::End { txn, action } => {
+                let mine: Vec<u64> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, t)| *t == txn)
+                    .map(|(o, _)| *o)
+                    .collect();
+                for offset in mine {
+                    self.pending.remove(&offset);
+                    if *action == TxnAction::Commit {
+                        self.acked.insert(offset);
+                    }
+                }
+                self.ended.insert(*txn, *action);
+            }
+        }
+    }
+}

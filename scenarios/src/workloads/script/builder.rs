@@ -1,0 +1,169 @@
+//! A typed builder for scripts, for `#[test]`s written in Rust.
+
+use super::{CellAssert, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, Script};
+use super::{Step, Stored, WaitFor};
+
+/// Builds a [`Script`] step by step. Each method appends one step; the
+/// modifiers [`ScriptBuilder::no_wait`] and [`ScriptBuilder::fails`] change
+/// the step appended last.
+///
+/// ```
+/// use percsim_scenarios::workloads::{ExpectOutcome, ScriptBuilder};
+/// let script = ScriptBuilder::new()
+///     .initial("x", "v", "0")
+///     .begin(0, "T1")
+///     .get("T1", "x", "v", Some("0"))
+///     .set("T1", "x", "v", "1")
+///     .commit("T1", ExpectOutcome::Committed)
+///     .build();
+/// assert_eq!(script.steps.len(), 4);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ScriptBuilder {
+    script: Script,
+}
+
+impl ScriptBuilder {
+    /// An empty script.
+    pub fn new() -> Self {
+        ScriptBuilder {
+            script: Script {
+                step_timeout_ms: super::default_step_timeout_ms(),
+                ..Script::default()
+            },
+        }
+    }
+
+    /// Commit `row`/`col` = `value` before the script starts.
+    pub fn initial(mut self, row: &str, col: &str, value: &str) -> Self {
+        self.script.initial.push(InitialCell {
+            row: row.into(),
+            col: col.into(),
+            value: value.into(),
+        });
+        self
+    }
+
+    /// Append any step.
+    pub fn step(mut self, step: Step) -> Self {
+        self.script.steps.push(step);
+        self
+    }
+
+    /// Begin transaction `txn` on client `client`.
+    pub fn begin(self, client: usize, txn: &str) -> Self {
+        self.step(Step::Begin {
+            client,
+            txn: txn.into(),
+            fails: None,
+            no_wait: false,
+        })
+    }
+
+    /// Read a cell; `expect` is the value it must return (`None`: no value).
+    pub fn get(self, txn: &str, row: &str, col: &str, expect: Option<&str>) -> Self {
+        self.step(Step::Get {
+            txn: txn.into(),
+            row: row.into(),
+            col: col.into(),
+            expect: Some(expect.map(str::to_string)),
+            fails: None,
+            no_wait: false,
+        })
+    }
+
+    /// Buffer a write.
+    pub fn set(self, txn: &str, row: &str, col: &str, value: &str) -> Self {
+        self.step(Step::Set {
+            txn: txn.into(),
+            row: row.into(),
+            col: col.into(),
+            value: value.into(),
+        })
+    }
+
+    /// Buffer a delete.
+    pub fn delete(self, txn: &str, row: &str, col: &str) -> Self {
+        self.step(Step::Delete {
+            txn: txn.into(),
+            row: row.into(),
+            col: col.into(),
+        })
+    }
+
+    /// Commit; the client must report `expect`.
+    pub fn commit(self, txn: &str, expect: ExpectOutcome) -> Self {
+        self.step(Step::Commit {
+            txn: txn.into(),
+            expect: Some(expect),
+            fails: None,
+            no_wait: false,
+        })
+    }
+
+    /// The last step (a begin, get, scan or commit) must fail with `class`
+    /// (a commit: abort with it); its value or outcome expectation is dropped.
+    pub fn fails(mut self, class: ErrorClass) -> Self {
+        match self.script.steps.last_mut() {
+            Some(Step::Begin { fails, .. }) => *fails = Some(class),
+            Some(Step::Get { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+            Some(Step::Scan { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+            Some(Step::Commit { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+            _ => {}
+        }
+        self
+    }
+
+    /// Do not wait for the last step (a begin, get, scan or commit) to finish.
+    pub fn no_wait(mut self) -> Self {
+        if let Some(
+            Step::Begin { no_wait, .. }
+            | Step::Get { no_wait, .. }
+            | Step::Scan { no_wait, .. }
+            | Step::Commit { no_wait, .. },
+        ) = self.script.steps.last_mut()
+        {
+            *no_wait = true;
+        }
+        self
+    }
+
+    /// Wait until `until` holds, failing after `timeout_ms`.
+    pub fn wait(self, until: WaitFor, timeout_ms: u64) -> Self {
+        self.step(Step::Wait { until, timeout_ms })
+    }
+
+    /// Check one cell of the store now.
+    pub fn assert_cell(self, a: CellAssert) -> Self {
+        self.step(Step::AssertCell(a))
+    }
+
+    /// `count` happened `equals` times since step `since_step` started
+    /// (since the run's start when `None`).
+    pub fn assert_count(self, count: Counted, equals: u64, since_step: Option<usize>) -> Self {
+        self.step(Step::AssertCount(CountAssert {
+            count,
+            equals,
+            since_step,
+        }))
+    }
+
+    /// Transaction `txn` ended `store` in the store.
+    pub fn assert_stored(self, txn: &str, store: Stored) -> Self {
+        self.step(Step::AssertStored {
+            txn: txn.into(),
+            store,
+        })
+    }
+
+    /// Check `step` (an `assert_*` step) after the healed phase and the sweep.
+    pub fn at_end(mut self, step: Step) -> Self {
+        self.script.at_end.push(step);
+        self
+    }
+
+    /// The script.
+    pub fn build(self) -> Script {
+        self.script
+    }
+}

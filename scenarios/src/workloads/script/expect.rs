@@ -1,0 +1,407 @@
+//! What a script can expect beyond values and commit outcomes: the class
+//! of a failure, conditions to wait for, the store's contents (locks,
+//! write records, data versions, notify entries), how many protocol
+//! events happened, and how an interrupted commit ended in the store.
+
+use percsim_protocol::WriteKind;
+use percsim_protocol::client::{AbortReason, RpcError, TxnError};
+use percsim_sim::{CellView, Controller};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The class of failure a `begin`, `get`, `scan` or `commit` may be
+/// expected to end with (`fails`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// No reply in time (a begin, get or scan; a commit reports `unknown`).
+    TimedOut,
+    /// The store or the oracle refused or could not be reached.
+    Unavailable,
+    /// The commit met a write committed after its start.
+    WriteConflict,
+    /// Another transaction's lock: a commit met it, or a read waited on it too long.
+    Locked,
+    /// A cleanup rolled the transaction back before its primary committed.
+    RolledBack,
+}
+
+impl ErrorClass {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::TimedOut => "timed_out",
+            ErrorClass::Unavailable => "unavailable",
+            ErrorClass::WriteConflict => "write_conflict",
+            ErrorClass::Locked => "locked",
+            ErrorClass::RolledBack => "rolled_back",
+        }
+    }
+
+    /// What it means.
+    pub fn description(self) -> &'static str {
+        match self {
+            ErrorClass::TimedOut => "no reply in time (begin, get, scan)",
+            ErrorClass::Unavailable => "the store or the oracle refused or was unreachable",
+            ErrorClass::WriteConflict => "the commit met a write committed after its start",
+            ErrorClass::Locked => "another transaction's lock stopped the commit or the read",
+            ErrorClass::RolledBack => "a cleanup rolled the transaction back first",
+        }
+    }
+
+    /// The class of a failed begin or read.
+    pub(super) fn of_error(e: &TxnError) -> ErrorClass {
+        match e {
+            TxnError::LockWaitTimeout { .. } => ErrorClass::Locked,
+            TxnError::Rpc(RpcError::Timeout) => ErrorClass::TimedOut,
+            TxnError::Rpc(RpcError::Unavailable) => ErrorClass::Unavailable,
+        }
+    }
+
+    /// The class of an aborted commit (`None` for a user abort).
+    pub(super) fn of_abort(r: &AbortReason) -> Option<ErrorClass> {
+        match r {
+            AbortReason::WriteConflict => Some(ErrorClass::WriteConflict),
+            AbortReason::LockConflict | AbortReason::LockWaitTimeout => Some(ErrorClass::Locked),
+            AbortReason::RolledBack => Some(ErrorClass::RolledBack),
+            AbortReason::Unavailable => Some(ErrorClass::Unavailable),
+            AbortReason::User => None,
+        }
+    }
+}
+
+/// A cell named by row and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellRef {
+    /// Row key.
+    pub row: String,
+    /// Column.
+    pub col: String,
+}
+
+/// A condition a `wait` step waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum WaitFor {
+    /// The transaction's commit or abort step returned, or it failed earlier.
+    TxnFinished(String),
+    /// The cell holds no lock.
+    LockGone(CellRef),
+    /// The node is neither killed nor paused.
+    NodeUp(String),
+}
+
+/// The kind of a write record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// A committed put.
+    Put,
+    /// A committed delete.
+    Delete,
+    /// A rollback record.
+    Rollback,
+}
+
+/// An expected lock: whose it is and, optionally, where its primary is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockExpect {
+    /// The transaction holding it (`initial` for the initial load).
+    pub txn: String,
+    /// Its primary cell (not checked when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<CellRef>,
+}
+
+/// An expected write record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteExpect {
+    /// The transaction it belongs to (its start_ts).
+    pub txn: String,
+    /// Put, delete or rollback.
+    pub kind: RecordKind,
+    /// Its commit_ts must be the one this transaction's client was told
+    /// (not checked when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_ts_of: Option<String>,
+}
+
+/// An assertion on one cell of the store; only the fields given are checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellAssert {
+    /// Row key.
+    pub row: String,
+    /// Column.
+    pub col: String,
+    /// Exactly these locks, by start_ts order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<Vec<LockExpect>>,
+    /// Exactly these write records, by commit_ts order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Vec<WriteExpect>>,
+    /// Exactly the data versions of these transactions, by start_ts order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<String>>,
+    /// Whether the row's notify column has an entry for this column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<bool>,
+}
+
+/// What the run counts, for `assert_count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    /// A cleanup rolled a committed primary's secondary forward.
+    RollForward,
+    /// A cleanup rolled a dead or stale transaction's lock back.
+    RollBack,
+    /// A cleanup wrote a rollback record where no lock was yet.
+    RollBackBeforePrewrite,
+    /// A tablet server refused a prewrite older than a rollback record.
+    LatePrewriteRejected,
+    /// A read waited on a lock.
+    LockWait,
+    /// A client was killed at an armed protocol step.
+    CrashAtStep,
+    /// A node was killed.
+    Kill,
+    /// A node was restarted.
+    Restart,
+    /// A tablet moved to another server.
+    TabletMoved,
+    /// A request was delivered twice.
+    Duplicated,
+}
+
+impl Counted {
+    /// The run counter it reads.
+    pub fn counter(self) -> &'static str {
+        match self {
+            Counted::RollForward => "cleanup.roll_forward",
+            Counted::RollBack => "cleanup.roll_back",
+            Counted::RollBackBeforePrewrite => "cleanup.roll_back_before_prewrite",
+            Counted::LatePrewriteRejected => "store.late_prewrite_rejected",
+            Counted::LockWait => "client.lock_waits",
+            Counted::CrashAtStep => "fault.crash_at_step",
+            Counted::Kill => "event.kill",
+            Counted::Restart => "event.restart",
+            Counted::TabletMoved => "event.tablet_moved",
+            Counted::Duplicated => "net.duplicated",
+        }
+    }
+
+    /// Every countable thing.
+    pub const ALL: [Counted; 10] = [
+        Counted::RollForward,
+        Counted::RollBack,
+        Counted::RollBackBeforePrewrite,
+        Counted::LatePrewriteRejected,
+        Counted::LockWait,
+        Counted::CrashAtStep,
+        Counted::Kill,
+        Counted::Restart,
+        Counted::TabletMoved,
+        Counted::Duplicated,
+    ];
+}
+
+/// An assertion on how often something happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountAssert {
+    /// What is counted.
+    pub count: Counted,
+    /// How many there must be.
+    pub equals: u64,
+    /// Count only from the start of this step on (else from the run's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_step: Option<usize>,
+}
+
+/// How a transaction ended in the store (whatever its client was told).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stored {
+    /// Every cell it wrote has its commit record, all with one commit_ts.
+    Committed,
+    /// No cell it wrote has its commit record or its lock.
+    RolledBack,
+}
+
+/// A transaction's timestamps as the script learnt them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TxnTs {
+    pub start_ts: u64,
+    pub commit_ts: Option<u64>,
+}
+
+/// What the assertions read: the world and the script's names for timestamps.
+pub(super) struct View<'a> {
+    pub control: &'a Controller,
+    pub names: &'a BTreeMap<String, TxnTs>,
+}
+
+/// The start_ts of the initial load (docs/scenario-format.md).
+const INITIAL_START_TS: u64 = 1;
+
+impl View<'_> {
+    fn name_of(&self, start_ts: u64) -> String {
+        if start_ts == INITIAL_START_TS {
+            return "initial".into();
+        }
+        self.names
+            .iter()
+            .find(|(_, t)| t.start_ts == start_ts)
+            .map(|(n, _)| n.clone())
+            .unwrap_or_else(|| format!("ts {start_ts}"))
+    }
+
+    /// Check a cell; the mismatch as `(expected, happened)`.
+    pub fn check_cell(&self, a: &CellAssert) -> Option<(String, String)> {
+        let cell = self.control.cell(&a.row, &a.col);
+        let mut exp = Vec::new();
+        let mut got = Vec::new();
+        if let Some(locks) = &a.locks {
+            let actual = self.locks(&cell);
+            let ok = locks.len() == actual.len()
+                && locks.iter().zip(&actual).all(|(e, g)| {
+                    e.txn == g.txn && (e.primary.is_none() || e.primary == g.primary)
+                });
+            if !ok {
+                exp.push(format!("locks {}", json(locks)));
+                got.push(format!("locks {}", json(&actual)));
+            }
+        }
+        if let Some(writes) = &a.writes {
+            let actual = self.writes(&cell);
+            let ok = writes.len() == actual.len()
+                && writes.iter().zip(&actual).all(|(e, (g, ts))| {
+                    e.txn == g.txn
+                        && e.kind == g.kind
+                        && e.commit_ts_of.as_ref().is_none_or(|n| {
+                            self.names.get(n).and_then(|t| t.commit_ts) == Some(*ts)
+                        })
+                });
+            if !ok {
+                let shown: Vec<String> = actual
+                    .iter()
+                    .map(|(w, ts)| format!("{} {} at commit_ts {ts}", w.txn, json(&w.kind)))
+                    .collect();
+                exp.push(format!("writes {}", json(writes)));
+                got.push(format!("writes [{}]", shown.join(", ")));
+            }
+        }
+        if let Some(data) = &a.data {
+            let actual: Vec<String> = cell.column.data.keys().map(|t| self.name_of(t.0)).collect();
+            if *data != actual {
+                exp.push(format!("data versions of {}", json(data)));
+                got.push(format!("data versions of {}", json(&actual)));
+            }
+        }
+        if let Some(n) = a.notify
+            && n != cell.notify.is_some()
+        {
+            exp.push(format!("notify entry {n}"));
+            got.push(format!("notify entry {}", cell.notify.is_some()));
+        }
+        (!exp.is_empty()).then(|| (exp.join(", "), got.join(", ")))
+    }
+
+    fn locks(&self, cell: &CellView) -> Vec<LockExpect> {
+        cell.column
+            .lock
+            .iter()
+            .map(|(ts, l)| LockExpect {
+                txn: self.name_of(ts.0),
+                primary: Some(CellRef {
+                    row: l.primary.row.clone(),
+                    col: l.primary.col.clone(),
+                }),
+            })
+            .collect()
+    }
+
+    fn writes(&self, cell: &CellView) -> Vec<(WriteExpect, u64)> {
+        cell.column
+            .write
+            .iter()
+            .map(|(ts, w)| {
+                let kind = match w.kind {
+                    WriteKind::Put => RecordKind::Put,
+                    WriteKind::Delete => RecordKind::Delete,
+                    WriteKind::Rollback => RecordKind::Rollback,
+                };
+                let e = WriteExpect {
+                    txn: self.name_of(w.start_ts.0),
+                    kind,
+                    commit_ts_of: None,
+                };
+                (e, ts.0)
+            })
+            .collect()
+    }
+
+    /// Check how transaction `txn`, which wrote `cells`, ended in the store.
+    pub fn check_stored(
+        &self,
+        txn: &str,
+        cells: &[CellRef],
+        want: Stored,
+    ) -> Option<(String, String)> {
+        let Some(start) = self.names.get(txn).map(|t| t.start_ts) else {
+            return Some((json(&want), "the transaction never began".into()));
+        };
+        let mut committed = Vec::new();
+        let mut open = Vec::new();
+        for c in cells {
+            let cell = self.control.cell(&c.row, &c.col);
+            if let Some((ts, w)) = cell.column.write_of(percsim_protocol::Ts(start))
+                && w.kind != WriteKind::Rollback
+            {
+                committed.push((format!("{}/{}", c.row, c.col), ts.0));
+            }
+            if cell.column.lock.contains_key(&percsim_protocol::Ts(start)) {
+                open.push(format!("{}/{}", c.row, c.col));
+            }
+        }
+        let one_ts = committed.windows(2).all(|w| w[0].1 == w[1].1);
+        let ok = match want {
+            Stored::Committed => committed.len() == cells.len() && one_ts,
+            Stored::RolledBack => committed.is_empty() && open.is_empty(),
+        };
+        let happened = format!(
+            "commit records on {:?} of {} cells written, locks left on {open:?}",
+            committed,
+            cells.len()
+        );
+        (!ok).then(|| (json(&want), happened))
+    }
+
+    /// Check a count against the counters now and at the mark.
+    pub fn check_count(&self, a: &CountAssert, since: u64) -> Option<(String, String)> {
+        let n = self.control.counter(a.count.counter()) - since;
+        (n != a.equals).then(|| {
+            (
+                format!("{} {}", a.equals, json(&a.count)),
+                format!("{n} {}", json(&a.count)),
+            )
+        })
+    }
+
+    /// Whether a wait condition holds now.
+    pub fn holds(&self, w: &WaitFor, finished: &std::collections::BTreeSet<String>) -> bool {
+        match w {
+            WaitFor::TxnFinished(t) => finished.contains(t),
+            WaitFor::LockGone(c) => self.control.cell(&c.row, &c.col).column.lock.is_empty(),
+            WaitFor::NodeUp(n) => self.control.node_up(n),
+        }
+    }
+}
+
+fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}

@@ -1,0 +1,193 @@
+//! Every expectation of the examples under `scenarios/examples/script/`
+//! can fail: each test changes one expectation and requires the run to
+//! fail naming that step, what was expected and what happened. The typed
+//! builder runs the same way from Rust.
+
+use percsim_scenarios::Scenario;
+use percsim_scenarios::regress;
+use percsim_scenarios::workloads::{Counted, ErrorClass, ExpectOutcome, ScriptBuilder, Stored};
+use serde_json::{Value, json};
+
+fn example(name: &str) -> Value {
+    let path = format!("{}/examples/script/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("example")).expect("json")
+}
+
+/// Run `v` and require a failure whose text contains every needle.
+fn must_fail(v: &Value, needles: &[&str]) {
+    let scenario = Scenario::parse(&v.to_string()).expect("valid scenario");
+    let judged = regress::run(&scenario).expect("runs");
+    let text = judged.problems.join("\n");
+    assert!(!judged.passed(), "the changed expectation passed");
+    for n in needles {
+        assert!(text.contains(n), "{n:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_wrong_failure_class_fails() {
+    let mut v = example("expected-failures");
+    v["workload"]["steps"][6]["fails"] = json!("write_conflict");
+    must_fail(
+        &v,
+        &[
+            "step 6",
+            "expected a failure (write_conflict); happened Aborted",
+        ],
+    );
+    let mut v = example("expected-failures");
+    v["workload"]["steps"][14]["fails"] = json!("locked");
+    must_fail(&v, &["step 14", "expected a failure (locked)"]);
+    let mut v = example("partition-heal");
+    v["workload"]["steps"][3]["fails"] = json!("rolled_back");
+    must_fail(&v, &["step 3", "expected a failure (rolled_back)"]);
+}
+
+#[test]
+fn a_wait_that_never_holds_fails() {
+    let mut v = example("store-and-events");
+    let steps = v["workload"]["steps"].as_array_mut().unwrap();
+    // T1's client died in its commit: the commit never returns.
+    steps.push(json!({"do": "wait", "until": {"txn_finished": "T1"}, "timeout_ms": 100}));
+    must_fail(&v, &["step 16", "within 100 ms; happened it did not hold"]);
+}
+
+#[test]
+fn wrong_store_contents_fail() {
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][6]["locks"][0]["primary"]["row"] = json!("b");
+    must_fail(&v, &["step 6", "expected locks", "happened locks"]);
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][5]["writes"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    must_fail(&v, &["step 5", "expected writes"]);
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][6]["notify"] = json!(true);
+    must_fail(
+        &v,
+        &[
+            "step 6",
+            "expected notify entry true; happened notify entry false",
+        ],
+    );
+    let mut v = example("interrupted-commits");
+    v["workload"]["at_end"][2]["writes"][1]["kind"] = json!("put");
+    must_fail(&v, &["at_end 2", "expected writes"]);
+}
+
+#[test]
+fn wrong_counts_fail() {
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][7]["equals"] = json!(1);
+    must_fail(&v, &["step 7", "expected 1 \"roll_forward\"; happened 0"]);
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][11]["equals"] = json!(0);
+    must_fail(&v, &["step 11", "happened 1 \"roll_forward\""]);
+}
+
+#[test]
+fn wrong_interrupted_outcomes_fail() {
+    let mut v = example("interrupted-commits");
+    v["workload"]["at_end"][0]["store"] = json!("committed");
+    must_fail(&v, &["at_end 0", "expected \"committed\""]);
+    let mut v = example("interrupted-commits");
+    v["workload"]["at_end"][1]["store"] = json!("rolled_back");
+    must_fail(&v, &["at_end 1", "expected \"rolled_back\""]);
+}
+
+#[test]
+fn overlapping_steps_are_checked() {
+    let mut v = example("overlap");
+    v["workload"]["steps"][9]["expect"] = json!(["a=a1", "b=b0"]);
+    must_fail(&v, &["step 9", "happened [\"a=a1\", \"b=b2\"]"]);
+}
+
+#[test]
+fn bad_new_fields_are_refused() {
+    let mut v = example("overlap");
+    v["workload"]["steps"][6]["until"] = json!({"node_up": "tablet-9"});
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("workload.steps[6]: no node named \"tablet-9\""),
+        "{e}"
+    );
+    let mut v = example("store-and-events");
+    v["workload"]["steps"][11]["since_step"] = json!(11);
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("since_step: step 11 does not come before"),
+        "{e}"
+    );
+    let mut v = example("expected-failures");
+    v["workload"]["steps"][6]["expect"] = json!("aborted");
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("either a result (expect) or a failure (fails)"),
+        "{e}"
+    );
+    let mut v = example("overlap");
+    v["workload"]["at_end"] = json!([{"do": "heal"}]);
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(e.contains("only assert_* steps"), "{e}");
+}
+
+fn lost_update(second: Option<ExpectOutcome>) -> ScriptBuilder {
+    let b = ScriptBuilder::new()
+        .initial("x", "v", "10")
+        .begin(0, "T1")
+        .begin(1, "T2")
+        .get("T1", "x", "v", Some("10"))
+        .get("T2", "x", "v", Some("10"))
+        .set("T1", "x", "v", "11")
+        .set("T2", "x", "v", "12")
+        .commit("T1", ExpectOutcome::Committed)
+        .commit("T2", second.unwrap_or(ExpectOutcome::Aborted));
+    let b = match second {
+        None => b.fails(ErrorClass::WriteConflict),
+        Some(_) => b,
+    };
+    b.assert_stored("T2", Stored::RolledBack)
+        .assert_count(Counted::RollForward, 0, None)
+}
+
+#[test]
+fn the_builder_runs_a_seed_sweep_and_can_fail() {
+    let script = lost_update(None).build();
+    let scenario = regress::script_scenario(script, 0);
+    let first_failure = regress::sweep(&scenario, 0..3).expect("runs");
+    if let Some(j) = first_failure {
+        panic!(
+            "{}",
+            j.explain(&std::env::temp_dir().join("percsim-builder.json"))
+        );
+    }
+    let judged = regress::run(&scenario).expect("runs");
+    assert!(judged.output.history.transactions.len() >= 3);
+    // The same script expecting the second writer to commit must fail.
+    let wrong = regress::script_scenario(lost_update(Some(ExpectOutcome::Committed)).build(), 0);
+    let judged = regress::run(&wrong).expect("runs");
+    assert!(!judged.passed());
+    let text = judged.explain(&std::env::temp_dir().join("percsim-builder-wrong.json"));
+    assert!(
+        text.contains("step 7") && text.contains("expected Committed; happened Aborted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("replay: cargo run --release --bin percsim -- run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_tutorials_first_version_fails_as_the_docs_show() {
+    let mut v = example("first-regression-test");
+    v["workload"]["steps"][6]["expect"] = json!("b0");
+    must_fail(
+        &v,
+        &[
+            r#"step 6 {"do":"get","txn":"T2","row":"b","col":"v","expect":"b0","no_wait":false}: expected Some("b0"); happened Some("b1")"#,
+        ],
+    );
+}

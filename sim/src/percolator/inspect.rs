@@ -1,0 +1,64 @@
+//! What a Percolator workload's driver may do while it runs (a script's
+//! faults, wait conditions and store assertions): everything the world's
+//! [`FaultControl`] offers, plus one cell as the durable store holds it.
+//! Reading never changes the schedule: no message is sent, no task is woken.
+
+use crate::percolator::Cluster;
+use crate::world::FaultControl;
+use crate::world::faults::Fault;
+use percsim_protocol::row::Column;
+use std::sync::Arc;
+
+/// One cell as the durable store holds it now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellView {
+    /// Its data, lock and write columns.
+    pub column: Column,
+    /// Its entry in the row's `notify` column, if any (the value that set it).
+    pub notify: Option<u64>,
+}
+
+/// Lets a workload's driver inject faults and read the cluster while it
+/// runs.
+pub struct Controller {
+    faults: FaultControl,
+    cluster: Arc<Cluster>,
+}
+
+impl Controller {
+    pub(crate) fn new(faults: FaultControl, cluster: Arc<Cluster>) -> Self {
+        Controller { faults, cluster }
+    }
+
+    /// Apply `fault` now.
+    pub fn inject(&self, fault: &Fault) {
+        self.faults.inject(fault);
+    }
+
+    /// The cell `row`/`col` as the store holds it now.
+    pub fn cell(&self, row: &str, col: &str) -> CellView {
+        let durable = self.cluster.durable();
+        let Some(r) = durable.rows.get(row) else {
+            return CellView::default();
+        };
+        CellView {
+            column: r.col(col).clone(),
+            notify: r.notify.get(col).copied(),
+        }
+    }
+
+    /// Whether `node` is up: neither killed nor paused.
+    pub fn node_up(&self, node: &str) -> bool {
+        self.faults.node_up(node)
+    }
+
+    /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.faults.counter(name)
+    }
+
+    /// Heal every partition in force now.
+    pub fn heal_partitions(&self) {
+        self.faults.heal_partitions();
+    }
+}

@@ -139,19 +139,21 @@ impl System for Percolator {
         let mut durable = Durable::new(LOAD_COMMIT_TS, tablets.count(), cfg.tablet_servers);
         durable.load(&initial, LOAD_START_TS, LOAD_COMMIT_TS);
         record::bootstrap(world, &initial, LOAD_START_TS, LOAD_COMMIT_TS);
-        Arc::new(Installed(Arc::new(Cluster {
-            world: world.clone(),
-            cfg: cfg.clone(),
-            durable: Mutex::new(durable),
-            tablets,
-            workload: self.workload.clone(),
-            observers: self.workload.observers(),
-            incarnations: Mutex::default(),
-            sessions: Mutex::default(),
-            row_locks: Mutex::default(),
-            granted: Mutex::new(LOAD_COMMIT_TS),
-            sweeper: OnceLock::new(),
-        })))
+        Arc::new(Installed(
+            Arc::new(Cluster {
+                world: world.clone(),
+                cfg: cfg.clone(),
+                durable: Mutex::new(durable),
+                tablets,
+                workload: self.workload.clone(),
+                observers: self.workload.observers(),
+                incarnations: Mutex::default(),
+                sessions: Mutex::default(),
+                row_locks: Mutex::default(),
+                granted: Mutex::new(LOAD_COMMIT_TS),
+            }),
+            Arc::default(),
+        ))
     }
 }
 
@@ -175,8 +177,6 @@ pub(crate) struct Cluster {
     pub row_locks: Mutex<BTreeMap<String, (u64, Instant)>>,
     /// The highest timestamp the oracle has granted (over all its lives).
     pub granted: Mutex<u64>,
-    /// The healed phase's sweeper and final checker.
-    sweeper: OnceLock<Arc<Client>>,
 }
 
 impl Cluster {
@@ -233,8 +233,11 @@ impl Cluster {
     }
 }
 
-/// The installed cluster as the world sees it.
-pub(crate) struct Installed(Arc<Cluster>);
+/// The installed cluster as the world sees it, with the healed phase's
+/// sweeper and final checker. The sweeper (whose client holds the
+/// cluster) lives here, not in the cluster: that would be a cycle of
+/// `Arc`s, and every run would leak its whole cluster.
+pub(crate) struct Installed(Arc<Cluster>, Arc<OnceLock<Arc<Client>>>);
 
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
@@ -269,10 +272,10 @@ impl Tenant for Installed {
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
-        let c = self.0.clone();
+        let (c, slot) = (self.0.clone(), self.1.clone());
         Box::pin(async move {
             let sweeper = nodes::client::start_on_new_node(c.clone(), c.cfg.clients).await;
-            let _ = c.sweeper.set(sweeper);
+            let _ = slot.set(sweeper);
         })
     }
 
@@ -306,7 +309,7 @@ impl Tenant for Installed {
         let wait = unsettled
             .iter()
             .any(|u| u.count > 0 && (u.what == BUSY || u.what == Unsettled::IN_FLIGHT));
-        let sweeper = self.0.sweeper.get().cloned();
+        let sweeper = self.1.get().cloned();
         Box::pin(async move {
             if let Some(s) = sweeper {
                 store::sweep(&s).await;
@@ -318,7 +321,7 @@ impl Tenant for Installed {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        match self.0.sweeper.get() {
+        match self.1.get() {
             Some(s) => self.0.workload.final_check(s.clone()),
             None => Box::pin(async { Vec::new() }),
         }

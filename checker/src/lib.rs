@@ -51,10 +51,10 @@ mod notifications;
 mod observer_once;
 mod observers;
 mod parse;
+mod reader;
 mod report;
 mod scans;
 mod snapshot;
-mod reader;
 pub mod stream;
 mod timestamps;
 

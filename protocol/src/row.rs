@@ -3,7 +3,7 @@
 //! A tablet server applies a [`RowMutation`] atomically: that is the only
 //! atomic unit the store offers (a single-row transaction).
 
-use crate::types::{Lock, Ts, Write};
+use crate::types::{Lock, Ts, Write, WriteKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -68,8 +68,18 @@ impl Row {
     }
 
     /// Apply a mutation. Callers apply it as one atomic step.
+    ///
+    /// Its preconditions are asserted in every build (a tripped one panics
+    /// with `invariant violated: ...`, a crash verdict for the simulator):
+    /// a rollback record sits at its own start_ts and never replaces
+    /// another record. No protocol step, faithful or ablated, asks for
+    /// either. (That a committed put's data is never erased is the
+    /// checker's `data_missing` finding instead: some ablations do it.)
     pub fn apply(&mut self, mutation: &RowMutation) {
         for op in &mutation.ops {
+            if let Some(problem) = self.precondition(op) {
+                panic!("invariant violated: row mutation {op:?}: {problem}");
+            }
             match op {
                 RowOp::PutData { col, ts, value } => {
                     self.entry(col).data.insert(*ts, value.clone());
@@ -100,6 +110,27 @@ impl Row {
             }
         }
         self.cols.retain(|_, c| !c.is_empty());
+    }
+
+    /// What is wrong with applying `op` to this row now, if anything.
+    pub fn precondition(&self, op: &RowOp) -> Option<String> {
+        match op {
+            RowOp::PutWrite {
+                col,
+                commit_ts,
+                write,
+            } if write.kind == WriteKind::Rollback => {
+                if *commit_ts != write.start_ts {
+                    return Some(format!(
+                        "a rollback record of start_ts {} placed at {commit_ts}",
+                        write.start_ts
+                    ));
+                }
+                let existing = self.col(col).write.get(commit_ts)?;
+                Some(format!("a rollback record replaces {existing:?} in {col}"))
+            }
+            _ => None,
+        }
     }
 
     fn entry(&mut self, col: &str) -> &mut Column {
@@ -223,5 +254,67 @@ impl RowMutation {
     pub(crate) fn push(&mut self, op: RowOp) -> &mut Self {
         self.ops.push(op);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(start: u64, commit: u64, kind: WriteKind) -> RowOp {
+        RowOp::PutWrite {
+            col: "c".into(),
+            commit_ts: Ts(commit),
+            write: Write {
+                start_ts: Ts(start),
+                kind,
+            },
+        }
+    }
+
+    fn committed_row() -> Row {
+        let mut r = Row::default();
+        let data = RowOp::PutData {
+            col: "c".into(),
+            ts: Ts(5),
+            value: "v".into(),
+        };
+        r.apply(&RowMutation {
+            ops: vec![data, put(5, 7, WriteKind::Put)],
+        });
+        r
+    }
+
+    #[test]
+    fn faithful_mutations_meet_their_preconditions() {
+        let mut r = committed_row();
+        assert_eq!(r.precondition(&put(9, 9, WriteKind::Rollback)), None);
+        let erase = RowOp::EraseData {
+            col: "c".into(),
+            ts: Ts(9),
+        };
+        assert_eq!(r.precondition(&erase), None);
+        r.apply(&RowMutation {
+            ops: vec![put(9, 9, WriteKind::Rollback), erase],
+        });
+        assert_eq!(r.col("c").write.len(), 2);
+    }
+
+    #[test]
+    fn a_misplaced_or_overwriting_rollback_is_refused() {
+        let r = committed_row();
+        let p = r.precondition(&put(5, 6, WriteKind::Rollback)).unwrap();
+        assert!(p.contains("placed at 6"), "{p}");
+        let p = r.precondition(&put(7, 7, WriteKind::Rollback)).unwrap();
+        assert!(p.contains("replaces"), "{p}");
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant violated: row mutation")]
+    fn a_rollback_over_a_commit_record_trips_the_assertion() {
+        let mut r = committed_row();
+        r.apply(&RowMutation {
+            ops: vec![put(7, 7, WriteKind::Rollback)],
+        });
     }
 }

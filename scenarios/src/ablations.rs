@@ -4,11 +4,11 @@
 //! failure.
 
 use crate::campaign::{self, Mix, SeedResult, Verdict};
-use crate::fuzz;
+use crate::judge::judge;
 use percsim_protocol::{Ablation, Ablations};
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One line of the kill table.
@@ -42,38 +42,21 @@ fn until_failure(
     stop_at_failure: bool,
 ) -> (Vec<SeedResult>, Duration) {
     let started = Instant::now();
-    let next = Arc::new(AtomicU64::new(0));
-    let first_fail = Arc::new(AtomicU64::new(u64::MAX));
-    let results: Arc<Mutex<Vec<SeedResult>>> = Arc::default();
-    let threads: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (next, first_fail, results, mix) = (
-                next.clone(),
-                first_fail.clone(),
-                results.clone(),
-                mix.clone(),
-            );
-            std::thread::spawn(move || {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= budget
-                        || (stop_at_failure && seed > first_fail.load(Ordering::Relaxed))
-                    {
-                        return;
-                    }
-                    let r = fuzz::judge(&campaign::generate(seed, &mix), false).result;
-                    if r.verdict == Verdict::Safety {
-                        first_fail.fetch_min(seed, Ordering::Relaxed);
-                    }
-                    results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        let _ = t.join();
-    }
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
+    let first_fail = AtomicU64::new(u64::MAX);
+    let results: Mutex<Vec<SeedResult>> = Mutex::default();
+    crate::pool::for_each(
+        jobs,
+        budget,
+        |seed| !(stop_at_failure && seed > first_fail.load(Ordering::Relaxed)),
+        |seed| judge(&campaign::generate(seed, mix), false).result,
+        |seed, r| {
+            if r.verdict == Verdict::Safety {
+                first_fail.fetch_min(seed, Ordering::Relaxed);
+            }
+            results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+        },
+    );
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|r| r.seed);
     (results, started.elapsed())
 }

@@ -3,6 +3,7 @@
 
 use crate::campaign;
 use crate::faultmix;
+use crate::judge::{Verdict, judge};
 use crate::scenario::Scenario;
 use crate::workloads::{Register, WorkloadSpec};
 use percsim_protocol::CellKey;
@@ -126,22 +127,18 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
     let (mut committed, mut wall, mut check, mut txns) = (0u64, 0f64, 0f64, 0usize);
     for seed in 0..seeds {
         let s = register_scenario(seed, run_ms, faults, costs);
-        let t = Instant::now();
-        let out = match s.run() {
-            Ok(o) => o,
-            Err(e) => {
-                println!("  {label}: seed {seed} failed to run: {e}");
-                return f64::NAN;
-            }
+        let judged = judge(&s, false);
+        let Some(history) = &judged.history else {
+            let why = judged.result.explanation.unwrap_or_default();
+            println!("  {label}: seed {seed} failed to run: {why}");
+            return f64::NAN;
         };
-        wall += t.elapsed().as_secs_f64();
-        committed += out.summary.committed;
-        txns += out.history.transactions.len();
-        let t = Instant::now();
-        let report = percsim_checker::check(&out.history);
-        check += t.elapsed().as_secs_f64();
-        if !report.passed() {
-            println!("  {label}: seed {seed} FAILED the checker");
+        wall += judged.timing.simulate.as_secs_f64();
+        check += judged.timing.check.as_secs_f64();
+        committed += judged.result.committed;
+        txns += history.transactions.len();
+        if judged.result.verdict != Verdict::Pass {
+            println!("  {label}: seed {seed} FAILED: {:?}", judged.result.verdict);
         }
     }
     println!(
@@ -191,28 +188,18 @@ fn oracle_throughput(run_ms: u64) {
 /// Seeds per minute of the default campaign mix with `jobs` threads.
 fn campaign_throughput(seeds: u64, jobs: usize) {
     let t = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let threads: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (next, failures) = (next.clone(), failures.clone());
-            std::thread::spawn(move || {
-                loop {
-                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if seed >= seeds {
-                        return;
-                    }
-                    let r = campaign::run_one(&campaign::generate(seed, &campaign::Mix::default()));
-                    if r.result.verdict != campaign::Verdict::Pass {
-                        failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect();
-    for th in threads {
-        let _ = th.join();
-    }
+    let failures = std::sync::atomic::AtomicU64::new(0);
+    crate::pool::for_each(
+        jobs,
+        seeds,
+        |_| true,
+        |seed| judge(&campaign::generate(seed, &campaign::Mix::default()), false).result,
+        |_, r| {
+            if r.verdict != Verdict::Pass {
+                failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    );
     let wall = t.elapsed().as_secs_f64();
     println!(
         "  {:<34} {:>9.0} seeds/min  ({seeds} seeds in {wall:.1} s, {} failures)",
@@ -226,7 +213,6 @@ fn campaign_throughput(seeds: u64, jobs: usize) {
 /// the notification latency: from a committed write of `raw` to the commit
 /// of the first `parse` run that saw it, in simulated time.
 fn pipeline_throughput(run_ms: u64, seeds: u64) {
-    use percsim_checker::{Op, Outcome};
     let (mut parsed, mut wall, mut sim_ns) = (0u64, 0f64, 0u64);
     let mut latencies_ms: Vec<f64> = Vec::new();
     for seed in 0..seeds {
@@ -250,44 +236,7 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         };
         wall += t.elapsed().as_secs_f64();
         sim_ns += out.summary.sim_ns;
-        let h = &out.history;
-        // Committed parse runs by document: (start_ts, completion time).
-        let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
-        for t in &h.transactions {
-            if let (Some(o), Outcome::Committed, Some(done)) =
-                (&t.observer, t.outcome, t.complete_ns)
-                && o.name == "parse"
-            {
-                runs.entry(o.row.as_str())
-                    .or_default()
-                    .push((t.start_ts, done));
-                parsed += 1;
-            }
-        }
-        for t in &h.transactions {
-            let (Outcome::Committed, Some(commit_ts), Some(done)) =
-                (t.outcome, t.commit_ts, t.complete_ns)
-            else {
-                continue;
-            };
-            for op in &t.ops {
-                if let Op::Write { row, col, .. } = op {
-                    if col != "raw" {
-                        continue;
-                    }
-                    let first = runs
-                        .get(row.as_str())
-                        .into_iter()
-                        .flatten()
-                        .filter(|(start, _)| *start > commit_ts)
-                        .map(|(_, end)| *end)
-                        .min();
-                    if let Some(end) = first {
-                        latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
-                    }
-                }
-            }
-        }
+        parsed += notification_latencies(&out.history, &mut latencies_ms);
     }
     latencies_ms.sort_by(|a, b| a.total_cmp(b));
     let q = |f: f64| {
@@ -311,6 +260,51 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         q(1.0),
         latencies_ms.len()
     );
+}
+
+/// Add to `latencies_ms` the time from each committed write of `raw` to
+/// the completion of the first committed `parse` run that saw it;
+/// returns how many parse runs committed.
+fn notification_latencies(h: &percsim_checker::History, latencies_ms: &mut Vec<f64>) -> u64 {
+    use percsim_checker::{Op, Outcome};
+    let mut parsed = 0;
+    // Committed parse runs by document: (start_ts, completion time).
+    let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
+    for t in &h.transactions {
+        if let (Some(o), Outcome::Committed, Some(done)) = (&t.observer, t.outcome, t.complete_ns)
+            && o.name == "parse"
+        {
+            runs.entry(o.row.as_str())
+                .or_default()
+                .push((t.start_ts, done));
+            parsed += 1;
+        }
+    }
+    for t in &h.transactions {
+        let (Outcome::Committed, Some(commit_ts), Some(done)) =
+            (t.outcome, t.commit_ts, t.complete_ns)
+        else {
+            continue;
+        };
+        for op in &t.ops {
+            if let Op::Write { row, col, .. } = op {
+                if col != "raw" {
+                    continue;
+                }
+                let first = runs
+                    .get(row.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter(|(start, _)| *start > commit_ts)
+                    .map(|(_, end)| *end)
+                    .min();
+                if let Some(end) = first {
+                    latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
+                }
+            }
+        }
+    }
+    parsed
 }
 
 /// The process's resident and peak resident memory in MB, from

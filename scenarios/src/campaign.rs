@@ -2,6 +2,7 @@
 //! workload parameters, which faults are on), runs it and checks it.
 
 use crate::faultmix;
+pub use crate::judge::{Judged, SeedResult, Verdict, judge};
 use crate::scenario::Scenario;
 use crate::workloads::{Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec};
 use percsim_protocol::Ablations;
@@ -12,8 +13,6 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// The workloads of the default mix.
 pub const DEFAULT_WORKLOADS: &[&str] = &["bank", "register", "list-append", "dedup", "pipeline"];
@@ -215,7 +214,7 @@ pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scen
     while runs < budget {
         let candidate = build(seed, &t.current(), mix);
         runs += 1;
-        let still = same(&run_one(&candidate).result);
+        let still = same(&judge(&candidate, false).result);
         if still {
             best = candidate;
             if !t.simplify() {
@@ -226,153 +225,4 @@ pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scen
         }
     }
     (best, runs)
-}
-
-/// How a seed ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every check passed.
-    Pass,
-    /// The checker or a workload invariant found a safety violation.
-    Safety,
-    /// The cluster did not converge in the healed phase.
-    Liveness,
-    /// The simulation itself crashed (a panic).
-    Crash,
-    /// The same seed gave two different histories.
-    Nondeterministic,
-    /// The watchdog ended the run: simulated time ran past the run's phases
-    /// (plus a margin), or the run exceeded its wall-time or memory budget.
-    Stuck,
-}
-
-impl Verdict {
-    /// The process exit code for this verdict: 0 pass, 1 safety, 3
-    /// liveness, 4 crash, 5 nondeterminism, 6 stuck (2 is bad input).
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Verdict::Pass => 0,
-            Verdict::Safety => 1,
-            Verdict::Liveness => 3,
-            Verdict::Crash => 4,
-            Verdict::Nondeterministic => 5,
-            Verdict::Stuck => 6,
-        }
-    }
-}
-
-/// One seed's result, as a JSON line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SeedResult {
-    /// The seed.
-    pub seed: u64,
-    /// How it ended.
-    pub verdict: Verdict,
-    /// The workload.
-    pub workload: String,
-    /// Transactions committed, aborted and unknown.
-    pub committed: u64,
-    /// Aborted transactions.
-    pub aborted: u64,
-    /// Transactions with unknown outcome.
-    pub unknown: u64,
-    /// Simulated time in ms.
-    pub sim_ms: u64,
-    /// Checker rules that failed.
-    pub violated_rules: Vec<String>,
-    /// A short explanation for a failure.
-    pub explanation: Option<String>,
-    /// Counters (events, cleanups, aborts by reason).
-    pub counters: BTreeMap<String, u64>,
-    /// Wall time spent on the seed (ms).
-    pub wall_ms: u64,
-    /// The failure capsule saved for the seed, if one was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capsule: Option<String>,
-}
-
-/// A run's outcome with the checker's verdict.
-pub struct Judged {
-    /// The per-seed result.
-    pub result: SeedResult,
-    /// The history, kept for capsules.
-    pub history: Option<percsim_checker::History>,
-}
-
-/// Run and judge one scenario.
-pub fn run_one(scenario: &Scenario) -> Judged {
-    let started = std::time::Instant::now();
-    let mut result = SeedResult {
-        seed: scenario.seed,
-        verdict: Verdict::Pass,
-        workload: scenario.workload.name().to_string(),
-        committed: 0,
-        aborted: 0,
-        unknown: 0,
-        sim_ms: 0,
-        violated_rules: Vec::new(),
-        explanation: None,
-        counters: BTreeMap::new(),
-        wall_ms: 0,
-        capsule: None,
-    };
-    let out = match scenario.run() {
-        Ok(out) => out,
-        Err(e) => {
-            result.verdict = match e {
-                crate::scenario::ScenarioError::Stuck(_) => Verdict::Stuck,
-                _ => Verdict::Crash,
-            };
-            result.explanation = Some(e.to_string());
-            result.wall_ms = started.elapsed().as_millis() as u64;
-            return Judged {
-                result,
-                history: None,
-            };
-        }
-    };
-    let report = percsim_checker::check(&out.history);
-    let s = &out.summary;
-    result.committed = s.committed;
-    result.aborted = s.aborted;
-    result.unknown = s.unknown;
-    result.sim_ms = s.sim_ns / 1_000_000;
-    result.counters = s.counters.clone();
-    // A run that did not converge leaves locks and notifications behind by
-    // definition: those findings restate the liveness failure. Any other
-    // finding is a safety violation all the same.
-    // (A transaction whose other cells are still locked looks partial too.)
-    let unconverged = |class: &str| {
-        matches!(
-            class,
-            "lock_left" | "notify_left" | "unprocessed_change" | "partial_commit"
-        )
-    };
-    result.violated_rules = report
-        .rules
-        .iter()
-        .filter(|r| !r.passed)
-        .filter(|r| s.liveness_failure.is_none() || r.counts.keys().any(|c| !unconverged(c)))
-        .map(|r| r.id.clone())
-        .collect();
-    if !s.workload_violations.is_empty() {
-        result.violated_rules.push("workload_invariant".into());
-    }
-    if !result.violated_rules.is_empty() {
-        result.verdict = Verdict::Safety;
-        let mut text = report.render_text();
-        for v in &s.workload_violations {
-            text.push_str(&format!("\nworkload invariant: {v}"));
-        }
-        result.explanation = Some(text);
-    } else if let Some(l) = &s.liveness_failure {
-        result.verdict = Verdict::Liveness;
-        result.explanation = Some(format!("liveness: {l}\n\n{}", report.render_text()));
-    }
-    result.wall_ms = started.elapsed().as_millis() as u64;
-    Judged {
-        result,
-        history: Some(out.history),
-    }
 }

@@ -3,11 +3,13 @@
 //! the tests run every workload under every class.
 
 use percsim_protocol::client::StepPoint;
-use percsim_sim::{ClockSkew, CrashAt, FaultClass, PauseAt, SimConfig};
+use percsim_sim::{ClockSkew, CrashAt, EventKind, FaultClass, FaultKind, PauseAt, SimConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-/// Every fault class percsim injects, by name.
+/// Every fault class percsim injects, by name: the names of
+/// [`FaultKind::ALL`], in its order (a test keeps them equal; the order is
+/// part of what a campaign seed means).
 pub const CLASSES: &[&str] = &[
     "kill_client",
     "kill_tablet_server",
@@ -29,23 +31,28 @@ pub const CLASSES: &[&str] = &[
 /// The history event (kind) that shows a class really fired, and for kills
 /// the node-name prefix it must name.
 pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
-    match class {
-        "kill_client" => ("kill", Some("client-")),
-        "kill_tablet_server" => ("kill", Some("tablet-")),
-        "kill_oracle" => ("kill", Some("oracle")),
-        "kill_liveness" => ("kill", Some("liveness")),
-        "kill_master" => ("kill", Some("master")),
-        "pause" => ("pause", None),
-        "stall" => ("stall", None),
-        "partition" => ("partition", None),
-        "packet_loss" => ("packet_loss", None),
-        "latency" => ("latency", None),
-        "duplicate" => ("duplicate", None),
-        "session_expiry" => ("session_expired", None),
-        "clock_skew" => ("clock_skew", None),
-        "pause_at_step" => ("pause_at_step", None),
-        _ => ("crash_at_step", None),
-    }
+    let Some(kind) = FaultKind::from_name(class) else {
+        return (EventKind::Kill.name(), None);
+    };
+    let (event, prefix) = match kind {
+        FaultKind::KillClient => (EventKind::Kill, Some("client-")),
+        FaultKind::KillDataServer => (EventKind::Kill, Some("tablet-")),
+        FaultKind::KillCoordinator => (EventKind::Kill, Some("oracle")),
+        FaultKind::KillLiveness => (EventKind::Kill, Some("liveness")),
+        FaultKind::KillMaster => (EventKind::Kill, Some("master")),
+        FaultKind::Pause => (EventKind::Pause, None),
+        FaultKind::Stall => (EventKind::Stall, None),
+        FaultKind::Partition => (EventKind::Partition, None),
+        FaultKind::PacketLoss => (EventKind::PacketLoss, None),
+        FaultKind::Latency => (EventKind::Latency, None),
+        FaultKind::Duplicate => (EventKind::Duplicate, None),
+        FaultKind::SessionExpiry => (EventKind::SessionExpired, None),
+        FaultKind::ClockSkew => (EventKind::ClockSkew, None),
+        // Percolator's own events at its named protocol steps.
+        FaultKind::PauseAtStep => return ("pause_at_step", None),
+        FaultKind::CrashAtStep => return ("crash_at_step", None),
+    };
+    (event.name(), prefix)
 }
 
 /// Switch fault class `class` on in `cluster` with an intensity in (0, 1].
@@ -62,17 +69,23 @@ pub fn enable(
         max_duration_ms: max,
         rate: 0.0,
     };
+    let Some(kind) = FaultKind::from_name(class) else {
+        return Err(format!(
+            "unknown fault class {class:?} (classes: {})",
+            CLASSES.join(", ")
+        ));
+    };
     let r = &mut cluster.faults.random;
-    match class {
-        "kill_client" => r.kill_client = Some(class_of(100, 1_500)),
-        "kill_tablet_server" => r.kill_tablet_server = Some(class_of(100, 1_500)),
-        "kill_oracle" => r.kill_oracle = Some(class_of(50, 800)),
-        "kill_liveness" => r.kill_liveness = Some(class_of(50, 800)),
-        "kill_master" => r.kill_master = Some(class_of(100, 1_500)),
-        "pause" => r.pause = Some(class_of(100, 2_500)),
-        "stall" => r.stall = Some(class_of(500, 5_000)),
-        "partition" => r.partition = Some(class_of(100, 1_500)),
-        "packet_loss" => {
+    match kind {
+        FaultKind::KillClient => r.kill_client = Some(class_of(100, 1_500)),
+        FaultKind::KillDataServer => r.kill_tablet_server = Some(class_of(100, 1_500)),
+        FaultKind::KillCoordinator => r.kill_oracle = Some(class_of(50, 800)),
+        FaultKind::KillLiveness => r.kill_liveness = Some(class_of(50, 800)),
+        FaultKind::KillMaster => r.kill_master = Some(class_of(100, 1_500)),
+        FaultKind::Pause => r.pause = Some(class_of(100, 2_500)),
+        FaultKind::Stall => r.stall = Some(class_of(500, 5_000)),
+        FaultKind::Partition => r.partition = Some(class_of(100, 1_500)),
+        FaultKind::PacketLoss => {
             r.packet_loss = Some(FaultClass {
                 rate: 0.05 + 0.25 * intensity,
                 ..class_of(100, 1_000)
@@ -80,72 +93,95 @@ pub fn enable(
         }
         // Copies arrive up to seconds late: long enough to land after a
         // cleanup has rolled their transaction back.
-        "latency" => {
+        FaultKind::Latency => {
             r.latency = Some(FaultClass {
                 rate: 0.05 + 0.5 * intensity,
                 ..class_of(200, 3_000)
             })
         }
-        "duplicate" => {
+        FaultKind::Duplicate => {
             r.duplicate = Some(FaultClass {
                 rate: 0.2 + 0.6 * intensity,
                 ..class_of(200, 4_000)
             })
         }
-        "session_expiry" => r.session_expiry = Some(class_of(0, 0)),
-        "clock_skew" => {
-            let spread = (500.0 + 4_000.0 * intensity) as i64;
-            cluster.clocks = (0..cluster.clients)
-                .map(|_| ClockSkew {
-                    offset_ms: rng.random_range(-spread..=spread),
-                    drift_ppm: rng.random_range(-50_000..=50_000),
-                })
-                .collect();
-        }
-        "crash_at_step" => {
-            let n = 1 + (intensity * 3.0) as usize;
-            for _ in 0..n {
-                let step = match rng.random_range(0..6) {
-                    0 => StepPoint::BeforePrewrite,
-                    1 => StepPoint::AfterPrewritePrimary,
-                    2 => StepPoint::AfterPrewriteSecondary(1),
-                    3 => StepPoint::BeforeCommitPrimary,
-                    4 => StepPoint::AfterCommitPrimary,
-                    _ => StepPoint::AfterCommitSecondary(1),
-                };
-                cluster.crashes.push(CrashAt {
-                    client: rng.random_range(0..cluster.clients),
-                    txn: rng.random_range(1..=8),
-                    step,
-                    restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
-                });
-            }
-        }
-        // A live owner frozen mid-commit (after it locked cells or took its
-        // commit timestamp) while its locks age: readers clean them up,
-        // and late messages from before the pause may still arrive.
-        "pause_at_step" => {
-            let n = 1 + (intensity * 4.0) as usize;
-            for _ in 0..n {
-                let step = match rng.random_range(0..3) {
-                    0 => StepPoint::AfterPrewritePrimary,
-                    1 => StepPoint::AfterPrewriteSecondary(1),
-                    _ => StepPoint::BeforeCommitPrimary,
-                };
-                cluster.pauses.push(PauseAt {
-                    client: rng.random_range(0..cluster.clients),
-                    txn: rng.random_range(1..=8),
-                    step,
-                    duration_ms: rng.random_range(300..=4_000),
-                });
-            }
-        }
-        other => {
-            return Err(format!(
-                "unknown fault class {other:?} (classes: {})",
-                CLASSES.join(", ")
-            ));
-        }
+        FaultKind::SessionExpiry => r.session_expiry = Some(class_of(0, 0)),
+        FaultKind::ClockSkew => skew_clocks(cluster, intensity, rng),
+        FaultKind::CrashAtStep => crash_at_steps(cluster, intensity, rng),
+        FaultKind::PauseAtStep => pause_at_steps(cluster, intensity, rng),
     }
     Ok(())
+}
+
+/// Skew every client's clock by up to 0.5-4.5 s and drift by up to 5%.
+fn skew_clocks(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let spread = (500.0 + 4_000.0 * intensity) as i64;
+    cluster.clocks = (0..cluster.clients)
+        .map(|_| ClockSkew {
+            offset_ms: rng.random_range(-spread..=spread),
+            drift_ppm: rng.random_range(-50_000..=50_000),
+        })
+        .collect();
+}
+
+/// Kill clients at named steps of their commits.
+fn crash_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let n = 1 + (intensity * 3.0) as usize;
+    for _ in 0..n {
+        let step = match rng.random_range(0..6) {
+            0 => StepPoint::BeforePrewrite,
+            1 => StepPoint::AfterPrewritePrimary,
+            2 => StepPoint::AfterPrewriteSecondary(1),
+            3 => StepPoint::BeforeCommitPrimary,
+            4 => StepPoint::AfterCommitPrimary,
+            _ => StepPoint::AfterCommitSecondary(1),
+        };
+        cluster.crashes.push(CrashAt {
+            client: rng.random_range(0..cluster.clients),
+            txn: rng.random_range(1..=8),
+            step,
+            restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
+        });
+    }
+}
+
+/// A live owner frozen mid-commit (after it locked cells or took its
+/// commit timestamp) while its locks age: readers clean them up, and late
+/// messages from before the pause may still arrive.
+fn pause_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let n = 1 + (intensity * 4.0) as usize;
+    for _ in 0..n {
+        let step = match rng.random_range(0..3) {
+            0 => StepPoint::AfterPrewritePrimary,
+            1 => StepPoint::AfterPrewriteSecondary(1),
+            _ => StepPoint::BeforeCommitPrimary,
+        };
+        cluster.pauses.push(PauseAt {
+            client: rng.random_range(0..cluster.clients),
+            txn: rng.random_range(1..=8),
+            step,
+            duration_ms: rng.random_range(300..=4_000),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_class_names_are_the_fault_kinds() {
+        let kinds: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(CLASSES, kinds.as_slice());
+    }
+
+    #[test]
+    fn an_unknown_class_is_refused() {
+        let mut c = SimConfig::default();
+        let mut rng = rand_core::SeedableRng::seed_from_u64(1);
+        let e = enable(&mut c, "kill_everything", 0.5, &mut rng).unwrap_err();
+        assert!(e.contains("unknown fault class \"kill_everything\""), "{e}");
+        enable(&mut c, "kill_oracle", 0.5, &mut rng).unwrap();
+        assert!(c.faults.random.kill_oracle.is_some());
+    }
 }

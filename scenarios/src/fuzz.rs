@@ -4,6 +4,7 @@
 //! "sometimes" coverage.
 
 use crate::campaign::{self, Judged, Mix, SeedResult, Verdict};
+pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
 pub use crate::summary::{Failure, Summary, Transactions};
@@ -129,32 +130,6 @@ impl Options {
     }
 }
 
-/// Run and judge `scenario`, twice when checking determinism.
-pub fn judge(scenario: &Scenario, check_determinism: bool) -> Judged {
-    let mut judged = campaign::run_one(scenario);
-    if check_determinism {
-        let again = campaign::run_one(scenario);
-        let a = judged
-            .history
-            .as_ref()
-            .map(|h| serde_json::to_string(h).unwrap_or_default());
-        let b = again
-            .history
-            .as_ref()
-            .map(|h| serde_json::to_string(h).unwrap_or_default());
-        if a != b {
-            judged.result.verdict = Verdict::Nondeterministic;
-            judged.result.explanation = Some(format!(
-                "seed {} gave two different histories ({} and {} bytes)",
-                scenario.seed,
-                a.map_or(0, |s| s.len()),
-                b.map_or(0, |s| s.len())
-            ));
-        }
-    }
-    judged
-}
-
 /// Save a failing seed as a capsule: the scenario (and its shrunk form),
 /// version, history, explanation and the command that replays it.
 pub fn save_capsule(
@@ -235,7 +210,6 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     );
     bar.set_message("0 failures");
     let started = Instant::now();
-    let next = AtomicU64::new(0);
     let failures = AtomicU64::new(0);
     let shared = Mutex::new(Shared {
         summary: Summary::default(),
@@ -244,33 +218,27 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
         sink: jsonl,
         error: None,
     });
-    std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    if opts.time_limit.is_some_and(|t| started.elapsed() >= t) {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        return;
-                    }
-                    let seed = opts.seed_at(i);
-                    // A panic outside the simulation (which has its own
-                    // thread) is this seed's crash, not the campaign's end.
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_seed(opts, seed, &bar, &failures)
-                    }))
-                    .unwrap_or_else(|p| crashed(seed, &p));
-                    shared
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .finish(i, &result);
-                    bar.inc(1);
-                }
-            });
-        }
-    });
+    crate::pool::for_each(
+        opts.jobs,
+        total,
+        |_| opts.time_limit.is_none_or(|t| started.elapsed() < t),
+        |i| {
+            let seed = opts.seed_at(i);
+            // A panic outside the simulation (which has its own thread) is
+            // this seed's crash, not the campaign's end.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_seed(opts, seed, &bar, &failures)
+            }))
+            .unwrap_or_else(|p| crashed(seed, p.as_ref()))
+        },
+        |i, result| {
+            shared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .finish(i, &result);
+            bar.inc(1);
+        },
+    );
     bar.finish_and_clear();
     let mut shared = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some(sink) = shared.sink.as_mut()
@@ -287,25 +255,13 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
 
 /// The result of a seed whose judging panicked.
 fn crashed(seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_string());
-    SeedResult {
-        seed,
-        verdict: Verdict::Crash,
-        workload: "unknown".into(),
-        committed: 0,
-        aborted: 0,
-        unknown: 0,
-        sim_ms: 0,
-        violated_rules: Vec::new(),
-        explanation: Some(format!("judging the seed panicked: {message}")),
-        counters: BTreeMap::new(),
-        wall_ms: 0,
-        capsule: None,
-    }
+    let mut r = SeedResult::empty(seed, "unknown");
+    r.verdict = Verdict::Crash;
+    r.explanation = Some(format!(
+        "judging the seed panicked: {}",
+        crate::scenario::panic_message(panic)
+    ));
+    r
 }
 
 /// Run, judge and (on failure) shrink and save one seed.
@@ -345,4 +301,32 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
         Err(e) => bar.println(format!("seed {seed}: cannot save its capsule: {e}")),
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::COVERAGE;
+    use percsim_sim::{Counter, EventKind, FaultKind};
+
+    /// Coverage keys name counters the simulator really bumps: a fault
+    /// key is a fault kind's counter, a world event's key its event
+    /// counter, so renaming either breaks this test rather than silently
+    /// flagging "never happened" in every campaign.
+    #[test]
+    fn coverage_keys_name_typed_counters() {
+        let faults: Vec<String> = FaultKind::ALL.iter().map(|k| k.counter()).collect();
+        let events: Vec<String> = EventKind::ALL.iter().map(|k| k.counter()).collect();
+        for (what, key) in COVERAGE {
+            if key.starts_with("fault.") {
+                assert!(faults.iter().any(|f| f == key), "{what}: {key}");
+            }
+        }
+        assert!(
+            COVERAGE
+                .iter()
+                .any(|(_, k)| *k == Counter::NetDuplicated.name())
+        );
+        assert!(events.contains(&"event.partition".to_string()));
+        assert!(!faults.contains(&"fault.no_such_class".to_string()));
+    }
 }

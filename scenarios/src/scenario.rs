@@ -1,7 +1,7 @@
 //! Scenario files (`percsim-scenario/1`): the complete description of a run.
 
 use crate::workloads::WorkloadSpec;
-use percsim_sim::{RunOutput, SimConfig};
+use percsim_sim::{RunOutput, SimConfig, SystemKind};
 use serde::{Deserialize, Serialize};
 
 /// The format tag of scenario files.
@@ -16,6 +16,10 @@ pub struct Scenario {
     /// The seed of the run.
     #[serde(default)]
     pub seed: u64,
+    /// The system under test (`"percolator"` when absent; an unknown name
+    /// is refused).
+    #[serde(default, skip_serializing_if = "is_percolator")]
+    pub system: SystemKind,
     /// What the scenario shows, for people reading it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -24,6 +28,21 @@ pub struct Scenario {
     pub cluster: SimConfig,
     /// The workload.
     pub workload: WorkloadSpec,
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
+}
+
+/// Percolator is the default system: files that name no system run it, and
+/// scenarios of it are written as before (without the field).
+fn is_percolator(s: &SystemKind) -> bool {
+    *s == SystemKind::Percolator
 }
 
 /// Why a scenario could not be read or run.
@@ -58,6 +77,7 @@ impl Scenario {
         Scenario {
             format: FORMAT.to_string(),
             seed,
+            system: SystemKind::Percolator,
             description: None,
             cluster,
             workload,
@@ -110,31 +130,64 @@ impl Scenario {
     pub fn run(&self) -> Result<RunOutput, ScenarioError> {
         self.validate()?;
         let me = self.clone();
-        std::thread::Builder::new()
-            .name(format!("seed-{}", self.seed))
-            .spawn(move || {
-                let description = serde_json::to_value(&me).unwrap_or_default();
-                percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
-            })
-            .map_err(|e| ScenarioError::Invalid(format!("cannot start a simulation thread: {e}")))?
-            .join()
-            .map_err(|panic| {
-                let message = panic_message(panic.as_ref());
-                if percsim_sim::is_stuck(&message) {
-                    ScenarioError::Stuck(message)
-                } else {
-                    ScenarioError::Crashed(message)
+        run_on_thread(self.seed, move || {
+            let description = serde_json::to_value(&me).unwrap_or_default();
+            match me.system {
+                SystemKind::Percolator => {
+                    percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
                 }
-            })?
-            .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+            }
+        })
     }
 }
 
-/// The text of a panic's payload.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string())
+/// Run a simulation on a fresh OS thread named after `seed` (so nothing
+/// leaks from one run into the next); a panic in it (a tripped invariant)
+/// is [`ScenarioError::Crashed`] with the panic's message, or
+/// [`ScenarioError::Stuck`] when the watchdog ended the run.
+pub fn run_on_thread(
+    seed: u64,
+    run: impl FnOnce() -> Result<RunOutput, percsim_sim::ConfigError> + Send + 'static,
+) -> Result<RunOutput, ScenarioError> {
+    std::thread::Builder::new()
+        .name(format!("seed-{seed}"))
+        .spawn(run)
+        .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
+        .join()
+        .map_err(|panic| {
+            let message = panic_message(panic.as_ref());
+            if percsim_sim::is_stuck(&message) {
+                ScenarioError::Stuck(message)
+            } else {
+                ScenarioError::Crashed(message)
+            }
+        })?
+        .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BANK: &str = r#""format":"percsim-scenario/1","workload":{"name":"bank"}"#;
+
+    #[test]
+    fn the_system_defaults_to_percolator_and_is_written_only_when_named() {
+        let old = Scenario::parse(&format!("{{{BANK}}}")).unwrap();
+        let named = Scenario::parse(&format!(r#"{{"system":"percolator",{BANK}}}"#)).unwrap();
+        assert_eq!(old.system, SystemKind::Percolator);
+        assert_eq!(named.system, SystemKind::Percolator);
+        let text = serde_json::to_string(&old).unwrap();
+        assert!(!text.contains("system"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_system_is_a_parse_error_naming_it() {
+        let e = Scenario::parse(&format!(r#"{{"system":"tidb",{BANK}}}"#)).unwrap_err();
+        assert!(matches!(e, ScenarioError::Parse(_)), "{e}");
+        assert!(
+            e.to_string().contains("system: unknown system \"tidb\""),
+            "{e}"
+        );
+    }
 }

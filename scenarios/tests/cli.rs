@@ -153,6 +153,10 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
         "format",
     );
     bad_scenario("{ not json", "line 1");
+    bad_scenario(
+        r#"{"format":"percsim-scenario/1","system":"pulsr","workload":{"name":"bank"}}"#,
+        "unknown system \"pulsr\" (known: percolator)",
+    );
     let o = percsim(&["run", "/nonexistent/scenario.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("cannot read"), "{}", text(&o));

@@ -1,37 +1,56 @@
-//! percsim's simulated world: a Percolator cluster (timestamp oracle,
-//! liveness service, master, tablet servers, clients) as madsim nodes, with
-//! durable storage that outlives crashes, skewed client clocks, crashes at
-//! named protocol steps, and history recording.
+//! percsim's simulated world and the systems that live in it.
 //!
-//! Entry point: [`run`] a [`Workload`] on a [`SimConfig`] with a seed.
+//! Two layers (see `docs/architecture.md`):
+//! - the **world** ([`world`]): nodes and their lifecycle, the network with
+//!   its own `wire` node for late and duplicated copies, partitions, skewed
+//!   clocks, the fault driver and its random classes, the history recorder,
+//!   the phases of a run, and seeds. It knows no system's names.
+//! - the **systems**: a [`System`] names its nodes, its crash and pause
+//!   points, what "converged" means and how its state is dumped.
+//!   [`Percolator`] (timestamp oracle, liveness service, master, tablet
+//!   servers, clients, observers and scanners) is the first.
+//!
+//! Entry points: [`run_system`] runs any system with a seed; [`run`] runs a
+//! Percolator [`Workload`] on a [`SimConfig`].
 
 #[cfg(not(madsim))]
 compile_error!(
     "percsim-sim needs `--cfg madsim` (set in .cargo/config.toml). An environment RUSTFLAGS replaces that setting: unset it, or add `--cfg madsim` to it."
 );
 
-mod config;
-mod driver;
-mod faults;
-mod harness;
-mod inspect;
-mod nodes;
-mod recorder;
-mod rpc;
-mod serve;
-mod watchdog;
-mod workload;
-mod world;
+pub mod invariant;
+mod percolator;
+mod systems;
+pub mod world;
 
-pub use config::{ClockSkew, ConfigError, CostModel, CrashAt, PauseAt, SimConfig};
-pub use driver::Controller;
-pub use faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
-pub use harness::{RunOutput, RunSummary, run};
-pub use inspect::CellView;
-pub use nodes::client::{Armed, Client};
-pub use recorder::LOADER_CLIENT;
-pub use watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
-pub use workload::{BoxFuture, Worker, Workload, even_splits};
+pub use percolator::Percolator;
+pub use percolator::config::{ConfigError, CostModel, CrashAt, PauseAt, SimConfig};
+pub use percolator::inspect::{CellView, Controller};
+pub use percolator::nodes::client::{Armed, Client};
+pub use percolator::workload::{Worker, Workload, even_splits};
+pub use systems::SystemKind;
+pub use world::driver::FaultControl;
+pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
+pub use world::ids::{Counter, EventKind, FaultKind, Role};
+pub use world::phases::{RunOutput, RunSummary, run_system};
+pub use world::recorder::LOADER_CLIENT;
+pub use world::watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
+pub use world::{BoxFuture, ClockSkew, System, Tenant};
+
+use std::sync::Arc;
+
+/// Run `workload` on the Percolator cluster `cfg` with `seed`. `scenario`
+/// is stored in the history as the description of the run.
+pub fn run(
+    cfg: &SimConfig,
+    seed: u64,
+    workload: Arc<dyn Workload>,
+    scenario: serde_json::Value,
+) -> Result<RunOutput, ConfigError> {
+    cfg.validate()?;
+    let system = Percolator::new(cfg.clone(), workload);
+    Ok(run_system(&system, seed, scenario))
+}
 
 /// Whether this build simulates (always true: the crate does not build otherwise).
 pub const SIMULATED: bool = cfg!(madsim);

@@ -200,69 +200,10 @@ fn main() -> ExitCode {
                 percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
             }
         }
-        Command::Fuzz {
-            count,
-            seeds,
-            shard,
-            jobs,
-            time_limit,
-            workload,
-            faults,
-            ablate,
-            out,
-            jsonl,
-            check_determinism,
-            shrink_budget,
-            quiet,
-        } => {
-            let start = seeds.map(|s| s.0).unwrap_or(0);
-            let end = match (seeds, count) {
-                (_, Some(0)) => return fail("--count must be at least 1"),
-                (_, Some(n)) => start.saturating_add(n),
-                (Some((_, b)), None) => b,
-                (None, None) => start + DEFAULT_SEEDS,
-            };
-            if jobs == 0 || jobs > 256 {
-                return fail("--jobs must be between 1 and 256");
-            }
-            let mut ablations = percsim_protocol::Ablations::NONE;
-            for name in &ablate {
-                match percsim_protocol::Ablation::from_name(name) {
-                    Some(a) => ablations.insert(a),
-                    None => {
-                        return fail(&format!(
-                            "unknown ablation {name:?}; `percsim ablations --help` lists them"
-                        ));
-                    }
-                }
-            }
-            let (shard, source) =
-                match percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok()) {
-                    Ok(s) => s,
-                    Err(e) => return fail(&e),
-                };
-            let mix = Mix {
-                workloads: workload,
-                faults,
-                ablations,
-            };
-            if let Err(e) = mix.validate() {
-                return fail(&e);
-            }
-            let opts = Options {
-                start,
-                end,
-                shard,
-                jobs,
-                time_limit: time_limit.map(Duration::from_secs),
-                mix,
-                out,
-                check_determinism,
-                shrink_budget,
-                progress: !quiet,
-            };
-            cmd_fuzz(&opts, source, jsonl.as_deref())
-        }
+        fuzz @ Command::Fuzz { .. } => match fuzz_command(fuzz) {
+            Ok(code) => code,
+            Err(e) => return fail(&e),
+        },
         Command::Merge { files } => cmd_merge(&files),
         Command::Report { history, out, svg } => cmd_report(&history, &out, svg),
         Command::Export {
@@ -303,6 +244,70 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// `percsim fuzz`: check the flags, then run the campaign; a bad flag is
+/// an error message (exit 2).
+fn fuzz_command(cmd: Command) -> Result<i32, String> {
+    let Command::Fuzz {
+        count,
+        seeds,
+        shard,
+        jobs,
+        time_limit,
+        workload,
+        faults,
+        ablate,
+        out,
+        jsonl,
+        check_determinism,
+        shrink_budget,
+        quiet,
+    } = cmd
+    else {
+        return Err("not a fuzz command".into());
+    };
+    let start = seeds.map(|s| s.0).unwrap_or(0);
+    let end = match (seeds, count) {
+        (_, Some(0)) => return Err("--count must be at least 1".into()),
+        (_, Some(n)) => start.saturating_add(n),
+        (Some((_, b)), None) => b,
+        (None, None) => start + DEFAULT_SEEDS,
+    };
+    if jobs == 0 || jobs > 256 {
+        return Err("--jobs must be between 1 and 256".into());
+    }
+    let mut ablations = percsim_protocol::Ablations::NONE;
+    for name in &ablate {
+        match percsim_protocol::Ablation::from_name(name) {
+            Some(a) => ablations.insert(a),
+            None => {
+                return Err(format!(
+                    "unknown ablation {name:?}; `percsim ablations --help` lists them"
+                ));
+            }
+        }
+    }
+    let (shard, source) = percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok())?;
+    let mix = Mix {
+        workloads: workload,
+        faults,
+        ablations,
+    };
+    mix.validate()?;
+    let opts = Options {
+        start,
+        end,
+        shard,
+        jobs,
+        time_limit: time_limit.map(Duration::from_secs),
+        mix,
+        out,
+        check_determinism,
+        shrink_budget,
+        progress: !quiet,
+    };
+    Ok(cmd_fuzz(&opts, source, jsonl.as_deref()))
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -367,17 +372,16 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
         }
     }
     print_summary(&judged.result);
-    if let Some(h) = &judged.history {
-        let report = percsim_checker::check(h);
-        if report.allowed.total > 0 {
-            let allowed: Vec<String> = report
-                .allowed
-                .counts
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            println!("allowed under snapshot isolation: {}", allowed.join(" "));
-        }
+    if let Some(report) = &judged.report
+        && report.allowed.total > 0
+    {
+        let allowed: Vec<String> = report
+            .allowed
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!("allowed under snapshot isolation: {}", allowed.join(" "));
     }
     judged.result.verdict.exit_code()
 }

@@ -1,5 +1,5 @@
 //! The simulated processes: each runs as a madsim node whose `init` future
-//! is re-run on restart, with only the [`World`](crate::world::World)'s
+//! is re-run on restart, with only the cluster's
 //! durable state surviving a crash.
 
 pub(crate) mod client;

@@ -2,9 +2,9 @@
 //! when they stop renewing them; readers ask whether a lock's owner still
 //! holds its session.
 
-use crate::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
-use crate::serve::{CpuKind, Intake, Server, serve_costed};
-use crate::world::{World, liveness_addr};
+use crate::percolator::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
+use crate::percolator::{Cluster, CpuKind, liveness_addr};
+use crate::world::serve::{Intake, serve_costed};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant};
 use percsim_protocol::SessionId;
@@ -13,26 +13,26 @@ use std::sync::Arc;
 /// How long a scanner's row lock lasts if its holder never releases it.
 const ROW_LOCK_LEASE_MS: u64 = 2_000;
 
-pub(crate) async fn main(world: Arc<World>) {
+pub(crate) async fn main(cluster: Arc<Cluster>) {
     let ep = Endpoint::bind(liveness_addr())
         .await
         .expect("liveness: bind");
     // Sessions are memory only: a restart forgets them all, and every owner
     // then looks dead (safe: cleanup is synchronised on the primary).
-    world.lock(&world.sessions).clear();
-    world.lock(&world.row_locks).clear();
-    let cost = world.cfg.costs.service_request_us;
-    let at = Server::new(&ep, &world, CpuKind::Liveness);
-    serve_costed(&at, Intake::Busy, move |w: &World, req: RowLockCall| {
+    cluster.lock(&cluster.sessions).clear();
+    cluster.lock(&cluster.row_locks).clear();
+    let cost = cluster.cfg.costs.service_request_us;
+    let at = CpuKind::Liveness.server(&ep, &cluster);
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: RowLockCall| {
         (row_lock(w, req), cost)
     });
-    serve_costed(&at, Intake::Quiet, move |w: &World, req: OpenSession| {
+    serve_costed(&at, Intake::Quiet, move |w: &Cluster, req: OpenSession| {
         (open_session(w, req), cost)
     });
-    serve_costed(&at, Intake::Busy, move |w: &World, req: KeepAlive| {
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: KeepAlive| {
         (keep_alive(w, req), cost)
     });
-    serve_costed(&at, Intake::Busy, move |w: &World, req: IsAlive| {
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: IsAlive| {
         let alive = w
             .lock(&w.sessions)
             .get(&req.session)
@@ -44,8 +44,8 @@ pub(crate) async fn main(world: Arc<World>) {
 
 /// The scanners' lightweight row locks: memory only, with a lease so a
 /// crashed holder's lock lapses.
-fn row_lock(world: &World, req: RowLockCall) -> bool {
-    let mut locks = world.lock(&world.row_locks);
+fn row_lock(cluster: &Cluster, req: RowLockCall) -> bool {
+    let mut locks = cluster.lock(&cluster.row_locks);
     let now = Instant::now();
     if !req.lock {
         if locks.get(&req.row).is_some_and(|(h, _)| *h == req.holder) {
@@ -65,22 +65,22 @@ fn row_lock(world: &World, req: RowLockCall) -> bool {
     }
 }
 
-fn open_session(world: &World, req: OpenSession) -> SessionId {
-    let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
+fn open_session(cluster: &Cluster, req: OpenSession) -> SessionId {
+    let ttl = Duration::from_millis(cluster.cfg.session_ttl_ms);
     let id = {
-        let mut d = world.durable();
+        let mut d = cluster.durable();
         d.next_session += 1;
         SessionId(d.next_session)
     };
-    world
-        .lock(&world.sessions)
+    cluster
+        .lock(&cluster.sessions)
         .insert(id, (req.client, Instant::now() + ttl));
     id
 }
 
-fn keep_alive(world: &World, req: KeepAlive) -> bool {
-    let ttl = Duration::from_millis(world.cfg.session_ttl_ms);
-    let mut s = world.lock(&world.sessions);
+fn keep_alive(cluster: &Cluster, req: KeepAlive) -> bool {
+    let ttl = Duration::from_millis(cluster.cfg.session_ttl_ms);
+    let mut s = cluster.lock(&cluster.sessions);
     match s.get_mut(&req.session) {
         Some((_, expiry)) if *expiry > Instant::now() => {
             *expiry = Instant::now() + ttl;

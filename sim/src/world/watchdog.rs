@@ -62,10 +62,10 @@ impl Watchdog {
     /// is exceeded.
     pub(crate) fn tick(&self) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        if n % CHECK_EVERY != 0 {
+        if !n.is_multiple_of(CHECK_EVERY) {
             return;
         }
-        if let Some(why) = self.exceeded(n, n % (CHECK_EVERY * MEMORY_EVERY) == 0) {
+        if let Some(why) = self.exceeded(n, n.is_multiple_of(CHECK_EVERY * MEMORY_EVERY)) {
             panic!("{STUCK_MARKER} {why}");
         }
     }

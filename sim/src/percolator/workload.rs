@@ -1,18 +1,14 @@
 //! What a workload gives the simulator: initial data, tablet boundaries,
 //! the code each transaction thread runs, and its final invariant check.
 
-use crate::driver::Controller;
-use crate::nodes::client::Client;
+use crate::percolator::inspect::Controller;
+use crate::percolator::nodes::client::Client;
+pub use crate::world::BoxFuture;
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{ObserverBody, ObserverSpec};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-
-/// A boxed future, as workloads return them.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// A workload the simulator can run.
 pub trait Workload: Send + Sync + 'static {

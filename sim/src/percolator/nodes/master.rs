@@ -3,30 +3,30 @@
 //! while it loads. Ownership is recorded in the durable store (as Bigtable
 //! records it in Chubby); tablet servers serve only what they own.
 
-use crate::rpc::{Locate, Ping};
-use crate::serve::{CpuKind, Intake, Server, serve_costed};
-use crate::world::{World, master_addr, tablet_server_addr};
+use crate::percolator::rpc::{Locate, Ping};
+use crate::percolator::{Cluster, CpuKind, master_addr, tablet_server_addr};
+use crate::world::serve::{Intake, serve_costed};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant, sleep};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub(crate) async fn main(world: Arc<World>) {
+pub(crate) async fn main(cluster: Arc<Cluster>) {
     let ep = Arc::new(Endpoint::bind(master_addr()).await.expect("master: bind"));
-    let cost = world.cfg.costs.service_request_us;
-    let at = Server::new(&ep, &world, CpuKind::Master);
-    serve_costed(&at, Intake::Busy, move |w: &World, req: Locate| {
+    let cost = cluster.cfg.costs.service_request_us;
+    let at = CpuKind::Master.server(&ep, &cluster);
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: Locate| {
         let owner = w.durable().tablet_owner.get(req.tablet).copied().flatten();
         (owner, cost)
     });
-    let n = world.cfg.tablet_servers;
+    let n = cluster.cfg.tablet_servers;
     let mut misses = vec![0u32; n];
     // Tablets waiting to load on a new server, with the time they may.
     let mut loading: BTreeMap<usize, Instant> = BTreeMap::new();
-    let timeout = Duration::from_millis(world.cfg.heartbeat_ms.max(2) / 2);
+    let timeout = Duration::from_millis(cluster.cfg.heartbeat_ms.max(2) / 2);
     loop {
-        sleep(Duration::from_millis(world.cfg.heartbeat_ms)).await;
+        sleep(Duration::from_millis(cluster.cfg.heartbeat_ms)).await;
         let pings = (0..n).map(|i| {
             let ep = ep.clone();
             async move {
@@ -39,17 +39,17 @@ pub(crate) async fn main(world: Arc<World>) {
         for (i, ok) in alive.iter().enumerate() {
             misses[i] = if *ok { 0 } else { misses[i] + 1 };
         }
-        let dead = |i: usize| misses[i] >= world.cfg.heartbeat_misses;
+        let dead = |i: usize| misses[i] >= cluster.cfg.heartbeat_misses;
         let now = Instant::now();
-        let load = Duration::from_millis(world.cfg.tablet_load_ms);
-        let mut d = world.durable();
+        let load = Duration::from_millis(cluster.cfg.tablet_load_ms);
+        let mut d = cluster.durable();
         let owners = &mut d.tablet_owner;
         for (t, owner) in owners.iter_mut().enumerate() {
             match *owner {
                 Some(s) if dead(s) => {
                     *owner = None;
                     loading.insert(t, now + load);
-                    world.event("tablet_unavailable", json!({"tablet": t, "server": s}));
+                    cluster.event("tablet_unavailable", json!({"tablet": t, "server": s}));
                 }
                 None => {
                     loading.entry(t).or_insert(now + load);
@@ -73,7 +73,7 @@ pub(crate) async fn main(world: Arc<World>) {
             if let Some(s) = target {
                 owners[t] = Some(s);
                 loading.remove(&t);
-                world.event("tablet_moved", json!({"tablet": t, "server": s}));
+                cluster.event("tablet_moved", json!({"tablet": t, "server": s}));
             }
         }
     }

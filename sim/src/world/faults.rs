@@ -3,6 +3,7 @@
 //! simulator). Faults are active only in the workload phase; the healed
 //! phase removes them all.
 
+use crate::world::ids::FaultKind;
 use serde::{Deserialize, Serialize};
 
 /// How often random fault classes are rolled.
@@ -18,8 +19,8 @@ pub struct TimedFault {
     pub fault: Fault,
 }
 
-/// One fault. Nodes are named `oracle`, `liveness`, `master`,
-/// `tablet-N` and `client-N`.
+/// One fault. Nodes are named as their system names them (Percolator:
+/// `oracle`, `liveness`, `master`, `tablet-N` and `client-N`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
@@ -149,25 +150,53 @@ pub struct RandomFaults {
 }
 
 impl RandomFaults {
-    /// The classes by name, for validation and summaries.
+    /// The classes that are on, by name, for validation and summaries.
     pub fn classes(&self) -> Vec<(&'static str, &FaultClass)> {
+        self.kinds()
+            .into_iter()
+            .map(|(k, c)| (k.name(), c))
+            .collect()
+    }
+
+    /// The classes that are on, by kind.
+    pub fn kinds(&self) -> Vec<(FaultKind, &FaultClass)> {
         [
-            ("kill_client", &self.kill_client),
-            ("kill_tablet_server", &self.kill_tablet_server),
-            ("kill_oracle", &self.kill_oracle),
-            ("kill_liveness", &self.kill_liveness),
-            ("kill_master", &self.kill_master),
-            ("pause", &self.pause),
-            ("stall", &self.stall),
-            ("partition", &self.partition),
-            ("packet_loss", &self.packet_loss),
-            ("latency", &self.latency),
-            ("duplicate", &self.duplicate),
-            ("session_expiry", &self.session_expiry),
+            (FaultKind::KillClient, &self.kill_client),
+            (FaultKind::KillDataServer, &self.kill_tablet_server),
+            (FaultKind::KillCoordinator, &self.kill_oracle),
+            (FaultKind::KillLiveness, &self.kill_liveness),
+            (FaultKind::KillMaster, &self.kill_master),
+            (FaultKind::Pause, &self.pause),
+            (FaultKind::Stall, &self.stall),
+            (FaultKind::Partition, &self.partition),
+            (FaultKind::PacketLoss, &self.packet_loss),
+            (FaultKind::Latency, &self.latency),
+            (FaultKind::Duplicate, &self.duplicate),
+            (FaultKind::SessionExpiry, &self.session_expiry),
         ]
         .into_iter()
         .filter_map(|(n, c)| c.as_ref().map(|c| (n, c)))
         .collect()
+    }
+
+    /// The class of `kind`, for setting it (None for kinds that are no
+    /// random class: clock skew, crash and pause at a step).
+    pub fn class_mut(&mut self, kind: FaultKind) -> Option<&mut Option<FaultClass>> {
+        Some(match kind {
+            FaultKind::KillClient => &mut self.kill_client,
+            FaultKind::KillDataServer => &mut self.kill_tablet_server,
+            FaultKind::KillCoordinator => &mut self.kill_oracle,
+            FaultKind::KillLiveness => &mut self.kill_liveness,
+            FaultKind::KillMaster => &mut self.kill_master,
+            FaultKind::Pause => &mut self.pause,
+            FaultKind::Stall => &mut self.stall,
+            FaultKind::Partition => &mut self.partition,
+            FaultKind::PacketLoss => &mut self.packet_loss,
+            FaultKind::Latency => &mut self.latency,
+            FaultKind::Duplicate => &mut self.duplicate,
+            FaultKind::SessionExpiry => &mut self.session_expiry,
+            FaultKind::ClockSkew | FaultKind::CrashAtStep | FaultKind::PauseAtStep => return None,
+        })
     }
 }
 
@@ -182,6 +211,21 @@ pub struct FaultConfig {
 }
 
 impl Fault {
+    /// The class counted when the fault starts (kills are counted by the
+    /// role of the node killed; restarts and resumes are not counted).
+    pub(crate) fn kind(&self) -> Option<FaultKind> {
+        match self {
+            Fault::Pause { .. } => Some(FaultKind::Pause),
+            Fault::Stall { .. } => Some(FaultKind::Stall),
+            Fault::Partition { .. } => Some(FaultKind::Partition),
+            Fault::PacketLoss { .. } => Some(FaultKind::PacketLoss),
+            Fault::Latency { .. } => Some(FaultKind::Latency),
+            Fault::Duplicate { .. } => Some(FaultKind::Duplicate),
+            Fault::ExpireSession { .. } => Some(FaultKind::SessionExpiry),
+            Fault::Kill { .. } | Fault::Restart { .. } | Fault::Resume { .. } => None,
+        }
+    }
+
     /// The nodes the fault names.
     pub(crate) fn nodes(&self) -> Vec<&str> {
         match self {

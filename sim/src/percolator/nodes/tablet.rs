@@ -3,10 +3,10 @@
 //! row transaction; a request in flight at a crash may or may not have been
 //! applied, and its reply is lost.
 
-use crate::config::CostModel;
-use crate::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
-use crate::serve::{CpuKind, Intake, Server, serve, serve_costed};
-use crate::world::{Durable, World, tablet_server_addr};
+use crate::percolator::config::CostModel;
+use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
+use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
+use crate::world::serve::{Intake, serve, serve_costed};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
@@ -18,22 +18,22 @@ use std::sync::Arc;
 /// A request handler's result and the CPU time it cost (µs).
 type Costed<T> = (Result<T, NotServing>, u64);
 
-pub(crate) async fn main(world: Arc<World>, me: usize) {
+pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     let ep = Endpoint::bind(tablet_server_addr(me))
         .await
         .expect("tablet server: bind");
-    let at = Server::new(&ep, &world, CpuKind::Tablet);
+    let at = CpuKind::Tablet.server(&ep, &cluster);
     serve(&ep, Intake::Quiet, |_: Ping| async {});
-    serve_costed(&at, Intake::Busy, move |w: &World, call: RowCall| {
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, call: RowCall| {
         row_step(w, me, call)
     });
-    serve_costed(&at, Intake::Quiet, move |w: &World, call: ScanCall| {
+    serve_costed(&at, Intake::Quiet, move |w: &Cluster, call: ScanCall| {
         scan(w, me, call)
     });
-    serve_costed(&at, Intake::Quiet, move |w: &World, call: ScanNotify| {
+    serve_costed(&at, Intake::Quiet, move |w: &Cluster, call: ScanNotify| {
         scan_notify(w, me, call)
     });
-    serve_costed(&at, Intake::Busy, move |w: &World, call: RawCall| {
+    serve_costed(&at, Intake::Busy, move |w: &Cluster, call: RawCall| {
         raw(w, me, call)
     });
     std::future::pending::<()>().await
@@ -61,24 +61,24 @@ fn row_cost(c: &CostModel, read: u64, written: u64) -> u64 {
 }
 
 /// Whether server `me` owns `tablet` now and `row` belongs to it.
-fn serves(world: &World, d: &Durable, me: usize, tablet: usize, row: &str) -> bool {
-    d.tablet_owner.get(tablet).copied().flatten() == Some(me) && world.tablets.of(row) == tablet
+fn serves(cluster: &Cluster, d: &Durable, me: usize, tablet: usize, row: &str) -> bool {
+    d.tablet_owner.get(tablet).copied().flatten() == Some(me) && cluster.tablets.of(row) == tablet
 }
 
 /// One single-row transaction: read, decide, apply, with nothing in between.
-fn row_step(world: &World, me: usize, call: RowCall) -> Costed<RowReply> {
-    let costs = &world.cfg.costs;
-    let mut d = world.durable();
-    if !serves(world, &d, me, call.tablet, &call.row) {
+fn row_step(cluster: &Cluster, me: usize, call: RowCall) -> Costed<RowReply> {
+    let costs = &cluster.cfg.costs;
+    let mut d = cluster.durable();
+    if !serves(cluster, &d, me, call.tablet, &call.row) {
         return (Err(NotServing), costs.request_us);
     }
     let (reply, mutation) = match d.rows.get(&call.row) {
-        Some(row) => execute(row, &call.row, &call.req, world.cfg.ablations),
-        None => execute(&Row::default(), &call.row, &call.req, world.cfg.ablations),
+        Some(row) => execute(row, &call.row, &call.req, cluster.cfg.ablations),
+        None => execute(&Row::default(), &call.row, &call.req, cluster.cfg.ablations),
     };
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
-        world.recorder().bump("store.late_prewrite_rejected");
+        cluster.recorder().bump("store.late_prewrite_rejected");
     }
     let cost = row_cost(costs, cells_read(&call.req), mutation.ops.len() as u64);
     if !mutation.is_empty() {
@@ -94,10 +94,10 @@ fn row_step(world: &World, me: usize, call: RowCall) -> Costed<RowReply> {
 /// A raw Bigtable operation (no transaction): the baseline of the paper's
 /// Figure 8. A write puts one cell without reading the row; a read reads
 /// the newest version of one cell.
-fn raw(world: &World, me: usize, call: RawCall) -> Costed<RawReply> {
-    let costs = &world.cfg.costs;
-    let mut d = world.durable();
-    if !serves(world, &d, me, call.tablet, &call.row) {
+fn raw(cluster: &Cluster, me: usize, call: RawCall) -> Costed<RawReply> {
+    let costs = &cluster.cfg.costs;
+    let mut d = cluster.durable();
+    if !serves(cluster, &d, me, call.tablet, &call.row) {
         return (Err(NotServing), costs.request_us);
     }
     match call.write {
@@ -114,13 +114,13 @@ fn raw(world: &World, me: usize, call: RawCall) -> Costed<RawReply> {
 
 /// Snapshot reads of every row of `[start_row, end_row)` in one tablet.
 /// Empty `cols` means every column.
-fn scan(world: &World, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetResult)>> {
-    let costs = &world.cfg.costs;
-    let d = world.durable();
+fn scan(cluster: &Cluster, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetResult)>> {
+    let costs = &cluster.cfg.costs;
+    let d = cluster.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {
         return (Err(NotServing), costs.request_us);
     }
-    let (lo, hi) = world
+    let (lo, hi) = cluster
         .tablets
         .clip(call.tablet, &call.start_row, &call.end_row);
     let mut out = Vec::new();
@@ -137,7 +137,7 @@ fn scan(world: &World, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetRes
         };
         for col in cols {
             cost += 3 * costs.cell_read_us;
-            match get(row, key, col, call.start_ts, world.cfg.ablations) {
+            match get(row, key, col, call.start_ts, cluster.cfg.ablations) {
                 GetResult::Value(None) => {}
                 found => out.push((CellKey::new(key.clone(), col.clone()), found)),
             }
@@ -148,13 +148,17 @@ fn scan(world: &World, me: usize, call: ScanCall) -> Costed<Vec<(CellKey, GetRes
 
 /// The dirty cells of one tablet, from a random row on (the scanners'
 /// random starting point), at most `limit` of them.
-fn scan_notify(world: &World, me: usize, call: ScanNotify) -> Costed<Vec<(String, String, u64)>> {
-    let costs = &world.cfg.costs;
-    let d = world.durable();
+fn scan_notify(
+    cluster: &Cluster,
+    me: usize,
+    call: ScanNotify,
+) -> Costed<Vec<(String, String, u64)>> {
+    let costs = &cluster.cfg.costs;
+    let d = cluster.durable();
     if d.tablet_owner.get(call.tablet).copied().flatten() != Some(me) {
         return (Err(NotServing), costs.request_us);
     }
-    let (lo, hi) = world.tablets.clip(call.tablet, "", "\u{10ffff}");
+    let (lo, hi) = cluster.tablets.clip(call.tablet, "", "\u{10ffff}");
     if lo >= hi {
         return (Ok(Vec::new()), costs.request_us);
     }

@@ -1,10 +1,13 @@
-//! What a workload's driver may read of the world while it runs (a
-//! script's wait conditions and store assertions): one cell as the store
-//! holds it, whether a node is up, the run's counters. Reading never
-//! changes the schedule: no message is sent, no task is woken.
+//! What a Percolator workload's driver may do while it runs (a script's
+//! faults, wait conditions and store assertions): everything the world's
+//! [`FaultControl`] offers, plus one cell as the durable store holds it.
+//! Reading never changes the schedule: no message is sent, no task is woken.
 
-use crate::driver::Controller;
+use crate::percolator::Cluster;
+use crate::world::FaultControl;
+use crate::world::faults::Fault;
 use percsim_protocol::row::Column;
+use std::sync::Arc;
 
 /// One cell as the durable store holds it now.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -15,11 +18,26 @@ pub struct CellView {
     pub notify: Option<u64>,
 }
 
+/// Lets a workload's driver inject faults and read the cluster while it
+/// runs.
+pub struct Controller {
+    faults: FaultControl,
+    cluster: Arc<Cluster>,
+}
+
 impl Controller {
+    pub(crate) fn new(faults: FaultControl, cluster: Arc<Cluster>) -> Self {
+        Controller { faults, cluster }
+    }
+
+    /// Apply `fault` now.
+    pub fn inject(&self, fault: &Fault) {
+        self.faults.inject(fault);
+    }
+
     /// The cell `row`/`col` as the store holds it now.
     pub fn cell(&self, row: &str, col: &str) -> CellView {
-        let faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
-        let durable = faults.world().durable();
+        let durable = self.cluster.durable();
         let Some(r) = durable.rows.get(row) else {
             return CellView::default();
         };
@@ -31,25 +49,16 @@ impl Controller {
 
     /// Whether `node` is up: neither killed nor paused.
     pub fn node_up(&self, node: &str) -> bool {
-        !self
-            .faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_down(node)
+        self.faults.node_up(node)
     }
 
     /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
     pub fn counter(&self, name: &str) -> u64 {
-        let faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
-        let n = faults.world().recorder().counters.get(name).copied();
-        n.unwrap_or(0)
+        self.faults.counter(name)
     }
 
     /// Heal every partition in force now.
     pub fn heal_partitions(&self) {
-        self.faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .heal_partitions();
+        self.faults.heal_partitions();
     }
 }

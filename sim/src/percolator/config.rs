@@ -1,19 +1,10 @@
 //! What a simulated cluster is made of and how it behaves.
 
-use crate::faults::FaultConfig;
+use crate::world::ClockSkew;
+use crate::world::faults::FaultConfig;
 use percsim_protocol::Ablations;
 use percsim_protocol::client::{ClientConfig, StepPoint};
 use serde::{Deserialize, Serialize};
-
-/// A client's wall clock relative to true simulated time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClockSkew {
-    /// Constant offset added to the clock (ms; may be negative).
-    pub offset_ms: i64,
-    /// Drift in parts per million (positive runs fast).
-    pub drift_ppm: i64,
-}
 
 /// Kill a client at a named step of one of its transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,13 +82,6 @@ impl Default for CostModel {
             oracle_request_us: 5,
             service_request_us: 10,
         }
-    }
-}
-
-impl CostModel {
-    /// The cost of a request whose fixed part is `us`, or zero when off.
-    pub(crate) fn charge(&self, us: u64) -> u64 {
-        if self.enabled { us } else { 0 }
     }
 }
 
@@ -197,12 +181,14 @@ pub struct ConfigError {
 impl SimConfig {
     /// Check the configuration for impossible settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field: &str, problem: &str| {
-            Err(ConfigError {
-                field: field.to_string(),
-                problem: problem.to_string(),
-            })
-        };
+        self.check_sizes()?;
+        self.check_steps()?;
+        self.check_faults()?;
+        self.check_costs()
+    }
+
+    /// Node counts, timeouts and clocks.
+    fn check_sizes(&self) -> Result<(), ConfigError> {
         let limits: [(&str, usize, usize); 4] = [
             ("tablet_servers", self.tablet_servers, 200),
             ("tablets", self.tablets, 10_000),
@@ -235,40 +221,36 @@ impl SimConfig {
         if self.clocks.len() > self.clients {
             return err("clocks", "more clock entries than clients");
         }
-        for (i, c) in self.crashes.iter().enumerate() {
-            if c.client >= self.clients {
+        Ok(())
+    }
+
+    /// Crashes and pauses at named steps name existing clients.
+    fn check_steps(&self) -> Result<(), ConfigError> {
+        let steps = self.crashes.iter().map(|c| ("crashes", c.client, c.txn));
+        let pauses = self.pauses.iter().map(|p| ("pauses", p.client, p.txn));
+        let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
+        for (list, client, txn) in steps.chain(pauses) {
+            let i = index.entry(list).or_default();
+            if client >= self.clients {
                 return err(
-                    &format!("crashes[{i}].client"),
-                    &format!(
-                        "client {} does not exist ({} clients)",
-                        c.client, self.clients
-                    ),
+                    &format!("{list}[{i}].client"),
+                    &format!("client {client} does not exist ({} clients)", self.clients),
                 );
             }
-            if c.txn == 0 {
+            if txn == 0 {
                 return err(
-                    &format!("crashes[{i}].txn"),
+                    &format!("{list}[{i}].txn"),
                     "transactions are counted from 1",
                 );
             }
+            *i += 1;
         }
-        for (i, p) in self.pauses.iter().enumerate() {
-            if p.client >= self.clients {
-                return err(
-                    &format!("pauses[{i}].client"),
-                    &format!(
-                        "client {} does not exist ({} clients)",
-                        p.client, self.clients
-                    ),
-                );
-            }
-            if p.txn == 0 {
-                return err(
-                    &format!("pauses[{i}].txn"),
-                    "transactions are counted from 1",
-                );
-            }
-        }
+        Ok(())
+    }
+
+    /// Timed faults name existing nodes and clients with sensible values;
+    /// random classes have sensible probabilities and durations.
+    fn check_faults(&self) -> Result<(), ConfigError> {
         let nodes = self.node_names();
         for (i, t) in self.faults.schedule.iter().enumerate() {
             let field = format!("faults.schedule[{i}]");
@@ -297,6 +279,11 @@ impl SimConfig {
                 return err(&format!("faults.random.{name}"), &p);
             }
         }
+        Ok(())
+    }
+
+    /// Cores of the cost model and the phases' lengths.
+    fn check_costs(&self) -> Result<(), ConfigError> {
         let c = &self.costs;
         for (field, cores) in [
             ("costs.tablet_cores", c.tablet_cores),
@@ -312,6 +299,14 @@ impl SimConfig {
         }
         Ok(())
     }
+}
+
+/// A [`ConfigError`] for `field`.
+fn err(field: &str, problem: &str) -> Result<(), ConfigError> {
+    Err(ConfigError {
+        field: field.to_string(),
+        problem: problem.to_string(),
+    })
 }
 
 impl SimConfig {

@@ -2,8 +2,9 @@
 //! tick, undoes faults when their time is up, and heals everything at the
 //! end of the workload phase. Every fault is recorded as a history event.
 
-use crate::faults::{FAULT_TICK_MS, Fault, FaultClass};
-use crate::world::World;
+use crate::world::faults::{FAULT_TICK_MS, Fault, FaultClass, RandomFaults};
+use crate::world::ids::{EventKind, FaultKind, Role};
+use crate::world::{NetFaults, Tenant, World};
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
@@ -33,10 +34,58 @@ enum NetFault {
     Duplicate(f64, u64),
 }
 
+/// A node as the fault driver knows it.
+#[derive(Debug, Clone)]
+pub(crate) struct Known {
+    pub id: NodeId,
+    pub role: Role,
+    pub index: usize,
+}
+
+/// The nodes of a run, in the order they started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registry {
+    order: Vec<String>,
+    nodes: BTreeMap<String, Known>,
+}
+
+impl Registry {
+    pub(crate) fn add(&mut self, name: String, known: Known) {
+        self.order.push(name.clone());
+        self.nodes.insert(name, known);
+    }
+
+    fn get(&self, name: &str) -> Option<&Known> {
+        self.nodes.get(name)
+    }
+
+    fn id(&self, name: &str) -> Option<NodeId> {
+        self.get(name).map(|k| k.id)
+    }
+
+    /// Every node's name, in start order.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.order
+    }
+
+    /// The names of the nodes of `role`, in start order.
+    fn of(&self, role: Role) -> Vec<&String> {
+        self.order
+            .iter()
+            .filter(|n| self.nodes[n.as_str()].role == role)
+            .collect()
+    }
+
+    fn count(&self, role: Role) -> usize {
+        self.of(role).len()
+    }
+}
+
 /// Fault state shared by the driver loop and the crash-at-step handler.
 pub(crate) struct Faults {
     world: Arc<World>,
-    ids: BTreeMap<String, NodeId>,
+    tenant: Arc<dyn Tenant>,
+    ids: Registry,
     killed: BTreeSet<String>,
     paused: BTreeSet<String>,
     undo: Vec<(Instant, Undo)>,
@@ -47,9 +96,10 @@ pub(crate) struct Faults {
 pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
 
 impl Faults {
-    pub(crate) fn new(world: Arc<World>, ids: BTreeMap<String, NodeId>) -> SharedFaults {
+    pub(crate) fn new(world: Arc<World>, tenant: Arc<dyn Tenant>, ids: Registry) -> SharedFaults {
         Arc::new(Mutex::new(Faults {
             world,
+            tenant,
             ids,
             killed: BTreeSet::new(),
             paused: BTreeSet::new(),
@@ -59,35 +109,28 @@ impl Faults {
         }))
     }
 
-    fn client_index(name: &str) -> Option<usize> {
-        name.strip_prefix("client-")?.parse().ok()
-    }
-
     /// Kill `node` now; restart it after `restart_after_ms` (else at heal).
     pub(crate) fn kill(&mut self, node: &str, restart_after_ms: Option<u64>) {
-        let Some(&id) = self.ids.get(node) else {
+        let Some(known) = self.ids.get(node).cloned() else {
             return;
         };
         if self.killed.contains(node) {
             return;
         }
         if self.paused.remove(node) {
-            Handle::current().resume(id);
+            Handle::current().resume(known.id);
         }
-        Handle::current().kill(id);
+        Handle::current().kill(known.id);
+        self.world.node_stopped(node);
         self.killed.insert(node.to_string());
-        let class = if node.starts_with("client-") {
-            "kill_client".to_string()
-        } else if node.starts_with("tablet-") {
-            "kill_tablet_server".to_string()
-        } else {
-            format!("kill_{node}")
-        };
-        self.world.recorder().bump(&format!("fault.{class}"));
-        if let Some(c) = Self::client_index(node) {
-            self.world.client_died(c);
+        let class = FaultKind::kill_of(known.role);
+        self.world.recorder().bump(&class.counter());
+        if known.role == Role::Client {
+            // Its transactions in progress will never finish.
+            self.world.recorder().orphan(known.index as u64);
         }
-        self.world.event("kill", json!({"node": node}));
+        self.world
+            .world_event(EventKind::Kill, json!({"node": node}));
         if let Some(ms) = restart_after_ms {
             self.undo.push((
                 Instant::now() + Duration::from_millis(ms),
@@ -97,29 +140,20 @@ impl Faults {
     }
 
     fn restart(&mut self, node: &str) {
-        let Some(&id) = self.ids.get(node) else {
+        let Some(id) = self.ids.id(node) else {
             return;
         };
         if !self.killed.remove(node) {
             return;
         }
         Handle::current().restart(id);
-        self.world.event("restart", json!({"node": node}));
+        self.world
+            .world_event(EventKind::Restart, json!({"node": node}));
     }
 
     pub(crate) fn apply(&mut self, fault: &Fault) {
-        let class = match fault {
-            Fault::Pause { .. } => Some("pause"),
-            Fault::Stall { .. } => Some("stall"),
-            Fault::Partition { .. } => Some("partition"),
-            Fault::PacketLoss { .. } => Some("packet_loss"),
-            Fault::Latency { .. } => Some("latency"),
-            Fault::Duplicate { .. } => Some("duplicate"),
-            Fault::ExpireSession { .. } => Some("session_expiry"),
-            Fault::Kill { .. } | Fault::Restart { .. } | Fault::Resume { .. } => None,
-        };
-        if let Some(class) = class {
-            self.world.recorder().bump(&format!("fault.{class}"));
+        if let Some(class) = fault.kind() {
+            self.world.recorder().bump(&class.counter());
         }
         let now = Instant::now();
         let after = |ms: u64| now + Duration::from_millis(ms);
@@ -130,68 +164,15 @@ impl Faults {
             } => self.kill(node, *restart_after_ms),
             Fault::Restart { node } => self.restart(node),
             Fault::Resume { node } => self.run_undo(Undo::Resume(node.clone())),
-            Fault::Pause { node, duration_ms } => {
-                let Some(&id) = self.ids.get(node) else {
-                    return;
-                };
-                if self.killed.contains(node) || !self.paused.insert(node.clone()) {
-                    return;
-                }
-                Handle::current().pause(id);
-                self.world
-                    .event("pause", json!({"node": node, "duration_ms": duration_ms}));
-                self.undo
-                    .push((after(*duration_ms), Undo::Resume(node.clone())));
-            }
+            Fault::Pause { node, duration_ms } => self.pause(node, *duration_ms),
             Fault::Stall {
                 client,
                 duration_ms,
-            } => {
-                let until = after(*duration_ms);
-                let mut stalled = self.world.lock(&self.world.stalled);
-                let end = stalled.entry(*client).or_insert(until);
-                *end = (*end).max(until);
-                drop(stalled);
-                self.world.event(
-                    "stall",
-                    json!({"client": client, "duration_ms": duration_ms}),
-                );
-                self.undo.push((until, Undo::Unstall(*client)));
-            }
-            Fault::Partition {
-                a,
-                b,
-                one_way,
-                duration_ms,
-            } => {
-                let net = NetSim::current();
-                let mut links = Vec::new();
-                for x in a.iter().filter_map(|n| self.ids.get(n)) {
-                    for y in b.iter().filter_map(|n| self.ids.get(n)) {
-                        if x == y {
-                            continue;
-                        }
-                        links.push((*x, *y));
-                        if !one_way {
-                            links.push((*y, *x));
-                        }
-                    }
-                }
-                let mut cut = self.world.lock(&self.world.cut);
-                for (x, y) in &links {
-                    net.clog_link(*x, *y);
-                    *cut.entry((*x, *y)).or_default() += 1;
-                }
-                drop(cut);
-                self.world.event(
-                    "partition",
-                    json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
-                );
-                self.undo.push((after(*duration_ms), Undo::Unclog(links)));
-            }
+            } => self.stall(*client, *duration_ms),
+            Fault::Partition { .. } => self.partition(fault),
             Fault::PacketLoss { rate, duration_ms } => {
-                self.world.event(
-                    "packet_loss",
+                self.world.world_event(
+                    EventKind::PacketLoss,
                     json!({"rate": rate, "duration_ms": duration_ms}),
                 );
                 self.start_net(NetFault::Loss(*rate), after(*duration_ms));
@@ -201,8 +182,8 @@ impl Faults {
                 max_ms,
                 duration_ms,
             } => {
-                self.world.event(
-                    "latency",
+                self.world.world_event(
+                    EventKind::Latency,
                     json!({"min_ms": min_ms, "max_ms": max_ms, "duration_ms": duration_ms}),
                 );
                 self.start_net(NetFault::Latency(*min_ms, *max_ms), after(*duration_ms));
@@ -212,8 +193,8 @@ impl Faults {
                 max_delay_ms,
                 duration_ms,
             } => {
-                self.world.event(
-                    "duplicate",
+                self.world.world_event(
+                    EventKind::Duplicate,
                     json!({"rate": rate, "max_delay_ms": max_delay_ms, "duration_ms": duration_ms}),
                 );
                 self.start_net(
@@ -222,13 +203,80 @@ impl Faults {
                 );
             }
             Fault::ExpireSession { client } => {
+                self.tenant.expire_session(*client);
                 self.world
-                    .lock(&self.world.sessions)
-                    .retain(|_, (c, _)| c != client);
-                self.world
-                    .event("session_expired", json!({"client": client}));
+                    .world_event(EventKind::SessionExpired, json!({"client": client}));
             }
         }
+    }
+
+    /// Freeze `node` for `duration_ms` (not if it is dead or paused already).
+    fn pause(&mut self, node: &str, duration_ms: u64) {
+        let Some(id) = self.ids.id(node) else {
+            return;
+        };
+        if self.killed.contains(node) || !self.paused.insert(node.to_string()) {
+            return;
+        }
+        Handle::current().pause(id);
+        self.world.world_event(
+            EventKind::Pause,
+            json!({"node": node, "duration_ms": duration_ms}),
+        );
+        let until = Instant::now() + Duration::from_millis(duration_ms);
+        self.undo.push((until, Undo::Resume(node.to_string())));
+    }
+
+    /// Stall `client`'s transaction threads for `duration_ms`.
+    fn stall(&mut self, client: usize, duration_ms: u64) {
+        let until = Instant::now() + Duration::from_millis(duration_ms);
+        let mut stalled = self.world.stalled();
+        let end = stalled.entry(client).or_insert(until);
+        *end = (*end).max(until);
+        drop(stalled);
+        self.world.world_event(
+            EventKind::Stall,
+            json!({"client": client, "duration_ms": duration_ms}),
+        );
+        self.undo.push((until, Undo::Unstall(client)));
+    }
+
+    /// Cut the links of a [`Fault::Partition`].
+    fn partition(&mut self, fault: &Fault) {
+        let Fault::Partition {
+            a,
+            b,
+            one_way,
+            duration_ms,
+        } = fault
+        else {
+            return;
+        };
+        let net = NetSim::current();
+        let mut links = Vec::new();
+        for x in a.iter().filter_map(|n| self.ids.id(n)) {
+            for y in b.iter().filter_map(|n| self.ids.id(n)) {
+                if x == y {
+                    continue;
+                }
+                links.push((x, y));
+                if !one_way {
+                    links.push((y, x));
+                }
+            }
+        }
+        let mut cut = self.world.cut();
+        for (x, y) in &links {
+            net.clog_link(*x, *y);
+            *cut.entry((*x, *y)).or_default() += 1;
+        }
+        drop(cut);
+        self.world.world_event(
+            EventKind::Partition,
+            json!({"a": a, "b": b, "one_way": one_way, "duration_ms": duration_ms}),
+        );
+        let until = Instant::now() + Duration::from_millis(*duration_ms);
+        self.undo.push((until, Undo::Unclog(links)));
     }
 
     fn start_net(&mut self, f: NetFault, until: Instant) {
@@ -259,9 +307,10 @@ impl Faults {
             c.send_latency = Duration::from_millis(latency.0)
                 ..Duration::from_millis(latency.1.max(latency.0 + 1));
         });
-        let mut net = self.world.lock(&self.world.net);
-        net.duplicate_rate = dup_rate;
-        net.duplicate_max_delay_ms = dup_delay;
+        self.world.set_net(NetFaults {
+            duplicate_rate: dup_rate,
+            duplicate_max_delay_ms: dup_delay,
+        });
     }
 
     fn run_undo(&mut self, u: Undo) {
@@ -269,15 +318,16 @@ impl Faults {
             Undo::Restart(node) => self.restart(&node),
             Undo::Resume(node) => {
                 if self.paused.remove(&node)
-                    && let Some(&id) = self.ids.get(&node)
+                    && let Some(id) = self.ids.id(&node)
                 {
                     Handle::current().resume(id);
-                    self.world.event("resume", json!({"node": node}));
+                    self.world
+                        .world_event(EventKind::Resume, json!({"node": node}));
                 }
             }
             Undo::Unclog(links) => {
                 let net = NetSim::current();
-                let mut cut = self.world.lock(&self.world.cut);
+                let mut cut = self.world.cut();
                 for (x, y) in links {
                     let left = cut.get(&(x, y)).copied().unwrap_or(1) - 1;
                     if left == 0 {
@@ -288,10 +338,11 @@ impl Faults {
                     }
                 }
                 drop(cut);
-                self.world.event("partition_healed", json!({}));
+                self.world
+                    .world_event(EventKind::PartitionHealed, json!({}));
             }
             Undo::Unstall(client) => {
-                let mut stalled = self.world.lock(&self.world.stalled);
+                let mut stalled = self.world.stalled();
                 if stalled.get(&client).is_some_and(|t| *t <= Instant::now()) {
                     stalled.remove(&client);
                 }
@@ -341,7 +392,7 @@ impl Faults {
         for (_, u) in std::mem::take(&mut self.undo) {
             self.run_undo(u);
         }
-        self.world.lock(&self.world.stalled).clear();
+        self.world.stalled().clear();
         for node in self.paused.clone() {
             self.run_undo(Undo::Resume(node));
         }
@@ -356,30 +407,27 @@ impl Faults {
 /// Run the workload phase until `until`: timed faults at their times,
 /// random classes rolled every [`FAULT_TICK_MS`].
 pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, until: Instant) {
-    let start = world.start;
+    let start = world.start();
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6661_756c_7473);
-    let mut schedule = world.cfg.faults.schedule.clone();
+    let mut schedule = world.config().faults.schedule.clone();
     schedule.sort_by_key(|t| t.at_ms);
     let mut schedule = schedule.into_iter().peekable();
-    let random = world.cfg.faults.random.clone();
+    let random = world.config().faults.random.clone();
+    let nodes = lock_faults(&faults).ids.clone();
     let tick = Duration::from_millis(10);
     let mut next_roll = Instant::now() + Duration::from_millis(FAULT_TICK_MS);
     let mut ticks = 0u64;
-    while Instant::now() < until
-        && !world
-            .workload_done
-            .load(std::sync::atomic::Ordering::Relaxed)
-    {
+    while Instant::now() < until && !world.workload_done() {
         let now_ms = (Instant::now() - start).as_millis() as u64;
         {
-            let mut f = faults.lock().unwrap_or_else(|e| e.into_inner());
+            let mut f = lock_faults(&faults);
             while let Some(t) = schedule.next_if(|t| t.at_ms <= now_ms) {
                 f.apply(&t.fault);
             }
             f.undo_due();
             if Instant::now() >= next_roll {
                 next_roll += Duration::from_millis(FAULT_TICK_MS);
-                for fault in roll(&random, &world, &mut rng) {
+                for fault in roll(&random, &nodes, &mut rng) {
                     f.apply(&fault);
                 }
             }
@@ -393,70 +441,91 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
     }
 }
 
+pub(crate) fn lock_faults(f: &SharedFaults) -> std::sync::MutexGuard<'_, Faults> {
+    f.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn duration(rng: &mut ChaCha8Rng, c: &FaultClass) -> u64 {
     rng.random_range(c.min_duration_ms..=c.max_duration_ms)
 }
 
-/// Roll every random fault class once.
-fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) -> Vec<Fault> {
-    let cfg = &world.cfg;
-    let mut out = Vec::new();
-    let client = |rng: &mut ChaCha8Rng| format!("client-{}", rng.random_range(0..cfg.clients));
-    let server =
-        |rng: &mut ChaCha8Rng| format!("tablet-{}", rng.random_range(0..cfg.tablet_servers));
-    let fire = |c: &Option<FaultClass>, rng: &mut ChaCha8Rng| -> Option<FaultClass> {
-        let c = c.as_ref()?;
-        rng.random_bool(c.probability.clamp(0.0, 1.0))
-            .then(|| c.clone())
-    };
-    if let Some(c) = fire(&r.kill_client, rng) {
-        let node = client(rng);
-        out.push(Fault::Kill {
-            node,
-            restart_after_ms: Some(duration(rng, &c)),
-        });
+/// Whether class `c` (if on) fires at this tick.
+fn fire(c: &Option<FaultClass>, rng: &mut ChaCha8Rng) -> Option<FaultClass> {
+    let c = c.as_ref()?;
+    rng.random_bool(c.probability.clamp(0.0, 1.0))
+        .then(|| c.clone())
+}
+
+/// A random node of `role` (none if the system has no such node).
+fn pick(nodes: &Registry, role: Role, rng: &mut ChaCha8Rng) -> Option<String> {
+    let of = nodes.of(role);
+    if of.is_empty() {
+        return None;
     }
-    if let Some(c) = fire(&r.kill_tablet_server, rng) {
-        let node = server(rng);
-        out.push(Fault::Kill {
-            node,
-            restart_after_ms: Some(duration(rng, &c)),
-        });
-    }
-    for (class, node) in [
-        (&r.kill_oracle, "oracle"),
-        (&r.kill_liveness, "liveness"),
-        (&r.kill_master, "master"),
+    Some(of[rng.random_range(0..of.len())].clone())
+}
+
+/// Roll the kill classes: clients and data servers at random, the single
+/// coordinator, liveness service and master by role.
+fn roll_kills(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mut Vec<Fault>) {
+    for (class, role) in [
+        (&r.kill_client, Role::Client),
+        (&r.kill_tablet_server, Role::DataServer),
     ] {
-        if let Some(c) = fire(class, rng) {
+        if let Some(c) = fire(class, rng)
+            && let Some(node) = pick(nodes, role, rng)
+        {
+            out.push(Fault::Kill {
+                node,
+                restart_after_ms: Some(duration(rng, &c)),
+            });
+        }
+    }
+    for (class, role) in [
+        (&r.kill_oracle, Role::Coordinator),
+        (&r.kill_liveness, Role::Liveness),
+        (&r.kill_master, Role::Master),
+    ] {
+        if let Some(c) = fire(class, rng)
+            && let Some(node) = nodes.of(role).first()
+        {
             out.push(Fault::Kill {
                 node: node.to_string(),
                 restart_after_ms: Some(duration(rng, &c)),
             });
         }
     }
+}
+
+/// Roll the node classes: pause, stall, partition, session expiry.
+fn roll_nodes(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mut Vec<Fault>) {
+    let clients = nodes.count(Role::Client);
     if let Some(c) = fire(&r.pause, rng) {
-        let node = if rng.random_bool(0.5) {
-            client(rng)
+        let role = if rng.random_bool(0.5) {
+            Role::Client
         } else {
-            server(rng)
+            Role::DataServer
         };
-        out.push(Fault::Pause {
-            node,
-            duration_ms: duration(rng, &c),
-        });
+        if let Some(node) = pick(nodes, role, rng) {
+            out.push(Fault::Pause {
+                node,
+                duration_ms: duration(rng, &c),
+            });
+        }
     }
-    if let Some(c) = fire(&r.stall, rng) {
-        let client = rng.random_range(0..cfg.clients);
+    if let Some(c) = fire(&r.stall, rng)
+        && clients > 0
+    {
+        let client = rng.random_range(0..clients);
         out.push(Fault::Stall {
             client,
             duration_ms: duration(rng, &c),
         });
     }
     if let Some(c) = fire(&r.partition, rng) {
-        let names = cfg.node_names();
+        let names = nodes.names();
         let victim = names[rng.random_range(0..names.len())].clone();
-        let rest: Vec<String> = names.into_iter().filter(|n| *n != victim).collect();
+        let rest: Vec<String> = names.iter().filter(|n| **n != victim).cloned().collect();
         let one_way = rng.random_bool(0.3);
         out.push(Fault::Partition {
             a: vec![victim],
@@ -465,6 +534,10 @@ fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) ->
             duration_ms: duration(rng, &c),
         });
     }
+}
+
+/// Roll the message classes: loss, latency, duplication.
+fn roll_messages(r: &RandomFaults, rng: &mut ChaCha8Rng, out: &mut Vec<Fault>) {
     if let Some(c) = fire(&r.packet_loss, rng) {
         out.push(Fault::PacketLoss {
             rate: c.rate,
@@ -487,30 +560,56 @@ fn roll(r: &crate::faults::RandomFaults, world: &World, rng: &mut ChaCha8Rng) ->
             duration_ms: d,
         });
     }
-    if let Some(_c) = fire(&r.session_expiry, rng) {
+}
+
+/// Roll every random fault class once, in a fixed order (the order is
+/// part of the seed's meaning: changing it changes every run).
+fn roll(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng) -> Vec<Fault> {
+    let mut out = Vec::new();
+    roll_kills(r, nodes, rng, &mut out);
+    roll_nodes(r, nodes, rng, &mut out);
+    roll_messages(r, rng, &mut out);
+    let clients = nodes.count(Role::Client);
+    if fire(&r.session_expiry, rng).is_some() && clients > 0 {
         out.push(Fault::ExpireSession {
-            client: rng.random_range(0..cfg.clients),
+            client: rng.random_range(0..clients),
         });
     }
     out
 }
 
-/// Lets a workload's driver inject faults while it runs (the `script`
-/// workload pauses, resumes and kills nodes at exact steps).
-pub struct Controller {
-    pub(crate) faults: SharedFaults,
+/// Lets a system's driver task inject faults and look at the world while
+/// it runs (the `script` workload pauses, resumes and kills nodes at exact
+/// steps and waits for nodes to be up). Reading never changes the
+/// schedule: no message is sent, no task is woken.
+pub struct FaultControl {
+    faults: SharedFaults,
 }
 
-impl Controller {
+impl FaultControl {
     pub(crate) fn new(faults: SharedFaults) -> Self {
-        Controller { faults }
+        FaultControl { faults }
     }
 
     /// Apply `fault` now.
     pub fn inject(&self, fault: &Fault) {
-        self.faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .apply(fault);
+        lock_faults(&self.faults).apply(fault);
+    }
+
+    /// Whether `node` is up: neither killed nor paused.
+    pub fn node_up(&self, node: &str) -> bool {
+        !lock_faults(&self.faults).is_down(node)
+    }
+
+    /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
+    pub fn counter(&self, name: &str) -> u64 {
+        let faults = lock_faults(&self.faults);
+        let n = faults.world().recorder().counters().get(name).copied();
+        n.unwrap_or(0)
+    }
+
+    /// Heal every partition in force now.
+    pub fn heal_partitions(&self) {
+        lock_faults(&self.faults).heal_partitions();
     }
 }

@@ -72,27 +72,34 @@ where
     }
 }
 
-/// Where a node serves: its endpoint, its world and its processor.
-pub(crate) struct Server<'a> {
+/// Where a node serves: its endpoint, its world, the system state its
+/// handlers read (`C`), and its processor.
+pub(crate) struct Server<'a, C> {
     ep: &'a Endpoint,
     world: &'a Arc<World>,
+    ctx: &'a Arc<C>,
     cpu: Arc<Mutex<Cpu>>,
+    /// Whether requests cost CPU time at all (the cost model is on).
+    costed: bool,
 }
 
-impl<'a> Server<'a> {
-    /// A node of `kind` serving at `ep`, with an idle processor of as many
-    /// cores as the cost model gives that kind.
-    pub(crate) fn new(ep: &'a Endpoint, world: &'a Arc<World>, kind: CpuKind) -> Self {
-        let c = &world.cfg.costs;
-        let cores = match kind {
-            CpuKind::Tablet => c.tablet_cores,
-            CpuKind::Oracle => c.oracle_cores,
-            CpuKind::Liveness | CpuKind::Master => c.service_cores,
-        };
+impl<'a, C: Send + Sync + 'static> Server<'a, C> {
+    /// A node serving at `ep` with handlers over `ctx`, and an idle
+    /// processor of `cores` cores whose busy time is counted under
+    /// `counter`; requests cost CPU time only if `costed`.
+    pub(crate) fn new(
+        ep: &'a Endpoint,
+        world: &'a Arc<World>,
+        ctx: &'a Arc<C>,
+        cpu: (&'static str, usize),
+        costed: bool,
+    ) -> Self {
         Server {
             ep,
             world,
-            cpu: Cpu::new(kind, cores),
+            ctx,
+            cpu: Cpu::new(cpu.0, cpu.1),
+            costed,
         }
     }
 }
@@ -101,60 +108,36 @@ impl<'a> Server<'a> {
 /// applied on arrival) and reports its CPU cost in µs; the reply leaves when
 /// `cpu` has done that work (see [`spend`]). Costs are charged only when the
 /// cost model is on.
-pub(crate) fn serve_costed<R, F>(at: &Server<'_>, intake: Intake, f: F)
+pub(crate) fn serve_costed<C, R, F>(at: &Server<'_, C>, intake: Intake, f: F)
 where
+    C: Send + Sync + 'static,
     R: Request,
-    F: Fn(&World, R) -> (R::Response, u64) + Clone + Send + Sync + 'static,
+    F: Fn(&C, R) -> (R::Response, u64) + Clone + Send + Sync + 'static,
 {
-    let (world, cpu) = (at.world.clone(), at.cpu.clone());
+    let (world, ctx, cpu, costed) = (at.world.clone(), at.ctx.clone(), at.cpu.clone(), at.costed);
     serve(at.ep, intake, move |req: R| {
-        let (world, cpu, f) = (world.clone(), cpu.clone(), f.clone());
+        let (world, ctx, cpu, f) = (world.clone(), ctx.clone(), cpu.clone(), f.clone());
         async move {
-            let (reply, cost_us) = f(&world, req);
-            spend(&world, &cpu, world.cfg.costs.charge(cost_us)).await;
+            let (reply, cost_us) = f(&ctx, req);
+            spend(&world, &cpu, if costed { cost_us } else { 0 }).await;
             reply
         }
     });
 }
 
-/// The kinds of node that spend CPU time, as counters name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CpuKind {
-    /// A tablet server.
-    Tablet,
-    /// The timestamp oracle.
-    Oracle,
-    /// The liveness (lock) service.
-    Liveness,
-    /// The master.
-    Master,
-}
-
-impl CpuKind {
-    /// The counter of busy CPU microseconds for this kind of node, summed
-    /// over its nodes during the workload phase.
-    pub(crate) fn counter(self) -> &'static str {
-        match self {
-            CpuKind::Tablet => "cpu.busy_us.tablet",
-            CpuKind::Oracle => "cpu.busy_us.oracle",
-            CpuKind::Liveness => "cpu.busy_us.liveness",
-            CpuKind::Master => "cpu.busy_us.master",
-        }
-    }
-}
-
 /// One node incarnation's processor: `cores` cores, each free from some
 /// simulated instant on. It lives in the node's memory and dies with it.
 pub(crate) struct Cpu {
-    kind: CpuKind,
+    /// The counter of busy CPU microseconds of this kind of node.
+    counter: &'static str,
     free_at_ns: Vec<u64>,
 }
 
 impl Cpu {
     /// A processor with `cores` cores (at least one), all idle.
-    pub(crate) fn new(kind: CpuKind, cores: usize) -> Arc<Mutex<Cpu>> {
+    pub(crate) fn new(counter: &'static str, cores: usize) -> Arc<Mutex<Cpu>> {
         Arc::new(Mutex::new(Cpu {
-            kind,
+            counter,
             free_at_ns: vec![0; cores.max(1)],
         }))
     }
@@ -190,17 +173,13 @@ pub(crate) async fn spend(world: &World, cpu: &Mutex<Cpu>, cost_us: u64) {
         return;
     }
     let now = world.now_ns();
-    let (kind, finish) = {
+    let (counter, finish) = {
         let mut c = cpu.lock().unwrap_or_else(|e| e.into_inner());
-        (c.kind, c.book(now, cost_us * 1_000))
+        (c.counter, c.book(now, cost_us * 1_000))
     };
     if !world.stopping() {
         // "Cores used" is measured over the workload phase.
-        *world
-            .recorder()
-            .counters
-            .entry(kind.counter().to_string())
-            .or_default() += cost_us;
+        world.recorder().add(counter, cost_us);
     }
     let wait = Duration::from_nanos(finish - now);
     if wait >= Duration::from_millis(1) {
@@ -214,7 +193,7 @@ mod tests {
 
     #[test]
     fn one_core_queues_work_first_come_first_served() {
-        let cpu = Cpu::new(CpuKind::Tablet, 1);
+        let cpu = Cpu::new("cpu.busy_us.test", 1);
         let mut c = cpu.lock().unwrap();
         assert_eq!(c.book(1_000, 50), 1_050);
         assert_eq!(c.book(1_010, 50), 1_100, "waits for the busy core");
@@ -223,7 +202,7 @@ mod tests {
 
     #[test]
     fn several_cores_serve_in_parallel() {
-        let cpu = Cpu::new(CpuKind::Oracle, 2);
+        let cpu = Cpu::new("cpu.busy_us.test", 2);
         let mut c = cpu.lock().unwrap();
         assert_eq!(c.book(0, 100), 100);
         assert_eq!(c.book(0, 100), 100, "second core");

@@ -2,22 +2,24 @@
 //! requests into one pending oracle RPC, finds tablets through the master,
 //! and runs the workload's transaction threads.
 
-use crate::config::ClockSkew;
-use crate::rpc::{
+use crate::percolator::rpc::{
     IsAlive, KeepAlive, Locate, NotServing, OpenSession, RawCall, RowCall, RowLockCall, ScanCall,
     ScanNotify, TsCall,
 };
-use crate::workload::Worker;
-use crate::world::{
-    Control, World, client_addr, liveness_addr, master_addr, oracle_addr, tablet_server_addr,
+use crate::percolator::workload::Worker;
+use crate::percolator::{
+    Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
+    record, tablet_server_addr,
 };
+use crate::world::{ClockSkew, Control};
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::client::{
-    CleanupEvent, ClientConfig, Observed, RpcError, StepPoint, Transport, TxnEvent, run_observer,
+    CleanupEvent, ClientConfig, CommitOutcome, Observed, RpcError, StepPoint, Transport, TxnEvent,
+    run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
 use serde_json::json;
@@ -38,9 +40,6 @@ pub enum Armed {
     Pause,
 }
 
-/// Wall clocks start here (ms), so negative offsets stay positive.
-const WALL_BASE_MS: u64 = 1_000_000_000;
-
 #[derive(Default)]
 struct TsBatch {
     in_flight: bool,
@@ -50,7 +49,7 @@ struct TsBatch {
 /// One incarnation of a client process. It implements the protocol's
 /// [`Transport`], so workloads run [`percsim_protocol::client::Transaction`]s on it.
 pub struct Client {
-    world: Arc<World>,
+    cluster: Arc<Cluster>,
     index: usize,
     ep: Endpoint,
     session: AtomicU64,
@@ -84,7 +83,7 @@ impl Client {
         col: &str,
         value: Option<String>,
     ) -> Result<Option<String>, RpcError> {
-        let tablet = self.world.tablets.of(row);
+        let tablet = self.cluster.tablets.of(row);
         let call = RawCall {
             tablet,
             row: row.to_string(),
@@ -94,14 +93,19 @@ impl Client {
         self.tablet_call(tablet, call).await.map(|r| r.0)
     }
 
+    /// This client's node name, as faults name it.
+    fn node_name(&self) -> String {
+        format!("client-{}", self.index)
+    }
+
     /// How many transaction threads the cluster runs (clients x workers).
     pub fn workers_total(&self) -> usize {
-        self.world.cfg.clients * self.world.cfg.workers_per_client
+        self.cluster.cfg.clients * self.cluster.cfg.workers_per_client
     }
 
     /// Whether the workload phase is over (start no new transactions).
     pub fn stopping(&self) -> bool {
-        self.world.stopping()
+        self.cluster.stopping()
     }
 
     /// Kill or pause this client when transaction `txn` reaches `step` of its commit.
@@ -116,12 +120,12 @@ impl Client {
 
     /// Freeze this client's node here, for `duration_ms` or until resumed.
     async fn pause_here(&self, txn: u64, number: u64, point: StepPoint, duration_ms: Option<u64>) {
-        self.world.event(
+        self.cluster.event(
             "pause_at_step",
             json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
         );
-        let _ = self.world.control.unbounded_send(Control::PauseClient {
-            client: self.index,
+        self.cluster.world.request(Control::Pause {
+            node: self.node_name(),
             duration_ms,
         });
         // The pause takes effect when the harness runs; yield until it does.
@@ -136,7 +140,7 @@ impl Client {
 
     /// Record a violation of the workload's own invariant.
     pub fn violation(&self, what: String) {
-        self.world.event(
+        self.cluster.event(
             "workload_violation",
             json!({"client": self.index, "what": what}),
         );
@@ -147,8 +151,8 @@ impl Client {
         dst: SocketAddr,
         req: R,
     ) -> Result<R::Response, RpcError> {
-        self.world.watchdog.tick();
-        let timeout = Duration::from_millis(self.world.cfg.rpc_timeout_ms);
+        self.cluster.world.watchdog_tick();
+        let timeout = Duration::from_millis(self.cluster.cfg.rpc_timeout_ms);
         self.ep
             .call_timeout(dst, req, timeout)
             .await
@@ -162,7 +166,7 @@ impl Client {
         req: R,
     ) -> Result<R::Response, RpcError> {
         let mut last = RpcError::Unavailable;
-        for attempt in 0..self.world.cfg.rpc_attempts {
+        for attempt in 0..self.cluster.cfg.rpc_attempts {
             if attempt > 0 {
                 sleep(Duration::from_millis(10 << attempt.min(6))).await;
             }
@@ -190,45 +194,12 @@ impl Client {
     /// Block while a stall fault holds this client's transaction threads.
     async fn wait_if_stalled(&self) {
         loop {
-            let until = self
-                .world
-                .lock(&self.world.stalled)
-                .get(&self.index)
-                .copied();
+            let until = self.cluster.world.stalled_until(self.index);
             match until {
                 Some(t) if t > madsim::time::Instant::now() => madsim::time::sleep_until(t).await,
                 _ => return,
             }
         }
-    }
-
-    /// Under a duplication fault, the network delivers a copy of `req` to
-    /// `dst` later. The copy is the network's from the moment `req` is sent:
-    /// it travels on the wire node, so killing or pausing this client does
-    /// not recall or freeze it. A link cut by a partition makes no copy (the
-    /// original is dropped too). Counted when the copy is delivered.
-    fn maybe_duplicate<R: Request + Clone>(&self, dst: SocketAddr, req: &R) {
-        let net = *self.world.lock(&self.world.net);
-        if net.duplicate_rate <= 0.0 || madsim::rand::random::<f64>() >= net.duplicate_rate {
-            return;
-        }
-        let delay = madsim::rand::random::<u64>() % (net.duplicate_max_delay_ms + 1);
-        let Some((wire, ep)) = self.world.wire.get().cloned() else {
-            return;
-        };
-        if self.world.link_cut(madsim::plugin::node(), dst) {
-            return;
-        }
-        let copy = req.clone();
-        let world = self.world.clone();
-        world.in_flight.fetch_add(1, Ordering::Relaxed);
-        wire.spawn(async move {
-            sleep(Duration::from_millis(delay)).await;
-            world.recorder().bump("net.duplicated");
-            let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
-            let _ = ep.call_timeout(dst, copy, timeout).await;
-            world.in_flight.fetch_sub(1, Ordering::Relaxed);
-        });
     }
 
     /// Send `make(tablet)` to the server of `tablet`, following moves and
@@ -239,7 +210,7 @@ impl Client {
     {
         self.wait_if_stalled().await;
         let mut timed_out = false;
-        for attempt in 0..self.world.cfg.rpc_attempts {
+        for attempt in 0..self.cluster.cfg.rpc_attempts {
             if attempt > 0 {
                 sleep(Duration::from_millis(20 << attempt.min(5))).await;
             }
@@ -247,7 +218,7 @@ impl Client {
                 continue;
             };
             let dst = tablet_server_addr(server);
-            self.maybe_duplicate(dst, &req);
+            self.cluster.world.maybe_duplicate(dst, &req);
             match self.call(dst, req.clone()).await {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotServing)) => {}
@@ -276,9 +247,9 @@ impl Client {
             let count = batch.len() as u64;
             let result = self.call_retrying(oracle_addr(), TsCall { count }).await;
             {
-                let mut rec = self.world.recorder();
+                let mut rec = self.cluster.recorder();
                 rec.bump("client.ts_rpcs");
-                *rec.counters.entry("client.ts_requests".into()).or_default() += count;
+                rec.add("client.ts_requests", count);
             }
             for (i, tx) in batch.into_iter().enumerate() {
                 let _ = tx.send(result.map(|first| Ts(first.0 + i as u64)));
@@ -289,15 +260,15 @@ impl Client {
 
 impl Transport for Client {
     fn config(&self) -> &ClientConfig {
-        &self.world.cfg.client
+        &self.cluster.cfg.client
     }
 
     fn ablations(&self) -> percsim_protocol::Ablations {
-        self.world.cfg.ablations
+        self.cluster.cfg.ablations
     }
 
     fn observed(&self, col: &str) -> bool {
-        self.world
+        self.cluster
             .observers
             .iter()
             .any(|(spec, _)| !spec.weak && spec.col == col)
@@ -308,13 +279,11 @@ impl Transport for Client {
     }
 
     fn wall_ms(&self) -> u64 {
-        let true_ms = self.world.now_ns() / 1_000_000;
-        let drift = (true_ms as i128 * self.clock.drift_ppm as i128 / 1_000_000) as i64;
-        (WALL_BASE_MS as i64 + true_ms as i64 + self.clock.offset_ms + drift).max(0) as u64
+        self.clock.wall_ms(self.cluster.now_ns())
     }
 
     async fn row(&self, row: &str, req: RowRequest) -> Result<RowReply, RpcError> {
-        let tablet = self.world.tablets.of(row);
+        let tablet = self.cluster.tablets.of(row);
         let call = RowCall {
             tablet,
             row: row.to_string(),
@@ -331,7 +300,7 @@ impl Transport for Client {
         start_ts: Ts,
     ) -> Result<Vec<(CellKey, GetResult)>, RpcError> {
         let mut out = Vec::new();
-        for tablet in self.world.tablets.covering(start_row, end_row) {
+        for tablet in self.cluster.tablets.covering(start_row, end_row) {
             let call = ScanCall {
                 tablet,
                 start_row: start_row.to_string(),
@@ -376,7 +345,7 @@ impl Transport for Client {
             .filter(|(step, _)| *step == point)
             .map(|(_, what)| *what);
         let scheduled = self
-            .world
+            .cluster
             .cfg
             .crashes
             .iter()
@@ -388,25 +357,25 @@ impl Transport for Client {
             lock(&self.fired).insert(txn);
         }
         let pause = self
-            .world
+            .cluster
             .cfg
             .pauses
             .iter()
             .find(|p| p.client == self.index && p.txn == number && p.step == point)
             .map(|p| p.duration_ms);
         if let (Some(ms), None) = (pause, armed) {
-            self.world.recorder().bump("fault.pause_at_step");
+            self.cluster.recorder().bump("fault.pause_at_step");
             self.pause_here(txn, number, point, Some(ms)).await;
         }
         match armed.or(scheduled) {
             Some(Armed::Crash { restart_after_ms }) => {
-                self.world.recorder().bump("fault.crash_at_step");
-                self.world.event(
+                self.cluster.recorder().bump("fault.crash_at_step");
+                self.cluster.event(
                     "crash_at_step",
                     json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
                 );
-                let _ = self.world.control.unbounded_send(Control::KillClient {
-                    client: self.index,
+                self.cluster.world.request(Control::Kill {
+                    node: self.node_name(),
                     restart_after_ms,
                 });
                 std::future::pending::<()>().await;
@@ -417,8 +386,8 @@ impl Transport for Client {
     }
 
     fn begin_txn(&self) -> u64 {
-        let now = self.world.now_ns();
-        let (id, number) = self.world.recorder().begin(self.index as u64, now);
+        let now = self.cluster.now_ns();
+        let (id, number) = self.cluster.recorder().begin(self.index as u64, now);
         lock(&self.numbers).insert(id, number);
         id
     }
@@ -427,27 +396,34 @@ impl Transport for Client {
         if matches!(event, TxnEvent::Finished(_)) {
             lock(&self.numbers).remove(&txn);
         }
-        let now = self.world.now_ns();
-        self.world.recorder().txn_event(txn, event, now);
+        let now = self.cluster.now_ns();
+        let mut rec = self.cluster.recorder();
+        if let TxnEvent::Finished(CommitOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        }) = &event
+            && let Some(start_ts) = rec.start_ts(txn)
+            && invariants::commit_after_start(self.cluster.cfg.ablations)
+        {
+            invariants::check_commit(txn, start_ts, commit_ts.0);
+        }
+        record::txn_event(&mut rec, txn, event, now);
     }
 
     fn cleanup_event(&self, event: CleanupEvent) {
-        let now = self.world.now_ns();
-        self.world
-            .recorder()
-            .cleanup(self.index as u64, &event, now);
+        let now = self.cluster.now_ns();
+        record::cleanup(&mut self.cluster.recorder(), self.index as u64, &event, now);
     }
 
     fn lock_wait(&self, _lock: &LockInfo) {
-        self.world.recorder().bump("client.lock_waits");
+        self.cluster.recorder().bump("client.lock_waits");
     }
 }
 
 /// Start one incarnation of client `index`: open a session, keep it alive,
 /// and (unless `workers` is false) run the workload's threads.
-pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc<Client> {
+pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) -> Arc<Client> {
     let incarnation = {
-        let mut inc = lock(&world.incarnations);
+        let mut inc = lock(&cluster.incarnations);
         if inc.len() <= index {
             inc.resize(index + 1, 0);
         }
@@ -457,9 +433,9 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
     let ep = Endpoint::bind(client_addr(index))
         .await
         .expect("client: bind");
-    let clock = world.cfg.clocks.get(index).copied().unwrap_or_default();
+    let clock = cluster.cfg.clocks.get(index).copied().unwrap_or_default();
     let client = Arc::new(Client {
-        world: world.clone(),
+        cluster: cluster.clone(),
         index,
         ep,
         session: AtomicU64::new(0),
@@ -482,7 +458,7 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
     client.session.store(session.0, Ordering::Relaxed);
     let keeper = client.clone();
     madsim::task::spawn(async move {
-        let every = Duration::from_millis((keeper.world.cfg.session_ttl_ms / 4).max(1));
+        let every = Duration::from_millis((keeper.cluster.cfg.session_ttl_ms / 4).max(1));
         loop {
             sleep(every).await;
             let session = keeper.session();
@@ -499,24 +475,24 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
                 {
                     keeper.session.store(s.0, Ordering::Relaxed);
                     keeper
-                        .world
+                        .cluster
                         .event("session_reopened", json!({"client": keeper.index}));
                 }
             }
         }
     });
-    if workers && !world.observers.is_empty() {
+    if workers && !cluster.observers.is_empty() {
         // Scanners run in the healed phase too: notifications must drain.
-        for s in 0..world.cfg.scanners_per_client {
+        for s in 0..cluster.cfg.scanners_per_client {
             let seed = madsim::rand::random::<u64>();
             madsim::task::spawn(scan(client.clone(), s, seed));
         }
     }
-    if workers && !world.stopping() {
-        for w in 0..world.cfg.workers_per_client {
+    if workers && !cluster.stopping() {
+        for w in 0..cluster.cfg.workers_per_client {
             let seed = madsim::rand::random::<u64>()
                 ^ ((index as u64) << 32 | (incarnation as u64) << 16 | w as u64);
-            let fut = world
+            let fut = cluster
                 .workload
                 .worker(Worker::new(client.clone(), w, incarnation, seed));
             madsim::task::spawn(fut);
@@ -525,20 +501,20 @@ pub(crate) async fn start(world: Arc<World>, index: usize, workers: bool) -> Arc
     client
 }
 
-pub(crate) async fn main(world: Arc<World>, index: usize) {
-    let _client = start(world, index, true).await;
+pub(crate) async fn main(cluster: Arc<Cluster>, index: usize) {
+    let _client = start(cluster, index, true).await;
     std::future::pending::<()>().await
 }
 
 /// Start a client without workload threads on a node of its own (the
 /// harness's sweeper and final checker).
-pub(crate) async fn start_on_new_node(world: Arc<World>, index: usize) -> Arc<Client> {
+pub(crate) async fn start_on_new_node(cluster: Arc<Cluster>, index: usize) -> Arc<Client> {
     let node = madsim::runtime::Handle::current()
         .create_node()
-        .name(crate::harness::SWEEPER_NODE)
+        .name(SWEEPER_NODE)
         .ip(client_addr(index).ip())
         .build();
-    node.spawn(start(world, index, false))
+    node.spawn(start(cluster, index, false))
         .await
         .expect("sweeper: start")
 }
@@ -551,9 +527,9 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
     use rand::RngExt;
     use rand_core::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let world = client.world.clone();
+    let cluster = client.cluster.clone();
     let holder = ((client.index as u64) << 32) | scanner as u64;
-    let tablets = world.tablets.count();
+    let tablets = cluster.tablets.count();
     // Consecutive failed observer runs: retry after a growing random backoff
     // (paper: a conflicted transaction "should be retried after a backoff").
     let mut failures = 0u32;
@@ -578,22 +554,22 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
             }
             let mine = &cells[i..j];
             i = j;
-            world.recorder().bump("scan.rows");
+            cluster.recorder().bump("scan.rows");
             let lock = RowLockCall {
                 row: row.clone(),
                 holder,
                 lock: true,
             };
             if !client.call(liveness_addr(), lock).await.unwrap_or(false) {
-                world.recorder().bump("scan.collisions");
-                if world.cfg.scanner_jump {
-                    world.recorder().bump("scan.jumps");
+                cluster.recorder().bump("scan.collisions");
+                if cluster.cfg.scanner_jump {
+                    cluster.recorder().bump("scan.jumps");
                     break;
                 }
                 continue;
             }
             for (_, col, seen) in mine {
-                for (spec, body) in world.observers.iter().filter(|(s, _)| s.col == *col) {
+                for (spec, body) in cluster.observers.iter().filter(|(s, _)| s.col == *col) {
                     let outcome =
                         run_observer(client.as_ref(), spec, &row, *seen, body.as_ref()).await;
                     let name = match outcome {
@@ -602,7 +578,7 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
                         Observed::Failed(_) => "observer.failed",
                         Observed::Error(_) => "observer.error",
                     };
-                    world.recorder().bump(name);
+                    cluster.recorder().bump(name);
                     if matches!(outcome, Observed::Failed(_) | Observed::Error(_)) {
                         failures += 1;
                         let cap = 10u64 << failures.min(7);

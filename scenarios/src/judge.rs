@@ -1,0 +1,237 @@
+//! The one run path: run a scenario, check its history once, and return a
+//! verdict. `percsim run` and `replay`, `fuzz`, `ablations`, `bench` and
+//! the tests all call [`judge`].
+
+use crate::scenario::{Scenario, ScenarioError};
+use percsim_checker::{History, Report};
+use percsim_sim::RunOutput;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How a seed ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every check passed.
+    Pass,
+    /// The checker or a workload invariant found a safety violation.
+    Safety,
+    /// The cluster did not converge in the healed phase.
+    Liveness,
+    /// The simulation itself crashed (a panic, or a tripped invariant).
+    Crash,
+    /// The same seed gave two different histories.
+    Nondeterministic,
+    /// The watchdog ended the run: simulated time ran past the run's phases
+    /// (plus a margin), or the run exceeded its wall-time or memory budget.
+    Stuck,
+}
+
+impl Verdict {
+    /// The process exit code for this verdict: 0 pass, 1 safety, 3
+    /// liveness, 4 crash, 5 nondeterminism, 6 stuck (2 is bad input).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Safety => 1,
+            Verdict::Liveness => 3,
+            Verdict::Crash => 4,
+            Verdict::Nondeterministic => 5,
+            Verdict::Stuck => 6,
+        }
+    }
+}
+
+/// One seed's result, as a JSON line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeedResult {
+    /// The seed.
+    pub seed: u64,
+    /// How it ended.
+    pub verdict: Verdict,
+    /// The workload.
+    pub workload: String,
+    /// Transactions committed, aborted and unknown.
+    pub committed: u64,
+    /// Aborted transactions.
+    pub aborted: u64,
+    /// Transactions with unknown outcome.
+    pub unknown: u64,
+    /// Simulated time in ms.
+    pub sim_ms: u64,
+    /// Checker rules that failed.
+    pub violated_rules: Vec<String>,
+    /// A short explanation for a failure.
+    pub explanation: Option<String>,
+    /// Counters (events, cleanups, aborts by reason).
+    pub counters: BTreeMap<String, u64>,
+    /// Wall time spent on the seed (ms).
+    pub wall_ms: u64,
+    /// The failure capsule saved for the seed, if one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capsule: Option<String>,
+}
+
+impl SeedResult {
+    /// A result for `seed` of `workload` with nothing counted yet.
+    pub fn empty(seed: u64, workload: &str) -> Self {
+        SeedResult {
+            seed,
+            verdict: Verdict::Pass,
+            workload: workload.to_string(),
+            committed: 0,
+            aborted: 0,
+            unknown: 0,
+            sim_ms: 0,
+            violated_rules: Vec::new(),
+            explanation: None,
+            counters: BTreeMap::new(),
+            wall_ms: 0,
+            capsule: None,
+        }
+    }
+}
+
+/// Where a judged run spent its wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timing {
+    /// Running the simulation.
+    pub simulate: Duration,
+    /// Checking the history.
+    pub check: Duration,
+}
+
+/// A run's outcome with the checker's verdict.
+pub struct Judged {
+    /// The per-seed result.
+    pub result: SeedResult,
+    /// The history, kept for capsules (none if the run crashed).
+    pub history: Option<History>,
+    /// The checker's report on the history (judged once, here).
+    pub report: Option<Report>,
+    /// Simulated time of the run, in ns (0 if it crashed).
+    pub sim_ns: u64,
+    /// Wall time spent simulating and checking.
+    pub timing: Timing,
+}
+
+/// Checker findings that restate a liveness failure: a run that did not
+/// converge leaves locks and notifications behind by definition (and a
+/// transaction whose other cells are still locked looks partial too).
+fn restates_liveness(class: &str) -> bool {
+    matches!(
+        class,
+        "lock_left" | "notify_left" | "unprocessed_change" | "partial_commit"
+    )
+}
+
+/// Run `scenario`, check its history, and return the verdict; with
+/// `check_determinism`, run it twice and compare the histories.
+pub fn judge(scenario: &Scenario, check_determinism: bool) -> Judged {
+    let mut judged = judge_once(scenario);
+    if check_determinism {
+        compare_with_rerun(scenario, &mut judged);
+    }
+    judged
+}
+
+/// Run a second time and mark the result nondeterministic if the history differs.
+fn compare_with_rerun(scenario: &Scenario, judged: &mut Judged) {
+    let text = |h: &Option<History>| {
+        h.as_ref()
+            .map(|h| serde_json::to_string(h).unwrap_or_default())
+    };
+    let again = scenario.run().ok().map(|o| o.history);
+    let (a, b) = (text(&judged.history), text(&again));
+    if a != b {
+        judged.result.verdict = Verdict::Nondeterministic;
+        judged.result.explanation = Some(format!(
+            "seed {} gave two different histories ({} and {} bytes)",
+            scenario.seed,
+            a.map_or(0, |s| s.len()),
+            b.map_or(0, |s| s.len())
+        ));
+    }
+}
+
+fn judge_once(scenario: &Scenario) -> Judged {
+    let started = Instant::now();
+    verdict_of(scenario, scenario.run(), started)
+}
+
+/// Judge the result `run` of running `scenario` (started at `started`): a
+/// crashed run (a panic, a tripped invariant) is a crash verdict naming the
+/// seed; otherwise the history is checked once.
+pub fn verdict_of(
+    scenario: &Scenario,
+    run: Result<RunOutput, ScenarioError>,
+    started: Instant,
+) -> Judged {
+    let mut result = SeedResult::empty(scenario.seed, scenario.workload.name());
+    let out = match run {
+        Ok(out) => out,
+        Err(e) => {
+            result.verdict = match e {
+                ScenarioError::Stuck(_) => Verdict::Stuck,
+                _ => Verdict::Crash,
+            };
+            result.explanation = Some(match e {
+                ScenarioError::Crashed(m) => format!("seed {}: {m}", scenario.seed),
+                e => e.to_string(),
+            });
+            result.wall_ms = started.elapsed().as_millis() as u64;
+            let timing = Timing {
+                simulate: started.elapsed(),
+                check: Duration::ZERO,
+            };
+            return Judged {
+                result,
+                history: None,
+                report: None,
+                sim_ns: 0,
+                timing,
+            };
+        }
+    };
+    let simulate = started.elapsed();
+    let report = percsim_checker::check(&out.history);
+    let check = started.elapsed() - simulate;
+    let s = &out.summary;
+    result.committed = s.committed;
+    result.aborted = s.aborted;
+    result.unknown = s.unknown;
+    result.sim_ms = s.sim_ns / 1_000_000;
+    result.counters = s.counters.clone();
+    // Any finding other than a restatement of a liveness failure is a
+    // safety violation all the same.
+    result.violated_rules = report
+        .rules
+        .iter()
+        .filter(|r| !r.passed)
+        .filter(|r| s.liveness_failure.is_none() || r.counts.keys().any(|c| !restates_liveness(c)))
+        .map(|r| r.id.clone())
+        .collect();
+    if !s.workload_violations.is_empty() {
+        result.violated_rules.push("workload_invariant".into());
+    }
+    if !result.violated_rules.is_empty() {
+        result.verdict = Verdict::Safety;
+        let mut text = report.render_text();
+        for v in &s.workload_violations {
+            text.push_str(&format!("\nworkload invariant: {v}"));
+        }
+        result.explanation = Some(text);
+    } else if let Some(l) = &s.liveness_failure {
+        result.verdict = Verdict::Liveness;
+        result.explanation = Some(format!("liveness: {l}\n\n{}", report.render_text()));
+    }
+    result.wall_ms = started.elapsed().as_millis() as u64;
+    Judged {
+        result,
+        sim_ns: s.sim_ns,
+        history: Some(out.history),
+        report: Some(report),
+        timing: Timing { simulate, check },
+    }
+}

@@ -1,0 +1,132 @@
+//! Percolator's events in the history: a client's transaction events and
+//! lock cleanups, translated into the world's recorder calls.
+
+use crate::world::World;
+use crate::world::recorder::{Finish, Recorder};
+use percsim_checker as history;
+use percsim_protocol::CellKey;
+use percsim_protocol::client::{CleanupEvent, CleanupKind, CommitOutcome, Suspicion, TxnEvent};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Record the initial load as one committed transaction.
+pub(crate) fn bootstrap(
+    world: &World,
+    initial: &[(CellKey, String)],
+    start_ts: u64,
+    commit_ts: u64,
+) {
+    let ops = initial
+        .iter()
+        .map(|(c, v)| history::Op::Write {
+            row: c.row.clone(),
+            col: c.col.clone(),
+            value: v.clone(),
+        })
+        .collect();
+    world.recorder().bootstrap(start_ts, commit_ts, ops);
+}
+
+/// Record one event of transaction `id`.
+pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u64) {
+    match event {
+        TxnEvent::Started { start_ts } => rec.started(id, start_ts.0),
+        TxnEvent::Observer { name, cell } => rec.observer(
+            id,
+            history::ObserverRun {
+                name,
+                row: cell.row,
+                col: cell.col,
+            },
+        ),
+        TxnEvent::Read { cell, value } => rec.op(
+            id,
+            history::Op::Read {
+                row: cell.row,
+                col: cell.col,
+                value,
+            },
+        ),
+        TxnEvent::Buffered { cell, value } => rec.op(
+            id,
+            match value {
+                Some(value) => history::Op::Write {
+                    row: cell.row,
+                    col: cell.col,
+                    value,
+                },
+                None => history::Op::Delete {
+                    row: cell.row,
+                    col: cell.col,
+                },
+            },
+        ),
+        TxnEvent::Scanned {
+            start_row,
+            end_row,
+            cols,
+            start_ts,
+            cells,
+        } => rec.scan(
+            id,
+            history::Scan {
+                start_row,
+                end_row,
+                cols,
+                start_ts: start_ts.0,
+                returned: cells
+                    .into_iter()
+                    .map(|(c, value)| history::ScanCell {
+                        row: c.row,
+                        col: c.col,
+                        value,
+                    })
+                    .collect(),
+            },
+        ),
+        TxnEvent::CommitTs { commit_ts } => rec.commit_ts(id, commit_ts.0),
+        TxnEvent::Finished(outcome) => {
+            let finish = match &outcome {
+                CommitOutcome::Committed { commit_ts } => Finish::Committed {
+                    commit_ts: commit_ts.map(|ts| ts.0),
+                },
+                CommitOutcome::Aborted { reason } => Finish::Aborted {
+                    reason: reason.name(),
+                },
+                CommitOutcome::Unknown => Finish::Unknown,
+            };
+            rec.finish(id, finish, now_ns);
+        }
+    }
+}
+
+/// Record a lock cleanup by client `by_client`.
+pub(crate) fn cleanup(rec: &mut Recorder, by_client: u64, e: &CleanupEvent, now_ns: u64) {
+    let kind = match e.kind {
+        CleanupKind::RollForward => "roll_forward",
+        CleanupKind::RollBack => "roll_back",
+        CleanupKind::RollBackBeforePrewrite => "roll_back_before_prewrite",
+    };
+    let suspicion = serde_json::to_value(e.suspicion).unwrap_or(Value::Null);
+    rec.bump(&format!("cleanup.{kind}"));
+    if let Value::String(s) = &suspicion {
+        rec.bump(&format!("cleanup.{kind}.{s}"));
+    }
+    if e.suspicion != Suspicion::OwnAbort {
+        rec.bump(&format!("cleanup.{kind}.by_reader"));
+    }
+    let mut fields = BTreeMap::new();
+    fields.insert("start_ts".into(), json!(e.start_ts.0));
+    fields.insert("row".into(), json!(e.cell.row));
+    fields.insert("col".into(), json!(e.cell.col));
+    fields.insert("by_client".into(), json!(by_client));
+    fields.insert("suspicion".into(), suspicion);
+    if let Some(c) = e.commit_ts {
+        fields.insert("commit_ts".into(), json!(c.0));
+    }
+    rec.push_event(history::Event {
+        t_ns: now_ns,
+        kind: kind.to_string(),
+        fields,
+    });
+}

@@ -1,0 +1,199 @@
+//! Identities of the world as closed enums, each with the name the history,
+//! counters and scenario files spell and a one-line description (as
+//! `percsim_protocol::Ablation` does). A rename happens in one place: the
+//! compiler then finds every use, and the serialized names stay as they are.
+
+/// Declare a closed enum of identities with `ALL`, `name()`, `describe()`
+/// and `from_name()`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! identities {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $ty:ident {
+            $( $(#[$vmeta:meta])* $variant:ident => ($name:expr, $desc:expr), )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $vis enum $ty {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$ty] = &[ $( $ty::$variant, )+ ];
+
+            /// The name histories, counters and files spell.
+            pub fn name(self) -> &'static str {
+                match self { $( $ty::$variant => $name, )+ }
+            }
+
+            /// What it is, in a sentence.
+            pub fn describe(self) -> &'static str {
+                match self { $( $ty::$variant => $desc, )+ }
+            }
+
+            /// The value named `name`, if any.
+            pub fn from_name(name: &str) -> Option<$ty> {
+                Self::ALL.iter().copied().find(|v| v.name() == name)
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+identities! {
+    /// The part a node plays in a system, as the world's fault classes
+    /// target nodes. A system maps its own nodes onto these roles (for
+    /// Percolator: clients, tablet servers, the timestamp oracle, the
+    /// liveness service and the master).
+    pub enum Role {
+        /// A client (worker) process that runs transactions.
+        Client => ("client", "a client process running transactions"),
+        /// A server that stores and serves the data (a tablet server, a broker).
+        DataServer => ("data_server", "a server holding the data"),
+        /// The node that orders transactions (a timestamp oracle, a transaction coordinator).
+        Coordinator => ("coordinator", "the node that orders transactions"),
+        /// The liveness or lock service (Chubby, ZooKeeper).
+        Liveness => ("liveness", "the liveness and lock service"),
+        /// The node that assigns data to servers (a master, a load manager).
+        Master => ("master", "the node that assigns data to servers"),
+    }
+}
+
+identities! {
+    /// The fault classes of the world, as scenario files name the random
+    /// classes (`faults.random.<name>`) and counters count them
+    /// (`fault.<name>`).
+    pub enum FaultKind {
+        /// Kill a client.
+        KillClient => ("kill_client", "kill a client (restarted later)"),
+        /// Kill a data server.
+        KillDataServer => ("kill_tablet_server", "kill a data server (its data moves; restarted later)"),
+        /// Kill the coordinator.
+        KillCoordinator => ("kill_oracle", "kill the coordinator (restarted later)"),
+        /// Kill the liveness service.
+        KillLiveness => ("kill_liveness", "kill the liveness service (all sessions lost)"),
+        /// Kill the master.
+        KillMaster => ("kill_master", "kill the master"),
+        /// Freeze a node.
+        Pause => ("pause", "freeze a client or data server"),
+        /// Stall a client's workers with a valid session.
+        Stall => ("stall", "stall a client's workers while its session stays valid"),
+        /// Cut a node off.
+        Partition => ("partition", "cut one node off from all the others"),
+        /// Lose messages.
+        PacketLoss => ("packet_loss", "lose a fraction of all messages"),
+        /// Slow messages.
+        Latency => ("latency", "latency spikes"),
+        /// Late and duplicated copies of requests.
+        Duplicate => ("duplicate", "late and duplicated copies of requests"),
+        /// Expire a live client's session.
+        SessionExpiry => ("session_expiry", "expire a live client's session"),
+        /// Clock offset and drift.
+        ClockSkew => ("clock_skew", "clock offset and drift of a client"),
+        /// Kill a client at a named protocol step.
+        CrashAtStep => ("crash_at_step", "kill a client at a named protocol step"),
+        /// Freeze a client at a named protocol step.
+        PauseAtStep => ("pause_at_step", "freeze a client at a named protocol step"),
+    }
+}
+
+impl FaultKind {
+    /// The counter of faults of this kind started (`fault.<name>`).
+    pub fn counter(self) -> String {
+        format!("fault.{}", self.name())
+    }
+
+    /// The kill class that targets nodes of `role`.
+    pub fn kill_of(role: Role) -> FaultKind {
+        match role {
+            Role::Client => FaultKind::KillClient,
+            Role::DataServer => FaultKind::KillDataServer,
+            Role::Coordinator => FaultKind::KillCoordinator,
+            Role::Liveness => FaultKind::KillLiveness,
+            Role::Master => FaultKind::KillMaster,
+        }
+    }
+}
+
+identities! {
+    /// The world's own counters (a system adds its own).
+    pub enum Counter {
+        /// A late or duplicated copy of a request was delivered.
+        NetDuplicated => ("net.duplicated", "a late or duplicated copy of a request was delivered"),
+    }
+}
+
+identities! {
+    /// The kinds of event the world itself records (a system records its own).
+    pub enum EventKind {
+        /// A node was killed.
+        Kill => ("kill", "a node was killed"),
+        /// A killed node restarted.
+        Restart => ("restart", "a killed node restarted"),
+        /// A node was frozen.
+        Pause => ("pause", "a node was frozen"),
+        /// A frozen node resumed.
+        Resume => ("resume", "a frozen node resumed"),
+        /// A client's workers stalled.
+        Stall => ("stall", "a client's workers stalled"),
+        /// Links were cut.
+        Partition => ("partition", "links were cut"),
+        /// Cut links healed.
+        PartitionHealed => ("partition_healed", "cut links healed"),
+        /// Message loss started.
+        PacketLoss => ("packet_loss", "message loss started"),
+        /// A latency spike started.
+        Latency => ("latency", "a latency spike started"),
+        /// Request duplication started.
+        Duplicate => ("duplicate", "request duplication started"),
+        /// A client's session was expired.
+        SessionExpired => ("session_expired", "a client's session was expired"),
+        /// A client's clock is skewed.
+        ClockSkew => ("clock_skew", "a client's clock is skewed"),
+        /// The healed phase began.
+        PhaseHealed => ("phase_healed", "the healed phase began"),
+        /// A workload invariant failed.
+        WorkloadViolation => ("workload_violation", "a workload invariant failed"),
+    }
+}
+
+impl EventKind {
+    /// The counter of events of this kind (`event.<name>`).
+    pub fn counter(self) -> String {
+        format!("event.{}", self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(
+            all: &[T],
+            name: fn(T) -> &'static str,
+            from: fn(&str) -> Option<T>,
+        ) {
+            let mut names: Vec<&str> = all.iter().map(|v| name(*v)).collect();
+            for v in all {
+                assert_eq!(from(name(*v)), Some(*v));
+            }
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), all.len(), "duplicate names");
+        }
+        check(Role::ALL, Role::name, Role::from_name);
+        check(FaultKind::ALL, FaultKind::name, FaultKind::from_name);
+        check(EventKind::ALL, EventKind::name, EventKind::from_name);
+        assert_eq!(Role::from_name("no such role"), None);
+    }
+}

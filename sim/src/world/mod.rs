@@ -1,0 +1,240 @@
+//! The protocol-neutral world: nodes and their lifecycle, the network (with
+//! its own `wire` node for late and duplicated copies, and partitions),
+//! skewed clocks, the fault driver, the history recorder, the phases of a
+//! run and its seed. It knows no system's names: a [`System`] describes
+//! its nodes, crash points, convergence and state dump, and the world runs
+//! it. The world's only view of the history format is the checker's types.
+
+mod clock;
+pub mod driver;
+pub mod faults;
+pub mod ids;
+pub(crate) mod net;
+pub mod phases;
+pub mod recorder;
+pub(crate) mod serve;
+mod system;
+pub mod watchdog;
+
+pub use clock::ClockSkew;
+pub use driver::FaultControl;
+pub use net::NetFaults;
+pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled, WorldConfig};
+
+use crate::world::ids::EventKind;
+use crate::world::recorder::Recorder;
+use futures::channel::mpsc::UnboundedSender;
+use madsim::task::NodeId;
+use madsim::time::Instant;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Requests to the world from inside nodes (a node reached a named crash
+/// or pause point of its system).
+#[derive(Debug, Clone)]
+pub enum Control {
+    /// Kill a node now; restart it after `restart_after_ms` (else at the
+    /// healed phase).
+    Kill {
+        /// The node.
+        node: String,
+        /// Restart delay.
+        restart_after_ms: Option<u64>,
+    },
+    /// Freeze a node now, for `duration_ms` (until something resumes it,
+    /// if `None`).
+    Pause {
+        /// The node.
+        node: String,
+        /// How long.
+        duration_ms: Option<u64>,
+    },
+}
+
+/// The state one run's world shares with its nodes. Everything here
+/// belongs to the world, not to any node: it survives every crash.
+pub struct World {
+    cfg: WorldConfig,
+    recorder: Mutex<Recorder>,
+    start: Instant,
+    stopping: AtomicBool,
+    control: UnboundedSender<Control>,
+    /// The workload's driver finished: the workload phase may end early.
+    workload_done: AtomicBool,
+    /// Clients whose transaction threads are stalled, until when.
+    stalled: Mutex<BTreeMap<usize, Instant>>,
+    /// Message faults applied by senders (duplication).
+    net: Mutex<NetFaults>,
+    /// The network's own node, which carries late and duplicated copies of
+    /// messages: once sent, a copy is the network's, and its sender's death
+    /// or pause neither recalls nor freezes it. Set once the node exists.
+    wire: OnceLock<(madsim::runtime::NodeHandle, madsim::net::Endpoint)>,
+    /// Links cut by partitions, (from, to) by node, with how many partitions
+    /// cut each (partitions may overlap).
+    cut: Mutex<BTreeMap<(NodeId, NodeId), u32>>,
+    /// Late and duplicated copies the network still carries: the healed
+    /// phase is over only when none is left.
+    in_flight: AtomicU64,
+    /// Which node has which address.
+    node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
+    /// Ends the run if it stops making progress.
+    watchdog: watchdog::Watchdog,
+    /// Each node's latest incarnation and whether it runs now.
+    running: Mutex<BTreeMap<String, (u32, bool)>>,
+}
+
+impl World {
+    pub(crate) fn new(cfg: WorldConfig, control: UnboundedSender<Control>) -> Self {
+        World {
+            cfg,
+            recorder: Mutex::default(),
+            start: Instant::now(),
+            stopping: AtomicBool::new(false),
+            control,
+            workload_done: AtomicBool::new(false),
+            stalled: Mutex::default(),
+            net: Mutex::default(),
+            wire: OnceLock::new(),
+            cut: Mutex::default(),
+            in_flight: AtomicU64::new(0),
+            node_ips: Mutex::default(),
+            watchdog: watchdog::Watchdog::from_env(),
+            running: Mutex::default(),
+        }
+    }
+
+    /// The world's settings.
+    pub fn config(&self) -> &WorldConfig {
+        &self.cfg
+    }
+
+    /// Simulated time since the run started, in ns.
+    pub fn now_ns(&self) -> u64 {
+        (Instant::now() - self.start).as_nanos() as u64
+    }
+
+    /// When the run started.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// The history recorder.
+    pub fn recorder(&self) -> MutexGuard<'_, Recorder> {
+        lock(&self.recorder)
+    }
+
+    /// Whether the workload phase is over.
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_stopping(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn workload_done(&self) -> bool {
+        self.workload_done.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_workload_done(&self) {
+        self.workload_done.store(true, Ordering::Relaxed);
+    }
+
+    /// Count one RPC towards the watchdog's budgets (see [`watchdog`]); a
+    /// run past them panics with [`watchdog::STUCK_MARKER`].
+    pub fn watchdog_tick(&self) {
+        self.watchdog.tick();
+    }
+
+    /// Ask the world to kill or pause a node (from a crash or pause point).
+    pub fn request(&self, c: Control) {
+        let _ = self.control.unbounded_send(c);
+    }
+
+    /// Until when client `client`'s transaction threads are stalled.
+    pub fn stalled_until(&self, client: usize) -> Option<Instant> {
+        lock(&self.stalled).get(&client).copied()
+    }
+
+    pub(crate) fn stalled(&self) -> MutexGuard<'_, BTreeMap<usize, Instant>> {
+        lock(&self.stalled)
+    }
+
+    /// Record a fault or cluster event at the current time.
+    pub fn event(&self, kind: &str, fields: serde_json::Value) {
+        let now = self.now_ns();
+        self.recorder().event(now, kind, fields);
+    }
+
+    /// Record one of the world's own events.
+    pub(crate) fn world_event(&self, kind: EventKind, fields: serde_json::Value) {
+        self.event(kind.name(), fields);
+    }
+
+    /// A node starts an incarnation. A node never runs two incarnations at
+    /// once: starting one while another runs is a bug of the world, and
+    /// the run stops (a crash verdict).
+    pub(crate) fn node_started(&self, name: &str) {
+        let mut running = lock(&self.running);
+        let (n, live) = running.entry(name.to_string()).or_insert((0, false));
+        if *live {
+            let n = *n;
+            drop(running);
+            crate::invariant::violated(&format!(
+                "node {name} starts incarnation {} while incarnation {n} still runs",
+                n + 1
+            ));
+        }
+        *n += 1;
+        *live = true;
+    }
+
+    /// A node's incarnation ended (it was killed).
+    pub(crate) fn node_stopped(&self, name: &str) {
+        if let Some((_, live)) = lock(&self.running).get_mut(name) {
+            *live = false;
+        }
+    }
+}
+
+/// Lock a mutex, ignoring poisoning (a panicking node does not stop the world).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run `f` on a fresh world inside a simulation.
+    fn in_world(f: impl FnOnce(&World) + Send + 'static) {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(async move {
+            let (tx, _rx) = futures::channel::mpsc::unbounded();
+            f(&World::new(WorldConfig::default(), tx));
+        });
+    }
+
+    #[test]
+    fn a_node_restarts_after_it_stopped() {
+        in_world(|w| {
+            w.node_started("client-0");
+            w.node_stopped("client-0");
+            w.node_started("client-0");
+            assert_eq!(lock(&w.running).get("client-0"), Some(&(2, true)));
+        });
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: node client-0 starts incarnation 2 while incarnation 1 still runs"
+    )]
+    fn two_incarnations_at_once_trip_the_assertion() {
+        in_world(|w| {
+            w.node_started("client-0");
+            w.node_started("client-0");
+        });
+    }
+}

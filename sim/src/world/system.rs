@@ -1,0 +1,108 @@
+//! The interface a system under test implements to live in the world.
+//!
+//! A [`System`] is a description (a cluster configuration and a workload)
+//! from which the world learns its own settings ([`WorldConfig`]). Once the
+//! world exists, the system is installed into it and becomes a [`Tenant`]:
+//! it names its nodes (with their roles and how each incarnation starts),
+//! says what is still unsettled in the healed phase and how to help it
+//! settle, checks its workload's invariants, and dumps its durable state
+//! into the history. Crash and pause points are the system's own: when a
+//! node reaches one, it asks the world through [`World::request`].
+
+use crate::world::World;
+use crate::world::clock::ClockSkew;
+use crate::world::driver::FaultControl;
+use crate::world::faults::FaultConfig;
+use crate::world::ids::Role;
+use percsim_checker as history;
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future, as systems and workloads return them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What starts one incarnation of a node (run again on every restart).
+pub type NodeInit = Arc<dyn Fn() -> BoxFuture<()> + Send + Sync>;
+
+/// The world's own settings, as a system derives them from its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct WorldConfig {
+    /// Length of the workload phase in simulated ms (faults active).
+    pub run_ms: u64,
+    /// Bound on the healed phase in which the system must settle.
+    pub quiesce_ms: u64,
+    /// Timed and random faults of the workload phase.
+    pub faults: FaultConfig,
+    /// Per-client clock skew (missing entries: a perfect clock).
+    pub clocks: Vec<ClockSkew>,
+    /// Timeout of one RPC attempt (also of a late copy's delivery).
+    pub rpc_timeout_ms: u64,
+}
+
+/// One node of a system.
+pub struct NodeSpec {
+    /// Its name, as faults and events name it (unique in the run).
+    pub name: String,
+    /// The part it plays, as fault classes target nodes.
+    pub role: Role,
+    /// Its number among the nodes of its role (a client's index).
+    pub index: usize,
+    /// Its address.
+    pub ip: IpAddr,
+    /// What each incarnation runs.
+    pub init: NodeInit,
+}
+
+/// One kind of unfinished business in the healed phase: `count` things
+/// described by `what` ("locks left").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsettled {
+    /// How many are left.
+    pub count: u64,
+    /// What they are, plural, as the liveness failure says it.
+    pub what: &'static str,
+}
+
+impl Unsettled {
+    /// What the world calls the late and duplicated copies still in flight.
+    pub const IN_FLIGHT: &'static str = "late copies in flight";
+}
+
+/// A system under test before it runs: it tells the world how to set itself up.
+pub trait System: Send + Sync + 'static {
+    /// The world's settings for this run.
+    fn world_config(&self) -> WorldConfig;
+    /// Install the system into `world`: set up its durable state, record
+    /// its initial data, and return the running tenant.
+    fn install(&self, world: &Arc<World>) -> Arc<dyn Tenant>;
+}
+
+/// A system installed in one world.
+pub trait Tenant: Send + Sync + 'static {
+    /// Its nodes, in the order they start. Nodes of [`Role::Client`] start
+    /// one simulated millisecond after the others, so servers can bind first.
+    fn nodes(&self) -> Vec<NodeSpec>;
+    /// Expire client `client`'s session with the system's liveness service.
+    fn expire_session(&self, client: usize);
+    /// An optional task that injects faults during the workload phase
+    /// (a scripted workload); when it finishes, the phase ends early.
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>>;
+    /// The healed phase begins (start helpers, such as a sweeper).
+    fn begin_healed(&self) -> BoxFuture<()>;
+    /// What is still unsettled; all zero counts mean converged. The world
+    /// adds the late copies still in flight.
+    fn unsettled(&self) -> Vec<Unsettled>;
+    /// Help the system settle once, given what is unsettled (including the
+    /// world's own entries); returns when the world should look again.
+    fn settle(&self, unsettled: &[Unsettled]) -> BoxFuture<()>;
+    /// After convergence: the workload's own invariant violations.
+    fn final_check(&self) -> BoxFuture<Vec<String>>;
+    /// The system's durable state, as the history's final state.
+    fn dump(&self) -> history::FinalState;
+    /// The observers the history declares.
+    fn observers(&self) -> Vec<history::ObserverDecl>;
+    /// Names of helper nodes the tenant created itself (freed at the end).
+    fn helper_nodes(&self) -> Vec<String>;
+}

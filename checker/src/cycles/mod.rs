@@ -1,0 +1,209 @@
+//! Rule `no_dependency_cycles`: a black-box dependency graph over committed
+//! transactions (ww by version order, wr, rw anti-dependencies, real-time
+//! order), built from what clients read on cells whose written values are
+//! unique, with Adya's anomaly classes.
+//!
+//! Cycles are found per strongly connected component (Tarjan), trying the most
+//! severe class first; each explanation is a shortest cycle (0-1 BFS) inside
+//! the component. Snapshot isolation allows exactly the cycles with two
+//! adjacent rw edges (write skew): those go to the "allowed" section.
+
+mod explain;
+mod graph;
+mod search;
+
+pub(crate) use explain::{MAX_DESCRIBED, MAX_STEPS, cycle_summary, edge_name, plain};
+pub(crate) use graph::{RW, WR, WW, build_graph};
+pub(crate) use search::{Step, each_cycle};
+
+use crate::compact::OpKind;
+use crate::ctx::{Ctx, NONE};
+use crate::report::Sink;
+use explain::{aborted_read, explain_cycle, intermediate_read, lost_update};
+use graph::Order;
+
+pub(crate) const ID: &str = "no_dependency_cycles";
+pub(crate) const NAME: &str = "the dependency graph of committed transactions (on cells with unique written values) has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
+
+/// What the rule found besides findings, for the report's statistics.
+pub(crate) struct GraphStats {
+    pub unique_cells: u64,
+    pub edges: u64,
+}
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> GraphStats {
+    let n = ctx.n();
+    let n_cells = ctx.cells.len();
+
+    // Version order of unique-value cells; the store's record wins over the
+    // client's word when a writer appears twice in one cell.
+    let mut cand: Vec<(u32, u32, bool, u64, u32)> = Vec::new();
+    for c in 0..n_cells as u32 {
+        if !ctx.cell_unique[c as usize] {
+            continue;
+        }
+        for v in ctx.versions(c) {
+            let w = v.writer;
+            if w == NONE || !ctx.committed[w as usize] {
+                continue;
+            }
+            let Some(f) = ctx.final_write_idx(w, c) else {
+                continue;
+            };
+            cand.push((c, w, !v.from_store, v.commit_ts, f as u32));
+        }
+    }
+    cand.sort_unstable();
+    cand.dedup_by_key(|x| (x.0, x.1));
+    cand.sort_unstable_by_key(|x| (x.0, x.3, x.1));
+    let mut off = vec![0usize; n_cells + 1];
+    for x in &cand {
+        off[x.0 as usize + 1] += 1;
+    }
+    for i in 0..n_cells {
+        off[i + 1] += off[i];
+    }
+    let mut pos_of_fw = vec![NONE; ctx.fw.len()];
+    for (k, x) in cand.iter().enumerate() {
+        pos_of_fw[x.4 as usize] = (k - off[x.0 as usize]) as u32;
+    }
+    let order = Order {
+        off,
+        list: cand
+            .iter()
+            .map(|x| (x.1, x.3, ctx.fw[x.4 as usize].value.unwrap_or("")))
+            .collect(),
+    };
+    drop(cand);
+
+    // Reserve the most edges there can be, so the vector never doubles:
+    // ww per version, wr + rw per read, three real-time links per transaction.
+    let committed_reads: usize = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .map(|t| {
+            ctx.ops(t)
+                .iter()
+                .zip(ctx.op_cells(t))
+                .filter(|(o, c)| o.kind == OpKind::Read && ctx.cell_unique[**c as usize])
+                .count()
+        })
+        .sum();
+    let mut edges: Vec<(u32, u32, u32, u8)> =
+        Vec::with_capacity(order.list.len() + 2 * committed_reads + 3 * n);
+    for c in 0..n_cells as u32 {
+        for pair in order.of(c).windows(2) {
+            edges.push((pair[0].0, pair[1].0, c, WW));
+        }
+    }
+
+    // Reads of committed transactions: wr and rw edges, aborted and
+    // intermediate reads, and candidates for lost updates.
+    let mut lost: Vec<(u32, u32, u32)> = Vec::new();
+    for r in 0..n as u32 {
+        if !ctx.committed[r as usize] {
+            continue;
+        }
+        let txn = ctx.txn(r);
+        let cells = ctx.op_cells(r);
+        for (j, op) in ctx.ops(r).iter().enumerate() {
+            if op.kind != OpKind::Read {
+                continue;
+            }
+            let value = ctx.value(op);
+            let c = cells[j];
+            if !ctx.cell_unique[c as usize] {
+                continue;
+            }
+            let ord = order.of(c);
+            let key = match value {
+                None => {
+                    if let Some(first) = ord.first()
+                        && first.0 != r
+                    {
+                        edges.push((r, first.0, c, RW));
+                    }
+                    0
+                }
+                Some(v) => {
+                    // Fast path: the version a correct snapshot read returns.
+                    let p = ord.partition_point(|e| e.1 < txn.start_ts);
+                    let (w, pos) = match p.checked_sub(1) {
+                        Some(q) if ord[q].2 == v => (ord[q].0, q as u32),
+                        _ => {
+                            let Some(info) = ctx.writer_of(c, v) else {
+                                continue; // nobody wrote it: judged by snapshot_reads
+                            };
+                            let w = info.txn;
+                            if w == r {
+                                continue;
+                            }
+                            if !ctx.committed[w as usize] {
+                                sink.add("G1a", || aborted_read(ctx, r, w, c, v));
+                                continue;
+                            }
+                            if info.fw == NONE {
+                                sink.add("G1b", || intermediate_read(ctx, r, w, c, v));
+                                continue;
+                            }
+                            (w, pos_of_fw[info.fw as usize])
+                        }
+                    };
+                    if w == r {
+                        continue;
+                    }
+                    edges.push((w, r, c, WR));
+                    if pos == NONE {
+                        continue;
+                    }
+                    if let Some(next) = ord.get(pos as usize + 1)
+                        && next.0 != r
+                    {
+                        edges.push((r, next.0, c, RW));
+                    }
+                    pos + 1
+                }
+            };
+            if ctx.final_write_idx(r, c).is_some() {
+                lost.push((c, key, r));
+            }
+        }
+    }
+
+    lost.sort_unstable();
+    lost.dedup();
+    let mut i = 0;
+    while i < lost.len() {
+        let mut j = i + 1;
+        while j < lost.len() && lost[j].0 == lost[i].0 && lost[j].1 == lost[i].1 {
+            j += 1;
+        }
+        if j - i >= 2 {
+            let group = &lost[i..j];
+            sink.add("lost-update", || lost_update(ctx, &order, group));
+        }
+        i = j;
+    }
+
+    let completions = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
+        .collect();
+    let invocations = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .map(|t| (t, ctx.txn(t).invoke_ns));
+    let g = build_graph(n, edges, completions, invocations);
+
+    each_cycle(&g, |class, is_allowed, steps| {
+        let target = if is_allowed {
+            &mut *allowed
+        } else {
+            &mut *sink
+        };
+        target.add(class, || explain_cycle(ctx, &order, class, steps));
+    });
+
+    GraphStats {
+        unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
+        edges: g.to.len() as u64,
+    }
+}

@@ -6,8 +6,9 @@
 use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
 use crate::history::{Outcome, VersionKind};
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
-pub(crate) const ID: &str = "atomic_commits";
+pub(crate) const ID: Rule = Rule::AtomicCommits;
 pub(crate) const NAME: &str = "each transaction's writes are all committed with one commit_ts or none are, as its client was told, the store holds only what transactions wrote, and no lock is left";
 
 fn details(ctx: &Ctx<'_>, t: u32) -> Vec<String> {
@@ -53,7 +54,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if !commits.is_empty() {
                 committed_cells.push(cell);
                 if rollback {
-                    sink.add("commit_and_rollback", || {
+                    sink.add(FindingClass::CommitAndRollback, || {
                         Draft::new(
                             format!(
                                 "{} has both a commit record and a rollback record for T{} (start_ts {}): \
@@ -77,7 +78,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     None
                 };
                 match written {
-                    None => sink.add("unwritten_data", || {
+                    None => sink.add(FindingClass::UnwrittenData, || {
                         Draft::new(
                             format!(
                                 "the store holds {} with T{}'s start_ts {}, but T{} never wrote {}: nobody wrote this data",
@@ -92,7 +93,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                         )
                     }),
                     Some(w) if r.kind == VersionKind::Put && r.value.is_none() => {
-                        sink.add("missing_data", || {
+                        sink.add(FindingClass::MissingData, || {
                             Draft::new(
                                 format!(
                                     "the store holds a put record of T{} (start_ts {}) for {} at commit_ts {}, \
@@ -113,7 +114,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                             )
                         })
                     }
-                    Some(w) if w.value != stored => sink.add("value_mismatch", || {
+                    Some(w) if w.value != stored => sink.add(FindingClass::ValueMismatch, || {
                         let what = |v: Option<&str>| match v {
                             Some(_) => fmt_value(v),
                             None => "a delete".to_string(),
@@ -140,7 +141,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         stamps.sort_unstable();
         stamps.dedup();
         if stamps.len() > 1 {
-            sink.add("multiple_commit_ts", || {
+            sink.add(FindingClass::MultipleCommitTs, || {
                 Draft::new(
                     format!(
                         "T{}'s writes were committed with {} different commit timestamps ({}): \
@@ -162,7 +163,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             && let Some(c) = txn.commit_ts
             && let Some(&other) = stamps.iter().find(|&&s| s != c)
         {
-            sink.add("commit_ts_mismatch", || {
+            sink.add(FindingClass::CommitTsMismatch, || {
                 Draft::new(
                     format!(
                         "T{}'s client has commit_ts {c}, but the store committed its writes at {other}",
@@ -185,9 +186,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         match txn.outcome {
             Outcome::Committed if !missing.is_empty() => {
                 let class = if committed_cells.is_empty() {
-                    "committed_not_in_store"
+                    FindingClass::CommittedNotInStore
                 } else {
-                    "partial_commit"
+                    FindingClass::PartialCommit
                 };
                 sink.add(class, || {
                     Draft::new(
@@ -206,7 +207,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 });
             }
             Outcome::Aborted if !committed_cells.is_empty() => {
-                sink.add("aborted_but_committed", || {
+                sink.add(FindingClass::AbortedButCommitted, || {
                     Draft::new(
                         format!(
                             "T{}'s client was told it aborted, but the store committed its writes to {}",
@@ -219,7 +220,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                 });
             }
             Outcome::Unknown if !committed_cells.is_empty() && !missing.is_empty() => {
-                sink.add("partial_commit", || {
+                sink.add(FindingClass::PartialCommit, || {
                     Draft::new(
                         format!(
                             "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
@@ -239,7 +240,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 
     for r in ctx.orphan_recs() {
         if r.is_commit() {
-            sink.add("unwritten_data", || {
+            sink.add(FindingClass::UnwrittenData, || {
                 Draft::new(
                     format!(
                         "the store holds {} with start_ts {}, but no transaction in the history has that start_ts: \
@@ -256,7 +257,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 
     for (lock, &(cell, primary)) in ctx.h.locks.iter().zip(&ctx.lock_cells) {
         let t = ctx.by_start(lock.start_ts);
-        sink.add("lock_left", || {
+        sink.add(FindingClass::LockLeft, || {
             let (txns, details, whose) = if t == NONE {
                 (
                     vec![],

@@ -39,6 +39,7 @@
 //! ```
 
 mod atomicity;
+mod class;
 mod compact;
 mod conflicts;
 mod ctx;
@@ -51,13 +52,14 @@ mod notifications;
 mod observer_once;
 mod observers;
 mod parse;
+mod reader;
 mod report;
 mod scans;
 mod snapshot;
-mod reader;
 pub mod stream;
 mod timestamps;
 
+pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
 pub use history::*;

@@ -5,11 +5,12 @@ use crate::compact::OpKind;
 use crate::ctx::{Ctx, NONE, fmt_value};
 use crate::fx::FxMap;
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
 /// (cell, value) -> (earliest commit_ts holding it, its writer).
 type ValueIndex<'a> = FxMap<(u32, Option<&'a str>), (u64, u32)>;
 
-pub(crate) const ID: &str = "snapshot_reads";
+pub(crate) const ID: Rule = Rule::SnapshotReads;
 pub(crate) const NAME: &str = "every read returns the newest version committed before its start_ts (null if none, or if it is a delete)";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
@@ -50,10 +51,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             let index = by_value.get_or_insert_with(|| value_index(ctx));
             let seen = index.get(&(c, observed)).copied();
             let class = match (observed, seen) {
-                (None, _) => "stale_read",
-                (Some(_), Some((ts, _))) if ts < txn.start_ts => "stale_read",
-                (Some(_), Some(_)) => "future_read",
-                (Some(_), None) => "uncommitted_read",
+                (None, _) => FindingClass::StaleRead,
+                (Some(_), Some((ts, _))) if ts < txn.start_ts => FindingClass::StaleRead,
+                (Some(_), Some(_)) => FindingClass::FutureRead,
+                (Some(_), None) => FindingClass::UncommittedRead,
             };
             sink.add(class, || {
                 let cell = ctx.cell_name(c);

@@ -6,11 +6,12 @@
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
 /// How many transactions one finding describes in full.
 const MAX_LISTED: usize = 10;
 
-pub(crate) const ID: &str = "timestamp_order";
+pub(crate) const ID: Rule = Rule::TimestampOrder;
 pub(crate) const NAME: &str = "timestamps are unique, each commit_ts is above its start_ts, and a transaction begun after another completed has a larger start_ts than that one's timestamps";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
@@ -55,7 +56,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         let mut txns: Vec<u32> = group.iter().map(|g| g.1).collect();
         txns.dedup();
         if txns.len() > 1 {
-            sink.add("duplicate_timestamp", || {
+            sink.add(FindingClass::DuplicateTimestamp, || {
                 let mut uses: Vec<String> = group
                     .iter()
                     .take(MAX_LISTED)
@@ -96,7 +97,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             .filter(|&c| c <= txn.start_ts)
             .collect();
         if !bad.is_empty() {
-            sink.add("commit_not_after_start", || {
+            sink.add(FindingClass::CommitNotAfterStart, || {
                 let from_client = txn.commit_ts.is_some_and(|c| c <= txn.start_ts);
                 let source = if from_client {
                     "its client reported"
@@ -152,9 +153,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         let ta = ctx.txn(a);
         let class = if ta.client == tb.client {
-            "client_order"
+            FindingClass::ClientOrder
         } else {
-            "realtime_order"
+            FindingClass::RealtimeOrder
         };
         sink.add(class, || {
             let is_commit = commits(a as usize).last() == Some(&m);
@@ -163,7 +164,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             } else {
                 format!("start_ts {m}")
             };
-            let consequence = if class == "client_order" {
+            let consequence = if class == FindingClass::ClientOrder {
                 format!(
                     "; both ran on client {}, whose timestamps must grow with its time",
                     tb.client

@@ -3,6 +3,7 @@
 
 use super::graph::{Order, RT, RW, WR, WW};
 use super::search::Step;
+use crate::FindingClass;
 use crate::ctx::{Ctx, fmt_value};
 use crate::report::{CycleStep, Draft};
 
@@ -10,14 +11,15 @@ use crate::report::{CycleStep, Draft};
 pub(crate) const MAX_STEPS: usize = 200;
 pub(crate) const MAX_DESCRIBED: usize = 20;
 
-pub(crate) fn plain(class: &str) -> &'static str {
+/// The cycle class in plain words.
+pub(crate) fn plain(class: FindingClass) -> &'static str {
     match class {
-        "G0" => "write cycle: the transactions overwrote one another in a circle",
-        "G1c" => {
+        FindingClass::G0 => "write cycle: the transactions overwrote one another in a circle",
+        FindingClass::G1c => {
             "circular information flow: each transaction saw or overwrote the next one's effects"
         }
-        "G-single" => "read skew: a cycle with exactly one anti-dependency (rw) edge",
-        "G2-item" => {
+        FindingClass::GSingle => "read skew: a cycle with exactly one anti-dependency (rw) edge",
+        FindingClass::G2Item => {
             "write skew: a cycle with two adjacent anti-dependency (rw) edges, which snapshot isolation allows"
         }
         _ => "a cycle with several anti-dependency (rw) edges, no two of them adjacent",
@@ -64,7 +66,12 @@ pub(crate) fn cycle_summary(
     (chain, txns, rt)
 }
 
-pub(super) fn explain_cycle(ctx: &Ctx<'_>, order: &Order, class: &str, steps: &[Step]) -> Draft {
+pub(super) fn explain_cycle(
+    ctx: &Ctx<'_>,
+    order: &Order,
+    class: FindingClass,
+    steps: &[Step],
+) -> Draft {
     let (chain, txns, rt) = cycle_summary(steps, |t| ctx.id(t));
     let mut details: Vec<String> = txns
         .iter()

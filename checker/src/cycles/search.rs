@@ -2,6 +2,7 @@
 //! component the most severe class first, each as a shortest cycle (0-1 BFS).
 
 use super::graph::{Graph, RT, RT_CHAIN, RT_IN, RT_OUT, RW, WR};
+use crate::FindingClass;
 use crate::ctx::NONE;
 use crate::fx::FxMap;
 use std::collections::VecDeque;
@@ -13,9 +14,9 @@ const G_SINGLE_BUDGET: u64 = 50_000_000;
 /// Total edges examined while turning a closed walk into a simple cycle.
 const SIMPLIFY_BUDGET: usize = 20_000_000;
 
-/// Calls `found(class, allowed, steps)` with the most severe cycle of each
+/// Calls `found(class, steps)` with the most severe cycle of each
 /// strongly connected component, in order of their smallest transaction.
-pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(&'static str, bool, &[Step])) {
+pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])) {
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
     let mut size = vec![0u32; ncomp as usize];
@@ -52,8 +53,7 @@ pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(&'static str, bool, &[
         }
         if let Some(raw) = analyze(g, &nodes, &local_id, &mut budget) {
             let steps = collapse(g, &raw);
-            let (class, is_allowed) = classify(&steps);
-            found(class, is_allowed, &steps);
+            found(classify(&steps), &steps);
         }
         for &v in &nodes {
             local_id[v as usize] = NONE;
@@ -446,16 +446,17 @@ fn collapse(g: &Graph, raw: &[(u32, u32)]) -> Vec<Step> {
     steps
 }
 
-fn classify(steps: &[Step]) -> (&'static str, bool) {
+/// The cycle's Adya class.
+fn classify(steps: &[Step]) -> FindingClass {
     let rw = steps.iter().filter(|s| s.kind == RW).count();
     let wr = steps.iter().filter(|s| s.kind == WR).count();
     let adjacent =
         (0..steps.len()).any(|k| steps[k].kind == RW && steps[(k + 1) % steps.len()].kind == RW);
     match rw {
-        0 if wr == 0 => ("G0", false),
-        0 => ("G1c", false),
-        1 => ("G-single", false),
-        _ if adjacent => ("G2-item", true),
-        _ => ("G2-item-nonadjacent", false),
+        0 if wr == 0 => FindingClass::G0,
+        0 => FindingClass::G1c,
+        1 => FindingClass::GSingle,
+        _ if adjacent => FindingClass::G2Item,
+        _ => FindingClass::G2ItemNonadjacent,
     }
 }

@@ -14,30 +14,53 @@ const MAX_LISTED: usize = 10;
 pub(crate) const ID: Rule = Rule::TimestampOrder;
 pub(crate) const NAME: &str = "timestamps are unique, each commit_ts is above its start_ts, and a transaction begun after another completed has a larger start_ts than that one's timestamps";
 
-pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    let n = ctx.n();
-    // Every commit_ts of each transaction: the client's and the store's, deduplicated.
-    let mut commit_off: Vec<usize> = Vec::with_capacity(n + 1);
-    let mut commit_flat: Vec<u64> = Vec::with_capacity(n);
-    let mut scratch: Vec<u64> = Vec::new();
-    commit_off.push(0);
-    for t in 0..n as u32 {
-        scratch.clear();
-        scratch.extend(ctx.txn(t).commit_ts);
-        scratch.extend(
-            ctx.recs_of(t)
-                .iter()
-                .filter(|r| r.is_commit())
-                .map(|r| r.commit_ts),
-        );
-        scratch.sort_unstable();
-        scratch.dedup();
-        commit_flat.extend_from_slice(&scratch);
-        commit_off.push(commit_flat.len());
-    }
-    let commits = |t: usize| &commit_flat[commit_off[t]..commit_off[t + 1]];
+/// Every commit_ts of each transaction: the client's and the store's,
+/// deduplicated, in one flat list.
+struct Commits {
+    off: Vec<usize>,
+    flat: Vec<u64>,
+}
 
-    // Uniqueness: sort every handed-out timestamp, look for equal neighbours.
+impl Commits {
+    fn of(ctx: &Ctx<'_>) -> Commits {
+        let n = ctx.n();
+        let mut off: Vec<usize> = Vec::with_capacity(n + 1);
+        let mut flat: Vec<u64> = Vec::with_capacity(n);
+        let mut scratch: Vec<u64> = Vec::new();
+        off.push(0);
+        for t in 0..n as u32 {
+            scratch.clear();
+            scratch.extend(ctx.txn(t).commit_ts);
+            scratch.extend(
+                ctx.recs_of(t)
+                    .iter()
+                    .filter(|r| r.is_commit())
+                    .map(|r| r.commit_ts),
+            );
+            scratch.sort_unstable();
+            scratch.dedup();
+            flat.extend_from_slice(&scratch);
+            off.push(flat.len());
+        }
+        Commits { off, flat }
+    }
+
+    fn get(&self, t: usize) -> &[u64] {
+        &self.flat[self.off[t]..self.off[t + 1]]
+    }
+}
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let c = Commits::of(ctx);
+    unique(ctx, &c, sink);
+    commit_after_start(ctx, &c, sink);
+    real_time(ctx, &c, sink);
+}
+
+/// Uniqueness: sort every handed-out timestamp, look for equal neighbours.
+fn unique(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     let mut all: Vec<(u64, u32, bool)> = Vec::with_capacity(n * 2);
     for t in 0..n as u32 {
         all.push((ctx.txn(t).start_ts, t, false));
@@ -87,8 +110,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         i = j;
     }
+}
 
-    // commit_ts above start_ts.
+/// Every commit_ts above its start_ts.
+fn commit_after_start(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     for t in 0..n as u32 {
         let txn = ctx.txn(t);
         let bad: Vec<u64> = commits(t as usize)
@@ -119,9 +146,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             });
         }
     }
+}
 
-    // Real-time order, by a sweep: transactions by invocation time against the
-    // completions before it, keeping the largest timestamp those were handed.
+/// Real-time order, by a sweep: transactions by invocation time against the
+/// completions before it, keeping the largest timestamp those were handed.
+fn real_time(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     let last_ts: Vec<u64> = (0..n)
         .map(|t| {
             let s = ctx.h.txns[t].start_ts;

@@ -92,171 +92,161 @@ fn locate(json: &str) -> Option<String> {
     let Some(obj) = root.as_object() else {
         return Some("$".to_string());
     };
-    if let Some(p) =
-        bad_field::<String>(obj, "$", "format").or_else(|| bad_field::<u64>(obj, "$", "seed"))
+    if let Some(p) = bad_field::<String>(obj, "$", "format")
+        .or_else(|| bad_field::<u64>(obj, "$", "seed"))
+        .or_else(|| locate_array(obj.get("transactions")?, "$.transactions", locate_txn))
+        .or_else(|| locate_array(obj.get("events")?, "$.events", locate_event))
+        .or_else(|| locate_array(obj.get("observers")?, "$.observers", locate_decl))
     {
         return Some(p);
     }
-    if let Some(v) = obj.get("transactions")
-        && let Some(p) = locate_array(v, "$.transactions", |item, path| {
-            let Some(t) = item.as_object() else {
-                return Some(path.to_string());
-            };
-            let path = match t.get("id").and_then(Value::as_u64) {
-                Some(id) => format!("{path} (transaction id {id})"),
-                None => path.to_string(),
-            };
-            if Transaction::deserialize(item).is_ok() {
-                return None;
-            }
-            bad_field::<u64>(t, &path, "id")
-                .or_else(|| bad_field::<u64>(t, &path, "client"))
-                .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
-                .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
-                .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
-                .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
-                .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
-                .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
-                .or_else(|| {
-                    t.get("ops")
-                        .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
-                })
-                .or_else(|| {
-                    let run = t.get("observer")?;
-                    let rp = format!("{path}.observer");
-                    if Option::<ObserverRun>::deserialize(run).is_ok() {
-                        return None;
-                    }
-                    let Some(o) = run.as_object() else {
-                        return Some(rp);
-                    };
-                    bad_field::<String>(o, &rp, "name")
-                        .or_else(|| bad_field::<String>(o, &rp, "row"))
-                        .or_else(|| bad_field::<String>(o, &rp, "col"))
-                        .or(Some(rp))
-                })
-                .or(Some(path))
+    match obj.get("final_state") {
+        Some(v) => Some(locate_final_state(v)),
+        None => Some("$".to_string()),
+    }
+}
+
+fn locate_txn(item: &Value, path: &str) -> Option<String> {
+    let Some(t) = item.as_object() else {
+        return Some(path.to_string());
+    };
+    let path = match t.get("id").and_then(Value::as_u64) {
+        Some(id) => format!("{path} (transaction id {id})"),
+        None => path.to_string(),
+    };
+    if Transaction::deserialize(item).is_ok() {
+        return None;
+    }
+    bad_field::<u64>(t, &path, "id")
+        .or_else(|| bad_field::<u64>(t, &path, "client"))
+        .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
+        .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
+        .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
+        .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
+        .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
+        .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
+        .or_else(|| {
+            t.get("ops")
+                .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
         })
-    {
-        return Some(p);
+        .or_else(|| locate_run(t.get("observer")?, &format!("{path}.observer")))
+        .or(Some(path))
+}
+
+fn locate_run(run: &Value, rp: &str) -> Option<String> {
+    if Option::<ObserverRun>::deserialize(run).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("events")
-        && let Some(p) = locate_array(v, "$.events", |e, path| {
-            if Event::deserialize(e).is_ok() {
-                return None;
-            }
-            let Some(o) = e.as_object() else {
-                return Some(path.to_string());
-            };
-            bad_field::<u64>(o, path, "t_ns")
-                .or_else(|| bad_field::<String>(o, path, "kind"))
-                .or(Some(path.to_string()))
+    let Some(o) = run.as_object() else {
+        return Some(rp.to_string());
+    };
+    bad_field::<String>(o, rp, "name")
+        .or_else(|| bad_field::<String>(o, rp, "row"))
+        .or_else(|| bad_field::<String>(o, rp, "col"))
+        .or(Some(rp.to_string()))
+}
+
+fn locate_event(e: &Value, path: &str) -> Option<String> {
+    if Event::deserialize(e).is_ok() {
+        return None;
+    }
+    let Some(o) = e.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<u64>(o, path, "t_ns")
+        .or_else(|| bad_field::<String>(o, path, "kind"))
+        .or(Some(path.to_string()))
+}
+
+fn locate_decl(d: &Value, path: &str) -> Option<String> {
+    if ObserverDecl::deserialize(d).is_ok() {
+        return None;
+    }
+    let Some(o) = d.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "name")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| bad_field::<bool>(o, path, "weak"))
+        .or(Some(path.to_string()))
+}
+
+/// The path of the problem in a `final_state` (which is known to be one,
+/// since serde failed on the whole history).
+fn locate_final_state(v: &Value) -> String {
+    if FinalState::deserialize(v).is_ok() {
+        return "$".to_string();
+    }
+    let Some(fs) = v.as_object() else {
+        return "$.final_state".to_string();
+    };
+    let at = |key: &str, element: fn(&Value, &str) -> Option<String>| {
+        locate_array(fs.get(key)?, &format!("$.final_state.{key}"), element)
+    };
+    at("cells", locate_cell)
+        .or_else(|| at("locks", locate_lock))
+        .or_else(|| at("notify", locate_cell_ref))
+        .unwrap_or_else(|| "$.final_state".to_string())
+}
+
+fn locate_cell(c: &Value, path: &str) -> Option<String> {
+    if CellState::deserialize(c).is_ok() {
+        return None;
+    }
+    let Some(o) = c.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| {
+            locate_array(
+                o.get("versions")?,
+                &format!("{path}.versions"),
+                locate_version,
+            )
         })
-    {
-        return Some(p);
+        .or(Some(path.to_string()))
+}
+
+fn locate_version(ver: &Value, p: &str) -> Option<String> {
+    if Version::deserialize(ver).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("observers")
-        && let Some(p) = locate_array(v, "$.observers", |d, path| {
-            if ObserverDecl::deserialize(d).is_ok() {
-                return None;
-            }
-            let Some(o) = d.as_object() else {
-                return Some(path.to_string());
-            };
-            bad_field::<String>(o, path, "name")
-                .or_else(|| bad_field::<String>(o, path, "col"))
-                .or_else(|| bad_field::<bool>(o, path, "weak"))
-                .or(Some(path.to_string()))
-        })
-    {
-        return Some(p);
+    let Some(o) = ver.as_object() else {
+        return Some(p.to_string());
+    };
+    bad_field::<u64>(o, p, "start_ts")
+        .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
+        .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
+        .or_else(|| bad_field::<Option<String>>(o, p, "value"))
+        .or(Some(p.to_string()))
+}
+
+fn locate_lock(l: &Value, path: &str) -> Option<String> {
+    if LockState::deserialize(l).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("final_state") {
-        if FinalState::deserialize(v).is_ok() {
-            return Some("$".to_string());
-        }
-        let Some(fs) = v.as_object() else {
-            return Some("$.final_state".to_string());
-        };
-        if let Some(cells) = fs.get("cells")
-            && let Some(p) = locate_array(cells, "$.final_state.cells", |c, path| {
-                if CellState::deserialize(c).is_ok() {
-                    return None;
-                }
-                let Some(o) = c.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or_else(|| {
-                        o.get("versions").and_then(|vs| {
-                            locate_array(vs, &format!("{path}.versions"), |ver, p| {
-                                if Version::deserialize(ver).is_ok() {
-                                    return None;
-                                }
-                                let Some(o) = ver.as_object() else {
-                                    return Some(p.to_string());
-                                };
-                                bad_field::<u64>(o, p, "start_ts")
-                                    .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
-                                    .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
-                                    .or_else(|| bad_field::<Option<String>>(o, p, "value"))
-                                    .or(Some(p.to_string()))
-                            })
-                        })
-                    })
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        if let Some(locks) = fs.get("locks")
-            && let Some(p) = locate_array(locks, "$.final_state.locks", |l, path| {
-                if LockState::deserialize(l).is_ok() {
-                    return None;
-                }
-                let Some(o) = l.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or_else(|| bad_field::<u64>(o, path, "start_ts"))
-                    .or_else(|| {
-                        let primary = o.get("primary")?;
-                        let pp = format!("{path}.primary");
-                        if CellRef::deserialize(primary).is_ok() {
-                            return None;
-                        }
-                        let Some(po) = primary.as_object() else {
-                            return Some(pp);
-                        };
-                        bad_field::<String>(po, &pp, "row")
-                            .or_else(|| bad_field::<String>(po, &pp, "col"))
-                            .or(Some(pp))
-                    })
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        if let Some(notify) = fs.get("notify")
-            && let Some(p) = locate_array(notify, "$.final_state.notify", |c, path| {
-                if CellRef::deserialize(c).is_ok() {
-                    return None;
-                }
-                let Some(o) = c.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        return Some("$.final_state".to_string());
+    let Some(o) = l.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| bad_field::<u64>(o, path, "start_ts"))
+        .or_else(|| locate_cell_ref(o.get("primary")?, &format!("{path}.primary")))
+        .or(Some(path.to_string()))
+}
+
+/// A `{row, col}` reference (a lock's primary, a notify entry).
+fn locate_cell_ref(c: &Value, path: &str) -> Option<String> {
+    if CellRef::deserialize(c).is_ok() {
+        return None;
     }
-    Some("$".to_string())
+    let Some(o) = c.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or(Some(path.to_string()))
 }
 
 /// `Some(path.name)` when the field is present and does not fit `T`.

@@ -1,7 +1,7 @@
 //! Reading a history: JSON syntax and types (via serde_json, with line and
 //! column), then the references serde cannot check.
 
-use crate::compact::{Compact, Mark, NIL, OpKind};
+use crate::compact::{CVersion, Compact, Mark, NIL, OpKind};
 use crate::fx::FxMap;
 use crate::history::{
     CellRef, CellState, Event, FORMAT, FinalState, History, LockState, ObserverDecl, ObserverRun,
@@ -352,6 +352,13 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ),
         ));
     }
+    let observers = validate_observers(h)?;
+    validate_txns(h, &observers)?;
+    validate_cells(h)
+}
+
+/// Observer names are unique; returns each one's index.
+fn validate_observers(h: &Compact) -> Result<FxMap<&str, usize>, HistoryError> {
     let mut observers: FxMap<&str, usize> = FxMap::default();
     for (i, d) in h.observers.iter().enumerate() {
         if let Some(first) = observers.get(d.name.as_str()) {
@@ -366,11 +373,17 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
         }
         observers.insert(d.name.as_str(), i);
     }
+    Ok(observers)
+}
+
+/// Transaction ids are unique, observer runs name a declared observer,
+/// outcomes agree with commit_ts, and nothing completes before it begins.
+fn validate_txns(h: &Compact, observers: &FxMap<&str, usize>) -> Result<(), HistoryError> {
     let mut ids: FxMap<u64, usize> = FxMap::default();
     for (i, t) in h.txns.iter().enumerate() {
         let path = || format!("$.transactions[{i}] (transaction id {})", t.id);
         if let Some(run) = h.runs.get(t.observer as usize) {
-            check_run(h, &observers, run, &path)?;
+            check_run(h, observers, run, &path)?;
         }
         if let Some(first) = ids.get(&t.id) {
             return Err(HistoryError::at(
@@ -382,41 +395,7 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ));
         }
         ids.insert(t.id, i);
-        match (t.outcome, t.commit_ts) {
-            // A read-only transaction commits without a commit timestamp
-            // (Percolator's Commit() with no writes asks the oracle for none).
-            (Outcome::Committed, None) => {
-                let ops = h.ops(i);
-                if let Some(k) = ops.iter().position(|o| o.kind != OpKind::Read) {
-                    let op = &ops[k];
-                    let (row, col) = h.cell_name(op.cell);
-                    let kind = if op.kind == OpKind::Delete {
-                        "delete"
-                    } else {
-                        "write"
-                    };
-                    return Err(HistoryError::at(
-                        format!("{}.commit_ts", path()),
-                        format!(
-                            "the outcome is \"committed\" but commit_ts is missing or null, and the \
-                             transaction is not read-only (ops[{k}] is a {kind} of {row}.{col}); a committed \
-                             transaction that writes must give its commit timestamp (only a read-only one \
-                             may leave it null)"
-                        ),
-                    ));
-                }
-            }
-            (Outcome::Aborted, Some(c)) => {
-                return Err(HistoryError::at(
-                    format!("{}.commit_ts", path()),
-                    format!(
-                        "the outcome is \"aborted\" but commit_ts is {c}; \
-                         an aborted transaction has no commit timestamp"
-                    ),
-                ));
-            }
-            _ => {}
-        }
+        validate_outcome(h, i, &path)?;
         if let Some(done) = t.complete_ns
             && done < t.invoke_ns
         {
@@ -429,6 +408,52 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// A transaction's commit_ts agrees with its outcome.
+fn validate_outcome(h: &Compact, i: usize, path: &dyn Fn() -> String) -> Result<(), HistoryError> {
+    let t = &h.txns[i];
+    match (t.outcome, t.commit_ts) {
+        // A read-only transaction commits without a commit timestamp
+        // (Percolator's Commit() with no writes asks the oracle for none).
+        (Outcome::Committed, None) => {
+            let ops = h.ops(i);
+            if let Some(k) = ops.iter().position(|o| o.kind != OpKind::Read) {
+                let op = &ops[k];
+                let (row, col) = h.cell_name(op.cell);
+                let kind = if op.kind == OpKind::Delete {
+                    "delete"
+                } else {
+                    "write"
+                };
+                return Err(HistoryError::at(
+                    format!("{}.commit_ts", path()),
+                    format!(
+                        "the outcome is \"committed\" but commit_ts is missing or null, and the \
+                         transaction is not read-only (ops[{k}] is a {kind} of {row}.{col}); a committed \
+                         transaction that writes must give its commit timestamp (only a read-only one \
+                         may leave it null)"
+                    ),
+                ));
+            }
+        }
+        (Outcome::Aborted, Some(c)) => {
+            return Err(HistoryError::at(
+                format!("{}.commit_ts", path()),
+                format!(
+                    "the outcome is \"aborted\" but commit_ts is {c}; \
+                     an aborted transaction has no commit timestamp"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Each cell is listed once, and each version's fields fit its kind.
+fn validate_cells(h: &Compact) -> Result<(), HistoryError> {
     let mut cells: FxMap<u32, usize> = FxMap::default();
     for (i, c) in h.state.iter().enumerate() {
         let path = format!("$.final_state.cells[{i}]");
@@ -444,55 +469,60 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
         }
         cells.insert(c.cell, i);
         for (j, v) in h.versions[c.lo..c.hi].iter().enumerate() {
-            let has_value = v.value != NIL;
-            let vpath = || format!("{path}.versions[{j}]");
-            if v.data_missing && v.kind != VersionKind::Put {
+            validate_version(v, &|| format!("{path}.versions[{j}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A version's value and data_missing fit its kind.
+fn validate_version(v: &CVersion, vpath: &dyn Fn() -> String) -> Result<(), HistoryError> {
+    let has_value = v.value != NIL;
+    if v.data_missing && v.kind != VersionKind::Put {
+        return Err(HistoryError::at(
+            format!("{}.data_missing", vpath()),
+            "only a put version can have data_missing (a delete or rollback record has no data)",
+        ));
+    }
+    match v.kind {
+        VersionKind::Rollback => {
+            if v.commit_ts != v.start_ts {
                 return Err(HistoryError::at(
-                    format!("{}.data_missing", vpath()),
-                    "only a put version can have data_missing (a delete or rollback record has no data)",
+                    format!("{}.commit_ts", vpath()),
+                    format!(
+                        "a rollback record must have commit_ts equal to start_ts, found start_ts {} and commit_ts {}",
+                        v.start_ts, v.commit_ts
+                    ),
                 ));
             }
-            match v.kind {
-                VersionKind::Rollback => {
-                    if v.commit_ts != v.start_ts {
-                        return Err(HistoryError::at(
-                            format!("{}.commit_ts", vpath()),
-                            format!(
-                                "a rollback record must have commit_ts equal to start_ts, found start_ts {} and commit_ts {}",
-                                v.start_ts, v.commit_ts
-                            ),
-                        ));
-                    }
-                    if has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a rollback record has no value (null or absent)",
-                        ));
-                    }
-                }
-                VersionKind::Put => {
-                    if v.data_missing && has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a put version with data_missing has no value (null or absent)",
-                        ));
-                    }
-                    if !v.data_missing && !has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a put version must have a value (or \"data_missing\": true when the store \
-                             holds the write record but not its data)",
-                        ));
-                    }
-                }
-                VersionKind::Delete => {
-                    if has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a delete version has no value (null or absent)",
-                        ));
-                    }
-                }
+            if has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a rollback record has no value (null or absent)",
+                ));
+            }
+        }
+        VersionKind::Put => {
+            if v.data_missing && has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a put version with data_missing has no value (null or absent)",
+                ));
+            }
+            if !v.data_missing && !has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a put version must have a value (or \"data_missing\": true when the store \
+                     holds the write record but not its data)",
+                ));
+            }
+        }
+        VersionKind::Delete => {
+            if has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a delete version has no value (null or absent)",
+                ));
             }
         }
     }

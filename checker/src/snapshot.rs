@@ -83,32 +83,58 @@ struct BadRead<'a> {
 }
 
 fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
-    let BadRead {
-        t,
-        c,
-        observed,
-        expected,
-        seen,
-    } = *bad;
+    let txn = ctx.txn(bad.t);
+    let mut inv = Involved {
+        ctx,
+        txns: vec![txn.id],
+        details: vec![ctx.describe_txn(bad.t)],
+    };
+    let should = should_have_read(ctx, bad, &mut inv);
+    let why = why_not(ctx, bad, &mut inv);
+    let (cell, observed) = (ctx.cell_name(bad.c), bad.observed);
+    let Involved { txns, details, .. } = inv;
+    Draft::new(
+        format!(
+            "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
+            txn.id,
+            txn.client,
+            fmt_value(observed),
+            txn.start_ts
+        ),
+        txns,
+        details,
+    )
+}
+
+/// The transactions a finding involves, each described once.
+struct Involved<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    txns: Vec<u64>,
+    details: Vec<String>,
+}
+
+impl Involved<'_, '_> {
+    fn add(&mut self, w: u32) {
+        if !self.txns.contains(&self.ctx.id(w)) {
+            self.txns.push(self.ctx.id(w));
+            self.details.push(self.ctx.describe_txn(w));
+        }
+    }
+}
+
+/// What the read should have returned.
+fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+    let BadRead { t, c, expected, .. } = *bad;
     let txn = ctx.txn(t);
     let cell = ctx.cell_name(c);
-    let mut txns = vec![txn.id];
-    let mut details = vec![ctx.describe_txn(t)];
-    // Each transaction involved, described once.
-    let add = |txns: &mut Vec<u64>, details: &mut Vec<String>, w: u32| {
-        if !txns.contains(&ctx.id(w)) {
-            txns.push(ctx.id(w));
-            details.push(ctx.describe_txn(w));
-        }
-    };
-    let should = match expected {
+    match expected {
         None => format!(
             "no version of {cell} was committed before {}, so it should have read null",
             txn.start_ts
         ),
         Some(v) => {
             if v.writer != NONE {
-                add(&mut txns, &mut details, v.writer);
+                inv.add(v.writer);
             }
             let what = match v.value {
                 Some(_) => format!("is {}", fmt_value(v.value)),
@@ -121,12 +147,25 @@ fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
                 v.commit_ts
             )
         }
-    };
-    let why = match (observed, seen) {
+    }
+}
+
+/// Why what it returned is wrong.
+fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+    let BadRead {
+        t,
+        c,
+        observed,
+        seen,
+        ..
+    } = *bad;
+    let txn = ctx.txn(t);
+    let cell = ctx.cell_name(c);
+    match (observed, seen) {
         (None, _) => "null is what the cell held before that version".to_string(),
         (Some(val), Some((ts, w))) => {
             if w != NONE {
-                add(&mut txns, &mut details, w);
+                inv.add(w);
             }
             if ts < txn.start_ts {
                 format!(
@@ -144,7 +183,7 @@ fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
         }
         (Some(val), None) => match ctx.writer_of(c, val) {
             Some(info) => {
-                add(&mut txns, &mut details, info.txn);
+                inv.add(info.txn);
                 format!(
                     "no committed version of {cell} holds {}: {} wrote it but it was never committed",
                     fmt_value(Some(val)),
@@ -156,18 +195,7 @@ fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
                 fmt_value(Some(val))
             ),
         },
-    };
-    Draft::new(
-        format!(
-            "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
-            txn.id,
-            txn.client,
-            fmt_value(observed),
-            txn.start_ts
-        ),
-        txns,
-        details,
-    )
+    }
 }
 
 fn value_index<'a>(ctx: &Ctx<'a>) -> ValueIndex<'a> {

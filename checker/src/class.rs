@@ -274,6 +274,57 @@ impl FindingClass {
         }
     }
 
+    /// What the class means, in a sentence.
+    pub fn describe(self) -> &'static str {
+        use FindingClass::*;
+        match self {
+            StaleRead => "A read returned a version older than the newest one before its start_ts",
+            FutureRead => "A read returned a version committed at or after its start_ts",
+            UncommittedRead => "A read returned a value no committed transaction wrote",
+            OverlappingWrites => {
+                "Two committed writers of a cell overlap between start_ts and commit_ts"
+            }
+            DuplicateTimestamp => "One timestamp was handed out twice",
+            CommitNotAfterStart => "A commit_ts is not above its start_ts",
+            RealtimeOrder => "A transaction invoked after another completed has a smaller start_ts",
+            ClientOrder => "As realtime_order, for two transactions of one client",
+            PartialCommit => {
+                "Some but not all of a committed transaction's writes are in the store"
+            }
+            CommittedNotInStore => "None of a committed transaction's writes are in the store",
+            AbortedButCommitted => {
+                "The store holds a commit of a transaction its client was told aborted"
+            }
+            CommitTsMismatch => "The store's commit_ts differs from the one the client was told",
+            MultipleCommitTs => "One transaction's writes carry several commit_ts",
+            ValueMismatch => "The store holds a different value than the transaction wrote",
+            MissingData => "A committed put's data is missing from the store",
+            CommitAndRollback => "The store holds both a commit and a rollback of one write",
+            UnwrittenData => "The store holds a write no transaction made",
+            LockLeft => "A lock is left in the final state",
+            G0 => "A cycle of write dependencies only",
+            G1a => "A committed read of a value whose writer never committed",
+            G1b => "A read of a value its writer overwrote in the same transaction",
+            G1c => "A cycle of write and read dependencies, no anti-dependency",
+            GSingle => "A cycle with exactly one anti-dependency (read skew)",
+            LostUpdate => {
+                "Two committed transactions read the same version of a cell and both wrote it"
+            }
+            G2Item => "A cycle with two adjacent anti-dependencies (write skew): allowed",
+            G2ItemNonadjacent => "A cycle with several anti-dependencies, no two adjacent",
+            DuplicateRun => "Two committed observer runs for one change of an observed cell",
+            RunWithoutChange => "A committed observer run with no change to process",
+            UnprocessedChange => "A change to an observed cell no committed observer run saw",
+            NotifyLeft => "A notify entry is left in the final state",
+            MissingRow => "A scan missed a cell of its range visible at its start_ts",
+            Phantom => "A scan returned a cell not visible at its start_ts",
+            WrongVersion => "A scan returned a visible cell with the wrong value",
+            IncompatibleOrder => "A read of a list is not a prefix of the longest read of it",
+            DuplicateElements => "A list holds one element twice",
+            DuplicateAppends => "One element is appended by two operations",
+        }
+    }
+
     /// The rule that reports this class.
     pub fn rule(self) -> Rule {
         use FindingClass::*;
@@ -326,6 +377,7 @@ mod tests {
         }
         for c in FindingClass::ALL {
             assert_eq!(FindingClass::from_name(c.name()), Some(c), "{c:?}");
+            assert!(!c.describe().is_empty());
             assert!(Rule::ALL.contains(&c.rule()));
         }
         assert_eq!(Rule::from_name("no_such_rule"), None);

@@ -183,6 +183,45 @@ impl StreamFindingClass {
         }
     }
 
+    /// What the class means, in a sentence.
+    pub fn describe(self) -> &'static str {
+        use StreamFindingClass::*;
+        match self {
+            AbortedByClient => {
+                "A receipt of a message whose transaction's client was told it aborted"
+            }
+            NotCommitted => {
+                "A receipt of a message with no commit marker after it in the final log"
+            }
+            BeforeCommitRequest => {
+                "A receipt before the client asked to commit the message's transaction"
+            }
+            PastOpenTransaction => "A receipt past a message of a transaction still open",
+            NotVisible => "A committed message is not visible in its partition's log",
+            NeverDelivered => "A committed message never reached a drained subscription",
+            DuplicateInLog => "A message is in the logs twice",
+            AckedTwice => {
+                "A message acknowledged by two committed transactions on an exactly-once subscription"
+            }
+            PartlyVisible => "Some of a transaction's messages took effect, others did not",
+            AcksWithoutMessages => {
+                "A transaction's acknowledgments took effect, its messages did not"
+            }
+            MessagesWithoutAcks => {
+                "A transaction's messages took effect, its acknowledgments did not"
+            }
+            ConflictingMarkers => "A transaction has both a commit and an abort marker",
+            NonmonotonicReceive => {
+                "A consumer received a smaller or equal offset after a larger one"
+            }
+            NonmonotonicSend => "A producer was told a smaller or equal offset after a larger one",
+            InconsistentOffset => "An offset does not name what the log holds there",
+            DuplicateOutput => "A committed input has several committed outputs",
+            MissingOutput => "A committed input of a drained subscription has no committed output",
+            OutputWithoutInput => "A committed output has no committed input",
+        }
+    }
+
     /// The rule that reports this class.
     pub fn rule(self) -> StreamRule {
         use StreamFindingClass::*;
@@ -231,6 +270,7 @@ mod tests {
         for (i, c) in StreamFindingClass::ALL.iter().enumerate() {
             assert_eq!(*c as usize, i, "{c:?}");
             assert_eq!(StreamFindingClass::from_name(c.name()), Some(*c));
+            assert!(!c.describe().is_empty());
         }
         assert_eq!(
             StreamFindingClass::ALL.len(),

@@ -6,8 +6,9 @@
 use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
 use crate::history::{Outcome, VersionKind};
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
-pub(crate) const ID: &str = "atomic_commits";
+pub(crate) const ID: Rule = Rule::AtomicCommits;
 pub(crate) const NAME: &str = "each transaction's writes are all committed with one commit_ts or none are, as its client was told, the store holds only what transactions wrote, and no lock is left";
 
 fn details(ctx: &Ctx<'_>, t: u32) -> Vec<String> {
@@ -30,216 +31,238 @@ fn cells_list(ctx: &Ctx<'_>, cells: &[u32]) -> String {
 }
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    let mut committed_cells: Vec<u32> = Vec::new();
-    let mut missing: Vec<u32> = Vec::new();
-    let mut stamps: Vec<u64> = Vec::new();
     for t in 0..ctx.n() as u32 {
-        let txn = ctx.txn(t);
-        let recs = ctx.recs_of(t);
-        committed_cells.clear();
-        stamps.clear();
+        judge_txn(ctx, sink, t);
+    }
+    judge_orphans(ctx, sink);
+    judge_locks(ctx, sink);
+}
 
-        // Per cell of the store: what was committed, against what was written.
-        let mut i = 0;
-        while i < recs.len() {
-            let cell = recs[i].cell;
-            let mut j = i;
-            while j < recs.len() && recs[j].cell == cell {
-                j += 1;
-            }
-            let group = &recs[i..j];
-            let commits: Vec<&StoreRec<'_>> = group.iter().filter(|r| r.is_commit()).collect();
-            let rollback = group.iter().any(|r| r.kind == VersionKind::Rollback);
-            if !commits.is_empty() {
-                committed_cells.push(cell);
-                if rollback {
-                    sink.add("commit_and_rollback", || {
-                        Draft::new(
-                            format!(
-                                "{} has both a commit record and a rollback record for T{} (start_ts {}): \
-                                 the transaction was both committed and rolled back there",
-                                ctx.cell_name(cell),
-                                txn.id,
-                                txn.start_ts
-                            ),
-                            vec![txn.id],
-                            details(ctx, t),
-                        )
-                    });
-                }
-            }
-            for r in &commits {
-                stamps.push(r.commit_ts);
-                let written = ctx.final_write(t, cell);
-                let stored = if r.kind == VersionKind::Put {
-                    r.value
-                } else {
-                    None
-                };
-                match written {
-                    None => sink.add("unwritten_data", || {
-                        Draft::new(
-                            format!(
-                                "the store holds {} with T{}'s start_ts {}, but T{} never wrote {}: nobody wrote this data",
-                                ctx.describe_rec(r),
-                                txn.id,
-                                txn.start_ts,
-                                txn.id,
-                                ctx.cell_name(cell)
-                            ),
-                            vec![txn.id],
-                            details(ctx, t),
-                        )
-                    }),
-                    Some(w) if r.kind == VersionKind::Put && r.value.is_none() => {
-                        sink.add("missing_data", || {
-                            Draft::new(
-                                format!(
-                                    "the store holds a put record of T{} (start_ts {}) for {} at commit_ts {}, \
-                                     but no data at start_ts {}: T{}'s committed write of {} is lost",
-                                    txn.id,
-                                    txn.start_ts,
-                                    ctx.cell_name(cell),
-                                    r.commit_ts,
-                                    txn.start_ts,
-                                    txn.id,
-                                    match w.value {
-                                        Some(_) => fmt_value(w.value),
-                                        None => "a delete".to_string(),
-                                    }
-                                ),
-                                vec![txn.id],
-                                details(ctx, t),
-                            )
-                        })
-                    }
-                    Some(w) if w.value != stored => sink.add("value_mismatch", || {
-                        let what = |v: Option<&str>| match v {
-                            Some(_) => fmt_value(v),
-                            None => "a delete".to_string(),
-                        };
-                        Draft::new(
-                            format!(
-                                "the store holds {} for T{} at commit_ts {}, but T{}'s last write to it was {}",
-                                ctx.cell_name(cell),
-                                txn.id,
-                                r.commit_ts,
-                                txn.id,
-                                what(w.value)
-                            ) + &format!(", not {}", what(stored)),
-                            vec![txn.id],
-                            details(ctx, t),
-                        )
-                    }),
-                    Some(_) => {}
-                }
-            }
-            i = j;
+/// The store's records of T`t`, cell by cell, then its timestamps and outcome.
+fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
+    let txn = ctx.txn(t);
+    let recs = ctx.recs_of(t);
+    let mut committed_cells: Vec<u32> = Vec::new();
+    let mut stamps: Vec<u64> = Vec::new();
+    // Per cell of the store: what was committed, against what was written.
+    let mut i = 0;
+    while i < recs.len() {
+        let cell = recs[i].cell;
+        let mut j = i;
+        while j < recs.len() && recs[j].cell == cell {
+            j += 1;
         }
-
-        stamps.sort_unstable();
-        stamps.dedup();
-        if stamps.len() > 1 {
-            sink.add("multiple_commit_ts", || {
-                Draft::new(
-                    format!(
-                        "T{}'s writes were committed with {} different commit timestamps ({}): \
-                         a transaction commits everything with one commit_ts",
-                        txn.id,
-                        stamps.len(),
-                        stamps
-                            .iter()
-                            .map(u64::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    vec![txn.id],
-                    details(ctx, t),
-                )
-            });
-        }
-        if txn.outcome != Outcome::Aborted
-            && let Some(c) = txn.commit_ts
-            && let Some(&other) = stamps.iter().find(|&&s| s != c)
-        {
-            sink.add("commit_ts_mismatch", || {
-                Draft::new(
-                    format!(
-                        "T{}'s client has commit_ts {c}, but the store committed its writes at {other}",
-                        txn.id
-                    ),
-                    vec![txn.id],
-                    details(ctx, t),
-                )
-            });
-        }
-
-        missing.clear();
-        missing.extend(
-            ctx.final_writes(t)
-                .iter()
-                .map(|w| w.cell)
-                .filter(|c| committed_cells.binary_search(c).is_err()),
-        );
-        let n_written = ctx.final_writes(t).len();
-        match txn.outcome {
-            Outcome::Committed if !missing.is_empty() => {
-                let class = if committed_cells.is_empty() {
-                    "committed_not_in_store"
-                } else {
-                    "partial_commit"
-                };
-                sink.add(class, || {
+        let group = &recs[i..j];
+        let commits: Vec<&StoreRec<'_>> = group.iter().filter(|r| r.is_commit()).collect();
+        let rollback = group.iter().any(|r| r.kind == VersionKind::Rollback);
+        if !commits.is_empty() {
+            committed_cells.push(cell);
+            if rollback {
+                sink.add(FindingClass::CommitAndRollback, || {
                     Draft::new(
                         format!(
-                            "T{}'s client was told it committed (commit_ts {}), but the store has no commit record \
-                             for {} of its {} written cells: {}",
+                            "{} has both a commit record and a rollback record for T{} (start_ts {}): \
+                             the transaction was both committed and rolled back there",
+                            ctx.cell_name(cell),
                             txn.id,
-                            txn.commit_ts.map_or("null".to_string(), |c| c.to_string()),
-                            missing.len(),
-                            n_written,
-                            cells_list(ctx, &missing)
+                            txn.start_ts
                         ),
                         vec![txn.id],
                         details(ctx, t),
                     )
                 });
             }
-            Outcome::Aborted if !committed_cells.is_empty() => {
-                sink.add("aborted_but_committed", || {
-                    Draft::new(
-                        format!(
-                            "T{}'s client was told it aborted, but the store committed its writes to {}",
-                            txn.id,
-                            cells_list(ctx, &committed_cells)
-                        ),
-                        vec![txn.id],
-                        details(ctx, t),
-                    )
-                });
-            }
-            Outcome::Unknown if !committed_cells.is_empty() && !missing.is_empty() => {
-                sink.add("partial_commit", || {
-                    Draft::new(
-                        format!(
-                            "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
-                             but has no commit record for {}",
-                            txn.id,
-                            cells_list(ctx, &committed_cells),
-                            cells_list(ctx, &missing)
-                        ),
-                        vec![txn.id],
-                        details(ctx, t),
-                    )
-                });
-            }
-            _ => {}
         }
+        for r in &commits {
+            stamps.push(r.commit_ts);
+            judge_commit_rec(ctx, sink, t, cell, r);
+        }
+        i = j;
     }
 
+    judge_stamps(ctx, sink, t, &mut stamps);
+    judge_outcome(ctx, sink, t, &committed_cells);
+}
+
+/// One commit record `r` of T`t` on `cell`, against what T`t` wrote there.
+fn judge_commit_rec(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, cell: u32, r: &StoreRec<'_>) {
+    let txn = ctx.txn(t);
+    let written = ctx.final_write(t, cell);
+    let stored = if r.kind == VersionKind::Put {
+        r.value
+    } else {
+        None
+    };
+    match written {
+        None => sink.add(FindingClass::UnwrittenData, || {
+            Draft::new(
+                format!(
+                    "the store holds {} with T{}'s start_ts {}, but T{} never wrote {}: nobody wrote this data",
+                    ctx.describe_rec(r),
+                    txn.id,
+                    txn.start_ts,
+                    txn.id,
+                    ctx.cell_name(cell)
+                ),
+                vec![txn.id],
+                details(ctx, t),
+            )
+        }),
+        Some(w) if r.kind == VersionKind::Put && r.value.is_none() => {
+            sink.add(FindingClass::MissingData, || {
+                Draft::new(
+                    format!(
+                        "the store holds a put record of T{} (start_ts {}) for {} at commit_ts {}, \
+                         but no data at start_ts {}: T{}'s committed write of {} is lost",
+                        txn.id,
+                        txn.start_ts,
+                        ctx.cell_name(cell),
+                        r.commit_ts,
+                        txn.start_ts,
+                        txn.id,
+                        match w.value {
+                            Some(_) => fmt_value(w.value),
+                            None => "a delete".to_string(),
+                        }
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            })
+        }
+        Some(w) if w.value != stored => sink.add(FindingClass::ValueMismatch, || {
+            let what = |v: Option<&str>| match v {
+                Some(_) => fmt_value(v),
+                None => "a delete".to_string(),
+            };
+            Draft::new(
+                format!(
+                    "the store holds {} for T{} at commit_ts {}, but T{}'s last write to it was {}",
+                    ctx.cell_name(cell),
+                    txn.id,
+                    r.commit_ts,
+                    txn.id,
+                    what(w.value)
+                ) + &format!(", not {}", what(stored)),
+                vec![txn.id],
+                details(ctx, t),
+            )
+        }),
+        Some(_) => {}
+    }
+}
+
+/// T`t`'s writes committed with one commit_ts, the one its client has.
+fn judge_stamps(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, stamps: &mut Vec<u64>) {
+    let txn = ctx.txn(t);
+    stamps.sort_unstable();
+    stamps.dedup();
+    if stamps.len() > 1 {
+        sink.add(FindingClass::MultipleCommitTs, || {
+            Draft::new(
+                format!(
+                    "T{}'s writes were committed with {} different commit timestamps ({}): \
+                     a transaction commits everything with one commit_ts",
+                    txn.id,
+                    stamps.len(),
+                    stamps
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                vec![txn.id],
+                details(ctx, t),
+            )
+        });
+    }
+    if txn.outcome != Outcome::Aborted
+        && let Some(c) = txn.commit_ts
+        && let Some(&other) = stamps.iter().find(|&&s| s != c)
+    {
+        sink.add(FindingClass::CommitTsMismatch, || {
+            Draft::new(
+                format!(
+                    "T{}'s client has commit_ts {c}, but the store committed its writes at {other}",
+                    txn.id
+                ),
+                vec![txn.id],
+                details(ctx, t),
+            )
+        });
+    }
+}
+
+/// T`t`'s cells committed in the store, against its outcome.
+fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]) {
+    let txn = ctx.txn(t);
+    let missing: Vec<u32> = ctx
+        .final_writes(t)
+        .iter()
+        .map(|w| w.cell)
+        .filter(|c| committed_cells.binary_search(c).is_err())
+        .collect();
+    let n_written = ctx.final_writes(t).len();
+    match txn.outcome {
+        Outcome::Committed if !missing.is_empty() => {
+            let class = if committed_cells.is_empty() {
+                FindingClass::CommittedNotInStore
+            } else {
+                FindingClass::PartialCommit
+            };
+            sink.add(class, || {
+                Draft::new(
+                    format!(
+                        "T{}'s client was told it committed (commit_ts {}), but the store has no commit record \
+                         for {} of its {} written cells: {}",
+                        txn.id,
+                        txn.commit_ts.map_or("null".to_string(), |c| c.to_string()),
+                        missing.len(),
+                        n_written,
+                        cells_list(ctx, &missing)
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            });
+        }
+        Outcome::Aborted if !committed_cells.is_empty() => {
+            sink.add(FindingClass::AbortedButCommitted, || {
+                Draft::new(
+                    format!(
+                        "T{}'s client was told it aborted, but the store committed its writes to {}",
+                        txn.id,
+                        cells_list(ctx, &committed_cells)
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            });
+        }
+        Outcome::Unknown if !committed_cells.is_empty() && !missing.is_empty() => {
+            sink.add(FindingClass::PartialCommit, || {
+                Draft::new(
+                    format!(
+                        "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
+                         but has no commit record for {}",
+                        txn.id,
+                        cells_list(ctx, &committed_cells),
+                        cells_list(ctx, &missing)
+                    ),
+                    vec![txn.id],
+                    details(ctx, t),
+                )
+            });
+        }
+        _ => {}
+    }
+}
+
+/// Commit records of no transaction in the history.
+fn judge_orphans(ctx: &Ctx<'_>, sink: &mut Sink) {
     for r in ctx.orphan_recs() {
         if r.is_commit() {
-            sink.add("unwritten_data", || {
+            sink.add(FindingClass::UnwrittenData, || {
                 Draft::new(
                     format!(
                         "the store holds {} with start_ts {}, but no transaction in the history has that start_ts: \
@@ -253,10 +276,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             });
         }
     }
+}
 
+/// Locks left in the final state.
+fn judge_locks(ctx: &Ctx<'_>, sink: &mut Sink) {
     for (lock, &(cell, primary)) in ctx.h.locks.iter().zip(&ctx.lock_cells) {
         let t = ctx.by_start(lock.start_ts);
-        sink.add("lock_left", || {
+        sink.add(FindingClass::LockLeft, || {
             let (txns, details, whose) = if t == NONE {
                 (
                     vec![],

@@ -3,8 +3,9 @@
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
-pub(crate) const ID: &str = "no_write_conflicts";
+pub(crate) const ID: Rule = Rule::NoWriteConflicts;
 pub(crate) const NAME: &str = "no two committed transactions that wrote the same cell overlap between their start_ts and commit_ts";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
@@ -41,7 +42,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         while j < writes.len() && writes[j].0 == cell {
             let cur = writes[j];
             if cur.1 <= holder.2 {
-                sink.add("overlapping_writes", || {
+                sink.add(FindingClass::OverlappingWrites, || {
                     let (a, b) = (holder.3, cur.3);
                     Draft::new(
                         format!(

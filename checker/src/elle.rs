@@ -13,10 +13,11 @@ use crate::cycles::{self, RW, Step, WR, WW};
 use crate::edn::{self, EdnError, Node, Val};
 use crate::history::Outcome;
 use crate::report::{CycleStep, Draft, REPORT_FORMAT, Report, Sink, Stats};
+use crate::{FindingClass, Rule};
 use std::collections::HashMap;
 
 /// Id of the rule about the lists themselves.
-const LISTS_ID: &str = "consistent_lists";
+const LISTS_ID: Rule = Rule::ConsistentLists;
 const LISTS_NAME: &str = "every read of a list is a prefix of the longest read of that list, no element appears twice in a list, and each element is appended once";
 const CYCLES_NAME: &str = "the dependency graph of committed transactions, with each key's version order inferred from the lists read, has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
 
@@ -340,7 +341,7 @@ impl<'h> Facts<'h> {
             for m in &x.mops {
                 if let Mop::Append { key, elem } = *m {
                     if let Some(&first) = writer.get(&(key, elem)) {
-                        lists.add("duplicate-appends", || {
+                        lists.add(FindingClass::DuplicateAppends, || {
                             duplicate_append(h, key, elem, first, t as u32)
                         });
                     } else {
@@ -416,7 +417,7 @@ impl<'h> Facts<'h> {
             let mut sorted = l.to_vec();
             sorted.sort_unstable();
             if sorted.windows(2).any(|w| w[0] == w[1]) {
-                sink.add("duplicate-elements", || {
+                sink.add(FindingClass::DuplicateElements, || {
                     Draft::new(
                         format!(
                             "T{} read key {} = {}, which holds an element twice",
@@ -434,7 +435,7 @@ impl<'h> Facts<'h> {
                 let other = committed_reads(self.h, &self.committed)
                     .find(|&(_, k, m)| k == key && m == self.longest[key as usize])
                     .map_or(t, |x| x.0);
-                sink.add("incompatible-order", || Draft::new(
+                sink.add(FindingClass::IncompatibleOrder, || Draft::new(
                     format!(
                         "key {}: T{} read {}, which is not a prefix of {} read by T{}: no single version order explains both",
                         self.key(key), self.id(t), self.list(l), self.list(self.longest[key as usize]), self.id(other)
@@ -551,8 +552,12 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         .filter(|&t| f.committed[t as usize])
         .filter_map(|t| h.txns[t as usize].invoke_ns.map(|i| (t, i)));
     let g = cycles::build_graph(n, edges, completions, invocations);
-    cycles::each_cycle(&g, |class, is_allowed, steps| {
-        let target = if is_allowed { &mut allowed } else { &mut sink };
+    cycles::each_cycle(&g, |class, steps| {
+        let target = if class.is_allowed() {
+            &mut allowed
+        } else {
+            &mut sink
+        };
         target.add(class, || explain_cycle(&f, class, steps));
     });
     let rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
@@ -617,7 +622,7 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                     .map(|&w| (w, *e))
             });
             if let Some((w, e)) = aborted {
-                sink.add("G1a", || aborted_read(f, r, w, k, e, l));
+                sink.add(FindingClass::G1a, || aborted_read(f, r, w, k, e, l));
                 continue;
             }
             let ord = &f.order[k as usize];
@@ -631,7 +636,7 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                         continue;
                     }
                     if f.last_append.get(&(w, k)) != Some(e) {
-                        sink.add("G1b", || intermediate_read(f, r, w, k, l));
+                        sink.add(FindingClass::G1b, || intermediate_read(f, r, w, k, l));
                         continue;
                     }
                     edges.push((w, r, k, WR));
@@ -652,7 +657,7 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
     lost.dedup();
     for group in lost.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
         if group.len() >= 2 {
-            sink.add("lost-update", || lost_update(f, group));
+            sink.add(FindingClass::LostUpdate, || lost_update(f, group));
         }
     }
     edges
@@ -720,7 +725,7 @@ fn lost_update(f: &Facts<'_>, group: &[(u32, u32, u32)]) -> Draft {
     )
 }
 
-fn explain_cycle(f: &Facts<'_>, class: &str, steps: &[Step]) -> Draft {
+fn explain_cycle(f: &Facts<'_>, class: FindingClass, steps: &[Step]) -> Draft {
     let (chain, txns, rt) = cycles::cycle_summary(steps, |t| f.id(t));
     let mut d = Draft::new(
         format!(

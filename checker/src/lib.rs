@@ -39,6 +39,7 @@
 //! ```
 
 mod atomicity;
+mod class;
 mod compact;
 mod conflicts;
 mod ctx;
@@ -58,6 +59,7 @@ mod snapshot;
 pub mod stream;
 mod timestamps;
 
+pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
 pub use history::*;

@@ -12,8 +12,9 @@
 use crate::ctx::{Ctx, NONE};
 use crate::observers::{NO_OBSERVERS, Observers, change, versions_line};
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
-pub(crate) const ID: &str = "no_lost_notification";
+pub(crate) const ID: Rule = Rule::NoLostNotification;
 pub(crate) const NAME: &str = "every change to an observed cell is followed by a committed observer run that saw it, and no notify entry is left";
 
 pub(crate) fn check(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
@@ -49,7 +50,7 @@ fn unprocessed(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
             if run.is_some_and(|r| r.start_ts > last.commit_ts) {
                 continue;
             }
-            sink.add("unprocessed_change", || {
+            sink.add(FindingClass::UnprocessedChange, || {
                 let name = ctx.cell_name(cell);
                 let observer = obs.name(decl);
                 let what = if last.value.is_some() {
@@ -102,7 +103,7 @@ fn unprocessed(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
 /// Notify entries left in the store.
 fn left_over(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
     for &cell in &ctx.notify_cells {
-        sink.add("notify_left", || {
+        sink.add(FindingClass::NotifyLeft, || {
             let name = ctx.cell_name(cell);
             let col = ctx.cells.get(cell as usize).map_or("?", |c| c.1);
             let observers: Vec<String> = obs

@@ -12,8 +12,9 @@
 use crate::ctx::Ctx;
 use crate::observers::{NO_OBSERVERS, Observers, Run, change, versions_line};
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
-pub(crate) const ID: &str = "observer_at_most_once";
+pub(crate) const ID: Rule = Rule::ObserverAtMostOnce;
 pub(crate) const NAME: &str =
     "at most one observer transaction commits per change of an observed cell";
 
@@ -42,7 +43,7 @@ fn judge(ctx: &Ctx<'_>, obs: &Observers<'_>, runs: &[Run], sink: &mut Sink) {
     let vs = ctx.versions(runs[0].cell);
     let first = runs[0];
     if vs.first().is_none_or(|v| v.commit_ts >= first.start_ts) {
-        sink.add("run_without_change", || {
+        sink.add(FindingClass::RunWithoutChange, || {
             let cell = ctx.cell_name(first.cell);
             Draft::new(
                 format!(
@@ -67,7 +68,7 @@ fn judge(ctx: &Ctx<'_>, obs: &Observers<'_>, runs: &[Run], sink: &mut Sink) {
         if vs.get(p).is_some_and(|v| v.commit_ts < r2.start_ts) {
             continue;
         }
-        sink.add("duplicate_run", || {
+        sink.add(FindingClass::DuplicateRun, || {
             let cell = ctx.cell_name(r1.cell);
             let seen = match p.checked_sub(1).map(|k| vs[k]) {
                 Some(v) => format!(

@@ -1,7 +1,7 @@
 //! Reading a history: JSON syntax and types (via serde_json, with line and
 //! column), then the references serde cannot check.
 
-use crate::compact::{Compact, Mark, NIL, OpKind};
+use crate::compact::{CVersion, Compact, Mark, NIL, OpKind};
 use crate::fx::FxMap;
 use crate::history::{
     CellRef, CellState, Event, FORMAT, FinalState, History, LockState, ObserverDecl, ObserverRun,
@@ -92,171 +92,161 @@ fn locate(json: &str) -> Option<String> {
     let Some(obj) = root.as_object() else {
         return Some("$".to_string());
     };
-    if let Some(p) =
-        bad_field::<String>(obj, "$", "format").or_else(|| bad_field::<u64>(obj, "$", "seed"))
+    if let Some(p) = bad_field::<String>(obj, "$", "format")
+        .or_else(|| bad_field::<u64>(obj, "$", "seed"))
+        .or_else(|| locate_array(obj.get("transactions")?, "$.transactions", locate_txn))
+        .or_else(|| locate_array(obj.get("events")?, "$.events", locate_event))
+        .or_else(|| locate_array(obj.get("observers")?, "$.observers", locate_decl))
     {
         return Some(p);
     }
-    if let Some(v) = obj.get("transactions")
-        && let Some(p) = locate_array(v, "$.transactions", |item, path| {
-            let Some(t) = item.as_object() else {
-                return Some(path.to_string());
-            };
-            let path = match t.get("id").and_then(Value::as_u64) {
-                Some(id) => format!("{path} (transaction id {id})"),
-                None => path.to_string(),
-            };
-            if Transaction::deserialize(item).is_ok() {
-                return None;
-            }
-            bad_field::<u64>(t, &path, "id")
-                .or_else(|| bad_field::<u64>(t, &path, "client"))
-                .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
-                .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
-                .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
-                .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
-                .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
-                .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
-                .or_else(|| {
-                    t.get("ops")
-                        .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
-                })
-                .or_else(|| {
-                    let run = t.get("observer")?;
-                    let rp = format!("{path}.observer");
-                    if Option::<ObserverRun>::deserialize(run).is_ok() {
-                        return None;
-                    }
-                    let Some(o) = run.as_object() else {
-                        return Some(rp);
-                    };
-                    bad_field::<String>(o, &rp, "name")
-                        .or_else(|| bad_field::<String>(o, &rp, "row"))
-                        .or_else(|| bad_field::<String>(o, &rp, "col"))
-                        .or(Some(rp))
-                })
-                .or(Some(path))
+    match obj.get("final_state") {
+        Some(v) => Some(locate_final_state(v)),
+        None => Some("$".to_string()),
+    }
+}
+
+fn locate_txn(item: &Value, path: &str) -> Option<String> {
+    let Some(t) = item.as_object() else {
+        return Some(path.to_string());
+    };
+    let path = match t.get("id").and_then(Value::as_u64) {
+        Some(id) => format!("{path} (transaction id {id})"),
+        None => path.to_string(),
+    };
+    if Transaction::deserialize(item).is_ok() {
+        return None;
+    }
+    bad_field::<u64>(t, &path, "id")
+        .or_else(|| bad_field::<u64>(t, &path, "client"))
+        .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
+        .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
+        .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
+        .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
+        .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
+        .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
+        .or_else(|| {
+            t.get("ops")
+                .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
         })
-    {
-        return Some(p);
+        .or_else(|| locate_run(t.get("observer")?, &format!("{path}.observer")))
+        .or(Some(path))
+}
+
+fn locate_run(run: &Value, rp: &str) -> Option<String> {
+    if Option::<ObserverRun>::deserialize(run).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("events")
-        && let Some(p) = locate_array(v, "$.events", |e, path| {
-            if Event::deserialize(e).is_ok() {
-                return None;
-            }
-            let Some(o) = e.as_object() else {
-                return Some(path.to_string());
-            };
-            bad_field::<u64>(o, path, "t_ns")
-                .or_else(|| bad_field::<String>(o, path, "kind"))
-                .or(Some(path.to_string()))
+    let Some(o) = run.as_object() else {
+        return Some(rp.to_string());
+    };
+    bad_field::<String>(o, rp, "name")
+        .or_else(|| bad_field::<String>(o, rp, "row"))
+        .or_else(|| bad_field::<String>(o, rp, "col"))
+        .or(Some(rp.to_string()))
+}
+
+fn locate_event(e: &Value, path: &str) -> Option<String> {
+    if Event::deserialize(e).is_ok() {
+        return None;
+    }
+    let Some(o) = e.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<u64>(o, path, "t_ns")
+        .or_else(|| bad_field::<String>(o, path, "kind"))
+        .or(Some(path.to_string()))
+}
+
+fn locate_decl(d: &Value, path: &str) -> Option<String> {
+    if ObserverDecl::deserialize(d).is_ok() {
+        return None;
+    }
+    let Some(o) = d.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "name")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| bad_field::<bool>(o, path, "weak"))
+        .or(Some(path.to_string()))
+}
+
+/// The path of the problem in a `final_state` (which is known to be one,
+/// since serde failed on the whole history).
+fn locate_final_state(v: &Value) -> String {
+    if FinalState::deserialize(v).is_ok() {
+        return "$".to_string();
+    }
+    let Some(fs) = v.as_object() else {
+        return "$.final_state".to_string();
+    };
+    let at = |key: &str, element: fn(&Value, &str) -> Option<String>| {
+        locate_array(fs.get(key)?, &format!("$.final_state.{key}"), element)
+    };
+    at("cells", locate_cell)
+        .or_else(|| at("locks", locate_lock))
+        .or_else(|| at("notify", locate_cell_ref))
+        .unwrap_or_else(|| "$.final_state".to_string())
+}
+
+fn locate_cell(c: &Value, path: &str) -> Option<String> {
+    if CellState::deserialize(c).is_ok() {
+        return None;
+    }
+    let Some(o) = c.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| {
+            locate_array(
+                o.get("versions")?,
+                &format!("{path}.versions"),
+                locate_version,
+            )
         })
-    {
-        return Some(p);
+        .or(Some(path.to_string()))
+}
+
+fn locate_version(ver: &Value, p: &str) -> Option<String> {
+    if Version::deserialize(ver).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("observers")
-        && let Some(p) = locate_array(v, "$.observers", |d, path| {
-            if ObserverDecl::deserialize(d).is_ok() {
-                return None;
-            }
-            let Some(o) = d.as_object() else {
-                return Some(path.to_string());
-            };
-            bad_field::<String>(o, path, "name")
-                .or_else(|| bad_field::<String>(o, path, "col"))
-                .or_else(|| bad_field::<bool>(o, path, "weak"))
-                .or(Some(path.to_string()))
-        })
-    {
-        return Some(p);
+    let Some(o) = ver.as_object() else {
+        return Some(p.to_string());
+    };
+    bad_field::<u64>(o, p, "start_ts")
+        .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
+        .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
+        .or_else(|| bad_field::<Option<String>>(o, p, "value"))
+        .or(Some(p.to_string()))
+}
+
+fn locate_lock(l: &Value, path: &str) -> Option<String> {
+    if LockState::deserialize(l).is_ok() {
+        return None;
     }
-    if let Some(v) = obj.get("final_state") {
-        if FinalState::deserialize(v).is_ok() {
-            return Some("$".to_string());
-        }
-        let Some(fs) = v.as_object() else {
-            return Some("$.final_state".to_string());
-        };
-        if let Some(cells) = fs.get("cells")
-            && let Some(p) = locate_array(cells, "$.final_state.cells", |c, path| {
-                if CellState::deserialize(c).is_ok() {
-                    return None;
-                }
-                let Some(o) = c.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or_else(|| {
-                        o.get("versions").and_then(|vs| {
-                            locate_array(vs, &format!("{path}.versions"), |ver, p| {
-                                if Version::deserialize(ver).is_ok() {
-                                    return None;
-                                }
-                                let Some(o) = ver.as_object() else {
-                                    return Some(p.to_string());
-                                };
-                                bad_field::<u64>(o, p, "start_ts")
-                                    .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
-                                    .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
-                                    .or_else(|| bad_field::<Option<String>>(o, p, "value"))
-                                    .or(Some(p.to_string()))
-                            })
-                        })
-                    })
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        if let Some(locks) = fs.get("locks")
-            && let Some(p) = locate_array(locks, "$.final_state.locks", |l, path| {
-                if LockState::deserialize(l).is_ok() {
-                    return None;
-                }
-                let Some(o) = l.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or_else(|| bad_field::<u64>(o, path, "start_ts"))
-                    .or_else(|| {
-                        let primary = o.get("primary")?;
-                        let pp = format!("{path}.primary");
-                        if CellRef::deserialize(primary).is_ok() {
-                            return None;
-                        }
-                        let Some(po) = primary.as_object() else {
-                            return Some(pp);
-                        };
-                        bad_field::<String>(po, &pp, "row")
-                            .or_else(|| bad_field::<String>(po, &pp, "col"))
-                            .or(Some(pp))
-                    })
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        if let Some(notify) = fs.get("notify")
-            && let Some(p) = locate_array(notify, "$.final_state.notify", |c, path| {
-                if CellRef::deserialize(c).is_ok() {
-                    return None;
-                }
-                let Some(o) = c.as_object() else {
-                    return Some(path.to_string());
-                };
-                bad_field::<String>(o, path, "row")
-                    .or_else(|| bad_field::<String>(o, path, "col"))
-                    .or(Some(path.to_string()))
-            })
-        {
-            return Some(p);
-        }
-        return Some("$.final_state".to_string());
+    let Some(o) = l.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or_else(|| bad_field::<u64>(o, path, "start_ts"))
+        .or_else(|| locate_cell_ref(o.get("primary")?, &format!("{path}.primary")))
+        .or(Some(path.to_string()))
+}
+
+/// A `{row, col}` reference (a lock's primary, a notify entry).
+fn locate_cell_ref(c: &Value, path: &str) -> Option<String> {
+    if CellRef::deserialize(c).is_ok() {
+        return None;
     }
-    Some("$".to_string())
+    let Some(o) = c.as_object() else {
+        return Some(path.to_string());
+    };
+    bad_field::<String>(o, path, "row")
+        .or_else(|| bad_field::<String>(o, path, "col"))
+        .or(Some(path.to_string()))
 }
 
 /// `Some(path.name)` when the field is present and does not fit `T`.
@@ -362,6 +352,13 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ),
         ));
     }
+    let observers = validate_observers(h)?;
+    validate_txns(h, &observers)?;
+    validate_cells(h)
+}
+
+/// Observer names are unique; returns each one's index.
+fn validate_observers(h: &Compact) -> Result<FxMap<&str, usize>, HistoryError> {
     let mut observers: FxMap<&str, usize> = FxMap::default();
     for (i, d) in h.observers.iter().enumerate() {
         if let Some(first) = observers.get(d.name.as_str()) {
@@ -376,11 +373,17 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
         }
         observers.insert(d.name.as_str(), i);
     }
+    Ok(observers)
+}
+
+/// Transaction ids are unique, observer runs name a declared observer,
+/// outcomes agree with commit_ts, and nothing completes before it begins.
+fn validate_txns(h: &Compact, observers: &FxMap<&str, usize>) -> Result<(), HistoryError> {
     let mut ids: FxMap<u64, usize> = FxMap::default();
     for (i, t) in h.txns.iter().enumerate() {
         let path = || format!("$.transactions[{i}] (transaction id {})", t.id);
         if let Some(run) = h.runs.get(t.observer as usize) {
-            check_run(h, &observers, run, &path)?;
+            check_run(h, observers, run, &path)?;
         }
         if let Some(first) = ids.get(&t.id) {
             return Err(HistoryError::at(
@@ -392,41 +395,7 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ));
         }
         ids.insert(t.id, i);
-        match (t.outcome, t.commit_ts) {
-            // A read-only transaction commits without a commit timestamp
-            // (Percolator's Commit() with no writes asks the oracle for none).
-            (Outcome::Committed, None) => {
-                let ops = h.ops(i);
-                if let Some(k) = ops.iter().position(|o| o.kind != OpKind::Read) {
-                    let op = &ops[k];
-                    let (row, col) = h.cell_name(op.cell);
-                    let kind = if op.kind == OpKind::Delete {
-                        "delete"
-                    } else {
-                        "write"
-                    };
-                    return Err(HistoryError::at(
-                        format!("{}.commit_ts", path()),
-                        format!(
-                            "the outcome is \"committed\" but commit_ts is missing or null, and the \
-                             transaction is not read-only (ops[{k}] is a {kind} of {row}.{col}); a committed \
-                             transaction that writes must give its commit timestamp (only a read-only one \
-                             may leave it null)"
-                        ),
-                    ));
-                }
-            }
-            (Outcome::Aborted, Some(c)) => {
-                return Err(HistoryError::at(
-                    format!("{}.commit_ts", path()),
-                    format!(
-                        "the outcome is \"aborted\" but commit_ts is {c}; \
-                         an aborted transaction has no commit timestamp"
-                    ),
-                ));
-            }
-            _ => {}
-        }
+        validate_outcome(h, i, &path)?;
         if let Some(done) = t.complete_ns
             && done < t.invoke_ns
         {
@@ -439,6 +408,52 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// A transaction's commit_ts agrees with its outcome.
+fn validate_outcome(h: &Compact, i: usize, path: &dyn Fn() -> String) -> Result<(), HistoryError> {
+    let t = &h.txns[i];
+    match (t.outcome, t.commit_ts) {
+        // A read-only transaction commits without a commit timestamp
+        // (Percolator's Commit() with no writes asks the oracle for none).
+        (Outcome::Committed, None) => {
+            let ops = h.ops(i);
+            if let Some(k) = ops.iter().position(|o| o.kind != OpKind::Read) {
+                let op = &ops[k];
+                let (row, col) = h.cell_name(op.cell);
+                let kind = if op.kind == OpKind::Delete {
+                    "delete"
+                } else {
+                    "write"
+                };
+                return Err(HistoryError::at(
+                    format!("{}.commit_ts", path()),
+                    format!(
+                        "the outcome is \"committed\" but commit_ts is missing or null, and the \
+                         transaction is not read-only (ops[{k}] is a {kind} of {row}.{col}); a committed \
+                         transaction that writes must give its commit timestamp (only a read-only one \
+                         may leave it null)"
+                    ),
+                ));
+            }
+        }
+        (Outcome::Aborted, Some(c)) => {
+            return Err(HistoryError::at(
+                format!("{}.commit_ts", path()),
+                format!(
+                    "the outcome is \"aborted\" but commit_ts is {c}; \
+                     an aborted transaction has no commit timestamp"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Each cell is listed once, and each version's fields fit its kind.
+fn validate_cells(h: &Compact) -> Result<(), HistoryError> {
     let mut cells: FxMap<u32, usize> = FxMap::default();
     for (i, c) in h.state.iter().enumerate() {
         let path = format!("$.final_state.cells[{i}]");
@@ -454,55 +469,60 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
         }
         cells.insert(c.cell, i);
         for (j, v) in h.versions[c.lo..c.hi].iter().enumerate() {
-            let has_value = v.value != NIL;
-            let vpath = || format!("{path}.versions[{j}]");
-            if v.data_missing && v.kind != VersionKind::Put {
+            validate_version(v, &|| format!("{path}.versions[{j}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A version's value and data_missing fit its kind.
+fn validate_version(v: &CVersion, vpath: &dyn Fn() -> String) -> Result<(), HistoryError> {
+    let has_value = v.value != NIL;
+    if v.data_missing && v.kind != VersionKind::Put {
+        return Err(HistoryError::at(
+            format!("{}.data_missing", vpath()),
+            "only a put version can have data_missing (a delete or rollback record has no data)",
+        ));
+    }
+    match v.kind {
+        VersionKind::Rollback => {
+            if v.commit_ts != v.start_ts {
                 return Err(HistoryError::at(
-                    format!("{}.data_missing", vpath()),
-                    "only a put version can have data_missing (a delete or rollback record has no data)",
+                    format!("{}.commit_ts", vpath()),
+                    format!(
+                        "a rollback record must have commit_ts equal to start_ts, found start_ts {} and commit_ts {}",
+                        v.start_ts, v.commit_ts
+                    ),
                 ));
             }
-            match v.kind {
-                VersionKind::Rollback => {
-                    if v.commit_ts != v.start_ts {
-                        return Err(HistoryError::at(
-                            format!("{}.commit_ts", vpath()),
-                            format!(
-                                "a rollback record must have commit_ts equal to start_ts, found start_ts {} and commit_ts {}",
-                                v.start_ts, v.commit_ts
-                            ),
-                        ));
-                    }
-                    if has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a rollback record has no value (null or absent)",
-                        ));
-                    }
-                }
-                VersionKind::Put => {
-                    if v.data_missing && has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a put version with data_missing has no value (null or absent)",
-                        ));
-                    }
-                    if !v.data_missing && !has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a put version must have a value (or \"data_missing\": true when the store \
-                             holds the write record but not its data)",
-                        ));
-                    }
-                }
-                VersionKind::Delete => {
-                    if has_value {
-                        return Err(HistoryError::at(
-                            format!("{}.value", vpath()),
-                            "a delete version has no value (null or absent)",
-                        ));
-                    }
-                }
+            if has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a rollback record has no value (null or absent)",
+                ));
+            }
+        }
+        VersionKind::Put => {
+            if v.data_missing && has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a put version with data_missing has no value (null or absent)",
+                ));
+            }
+            if !v.data_missing && !has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a put version must have a value (or \"data_missing\": true when the store \
+                     holds the write record but not its data)",
+                ));
+            }
+        }
+        VersionKind::Delete => {
+            if has_value {
+                return Err(HistoryError::at(
+                    format!("{}.value", vpath()),
+                    "a delete version has no value (null or absent)",
+                ));
             }
         }
     }

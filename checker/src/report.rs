@@ -1,6 +1,7 @@
 //! The verdict: per-rule results, the first few findings of each class with
 //! explanations, the allowed anomalies, and their text rendering.
 
+use crate::{FindingClass, Rule};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -312,7 +313,7 @@ impl Draft {
 
 /// Collects the findings of one rule: counts all, keeps the first few of each class.
 pub(crate) struct Sink {
-    rule: &'static str,
+    rule: Rule,
     total: u64,
     counts: BTreeMap<String, u64>,
     shown: Vec<Finding>,
@@ -320,7 +321,7 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    pub(crate) fn new(rule: &'static str) -> Sink {
+    pub(crate) fn new(rule: Rule) -> Sink {
         Sink {
             rule,
             total: 0,
@@ -335,8 +336,11 @@ impl Sink {
         self.note = Some(note);
     }
 
-    /// Files one finding of `class`; `make` runs only if it will be shown.
-    pub(crate) fn add(&mut self, class: &str, make: impl FnOnce() -> Draft) {
+    /// Files one finding of `class`, which must be one of the rule's
+    /// classes; `make` runs only if it will be shown.
+    pub(crate) fn add(&mut self, class: FindingClass, make: impl FnOnce() -> Draft) {
+        debug_assert_eq!(class.rule(), self.rule, "{class} filed under {}", self.rule);
+        let class = class.name();
         self.total += 1;
         let count = match self.counts.get_mut(class) {
             Some(c) => {
@@ -351,7 +355,7 @@ impl Sink {
         if count <= SHOWN_PER_CLASS {
             let d = make();
             self.shown.push(Finding {
-                rule: self.rule.to_string(),
+                rule: self.rule.name().to_string(),
                 class: class.to_string(),
                 summary: d.summary,
                 txns: d.txns,
@@ -372,7 +376,7 @@ impl Sink {
     }
 
     pub(crate) fn into_rule(mut self, name: &str) -> RuleReport {
-        let id = self.rule.to_string();
+        let id = self.rule.name().to_string();
         let (total, counts, violations) = self.sorted_findings();
         RuleReport {
             id,
@@ -392,5 +396,32 @@ impl Sink {
             counts,
             examples,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_is_filed_under_its_rule_by_name() {
+        let mut sink = Sink::new(Rule::AtomicCommits);
+        sink.add(FindingClass::LockLeft, || {
+            Draft::new("s".into(), vec![1], vec![])
+        });
+        let r = sink.into_rule("n");
+        assert_eq!(r.id, "atomic_commits");
+        assert_eq!(r.counts.get("lock_left"), Some(&1));
+        assert_eq!(r.violations[0].class, "lock_left");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "lock_left filed under snapshot_reads")]
+    fn a_class_filed_under_another_rule_trips_an_assertion() {
+        let mut sink = Sink::new(Rule::SnapshotReads);
+        sink.add(FindingClass::LockLeft, || {
+            Draft::new("s".into(), vec![1], vec![])
+        });
     }
 }

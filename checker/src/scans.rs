@@ -21,9 +21,10 @@
 use crate::ctx::{Ctx, Cv, NONE, fmt_value};
 use crate::history::{Scan, ScanCell};
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 use std::cmp::Ordering;
 
-pub(crate) const ID: &str = "predicate_reads";
+pub(crate) const ID: Rule = Rule::PredicateReads;
 pub(crate) const NAME: &str = "every scan returns exactly the cells of its row range and columns with a value visible at its start_ts, with that value (no missing row, no phantom, no wrong version)";
 
 /// Every cell of the history as (row, col, cell id), sorted by row then column.
@@ -144,7 +145,7 @@ fn involved(ctx: &Ctx<'_>, t: u32, writer: u32) -> (Vec<u64>, Vec<String>) {
 }
 
 fn missing(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), sink: &mut Sink) {
-    sink.add("missing_row", || {
+    sink.add(FindingClass::MissingRow, || {
         let (txns, details) = involved(ctx, t, v.writer);
         Draft::new(
             format!(
@@ -172,7 +173,7 @@ fn phantom(
     twice: bool,
     sink: &mut Sink,
 ) {
-    sink.add("phantom", || {
+    sink.add(FindingClass::Phantom, || {
         let name = format!("{}.{}", g.row, g.col);
         let seen = fmt_value(Some(&g.value));
         let mut writer = NONE;
@@ -221,7 +222,7 @@ fn phantom(
 }
 
 fn wrong(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), g: &ScanCell, sink: &mut Sink) {
-    sink.add("wrong_version", || {
+    sink.add(FindingClass::WrongVersion, || {
         let (txns, details) = involved(ctx, t, v.writer);
         Draft::new(
             format!(

@@ -2,14 +2,15 @@
 //! before its start_ts.
 
 use crate::compact::OpKind;
-use crate::ctx::{Ctx, NONE, fmt_value};
+use crate::ctx::{Ctx, Cv, NONE, fmt_value};
 use crate::fx::FxMap;
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
 /// (cell, value) -> (earliest commit_ts holding it, its writer).
 type ValueIndex<'a> = FxMap<(u32, Option<&'a str>), (u64, u32)>;
 
-pub(crate) const ID: &str = "snapshot_reads";
+pub(crate) const ID: Rule = Rule::SnapshotReads;
 pub(crate) const NAME: &str = "every read returns the newest version committed before its start_ts (null if none, or if it is a delete)";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
@@ -50,91 +51,150 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             let index = by_value.get_or_insert_with(|| value_index(ctx));
             let seen = index.get(&(c, observed)).copied();
             let class = match (observed, seen) {
-                (None, _) => "stale_read",
-                (Some(_), Some((ts, _))) if ts < txn.start_ts => "stale_read",
-                (Some(_), Some(_)) => "future_read",
-                (Some(_), None) => "uncommitted_read",
+                (None, _) => FindingClass::StaleRead,
+                (Some(_), Some((ts, _))) if ts < txn.start_ts => FindingClass::StaleRead,
+                (Some(_), Some(_)) => FindingClass::FutureRead,
+                (Some(_), None) => FindingClass::UncommittedRead,
             };
-            sink.add(class, || {
-                let cell = ctx.cell_name(c);
-                let mut txns = vec![txn.id];
-                let mut details = vec![ctx.describe_txn(t)];
-                // Each transaction involved, described once.
-                let add = |txns: &mut Vec<u64>, details: &mut Vec<String>, w: u32| {
-                    if !txns.contains(&ctx.id(w)) {
-                        txns.push(ctx.id(w));
-                        details.push(ctx.describe_txn(w));
-                    }
-                };
-                let should = match expected {
-                    None => format!(
-                        "no version of {cell} was committed before {}, so it should have read null",
-                        txn.start_ts
-                    ),
-                    Some(v) => {
-                        if v.writer != NONE {
-                            add(&mut txns, &mut details, v.writer);
-                        }
-                        let what = match v.value {
-                            Some(_) => format!("is {}", fmt_value(v.value)),
-                            None => "is a delete".to_string(),
-                        };
-                        format!(
-                            "the newest version of {cell} committed before {} {what} (written by {}, committed at {})",
-                            txn.start_ts,
-                            ctx.tname(v.writer),
-                            v.commit_ts
-                        )
-                    }
-                };
-                let why = match (observed, seen) {
-                    (None, _) => "null is what the cell held before that version".to_string(),
-                    (Some(val), Some((ts, w))) => {
-                        if w != NONE {
-                            add(&mut txns, &mut details, w);
-                        }
-                        if ts < txn.start_ts {
-                            format!(
-                                "{} is an older version, committed at {ts} by {}",
-                                fmt_value(Some(val)),
-                                ctx.tname(w)
-                            )
-                        } else {
-                            format!(
-                                "{} was committed at {ts} by {}, not before the snapshot",
-                                fmt_value(Some(val)),
-                                ctx.tname(w)
-                            )
-                        }
-                    }
-                    (Some(val), None) => match ctx.writer_of(c, val) {
-                        Some(info) => {
-                            add(&mut txns, &mut details, info.txn);
-                            format!(
-                                "no committed version of {cell} holds {}: {} wrote it but it was never committed",
-                                fmt_value(Some(val)),
-                                ctx.tname(info.txn)
-                            )
-                        }
-                        None => format!(
-                            "no transaction ever wrote {} to {cell}",
-                            fmt_value(Some(val))
-                        ),
-                    },
-                };
-                Draft::new(
-                    format!(
-                        "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
-                        txn.id,
-                        txn.client,
-                        fmt_value(observed),
-                        txn.start_ts
-                    ),
-                    txns,
-                    details,
-                )
-            });
+            let bad = BadRead {
+                t,
+                c,
+                observed,
+                expected,
+                seen,
+            };
+            sink.add(class, || explain(ctx, &bad));
         }
+    }
+}
+
+/// A read that returned something other than its snapshot's version.
+struct BadRead<'a> {
+    /// The reader.
+    t: u32,
+    /// The cell read.
+    c: u32,
+    /// What it returned.
+    observed: Option<&'a str>,
+    /// The version its snapshot holds, if any.
+    expected: Option<Cv<'a>>,
+    /// The earliest committed version holding what it returned: (commit_ts, writer).
+    seen: Option<(u64, u32)>,
+}
+
+fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
+    let txn = ctx.txn(bad.t);
+    let mut inv = Involved {
+        ctx,
+        txns: vec![txn.id],
+        details: vec![ctx.describe_txn(bad.t)],
+    };
+    let should = should_have_read(ctx, bad, &mut inv);
+    let why = why_not(ctx, bad, &mut inv);
+    let (cell, observed) = (ctx.cell_name(bad.c), bad.observed);
+    let Involved { txns, details, .. } = inv;
+    Draft::new(
+        format!(
+            "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
+            txn.id,
+            txn.client,
+            fmt_value(observed),
+            txn.start_ts
+        ),
+        txns,
+        details,
+    )
+}
+
+/// The transactions a finding involves, each described once.
+struct Involved<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    txns: Vec<u64>,
+    details: Vec<String>,
+}
+
+impl Involved<'_, '_> {
+    fn add(&mut self, w: u32) {
+        if !self.txns.contains(&self.ctx.id(w)) {
+            self.txns.push(self.ctx.id(w));
+            self.details.push(self.ctx.describe_txn(w));
+        }
+    }
+}
+
+/// What the read should have returned.
+fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+    let BadRead { t, c, expected, .. } = *bad;
+    let txn = ctx.txn(t);
+    let cell = ctx.cell_name(c);
+    match expected {
+        None => format!(
+            "no version of {cell} was committed before {}, so it should have read null",
+            txn.start_ts
+        ),
+        Some(v) => {
+            if v.writer != NONE {
+                inv.add(v.writer);
+            }
+            let what = match v.value {
+                Some(_) => format!("is {}", fmt_value(v.value)),
+                None => "is a delete".to_string(),
+            };
+            format!(
+                "the newest version of {cell} committed before {} {what} (written by {}, committed at {})",
+                txn.start_ts,
+                ctx.tname(v.writer),
+                v.commit_ts
+            )
+        }
+    }
+}
+
+/// Why what it returned is wrong.
+fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+    let BadRead {
+        t,
+        c,
+        observed,
+        seen,
+        ..
+    } = *bad;
+    let txn = ctx.txn(t);
+    let cell = ctx.cell_name(c);
+    match (observed, seen) {
+        (None, _) => "null is what the cell held before that version".to_string(),
+        (Some(val), Some((ts, w))) => {
+            if w != NONE {
+                inv.add(w);
+            }
+            if ts < txn.start_ts {
+                format!(
+                    "{} is an older version, committed at {ts} by {}",
+                    fmt_value(Some(val)),
+                    ctx.tname(w)
+                )
+            } else {
+                format!(
+                    "{} was committed at {ts} by {}, not before the snapshot",
+                    fmt_value(Some(val)),
+                    ctx.tname(w)
+                )
+            }
+        }
+        (Some(val), None) => match ctx.writer_of(c, val) {
+            Some(info) => {
+                inv.add(info.txn);
+                format!(
+                    "no committed version of {cell} holds {}: {} wrote it but it was never committed",
+                    fmt_value(Some(val)),
+                    ctx.tname(info.txn)
+                )
+            }
+            None => format!(
+                "no transaction ever wrote {} to {cell}",
+                fmt_value(Some(val))
+            ),
+        },
     }
 }
 

@@ -6,37 +6,61 @@
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
+use crate::{FindingClass, Rule};
 
 /// How many transactions one finding describes in full.
 const MAX_LISTED: usize = 10;
 
-pub(crate) const ID: &str = "timestamp_order";
+pub(crate) const ID: Rule = Rule::TimestampOrder;
 pub(crate) const NAME: &str = "timestamps are unique, each commit_ts is above its start_ts, and a transaction begun after another completed has a larger start_ts than that one's timestamps";
 
-pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    let n = ctx.n();
-    // Every commit_ts of each transaction: the client's and the store's, deduplicated.
-    let mut commit_off: Vec<usize> = Vec::with_capacity(n + 1);
-    let mut commit_flat: Vec<u64> = Vec::with_capacity(n);
-    let mut scratch: Vec<u64> = Vec::new();
-    commit_off.push(0);
-    for t in 0..n as u32 {
-        scratch.clear();
-        scratch.extend(ctx.txn(t).commit_ts);
-        scratch.extend(
-            ctx.recs_of(t)
-                .iter()
-                .filter(|r| r.is_commit())
-                .map(|r| r.commit_ts),
-        );
-        scratch.sort_unstable();
-        scratch.dedup();
-        commit_flat.extend_from_slice(&scratch);
-        commit_off.push(commit_flat.len());
-    }
-    let commits = |t: usize| &commit_flat[commit_off[t]..commit_off[t + 1]];
+/// Every commit_ts of each transaction: the client's and the store's,
+/// deduplicated, in one flat list.
+struct Commits {
+    off: Vec<usize>,
+    flat: Vec<u64>,
+}
 
-    // Uniqueness: sort every handed-out timestamp, look for equal neighbours.
+impl Commits {
+    fn of(ctx: &Ctx<'_>) -> Commits {
+        let n = ctx.n();
+        let mut off: Vec<usize> = Vec::with_capacity(n + 1);
+        let mut flat: Vec<u64> = Vec::with_capacity(n);
+        let mut scratch: Vec<u64> = Vec::new();
+        off.push(0);
+        for t in 0..n as u32 {
+            scratch.clear();
+            scratch.extend(ctx.txn(t).commit_ts);
+            scratch.extend(
+                ctx.recs_of(t)
+                    .iter()
+                    .filter(|r| r.is_commit())
+                    .map(|r| r.commit_ts),
+            );
+            scratch.sort_unstable();
+            scratch.dedup();
+            flat.extend_from_slice(&scratch);
+            off.push(flat.len());
+        }
+        Commits { off, flat }
+    }
+
+    fn get(&self, t: usize) -> &[u64] {
+        &self.flat[self.off[t]..self.off[t + 1]]
+    }
+}
+
+pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let c = Commits::of(ctx);
+    unique(ctx, &c, sink);
+    commit_after_start(ctx, &c, sink);
+    real_time(ctx, &c, sink);
+}
+
+/// Uniqueness: sort every handed-out timestamp, look for equal neighbours.
+fn unique(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     let mut all: Vec<(u64, u32, bool)> = Vec::with_capacity(n * 2);
     for t in 0..n as u32 {
         all.push((ctx.txn(t).start_ts, t, false));
@@ -55,7 +79,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         let mut txns: Vec<u32> = group.iter().map(|g| g.1).collect();
         txns.dedup();
         if txns.len() > 1 {
-            sink.add("duplicate_timestamp", || {
+            sink.add(FindingClass::DuplicateTimestamp, || {
                 let mut uses: Vec<String> = group
                     .iter()
                     .take(MAX_LISTED)
@@ -86,8 +110,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         i = j;
     }
+}
 
-    // commit_ts above start_ts.
+/// Every commit_ts above its start_ts.
+fn commit_after_start(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     for t in 0..n as u32 {
         let txn = ctx.txn(t);
         let bad: Vec<u64> = commits(t as usize)
@@ -96,7 +124,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             .filter(|&c| c <= txn.start_ts)
             .collect();
         if !bad.is_empty() {
-            sink.add("commit_not_after_start", || {
+            sink.add(FindingClass::CommitNotAfterStart, || {
                 let from_client = txn.commit_ts.is_some_and(|c| c <= txn.start_ts);
                 let source = if from_client {
                     "its client reported"
@@ -118,9 +146,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             });
         }
     }
+}
 
-    // Real-time order, by a sweep: transactions by invocation time against the
-    // completions before it, keeping the largest timestamp those were handed.
+/// Real-time order, by a sweep: transactions by invocation time against the
+/// completions before it, keeping the largest timestamp those were handed.
+fn real_time(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
+    let n = ctx.n();
+    let commits = |t: usize| c.get(t);
     let last_ts: Vec<u64> = (0..n)
         .map(|t| {
             let s = ctx.h.txns[t].start_ts;
@@ -152,9 +184,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         }
         let ta = ctx.txn(a);
         let class = if ta.client == tb.client {
-            "client_order"
+            FindingClass::ClientOrder
         } else {
-            "realtime_order"
+            FindingClass::RealtimeOrder
         };
         sink.add(class, || {
             let is_commit = commits(a as usize).last() == Some(&m);
@@ -163,7 +195,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             } else {
                 format!("start_ts {m}")
             };
-            let consequence = if class == "client_order" {
+            let consequence = if class == FindingClass::ClientOrder {
                 format!(
                     "; both ran on client {}, whose timestamps must grow with its time",
                     tb.client

@@ -1,10 +1,10 @@
 //! Histories built in code: read-your-writes, robustness of `check` on
 //! histories `parse` would reject, the per-class cap, larger cycles.
 
-use percsim_checker::{
-    CellState, FORMAT, FinalState, History, LockState, Op, Outcome, Transaction, Version,
-    VersionKind, check,
-};
+mod common;
+
+use common::{HistoryBuilder, put, txn};
+use percsim_checker::{History, LockState, Op, Outcome, Transaction, Version, VersionKind, check};
 
 fn read(row: &str, v: Option<&str>) -> Op {
     Op::Read {
@@ -15,60 +15,15 @@ fn read(row: &str, v: Option<&str>) -> Op {
 }
 
 fn write(row: &str, v: &str) -> Op {
-    Op::Write {
-        row: row.into(),
-        col: "c".into(),
-        value: v.into(),
-    }
-}
-
-fn txn(id: u64, start: u64, commit: Option<u64>, outcome: Outcome, ops: Vec<Op>) -> Transaction {
-    Transaction {
-        id,
-        client: id,
-        start_ts: start,
-        commit_ts: commit,
-        invoke_ns: 0,
-        complete_ns: None,
-        outcome,
-        abort_reason: None,
-        ops,
-        scans: Vec::new(),
-        observer: None,
-    }
-}
-
-fn put(start: u64, commit: u64, v: &str) -> Version {
-    Version {
-        start_ts: start,
-        commit_ts: commit,
-        kind: VersionKind::Put,
-        value: Some(v.into()),
-        data_missing: false,
-    }
+    common::write(row, "c", v)
 }
 
 fn history(transactions: Vec<Transaction>, cells: Vec<(&str, Vec<Version>)>) -> History {
-    History {
-        format: FORMAT.into(),
-        seed: 7,
-        scenario: serde_json::Value::Null,
-        transactions,
-        events: vec![],
-        final_state: FinalState {
-            cells: cells
-                .into_iter()
-                .map(|(row, versions)| CellState {
-                    row: row.into(),
-                    col: "c".into(),
-                    versions,
-                })
-                .collect(),
-            locks: vec![],
-            notify: Vec::new(),
-        },
-        observers: Vec::new(),
-    }
+    let b = HistoryBuilder::new().seed(7).txns(transactions);
+    cells
+        .into_iter()
+        .fold(b, |b, (row, versions)| b.cell(row, "c", versions))
+        .build()
 }
 
 #[test]

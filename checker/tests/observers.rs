@@ -3,6 +3,9 @@
 //! or one notify entry left, must fail the right rule; plus edge cases the
 //! fixtures do not cover.
 
+mod common;
+
+use common::{HistoryBuilder, put, write};
 use percsim_checker::{
     CellRef, CellState, FORMAT, FinalState, History, ObserverDecl, ObserverRun, Op, Outcome,
     Transaction, Version, VersionKind, check, parse,
@@ -360,37 +363,12 @@ fn the_model_covers_collapsing_aborted_runs_and_weak_runs() {
     assert!(r.passed(), "{}", r.render_text());
 }
 
+/// [`common::txn`], invoked at `10 * start` and completed 5 ns later.
 fn txn(id: u64, start: u64, commit: Option<u64>, outcome: Outcome, ops: Vec<Op>) -> Transaction {
     Transaction {
-        id,
-        client: id,
-        start_ts: start,
-        commit_ts: commit,
         invoke_ns: 10 * start,
         complete_ns: Some(10 * start + 5),
-        outcome,
-        abort_reason: None,
-        ops,
-        scans: Vec::new(),
-        observer: None,
-    }
-}
-
-fn put(start: u64, commit: u64, v: &str) -> Version {
-    Version {
-        start_ts: start,
-        commit_ts: commit,
-        kind: VersionKind::Put,
-        value: Some(v.into()),
-        data_missing: false,
-    }
-}
-
-fn write(row: &str, col: &str, v: &str) -> Op {
-    Op::Write {
-        row: row.into(),
-        col: col.into(),
-        value: v.into(),
+        ..common::txn(id, start, commit, outcome, ops)
     }
 }
 
@@ -408,26 +386,13 @@ fn history(
     cells: Vec<((&str, &str), Vec<Version>)>,
     observers: Vec<ObserverDecl>,
 ) -> History {
-    History {
-        format: FORMAT.into(),
-        seed: 0,
-        scenario: serde_json::Value::Null,
-        transactions,
-        events: vec![],
-        final_state: FinalState {
-            cells: cells
-                .into_iter()
-                .map(|((row, col), versions)| CellState {
-                    row: row.into(),
-                    col: col.into(),
-                    versions,
-                })
-                .collect(),
-            locks: vec![],
-            notify: vec![],
-        },
-        observers,
-    }
+    let b = HistoryBuilder::new()
+        .txns(transactions)
+        .observers(observers);
+    cells
+        .into_iter()
+        .fold(b, |b, ((row, col), versions)| b.cell(row, col, versions))
+        .build()
 }
 
 #[test]

@@ -29,12 +29,14 @@
 //! assert!(percsim_checker::stream::check(&history).passed());
 //! ```
 
+mod class;
 mod history;
 mod index;
 mod parse;
 mod report;
 mod rules;
 
+pub use class::{StreamFindingClass, StreamRule};
 pub use history::{
     AckOp, AckedPositions, LogEntry, MarkerKind, OpResult, PartitionLog, ReceiveOp, STREAM_FORMAT,
     SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn, SubscriptionDecl,

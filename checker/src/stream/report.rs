@@ -1,6 +1,7 @@
 //! The verdict on a stream history: the checker's per-rule reports
 //! ([`RuleReport`], [`Finding`]) with stream statistics, and its text.
 
+use super::{StreamFindingClass, StreamRule};
 use crate::{Finding, RuleReport};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -156,14 +157,14 @@ fn render_violations(out: &mut String, rule: &RuleReport) {
 
 /// Collects one rule's findings: counts all, keeps the first few of each class.
 pub(crate) struct Collector {
-    rule: &'static str,
+    rule: StreamRule,
     counts: BTreeMap<String, u64>,
     shown: Vec<Finding>,
     note: Option<String>,
 }
 
 impl Collector {
-    pub(crate) fn new(rule: &'static str) -> Collector {
+    pub(crate) fn new(rule: StreamRule) -> Collector {
         Collector {
             rule,
             counts: BTreeMap::new(),
@@ -182,16 +183,18 @@ impl Collector {
     /// if the finding will be shown.
     pub(crate) fn add(
         &mut self,
-        class: &str,
+        class: StreamFindingClass,
         make: impl FnOnce() -> (String, Vec<u64>, Vec<String>),
     ) {
+        debug_assert_eq!(class.rule(), self.rule, "{class} filed under {}", self.rule);
+        let class = class.name();
         let count = self.counts.entry(class.to_string()).or_insert(0);
         *count += 1;
         if *count as usize <= SHOWN_PER_CLASS {
             let (summary, txns, details) = make();
             let mut seen = std::collections::BTreeSet::new();
             self.shown.push(Finding {
-                rule: self.rule.to_string(),
+                rule: self.rule.name().to_string(),
                 class: class.to_string(),
                 summary,
                 txns: txns.into_iter().filter(|t| seen.insert(*t)).collect(),
@@ -205,7 +208,7 @@ impl Collector {
         self.shown.sort_by(|a, b| a.class.cmp(&b.class));
         let total = self.counts.values().sum();
         RuleReport {
-            id: self.rule.to_string(),
+            id: self.rule.name().to_string(),
             name: name.to_string(),
             passed: total == 0,
             total,
@@ -213,5 +216,20 @@ impl Collector {
             violations: self.shown,
             note: self.note,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "acked_twice filed under lost_write")]
+    fn a_class_filed_under_another_rule_trips_an_assertion() {
+        let mut c = Collector::new(StreamRule::LostWrite);
+        c.add(StreamFindingClass::AckedTwice, || {
+            ("s".into(), vec![], vec![])
+        });
     }
 }

@@ -1,7 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use percsim_checker::{Finding, History, Report, check, parse, run_check_file};
+use percsim_checker::{
+    CellState, FORMAT, FinalState, Finding, History, ObserverDecl, Op, Outcome, Report,
+    Transaction, Version, VersionKind, check, parse, run_check_file,
+};
 use std::path::PathBuf;
 
 pub fn fixture_path(name: &str) -> PathBuf {
@@ -71,4 +74,102 @@ pub fn assert_one<'a>(r: &'a Report, rule: &str, class: &str, txns: &[u64]) -> &
     assert_eq!(fs[0].rule, rule);
     assert!(!fs[0].summary.is_empty());
     fs[0]
+}
+
+/// A history built in code: transactions, the store's cells and the
+/// observers, with no locks or notify entries unless a test adds them.
+pub struct HistoryBuilder {
+    h: History,
+}
+
+impl HistoryBuilder {
+    /// An empty `percsim-history/1` history with seed 0.
+    pub fn new() -> HistoryBuilder {
+        HistoryBuilder {
+            h: History {
+                format: FORMAT.into(),
+                seed: 0,
+                scenario: serde_json::Value::Null,
+                transactions: Vec::new(),
+                events: Vec::new(),
+                final_state: FinalState {
+                    cells: Vec::new(),
+                    locks: Vec::new(),
+                    notify: Vec::new(),
+                },
+                observers: Vec::new(),
+            },
+        }
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.h.seed = seed;
+        self
+    }
+
+    pub fn txns(mut self, txns: impl IntoIterator<Item = Transaction>) -> Self {
+        self.h.transactions.extend(txns);
+        self
+    }
+
+    /// The store's versions of cell `row.col`.
+    pub fn cell(mut self, row: &str, col: &str, versions: Vec<Version>) -> Self {
+        self.h.final_state.cells.push(CellState {
+            row: row.into(),
+            col: col.into(),
+            versions,
+        });
+        self
+    }
+
+    pub fn observers(mut self, observers: Vec<ObserverDecl>) -> Self {
+        self.h.observers = observers;
+        self
+    }
+
+    pub fn build(self) -> History {
+        self.h
+    }
+}
+
+/// A transaction of client `id`, invoked at 0 and never completed.
+pub fn txn(
+    id: u64,
+    start: u64,
+    commit: Option<u64>,
+    outcome: Outcome,
+    ops: Vec<Op>,
+) -> Transaction {
+    Transaction {
+        id,
+        client: id,
+        start_ts: start,
+        commit_ts: commit,
+        invoke_ns: 0,
+        complete_ns: None,
+        outcome,
+        abort_reason: None,
+        ops,
+        scans: Vec::new(),
+        observer: None,
+    }
+}
+
+pub fn write(row: &str, col: &str, v: &str) -> Op {
+    Op::Write {
+        row: row.into(),
+        col: col.into(),
+        value: v.into(),
+    }
+}
+
+/// A committed put of `v`.
+pub fn put(start: u64, commit: u64, v: &str) -> Version {
+    Version {
+        start_ts: start,
+        commit_ts: commit,
+        kind: VersionKind::Put,
+        value: Some(v.into()),
+        data_missing: false,
+    }
 }

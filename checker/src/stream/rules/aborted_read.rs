@@ -5,8 +5,9 @@ use crate::Outcome;
 use crate::stream::history::StreamOp;
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 
-pub(crate) const ID: &str = "aborted_read";
+pub(crate) const ID: StreamRule = StreamRule::AbortedRead;
 pub(crate) const NAME: &str =
     "no consumer receives a message of a transaction that aborted or never committed in the log";
 
@@ -29,9 +30,9 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
             .get(r.message.as_str())
             .is_some_and(|locs| locs.iter().any(|l| l.partition == r.partition && l.visible));
         let class = if told_aborted {
-            "aborted_by_client"
+            StreamFindingClass::AbortedByClient
         } else if !committed_here {
-            "not_committed"
+            StreamFindingClass::NotCommitted
         } else {
             continue;
         };

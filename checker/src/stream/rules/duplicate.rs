@@ -4,9 +4,10 @@
 
 use crate::stream::index::{Ix, ack_desc};
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeSet;
 
-pub(crate) const ID: &str = "duplicate";
+pub(crate) const ID: StreamRule = StreamRule::Duplicate;
 pub(crate) const NAME: &str = "each message is in the logs at most once, and on an exactly-once subscription \
      each message is acknowledged by at most one committed transaction";
 
@@ -27,7 +28,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         if locs.len() < 2 {
             continue;
         }
-        c.add("duplicate_in_log", || {
+        c.add(StreamFindingClass::DuplicateInLog, || {
             (
                 format!("{m:?} is in the logs {} times", locs.len()),
                 locs.iter().filter_map(|l| l.txn).collect(),
@@ -48,7 +49,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         if units.len() < 2 {
             continue;
         }
-        c.add("acked_twice", || {
+        c.add(StreamFindingClass::AckedTwice, || {
             let mut details: Vec<String> = committed.iter().map(|a| ack_desc(a)).collect();
             details.extend(units.iter().flatten().map(|t| ix.txn_desc(*t)));
             details.push(format!(

@@ -5,9 +5,10 @@
 use crate::stream::history::StreamOp;
 use crate::stream::index::Ix;
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
 
-pub(crate) const ID: &str = "exactly_once";
+pub(crate) const ID: StreamRule = StreamRule::ExactlyOnce;
 pub(crate) const NAME: &str = "on each exactly-once subscription, each committed input message's output appears \
      exactly once in the committed output";
 
@@ -55,16 +56,16 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
                 let class = match outs.len() {
-                    0 if sub.drained => "missing_output",
+                    0 if sub.drained => StreamFindingClass::MissingOutput,
                     0 | 1 => continue,
-                    _ => "duplicate_output",
+                    _ => StreamFindingClass::DuplicateOutput,
                 };
                 c.add(class, || explain(ix, &sub.name, m, outs));
             }
         }
         for ((s, m), outs) in &outputs {
             if *s == sub.name && !is_input(m) {
-                c.add("output_without_input", || {
+                c.add(StreamFindingClass::OutputWithoutInput, || {
                     let (_, txns, mut details) = explain(ix, s, m, outs);
                     details.insert(0, ix.log_desc(m));
                     (

@@ -6,8 +6,9 @@ use crate::Outcome;
 use crate::stream::history::{OpResult, SendOp, StreamOp};
 use crate::stream::index::Ix;
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 
-pub(crate) const ID: &str = "lost_write";
+pub(crate) const ID: StreamRule = StreamRule::LostWrite;
 pub(crate) const NAME: &str = "every committed message is visible in its partition's log and, by the end of \
      the healed phase, delivered to every drained subscription of its topic";
 
@@ -25,7 +26,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
             && !visible_in(ix, &s.message, &s.partition)
             && !partly_visible(ix, s.txn)
         {
-            c.add("not_visible", || {
+            c.add(StreamFindingClass::NotVisible, || {
                 let promise = match s.txn {
                     Some(t) => format!(
                         "T{t}'s client was told it committed, so the message must be visible"
@@ -60,7 +61,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 {
                     continue;
                 }
-                c.add("never_delivered", || {
+                c.add(StreamFindingClass::NeverDelivered, || {
                     (
                         format!("{m:?} ({}@{}) never reached drained subscription {:?}", part.name, e.offset, sub.name),
                         e.txn.into_iter().collect(),

@@ -2,6 +2,7 @@
 //! transactions ("Jepsen: Redpanda 21.10.1", 2022; "Jepsen: Bufstream
 //! 0.1.0", 2024), in report order.
 
+use super::StreamRule;
 use super::index::Ix;
 use super::report::Collector;
 use crate::RuleReport;
@@ -16,7 +17,7 @@ mod torn;
 
 /// Runs every rule over the index, in report order.
 pub(crate) fn run_all(ix: &Ix) -> Vec<RuleReport> {
-    type Rule = (&'static str, &'static str, fn(&Ix, &mut Collector));
+    type Rule = (StreamRule, &'static str, fn(&Ix, &mut Collector));
     let rules: [Rule; 7] = [
         (aborted_read::ID, aborted_read::NAME, aborted_read::check),
         (
@@ -33,7 +34,7 @@ pub(crate) fn run_all(ix: &Ix) -> Vec<RuleReport> {
     rules
         .iter()
         .map(|(id, name, check)| {
-            let mut c = Collector::new(id);
+            let mut c = Collector::new(*id);
             check(ix, &mut c);
             c.into_rule(name)
         })

@@ -5,9 +5,10 @@
 use crate::stream::history::{MarkerKind, OpResult, StreamOp};
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
 
-pub(crate) const ID: &str = "monotonic_offsets";
+pub(crate) const ID: StreamRule = StreamRule::MonotonicOffsets;
 pub(crate) const NAME: &str = "each consumer receives, and each producer is told, strictly increasing offsets \
      per partition, and an offset names the message the log holds there";
 
@@ -29,7 +30,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 if let Some((prev, prev_desc)) = last_recv.get(&key)
                     && r.offset <= *prev
                 {
-                    c.add("nonmonotonic_receive", || {
+                    c.add(StreamFindingClass::NonmonotonicReceive, || {
                         (
                             format!("consumer {} went from offset {prev} to {} on {}", r.consumer, r.offset, r.partition),
                             ix.txn_of(&r.message).into_iter().collect(),
@@ -57,7 +58,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 if let Some((prev, prev_desc)) = last_send.get(&key)
                     && off <= *prev
                 {
-                    c.add("nonmonotonic_send", || {
+                    c.add(StreamFindingClass::NonmonotonicSend, || {
                         (
                             format!("producer client {} was told offset {off} after {prev} on {}", s.client, s.partition),
                             s.txn.into_iter().collect(),
@@ -112,7 +113,7 @@ fn inconsistent(
         ),
         (None, None) => return,
     };
-    c.add("inconsistent_offset", || {
+    c.add(StreamFindingClass::InconsistentOffset, || {
         (
             format!("{message:?} was reported at {partition}@{offset}, but the log disagrees"),
             ix.txn_of(message).into_iter().collect(),

@@ -5,9 +5,10 @@
 use crate::stream::history::{ReceiveOp, StreamOp};
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
 
-pub(crate) const ID: &str = "read_uncommitted";
+pub(crate) const ID: StreamRule = StreamRule::ReadUncommitted;
 pub(crate) const NAME: &str = "no consumer receives a transaction's message before the transaction commits, \
      or a message behind a transaction still open";
 
@@ -31,7 +32,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         {
             let asked = ix.txns.get(&t).and_then(|x| x.commit_request_ns);
             if asked.is_none_or(|a| r.t_ns < a) {
-                c.add("before_commit_request", || {
+                c.add(StreamFindingClass::BeforeCommitRequest, || {
                     let when = match asked {
                         Some(a) => format!("its client asked to commit only at {a} ns, after the receipt at {} ns", r.t_ns),
                         None => "its client never asked to commit it".to_string(),
@@ -131,7 +132,7 @@ impl<'a> OpenSpans<'a> {
         else {
             return;
         };
-        c.add("past_open_transaction", || {
+        c.add(StreamFindingClass::PastOpenTransaction, || {
             (
                 format!("{:?} at {}@{} was received while T{t}, whose message sits before it at offset {off}, was still open",
                     r.message, r.partition, r.offset),

@@ -5,9 +5,10 @@
 use crate::stream::history::{MarkerKind, OpResult, StreamOp};
 use crate::stream::index::{Ix, ack_desc};
 use crate::stream::report::Collector;
+use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
 
-pub(crate) const ID: &str = "torn_transaction";
+pub(crate) const ID: StreamRule = StreamRule::TornTransaction;
 pub(crate) const NAME: &str = "each transaction's messages and acknowledgments take effect all together or \
      not at all, and its markers agree";
 
@@ -33,11 +34,11 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         let applied = |ack: bool| ps.iter().any(|p| p.applied && p.is_ack == ack);
         let missing = |ack: bool| ps.iter().any(|p| !p.applied && p.is_ack == ack);
         let class = if applied(true) && missing(false) {
-            "acks_without_messages"
+            StreamFindingClass::AcksWithoutMessages
         } else if applied(false) && missing(true) {
-            "messages_without_acks"
+            StreamFindingClass::MessagesWithoutAcks
         } else if (applied(false) && missing(false)) || (applied(true) && missing(true)) {
-            "partly_visible"
+            StreamFindingClass::PartlyVisible
         } else {
             continue;
         };
@@ -52,11 +53,11 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                 format!("{}: {state}", p.what)
             }));
             details.push(match class {
-                "acks_without_messages" => format!(
+                StreamFindingClass::AcksWithoutMessages => format!(
                     "T{t} is torn: its acknowledgments took effect without its messages, so its inputs count as \
                      processed while the output made from them is lost"
                 ),
-                "messages_without_acks" => format!(
+                StreamFindingClass::MessagesWithoutAcks => format!(
                     "T{t} is torn: its messages took effect without its acknowledgments, so its inputs will be \
                      delivered and processed again"
                 ),
@@ -82,7 +83,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         if commits.is_empty() || aborts.is_empty() {
             continue;
         }
-        c.add("conflicting_markers", || {
+        c.add(StreamFindingClass::ConflictingMarkers, || {
             (
                 format!("T{t} has commit and abort markers"),
                 vec![t],

@@ -1,0 +1,108 @@
+//! The dependency graph: per-cell version orders and the graph of
+//! transactions and real-time completion points in compressed adjacency form.
+
+use crate::ctx::NONE;
+
+pub(crate) const WW: u8 = 0;
+pub(crate) const WR: u8 = 1;
+pub(crate) const RW: u8 = 2;
+/// Transaction -> its completion point (weight 0).
+pub(super) const RT_IN: u8 = 3;
+/// Completion point -> the next completion point (weight 0).
+pub(super) const RT_CHAIN: u8 = 4;
+/// Latest completion point before an invocation -> that transaction (weight 1).
+pub(super) const RT_OUT: u8 = 5;
+/// A collapsed real-time step in an explained cycle.
+pub(crate) const RT: u8 = 6;
+
+/// Per cell, the committed writers in version (commit_ts) order.
+pub(super) struct Order<'a> {
+    pub(super) off: Vec<usize>,
+    /// (writer, commit_ts, the writer's final value).
+    pub(super) list: Vec<(u32, u64, &'a str)>,
+}
+
+impl<'a> Order<'a> {
+    pub(super) fn of(&self, c: u32) -> &[(u32, u64, &'a str)] {
+        &self.list[self.off[c as usize]..self.off[c as usize + 1]]
+    }
+
+    pub(super) fn find(&self, c: u32, w: u32) -> Option<usize> {
+        self.of(c).iter().position(|e| e.0 == w)
+    }
+}
+
+/// The dependency graph in compressed adjacency form. Nodes `0..n_txn` are
+/// transactions (by history index); the rest are real-time completion points.
+pub(crate) struct Graph {
+    pub(super) n_txn: usize,
+    pub(super) off: Vec<usize>,
+    pub(super) to: Vec<u32>,
+    pub(super) kind: Vec<u8>,
+    pub(super) cell: Vec<u32>,
+}
+
+impl Graph {
+    pub(super) fn n(&self) -> usize {
+        self.off.len() - 1
+    }
+
+    pub(super) fn weight(&self, node: u32) -> u32 {
+        u32::from((node as usize) < self.n_txn)
+    }
+}
+
+/// Builds the graph of `n` transactions from `edges` (from, to, cell, kind)
+/// and real-time order. `points` are (complete_ns, txn) of the transactions
+/// that completed, `invocations` (txn, invoke_ns) of those that may follow
+/// them in real time.
+pub(crate) fn build_graph(
+    n: usize,
+    mut edges: Vec<(u32, u32, u32, u8)>,
+    mut points: Vec<(u64, u32)>,
+    invocations: impl Iterator<Item = (u32, u64)>,
+) -> Graph {
+    // Real-time order through a chain of completion points: A reaches B
+    // exactly when A completed before B was invoked, with O(n) edges.
+    points.sort_unstable();
+    let aux0 = n as u32;
+    for (k, &(_, t)) in points.iter().enumerate() {
+        edges.push((t, aux0 + k as u32, NONE, RT_IN));
+        if k + 1 < points.len() {
+            edges.push((aux0 + k as u32, aux0 + k as u32 + 1, NONE, RT_CHAIN));
+        }
+    }
+    for (b, invoke) in invocations {
+        let p = points.partition_point(|x| x.0 < invoke);
+        if p > 0 {
+            edges.push((aux0 + p as u32 - 1, b, NONE, RT_OUT));
+        }
+    }
+
+    let total = n + points.len();
+    let mut goff = vec![0usize; total + 1];
+    for e in &edges {
+        goff[e.0 as usize + 1] += 1;
+    }
+    for i in 0..total {
+        goff[i + 1] += goff[i];
+    }
+    let m = edges.len();
+    let mut g = Graph {
+        n_txn: n,
+        off: goff,
+        to: vec![0; m],
+        kind: vec![0; m],
+        cell: vec![0; m],
+    };
+    let mut fill: Vec<usize> = g.off[..total].to_vec();
+    for (from, to, cell, kind) in edges {
+        let p = fill[from as usize];
+        g.to[p] = to;
+        g.kind[p] = kind;
+        g.cell[p] = cell;
+        fill[from as usize] += 1;
+    }
+    drop(fill);
+    g
+}

@@ -1,0 +1,462 @@
+//! Finding cycles: strongly connected components (Tarjan), then per
+//! component the most severe class first, each as a shortest cycle (0-1 BFS).
+
+use super::graph::{Graph, RT, RT_CHAIN, RT_IN, RT_OUT, RW, WR};
+use crate::FindingClass;
+use crate::ctx::NONE;
+use crate::fx::FxMap;
+use std::collections::VecDeque;
+
+/// Total work (edge visits) allowed for the targeted G-single search; past
+/// it the exact search for forbidden cycles still runs.
+const G_SINGLE_BUDGET: u64 = 50_000_000;
+
+/// Total edges examined while turning a closed walk into a simple cycle.
+const SIMPLIFY_BUDGET: usize = 20_000_000;
+
+/// Calls `found(class, steps)` with the most severe cycle of each
+/// strongly connected component, in order of their smallest transaction.
+pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])) {
+    // Strongly connected components, in order of their smallest transaction.
+    let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let mut rank = vec![NONE; ncomp as usize];
+    let mut next_rank = 0u32;
+    let mut members: Vec<(u32, u32)> = Vec::new();
+    for (v, &c) in comp.iter().enumerate() {
+        if size[c as usize] < 2 {
+            continue;
+        }
+        if rank[c as usize] == NONE {
+            rank[c as usize] = next_rank;
+            next_rank += 1;
+        }
+        members.push((rank[c as usize], v as u32));
+    }
+    drop(comp);
+    members.sort_unstable();
+
+    let mut local_id = vec![NONE; g.n()];
+    let mut budget = G_SINGLE_BUDGET;
+    let mut i = 0;
+    while i < members.len() {
+        let mut j = i;
+        while j < members.len() && members[j].0 == members[i].0 {
+            j += 1;
+        }
+        let nodes: Vec<u32> = members[i..j].iter().map(|x| x.1).collect();
+        for (k, &v) in nodes.iter().enumerate() {
+            local_id[v as usize] = k as u32;
+        }
+        if let Some(raw) = analyze(g, &nodes, &local_id, &mut budget) {
+            let steps = collapse(g, &raw);
+            found(classify(&steps), &steps);
+        }
+        for &v in &nodes {
+            local_id[v as usize] = NONE;
+        }
+        i = j;
+    }
+}
+
+/// Tarjan's algorithm, iterative. Components are numbered in completion
+/// order: if x reaches y in another component, y's number is smaller.
+fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
+    const UNSET: u32 = u32::MAX;
+    let mut index = vec![UNSET; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut comp = vec![UNSET; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut call: Vec<(u32, usize)> = Vec::new();
+    let mut next = 0u32;
+    let mut ncomp = 0u32;
+    for s in 0..n {
+        if index[s] != UNSET {
+            continue;
+        }
+        index[s] = next;
+        low[s] = next;
+        next += 1;
+        stack.push(s as u32);
+        on_stack[s] = true;
+        call.push((s as u32, off[s]));
+        while let Some(frame) = call.last_mut() {
+            let v = frame.0 as usize;
+            if frame.1 < off[v + 1] {
+                let w = to[frame.1] as usize;
+                frame.1 += 1;
+                if index[w] == UNSET {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    call.push((w as u32, off[w]));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                call.pop();
+                if let Some(parent) = call.last() {
+                    let p = parent.0 as usize;
+                    low[p] = low[p].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    while let Some(w) = stack.pop() {
+                        on_stack[w as usize] = false;
+                        comp[w as usize] = ncomp;
+                        if w as usize == v {
+                            break;
+                        }
+                    }
+                    ncomp += 1;
+                }
+            }
+        }
+    }
+    (comp, ncomp)
+}
+
+/// A subgraph of one component with local node ids. In a state graph, local
+/// node `2i + f` is component node `i` entered by an rw edge (`f = 1`) or not.
+struct Local<'g> {
+    g: &'g Graph,
+    nodes: &'g [u32],
+    state: bool,
+    off: Vec<usize>,
+    to: Vec<u32>,
+    /// The graph edge each local edge stands for.
+    eid: Vec<u32>,
+}
+
+impl Local<'_> {
+    fn n(&self) -> usize {
+        self.off.len() - 1
+    }
+
+    fn global(&self, x: u32) -> u32 {
+        if self.state {
+            self.nodes[(x / 2) as usize]
+        } else {
+            self.nodes[x as usize]
+        }
+    }
+
+    fn weight(&self, x: u32) -> u32 {
+        self.g.weight(self.global(x))
+    }
+}
+
+/// The component's edges whose kind passes `keep`.
+fn sub<'g>(
+    g: &'g Graph,
+    nodes: &'g [u32],
+    local_id: &[u32],
+    keep: impl Fn(u8) -> bool,
+) -> Local<'g> {
+    let mut off = Vec::with_capacity(nodes.len() + 1);
+    let mut to = Vec::new();
+    let mut eid = Vec::new();
+    off.push(0);
+    for &v in nodes {
+        for e in g.off[v as usize]..g.off[v as usize + 1] {
+            let w = local_id[g.to[e] as usize];
+            if w != NONE && keep(g.kind[e]) {
+                to.push(w);
+                eid.push(e as u32);
+            }
+        }
+        off.push(to.len());
+    }
+    Local {
+        g,
+        nodes,
+        state: false,
+        off,
+        to,
+        eid,
+    }
+}
+
+/// The state graph whose cycles are exactly the closed walks with no two
+/// consecutive rw edges: the cycles snapshot isolation forbids.
+fn state_graph<'g>(g: &'g Graph, nodes: &'g [u32], local_id: &[u32]) -> Local<'g> {
+    let mut off = Vec::with_capacity(2 * nodes.len() + 1);
+    let mut to = Vec::new();
+    let mut eid = Vec::new();
+    off.push(0);
+    for &v in nodes {
+        for after_rw in [false, true] {
+            for e in g.off[v as usize]..g.off[v as usize + 1] {
+                let w = local_id[g.to[e] as usize];
+                if w == NONE {
+                    continue;
+                }
+                if g.kind[e] == RW {
+                    if !after_rw {
+                        to.push(2 * w + 1);
+                        eid.push(e as u32);
+                    }
+                } else {
+                    to.push(2 * w);
+                    eid.push(e as u32);
+                }
+            }
+            off.push(to.len());
+        }
+    }
+    Local {
+        g,
+        nodes,
+        state: true,
+        off,
+        to,
+        eid,
+    }
+}
+
+/// A cycle as (from node, graph edge) pairs in order.
+type RawCycle = Vec<(u32, u32)>;
+
+/// Shortest walk (0-1 BFS: entering a transaction costs 1, a completion
+/// point 0) from `src` to `dst` through nodes passing `allow`; with
+/// `src == dst`, a shortest cycle through `src`. Charges `budget`.
+fn bfs(
+    l: &Local<'_>,
+    src: u32,
+    dst: u32,
+    allow: impl Fn(u32) -> bool,
+    budget: &mut u64,
+) -> Option<RawCycle> {
+    let m = l.n();
+    let Some(left) = budget.checked_sub(m as u64) else {
+        *budget = 0;
+        return None;
+    };
+    *budget = left;
+    let mut dist = vec![u32::MAX; m];
+    let mut parent: Vec<(u32, usize)> = vec![(NONE, 0); m];
+    let mut queue: VecDeque<(u32, u32)> = VecDeque::new();
+    dist[src as usize] = 0;
+    queue.push_back((src, 0));
+    let cycle = src == dst;
+    let mut best: Option<(u32, usize, u32)> = None;
+    while let Some((u, d)) = queue.pop_front() {
+        if d > dist[u as usize] {
+            continue;
+        }
+        if best.is_some_and(|b| d >= b.0) {
+            break;
+        }
+        if !cycle && u == dst {
+            break;
+        }
+        for p in l.off[u as usize]..l.off[u as usize + 1] {
+            *budget = budget.checked_sub(1)?;
+            let v = l.to[p];
+            if !allow(v) {
+                continue;
+            }
+            let w = l.weight(v);
+            let nd = d + w;
+            if cycle && v == dst {
+                if best.is_none_or(|b| nd < b.0) {
+                    best = Some((nd, p, u));
+                }
+                continue;
+            }
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                parent[v as usize] = (u, p);
+                if w == 0 {
+                    queue.push_front((v, nd));
+                } else {
+                    queue.push_back((v, nd));
+                }
+            }
+        }
+    }
+    let mut path: Vec<(u32, usize)> = Vec::new();
+    let mut cur = if cycle {
+        let (_, p, u) = best?;
+        path.push((u, p));
+        u
+    } else {
+        if dist[dst as usize] == u32::MAX {
+            return None;
+        }
+        dst
+    };
+    while cur != src {
+        let (pu, pp) = parent[cur as usize];
+        if pu == NONE {
+            return None;
+        }
+        path.push((pu, pp));
+        cur = pu;
+    }
+    path.reverse();
+    Some(
+        path.into_iter()
+            .map(|(u, p)| (l.global(u), l.eid[p]))
+            .collect(),
+    )
+}
+
+/// A shortest cycle in the first non-trivial component of `l`, if any, and
+/// `l`'s component numbering.
+fn find_cycle(l: &Local<'_>) -> (Option<RawCycle>, Vec<u32>) {
+    let (comp, ncomp) = tarjan(l.n(), &l.off, &l.to);
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let Some(src) = (0..l.n() as u32).find(|&x| size[comp[x as usize] as usize] >= 2) else {
+        return (None, comp);
+    };
+    let target = comp[src as usize];
+    let mut unlimited = u64::MAX;
+    let found = bfs(l, src, src, |v| comp[v as usize] == target, &mut unlimited);
+    (found, comp)
+}
+
+/// The most severe cycle of one component, or its allowed one.
+fn analyze(g: &Graph, nodes: &[u32], local_id: &[u32], budget: &mut u64) -> Option<RawCycle> {
+    // G0: write dependencies (and real time) only.
+    let l = sub(g, nodes, local_id, |k| k != RW && k != WR);
+    if let (Some(c), _) = find_cycle(&l) {
+        return Some(c);
+    }
+    // G1c: no anti-dependencies.
+    let nonrw = sub(g, nodes, local_id, |k| k != RW);
+    let (found, comp) = find_cycle(&nonrw);
+    if found.is_some() {
+        return found;
+    }
+    // G-single: an rw edge a -> b closed by a path b -> a without rw edges.
+    // The component numbering prunes pairs where b cannot reach a.
+    'single: for (i, &a) in nodes.iter().enumerate() {
+        for e in g.off[a as usize]..g.off[a as usize + 1] {
+            if g.kind[e] != RW {
+                continue;
+            }
+            let b = local_id[g.to[e] as usize];
+            if b == NONE || comp[i] >= comp[b as usize] {
+                continue;
+            }
+            if *budget == 0 {
+                break 'single;
+            }
+            if let Some(path) = bfs(&nonrw, b, i as u32, |_| true, budget) {
+                let mut c = vec![(a, e as u32)];
+                c.extend(path);
+                return Some(c);
+            }
+        }
+    }
+    // Any other forbidden cycle (no two adjacent rw edges): exact search.
+    if let (Some(walk), _) = find_cycle(&state_graph(g, nodes, local_id)) {
+        return Some(simplify(g, walk));
+    }
+    // Only allowed cycles remain: show one.
+    let all = sub(g, nodes, local_id, |_| true);
+    let mut unlimited = u64::MAX;
+    bfs(&all, 0, 0, |_| true, &mut unlimited)
+}
+
+fn no_adjacent_rw(g: &Graph, c: &[(u32, u32)]) -> bool {
+    (0..c.len())
+        .all(|k| !(g.kind[c[k].1 as usize] == RW && g.kind[c[(k + 1) % c.len()].1 as usize] == RW))
+}
+
+/// Turns a closed walk with no two adjacent rw edges into a simple cycle with
+/// the same property: split at a repeated node; one half always keeps it.
+fn simplify(g: &Graph, mut c: RawCycle) -> RawCycle {
+    // Each round is linear; a pathological walk keeps its repeats rather
+    // than cost quadratic time (it still witnesses a forbidden cycle).
+    let mut work = 0usize;
+    loop {
+        work += c.len();
+        if work > SIMPLIFY_BUDGET {
+            return c;
+        }
+        let mut seen: FxMap<u32, usize> = FxMap::default();
+        let mut repeat = None;
+        for (k, &(from, _)) in c.iter().enumerate() {
+            if let Some(&first) = seen.get(&from) {
+                repeat = Some((first, k));
+                break;
+            }
+            seen.insert(from, k);
+        }
+        let Some((i, j)) = repeat else {
+            return c;
+        };
+        let inner: RawCycle = c[i..j].to_vec();
+        c = if no_adjacent_rw(g, &inner) {
+            inner
+        } else {
+            c[j..].iter().chain(&c[..i]).copied().collect()
+        };
+    }
+}
+
+/// One step of an explained cycle between two transactions.
+pub(crate) struct Step {
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) kind: u8,
+    pub(crate) cell: u32,
+}
+
+/// Merges each run of real-time edges through completion points into one step.
+fn collapse(g: &Graph, raw: &[(u32, u32)]) -> Vec<Step> {
+    let len = raw.len();
+    let start = raw
+        .iter()
+        .position(|&(from, _)| (from as usize) < g.n_txn)
+        .unwrap_or(0);
+    let mut steps = Vec::new();
+    let mut rt_from = NONE;
+    for k in 0..len {
+        let (from, e) = raw[(start + k) % len];
+        let e = e as usize;
+        match g.kind[e] {
+            RT_IN => rt_from = from,
+            RT_CHAIN => {}
+            RT_OUT if rt_from != NONE => steps.push(Step {
+                from: rt_from,
+                to: g.to[e],
+                kind: RT,
+                cell: NONE,
+            }),
+            RT_OUT => {}
+            kind => steps.push(Step {
+                from,
+                to: g.to[e],
+                kind,
+                cell: g.cell[e],
+            }),
+        }
+    }
+    steps
+}
+
+/// The cycle's Adya class.
+fn classify(steps: &[Step]) -> FindingClass {
+    let rw = steps.iter().filter(|s| s.kind == RW).count();
+    let wr = steps.iter().filter(|s| s.kind == WR).count();
+    let adjacent =
+        (0..steps.len()).any(|k| steps[k].kind == RW && steps[(k + 1) % steps.len()].kind == RW);
+    match rw {
+        0 if wr == 0 => FindingClass::G0,
+        0 => FindingClass::G1c,
+        1 => FindingClass::GSingle,
+        _ if adjacent => FindingClass::G2Item,
+        _ => FindingClass::G2ItemNonadjacent,
+    }
+}

@@ -120,9 +120,10 @@ pub struct Judged {
 /// converge leaves locks and notifications behind by definition (and a
 /// transaction whose other cells are still locked looks partial too).
 fn restates_liveness(class: &str) -> bool {
+    use percsim_checker::FindingClass as C;
     matches!(
-        class,
-        "lock_left" | "notify_left" | "unprocessed_change" | "partial_commit"
+        C::from_name(class),
+        Some(C::LockLeft | C::NotifyLeft | C::UnprocessedChange | C::PartialCommit)
     )
 }
 

@@ -86,6 +86,17 @@ impl Strs {
         }
     }
 
+    /// Room for about `strings` distinct strings of `bytes` bytes in all, so
+    /// that a large file's strings are not rehashed and copied at every
+    /// doubling.
+    fn reserve(&mut self, strings: usize, bytes: usize) {
+        self.arena.reserve(bytes);
+        self.ends.reserve(strings);
+        while strings * 2 > self.table.len() {
+            self.grow();
+        }
+    }
+
     /// The id of `s`, if it was interned.
     pub(crate) fn find(&self, s: &str) -> Option<u32> {
         if self.table.is_empty() {
@@ -212,6 +223,23 @@ impl Compact {
             op_off: vec![0],
             ..Compact::default()
         }
+    }
+
+    /// An empty history with room for one read from a file of `len_bytes`
+    /// bytes. The factors are rough bytes-per-item of typical files (a
+    /// transaction with its ops takes a few hundred bytes): a reserve that
+    /// is too large only costs address space (pages never written are never
+    /// touched), one too small means the usual doubling.
+    pub(crate) fn for_file_size(len_bytes: u64) -> Compact {
+        let len = usize::try_from(len_bytes).unwrap_or(usize::MAX);
+        let mut c = Compact::new();
+        c.txns.reserve(len / 256);
+        c.op_off.reserve(len / 256);
+        c.ops.reserve(len / 64);
+        c.versions.reserve(len / 128);
+        // The table is written all over as it fills, so it is sized low.
+        c.strs.reserve(len / 512, len / 16);
+        c
     }
 
     /// The id of the cell (row, col), given as string ids.

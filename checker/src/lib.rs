@@ -165,8 +165,9 @@ enum FileError {
 /// does (with the JSON path of the offending value).
 fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
+    let len_bytes = file.metadata().map_or(0, |m| m.len());
     let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    match reader::read(reader) {
+    match reader::read(reader, len_bytes) {
         Ok(c) => {
             parse::validate(&c).map_err(FileError::Invalid)?;
             Ok(c)

@@ -15,10 +15,14 @@ use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
-/// Reads a whole history from `reader` (JSON) into the compact form.
-pub(crate) fn read(reader: impl std::io::Read) -> Result<Compact, serde_json::Error> {
+/// Reads a whole history of `len_bytes` bytes (a size hint) from `reader`
+/// (JSON) into the compact form.
+pub(crate) fn read(
+    reader: impl std::io::Read,
+    len_bytes: u64,
+) -> Result<Compact, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let mut c = Compact::new();
+    let mut c = Compact::for_file_size(len_bytes);
     Top(&mut c).deserialize(&mut de)?;
     de.end()?;
     Ok(c)
@@ -539,7 +543,7 @@ mod tests {
         for path in files {
             let text = std::fs::read_to_string(&path).expect("readable");
             let slow = parse(&text);
-            let fast = super::read(text.as_bytes());
+            let fast = super::read(text.as_bytes(), text.len() as u64);
             let name = path.display();
             match (&slow, fast) {
                 (Ok(h), Ok(c)) => {
@@ -564,7 +568,7 @@ mod tests {
             {"id": 1, "client": 1, "start_ts": 1, "commit_ts": 2, "invoke_ns": 0,
              "outcome": "committed", "ops": [{"f": "write", "row": "r", "col": "c", "value": "v"}]}],
             "final_state": {"cells": []}}"#;
-        assert!(super::read(base.as_bytes()).is_ok());
+        assert!(super::read(base.as_bytes(), 0).is_ok());
         assert!(parse(base).is_ok());
         let bad = [
             base.replace("\"id\": 1,", "\"id\": 1, \"id\": 1,"),
@@ -579,7 +583,7 @@ mod tests {
         ];
         for b in &bad {
             assert!(parse(b).is_err(), "{b}");
-            assert!(super::read(b.as_bytes()).is_err(), "{b}");
+            assert!(super::read(b.as_bytes(), 0).is_err(), "{b}");
         }
     }
 }

@@ -89,6 +89,18 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_ending_at_the_persisted_end_needs_no_write() {
+        // recover(0, 10) persists 1 + 10 = 11 on the first grant; the
+        // second grant ends exactly at 11, still inside the range.
+        let mut o = Oracle::recover(0, 10);
+        assert_eq!(o.allocate(1).persist_max, Some(11));
+        let g = o.allocate(10);
+        assert_eq!((g.allocation.first, g.allocation.count), (Ts(2), 10));
+        assert_eq!(g.persist_max, None);
+        assert_eq!(o.allocate(1).persist_max, Some(22));
+    }
+
+    #[test]
     fn persists_before_leaving_the_range() {
         let mut o = Oracle::recover(0, 10);
         o.allocate(1);

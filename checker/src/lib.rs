@@ -262,7 +262,12 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
     if report.passed() { 0 } else { 1 }
 }
 
-fn write_error(out: &mut dyn Write, json: bool, message: String, e: Option<&HistoryError>) {
+pub(crate) fn write_error(
+    out: &mut dyn Write,
+    json: bool,
+    message: String,
+    e: Option<&HistoryError>,
+) {
     let _ = if json {
         let r = ErrorReport {
             format: REPORT_FORMAT,

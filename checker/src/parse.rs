@@ -17,14 +17,14 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct HistoryError {
-    message: String,
-    path: Option<String>,
-    line: Option<usize>,
-    column: Option<usize>,
+    pub(crate) message: String,
+    pub(crate) path: Option<String>,
+    pub(crate) line: Option<usize>,
+    pub(crate) column: Option<usize>,
 }
 
 impl HistoryError {
-    fn at(path: String, problem: impl std::fmt::Display) -> HistoryError {
+    pub(crate) fn at(path: String, problem: impl std::fmt::Display) -> HistoryError {
         HistoryError {
             message: format!("{path}: {problem}"),
             path: Some(path),

@@ -45,7 +45,6 @@ pub use parse::{StreamHistoryError, parse};
 pub use report::{StreamReport, StreamStats};
 
 use crate::Outcome;
-use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
@@ -118,17 +117,6 @@ pub fn is_stream_history_file(path: &Path) -> bool {
         .is_some_and(|f| f.starts_with("percsim-stream-history/"))
 }
 
-/// The JSON printed when a stream history cannot be read.
-#[derive(Serialize)]
-struct ErrorReport<'a> {
-    format: &'a str,
-    passed: bool,
-    error: String,
-    path: Option<&'a str>,
-    line: Option<usize>,
-    column: Option<usize>,
-}
-
 /// Reads the stream history at `path`, checks it, and writes the report to
 /// `out`: text, or JSON when `json` is set. Returns the process exit code: 0
 /// when every rule holds, 1 when any is broken, 2 when the file cannot be
@@ -147,21 +135,7 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
     let history = match parsed {
         Ok(h) => h,
         Err((message, e)) => {
-            let _ = if json {
-                let r = ErrorReport {
-                    format: "percsim-check/1",
-                    passed: false,
-                    error: message,
-                    path: e.as_ref().and_then(StreamHistoryError::path),
-                    line: e.as_ref().and_then(StreamHistoryError::line),
-                    column: e.as_ref().and_then(StreamHistoryError::column),
-                };
-                serde_json::to_writer_pretty(&mut *out, &r)
-                    .map_err(std::io::Error::other)
-                    .and_then(|()| writeln!(out))
-            } else {
-                writeln!(out, "error: {message}")
-            };
+            crate::write_error(out, json, message, e.as_ref());
             return 2;
         }
     };

@@ -7,40 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Why a stream history could not be read. Its message names the problem and
 /// where it is: a JSON path such as `$.ops[3].partition`, and for syntax and
 /// type errors the line and column.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct StreamHistoryError {
-    message: String,
-    path: Option<String>,
-    line: Option<usize>,
-    column: Option<usize>,
-}
-
-impl StreamHistoryError {
-    fn at(path: String, problem: impl std::fmt::Display) -> StreamHistoryError {
-        StreamHistoryError {
-            message: format!("{path}: {problem}"),
-            path: Some(path),
-            line: None,
-            column: None,
-        }
-    }
-
-    /// The JSON path of the offending value, when known (`$` is the document).
-    pub fn path(&self) -> Option<&str> {
-        self.path.as_deref()
-    }
-
-    /// The 1-based line of a syntax or type error, when known.
-    pub fn line(&self) -> Option<usize> {
-        self.line
-    }
-
-    /// The 1-based column of a syntax or type error, when known.
-    pub fn column(&self) -> Option<usize> {
-        self.column
-    }
-}
+/// Why a stream history was refused: the same error type as the Percolator
+/// history's (a message, and the JSON path or the line and column).
+pub type StreamHistoryError = crate::parse::HistoryError;
 
 /// Parses and validates a `percsim-stream-history/1` document.
 ///

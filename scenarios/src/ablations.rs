@@ -5,7 +5,9 @@
 
 use crate::campaign::{self, Mix, SeedResult, Verdict};
 use crate::judge::judge;
+use percsim_protocol::client::AbortReason;
 use percsim_protocol::{Ablation, Ablations};
+use percsim_sim::{PointAction, PointFault};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,14 +90,21 @@ pub fn measure(
     });
     let rolled_back: u64 = results
         .iter()
-        .map(|r| r.counters.get("abort.rolled_back").copied().unwrap_or(0))
+        .map(|r| {
+            r.counters
+                .get(&format!("abort.{}", AbortReason::RolledBack.name()))
+                .copied()
+                .unwrap_or(0)
+        })
         .sum();
+    let crashes = |f: &PointFault| matches!(f.fault, PointAction::Crash { .. });
     let shrunk = match (&first, shrink_budget) {
         (Some(f), b) if b > 0 => {
             let (s, runs) = campaign::shrink(f.seed, &mix, f, b);
             let c = &s.cluster;
             let on = c.faults.random.classes().len()
-                + usize::from(!c.crashes.is_empty())
+                + usize::from(!c.crashes.is_empty() || c.point_faults.iter().any(crashes))
+                + usize::from(!c.pauses.is_empty() || c.point_faults.iter().any(|f| !crashes(f)))
                 + usize::from(!c.clocks.is_empty());
             Some(format!(
                 "{} {}c x{}w {}ms {}f ({runs} runs)",

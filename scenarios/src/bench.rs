@@ -8,7 +8,7 @@ use crate::scenario::Scenario;
 use crate::workloads::{Register, WorkloadSpec};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::Transport;
-use percsim_sim::{BoxFuture, Client, SimConfig, Worker, Workload};
+use percsim_sim::{BoxFuture, Client, PercolatorCounter, SimConfig, Worker, Workload};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::sync::Arc;
@@ -174,8 +174,14 @@ fn oracle_throughput(run_ms: u64) {
     };
     let wall = t.elapsed().as_secs_f64();
     let c = &out.summary.counters;
-    let served = c.get("oracle.timestamps").copied().unwrap_or(0);
-    let rpcs = c.get("oracle.requests").copied().unwrap_or(0);
+    let served = c
+        .get(PercolatorCounter::OracleTimestamps.name())
+        .copied()
+        .unwrap_or(0);
+    let rpcs = c
+        .get(PercolatorCounter::OracleRequests.name())
+        .copied()
+        .unwrap_or(0);
     println!(
         "  {:<34} {:>9.0} timestamps/wall s  ({served} timestamps in {rpcs} RPCs, {:.1} per batch; {:.0} per simulated s)",
         "oracle (16 clients x 8 threads)",

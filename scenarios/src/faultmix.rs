@@ -2,8 +2,11 @@
 //! fuzz generator switches classes on and off per seed (swarm testing);
 //! the tests run every workload under every class.
 
-use percsim_protocol::client::StepPoint;
-use percsim_sim::{ClockSkew, CrashAt, EventKind, FaultClass, FaultKind, PauseAt, SimConfig};
+use percsim_protocol::client::{Point, PointNode, StepPoint};
+use percsim_sim::{
+    ClockSkew, CrashAt, EventKind, FaultClass, FaultKind, PauseAt, PercolatorEvent, PointAction,
+    PointFault, SimConfig,
+};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -49,8 +52,8 @@ pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
         FaultKind::SessionExpiry => (EventKind::SessionExpired, None),
         FaultKind::ClockSkew => (EventKind::ClockSkew, None),
         // Percolator's own events at its named protocol steps.
-        FaultKind::PauseAtStep => return ("pause_at_step", None),
-        FaultKind::CrashAtStep => return ("crash_at_step", None),
+        FaultKind::PauseAtStep => return (PercolatorEvent::PauseAtStep.name(), None),
+        FaultKind::CrashAtStep => return (PercolatorEvent::CrashAtStep.name(), None),
     };
     (event.name(), prefix)
 }
@@ -124,44 +127,96 @@ fn skew_clocks(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
         .collect();
 }
 
-/// Kill clients at named steps of their commits.
-fn crash_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
-    let n = 1 + (intensity * 3.0) as usize;
-    for _ in 0..n {
-        let step = match rng.random_range(0..6) {
-            0 => StepPoint::BeforePrewrite,
-            1 => StepPoint::AfterPrewritePrimary,
-            2 => StepPoint::AfterPrewriteSecondary(1),
-            3 => StepPoint::BeforeCommitPrimary,
-            4 => StepPoint::AfterCommitPrimary,
-            _ => StepPoint::AfterCommitSecondary(1),
-        };
-        cluster.crashes.push(CrashAt {
-            client: rng.random_range(0..cluster.clients),
-            txn: rng.random_range(1..=8),
-            step,
-            restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
-        });
+/// A client's commit step, the k-th secondary's for k up to 3.
+fn commit_step(rng: &mut ChaCha8Rng) -> StepPoint {
+    let k = rng.random_range(1..=3);
+    match rng.random_range(0..6) {
+        0 => StepPoint::BeforePrewrite,
+        1 => StepPoint::AfterPrewritePrimary,
+        2 => StepPoint::AfterPrewriteSecondary(k),
+        3 => StepPoint::BeforeCommitPrimary,
+        4 => StepPoint::AfterCommitPrimary,
+        _ => StepPoint::AfterCommitSecondary(k),
     }
 }
 
-/// A live owner frozen mid-commit (after it locked cells or took its
-/// commit timestamp) while its locks age: readers clean them up, and late
-/// messages from before the pause may still arrive.
+/// A point outside a client's commit (a cleaning reader, an observer, the
+/// oracle, a tablet server), with a node that reaches it and an occurrence
+/// early enough to come in most runs.
+fn other_point(cluster: &SimConfig, rng: &mut ChaCha8Rng) -> (Point, usize, u64) {
+    let points = [
+        Point::RollForwardBetweenCells,
+        Point::RollBackBetweenCells,
+        Point::ObserverAfterWrites,
+        Point::ObserverBeforeClear,
+        Point::OracleAfterPersist,
+        Point::TabletAfterApply,
+    ];
+    let point = points[rng.random_range(0..points.len())];
+    let (node, nth) = match point.node() {
+        PointNode::Client => (
+            rng.random_range(0..cluster.clients),
+            rng.random_range(1..=3),
+        ),
+        PointNode::Oracle => (0, rng.random_range(1..=2)),
+        PointNode::TabletServer => (
+            rng.random_range(0..cluster.tablet_servers),
+            rng.random_range(1..=100),
+        ),
+    };
+    (point, node, nth)
+}
+
+/// Kill nodes at named points: half at a client's commit step (by
+/// transaction number), half at any other point (by occurrence).
+fn crash_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+    let n = 1 + (intensity * 3.0) as usize;
+    for _ in 0..n {
+        if rng.random_bool(0.5) {
+            let step = commit_step(rng);
+            cluster.crashes.push(CrashAt {
+                client: rng.random_range(0..cluster.clients),
+                txn: rng.random_range(1..=8),
+                step,
+                restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
+            });
+        } else {
+            let (point, node, nth) = other_point(cluster, rng);
+            let restart_after_ms = rng.random_bool(0.7).then(|| rng.random_range(100..=2_000));
+            cluster.point_faults.push(PointFault {
+                point,
+                node,
+                nth,
+                fault: PointAction::Crash { restart_after_ms },
+            });
+        }
+    }
+}
+
+/// A live node frozen at a named point while its locks age (a client
+/// mid-commit or mid-cleanup) or its reply waits (a server): readers clean
+/// up, and late messages from before the pause may still arrive.
 fn pause_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
     let n = 1 + (intensity * 4.0) as usize;
     for _ in 0..n {
-        let step = match rng.random_range(0..3) {
-            0 => StepPoint::AfterPrewritePrimary,
-            1 => StepPoint::AfterPrewriteSecondary(1),
-            _ => StepPoint::BeforeCommitPrimary,
-        };
-        cluster.pauses.push(PauseAt {
-            client: rng.random_range(0..cluster.clients),
-            txn: rng.random_range(1..=8),
-            step,
-            duration_ms: rng.random_range(300..=4_000),
-        });
+        let duration_ms = rng.random_range(300..=4_000);
+        if rng.random_bool(0.5) {
+            let step = commit_step(rng);
+            cluster.pauses.push(PauseAt {
+                client: rng.random_range(0..cluster.clients),
+                txn: rng.random_range(1..=8),
+                step,
+                duration_ms,
+            });
+        } else {
+            let (point, node, nth) = other_point(cluster, rng);
+            cluster.point_faults.push(PointFault {
+                point,
+                node,
+                nth,
+                fault: PointAction::Pause { duration_ms },
+            });
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! "sometimes" coverage.
 
 use crate::campaign::{self, Judged, Mix, SeedResult, Verdict};
+pub use crate::coverage::Coverage;
 pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
@@ -64,52 +65,6 @@ impl Default for Options {
         }
     }
 }
-
-/// Events a campaign is expected to exercise; one that never happens is flagged.
-pub const COVERAGE: &[(&str, &str)] = &[
-    (
-        "roll forward of a dead owner's commit",
-        "cleanup.roll_forward",
-    ),
-    ("roll back of an abandoned lock", "cleanup.roll_back"),
-    (
-        "cleanup after the owner's token expired",
-        "cleanup.roll_back.token_gone",
-    ),
-    (
-        "cleanup of a stale lock of a live owner",
-        "cleanup.roll_back.stale",
-    ),
-    (
-        "late prewrite rejected by a rollback record",
-        "store.late_prewrite_rejected",
-    ),
-    ("duplicated request delivered", "net.duplicated"),
-    ("client killed at a protocol step", "event.crash_at_step"),
-    ("client frozen at a protocol step", "fault.pause_at_step"),
-    ("client killed", "fault.kill_client"),
-    ("tablet server killed", "fault.kill_tablet_server"),
-    ("oracle restart", "fault.kill_oracle"),
-    ("liveness service restart", "fault.kill_liveness"),
-    ("tablet moved to a live server", "event.tablet_moved"),
-    ("node paused", "fault.pause"),
-    ("worker stalled with a valid token", "fault.stall"),
-    ("network partition", "fault.partition"),
-    (
-        "session expired under a live owner",
-        "event.session_reopened",
-    ),
-    ("read waited on a lock", "client.lock_waits"),
-    ("write conflict", "abort.write_conflict"),
-    ("owner found itself rolled back", "abort.rolled_back"),
-    ("commit outcome unknown", "txn.unknown"),
-    ("observer run committed", "observer.ran"),
-    (
-        "notification found already processed",
-        "observer.nothing_new",
-    ),
-    ("scanner jumped away from a taken row", "scan.jumps"),
-];
 
 impl Options {
     /// How many seeds this shard runs.
@@ -301,32 +256,4 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
         Err(e) => bar.println(format!("seed {seed}: cannot save its capsule: {e}")),
     }
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::COVERAGE;
-    use percsim_sim::{Counter, EventKind, FaultKind};
-
-    /// Coverage keys name counters the simulator really bumps: a fault
-    /// key is a fault kind's counter, a world event's key its event
-    /// counter, so renaming either breaks this test rather than silently
-    /// flagging "never happened" in every campaign.
-    #[test]
-    fn coverage_keys_name_typed_counters() {
-        let faults: Vec<String> = FaultKind::ALL.iter().map(|k| k.counter()).collect();
-        let events: Vec<String> = EventKind::ALL.iter().map(|k| k.counter()).collect();
-        for (what, key) in COVERAGE {
-            if key.starts_with("fault.") {
-                assert!(faults.iter().any(|f| f == key), "{what}: {key}");
-            }
-        }
-        assert!(
-            COVERAGE
-                .iter()
-                .any(|(_, k)| *k == Counter::NetDuplicated.name())
-        );
-        assert!(events.contains(&"event.partition".to_string()));
-        assert!(!faults.contains(&"fault.no_such_class".to_string()));
-    }
 }

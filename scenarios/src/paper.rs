@@ -18,7 +18,9 @@ use crate::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{CommitOutcome, Transaction};
-use percsim_sim::{BoxFuture, Client, CostModel, RunOutput, SimConfig, Worker, Workload};
+use percsim_sim::{
+    BoxFuture, Client, CostModel, PercolatorCounter, RunOutput, SimConfig, Worker, Workload,
+};
 use rand::RngExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -413,8 +415,14 @@ fn oracle_scaling(quick: bool) {
             return;
         };
         let c = &out.summary.counters;
-        let served = c.get("oracle.timestamps").copied().unwrap_or(0);
-        let rpcs = c.get("oracle.requests").copied().unwrap_or(0);
+        let served = c
+            .get(PercolatorCounter::OracleTimestamps.name())
+            .copied()
+            .unwrap_or(0);
+        let rpcs = c
+            .get(PercolatorCounter::OracleRequests.name())
+            .copied()
+            .unwrap_or(0);
         let sim_s = out.summary.sim_ns as f64 / 1e9;
         println!(
             "  {n:>8} {:>16.0} {:>12.1} {:>16.2}",

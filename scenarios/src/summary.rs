@@ -4,7 +4,9 @@
 //! finishes.
 
 use crate::campaign::{SeedResult, Verdict};
-use crate::fuzz::COVERAGE;
+use crate::coverage::Coverage;
+use percsim_protocol::client::Point;
+use percsim_sim::{PercolatorCounter, point_counter};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -100,12 +102,26 @@ impl Summary {
     }
 
     /// Coverage items that never happened.
-    pub fn never_happened(&self) -> Vec<&'static str> {
-        COVERAGE
+    pub fn never_happened(&self) -> Vec<Coverage> {
+        Coverage::ALL
             .iter()
-            .filter(|(_, key)| self.counters.get(*key).copied().unwrap_or(0) == 0)
-            .map(|(name, _)| *name)
+            .copied()
+            .filter(|c| self.count(&c.counter()) == 0)
             .collect()
+    }
+
+    /// Named crash and pause points no node stopped at: each is a finding
+    /// (a step of the protocol the campaign never tested a failure at).
+    pub fn points_never_hit(&self) -> Vec<Point> {
+        Point::ALL
+            .into_iter()
+            .filter(|p| self.count(&point_counter(*p)) == 0)
+            .collect()
+    }
+
+    /// The campaign's total of counter `name` (0 if it never moved).
+    fn count(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
     }
 
     /// The summary table, coverage and failures, as text.
@@ -144,11 +160,12 @@ impl Summary {
             let _ = writeln!(o, "  {name:<44} {v:>8}");
         }
         let _ = writeln!(o, "coverage (how often each interesting event happened):");
-        for (name, key) in COVERAGE {
-            let n = self.counters.get(*key).copied().unwrap_or(0);
+        for c in Coverage::ALL {
+            let n = self.count(&c.counter());
             let flag = if n == 0 { "   <-- never happened" } else { "" };
-            let _ = writeln!(o, "  {name:<44} {n:>8}{flag}");
+            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", c.describe());
         }
+        self.render_points(&mut o);
         for (seed, f) in &self.failures {
             let replay = f
                 .capsule
@@ -166,8 +183,25 @@ impl Summary {
         o
     }
 
+    fn render_points(&self, o: &mut String) {
+        let _ = writeln!(o, "crash and pause points (nodes stopped at each):");
+        for p in Point::ALL {
+            let n = self.count(&point_counter(p));
+            let flag = if n == 0 { "   <-- never hit" } else { "" };
+            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", p.name());
+        }
+        for p in self.points_never_hit() {
+            let _ = writeln!(
+                o,
+                "finding: crash/pause point {} was never hit ({})",
+                p.name(),
+                p.describe()
+            );
+        }
+    }
+
     fn render_counters(&self, o: &mut String) {
-        let mut section = |title: &str, prefix: &str| {
+        let section = |o: &mut String, title: &str, prefix: &str| {
             let rows: Vec<(&String, &u64)> = self
                 .counters
                 .iter()
@@ -183,9 +217,13 @@ impl Summary {
                 let _ = writeln!(o, "  {:<44} {v:>8}", &k[prefix.len()..]);
             }
         };
-        section("faults injected by class", "fault.");
-        section("cleanups", "cleanup.");
-        section("aborts by reason", "abort.");
+        section(o, "faults injected by class", "fault.");
+        let _ = writeln!(o, "cleanups:");
+        for c in PercolatorCounter::CLEANUPS {
+            let name = c.name().trim_start_matches("cleanup.");
+            let _ = writeln!(o, "  {name:<44} {:>8}", self.count(c.name()));
+        }
+        section(o, "aborts by reason", "abort.");
         let _ = writeln!(o, "violations by rule:");
         if self.rules.is_empty() {
             let _ = writeln!(o, "  (none)");
@@ -263,6 +301,28 @@ mod tests {
             wall_ms: 5,
             capsule: (verdict != Verdict::Pass).then(|| format!("failures/seed-{seed}.json")),
         }
+    }
+
+    #[test]
+    fn a_point_never_hit_is_printed_as_a_finding() {
+        let mut r = result(1, Verdict::Pass);
+        for p in Point::ALL {
+            r.counters.insert(point_counter(p), 2);
+        }
+        let mut all = Summary::default();
+        all.add(&r);
+        assert!(all.points_never_hit().is_empty());
+        assert!(!all.render().contains("finding:"), "{}", all.render());
+        r.counters.remove(&point_counter(Point::TabletAfterApply));
+        let mut some = Summary::default();
+        some.add(&r);
+        assert_eq!(some.points_never_hit(), vec![Point::TabletAfterApply]);
+        let text = some.render();
+        assert!(
+            text.contains("finding: crash/pause point tablet_after_apply was never hit"),
+            "{text}"
+        );
+        assert!(text.contains("roll_back_between_cells"), "{text}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use percsim_protocol::client::{
 };
 use percsim_scenarios::Scenario;
 use percsim_scenarios::workloads::{Pipeline, WorkloadSpec};
-use percsim_sim::{Armed, BoxFuture, Client, SimConfig, Worker, Workload};
+use percsim_sim::{Armed, BoxFuture, Client, PercolatorCounter, SimConfig, Worker, Workload};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -307,9 +307,18 @@ fn scanners_with_and_without_the_jump_rule() {
             let s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(Pipeline::default()));
             let out = common::run_and_check(&s, "observers");
             let c = &out.summary.counters;
-            collisions += c.get("scan.collisions").copied().unwrap_or(0);
-            jumps += c.get("scan.jumps").copied().unwrap_or(0);
-            rows += c.get("scan.rows").copied().unwrap_or(0);
+            collisions += c
+                .get(PercolatorCounter::ScanCollisions.name())
+                .copied()
+                .unwrap_or(0);
+            jumps += c
+                .get(PercolatorCounter::ScanJumps.name())
+                .copied()
+                .unwrap_or(0);
+            rows += c
+                .get(PercolatorCounter::ScanRows.name())
+                .copied()
+                .unwrap_or(0);
         }
         if jump {
             assert!(jumps > 0, "the jump rule never fired");

@@ -7,7 +7,7 @@ mod common;
 
 use percsim_scenarios::Scenario;
 use percsim_scenarios::workloads::{Register, Tpce, WorkloadSpec};
-use percsim_sim::{CostModel, SimConfig};
+use percsim_sim::{CostModel, PercolatorCounter, SimConfig};
 
 fn counter(out: &percsim_sim::RunOutput, key: &str) -> u64 {
     out.summary.counters.get(key).copied().unwrap_or(0)
@@ -34,7 +34,8 @@ fn the_oracle_serves_more_than_one_request_per_simulated_ms() {
     };
     let scenario = Scenario::new(3, cluster, WorkloadSpec::Register(register));
     let out = common::run_and_check(&scenario, "scale");
-    let per_s = counter(&out, "oracle.requests") as f64 / (out.summary.sim_ns as f64 / 1e9);
+    let per_s = counter(&out, PercolatorCounter::OracleRequests.name()) as f64
+        / (out.summary.sim_ns as f64 / 1e9);
     assert!(
         per_s > 2_000.0,
         "oracle requests per simulated second: {per_s:.0}"

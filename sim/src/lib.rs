@@ -24,9 +24,13 @@ mod systems;
 pub mod world;
 
 pub use percolator::Percolator;
-pub use percolator::config::{ConfigError, CostModel, CrashAt, PauseAt, SimConfig};
+pub use percolator::config::{
+    ConfigError, CostModel, CrashAt, PauseAt, PointAction, PointFault, SimConfig,
+};
+pub use percolator::ids::{PercolatorCounter, PercolatorEvent};
 pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
+pub use percolator::points::point_counter;
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use systems::SystemKind;
 pub use world::driver::FaultControl;

@@ -2,11 +2,13 @@
 //! against a small [`Transport`] that the simulator implements.
 
 mod observe;
+mod points;
 mod resolve;
 mod transport;
 mod txn;
 
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
+pub use points::{Point, PointNode};
 pub use transport::{
     CleanupEvent, CleanupKind, ClientConfig, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
 };

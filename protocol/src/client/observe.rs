@@ -7,7 +7,7 @@
 //! change conflict and at most one commits. The notify entry is cleared
 //! only after the transaction committed (and only if nothing newer came).
 
-use super::transport::Transport;
+use super::transport::{StepPoint, Transport};
 use super::txn::{CommitOutcome, Transaction, TxnError};
 use crate::ablation::Ablation;
 use crate::actions::RowRequest;
@@ -132,12 +132,15 @@ pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
         txn.abort((&e).into());
         return Observed::Error(e);
     }
+    let id = txn.id();
+    t.reached(id, StepPoint::ObserverAfterWrites).await;
     if !spec.weak {
         let start = txn.start_ts().0.to_string();
         txn.set(row, &spec.ack_col(), start);
     }
     match txn.commit().await {
         CommitOutcome::Committed { .. } => {
+            t.reached(id, StepPoint::ObserverBeforeClear).await;
             clear(t, row, &spec.col, seen, version).await;
             Observed::Ran
         }

@@ -5,7 +5,7 @@
 //! the transaction's fate (roll back if still locked), then the lock met is
 //! rolled forward with the primary's commit_ts or rolled back.
 
-use super::transport::{CleanupEvent, CleanupKind, RpcError, Suspicion, Transport};
+use super::transport::{CleanupEvent, CleanupKind, RpcError, StepPoint, Suspicion, Transport};
 use super::txn::TxnError;
 use crate::ablation::Ablation;
 use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
@@ -31,11 +31,11 @@ impl Backoff {
 pub(crate) async fn wait_or_clean<T: Transport>(
     t: &T,
     info: &LockInfo,
-    reader_ts: Ts,
+    (reader, reader_ts): (u64, Ts),
     backoff: &mut Backoff,
 ) -> Result<(), TxnError> {
     if let Some(suspicion) = suspect(t, info).await? {
-        clean_up(t, info, reader_ts, suspicion).await?;
+        clean_up(t, info, (reader, reader_ts), suspicion).await?;
         return Ok(());
     }
     t.lock_wait(info);
@@ -141,11 +141,12 @@ pub(crate) async fn resolve_secondary<T: Transport>(
     Ok(())
 }
 
-/// Clean up the lock `info` of a suspect owner, met by a reader at `reader_ts`.
+/// Clean up the lock `info` of a suspect owner, met by transaction `reader`
+/// reading at `reader_ts`.
 async fn clean_up<T: Transport>(
     t: &T,
     info: &LockInfo,
-    reader_ts: Ts,
+    (reader, reader_ts): (u64, Ts),
     suspicion: Suspicion,
 ) -> Result<(), RpcError> {
     let ablations = t.ablations();
@@ -168,6 +169,11 @@ async fn clean_up<T: Transport>(
         };
     }
     if info.cell != info.lock.primary {
+        let between = match status {
+            TxnStatus::Committed { .. } => StepPoint::RollForwardBetweenCells,
+            TxnStatus::RolledBack => StepPoint::RollBackBetweenCells,
+        };
+        t.reached(reader, between).await;
         resolve_secondary(t, &info.cell, info.start_ts, status, suspicion).await?;
     }
     Ok(())

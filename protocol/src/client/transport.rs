@@ -18,8 +18,9 @@ pub enum RpcError {
     Unavailable,
 }
 
-/// Named points of the commit procedure, where a fault schedule can kill a
-/// client exactly.
+/// Named points of a client's procedures (commit, lock cleanup, observer
+/// runs), where a fault schedule can kill or freeze a client exactly. Each
+/// is at one [`super::Point`]; the secondaries' points carry their number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepPoint {
@@ -35,6 +36,17 @@ pub enum StepPoint {
     AfterCommitPrimary,
     /// This many secondaries are committed (1-based).
     AfterCommitSecondary(usize),
+    /// A reader cleaning up a dead owner's lock found the primary committed
+    /// and has not rolled the lock it met forward yet.
+    RollForwardBetweenCells,
+    /// A reader cleaning up a dead owner's lock rolled the primary back and
+    /// has not rolled the lock it met back yet.
+    RollBackBetweenCells,
+    /// An observer's body buffered its writes; the acknowledgment is not
+    /// buffered yet.
+    ObserverAfterWrites,
+    /// An observer's transaction committed; the notify entry is not cleared.
+    ObserverBeforeClear,
 }
 
 /// Client-side protocol settings. Missing fields take their defaults;

@@ -176,7 +176,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
                     return Ok((value, version));
                 }
                 GetResult::Locked(info) => {
-                    wait_or_clean(self.t, &info, self.start_ts, &mut backoff).await?
+                    wait_or_clean(self.t, &info, (self.id, self.start_ts), &mut backoff).await?
                 }
             }
         }
@@ -207,7 +207,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
             match result {
                 GetResult::Value(v) => return Ok(v),
                 GetResult::Locked(info) => {
-                    wait_or_clean(self.t, &info, self.start_ts, &mut backoff).await?
+                    wait_or_clean(self.t, &info, (self.id, self.start_ts), &mut backoff).await?
                 }
             }
         }

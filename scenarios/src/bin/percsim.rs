@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use percsim_scenarios::campaign::{Mix, SeedResult};
 use percsim_scenarios::fuzz::{self, Options, Summary};
 use percsim_scenarios::{Scenario, Shard, ShardSource};
+use percsim_sim::PercolatorCounter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -337,7 +338,19 @@ fn print_summary(r: &SeedResult) {
         }
     };
     println!("faults        {}", pick("fault."));
-    println!("cleanups      {}", pick("cleanup."));
+    let cleanups: Vec<String> = PercolatorCounter::CLEANUPS
+        .iter()
+        .filter_map(|c| {
+            let n = r.counters.get(c.name()).copied().filter(|n| *n > 0)?;
+            Some(format!("{}={n}", c.name().trim_start_matches("cleanup.")))
+        })
+        .collect();
+    let cleanups = if cleanups.is_empty() {
+        "none".to_string()
+    } else {
+        cleanups.join(" ")
+    };
+    println!("cleanups      {cleanups}");
     println!("aborts        {}", pick("abort."));
     println!("events        {}", pick("event."));
     println!("verdict       {:?}", r.verdict);

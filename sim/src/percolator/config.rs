@@ -1,9 +1,10 @@
 //! What a simulated cluster is made of and how it behaves.
 
+pub use crate::percolator::points::{PointAction, PointFault};
 use crate::world::ClockSkew;
 use crate::world::faults::FaultConfig;
 use percsim_protocol::Ablations;
-use percsim_protocol::client::{ClientConfig, StepPoint};
+use percsim_protocol::client::{ClientConfig, PointNode, StepPoint};
 use serde::{Deserialize, Serialize};
 
 /// Kill a client at a named step of one of its transactions.
@@ -121,6 +122,9 @@ pub struct SimConfig {
     pub crashes: Vec<CrashAt>,
     /// Clients to freeze at named protocol steps.
     pub pauses: Vec<PauseAt>,
+    /// Nodes to kill or freeze the n-th time they reach a named point.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub point_faults: Vec<PointFault>,
     /// Timed and random faults of the workload phase.
     pub faults: FaultConfig,
     /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
@@ -157,6 +161,7 @@ impl Default for SimConfig {
             clocks: Vec::new(),
             crashes: Vec::new(),
             pauses: Vec::new(),
+            point_faults: Vec::new(),
             faults: FaultConfig::default(),
             ablations: Ablations::NONE,
             scanners_per_client: 2,
@@ -183,6 +188,7 @@ impl SimConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.check_sizes()?;
         self.check_steps()?;
+        self.check_point_faults()?;
         self.check_faults()?;
         self.check_costs()
     }
@@ -244,6 +250,35 @@ impl SimConfig {
                 );
             }
             *i += 1;
+        }
+        Ok(())
+    }
+
+    /// Point faults name an existing node of the point's kind and count
+    /// occurrences from 1.
+    fn check_point_faults(&self) -> Result<(), ConfigError> {
+        for (i, f) in self.point_faults.iter().enumerate() {
+            let (kind, count) = match f.point.node() {
+                PointNode::Client => ("clients", self.clients),
+                PointNode::TabletServer => ("tablet servers", self.tablet_servers),
+                PointNode::Oracle => ("oracles", 1),
+            };
+            if f.node >= count {
+                return err(
+                    &format!("point_faults[{i}].node"),
+                    &format!(
+                        "node {} does not exist: {} is reached by {kind} ({count})",
+                        f.node,
+                        f.point.name()
+                    ),
+                );
+            }
+            if f.nth == 0 {
+                return err(
+                    &format!("point_faults[{i}].nth"),
+                    "occurrences are counted from 1",
+                );
+            }
         }
         Ok(())
     }

@@ -4,10 +4,13 @@
 //! cluster configuration ([`SimConfig`]) and a [`Workload`]. Installed in a
 //! world, it becomes a [`Cluster`], which its nodes share.
 
+use ids::{PercolatorCounter, PercolatorEvent};
 pub(crate) mod config;
+pub(crate) mod ids;
 pub(crate) mod inspect;
 mod invariants;
 pub(crate) mod nodes;
+pub(crate) mod points;
 mod record;
 pub(crate) mod rpc;
 mod store;
@@ -23,7 +26,7 @@ use madsim::time::{Duration, Instant, sleep};
 use nodes::client::Client;
 use percsim_checker as history;
 use percsim_protocol::SessionId;
-use percsim_protocol::client::{ObserverBody, ObserverSpec};
+use percsim_protocol::client::{ObserverBody, ObserverSpec, Point};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -151,6 +154,7 @@ impl System for Percolator {
                 sessions: Mutex::default(),
                 row_locks: Mutex::default(),
                 granted: Mutex::new(LOAD_COMMIT_TS),
+                point_hits: Mutex::default(),
             }),
             Arc::default(),
         ))
@@ -177,6 +181,8 @@ pub(crate) struct Cluster {
     pub row_locks: Mutex<BTreeMap<String, (u64, Instant)>>,
     /// The highest timestamp the oracle has granted (over all its lives).
     pub granted: Mutex<u64>,
+    /// How often each node reached each named point (for `point_faults`).
+    pub point_hits: Mutex<BTreeMap<(Point, usize), u64>>,
 }
 
 impl Cluster {
@@ -200,8 +206,13 @@ impl Cluster {
         crate::world::lock(m)
     }
 
-    pub(crate) fn event(&self, kind: &str, fields: serde_json::Value) {
-        self.world.event(kind, fields);
+    pub(crate) fn event(&self, kind: PercolatorEvent, fields: serde_json::Value) {
+        self.world.event(kind.name(), fields);
+    }
+
+    /// Bump one of Percolator's counters.
+    pub(crate) fn bump(&self, counter: PercolatorCounter) {
+        self.recorder().bump(counter.name());
     }
 
     /// A node of `role` as the world starts it.

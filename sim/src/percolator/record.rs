@@ -1,11 +1,12 @@
 //! Percolator's events in the history: a client's transaction events and
 //! lock cleanups, translated into the world's recorder calls.
 
+use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
 use crate::world::World;
 use crate::world::recorder::{Finish, Recorder};
 use percsim_checker as history;
 use percsim_protocol::CellKey;
-use percsim_protocol::client::{CleanupEvent, CleanupKind, CommitOutcome, Suspicion, TxnEvent};
+use percsim_protocol::client::{CleanupEvent, CommitOutcome, TxnEvent};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -102,18 +103,10 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
 
 /// Record a lock cleanup by client `by_client`.
 pub(crate) fn cleanup(rec: &mut Recorder, by_client: u64, e: &CleanupEvent, now_ns: u64) {
-    let kind = match e.kind {
-        CleanupKind::RollForward => "roll_forward",
-        CleanupKind::RollBack => "roll_back",
-        CleanupKind::RollBackBeforePrewrite => "roll_back_before_prewrite",
-    };
+    let kind = PercolatorEvent::of_cleanup(e.kind);
     let suspicion = serde_json::to_value(e.suspicion).unwrap_or(Value::Null);
-    rec.bump(&format!("cleanup.{kind}"));
-    if let Value::String(s) = &suspicion {
-        rec.bump(&format!("cleanup.{kind}.{s}"));
-    }
-    if e.suspicion != Suspicion::OwnAbort {
-        rec.bump(&format!("cleanup.{kind}.by_reader"));
+    for counter in PercolatorCounter::of_cleanup(e.kind, e.suspicion) {
+        rec.bump(counter.name());
     }
     let mut fields = BTreeMap::new();
     fields.insert("start_ts".into(), json!(e.start_ts.0));
@@ -126,7 +119,7 @@ pub(crate) fn cleanup(rec: &mut Recorder, by_client: u64, e: &CleanupEvent, now_
     }
     rec.push_event(history::Event {
         t_ns: now_ns,
-        kind: kind.to_string(),
+        kind: kind.name().to_string(),
         fields,
     });
 }

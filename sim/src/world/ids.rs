@@ -128,6 +128,10 @@ identities! {
     pub enum Counter {
         /// A late or duplicated copy of a request was delivered.
         NetDuplicated => ("net.duplicated", "a late or duplicated copy of a request was delivered"),
+        /// A transaction's client learnt it committed.
+        TxnCommitted => ("txn.committed", "a client learnt its transaction committed"),
+        /// A transaction's client could not learn its outcome.
+        TxnUnknown => ("txn.unknown", "a client could not learn its transaction's outcome"),
     }
 }
 
@@ -194,6 +198,7 @@ mod tests {
         check(Role::ALL, Role::name, Role::from_name);
         check(FaultKind::ALL, FaultKind::name, FaultKind::from_name);
         check(EventKind::ALL, EventKind::name, EventKind::from_name);
+        check(Counter::ALL, Counter::name, Counter::from_name);
         assert_eq!(Role::from_name("no such role"), None);
     }
 }

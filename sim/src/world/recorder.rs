@@ -5,6 +5,7 @@
 //! history format's terms only; a system translates its own protocol's
 //! events into these calls.
 
+use crate::world::ids::Counter;
 use percsim_checker as history;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -180,7 +181,7 @@ impl Recorder {
             Finish::Committed { commit_ts } => {
                 t.commit_ts = commit_ts;
                 t.outcome = Some(history::Outcome::Committed);
-                "txn.committed".to_string()
+                Counter::TxnCommitted.name().to_string()
             }
             Finish::Aborted { reason } => {
                 t.outcome = Some(history::Outcome::Aborted);
@@ -191,7 +192,7 @@ impl Recorder {
             Finish::Unknown => {
                 t.outcome = Some(history::Outcome::Unknown);
                 t.complete_ns = None;
-                "txn.unknown".to_string()
+                Counter::TxnUnknown.name().to_string()
             }
         };
         self.bump(&name);

@@ -17,7 +17,7 @@ use crate::world::World;
 use bytes::Bytes;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
-use madsim::time::{Duration, Instant, sleep_until};
+use madsim::time::{Duration, Instant, sleep, sleep_until};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -104,6 +104,18 @@ impl<'a, C: Send + Sync + 'static> Server<'a, C> {
     }
 }
 
+/// What a server does once a handler ran: reply, or stop at a crash or
+/// pause point between its effect and its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterHandler {
+    /// Send the reply.
+    Reply,
+    /// A kill of this node was requested: the reply never leaves.
+    Halt,
+    /// A pause of this node was requested: let it take effect, then reply.
+    Yield,
+}
+
 /// Serve one kind of request whose handler runs at once (its effect is
 /// applied on arrival) and reports its CPU cost in µs; the reply leaves when
 /// `cpu` has done that work (see [`spend`]). Costs are charged only when the
@@ -114,11 +126,32 @@ where
     R: Request,
     F: Fn(&C, R) -> (R::Response, u64) + Clone + Send + Sync + 'static,
 {
+    serve_costed_at_points(at, intake, move |c: &C, req: R| {
+        let (reply, cost_us) = f(c, req);
+        (reply, cost_us, AfterHandler::Reply)
+    });
+}
+
+/// [`serve_costed`] for a handler that may stop at a crash or pause point
+/// after its effect and before its reply.
+pub(crate) fn serve_costed_at_points<C, R, F>(at: &Server<'_, C>, intake: Intake, f: F)
+where
+    C: Send + Sync + 'static,
+    R: Request,
+    F: Fn(&C, R) -> (R::Response, u64, AfterHandler) + Clone + Send + Sync + 'static,
+{
     let (world, ctx, cpu, costed) = (at.world.clone(), at.ctx.clone(), at.cpu.clone(), at.costed);
     serve(at.ep, intake, move |req: R| {
         let (world, ctx, cpu, f) = (world.clone(), ctx.clone(), cpu.clone(), f.clone());
         async move {
-            let (reply, cost_us) = f(&ctx, req);
+            let (reply, cost_us, after) = f(&ctx, req);
+            match after {
+                AfterHandler::Reply => {}
+                // The kill drops this task before it can answer.
+                AfterHandler::Halt => std::future::pending::<()>().await,
+                // The pause freezes this task here until the node resumes.
+                AfterHandler::Yield => sleep(Duration::from_millis(1)).await,
+            }
             spend(&world, &cpu, if costed { cost_us } else { 0 }).await;
             reply
         }

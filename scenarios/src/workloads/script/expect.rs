@@ -5,7 +5,7 @@
 
 use percsim_protocol::WriteKind;
 use percsim_protocol::client::{AbortReason, RpcError, TxnError};
-use percsim_sim::{CellView, Controller};
+use percsim_sim::{CellView, Controller, Counter, EventKind, FaultKind, PercolatorEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -179,18 +179,19 @@ pub enum Counted {
 
 impl Counted {
     /// The run counter it reads.
-    pub fn counter(self) -> &'static str {
+    pub fn counter(self) -> String {
+        use percsim_sim::PercolatorCounter as P;
         match self {
-            Counted::RollForward => "cleanup.roll_forward",
-            Counted::RollBack => "cleanup.roll_back",
-            Counted::RollBackBeforePrewrite => "cleanup.roll_back_before_prewrite",
-            Counted::LatePrewriteRejected => "store.late_prewrite_rejected",
-            Counted::LockWait => "client.lock_waits",
-            Counted::CrashAtStep => "fault.crash_at_step",
-            Counted::Kill => "event.kill",
-            Counted::Restart => "event.restart",
-            Counted::TabletMoved => "event.tablet_moved",
-            Counted::Duplicated => "net.duplicated",
+            Counted::RollForward => P::RollForward.name().into(),
+            Counted::RollBack => P::RollBack.name().into(),
+            Counted::RollBackBeforePrewrite => P::RollBackBeforePrewrite.name().into(),
+            Counted::LatePrewriteRejected => P::StoreLatePrewriteRejected.name().into(),
+            Counted::LockWait => P::ClientLockWaits.name().into(),
+            Counted::CrashAtStep => FaultKind::CrashAtStep.counter(),
+            Counted::Kill => EventKind::Kill.counter(),
+            Counted::Restart => EventKind::Restart.counter(),
+            Counted::TabletMoved => PercolatorEvent::TabletMoved.counter(),
+            Counted::Duplicated => Counter::NetDuplicated.name().into(),
         }
     }
 
@@ -383,7 +384,7 @@ impl View<'_> {
 
     /// Check a count against the counters now and at the mark.
     pub fn check_count(&self, a: &CountAssert, since: u64) -> Option<(String, String)> {
-        let n = self.control.counter(a.count.counter()) - since;
+        let n = self.control.counter(&a.count.counter()) - since;
         (n != a.equals).then(|| {
             (
                 format!("{} {}", a.equals, json(&a.count)),

@@ -1,7 +1,7 @@
 //! Running a script: one task per transaction on its client, the node
 //! actions, waits and assertions on the driver, all in step order.
 
-use super::expect::{ErrorClass, TxnTs, View};
+use super::expect::{Counted, ErrorClass, TxnTs, View};
 use super::{ExpectOutcome, Script, Step};
 use percsim_protocol::client::{AbortReason, CommitOutcome, Transaction, TxnError};
 use percsim_sim::{Armed, Client, Controller, Fault};
@@ -26,7 +26,7 @@ pub(super) struct State {
     /// Transactions whose commit or abort returned, or that failed.
     finished: BTreeSet<String>,
     /// Counter values when a step named by a `since_step` started.
-    marks: BTreeMap<(usize, &'static str), u64>,
+    marks: BTreeMap<(usize, Counted), u64>,
 }
 
 type Txn<'a> = Option<Transaction<'a, Client>>;
@@ -34,19 +34,20 @@ type Txn<'a> = Option<Transaction<'a, Client>>;
 impl Script {
     /// Step `i` starts now: keep the counters a later `since_step` needs.
     fn mark(&self, i: usize) {
-        let wanted: Vec<&'static str> = self
+        let wanted: Vec<Counted> = self
             .steps
             .iter()
             .chain(&self.at_end)
             .filter_map(|s| match s {
-                Step::AssertCount(a) if a.since_step == Some(i) => Some(a.count.counter()),
+                Step::AssertCount(a) if a.since_step == Some(i) => Some(a.count),
                 _ => None,
             })
             .collect();
         let mut s = self.state();
-        for name in wanted {
-            let n = s.control.as_ref().map(|c| c.counter(name)).unwrap_or(0);
-            s.marks.entry((i, name)).or_insert(n);
+        for counted in wanted {
+            let name = counted.counter();
+            let n = s.control.as_ref().map(|c| c.counter(&name)).unwrap_or(0);
+            s.marks.entry((i, counted)).or_insert(n);
         }
     }
 
@@ -430,9 +431,9 @@ impl Script {
             match step {
                 Step::AssertCell(a) => view.check_cell(a),
                 Step::AssertCount(a) => {
-                    let since = a.since_step.map_or(0, |k| {
-                        s.marks.get(&(k, a.count.counter())).copied().unwrap_or(0)
-                    });
+                    let since = a
+                        .since_step
+                        .map_or(0, |k| s.marks.get(&(k, a.count)).copied().unwrap_or(0));
                     view.check_count(a, since)
                 }
                 Step::AssertStored { txn, store } => {

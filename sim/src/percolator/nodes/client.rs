@@ -2,6 +2,8 @@
 //! requests into one pending oracle RPC, finds tablets through the master,
 //! and runs the workload's transaction threads.
 
+use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
+use crate::percolator::points::PointAction;
 use crate::percolator::rpc::{
     IsAlive, KeepAlive, Locate, NotServing, OpenSession, RawCall, RowCall, RowLockCall, ScanCall,
     ScanNotify, TsCall,
@@ -11,6 +13,7 @@ use crate::percolator::{
     Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
     record, tablet_server_addr,
 };
+use crate::world::ids::EventKind;
 use crate::world::{ClockSkew, Control};
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
@@ -119,17 +122,31 @@ impl Client {
     }
 
     /// Freeze this client's node here, for `duration_ms` or until resumed.
-    async fn pause_here(&self, txn: u64, number: u64, point: StepPoint, duration_ms: Option<u64>) {
-        self.cluster.event(
-            "pause_at_step",
-            json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
-        );
+    async fn pause_here(&self, duration_ms: Option<u64>) {
         self.cluster.world.request(Control::Pause {
             node: self.node_name(),
             duration_ms,
         });
         // The pause takes effect when the harness runs; yield until it does.
         sleep(Duration::from_millis(1)).await;
+    }
+
+    /// Stop at `step`: record it, then die (never returning) or freeze.
+    async fn stop_at_point(&self, step: StepPoint, action: PointAction, fields: serde_json::Value) {
+        match action {
+            PointAction::Crash { restart_after_ms } => {
+                self.cluster.record_stop(step.point(), true, fields);
+                self.cluster.world.request(Control::Kill {
+                    node: self.node_name(),
+                    restart_after_ms,
+                });
+                std::future::pending::<()>().await;
+            }
+            PointAction::Pause { duration_ms } => {
+                self.cluster.record_stop(step.point(), false, fields);
+                self.pause_here(Some(duration_ms)).await;
+            }
+        }
     }
 
     /// Whether armed transaction `txn` has reached its step (and the client
@@ -140,8 +157,8 @@ impl Client {
 
     /// Record a violation of the workload's own invariant.
     pub fn violation(&self, what: String) {
-        self.cluster.event(
-            "workload_violation",
+        self.cluster.world.world_event(
+            EventKind::WorkloadViolation,
             json!({"client": self.index, "what": what}),
         );
     }
@@ -248,8 +265,8 @@ impl Client {
             let result = self.call_retrying(oracle_addr(), TsCall { count }).await;
             {
                 let mut rec = self.cluster.recorder();
-                rec.bump("client.ts_rpcs");
-                rec.add("client.ts_requests", count);
+                rec.bump(PercolatorCounter::ClientTsRpcs.name());
+                rec.add(PercolatorCounter::ClientTsRequests.name(), count);
             }
             for (i, tx) in batch.into_iter().enumerate() {
                 let _ = tx.send(result.map(|first| Ts(first.0 + i as u64)));
@@ -336,21 +353,25 @@ impl Transport for Client {
         sleep(Duration::from_millis(ms)).await
     }
 
-    async fn reached(&self, txn: u64, point: StepPoint) {
+    async fn reached(&self, txn: u64, step: StepPoint) {
+        if let Some((action, nth)) = self.cluster.point_reached(step.point(), self.index) {
+            let fields = json!({"node": self.node_name(), "nth": nth, "txn": txn, "step": step});
+            self.stop_at_point(step, action, fields).await;
+        }
         let Some(number) = lock(&self.numbers).get(&txn).copied() else {
             return;
         };
         let armed = lock(&self.armed)
             .get(&txn)
-            .filter(|(step, _)| *step == point)
+            .filter(|(at, _)| *at == step)
             .map(|(_, what)| *what);
         let scheduled = self
             .cluster
             .cfg
             .crashes
             .iter()
-            .find(|c| c.client == self.index && c.txn == number && c.step == point)
-            .map(|c| Armed::Crash {
+            .find(|c| c.client == self.index && c.txn == number && c.step == step)
+            .map(|c| PointAction::Crash {
                 restart_after_ms: c.restart_after_ms,
             });
         if armed.is_some() {
@@ -361,27 +382,27 @@ impl Transport for Client {
             .cfg
             .pauses
             .iter()
-            .find(|p| p.client == self.index && p.txn == number && p.step == point)
+            .find(|p| p.client == self.index && p.txn == number && p.step == step)
             .map(|p| p.duration_ms);
-        if let (Some(ms), None) = (pause, armed) {
-            self.cluster.recorder().bump("fault.pause_at_step");
-            self.pause_here(txn, number, point, Some(ms)).await;
+        let fields = json!({"client": self.index, "txn": txn, "txn_number": number, "step": step});
+        if let (Some(duration_ms), None) = (pause, armed) {
+            let action = PointAction::Pause { duration_ms };
+            self.stop_at_point(step, action, fields.clone()).await;
         }
-        match armed.or(scheduled) {
+        match armed {
             Some(Armed::Crash { restart_after_ms }) => {
-                self.cluster.recorder().bump("fault.crash_at_step");
-                self.cluster.event(
-                    "crash_at_step",
-                    json!({"client": self.index, "txn": txn, "txn_number": number, "step": point}),
-                );
-                self.cluster.world.request(Control::Kill {
-                    node: self.node_name(),
-                    restart_after_ms,
-                });
-                std::future::pending::<()>().await;
+                let action = PointAction::Crash { restart_after_ms };
+                self.stop_at_point(step, action, fields).await
             }
-            Some(Armed::Pause) => self.pause_here(txn, number, point, None).await,
-            None => {}
+            Some(Armed::Pause) => {
+                self.cluster.record_stop(step.point(), false, fields);
+                self.pause_here(None).await
+            }
+            None => {
+                if let Some(action) = scheduled {
+                    self.stop_at_point(step, action, fields).await
+                }
+            }
         }
     }
 
@@ -415,7 +436,7 @@ impl Transport for Client {
     }
 
     fn lock_wait(&self, _lock: &LockInfo) {
-        self.cluster.recorder().bump("client.lock_waits");
+        self.cluster.bump(PercolatorCounter::ClientLockWaits);
     }
 }
 
@@ -474,9 +495,10 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
                     .await
                 {
                     keeper.session.store(s.0, Ordering::Relaxed);
-                    keeper
-                        .cluster
-                        .event("session_reopened", json!({"client": keeper.index}));
+                    keeper.cluster.event(
+                        PercolatorEvent::SessionReopened,
+                        json!({"client": keeper.index}),
+                    );
                 }
             }
         }
@@ -554,16 +576,16 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
             }
             let mine = &cells[i..j];
             i = j;
-            cluster.recorder().bump("scan.rows");
+            cluster.bump(PercolatorCounter::ScanRows);
             let lock = RowLockCall {
                 row: row.clone(),
                 holder,
                 lock: true,
             };
             if !client.call(liveness_addr(), lock).await.unwrap_or(false) {
-                cluster.recorder().bump("scan.collisions");
+                cluster.bump(PercolatorCounter::ScanCollisions);
                 if cluster.cfg.scanner_jump {
-                    cluster.recorder().bump("scan.jumps");
+                    cluster.bump(PercolatorCounter::ScanJumps);
                     break;
                 }
                 continue;
@@ -573,12 +595,12 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
                     let outcome =
                         run_observer(client.as_ref(), spec, &row, *seen, body.as_ref()).await;
                     let name = match outcome {
-                        Observed::Ran => "observer.ran",
-                        Observed::NothingNew => "observer.nothing_new",
-                        Observed::Failed(_) => "observer.failed",
-                        Observed::Error(_) => "observer.error",
+                        Observed::Ran => PercolatorCounter::ObserverRan,
+                        Observed::NothingNew => PercolatorCounter::ObserverNothingNew,
+                        Observed::Failed(_) => PercolatorCounter::ObserverFailed,
+                        Observed::Error(_) => PercolatorCounter::ObserverError,
                     };
-                    cluster.recorder().bump(name);
+                    cluster.bump(name);
                     if matches!(outcome, Observed::Failed(_) | Observed::Error(_)) {
                         failures += 1;
                         let cap = 10u64 << failures.min(7);

@@ -3,6 +3,7 @@
 //! while it loads. Ownership is recorded in the durable store (as Bigtable
 //! records it in Chubby); tablet servers serve only what they own.
 
+use crate::percolator::ids::PercolatorEvent;
 use crate::percolator::rpc::{Locate, Ping};
 use crate::percolator::{Cluster, CpuKind, master_addr, tablet_server_addr};
 use crate::world::serve::{Intake, serve_costed};
@@ -49,7 +50,10 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
                 Some(s) if dead(s) => {
                     *owner = None;
                     loading.insert(t, now + load);
-                    cluster.event("tablet_unavailable", json!({"tablet": t, "server": s}));
+                    cluster.event(
+                        PercolatorEvent::TabletUnavailable,
+                        json!({"tablet": t, "server": s}),
+                    );
                 }
                 None => {
                     loading.entry(t).or_insert(now + load);
@@ -73,7 +77,10 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
             if let Some(s) = target {
                 owners[t] = Some(s);
                 loading.remove(&t);
-                cluster.event("tablet_moved", json!({"tablet": t, "server": s}));
+                cluster.event(
+                    PercolatorEvent::TabletMoved,
+                    json!({"tablet": t, "server": s}),
+                );
             }
         }
     }

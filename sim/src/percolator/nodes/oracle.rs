@@ -1,11 +1,13 @@
 //! The timestamp oracle: serves from memory inside a range whose upper end
 //! it persisted first (see `percsim_protocol::oracle`).
 
+use crate::percolator::ids::PercolatorCounter;
 use crate::percolator::rpc::TsCall;
 use crate::percolator::{Cluster, CpuKind, invariants, oracle_addr};
-use crate::world::serve::{Intake, serve_costed};
+use crate::world::serve::{AfterHandler, Intake, serve_costed_at_points};
 use madsim::net::Endpoint;
 use percsim_protocol::Ablation;
+use percsim_protocol::client::Point;
 use percsim_protocol::oracle::Oracle;
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +20,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
     )));
     let cost = cluster.cfg.costs.oracle_request_us;
     let at = CpuKind::Oracle.server(&ep, &cluster);
-    serve_costed(&at, Intake::Busy, move |cluster: &Cluster, req: TsCall| {
+    serve_costed_at_points(&at, Intake::Busy, move |cluster: &Cluster, req: TsCall| {
         let grant = oracle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -29,14 +31,19 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
             *high = grant.allocation.first.0 + grant.allocation.count.saturating_sub(1);
         }
         let forgets = cluster.cfg.ablations.has(Ablation::OracleForgets);
+        let mut after = AfterHandler::Reply;
         if let (Some(max), false) = (grant.persist_max, forgets) {
             // Durable before the reply leaves: a restart resumes above it.
             cluster.durable().oracle_max = max;
+            after = cluster.server_point(Point::OracleAfterPersist, 0);
         }
         let mut rec = cluster.world.recorder();
-        rec.bump("oracle.requests");
-        rec.add("oracle.timestamps", grant.allocation.count);
-        (grant.allocation.first, cost)
+        rec.bump(PercolatorCounter::OracleRequests.name());
+        rec.add(
+            PercolatorCounter::OracleTimestamps.name(),
+            grant.allocation.count,
+        );
+        (grant.allocation.first, cost, after)
     });
     std::future::pending::<()>().await
 }

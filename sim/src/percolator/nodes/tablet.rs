@@ -4,14 +4,16 @@
 //! applied, and its reply is lost.
 
 use crate::percolator::config::CostModel;
+use crate::percolator::ids::PercolatorCounter;
 use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
-use crate::world::serve::{Intake, serve, serve_costed};
+use crate::world::serve::{AfterHandler, Intake, serve, serve_costed, serve_costed_at_points};
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
     GetResult, PrewriteError, RowReply, RowRequest, execute, get::get,
 };
+use percsim_protocol::client::Point;
 use percsim_protocol::row::Row;
 use std::sync::Arc;
 
@@ -24,7 +26,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
         .expect("tablet server: bind");
     let at = CpuKind::Tablet.server(&ep, &cluster);
     serve(&ep, Intake::Quiet, |_: Ping| async {});
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, call: RowCall| {
+    serve_costed_at_points(&at, Intake::Busy, move |w: &Cluster, call: RowCall| {
         row_step(w, me, call)
     });
     serve_costed(&at, Intake::Quiet, move |w: &Cluster, call: ScanCall| {
@@ -66,11 +68,15 @@ fn serves(cluster: &Cluster, d: &Durable, me: usize, tablet: usize, row: &str) -
 }
 
 /// One single-row transaction: read, decide, apply, with nothing in between.
-fn row_step(cluster: &Cluster, me: usize, call: RowCall) -> Costed<RowReply> {
+fn row_step(
+    cluster: &Cluster,
+    me: usize,
+    call: RowCall,
+) -> (Result<RowReply, NotServing>, u64, AfterHandler) {
     let costs = &cluster.cfg.costs;
     let mut d = cluster.durable();
     if !serves(cluster, &d, me, call.tablet, &call.row) {
-        return (Err(NotServing), costs.request_us);
+        return (Err(NotServing), costs.request_us, AfterHandler::Reply);
     }
     let (reply, mutation) = match d.rows.get(&call.row) {
         Some(row) => execute(row, &call.row, &call.req, cluster.cfg.ablations),
@@ -78,17 +84,20 @@ fn row_step(cluster: &Cluster, me: usize, call: RowCall) -> Costed<RowReply> {
     };
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
-        cluster.recorder().bump("store.late_prewrite_rejected");
+        cluster.bump(PercolatorCounter::StoreLatePrewriteRejected);
     }
     let cost = row_cost(costs, cells_read(&call.req), mutation.ops.len() as u64);
-    if !mutation.is_empty() {
-        let row = d.rows.entry(call.row.clone()).or_default();
-        row.apply(&mutation);
-        if row.cols.is_empty() && row.notify.is_empty() {
-            d.rows.remove(&call.row);
-        }
+    if mutation.is_empty() {
+        return (Ok(reply), cost, AfterHandler::Reply);
     }
-    (Ok(reply), cost)
+    let row = d.rows.entry(call.row.clone()).or_default();
+    row.apply(&mutation);
+    if row.cols.is_empty() && row.notify.is_empty() {
+        d.rows.remove(&call.row);
+    }
+    drop(d);
+    let after = cluster.server_point(Point::TabletAfterApply, me);
+    (Ok(reply), cost, after)
 }
 
 /// A raw Bigtable operation (no transaction): the baseline of the paper's

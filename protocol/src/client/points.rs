@@ -1,0 +1,188 @@
+//! Percolator's named crash and pause points: every place between two
+//! steps of a procedure where a node can die or freeze. Client points are
+//! reached through [`super::Transport::reached`] (as a [`StepPoint`]); the
+//! oracle's and the tablet servers' points are offered by the simulator
+//! between a durable write and its reply.
+
+use super::transport::StepPoint;
+use serde::{Deserialize, Serialize};
+
+/// A named crash or pause point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Point {
+    /// Commit was called; nothing is written yet.
+    BeforePrewrite,
+    /// The primary is locked; no secondary is.
+    AfterPrewritePrimary,
+    /// The k-th secondary is locked, the next is not.
+    AfterPrewriteSecondary,
+    /// Every cell is locked and the commit timestamp is known.
+    BeforeCommitPrimary,
+    /// The primary is committed (the commit point); no secondary is.
+    AfterCommitPrimary,
+    /// The k-th secondary is committed, the next is not.
+    AfterCommitSecondary,
+    /// A reader found a dead owner's primary committed; the lock it met is
+    /// not rolled forward yet.
+    RollForwardBetweenCells,
+    /// A reader rolled a dead owner's primary back; the lock it met is not
+    /// rolled back yet.
+    RollBackBetweenCells,
+    /// An observer's body buffered its writes; its acknowledgment is not
+    /// buffered and nothing is committed.
+    ObserverAfterWrites,
+    /// An observer's writes and acknowledgment are committed; the notify
+    /// entry is not cleared.
+    ObserverBeforeClear,
+    /// The oracle persisted a new range end; the timestamps are not sent.
+    OracleAfterPersist,
+    /// A tablet server applied a row mutation; its reply is not sent.
+    TabletAfterApply,
+}
+
+/// Which kind of node reaches a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointNode {
+    /// A client (a transaction, a cleaning reader, an observer).
+    Client,
+    /// The timestamp oracle.
+    Oracle,
+    /// A tablet server.
+    TabletServer,
+}
+
+impl Point {
+    /// Every point, in the order of a transaction's life.
+    pub const ALL: [Point; 12] = [
+        Point::BeforePrewrite,
+        Point::AfterPrewritePrimary,
+        Point::AfterPrewriteSecondary,
+        Point::BeforeCommitPrimary,
+        Point::AfterCommitPrimary,
+        Point::AfterCommitSecondary,
+        Point::RollForwardBetweenCells,
+        Point::RollBackBetweenCells,
+        Point::ObserverAfterWrites,
+        Point::ObserverBeforeClear,
+        Point::OracleAfterPersist,
+        Point::TabletAfterApply,
+    ];
+
+    /// The point's name, as scenario files, counters and reports spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Point::BeforePrewrite => "before_prewrite",
+            Point::AfterPrewritePrimary => "after_prewrite_primary",
+            Point::AfterPrewriteSecondary => "after_prewrite_secondary",
+            Point::BeforeCommitPrimary => "before_commit_primary",
+            Point::AfterCommitPrimary => "after_commit_primary",
+            Point::AfterCommitSecondary => "after_commit_secondary",
+            Point::RollForwardBetweenCells => "roll_forward_between_cells",
+            Point::RollBackBetweenCells => "roll_back_between_cells",
+            Point::ObserverAfterWrites => "observer_after_writes",
+            Point::ObserverBeforeClear => "observer_before_clear",
+            Point::OracleAfterPersist => "oracle_after_persist",
+            Point::TabletAfterApply => "tablet_after_apply",
+        }
+    }
+
+    /// What has happened and what has not when a node stops here.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Point::BeforePrewrite => "commit was called; nothing is written",
+            Point::AfterPrewritePrimary => "the primary is locked; no secondary is",
+            Point::AfterPrewriteSecondary => "the k-th secondary is locked, the next is not",
+            Point::BeforeCommitPrimary => "every cell is locked; the commit_ts is known",
+            Point::AfterCommitPrimary => "the primary is committed; no secondary is",
+            Point::AfterCommitSecondary => "the k-th secondary is committed, the next is not",
+            Point::RollForwardBetweenCells => {
+                "a reader found the dead owner's primary committed; the lock it met is not rolled forward"
+            }
+            Point::RollBackBetweenCells => {
+                "a reader rolled the dead owner's primary back; the lock it met is not rolled back"
+            }
+            Point::ObserverAfterWrites => "an observer buffered its writes; no acknowledgment yet",
+            Point::ObserverBeforeClear => {
+                "an observer committed its writes and acknowledgment; the notify entry is set"
+            }
+            Point::OracleAfterPersist => "the oracle persisted a range end; no timestamp is sent",
+            Point::TabletAfterApply => "a tablet server applied a row mutation; no reply is sent",
+        }
+    }
+
+    /// The point named `name`.
+    pub fn from_name(name: &str) -> Option<Point> {
+        Point::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Which kind of node reaches it.
+    pub fn node(self) -> PointNode {
+        match self {
+            Point::OracleAfterPersist => PointNode::Oracle,
+            Point::TabletAfterApply => PointNode::TabletServer,
+            _ => PointNode::Client,
+        }
+    }
+}
+
+impl StepPoint {
+    /// The named point this step is at (the k of a secondary dropped).
+    pub fn point(self) -> Point {
+        match self {
+            StepPoint::BeforePrewrite => Point::BeforePrewrite,
+            StepPoint::AfterPrewritePrimary => Point::AfterPrewritePrimary,
+            StepPoint::AfterPrewriteSecondary(_) => Point::AfterPrewriteSecondary,
+            StepPoint::BeforeCommitPrimary => Point::BeforeCommitPrimary,
+            StepPoint::AfterCommitPrimary => Point::AfterCommitPrimary,
+            StepPoint::AfterCommitSecondary(_) => Point::AfterCommitSecondary,
+            StepPoint::RollForwardBetweenCells => Point::RollForwardBetweenCells,
+            StepPoint::RollBackBetweenCells => Point::RollBackBetweenCells,
+            StepPoint::ObserverAfterWrites => Point::ObserverAfterWrites,
+            StepPoint::ObserverBeforeClear => Point::ObserverBeforeClear,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut names: Vec<&str> = Point::ALL.iter().map(|p| p.name()).collect();
+        for p in Point::ALL {
+            assert_eq!(Point::from_name(p.name()), Some(p));
+            // serde (scenario files) spells the same name.
+            let json = serde_json::to_value(p).unwrap();
+            assert_eq!(json.as_str(), Some(p.name()));
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Point::ALL.len());
+        assert_eq!(Point::from_name("after_lunch"), None);
+    }
+
+    #[test]
+    fn step_points_keep_the_point_names() {
+        for (step, point) in [
+            (
+                StepPoint::AfterPrewriteSecondary(3),
+                Point::AfterPrewriteSecondary,
+            ),
+            (
+                StepPoint::AfterCommitSecondary(1),
+                Point::AfterCommitSecondary,
+            ),
+            (StepPoint::RollBackBetweenCells, Point::RollBackBetweenCells),
+            (StepPoint::ObserverBeforeClear, Point::ObserverBeforeClear),
+        ] {
+            assert_eq!(step.point(), point);
+            let json = serde_json::to_string(&step).unwrap();
+            assert!(json.contains(point.name()), "{json}");
+        }
+        assert_eq!(Point::TabletAfterApply.node(), PointNode::TabletServer);
+        assert_eq!(Point::OracleAfterPersist.node(), PointNode::Oracle);
+        assert_eq!(Point::RollForwardBetweenCells.node(), PointNode::Client);
+    }
+}

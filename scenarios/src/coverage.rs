@@ -23,9 +23,9 @@ percsim_sim::identities! {
         /// A duplicated request was delivered.
         Duplicated => ("duplicated", "duplicated request delivered"),
         /// A node was killed at a named protocol point.
-        CrashAtStep => ("crash_at_step", "client killed at a protocol step"),
+        CrashAtStep => ("crash_at_step", "node killed at a named protocol point"),
         /// A node was frozen at a named protocol point.
-        PauseAtStep => ("pause_at_step", "client frozen at a protocol step"),
+        PauseAtStep => ("pause_at_step", "node frozen at a named protocol point"),
         /// A client was killed.
         KillClient => ("kill_client", "client killed"),
         /// A tablet server was killed.

@@ -230,6 +230,42 @@ mod tests {
         assert_eq!(CLASSES, kinds.as_slice());
     }
 
+    /// The crash and pause classes target every named point: each commit
+    /// step (secondaries past the first too) and each other point.
+    #[test]
+    fn the_step_classes_pick_every_point() {
+        let mut c = SimConfig::default();
+        let mut rng = rand_core::SeedableRng::seed_from_u64(7);
+        for _ in 0..200 {
+            enable(&mut c, "crash_at_step", 1.0, &mut rng).unwrap();
+            enable(&mut c, "pause_at_step", 1.0, &mut rng).unwrap();
+        }
+        let steps = c
+            .crashes
+            .iter()
+            .map(|x| x.step)
+            .chain(c.pauses.iter().map(|x| x.step));
+        let mut hit: Vec<Point> = steps.clone().map(|s| s.point()).collect();
+        hit.extend(c.point_faults.iter().map(|f| f.point));
+        for p in Point::ALL {
+            assert!(hit.contains(&p), "{} never picked", p.name());
+        }
+        assert!(
+            steps
+                .clone()
+                .any(|s| s == StepPoint::AfterPrewriteSecondary(3))
+        );
+        assert!(
+            steps
+                .clone()
+                .any(|s| s == StepPoint::AfterCommitSecondary(2))
+        );
+        let crash = |f: &&PointFault| matches!(f.fault, PointAction::Crash { .. });
+        assert!(c.point_faults.iter().any(|f| crash(&f)));
+        assert!(c.point_faults.iter().any(|f| !crash(&f)));
+        c.validate().unwrap();
+    }
+
     #[test]
     fn an_unknown_class_is_refused() {
         let mut c = SimConfig::default();

@@ -4,8 +4,10 @@
 //! Reading never changes the schedule: no message is sent, no task is woken.
 
 use crate::percolator::Cluster;
+use crate::percolator::points::{PointAction, node_name};
 use crate::world::FaultControl;
 use crate::world::faults::Fault;
+use percsim_protocol::client::{Point, PointNode};
 use percsim_protocol::row::Column;
 use std::sync::Arc;
 
@@ -45,6 +47,21 @@ impl Controller {
             column: r.col(col).clone(),
             notify: r.notify.get(col).copied(),
         }
+    }
+
+    /// Kill or freeze `node` (a node name) the next time it reaches
+    /// `point`. Errors when the node is not of the kind that reaches it.
+    pub fn arm_point(&self, point: Point, node: &str, action: PointAction) -> Result<(), String> {
+        let count = match point.node() {
+            PointNode::Client => self.cluster.cfg.clients,
+            PointNode::TabletServer => self.cluster.cfg.tablet_servers,
+            PointNode::Oracle => 1,
+        };
+        let index = (0..count)
+            .find(|i| node_name(point, *i) == node)
+            .ok_or_else(|| format!("node {node:?} never reaches point {}", point.name()))?;
+        self.cluster.arm_point(point, index, action);
+        Ok(())
     }
 
     /// Whether `node` is up: neither killed nor paused.

@@ -155,6 +155,7 @@ impl System for Percolator {
                 row_locks: Mutex::default(),
                 granted: Mutex::new(LOAD_COMMIT_TS),
                 point_hits: Mutex::default(),
+                armed_points: Mutex::default(),
             }),
             Arc::default(),
         ))
@@ -183,6 +184,8 @@ pub(crate) struct Cluster {
     pub granted: Mutex<u64>,
     /// How often each node reached each named point (for `point_faults`).
     pub point_hits: Mutex<BTreeMap<(Point, usize), u64>>,
+    /// Stops armed by a script for a node's next visit to a point.
+    pub armed_points: Mutex<Vec<(Point, usize, points::PointAction)>>,
 }
 
 impl Cluster {

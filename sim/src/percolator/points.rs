@@ -60,11 +60,17 @@ pub(crate) fn node_name(point: Point, node: usize) -> String {
 }
 
 impl Cluster {
-    /// Node `node` reached `point` once more: the fault scheduled for this
-    /// occurrence, if any.
+    /// Node `node` reached `point` once more: the fault armed for its next
+    /// stop there or scheduled for this occurrence, if any, and which
+    /// occurrence it is (0 when no `point_faults` count them).
     pub(crate) fn point_reached(&self, point: Point, node: usize) -> Option<(PointAction, u64)> {
+        let armed = {
+            let mut armed = self.lock(&self.armed_points);
+            let at = armed.iter().position(|(p, n, _)| *p == point && *n == node);
+            at.map(|i| armed.remove(i).2)
+        };
         if self.cfg.point_faults.is_empty() {
-            return None;
+            return armed.map(|a| (a, 0));
         }
         let nth = {
             let mut hits = self.lock(&self.point_hits);
@@ -72,11 +78,19 @@ impl Cluster {
             *n += 1;
             *n
         };
-        self.cfg
+        let scheduled = self
+            .cfg
             .point_faults
             .iter()
             .find(|f| f.point == point && f.node == node && f.nth == nth)
-            .map(|f| (f.fault, nth))
+            .map(|f| f.fault);
+        armed.or(scheduled).map(|a| (a, nth))
+    }
+
+    /// Stop node `node` the next time it reaches `point` (a script's
+    /// `stop_at`).
+    pub(crate) fn arm_point(&self, point: Point, node: usize, action: PointAction) {
+        self.lock(&self.armed_points).push((point, node, action));
     }
 
     /// Record a stop at `point` (`fields` say who stopped and where).

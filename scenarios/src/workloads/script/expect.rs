@@ -165,8 +165,10 @@ pub enum Counted {
     LatePrewriteRejected,
     /// A read waited on a lock.
     LockWait,
-    /// A client was killed at an armed protocol step.
+    /// A node was killed at a named protocol point.
     CrashAtStep,
+    /// A node was frozen at a named protocol point.
+    PauseAtStep,
     /// A node was killed.
     Kill,
     /// A node was restarted.
@@ -188,6 +190,7 @@ impl Counted {
             Counted::LatePrewriteRejected => P::StoreLatePrewriteRejected.name().into(),
             Counted::LockWait => P::ClientLockWaits.name().into(),
             Counted::CrashAtStep => FaultKind::CrashAtStep.counter(),
+            Counted::PauseAtStep => FaultKind::PauseAtStep.counter(),
             Counted::Kill => EventKind::Kill.counter(),
             Counted::Restart => EventKind::Restart.counter(),
             Counted::TabletMoved => PercolatorEvent::TabletMoved.counter(),
@@ -196,13 +199,14 @@ impl Counted {
     }
 
     /// Every countable thing.
-    pub const ALL: [Counted; 10] = [
+    pub const ALL: [Counted; 11] = [
         Counted::RollForward,
         Counted::RollBack,
         Counted::RollBackBeforePrewrite,
         Counted::LatePrewriteRejected,
         Counted::LockWait,
         Counted::CrashAtStep,
+        Counted::PauseAtStep,
         Counted::Kill,
         Counted::Restart,
         Counted::TabletMoved,

@@ -16,8 +16,8 @@ pub use expect::{
 };
 
 use percsim_protocol::CellKey;
-use percsim_protocol::client::StepPoint;
-use percsim_sim::{BoxFuture, Client, Controller, Worker, Workload};
+use percsim_protocol::client::{Point, PointNode, StepPoint};
+use percsim_sim::{BoxFuture, Client, Controller, PointAction, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -161,6 +161,18 @@ pub enum Step {
         /// The protocol step.
         step: StepPoint,
     },
+    /// Kill or freeze `node` the next time it reaches the named `point`
+    /// (any transaction): a server's points (`tablet_after_apply`,
+    /// `oracle_after_persist`) or a client's.
+    StopAt {
+        /// The point.
+        point: Point,
+        /// The node (`tablet-N` for `tablet_after_apply`, `oracle` for
+        /// `oracle_after_persist`, `client-N` for a client's point).
+        node: String,
+        /// What happens there.
+        fault: PointAction,
+    },
     /// Kill a node (`oracle`, `liveness`, `master`, `tablet-N`, `client-N`).
     Kill {
         /// The node.
@@ -223,6 +235,15 @@ pub enum Step {
         /// Committed or rolled back.
         store: Stored,
     },
+}
+
+/// Whether a node named `node` is of the kind that reaches `point`.
+fn reaches(point: Point, node: &str) -> bool {
+    match point.node() {
+        PointNode::Client => node.starts_with("client-"),
+        PointNode::TabletServer => node.starts_with("tablet-"),
+        PointNode::Oracle => node == "oracle",
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -415,6 +436,11 @@ impl Script {
             Step::Kill { node } | Step::Restart { node } if !nodes.contains(node) => {
                 Err(no_node(node))
             }
+            Step::StopAt { node, .. } if !nodes.contains(node) => Err(no_node(node)),
+            Step::StopAt { point, node, .. } if !reaches(*point, node) => Err(format!(
+                "{at}: node {node:?} never reaches point {}",
+                point.name()
+            )),
             Step::Partition { a, b, .. } => match a.iter().chain(b).find(|n| !nodes.contains(n)) {
                 Some(n) => Err(no_node(n)),
                 None => Ok(()),

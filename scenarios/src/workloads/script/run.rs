@@ -392,6 +392,12 @@ impl Script {
                 duration_ms: 3_600_000,
             },
             Step::Heal => return control.heal_partitions(),
+            Step::StopAt { point, node, fault } => {
+                if let Err(e) = control.arm_point(*point, node, *fault) {
+                    self.fail(i, json(step), &e);
+                }
+                return;
+            }
             Step::Sleep { ms } => {
                 return madsim::time::sleep(Duration::from_millis(*ms)).await;
             }

@@ -60,6 +60,8 @@ pub fn generate(seed: u64, ablations: PulsarAblations) -> Scenario {
         ..PulsarConfig::default()
     };
     pulsar.client.txn_timeout_ms = rng.random_range(300..=2_000);
+    // Storage latency varies (a BookKeeper append under load).
+    pulsar.log_write_ms = rng.random_range(1..=10);
     for class in PULSAR_CLASSES {
         if !rng.random_bool(0.5) {
             continue;

@@ -44,3 +44,38 @@ fn a_pulsar_seed_replays_byte_for_byte() {
     other.seed += 1;
     assert_ne!(a, text(other.run().unwrap()), "the seed must matter");
 }
+
+#[test]
+fn a_pipeline_seed_processes_every_document_exactly_once() {
+    let out = run_and_check(&example("pipeline.json"));
+    let st = out.stream.unwrap();
+    let report = percsim_checker::stream::check(&st);
+    let exactly_once = report
+        .rules
+        .iter()
+        .find(|r| r.id == "exactly_once")
+        .expect("the exactly_once rule ran");
+    assert!(exactly_once.note.is_none(), "{:?}", exactly_once.note);
+    let outputs = st
+        .ops
+        .iter()
+        .filter(|o| matches!(o, percsim_checker::stream::StreamOp::Send(s) if s.source.is_some()))
+        .count();
+    assert!(outputs > 20, "{outputs} outputs");
+    assert!(report.stats.committed > 20, "{:?}", report.stats);
+}
+
+#[test]
+fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
+    let mut s = example("stream.json");
+    s.workload = percsim_scenarios::workloads::WorkloadSpec::Bank(Default::default());
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("runs on system \"percolator\""), "{e}");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/stream.json"),
+    )
+    .unwrap()
+    .replace("\"brokers\": 3", "\"brokers\": 0");
+    let e = Scenario::parse(&text).unwrap_err().to_string();
+    assert!(e.contains("pulsar.brokers: 0"), "{e}");
+}

@@ -216,3 +216,123 @@ impl Samples {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn txn(invoke_ms: u64, complete_ms: Option<u64>, ending: Ending) -> TxnFact {
+        TxnFact {
+            invoke_ns: invoke_ms * MS,
+            complete_ns: complete_ms.map(|c| c * MS),
+            ending,
+        }
+    }
+
+    fn metrics(f: &RunFacts) -> Metrics {
+        let mut s = Samples::default();
+        s.add(f);
+        s.metrics()
+    }
+
+    #[test]
+    fn throughput_counts_documents_processed_by_the_end_of_the_workload_phase() {
+        let doc = |l: u64, p: Option<u64>| DocFact {
+            loaded_ns: l * MS,
+            processed_ns: p.map(|p| p * MS),
+        };
+        let f = RunFacts {
+            workload_end_ns: 2_000 * MS,
+            docs: vec![
+                doc(100, Some(400)),
+                doc(200, Some(1_900)),
+                doc(300, Some(2_500)), // processed, but after the faults healed
+                doc(400, None),
+                doc(2_100, Some(2_200)), // loaded in the healed phase: not counted
+            ],
+            ..RunFacts::default()
+        };
+        let m = metrics(&f);
+        assert_eq!(m.docs_loaded_per_sim_s, 2.0);
+        assert_eq!(m.docs_per_sim_s, 1.0);
+        // Delays 300, 1700, 2200: the median is 1700.
+        assert_eq!(m.doc_latency_p50_ms, Some(1_700.0));
+    }
+
+    #[test]
+    fn commit_latency_and_abort_rate_come_from_the_transactions_of_the_workload_phase() {
+        let f = RunFacts {
+            workload_end_ns: 1_000 * MS,
+            txns: vec![
+                txn(0, Some(10), Ending::Committed),
+                txn(100, Some(130), Ending::Committed),
+                txn(200, Some(220), Ending::Committed),
+                txn(300, Some(900), Ending::Aborted),
+                txn(400, None, Ending::Unknown),
+                txn(1_100, Some(1_900), Ending::Committed), // after the phase
+            ],
+            ..RunFacts::default()
+        };
+        let m = metrics(&f);
+        assert_eq!(m.commit_p50_ms, Some(20.0));
+        assert_eq!(m.commit_p99_ms, Some(30.0));
+        assert_eq!(m.abort_rate, Some(0.2));
+    }
+
+    #[test]
+    fn dead_work_blocks_until_resolved_and_recovery_waits_for_a_new_commit() {
+        let f = RunFacts {
+            workload_end_ns: 5_000 * MS,
+            txns: vec![
+                txn(900, Some(1_100), Ending::Committed), // began before the death
+                txn(1_200, Some(1_300), Ending::Committed),
+                txn(4_000, Some(4_700), Ending::Committed),
+            ],
+            deaths: vec![
+                DeathFact {
+                    t_ns: 1_000 * MS,
+                    node: "client-1".into(),
+                    resolved_ns: vec![Some(1_500 * MS), Some(2_000 * MS), Some(3_000 * MS)],
+                },
+                DeathFact {
+                    t_ns: 3_500 * MS,
+                    node: "oracle".into(),
+                    resolved_ns: vec![],
+                },
+                DeathFact {
+                    t_ns: 4_800 * MS,
+                    node: "client-2".into(),
+                    resolved_ns: vec![None],
+                },
+            ],
+            ..RunFacts::default()
+        };
+        let m = metrics(&f);
+        assert_eq!(m.deaths, 3);
+        assert_eq!(m.blocked_p50_ms, Some(1_000.0));
+        assert_eq!(m.blocked_max_ms, Some(2_000.0));
+        assert_eq!(m.never_resolved, 1);
+        // client-1: its last lock at 3000 ms (a new commit came at 1300);
+        // oracle: the first commit begun after it, at 4700 ms.
+        assert_eq!(m.recovery_p50_ms, Some(2_000.0));
+        assert_eq!(m.recovery_max_ms, Some(2_000.0));
+        assert_eq!(m.never_recovered, 1);
+        let mut oracle = f.clone();
+        oracle.deaths = vec![f.deaths[1].clone()];
+        let m = metrics(&oracle);
+        assert_eq!((m.recovery_p50_ms, m.blocked_max_ms), (Some(1_200.0), None));
+    }
+
+    #[test]
+    fn empty_samples_measure_nothing() {
+        let m = Samples::default().metrics();
+        assert_eq!(m.docs_per_sim_s, 0.0);
+        assert_eq!(
+            (m.commit_p50_ms, m.abort_rate, m.recovery_max_ms),
+            (None, None, None)
+        );
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.5), Some(3.0));
+    }
+}

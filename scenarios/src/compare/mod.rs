@@ -148,7 +148,10 @@ pub fn run(opts: &Options) -> Result<Table, String> {
         return Err(format!("empty seed range {}..{}", opts.start, opts.end));
     }
     if opts.run_ms < 500 {
-        return Err(format!("a workload phase of {} ms is too short to measure (at least 500)", opts.run_ms));
+        return Err(format!(
+            "a workload phase of {} ms is too short to measure (at least 500)",
+            opts.run_ms
+        ));
     }
     if opts.systems.is_empty() || opts.mixes.is_empty() {
         return Err("no system or no fault mix to compare".to_string());
@@ -170,7 +173,9 @@ pub fn run(opts: &Options) -> Result<Table, String> {
             run_one(system, mix, opts.start + i % seeds, opts.run_ms)
         },
         |i, r| {
-            let mut cell = cells[(i / seeds) as usize].lock().unwrap_or_else(|p| p.into_inner());
+            let mut cell = cells[(i / seeds) as usize]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             match r {
                 Ok(f) => cell.0.add(&f),
                 Err(e) => cell.1.push(e),
@@ -183,8 +188,17 @@ pub fn run(opts: &Options) -> Result<Table, String> {
         .map(|((system, mix), c)| {
             let (samples, mut failed) = c.into_inner().unwrap_or_else(|p| p.into_inner());
             failed.sort();
-            Cell { system, mix, metrics: samples.metrics(), failed }
+            Cell {
+                system,
+                mix,
+                metrics: samples.metrics(),
+                failed,
+            }
         })
         .collect();
-    Ok(Table { seeds: (opts.start, opts.end), run_ms: opts.run_ms, cells })
+    Ok(Table {
+        seeds: (opts.start, opts.end),
+        run_ms: opts.run_ms,
+        cells,
+    })
 }

@@ -53,7 +53,11 @@ fn written<'a>(t: &'a Transaction, col: &str) -> Option<(&'a str, &'a str)> {
 
 fn read<'a>(t: &'a Transaction, row: &str, col: &str) -> Option<&'a str> {
     t.ops.iter().find_map(|op| match op {
-        Op::Read { row: r, col: c, value } if r == row && c == col => value.as_deref(),
+        Op::Read {
+            row: r,
+            col: c,
+            value,
+        } if r == row && c == col => value.as_deref(),
         _ => None,
     })
 }
@@ -183,4 +187,214 @@ fn orphaned_locks(h: &History, client: u64, since: Option<u64>, t_ns: u64) -> Ve
         }
     }
     cells.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    const MS: u64 = 1_000_000;
+
+    fn w(row: &str, col: &str, v: &str) -> Value {
+        json!({"f": "write", "row": row, "col": col, "value": v})
+    }
+
+    fn r(row: &str, col: &str, v: &str) -> Value {
+        json!({"f": "read", "row": row, "col": col, "value": v})
+    }
+
+    fn t(
+        id: u64,
+        client: u64,
+        ts: (u64, Option<u64>),
+        ms: (u64, Option<u64>),
+        outcome: &str,
+        observer: Option<(&str, &str)>,
+        ops: Vec<Value>,
+    ) -> Value {
+        let mut v = json!({"id": id, "client": client, "start_ts": ts.0, "commit_ts": ts.1,
+            "invoke_ns": ms.0 * MS, "complete_ns": ms.1.map(|c| c * MS), "outcome": outcome, "ops": ops});
+        if let Some((name, row)) = observer {
+            v["observer"] = json!({"name": name, "row": row, "col": "x"});
+        }
+        v
+    }
+
+    fn event(ms: u64, kind: &str, extra: Value) -> Value {
+        let mut e = json!({"t_ns": ms * MS, "kind": kind});
+        e.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        e
+    }
+
+    /// doc/u001 loaded and processed through all three stages (export done
+    /// at 400 ms); doc/u002's load superseded before its parse; doc/u003's
+    /// parse found its hash unchanged (done at 260 ms). Client 1 dies at
+    /// 500 ms holding two locks of T7 (one cleaned at 900 ms, one never),
+    /// and again at 2000 ms with nothing in flight; a tablet server and the
+    /// oracle die too.
+    fn history() -> History {
+        let c = "committed";
+        let txns = vec![
+            t(
+                1,
+                0,
+                (10, Some(11)),
+                (50, Some(100)),
+                c,
+                None,
+                vec![w("doc/u001", "raw", "A")],
+            ),
+            t(
+                2,
+                2,
+                (12, Some(13)),
+                (110, Some(200)),
+                c,
+                Some(("parse", "doc/u001")),
+                vec![r("doc/u001", "raw", "A"), w("doc/u001", "hash", "h")],
+            ),
+            t(
+                3,
+                2,
+                (14, Some(15)),
+                (210, Some(300)),
+                c,
+                Some(("cluster", "doc/u001")),
+                vec![
+                    r("doc/u001", "hash", "h"),
+                    w("dups/h", "members", "doc/u001"),
+                    w("doc/u001", "filed_under", "h"),
+                ],
+            ),
+            t(
+                4,
+                2,
+                (16, Some(17)),
+                (310, Some(400)),
+                c,
+                Some(("export", "dups/h")),
+                vec![w("index/h", "doc", "x")],
+            ),
+            t(
+                5,
+                0,
+                (20, Some(21)),
+                (120, Some(150)),
+                c,
+                None,
+                vec![w("doc/u002", "raw", "B")],
+            ),
+            t(
+                6,
+                2,
+                (22, Some(23)),
+                (160, Some(250)),
+                c,
+                Some(("parse", "doc/u002")),
+                vec![r("doc/u002", "raw", "C")],
+            ),
+            t(
+                7,
+                1,
+                (30, None),
+                (450, None),
+                "unknown",
+                None,
+                vec![w("x", "v", "1"), w("y", "v", "1")],
+            ),
+            t(
+                8,
+                0,
+                (24, Some(25)),
+                (170, Some(180)),
+                c,
+                None,
+                vec![w("doc/u003", "raw", "D")],
+            ),
+            t(
+                9,
+                2,
+                (26, Some(27)),
+                (190, Some(260)),
+                c,
+                Some(("parse", "doc/u003")),
+                vec![r("doc/u003", "raw", "D")],
+            ),
+        ];
+        let events = vec![
+            event(
+                440,
+                "roll_back",
+                json!({"start_ts": 30, "row": "z", "col": "v", "by_client": 2}),
+            ),
+            event(500, "kill", json!({"node": "client-1"})),
+            event(600, "kill", json!({"node": "tablet-0"})),
+            event(700, "kill", json!({"node": "oracle"})),
+            event(
+                900,
+                "roll_back",
+                json!({"start_ts": 30, "row": "x", "col": "v", "by_client": 2}),
+            ),
+            event(
+                950,
+                "roll_back",
+                json!({"start_ts": 30, "row": "x", "col": "v", "by_client": 0}),
+            ),
+            event(1_000, "phase_healed", json!({})),
+            event(2_000, "kill", json!({"node": "client-1"})),
+        ];
+        let h = json!({"format": "percsim-history/1", "transactions": txns, "events": events,
+            "final_state": {"cells": [], "locks": [{"row": "y", "col": "v", "start_ts": 30,
+                "primary": {"row": "x", "col": "v"}}]}});
+        serde_json::from_value(h).unwrap()
+    }
+
+    #[test]
+    fn documents_are_followed_through_every_stage_that_had_work() {
+        let f = facts(&history());
+        assert_eq!(f.workload_end_ns, 1_000 * MS);
+        let docs: Vec<(u64, Option<u64>)> = f
+            .docs
+            .iter()
+            .map(|d| (d.loaded_ns / MS, d.processed_ns.map(|p| p / MS)))
+            .collect();
+        assert_eq!(docs, vec![(100, Some(400)), (150, None), (180, Some(260))]);
+        assert_eq!(f.txns.len(), 9);
+        assert_eq!(f.txns[6].ending, Ending::Unknown);
+    }
+
+    #[test]
+    fn a_missing_stage_leaves_the_document_unprocessed() {
+        let mut h = history();
+        h.transactions.retain(|t| t.id != 4); // no export
+        let f = facts(&h);
+        assert_eq!(f.docs[0].processed_ns, None);
+    }
+
+    #[test]
+    fn a_dead_clients_locks_are_followed_to_their_cleanup() {
+        let f = facts(&history());
+        let deaths: Vec<(&str, u64, Vec<Option<u64>>)> = f
+            .deaths
+            .iter()
+            .map(|d| {
+                (
+                    d.node.as_str(),
+                    d.t_ns / MS,
+                    d.resolved_ns.iter().map(|r| r.map(|r| r / MS)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            deaths,
+            vec![
+                ("client-1", 500, vec![Some(900), None]),
+                ("oracle", 700, vec![]),
+                ("client-1", 2_000, vec![]),
+            ]
+        );
+    }
 }

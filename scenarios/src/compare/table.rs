@@ -51,19 +51,41 @@ type Row = (&'static str, fn(&Metrics) -> String);
 
 const ROWS: &[Row] = &[
     ("runs", |m| m.runs.to_string()),
-    ("documents loaded / sim s (offered)", |m| format!("{:.2}", m.docs_loaded_per_sim_s)),
-    ("documents processed / sim s", |m| format!("{:.2}", m.docs_per_sim_s)),
-    ("document load-to-processed p50 ms", |m| num(m.doc_latency_p50_ms, 0)),
-    ("commit latency p50 ms (begin to outcome)", |m| num(m.commit_p50_ms, 1)),
-    ("commit latency p99 ms (begin to outcome)", |m| num(m.commit_p99_ms, 1)),
-    ("abort rate", |m| num(m.abort_rate.map(|r| r * 100.0), 1) + "%"),
+    ("documents loaded / sim s (offered)", |m| {
+        format!("{:.2}", m.docs_loaded_per_sim_s)
+    }),
+    ("documents processed / sim s", |m| {
+        format!("{:.2}", m.docs_per_sim_s)
+    }),
+    ("document load-to-processed p50 ms", |m| {
+        num(m.doc_latency_p50_ms, 0)
+    }),
+    ("commit latency p50 ms (begin to outcome)", |m| {
+        num(m.commit_p50_ms, 1)
+    }),
+    ("commit latency p99 ms (begin to outcome)", |m| {
+        num(m.commit_p99_ms, 1)
+    }),
+    ("abort rate", |m| {
+        num(m.abort_rate.map(|r| r * 100.0), 1) + "%"
+    }),
     ("deaths (clients, coordinator)", |m| m.deaths.to_string()),
-    ("dead work blocking others p50 ms", |m| num(m.blocked_p50_ms, 0)),
-    ("dead work blocking others max ms", |m| num(m.blocked_max_ms, 0)),
+    ("dead work blocking others p50 ms", |m| {
+        num(m.blocked_p50_ms, 0)
+    }),
+    ("dead work blocking others max ms", |m| {
+        num(m.blocked_max_ms, 0)
+    }),
     ("dead work never resolved", |m| m.never_resolved.to_string()),
-    ("recovery after a death p50 ms", |m| num(m.recovery_p50_ms, 0)),
-    ("recovery after a death max ms", |m| num(m.recovery_max_ms, 0)),
-    ("deaths never recovered from", |m| m.never_recovered.to_string()),
+    ("recovery after a death p50 ms", |m| {
+        num(m.recovery_p50_ms, 0)
+    }),
+    ("recovery after a death max ms", |m| {
+        num(m.recovery_max_ms, 0)
+    }),
+    ("deaths never recovered from", |m| {
+        m.never_recovered.to_string()
+    }),
 ];
 
 impl Table {

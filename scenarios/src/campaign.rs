@@ -17,9 +17,48 @@ use rand_core::SeedableRng;
 /// The workloads of the default mix.
 pub const DEFAULT_WORKLOADS: &[&str] = &["bank", "register", "list-append", "dedup", "pipeline"];
 
+/// Which systems a campaign runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Systems {
+    /// Percolator only (the library's default: seeds as they always were).
+    #[default]
+    Percolator,
+    /// Pulsar only: seed `i` of the range runs Pulsar seed
+    /// `PULSAR_SEED_BASE + i`.
+    Pulsar,
+    /// Both: the range's Percolator seeds, then a quarter as many Pulsar
+    /// seeds appended (`percsim fuzz`'s default).
+    All,
+}
+
+impl Systems {
+    /// The choice named `name` (`percolator`, `pulsar` or `all`).
+    pub fn from_name(name: &str) -> Option<Systems> {
+        match name {
+            "percolator" => Some(Systems::Percolator),
+            "pulsar" => Some(Systems::Pulsar),
+            "all" => Some(Systems::All),
+            _ => None,
+        }
+    }
+
+    /// How many Percolator and Pulsar seeds a range of `n` seeds runs.
+    pub fn split(self, n: u64) -> (u64, u64) {
+        match self {
+            Systems::Percolator => (n, 0),
+            Systems::Pulsar => (0, n),
+            Systems::All => (n, n / 4),
+        }
+    }
+}
+
 /// Which workloads and fault classes a campaign draws from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mix {
+    /// Which systems.
+    pub systems: Systems,
+    /// Pulsar mechanisms switched off in every generated Pulsar scenario.
+    pub pulsar_ablations: percsim_protocol::pulsar::PulsarAblations,
     /// Workload names; empty means [`DEFAULT_WORKLOADS`].
     pub workloads: Vec<String>,
     /// Fault class names; empty means every class in [`faultmix::CLASSES`].
@@ -191,6 +230,9 @@ fn tree(seed: u64, mix: &Mix) -> Box<dyn ValueTree<Value = Shape>> {
 /// Generate the scenario for `seed`: the workload, cluster size, which
 /// fault classes are on and how hard (swarm testing), all from the seed.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
+    if crate::pulsar_campaign::is_pulsar_seed(seed) {
+        return crate::pulsar_campaign::generate(seed, mix.pulsar_ablations);
+    }
     build(seed, &tree(seed, mix).current(), mix)
 }
 
@@ -198,6 +240,10 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 /// still fails with the same verdict and rule; returns the smallest found
 /// and how many runs it took. `budget` bounds the runs.
 pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scenario, usize) {
+    if crate::pulsar_campaign::is_pulsar_seed(seed) {
+        // Pulsar scenarios are drawn without a shrinkable tree (yet).
+        return (generate(seed, mix), 0);
+    }
     let mut t = tree(seed, mix);
     let same = |r: &SeedResult| {
         r.verdict == failed.verdict

@@ -115,18 +115,31 @@ impl Options {
     /// How many seeds this shard runs.
     pub fn seed_count(&self) -> u64 {
         let (k, n) = (self.shard.index, self.shard.count);
-        let first = self.start.saturating_add(k - 1);
-        if first >= self.end {
+        let len = self.campaign_len();
+        if k - 1 >= len {
             0
         } else {
-            (self.end - first).div_ceil(n)
+            (len - (k - 1)).div_ceil(n)
         }
     }
 
     /// The `i`-th seed this shard runs (`i < seed_count()`).
     pub fn seed_at(&self, i: u64) -> u64 {
         let (k, n) = (self.shard.index, self.shard.count);
-        self.start + (k - 1) + i * n
+        let j = (k - 1) + i * n;
+        let (percolator, _) = self.mix.systems.split(self.end - self.start.min(self.end));
+        if j < percolator {
+            self.start + j
+        } else {
+            crate::pulsar_campaign::PULSAR_SEED_BASE + self.start + (j - percolator)
+        }
+    }
+
+    /// How many seeds the whole campaign (every shard) runs: the range's
+    /// Percolator seeds, then its Pulsar seeds.
+    fn campaign_len(&self) -> u64 {
+        let (a, b) = self.mix.systems.split(self.end.saturating_sub(self.start));
+        a + b
     }
 }
 

@@ -3,6 +3,7 @@
 //! the tests all call [`judge`].
 
 use crate::scenario::{Scenario, ScenarioError};
+use percsim_checker::stream::{StreamHistory, StreamReport};
 use percsim_checker::{History, Report};
 use percsim_sim::RunOutput;
 use serde::{Deserialize, Serialize};
@@ -110,6 +111,10 @@ pub struct Judged {
     pub history: Option<History>,
     /// The checker's report on the history (judged once, here).
     pub report: Option<Report>,
+    /// The stream history of a system that records one (Pulsar).
+    pub stream: Option<StreamHistory>,
+    /// The stream checker's report on it.
+    pub stream_report: Option<StreamReport>,
     /// Simulated time of the run, in ns (0 if it crashed).
     pub sim_ns: u64,
     /// Wall time spent simulating and checking.
@@ -139,12 +144,21 @@ pub fn judge(scenario: &Scenario, check_determinism: bool) -> Judged {
 
 /// Run a second time and mark the result nondeterministic if the history differs.
 fn compare_with_rerun(scenario: &Scenario, judged: &mut Judged) {
-    let text = |h: &Option<History>| {
-        h.as_ref()
-            .map(|h| serde_json::to_string(h).unwrap_or_default())
+    let text = |h: Option<&History>, st: Option<&StreamHistory>| {
+        h.map(|h| {
+            let mut t = serde_json::to_string(h).unwrap_or_default();
+            if let Some(st) = st {
+                t.push_str(&serde_json::to_string(st).unwrap_or_default());
+            }
+            t
+        })
     };
-    let again = scenario.run().ok().map(|o| o.history);
-    let (a, b) = (text(&judged.history), text(&again));
+    let again = scenario.run().ok();
+    let a = text(judged.history.as_ref(), judged.stream.as_ref());
+    let b = text(
+        again.as_ref().map(|o| &o.history),
+        again.as_ref().and_then(|o| o.stream.as_ref()),
+    );
     if a != b {
         judged.result.verdict = Verdict::Nondeterministic;
         judged.result.explanation = Some(format!(
@@ -190,6 +204,8 @@ pub fn verdict_of(
                 result,
                 history: None,
                 report: None,
+                stream: None,
+                stream_report: None,
                 sim_ns: 0,
                 timing,
             };
@@ -197,6 +213,7 @@ pub fn verdict_of(
     };
     let simulate = started.elapsed();
     let report = percsim_checker::check(&out.history);
+    let stream_report = out.stream.as_ref().map(percsim_checker::stream::check);
     let check = started.elapsed() - simulate;
     let s = &out.summary;
     result.committed = s.committed;
@@ -213,19 +230,31 @@ pub fn verdict_of(
         .filter(|r| s.liveness_failure.is_none() || r.counts.keys().any(|c| !restates_liveness(c)))
         .map(|r| r.id.clone())
         .collect();
+    if let Some(sr) = &stream_report {
+        result
+            .violated_rules
+            .extend(sr.rules.iter().filter(|r| !r.passed).map(|r| r.id.clone()));
+    }
     if !s.workload_violations.is_empty() {
         result.violated_rules.push("workload_invariant".into());
     }
     if !result.violated_rules.is_empty() {
         result.verdict = Verdict::Safety;
-        let mut text = report.render_text();
+        let mut text = match &stream_report {
+            Some(sr) => sr.render_text(),
+            None => report.render_text(),
+        };
         for v in &s.workload_violations {
             text.push_str(&format!("\nworkload invariant: {v}"));
         }
         result.explanation = Some(text);
     } else if let Some(l) = &s.liveness_failure {
         result.verdict = Verdict::Liveness;
-        result.explanation = Some(format!("liveness: {l}\n\n{}", report.render_text()));
+        let text = match &stream_report {
+            Some(sr) => sr.render_text(),
+            None => report.render_text(),
+        };
+        result.explanation = Some(format!("liveness: {l}\n\n{text}"));
     }
     result.wall_ms = started.elapsed().as_millis() as u64;
     Judged {
@@ -233,6 +262,8 @@ pub fn verdict_of(
         sim_ns: s.sim_ns,
         history: Some(out.history),
         report: Some(report),
+        stream: out.stream,
+        stream_report,
         timing: Timing { simulate, check },
     }
 }

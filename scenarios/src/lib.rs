@@ -12,6 +12,8 @@ pub mod interop_bench;
 pub mod judge;
 pub mod paper;
 mod pool;
+pub mod pulsar_ablations;
+pub mod pulsar_campaign;
 pub mod regress;
 pub mod report;
 pub mod scenario;

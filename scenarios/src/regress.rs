@@ -59,6 +59,12 @@ pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     if !report.passed() {
         problems.push(report.render_text());
     }
+    if let Some(stream) = &output.stream {
+        let report = percsim_checker::stream::check(stream);
+        if !report.passed() {
+            problems.push(report.render_text());
+        }
+    }
     Ok(Judged {
         scenario: scenario.clone(),
         problems,

@@ -1,7 +1,8 @@
 //! Scenario files (`percsim-scenario/1`): the complete description of a run.
 
 use crate::workloads::WorkloadSpec;
-use percsim_sim::{RunOutput, SimConfig, SystemKind};
+use crate::workloads::Built;
+use percsim_sim::{PulsarConfig, RunOutput, SimConfig, SystemKind};
 use serde::{Deserialize, Serialize};
 
 /// The format tag of scenario files.
@@ -26,6 +27,10 @@ pub struct Scenario {
     /// The cluster and its phases.
     #[serde(default)]
     pub cluster: SimConfig,
+    /// The Pulsar cluster (brokers, partitions, ablations, crash points),
+    /// for `"system": "pulsar"`; the world's settings stay in `cluster`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar: Option<PulsarConfig>,
     /// The workload.
     pub workload: WorkloadSpec,
 }
@@ -80,6 +85,7 @@ impl Scenario {
             system: SystemKind::Percolator,
             description: None,
             cluster,
+            pulsar: None,
             workload,
         }
     }
@@ -117,6 +123,22 @@ impl Scenario {
 
     /// Check for impossible values.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        if self.workload.system() != self.system {
+            return Err(ScenarioError::Invalid(format!(
+                "workload {:?} runs on system {:?}, not {:?}",
+                self.workload.name(),
+                self.workload.system().name(),
+                self.system.name()
+            )));
+        }
+        if self.pulsar.is_some() && self.system != SystemKind::Pulsar {
+            return Err(ScenarioError::Invalid(
+                "pulsar: only for \"system\": \"pulsar\"".into(),
+            ));
+        }
+        if let Some(p) = &self.pulsar {
+            p.validate().map_err(ScenarioError::Invalid)?;
+        }
         self.cluster
             .validate()
             .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))?;
@@ -132,9 +154,11 @@ impl Scenario {
         let me = self.clone();
         run_on_thread(self.seed, move || {
             let description = serde_json::to_value(&me).unwrap_or_default();
-            match me.system {
-                SystemKind::Percolator => {
-                    percsim_sim::run(&me.cluster, me.seed, me.workload.build(), description)
+            match me.workload.build() {
+                Built::Percolator(w) => percsim_sim::run(&me.cluster, me.seed, w, description),
+                Built::Pulsar(w) => {
+                    let pulsar = me.pulsar.clone().unwrap_or_default();
+                    percsim_sim::run_pulsar(&me.cluster, &pulsar, me.seed, w, description)
                 }
             }
         })

@@ -27,6 +27,11 @@ fn digest(scenario: &Scenario) -> String {
     let mut h = fnv::FnvHasher::default();
     h.write(&serde_json::to_vec(&history).expect("a history serializes"));
     h.write(&serde_json::to_vec(&out.summary).expect("a summary serializes"));
+    if let Some(mut stream) = out.stream {
+        // A system with a stream history (Pulsar): that history too.
+        stream.scenario = serde_json::Value::Null;
+        h.write(&serde_json::to_vec(&stream).expect("a stream history serializes"));
+    }
     format!("{:016x}", h.finish())
 }
 

@@ -20,6 +20,7 @@ compile_error!(
 
 pub mod invariant;
 mod percolator;
+mod pulsar;
 mod systems;
 pub mod world;
 
@@ -28,6 +29,10 @@ pub use percolator::config::{ConfigError, CostModel, CrashAt, PauseAt, SimConfig
 pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
 pub use percolator::workload::{Worker, Workload, even_splits};
+pub use pulsar::Pulsar;
+pub use pulsar::config::{PulsarConfig, ServerCrashAt};
+pub use pulsar::nodes::client::Conn;
+pub use pulsar::workload::{PulsarTask, PulsarWorkload};
 pub use systems::SystemKind;
 pub use world::driver::FaultControl;
 pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
@@ -49,6 +54,32 @@ pub fn run(
 ) -> Result<RunOutput, ConfigError> {
     cfg.validate()?;
     let system = Percolator::new(cfg.clone(), workload);
+    Ok(run_system(&system, seed, scenario))
+}
+
+/// Run Pulsar `workload` with `seed`: the world's settings (phases,
+/// faults, clocks, clients, RPC timeout) from `cluster`, the Pulsar
+/// cluster from `pulsar`. `scenario` is stored in the histories.
+pub fn run_pulsar(
+    cluster: &SimConfig,
+    pulsar: &PulsarConfig,
+    seed: u64,
+    workload: Arc<dyn PulsarWorkload>,
+    scenario: serde_json::Value,
+) -> Result<RunOutput, ConfigError> {
+    cluster.validate()?;
+    pulsar.validate().map_err(|problem| ConfigError {
+        field: "pulsar".into(),
+        problem,
+    })?;
+    let world = world::WorldConfig {
+        run_ms: cluster.run_ms,
+        quiesce_ms: cluster.quiesce_ms,
+        faults: cluster.faults.clone(),
+        clocks: cluster.clocks.clone(),
+        rpc_timeout_ms: cluster.rpc_timeout_ms,
+    };
+    let system = Pulsar::new(world, cluster.clients, pulsar.clone(), workload);
     Ok(run_system(&system, seed, scenario))
 }
 

@@ -7,6 +7,9 @@ crate::identities! {
         /// Google's Percolator: timestamp oracle, tablet servers, clients
         /// with two-phase commit and lazy lock cleanup, observers.
         Percolator => ("percolator", "Google's Percolator (OSDI 2010): oracle, tablet servers, two-phase commit with lazy cleanup, observers"),
+        /// Apache Pulsar's transactions (2.8): a transaction coordinator,
+        /// brokers with transaction buffers and pending acks, clients.
+        Pulsar => ("pulsar", "Apache Pulsar's transactions (2.8): a coordinator with a durable log, brokers with transaction buffers and pending acks, exactly-once processors"),
     }
 }
 

@@ -111,9 +111,14 @@ enum Command {
         /// Only these fault classes (comma-separated).
         #[arg(long, value_delimiter = ',')]
         faults: Vec<String>,
-        /// Switch off these protocol mechanisms (comma-separated ablation names).
+        /// Switch off these protocol mechanisms (comma-separated ablation
+        /// names, Percolator's or Pulsar's).
         #[arg(long, value_delimiter = ',')]
         ablate: Vec<String>,
+        /// Which systems: percolator, pulsar, or all (Percolator's seeds of
+        /// the range, then a quarter as many Pulsar seeds).
+        #[arg(long, default_value = "all")]
+        system: String,
         /// Where failure capsules go.
         #[arg(long, default_value = "failures")]
         out: PathBuf,
@@ -151,6 +156,10 @@ enum Command {
         /// Only these ablations (comma-separated); default: all that apply.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Whose planted bugs: percolator (default) or pulsar (its 6
+        /// ablations through the default Pulsar campaign).
+        #[arg(long, default_value = "percolator")]
+        system: String,
     },
     /// Print throughput numbers measured on this machine.
     Bench {
@@ -241,7 +250,17 @@ fn main() -> ExitCode {
             jobs,
             shrink_budget,
             only,
+            system,
         } => {
+            match system.as_str() {
+                "percolator" => {}
+                "pulsar" => return ExitCode::from(cmd_pulsar_ablations(&only, budget, jobs) as u8),
+                other => {
+                    return fail(&format!(
+                        "unknown system {other:?} for ablations (choose percolator or pulsar)"
+                    ));
+                }
+            }
             let mut chosen = Vec::new();
             for name in &only {
                 match percsim_protocol::Ablation::from_name(name) {
@@ -336,6 +355,7 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
         workload,
         faults,
         ablate,
+        system,
         out,
         jsonl,
         check_determinism,
@@ -355,11 +375,19 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
     if jobs == 0 || jobs > 256 {
         return Err("--jobs must be between 1 and 256".into());
     }
+    let systems = percsim_scenarios::campaign::Systems::from_name(&system).ok_or_else(|| {
+        format!("unknown system {system:?} for --system (choose from percolator, pulsar, all)")
+    })?;
     let mut ablations = percsim_protocol::Ablations::NONE;
+    let mut pulsar_ablations = percsim_protocol::pulsar::PulsarAblations::NONE;
     for name in &ablate {
-        match percsim_protocol::Ablation::from_name(name) {
-            Some(a) => ablations.insert(a),
-            None => {
+        match (
+            percsim_protocol::Ablation::from_name(name),
+            percsim_protocol::pulsar::PulsarAblation::from_name(name),
+        ) {
+            (Some(a), _) => ablations.insert(a),
+            (None, Some(a)) => pulsar_ablations.insert(a),
+            (None, None) => {
                 return Err(format!(
                     "unknown ablation {name:?}; `percsim ablations --help` lists them"
                 ));
@@ -368,6 +396,8 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
     }
     let (shard, source) = percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok())?;
     let mix = Mix {
+        systems,
+        pulsar_ablations,
         workloads: workload,
         faults,
         ablations,
@@ -440,8 +470,14 @@ fn cmd_run(path: &Path, seed: Option<u64>, history: Option<&Path>) -> i32 {
 
 fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
     let judged = fuzz::judge(scenario, false);
-    if let (Some(path), Some(h)) = (history, &judged.history) {
-        let written = serde_json::to_string(h)
+    // A system with a stream history (Pulsar) writes that one.
+    let text = match (&judged.stream, &judged.history) {
+        (Some(st), _) => Some(serde_json::to_string(st)),
+        (None, Some(h)) => Some(serde_json::to_string(h)),
+        (None, None) => None,
+    };
+    if let (Some(path), Some(text)) = (history, text) {
+        let written = text
             .map_err(|e| e.to_string())
             .and_then(|s| std::fs::write(path, s).map_err(|e| e.to_string()));
         if let Err(e) = written {
@@ -559,6 +595,42 @@ fn cmd_merge(files: &[PathBuf]) -> i32 {
             2
         }
     }
+}
+
+/// Pulsar's kill table; exit 0 when the baseline passed and every planted
+/// bug was caught, 1 otherwise, 2 for an unknown name.
+fn cmd_pulsar_ablations(only: &[String], budget: u64, jobs: usize) -> i32 {
+    use percsim_protocol::pulsar::PulsarAblation;
+    use percsim_scenarios::pulsar_ablations::{measure, render};
+    let mut chosen = Vec::new();
+    for name in only {
+        match PulsarAblation::from_name(name) {
+            Some(a) => chosen.push(a),
+            None => {
+                eprintln!("error: unknown pulsar ablation {name:?}");
+                return 2;
+            }
+        }
+    }
+    if chosen.is_empty() {
+        chosen = PulsarAblation::ALL.to_vec();
+    }
+    let jobs = jobs.max(1);
+    let mut rows = vec![measure(None, budget, jobs)];
+    for a in chosen {
+        let row = measure(Some(a), budget, jobs);
+        eprintln!(
+            "{}: {}",
+            a.name(),
+            row.seeds_to_failure
+                .map_or("not caught".to_string(), |n| format!("caught after {n} seeds"))
+        );
+        rows.push(row);
+    }
+    print!("{}", render(&rows, budget));
+    let ok = rows[0].first_failure.is_none()
+        && rows.iter().skip(1).all(|r| r.first_failure.is_some());
+    if ok { 0 } else { 1 }
 }
 
 fn cmd_ablations(

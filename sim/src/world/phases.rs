@@ -30,8 +30,12 @@ const CONTROL_NODE: &str = "harness-control";
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// The recorded history.
+    /// The recorded history (for a tenant with a stream history: the
+    /// world's events only, its transactions and final state empty).
     pub history: history::History,
+    /// The `percsim-stream-history/1` history of a tenant that records one
+    /// (see [`crate::Tenant::stream_history`]).
+    pub stream: Option<history::stream::StreamHistory>,
     /// Counts and failures for summaries.
     pub summary: RunSummary,
 }
@@ -259,6 +263,7 @@ fn collect(
         )
     };
     let final_state = tenant.dump();
+    let stream = tenant.stream_history(seed, scenario.clone());
     let mut summary = RunSummary {
         counters,
         sim_ns,
@@ -267,6 +272,13 @@ fn collect(
         ..Default::default()
     };
     for t in transactions.iter().filter(|t| t.client != LOADER_CLIENT) {
+        match t.outcome {
+            history::Outcome::Committed => summary.committed += 1,
+            history::Outcome::Aborted => summary.aborted += 1,
+            history::Outcome::Unknown => summary.unknown += 1,
+        }
+    }
+    for t in stream.iter().flat_map(|s| &s.transactions) {
         match t.outcome {
             history::Outcome::Committed => summary.committed += 1,
             history::Outcome::Aborted => summary.aborted += 1,
@@ -292,6 +304,7 @@ fn collect(
             final_state,
             observers: tenant.observers(),
         },
+        stream,
         summary,
     }
 }

@@ -101,6 +101,18 @@ pub trait Tenant: Send + Sync + 'static {
     fn final_check(&self) -> BoxFuture<Vec<String>>;
     /// The system's durable state, as the history's final state.
     fn dump(&self) -> history::FinalState;
+    /// A tenant whose clients speak in streams (sends, receipts, acks)
+    /// rather than reads and writes returns its whole
+    /// `percsim-stream-history/1` history here, given the run's seed and
+    /// description; the world then stores it beside the (event-only)
+    /// `percsim-history/1` history. None by default.
+    fn stream_history(
+        &self,
+        _seed: u64,
+        _scenario: serde_json::Value,
+    ) -> Option<history::stream::StreamHistory> {
+        None
+    }
     /// The observers the history declares.
     fn observers(&self) -> Vec<history::ObserverDecl>;
     /// Names of helper nodes the tenant created itself (freed at the end).

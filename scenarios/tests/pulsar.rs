@@ -1,0 +1,81 @@
+//! Pulsar in the world: a seed of each Pulsar workload converges and passes
+//! the stream checker with real traffic, and a seed replays byte for byte.
+
+use percsim_scenarios::Scenario;
+use percsim_sim::RunOutput;
+use std::path::Path;
+
+fn example(name: &str) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/pulsar")
+        .join(name);
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Run `s`; fail unless it converged and the stream checker passed.
+fn run_and_check(s: &Scenario) -> RunOutput {
+    let out = s.run().unwrap_or_else(|e| panic!("seed {}: {e}", s.seed));
+    assert_eq!(out.summary.liveness_failure, None, "seed {}", s.seed);
+    let stream = out.stream.as_ref().expect("pulsar records a stream history");
+    let report = percsim_checker::stream::check(stream);
+    assert!(report.passed(), "seed {}:\n{}", s.seed, report.render_text());
+    out
+}
+
+#[test]
+fn a_stream_seed_passes_the_stream_checker_with_traffic() {
+    let out = run_and_check(&example("stream.json"));
+    let st = out.stream.unwrap();
+    let report = percsim_checker::stream::check(&st);
+    assert!(report.stats.committed > 5, "{:?}", report.stats);
+    assert!(report.stats.aborted > 0, "{:?}", report.stats);
+    assert!(report.stats.receives > 10, "{:?}", report.stats);
+    assert!(report.stats.log_markers > 5, "{:?}", report.stats);
+    assert_eq!(out.summary.committed, report.stats.committed);
+}
+
+#[test]
+fn a_pulsar_seed_replays_byte_for_byte() {
+    let s = example("stream.json");
+    let text = |o: RunOutput| serde_json::to_string(&o.stream.unwrap()).unwrap();
+    let (a, b) = (text(s.run().unwrap()), text(s.run().unwrap()));
+    assert!(a == b, "two runs of seed {} differ", s.seed);
+    let mut other = s.clone();
+    other.seed += 1;
+    assert_ne!(a, text(other.run().unwrap()), "the seed must matter");
+}
+
+#[test]
+fn a_pipeline_seed_processes_every_document_exactly_once() {
+    let out = run_and_check(&example("pipeline.json"));
+    let st = out.stream.unwrap();
+    let report = percsim_checker::stream::check(&st);
+    let exactly_once = report
+        .rules
+        .iter()
+        .find(|r| r.id == "exactly_once")
+        .expect("the exactly_once rule ran");
+    assert!(exactly_once.note.is_none(), "{:?}", exactly_once.note);
+    let outputs = st
+        .ops
+        .iter()
+        .filter(|o| matches!(o, percsim_checker::stream::StreamOp::Send(s) if s.source.is_some()))
+        .count();
+    assert!(outputs > 20, "{outputs} outputs");
+    assert!(report.stats.committed > 20, "{:?}", report.stats);
+}
+
+#[test]
+fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
+    let mut s = example("stream.json");
+    s.workload = percsim_scenarios::workloads::WorkloadSpec::Bank(Default::default());
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("runs on system \"percolator\""), "{e}");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/stream.json"),
+    )
+    .unwrap()
+    .replace("\"brokers\": 3", "\"brokers\": 0");
+    let e = Scenario::parse(&text).unwrap_err().to_string();
+    assert!(e.contains("pulsar.brokers: 0"), "{e}");
+}

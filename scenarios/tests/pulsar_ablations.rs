@@ -1,0 +1,60 @@
+//! Each Pulsar planted bug is caught by the default Pulsar campaign within
+//! a few seeds (measured: `percsim ablations --system pulsar`), and the
+//! faithful protocol passes the same seeds.
+
+use percsim_protocol::pulsar::PulsarAblation;
+use percsim_scenarios::pulsar_ablations::measure;
+
+/// `a` must fail with a safety verdict naming `rule` within `seeds` seeds.
+fn caught(a: PulsarAblation, seeds: u64, rule: &str) {
+    let row = measure(Some(a), seeds, 2);
+    let first = row
+        .first_failure
+        .unwrap_or_else(|| panic!("{a} not caught in {seeds} seeds"));
+    assert!(
+        first.violated_rules.iter().any(|r| r == rule),
+        "{a}: expected {rule}, got {:?}",
+        first.violated_rules
+    );
+}
+
+#[test]
+fn the_faithful_protocol_passes_the_campaign_seeds() {
+    let row = measure(None, 40, 2);
+    assert_eq!(row.seeds, 40);
+    assert!(
+        row.first_failure.is_none(),
+        "{:?}",
+        row.first_failure.map(|f| f.explanation)
+    );
+}
+
+#[test]
+fn replay_ignores_aborted_is_an_aborted_read() {
+    caught(PulsarAblation::ReplayIgnoresAborted, 20, "aborted_read");
+}
+
+#[test]
+fn no_max_read_position_is_a_read_uncommitted() {
+    caught(PulsarAblation::NoMaxReadPosition, 20, "read_uncommitted");
+}
+
+#[test]
+fn pending_ack_not_durable_tears_a_transaction() {
+    caught(PulsarAblation::PendingAckNotDurable, 40, "torn_transaction");
+}
+
+#[test]
+fn marker_by_producer_epoch_is_caught() {
+    caught(PulsarAblation::MarkerByProducerEpoch, 40, "aborted_read");
+}
+
+#[test]
+fn commit_before_log_durable_is_a_lost_write() {
+    caught(PulsarAblation::CommitBeforeLogDurable, 150, "lost_write");
+}
+
+#[test]
+fn timeout_races_commit_tears_a_transaction() {
+    caught(PulsarAblation::TimeoutRacesCommit, 100, "torn_transaction");
+}

@@ -1,0 +1,95 @@
+//! What a simulated Pulsar cluster is made of: brokers, topics' partition
+//! counts, the coordinator's log latency and timeout scan, the client
+//! settings, the planted bugs, and the named crash points of its servers.
+
+use percsim_protocol::pulsar::PulsarAblations;
+use percsim_protocol::pulsar::client::PulsarClientConfig;
+use percsim_protocol::pulsar::points::ServerPoint;
+use serde::{Deserialize, Serialize};
+
+/// Kill a server (the coordinator or a broker) the `nth` time it reaches a
+/// named point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerCrashAt {
+    /// The point.
+    pub point: ServerPoint,
+    /// Which time the point is reached (1-based, over the whole run).
+    pub nth: u64,
+    /// Restart the server this long after the crash.
+    #[serde(default = "default_restart_ms")]
+    pub restart_after_ms: u64,
+}
+
+fn default_restart_ms() -> u64 {
+    200
+}
+
+/// The Pulsar cluster of a scenario (`"pulsar"` in a scenario file). The
+/// world's own settings (phases, faults, clocks, clients, RPC timeout) come
+/// from the scenario's `cluster`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PulsarConfig {
+    /// Number of brokers; partition `i` (counted over all topics) is owned
+    /// by broker `i % brokers`.
+    pub brokers: usize,
+    /// Partitions of each topic.
+    pub partitions: u32,
+    /// Simulated latency of one append to the coordinator's log.
+    pub log_write_ms: u64,
+    /// How often the coordinator looks for transactions past their timeout.
+    pub timeout_scan_ms: u64,
+    /// Client-side settings (transaction timeout, retries).
+    pub client: PulsarClientConfig,
+    /// Protocol mechanisms switched off (the planted bugs).
+    pub ablations: PulsarAblations,
+    /// Servers to kill at named points.
+    pub crashes: Vec<ServerCrashAt>,
+}
+
+impl Default for PulsarConfig {
+    fn default() -> Self {
+        PulsarConfig {
+            brokers: 3,
+            partitions: 3,
+            log_write_ms: 2,
+            timeout_scan_ms: 50,
+            client: PulsarClientConfig {
+                txn_timeout_ms: 1_000,
+                retries: 3,
+                retry_backoff_ms: 50,
+            },
+            ablations: PulsarAblations::NONE,
+            crashes: Vec::new(),
+        }
+    }
+}
+
+impl PulsarConfig {
+    /// Check for impossible settings; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=50).contains(&self.brokers) {
+            return Err(format!("pulsar.brokers: {} is outside 1..=50", self.brokers));
+        }
+        if !(1..=64).contains(&self.partitions) {
+            return Err(format!(
+                "pulsar.partitions: {} is outside 1..=64",
+                self.partitions
+            ));
+        }
+        if self.timeout_scan_ms == 0 {
+            return Err("pulsar.timeout_scan_ms: must be at least 1".into());
+        }
+        if self.client.txn_timeout_ms == 0 {
+            return Err("pulsar.client.txn_timeout_ms: must be at least 1".into());
+        }
+        if let Some(c) = self.crashes.iter().find(|c| c.nth == 0) {
+            return Err(format!(
+                "pulsar.crashes: nth of {} must be at least 1",
+                c.point.name()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,226 @@
+//! A Pulsar client process: runs the workload's tasks, each over a [`Conn`]
+//! (the protocol's `PulsarTransport` on the world's RPC) with a producer
+//! session of its own.
+
+use crate::pulsar::record::Reporter;
+use crate::pulsar::rpc::{BrokerCall, TcCall};
+use crate::pulsar::workload::PulsarTask;
+use crate::pulsar::{Cluster, broker_addr, client_addr, coordinator_addr};
+use crate::world::Control;
+use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
+use madsim::time::{Duration, sleep};
+use percsim_checker::stream::Source;
+use percsim_protocol::client::RpcError;
+use percsim_protocol::pulsar::client::{
+    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarTransport,
+    TcReply, TcRequest,
+};
+use percsim_protocol::pulsar::types::{Partition, ProducerRef, TxnId};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// One incarnation of a client process.
+struct Process {
+    cluster: Arc<Cluster>,
+    index: usize,
+    incarnation: u32,
+    ep: Endpoint,
+}
+
+pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
+    let incarnation = {
+        let mut inc = crate::world::lock(&cluster.incarnations);
+        inc[me] += 1;
+        inc[me]
+    };
+    if incarnation > 1 {
+        cluster.stream().orphan(me);
+    }
+    let ep = Endpoint::bind(client_addr(me))
+        .await
+        .expect("pulsar client: bind");
+    let process = Arc::new(Process {
+        cluster: cluster.clone(),
+        index: me,
+        incarnation,
+        ep,
+    });
+    for task in 0..cluster.workload.tasks(me, cluster.clients) {
+        let producer = ProducerRef {
+            producer_id: ((me as u64) << 32) | ((incarnation as u64) << 16) | task as u64,
+            epoch: 0,
+        };
+        let conn = Conn {
+            process: process.clone(),
+            task,
+            producer,
+        };
+        let t = PulsarTask {
+            conn,
+            index: task,
+            rng: ChaCha8Rng::seed_from_u64(madsim::rand::random::<u64>()),
+        };
+        madsim::task::spawn(cluster.workload.task(t));
+    }
+    std::future::pending::<()>().await
+}
+
+/// One task's connection to the cluster: the protocol's
+/// [`PulsarTransport`] over the world's RPC, with its own producer session.
+pub struct Conn {
+    process: Arc<Process>,
+    task: usize,
+    producer: ProducerRef,
+}
+
+impl Conn {
+    /// Whether the workload phase is over (producers stop).
+    pub fn stopping(&self) -> bool {
+        self.process.cluster.world.stopping()
+    }
+
+    /// This client's index.
+    pub fn client(&self) -> usize {
+        self.process.index
+    }
+
+    /// A name unique to this task in the run (`client.incarnation.task`),
+    /// for unique payloads.
+    pub fn tag(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            self.process.index, self.process.incarnation, self.task
+        )
+    }
+
+    /// How many clients the cluster has.
+    pub fn clients(&self) -> usize {
+        self.process.cluster.clients
+    }
+
+    /// The partitions of `topic`.
+    pub fn partitions(&self, topic: &str) -> Vec<Partition> {
+        let c = &self.process.cluster;
+        c.partitions
+            .iter()
+            .filter(|p| p.topic == topic)
+            .cloned()
+            .collect()
+    }
+
+    /// Output message `payload` is made from `source` (recorded with its send).
+    pub fn source(&self, payload: &str, source: Source) {
+        self.process.cluster.stream().source(payload, source);
+    }
+
+    fn reporter(&self) -> Reporter {
+        Reporter {
+            client: self.process.index,
+            incarnation: self.process.incarnation,
+            worker: self.task,
+        }
+    }
+
+    async fn call<R: Request + Clone>(
+        &self,
+        dst: SocketAddr,
+        req: R,
+        duplicable: bool,
+    ) -> Result<R::Response, RpcError> {
+        let p = &self.process;
+        p.cluster.world.watchdog_tick();
+        self.wait_if_stalled().await;
+        if duplicable {
+            p.cluster.world.maybe_duplicate(dst, &req);
+        }
+        let timeout = Duration::from_millis(p.cluster.world.config().rpc_timeout_ms);
+        p.ep.call_timeout(dst, req, timeout)
+            .await
+            .map_err(|_| RpcError::Timeout)
+    }
+
+    async fn wait_if_stalled(&self) {
+        let world = &self.process.cluster.world;
+        while let Some(t) = world.stalled_until(self.process.index) {
+            if t <= madsim::time::Instant::now() {
+                return;
+            }
+            madsim::time::sleep_until(t).await;
+        }
+    }
+
+    /// Die here (a processor crashing mid-transaction); restarted later.
+    async fn crash(&self, point: ClientPoint) {
+        let c = &self.process.cluster;
+        c.world.event(
+            "crash_at_client_point",
+            json!({"client": self.process.index, "point": point}),
+        );
+        c.world.request(Control::Kill {
+            node: format!("client-{}", self.process.index),
+            restart_after_ms: Some(300),
+        });
+        sleep(Duration::from_millis(1)).await;
+    }
+}
+
+impl PulsarTransport for Conn {
+    fn config(&self) -> &PulsarClientConfig {
+        &self.process.cluster.cfg.client
+    }
+
+    fn producer(&self) -> ProducerRef {
+        self.producer
+    }
+
+    async fn coordinator(&self, req: TcRequest) -> Result<TcReply, RpcError> {
+        self.call(coordinator_addr(), TcCall(req), true).await
+    }
+
+    async fn broker(
+        &self,
+        partition: &Partition,
+        req: BrokerRequest,
+    ) -> Result<BrokerReply, RpcError> {
+        let c = &self.process.cluster;
+        let Some(&owner) = c.owner.get(partition) else {
+            return Err(RpcError::Unavailable);
+        };
+        // A send is not idempotent (the model's brokers do not deduplicate
+        // producers): the network duplicates every other request.
+        let duplicable = !matches!(req, BrokerRequest::Send(_));
+        let call = BrokerCall {
+            partition: partition.clone(),
+            req,
+        };
+        match self.call(broker_addr(owner), call, duplicable).await? {
+            Ok(reply) => Ok(reply),
+            Err(_) => Err(RpcError::Unavailable),
+        }
+    }
+
+    async fn sleep_ms(&self, ms: u64) {
+        sleep(Duration::from_millis(ms)).await;
+    }
+
+    async fn reached(&self, txn: Option<TxnId>, point: ClientPoint) {
+        let c = &self.process.cluster;
+        let rate = c.workload.crash_rate(point);
+        if rate > 0.0 && !c.world.stopping() && madsim::rand::random::<f64>() < rate {
+            self.crash(point).await;
+        }
+        if let (ClientPoint::BeforeCommit, Some(txn)) = (point, txn) {
+            c.stream().commit_requested(txn, c.world.now_ns());
+        }
+    }
+
+    fn event(&self, event: ClientEvent) {
+        let c = &self.process.cluster;
+        let now = c.world.now_ns();
+        c.stream().event(self.reporter(), event, now);
+    }
+}

@@ -1,0 +1,128 @@
+//! Pulsar's durable storage (our BookKeeper): the coordinator's transaction
+//! log, each partition's log, and each subscription's log (acks, pending
+//! acks, ends). It survives every crash; a server's memory (the
+//! coordinator's state, transaction buffers, subscriptions) is rebuilt
+//! from it by the protocol's recover steps.
+
+use percsim_checker::stream::SubscriptionDecl;
+use percsim_protocol::pulsar::PulsarAblations;
+use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbState};
+use percsim_protocol::pulsar::subscription;
+use percsim_protocol::pulsar::coordinator::{self, LogRecord};
+use percsim_protocol::pulsar::subscription::SubRecord;
+use percsim_protocol::pulsar::types::{Partition, TxnAction, TxnId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The one coordinator's id (its TxnIds' first half).
+pub(crate) const COORDINATOR: u16 = 0;
+
+/// One partition's durable logs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PartitionStore {
+    /// The partition's log: messages and markers; an offset is an index.
+    pub log: Vec<Entry>,
+    /// Each subscription's log, by name.
+    pub subs: BTreeMap<String, Vec<SubRecord>>,
+}
+
+impl PartitionStore {
+    /// The transaction buffer as a restart rebuilds it.
+    pub(crate) fn buffer(&self) -> TbState {
+        buffer::recover(&self.log)
+    }
+}
+
+/// Everything durable.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Durable {
+    /// The coordinator's transaction log.
+    pub tc_log: Vec<LogRecord>,
+    /// Every partition, by name.
+    pub partitions: BTreeMap<Partition, PartitionStore>,
+}
+
+impl Durable {
+    /// An empty store with these partitions.
+    pub(crate) fn new(partitions: &[Partition]) -> Self {
+        Durable {
+            tc_log: Vec::new(),
+            partitions: partitions
+                .iter()
+                .map(|p| (p.clone(), PartitionStore::default()))
+                .collect(),
+        }
+    }
+
+    /// Transactions the coordinator's log leaves not ended.
+    pub(crate) fn open_txns(&self) -> u64 {
+        coordinator::recover(COORDINATOR, &self.tc_log).0.txns().count() as u64
+    }
+
+    /// Partitions whose max-read-position is below their end (an open
+    /// transaction holds readers back).
+    pub(crate) fn held_partitions(&self) -> u64 {
+        self.partitions
+            .values()
+            .filter(|p| {
+                let tb = p.buffer();
+                tb.max_read_position() < tb.len()
+            })
+            .count() as u64
+    }
+}
+
+impl Durable {
+    /// Messages a `drained` subscription could still be given: visible,
+    /// neither acknowledged nor pending (the faithful read, whatever the
+    /// run's ablations).
+    pub(crate) fn undrained(&self, subs: &[SubscriptionDecl]) -> u64 {
+        let mut left = 0;
+        for decl in subs.iter().filter(|s| s.drained) {
+            for (_, store) in self.partitions.iter().filter(|(p, _)| p.topic == decl.topic) {
+                let sub = store
+                    .subs
+                    .get(&decl.name)
+                    .map(|log| subscription::recover(log))
+                    .unwrap_or_default();
+                let d = buffer::read(
+                    &store.log,
+                    &store.buffer(),
+                    &sub,
+                    0,
+                    ReadMode::Dispatch,
+                    usize::MAX,
+                    PulsarAblations::NONE,
+                );
+                left += d.messages.len() as u64;
+            }
+        }
+        left
+    }
+}
+
+/// The offsets a subscription's log acknowledges for good (pending acks of
+/// transactions not ended are left out).
+pub(crate) fn acked_offsets(log: &[SubRecord]) -> BTreeSet<u64> {
+    let mut acked = BTreeSet::new();
+    let mut pending: BTreeMap<TxnId, Vec<u64>> = BTreeMap::new();
+    for r in log {
+        match r {
+            SubRecord::Ack { offset } => {
+                acked.insert(*offset);
+            }
+            SubRecord::PendingAck { offset, txn } => pending.entry(*txn).or_default().push(*offset),
+            SubRecord::End { txn, action } => {
+                let offsets = pending.remove(txn).unwrap_or_default();
+                if *action == TxnAction::Commit {
+                    acked.extend(offsets);
+                }
+            }
+        }
+    }
+    acked
+}
+
+/// The history's name of a partition: `topic-index`.
+pub(crate) fn partition_name(p: &Partition) -> String {
+    format!("{}-{}", p.topic, p.index)
+}

@@ -623,13 +623,15 @@ fn cmd_pulsar_ablations(only: &[String], budget: u64, jobs: usize) -> i32 {
             "{}: {}",
             a.name(),
             row.seeds_to_failure
-                .map_or("not caught".to_string(), |n| format!("caught after {n} seeds"))
+                .map_or("not caught".to_string(), |n| format!(
+                    "caught after {n} seeds"
+                ))
         );
         rows.push(row);
     }
     print!("{}", render(&rows, budget));
-    let ok = rows[0].first_failure.is_none()
-        && rows.iter().skip(1).all(|r| r.first_failure.is_some());
+    let ok =
+        rows[0].first_failure.is_none() && rows.iter().skip(1).all(|r| r.first_failure.is_some());
     if ok { 0 } else { 1 }
 }
 

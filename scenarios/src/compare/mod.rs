@@ -5,14 +5,16 @@
 
 mod facts;
 mod percolator;
+mod pulsar;
 mod table;
 
 pub use facts::{DeathFact, DocFact, Ending, Metrics, RunFacts, Samples, TxnFact, quantile};
 pub use percolator::facts as percolator_facts;
+pub use pulsar::facts as pulsar_facts;
 pub use table::{Cell, Table};
 
 use crate::scenario::Scenario;
-use crate::workloads::{Pipeline, WorkloadSpec};
+use crate::workloads::{Pipeline, StreamPipeline, WorkloadSpec};
 use percsim_sim::{FaultClass, RandomFaults, SimConfig, SystemKind};
 use std::sync::Mutex;
 
@@ -116,17 +118,36 @@ impl Default for Options {
     }
 }
 
+/// The same job as Pulsar's `stream-pipeline`: one loader sending the
+/// documents to the input topic every 50 ms (about the rate of
+/// Percolator's three loaders, each waiting 100 ms after a ~80 ms commit),
+/// processors that die only by the fault mix.
+pub fn stream_job() -> StreamPipeline {
+    let p = job();
+    StreamPipeline {
+        documents: p.documents,
+        contents: p.contents,
+        load_interval_ms: 50,
+        crash_rate: 0.0,
+    }
+}
+
 /// The scenario of one run: `system` on the job under `mix` with `seed`.
 pub fn scenario(system: SystemKind, mix: FaultMix, seed: u64, run_ms: u64) -> Scenario {
+    let (clients, workload) = match system {
+        SystemKind::Percolator => (3, WorkloadSpec::Pipeline(job())),
+        // Client 0 loads and audits; three processors.
+        SystemKind::Pulsar => (4, WorkloadSpec::StreamPipeline(stream_job())),
+    };
     let cluster = SimConfig {
         tablet_servers: 3,
-        clients: 3,
+        clients,
         workers_per_client: 1,
         scanners_per_client: 4,
         run_ms,
         ..SimConfig::default()
     };
-    let mut s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(job()));
+    let mut s = Scenario::new(seed, cluster, workload);
     s.system = system;
     s.cluster.faults.random = mix.faults();
     s
@@ -137,9 +158,13 @@ fn run_one(system: SystemKind, mix: FaultMix, seed: u64, run_ms: u64) -> Result<
     let out = scenario(system, mix, seed, run_ms)
         .run()
         .map_err(|e| format!("seed {seed}: {e}"))?;
-    Ok(match system {
-        SystemKind::Percolator => percolator::facts(&out.history),
-    })
+    match (system, &out.stream) {
+        (SystemKind::Percolator, _) => Ok(percolator::facts(&out.history)),
+        (SystemKind::Pulsar, Some(stream)) => Ok(pulsar::facts(&out.history.events, stream)),
+        (SystemKind::Pulsar, None) => {
+            Err(format!("seed {seed}: the run recorded no stream history"))
+        }
+    }
 }
 
 /// Run every (system, mix, seed) and measure each (system, mix) cell.

@@ -97,3 +97,30 @@ fn bad_compare_flags_are_named_with_exit_code_2() {
         assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
     }
 }
+
+#[test]
+fn compare_all_puts_both_systems_on_the_same_job_and_mix() {
+    let args = [
+        "compare",
+        "--mixes",
+        "crash-coordinator",
+        "--count",
+        "1",
+        "--json",
+    ];
+    let o = percsim(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let cells = v["cells"].as_array().expect("cells");
+    let systems: Vec<&str> = cells
+        .iter()
+        .map(|c| c["system"].as_str().unwrap())
+        .collect();
+    assert_eq!(systems, ["percolator", "pulsar"]);
+    for c in cells {
+        let m = &c["metrics"];
+        assert!(m["docs_per_sim_s"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(m["deaths"].as_u64().unwrap() > 0, "{c}");
+        assert!(m["recovery_max_ms"].as_f64().is_some(), "{c}");
+    }
+}

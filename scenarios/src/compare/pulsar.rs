@@ -177,3 +177,111 @@ impl<'a> EndSeen<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+
+    fn event(ms: u64, kind: &str, node: Option<&str>) -> Event {
+        let mut fields = BTreeMap::new();
+        if let Some(n) = node {
+            fields.insert("node".to_string(), json!(n));
+        }
+        Event {
+            t_ns: ms * MS,
+            kind: kind.into(),
+            fields,
+        }
+    }
+
+    /// d1 and d2 loaded; T1 (client 1) processes d1 and commits at 300 ms;
+    /// T2 (client 2) sends d2's output to out-0 at offset 1 and is open
+    /// when the coordinator dies at 400 ms (its client never learns; an
+    /// audit read of out-0 at offset 2 at 900 ms shows it ended); T3
+    /// (client 2) has sent nothing and never ends as far as the history
+    /// shows; T4 (client 3) is told of its abort at 700 ms. Client 1 dies
+    /// at 1500 ms with nothing open.
+    fn run() -> (Vec<Event>, StreamHistory) {
+        let send = |t: u64, txn: Option<u64>, p: &str, m: &str, off: u64, src: Option<&str>| {
+            let mut s = json!({"f": "send", "client": 0, "t_ns": t * MS, "txn": txn, "partition": p,
+                "message": m, "result": "ok", "offset": off});
+            if let Some(src) = src {
+                s["source"] = json!({"subscription": "proc", "message": src});
+            }
+            s
+        };
+        let h = json!({
+            "format": "percsim-stream-history/1",
+            "subscriptions": [{"name": "proc", "topic": "in", "exactly_once": true},
+                              {"name": "audit", "topic": "out"}],
+            "transactions": [
+                {"id": 1, "client": 1, "invoke_ns": 150 * MS, "complete_ns": 300 * MS, "outcome": "committed"},
+                {"id": 2, "client": 2, "invoke_ns": 200 * MS, "outcome": "unknown"},
+                {"id": 3, "client": 2, "invoke_ns": 350 * MS, "outcome": "unknown"},
+                {"id": 4, "client": 3, "invoke_ns": 100 * MS, "complete_ns": 700 * MS, "outcome": "aborted"}
+            ],
+            "ops": [
+                send(100, None, "in-0", "d1", 0, None),
+                send(120, None, "in-0", "d2", 1, None),
+                send(250, Some(1), "out-0", "o1", 0, Some("d1")),
+                send(260, Some(2), "out-0", "o2", 1, Some("d2")),
+                {"f": "receive", "client": 0, "consumer": "a", "subscription": "audit", "partition": "out-0",
+                 "offset": 2, "message": "o3", "t_ns": 900 * MS}
+            ],
+            "final_state": {"partitions": [
+                {"name": "in-0", "topic": "in", "entries": [
+                    {"offset": 0, "message": "d1"}, {"offset": 1, "message": "d2"}]},
+                {"name": "out-0", "topic": "out", "entries": [
+                    {"offset": 0, "message": "o1", "txn": 1}, {"offset": 1, "message": "o2", "txn": 2},
+                    {"offset": 2, "message": "o3"}]}]}
+        });
+        let events = vec![
+            event(400, "kill", Some("coordinator")),
+            event(450, "kill", Some("broker-0")),
+            event(1_000, "phase_healed", None),
+            event(1_500, "kill", Some("client-1")),
+        ];
+        (events, serde_json::from_value(h).unwrap())
+    }
+
+    #[test]
+    fn documents_are_processed_when_their_output_commits() {
+        let (events, h) = run();
+        let f = facts(&events, &h);
+        assert_eq!(f.workload_end_ns, 1_000 * MS);
+        let docs: Vec<(u64, Option<u64>)> = f
+            .docs
+            .iter()
+            .map(|d| (d.loaded_ns / MS, d.processed_ns.map(|p| p / MS)))
+            .collect();
+        assert_eq!(docs, vec![(100, Some(300)), (120, None)]);
+        assert_eq!(f.txns.len(), 4);
+    }
+
+    #[test]
+    fn open_transactions_at_the_coordinators_death_end_when_the_history_shows_it() {
+        let (events, h) = run();
+        let f = facts(&events, &h);
+        let deaths: Vec<(&str, Vec<Option<u64>>)> = f
+            .deaths
+            .iter()
+            .map(|d| {
+                (
+                    d.node.as_str(),
+                    d.resolved_ns.iter().map(|r| r.map(|r| r / MS)).collect(),
+                )
+            })
+            .collect();
+        // T2 seen ended by the read past it; T3 never; T4 told at 700 ms.
+        assert_eq!(
+            deaths,
+            vec![
+                ("coordinator", vec![Some(900), None, Some(700)]),
+                ("client-1", vec![])
+            ]
+        );
+    }
+}

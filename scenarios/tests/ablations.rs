@@ -81,6 +81,7 @@ fn no_rollback_record() {
         workloads: vec!["register".into()],
         faults: vec!["stall".into(), "duplicate".into()],
         ablations: Ablations::only(Ablation::NoRollbackRecord),
+        ..Mix::default()
     };
     caught_in(&targeted, Ablation::NoRollbackRecord, 150, "snapshot_reads");
 }

@@ -155,7 +155,7 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
     bad_scenario("{ not json", "line 1");
     bad_scenario(
         r#"{"format":"percsim-scenario/1","system":"pulsr","workload":{"name":"bank"}}"#,
-        "unknown system \"pulsr\" (known: percolator)",
+        "unknown system \"pulsr\" (known: percolator, pulsar)",
     );
     let o = percsim(&["run", "/nonexistent/scenario.json"]);
     assert_eq!(o.status.code(), Some(2));
@@ -179,7 +179,8 @@ fn fuzz_shards_merge_and_replay() {
     let out = tmp("failures");
     let a = tmp("shard1.jsonl");
     let b = tmp("shard2.jsonl");
-    for (shard, file) in [("1/2", &a), ("2/2", &b)] {
+    // The default campaign: seeds 0..30 of Percolator, then 7 Pulsar seeds.
+    for (shard, file, n) in [("1/2", &a, 19), ("2/2", &b, 18)] {
         let o = percsim(&[
             "fuzz",
             "--seeds",
@@ -193,15 +194,16 @@ fn fuzz_shards_merge_and_replay() {
             file.to_str().unwrap(),
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        assert!(text(&o).contains("seeds               15 "), "{}", text(&o));
+        let line = format!("seeds               {n} ");
+        assert!(text(&o).contains(&line), "{}", text(&o));
         assert!(text(&o).contains("coverage"), "{}", text(&o));
     }
     let lines = |p: &PathBuf| std::fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!((lines(&a), lines(&b)), (15, 15));
+    assert_eq!((lines(&a), lines(&b)), (19, 18));
     let merged = percsim(&["merge", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged));
     assert!(
-        text(&merged).contains("seeds               30 "),
+        text(&merged).contains("seeds               37 "),
         "{}",
         text(&merged)
     );
@@ -283,6 +285,8 @@ fn four_shard_processes_merge_to_the_unsharded_campaign() {
             "fuzz",
             "--seeds",
             "200..240",
+            "--system",
+            "percolator",
             "--ablate",
             "wall-clock-start-ts",
             "--shrink-budget",

@@ -26,7 +26,7 @@ pub enum Systems {
     /// Pulsar only: seed `i` of the range runs Pulsar seed
     /// `PULSAR_SEED_BASE + i`.
     Pulsar,
-    /// Both: the range's Percolator seeds, then a quarter as many Pulsar
+    /// Both: the range's Percolator seeds, then a tenth as many Pulsar
     /// seeds appended (`percsim fuzz`'s default).
     All,
 }
@@ -47,7 +47,7 @@ impl Systems {
         match self {
             Systems::Percolator => (n, 0),
             Systems::Pulsar => (0, n),
-            Systems::All => (n, n / 4),
+            Systems::All => (n, n / 10),
         }
     }
 }

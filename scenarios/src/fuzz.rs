@@ -116,7 +116,7 @@ impl Options {
     pub fn seed_count(&self) -> u64 {
         let (k, n) = (self.shard.index, self.shard.count);
         let len = self.campaign_len();
-        if k - 1 >= len {
+        if k > len {
             0
         } else {
             (len - (k - 1)).div_ceil(n)

@@ -116,7 +116,7 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         ablate: Vec<String>,
         /// Which systems: percolator, pulsar, or all (Percolator's seeds of
-        /// the range, then a quarter as many Pulsar seeds).
+        /// the range, then a tenth as many Pulsar seeds).
         #[arg(long, default_value = "all")]
         system: String,
         /// Where failure capsules go.
@@ -549,8 +549,12 @@ fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {
             return 2;
         }
     };
+    let (percolator, pulsar) = opts
+        .mix
+        .systems
+        .split(opts.end.saturating_sub(opts.start));
     println!(
-        "percsim fuzz: seeds {}..{} (shard {} from {}: {} seeds), {} jobs, commit {}",
+        "percsim fuzz: seeds {}..{} ({percolator} Percolator, {pulsar} Pulsar seeds; shard {} from {}: {} seeds), {} jobs, commit {}",
         opts.start,
         opts.end,
         opts.shard,

@@ -3,6 +3,7 @@
 pub mod ablations;
 pub mod bench;
 pub mod campaign;
+pub mod compare;
 pub mod coverage;
 pub mod export;
 pub mod faultmix;

@@ -1,7 +1,7 @@
 //! Scenario files (`percsim-scenario/1`): the complete description of a run.
 
-use crate::workloads::WorkloadSpec;
 use crate::workloads::Built;
+use crate::workloads::WorkloadSpec;
 use percsim_sim::{PulsarConfig, RunOutput, SimConfig, SystemKind};
 use serde::{Deserialize, Serialize};
 

@@ -16,9 +16,17 @@ fn example(name: &str) -> Scenario {
 fn run_and_check(s: &Scenario) -> RunOutput {
     let out = s.run().unwrap_or_else(|e| panic!("seed {}: {e}", s.seed));
     assert_eq!(out.summary.liveness_failure, None, "seed {}", s.seed);
-    let stream = out.stream.as_ref().expect("pulsar records a stream history");
+    let stream = out
+        .stream
+        .as_ref()
+        .expect("pulsar records a stream history");
     let report = percsim_checker::stream::check(stream);
-    assert!(report.passed(), "seed {}:\n{}", s.seed, report.render_text());
+    assert!(
+        report.passed(),
+        "seed {}:\n{}",
+        s.seed,
+        report.render_text()
+    );
     out
 }
 

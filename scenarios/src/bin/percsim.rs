@@ -171,6 +171,31 @@ enum Command {
         #[arg(long)]
         long: bool,
     },
+    /// Run each system on the same pipeline job under the same fault
+    /// mixes and print one table of measured metrics (docs/compare.md).
+    Compare {
+        /// The system: a name, or `all` (every system, one column group each).
+        #[arg(long, default_value = "all")]
+        system: String,
+        /// Fault mixes (comma-separated; default: all of them).
+        #[arg(long, value_delimiter = ',', value_parser = percsim_scenarios::compare::parse_mix)]
+        mixes: Vec<percsim_scenarios::compare::FaultMix>,
+        /// Number of seeds per column (from the start of --seeds, or 0).
+        #[arg(long)]
+        count: Option<u64>,
+        /// Seed range A..B (B excluded); default 0..20.
+        #[arg(long, value_parser = parse_range)]
+        seeds: Option<(u64, u64)>,
+        /// Parallel threads.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Simulated ms of each run's workload phase.
+        #[arg(long, default_value_t = 5_000)]
+        run_ms: u64,
+        /// Print the table as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-run the Percolator paper's evaluation in simulated time (cost
     /// model on) and print each result beside the paper's figure.
     Paper {
@@ -262,8 +287,61 @@ fn main() -> ExitCode {
             percsim_scenarios::paper::run_all(quick);
             0
         }
+        cmd @ Command::Compare { .. } => match compare_command(cmd) {
+            Ok(code) => code,
+            Err(e) => return fail(&e),
+        },
     };
     ExitCode::from(code as u8)
+}
+
+/// `percsim compare`: run the comparison and print its table (or JSON).
+fn compare_command(cmd: Command) -> Result<i32, String> {
+    let Command::Compare {
+        system,
+        mixes,
+        count,
+        seeds,
+        jobs,
+        run_ms,
+        json,
+    } = cmd
+    else {
+        unreachable!("compare_command is only called with Command::Compare")
+    };
+    let start = seeds.map_or(0, |s| s.0);
+    let end = match (seeds, count) {
+        (Some(_), Some(_)) => return Err("give --seeds or --count, not both".to_string()),
+        (Some((_, b)), None) => b,
+        (None, Some(0)) => return Err("--count must be at least 1".to_string()),
+        (None, Some(n)) => n,
+        (None, None) => 20,
+    };
+    if jobs == 0 {
+        return Err("--jobs must be at least 1".to_string());
+    }
+    let systems = percsim_scenarios::compare::parse_systems(&system)?;
+    let mixes = if mixes.is_empty() {
+        percsim_scenarios::compare::FaultMix::ALL.to_vec()
+    } else {
+        mixes
+    };
+    let opts = percsim_scenarios::compare::Options {
+        systems,
+        mixes,
+        start,
+        end,
+        jobs,
+        run_ms,
+    };
+    let table = percsim_scenarios::compare::run(&opts)?;
+    if json {
+        let text = serde_json::to_string_pretty(&table).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        println!("{}", table.render());
+    }
+    Ok(0)
 }
 
 /// `percsim fuzz`: check the flags, then run the campaign; a bad flag is
@@ -562,13 +640,15 @@ fn cmd_pulsar_ablations(only: &[String], budget: u64, jobs: usize) -> i32 {
             "{}: {}",
             a.name(),
             row.seeds_to_failure
-                .map_or("not caught".to_string(), |n| format!("caught after {n} seeds"))
+                .map_or("not caught".to_string(), |n| format!(
+                    "caught after {n} seeds"
+                ))
         );
         rows.push(row);
     }
     print!("{}", render(&rows, budget));
-    let ok = rows[0].first_failure.is_none()
-        && rows.iter().skip(1).all(|r| r.first_failure.is_some());
+    let ok =
+        rows[0].first_failure.is_none() && rows.iter().skip(1).all(|r| r.first_failure.is_some());
     if ok { 0 } else { 1 }
 }
 

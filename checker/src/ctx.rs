@@ -357,7 +357,8 @@ fn committed_versions<'a>(
     for i in 0..n_cells {
         cv_off[i + 1] += cv_off[i];
     }
-    let cv: Vec<Cv<'a>> = all.iter().map(|(_, v)| *v).collect();
+    // Collected in place: the list is not held twice.
+    let cv: Vec<Cv<'a>> = all.into_iter().map(|(_, v)| v).collect();
     (cv_off, cv)
 }
 

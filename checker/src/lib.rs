@@ -58,6 +58,7 @@ mod scans;
 mod snapshot;
 pub mod stream;
 mod timestamps;
+mod window;
 
 pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
@@ -159,21 +160,22 @@ enum FileError {
 }
 
 /// Read and validate the history at `path` as a stream, straight into the
-/// compact form (the file's text is never held whole, and no `String` is
-/// made per row, column or value). When the stream is not a valid history,
+/// compact form: the file passes through a window of a few MiB, each
+/// transaction and store cell is parsed from memory on its own (the file's
+/// text is never held whole, and no `String` is made per row, column or
+/// value). When the stream is not a valid history,
 /// it is read again the ordinary way, which names the problem as [`parse`]
 /// does (with the JSON path of the offending value).
 fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
     let len_bytes = file.metadata().map_or(0, |m| m.len());
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    match reader::read(reader, len_bytes) {
+    match reader::read(file, len_bytes) {
         Ok(c) => {
             parse::validate(&c).map_err(FileError::Invalid)?;
             Ok(c)
         }
-        Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
-        Err(_) => read_file_slowly(path).map(|h| compact::Compact::from_history(&h)),
+        Err(window::ReadError::Io(e)) => Err(FileError::Read(e)),
+        Err(window::ReadError::Json(_)) => read_file_slowly(path).map(|h| compact::Compact::from_history(&h)),
     }
 }
 

@@ -85,6 +85,18 @@ pub const COVERAGE: &[(&str, &str)] = &[
         "store.late_prewrite_rejected",
     ),
     ("duplicated request delivered", "net.duplicated"),
+    (
+        "request held back by the network delivered late",
+        "net.late",
+    ),
+    (
+        "primary commit timed out, request never applied",
+        "net.commit_primary.request_lost",
+    ),
+    (
+        "primary commit applied, every reply lost",
+        "net.commit_primary.reply_lost",
+    ),
     ("client killed at a protocol step", "event.crash_at_step"),
     ("client frozen at a protocol step", "fault.pause_at_step"),
     ("client killed", "fault.kill_client"),
@@ -321,11 +333,9 @@ mod tests {
                 assert!(faults.iter().any(|f| f == key), "{what}: {key}");
             }
         }
-        assert!(
-            COVERAGE
-                .iter()
-                .any(|(_, k)| *k == Counter::NetDuplicated.name())
-        );
+        for counter in [Counter::NetDuplicated, Counter::NetLate] {
+            assert!(COVERAGE.iter().any(|(_, k)| *k == counter.name()));
+        }
         assert!(events.contains(&"event.partition".to_string()));
         assert!(!faults.contains(&"fault.no_such_class".to_string()));
     }

@@ -115,6 +115,10 @@ pub const COVERAGE: &[(&str, &str)] = &[
     ("write conflict", "abort.write_conflict"),
     ("owner found itself rolled back", "abort.rolled_back"),
     ("commit outcome unknown", "txn.unknown"),
+    (
+        "outcome unknown to the client, committed in the store",
+        "txn.unknown.reply_lost",
+    ),
     ("observer run committed", "observer.ran"),
     (
         "notification found already processed",

@@ -79,6 +79,12 @@ fn row_step(cluster: &Cluster, me: usize, call: RowCall) -> Costed<RowReply> {
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
         cluster.recorder().bump("store.late_prewrite_rejected");
+        if let RowRequest::Prewrite(p) = &call.req {
+            cluster.event(
+                "late_prewrite_rejected",
+                serde_json::json!({"row": call.row, "col": p.col, "start_ts": p.start_ts.0}),
+            );
+        }
     }
     let cost = row_cost(costs, cells_read(&call.req), mutation.ops.len() as u64);
     if !mutation.is_empty() {

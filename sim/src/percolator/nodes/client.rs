@@ -325,6 +325,15 @@ impl Transport for Client {
             .any(|(spec, _)| !spec.weak && spec.col == col)
     }
 
+    fn observer_acks(&self, col: &str) -> Vec<String> {
+        self.cluster
+            .observers
+            .iter()
+            .filter(|(spec, _)| !spec.weak && spec.col == col)
+            .map(|(spec, _)| spec.ack_col())
+            .collect()
+    }
+
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }

@@ -233,6 +233,7 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
             documents: 32,
             contents: 8,
             load_interval_ms: 50,
+            audit: false,
         };
         let s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(p));
         let t = Instant::now();

@@ -22,6 +22,14 @@ percsim_sim::identities! {
         LatePrewriteRejected => ("late_prewrite_rejected", "late prewrite rejected by a rollback record"),
         /// A duplicated request was delivered.
         Duplicated => ("duplicated", "duplicated request delivered"),
+        /// A request the network held back was delivered late.
+        Late => ("late", "request held back by the network delivered late"),
+        /// A primary commit timed out and was never applied.
+        PrimaryRequestLost => ("primary_request_lost", "primary commit timed out, request never applied"),
+        /// A primary commit was applied but every reply was lost.
+        PrimaryReplyLost => ("primary_reply_lost", "primary commit applied, every reply lost"),
+        /// An outcome unknown to the client was committed in the store.
+        UnknownReplyLost => ("unknown_reply_lost", "outcome unknown to the client, committed in the store"),
         /// A node was killed at a named protocol point.
         CrashAtStep => ("crash_at_step", "node killed at a named protocol point"),
         /// A node was frozen at a named protocol point.
@@ -73,6 +81,10 @@ impl Coverage {
             Coverage::RollBackStale => P::RollBackStale.name().into(),
             Coverage::LatePrewriteRejected => P::StoreLatePrewriteRejected.name().into(),
             Coverage::Duplicated => Counter::NetDuplicated.name().into(),
+            Coverage::Late => Counter::NetLate.name().into(),
+            Coverage::PrimaryRequestLost => P::CommitPrimaryRequestLost.name().into(),
+            Coverage::PrimaryReplyLost => P::CommitPrimaryReplyLost.name().into(),
+            Coverage::UnknownReplyLost => P::TxnUnknownReplyLost.name().into(),
             Coverage::CrashAtStep => PercolatorEvent::CrashAtStep.counter(),
             Coverage::PauseAtStep => fault(FaultKind::PauseAtStep),
             Coverage::KillClient => fault(FaultKind::KillClient),
@@ -121,6 +133,10 @@ mod tests {
             "cleanup.roll_back.token_gone",
             "store.late_prewrite_rejected",
             "net.duplicated",
+            "net.late",
+            "net.commit_primary.request_lost",
+            "net.commit_primary.reply_lost",
+            "txn.unknown.reply_lost",
             "event.crash_at_step",
             "fault.pause_at_step",
             "fault.kill_tablet_server",

@@ -382,6 +382,7 @@ fn pipeline_delay(quick: bool) {
             documents: 64 * n,
             contents: 48 * n,
             load_interval_ms: 200,
+            audit: false,
         };
         let scenario = Scenario::new(1, cluster, WorkloadSpec::Pipeline(p));
         let out = match scenario.run() {

@@ -73,6 +73,12 @@ pub enum RowRequest {
         seen: u64,
         /// The commit_ts of the version the observer saw, if any.
         observed_commit_ts: Option<Ts>,
+        /// The acknowledgment columns of the other observers of `col` that
+        /// keep one: the entry is cleared only once each of them acknowledged
+        /// the newest version (one observer's commit must not clear a change
+        /// another observer of the column has not processed yet).
+        #[serde(default)]
+        acks: Vec<String>,
     },
     /// A weak notification: set the notify entry, no transaction.
     WeakNotify {
@@ -157,8 +163,9 @@ pub fn execute(
             col,
             seen,
             observed_commit_ts,
+            acks,
         } => {
-            let (m, cleared) = notify::clear_notify(row, col, *seen, *observed_commit_ts);
+            let (m, cleared) = notify::clear_notify(row, col, *seen, *observed_commit_ts, acks);
             (RowReply::NotifyCleared(cleared), m)
         }
         RowRequest::WeakNotify { col, value } => {

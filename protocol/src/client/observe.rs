@@ -6,6 +6,14 @@
 //! own start_ts as the new acknowledgment, so two concurrent runs for one
 //! change conflict and at most one commits. The notify entry is cleared
 //! only after the transaction committed (and only if nothing newer came).
+//!
+//! Several observers may watch one column. The notify entry is one per
+//! cell, but each observer keeps its own acknowledgment column, and the
+//! entry is cleared only when every one of them has acknowledged the newest
+//! version: one observer committing cannot clear a change another observer
+//! of the column failed to process (its run aborted), which would otherwise
+//! never run again. (Apache Fluo avoids the question by refusing a second
+//! observer on a column.)
 
 use super::transport::{StepPoint, Transport};
 use super::txn::{CommitOutcome, Transaction, TxnError};
@@ -73,11 +81,21 @@ pub async fn weak_notify<T: Transport>(t: &T, row: &str, col: &str) -> Result<()
     Ok(())
 }
 
-async fn clear<T: Transport>(t: &T, row: &str, col: &str, seen: u64, observed: Option<Ts>) {
+/// Clear the notify entry of `row`/`col` if every observer of the column
+/// with an acknowledgment column (`acks`) has acknowledged the version seen.
+async fn clear<T: Transport>(
+    t: &T,
+    row: &str,
+    col: &str,
+    seen: u64,
+    observed: Option<Ts>,
+    acks: Vec<String>,
+) {
     let req = RowRequest::ClearNotify {
         col: col.to_string(),
         seen,
         observed_commit_ts: observed,
+        acks,
     };
     // A failed clear leaves the entry: the cell is simply scanned again.
     let _ = t.row(row, req).await;
@@ -119,14 +137,23 @@ pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
             version,
         )
     };
+    // Every other observer of the column that keeps an acknowledgment must
+    // have acknowledged the change before the shared notify entry goes (this
+    // run's own acknowledgment is implied by its committed transaction).
+    let own = spec.ack_col();
+    let acks: Vec<String> = t
+        .observer_acks(&spec.col)
+        .into_iter()
+        .filter(|a| *a != own)
+        .collect();
     if !run {
         txn.commit().await;
-        clear(t, row, &spec.col, seen, version).await;
+        clear(t, row, &spec.col, seen, version, acks).await;
         return Observed::NothingNew;
     }
     txn.mark_observer_run(&spec.name, row, &spec.col);
     if ablations.has(Ablation::NotifyClearedEarly) {
-        clear(t, row, &spec.col, seen, Some(Ts(u64::MAX))).await;
+        clear(t, row, &spec.col, seen, Some(Ts(u64::MAX)), Vec::new()).await;
     }
     if let Err(e) = body.run(&mut txn, row).await {
         txn.abort((&e).into());
@@ -141,7 +168,7 @@ pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
     match txn.commit().await {
         CommitOutcome::Committed { .. } => {
             t.reached(id, StepPoint::ObserverBeforeClear).await;
-            clear(t, row, &spec.col, seen, version).await;
+            clear(t, row, &spec.col, seen, version, acks).await;
             Observed::Ran
         }
         other => Observed::Failed(other),

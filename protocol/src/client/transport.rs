@@ -221,6 +221,10 @@ pub trait Transport: Send + Sync {
     fn observed(&self, _col: &str) -> bool {
         false
     }
+    /// The acknowledgment columns of every observer of data column `col`
+    /// that keeps one (see [`super::ObserverSpec::ack_col`]): a notify entry
+    /// is cleared only once all of them acknowledged the change.
+    fn observer_acks(&self, col: &str) -> Vec<String>;
     /// Mechanisms switched off (see [`crate::ablation`]); none by default.
     fn ablations(&self) -> Ablations {
         Ablations::NONE

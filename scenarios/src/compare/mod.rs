@@ -85,6 +85,7 @@ pub fn job() -> Pipeline {
         documents: 1_000,
         contents: 400,
         load_interval_ms: 100,
+        audit: false,
     }
 }
 

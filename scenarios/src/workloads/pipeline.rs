@@ -45,6 +45,11 @@ pub struct Pipeline {
     pub contents: usize,
     /// Simulated ms a loader thread waits between loads.
     pub load_interval_ms: u64,
+    /// Add a second observer of `raw`, `audit`, which keeps the content
+    /// hash of each document in column `audited`: two observers on one
+    /// column, each of which must process every change.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub audit: bool,
 }
 
 impl Default for Pipeline {
@@ -53,6 +58,7 @@ impl Default for Pipeline {
             documents: 8,
             contents: 3,
             load_interval_ms: 20,
+            audit: false,
         }
     }
 }
@@ -88,6 +94,44 @@ impl Pipeline {
 struct Parse;
 struct Cluster;
 struct Export;
+struct Audit;
+
+/// The column where the `audit` observer keeps a document's content hash.
+const AUDITED: &str = "audited";
+
+impl ObserverBody<Client> for Audit {
+    fn run<'a>(&'a self, txn: &'a mut Transaction<'_, Client>, row: &'a str) -> BodyFuture<'a> {
+        Box::pin(async move {
+            match txn.get(row, RAW).await? {
+                Some(raw) => txn.set(row, AUDITED, hash_of(&raw)),
+                None => txn.delete(row, AUDITED),
+            }
+            Ok(())
+        })
+    }
+}
+
+/// With the `audit` observer on: every document's `audited` hash matches
+/// its final contents.
+fn check_audit(cells: &[(CellKey, String)]) -> Vec<String> {
+    let mut problems = check_pipeline(cells);
+    let audited: BTreeMap<&str, &str> = cells
+        .iter()
+        .filter(|(c, _)| c.col == AUDITED)
+        .map(|(c, v)| (c.row.as_str(), v.as_str()))
+        .collect();
+    for (c, raw) in cells.iter().filter(|(c, _)| c.col == RAW) {
+        let h = hash_of(raw);
+        if audited.get(c.row.as_str()) != Some(&h.as_str()) {
+            problems.push(format!(
+                "{}: audited {:?}, expected {h}",
+                c.row,
+                audited.get(c.row.as_str())
+            ));
+        }
+    }
+    problems
+}
 
 impl ObserverBody<Client> for Parse {
     fn run<'a>(&'a self, txn: &'a mut Transaction<'_, Client>, row: &'a str) -> BodyFuture<'a> {
@@ -310,15 +354,24 @@ impl Workload for Pipeline {
             col: col.to_string(),
             weak: false,
         };
-        vec![
+        let mut observers: Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> = vec![
             (spec("parse", RAW), Arc::new(Parse)),
             (spec("cluster", HASH), Arc::new(Cluster)),
             (spec("export", CHANGED), Arc::new(Export)),
-        ]
+        ];
+        if self.audit {
+            observers.push((spec("audit", RAW), Arc::new(Audit)));
+        }
+        observers
     }
 
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        Box::pin(async move { judge_whole_store(client.as_ref(), check_pipeline).await })
+        let judge = if self.audit {
+            check_audit
+        } else {
+            check_pipeline
+        };
+        Box::pin(async move { judge_whole_store(client.as_ref(), judge).await })
     }
 }
 

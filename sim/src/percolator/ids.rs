@@ -38,6 +38,18 @@ crate::identities! {
             "store.late_prewrite_rejected",
             "a late prewrite was rejected by a rollback record"
         ),
+        /// Every attempt of a primary commit timed out; the store holds its commit.
+        CommitPrimaryReplyLost => ("net.commit_primary.reply_lost", "a primary commit was applied but every reply was lost"),
+        /// Every attempt of a primary commit timed out; the store holds no commit.
+        CommitPrimaryRequestLost => ("net.commit_primary.request_lost", "a primary commit timed out and was never applied"),
+        /// Every attempt of a secondary commit timed out; the store holds its commit.
+        CommitSecondaryReplyLost => ("net.commit_secondary.reply_lost", "a secondary commit was applied but every reply was lost"),
+        /// Every attempt of a secondary commit timed out; the store holds no commit.
+        CommitSecondaryRequestLost => ("net.commit_secondary.request_lost", "a secondary commit timed out and was never applied"),
+        /// An unknown outcome whose primary is committed in the store.
+        TxnUnknownReplyLost => ("txn.unknown.reply_lost", "an outcome unknown to the client, committed in the store"),
+        /// An unknown outcome whose primary is not committed in the store.
+        TxnUnknownRequestLost => ("txn.unknown.request_lost", "an outcome unknown to the client, not committed in the store"),
         /// A secondary rolled forward.
         RollForward => ("cleanup.roll_forward", "a secondary rolled forward"),
         /// ... by a reader that found the owner's token gone.
@@ -145,6 +157,8 @@ crate::identities! {
         RollBack => ("roll_back", "a cleanup rolled a lock back"),
         /// A cleanup left a rollback record before any prewrite.
         RollBackBeforePrewrite => ("roll_back_before_prewrite", "a rollback record before any prewrite"),
+        /// A late or duplicated prewrite met its transaction's rollback record.
+        LatePrewriteRejected => ("late_prewrite_rejected", "a late prewrite was rejected by a rollback record"),
     }
 }
 

@@ -22,8 +22,8 @@ pub trait Workload: Send + Sync + 'static {
     /// After quiescence: check the workload's own invariants with a fresh
     /// client; returns the violations found.
     fn final_check(&self, client: Arc<Client>) -> BoxFuture<Vec<String>>;
-    /// The workload's observers: each observes one column (at most one
-    /// observer per column) and runs its body in a new transaction after a
+    /// The workload's observers: each observes one column (several may
+    /// observe the same one) and runs its body in a new transaction after a
     /// change. None by default.
     fn observers(&self) -> Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> {
         Vec::new()

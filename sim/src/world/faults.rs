@@ -85,8 +85,9 @@ pub enum Fault {
         /// How long.
         duration_ms: u64,
     },
-    /// Deliver this fraction of client requests to tablet servers a second
-    /// time, up to `max_delay_ms` late (a late or duplicated prewrite, say).
+    /// Interfere with this fraction of client requests to tablet servers:
+    /// half are delivered a second time up to `max_delay_ms` later, half are
+    /// held back and delivered only late (a late or duplicated prewrite, say).
     Duplicate {
         /// Probability of duplicating each request.
         rate: f64,
@@ -143,7 +144,7 @@ pub struct RandomFaults {
     pub packet_loss: Option<FaultClass>,
     /// Latency spikes: every message takes up to `rate` x 500 ms.
     pub latency: Option<FaultClass>,
-    /// Late and duplicated requests at `rate`.
+    /// Late and duplicated requests at `rate` (see [`Fault::Duplicate`]).
     pub duplicate: Option<FaultClass>,
     /// Expire a random client's session.
     pub session_expiry: Option<FaultClass>,

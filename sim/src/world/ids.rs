@@ -126,8 +126,10 @@ impl FaultKind {
 identities! {
     /// The world's own counters (a system adds its own).
     pub enum Counter {
-        /// A late or duplicated copy of a request was delivered.
-        NetDuplicated => ("net.duplicated", "a late or duplicated copy of a request was delivered"),
+        /// A duplicated copy of a request was delivered.
+        NetDuplicated => ("net.duplicated", "a duplicated copy of a request was delivered"),
+        /// A request the network held back was delivered late.
+        NetLate => ("net.late", "a request the network held back was delivered late"),
         /// A transaction's client learnt it committed.
         TxnCommitted => ("txn.committed", "a client learnt its transaction committed"),
         /// A transaction's client could not learn its outcome.

@@ -10,6 +10,8 @@ pub mod driver;
 pub mod faults;
 pub mod ids;
 pub(crate) mod net;
+#[cfg(test)]
+mod net_tests;
 pub mod phases;
 pub mod recorder;
 pub(crate) mod serve;
@@ -18,7 +20,7 @@ pub mod watchdog;
 
 pub use clock::ClockSkew;
 pub use driver::FaultControl;
-pub use net::NetFaults;
+pub use net::{Carried, NetFaults};
 pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled, WorldConfig};
 
 use crate::world::ids::EventKind;
@@ -70,7 +72,7 @@ pub struct World {
     /// The network's own node, which carries late and duplicated copies of
     /// messages: once sent, a copy is the network's, and its sender's death
     /// or pause neither recalls nor freezes it. Set once the node exists.
-    wire: OnceLock<(madsim::runtime::NodeHandle, madsim::net::Endpoint)>,
+    wire: OnceLock<net::Wire>,
     /// Links cut by partitions, (from, to) by node, with how many partitions
     /// cut each (partitions may overlap).
     cut: Mutex<BTreeMap<(NodeId, NodeId), u32>>,

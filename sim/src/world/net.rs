@@ -13,18 +13,70 @@ use std::sync::atomic::Ordering;
 /// The port every node listens on.
 pub const PORT: u16 = 1000;
 
-/// The address of the network's own node.
+/// The address from which the network's own node delivers duplicated
+/// copies of requests.
 pub(crate) fn wire_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)), PORT)
 }
 
-/// Message faults applied by senders.
+/// The address from which the network's own node delivers requests it held
+/// back (late originals): a receiver tells the two kinds apart by the port.
+pub(crate) fn wire_late_addr() -> SocketAddr {
+    SocketAddr::new(wire_addr().ip(), PORT + 1)
+}
+
+/// The network's own node and its two endpoints (see [`wire_addr`] and
+/// [`wire_late_addr`]).
+#[derive(Clone)]
+pub(crate) struct Wire {
+    pub node: madsim::runtime::NodeHandle,
+    pub copies: madsim::net::Endpoint,
+    pub late: madsim::net::Endpoint,
+}
+
+/// Message faults in force: what the network does to a request as it is sent.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NetFaults {
-    /// Probability of sending a request a second time.
+    /// Probability that the network interferes with a request: it either
+    /// delivers a second copy later (the original goes now) or holds the
+    /// request itself back and delivers it late (half and half).
     pub duplicate_rate: f64,
-    /// Largest delay of the copy.
+    /// Largest delay of a copy or of a held-back request.
     pub duplicate_max_delay_ms: u64,
+}
+
+/// What the network does with a request the caller is about to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carried {
+    /// The caller sends it now (the network may also have scheduled a copy).
+    Now,
+    /// The network holds it and delivers it late, whatever happens to the
+    /// sender; the caller will not hear back in time (its call times out).
+    Late,
+}
+
+/// Which of the network's deliveries a receiver saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// A message sent by its node, on time.
+    Direct,
+    /// A duplicated copy of a request delivered by the network.
+    Copy,
+    /// A request the network held back, delivered late.
+    Late,
+}
+
+impl Delivery {
+    /// How a message from `from` reached its receiver.
+    pub(crate) fn of(from: SocketAddr) -> Delivery {
+        if from == wire_addr() {
+            Delivery::Copy
+        } else if from == wire_late_addr() {
+            Delivery::Late
+        } else {
+            Delivery::Direct
+        }
+    }
 }
 
 impl World {
@@ -60,36 +112,60 @@ impl World {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_wire(&self, node: madsim::runtime::NodeHandle, ep: madsim::net::Endpoint) {
-        let _ = self.wire.set((node, ep));
+    pub(crate) fn set_wire(&self, wire: Wire) {
+        let _ = self.wire.set(wire);
     }
 
-    /// Under a duplication fault, the network delivers a copy of `req` to
-    /// `dst` later. The copy is the network's from the moment `req` is sent:
-    /// it travels on the wire node, so killing or pausing the sender does
-    /// not recall or freeze it. A link cut by a partition makes no copy (the
-    /// original is dropped too). Counted when the copy is delivered.
-    pub fn maybe_duplicate<R: Request + Clone>(self: &Arc<Self>, dst: SocketAddr, req: &R) {
+    /// Count a message delivered by the network's own node (a duplicated
+    /// copy or a held-back request) when it reaches its receiver.
+    pub(crate) fn delivered(&self, how: Delivery) {
+        let counter = match how {
+            Delivery::Direct => return,
+            Delivery::Copy => Counter::NetDuplicated,
+            Delivery::Late => Counter::NetLate,
+        };
+        self.recorder().bump(counter.name());
+    }
+
+    /// What the network does with `req`, which the caller is sending to
+    /// `dst` now. Under a duplication fault it either schedules a copy for
+    /// later (the caller still sends the original: [`Carried::Now`]) or
+    /// holds the request itself and delivers it late ([`Carried::Late`]:
+    /// the caller must not send it). Either way the delayed message is the
+    /// network's from this moment: it travels on the wire node, so killing
+    /// or pausing the sender neither recalls nor freezes it, and it can
+    /// overtake later messages between the same nodes. A link cut by a
+    /// partition carries nothing extra (the original is dropped anyway).
+    /// Counted when delivered (see [`World::delivered`]).
+    pub fn carry<R: Request + Clone>(self: &Arc<Self>, dst: SocketAddr, req: &R) -> Carried {
         let net = *lock(&self.net);
         if net.duplicate_rate <= 0.0 || madsim::rand::random::<f64>() >= net.duplicate_rate {
-            return;
+            return Carried::Now;
         }
+        let late = madsim::rand::random::<bool>();
         let delay = madsim::rand::random::<u64>() % (net.duplicate_max_delay_ms + 1);
-        let Some((wire, ep)) = self.wire.get().cloned() else {
-            return;
+        let Some(wire) = self.wire.get().cloned() else {
+            return Carried::Now;
         };
         if self.link_cut(madsim::plugin::node(), dst) {
-            return;
+            return Carried::Now;
         }
+        let (ep, carried, delay) = if late {
+            // Held back past the sender's time-out: it cannot answer in time.
+            let delay = delay.max(self.cfg.rpc_timeout_ms + 1);
+            (wire.late, Carried::Late, delay)
+        } else {
+            (wire.copies, Carried::Now, delay)
+        };
         let copy = req.clone();
         let world = self.clone();
         world.in_flight.fetch_add(1, Ordering::Relaxed);
-        wire.spawn(async move {
+        wire.node.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
-            world.recorder().bump(Counter::NetDuplicated.name());
             let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
             let _ = ep.call_timeout(dst, copy, timeout).await;
             world.in_flight.fetch_sub(1, Ordering::Relaxed);
         });
+        carried
     }
 }

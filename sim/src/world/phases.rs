@@ -9,7 +9,7 @@ use crate::world::driver::{
 };
 use crate::world::faults::Fault;
 use crate::world::ids::{EventKind, FaultKind, Role};
-use crate::world::net::wire_addr;
+use crate::world::net::{Wire, wire_addr, wire_late_addr};
 use crate::world::recorder::LOADER_CLIENT;
 use crate::world::{Control, System, Tenant, Unsettled, World};
 use futures::StreamExt;
@@ -323,17 +323,24 @@ async fn release(nodes: &[String]) {
 }
 
 /// Start the network's own node (see `World::wire`): it is never killed,
-/// paused or partitioned, and carries the late copies of messages.
-async fn start_wire(world: &Arc<World>) {
+/// paused or partitioned, and carries the late and duplicated copies of messages.
+pub(crate) async fn start_wire(world: &Arc<World>) {
     let node = Handle::current()
         .create_node()
         .name(WIRE_NODE)
         .ip(wire_addr().ip())
         .build();
-    let ep = node
-        .spawn(async { madsim::net::Endpoint::bind(wire_addr()).await })
+    let (copies, late) = node
+        .spawn(async {
+            let copies = madsim::net::Endpoint::bind(wire_addr()).await;
+            let late = madsim::net::Endpoint::bind(wire_late_addr()).await;
+            (copies, late)
+        })
         .await
-        .expect("wire: start")
-        .expect("wire: bind");
-    world.set_wire(node, ep);
+        .expect("wire: start");
+    world.set_wire(Wire {
+        node,
+        copies: copies.expect("wire: bind"),
+        late: late.expect("wire: bind"),
+    });
 }

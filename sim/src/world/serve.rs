@@ -14,11 +14,13 @@
 //! `(response, data)` back), so callers use `Endpoint::call_timeout`.
 
 use crate::world::World;
+use crate::world::net::Delivery;
 use bytes::Bytes;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 /// How many receive loops serve one request kind: a node takes in up to
@@ -50,6 +52,16 @@ where
     F: Fn(R) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
+    serve_from(ep, intake, move |req, _| handler(req))
+}
+
+/// [`serve`], with the handler also told where the request came from.
+fn serve_from<R, F, Fut>(ep: &Endpoint, intake: Intake, handler: F)
+where
+    R: Request,
+    F: Fn(R, SocketAddr) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = R::Response> + Send + 'static,
+{
     for _ in 0..intake.receivers() {
         let ep = ep.clone();
         let handler = handler.clone();
@@ -59,7 +71,7 @@ where
                     continue;
                 };
                 let (reply_tag, req, _) = *msg;
-                let reply = handler(req);
+                let reply = handler(req, from);
                 let ep = ep.clone();
                 madsim::task::spawn(async move {
                     let rsp = reply.await;
@@ -141,8 +153,10 @@ where
     F: Fn(&C, R) -> (R::Response, u64, AfterHandler) + Clone + Send + Sync + 'static,
 {
     let (world, ctx, cpu, costed) = (at.world.clone(), at.ctx.clone(), at.cpu.clone(), at.costed);
-    serve(at.ep, intake, move |req: R| {
+    serve_from(at.ep, intake, move |req: R, from| {
         let (world, ctx, cpu, f) = (world.clone(), ctx.clone(), cpu.clone(), f.clone());
+        // A late or duplicated copy counts once it reaches its receiver.
+        world.delivered(Delivery::of(from));
         async move {
             let (reply, cost_us, after) = f(&ctx, req);
             match after {

@@ -14,7 +14,7 @@ use crate::percolator::{
     record, tablet_server_addr,
 };
 use crate::world::ids::EventKind;
-use crate::world::{ClockSkew, Control};
+use crate::world::{Carried, ClockSkew, Control};
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
@@ -65,6 +65,9 @@ pub struct Client {
     armed: Mutex<BTreeMap<u64, (StepPoint, Armed)>>,
     /// Armed transactions that reached their step.
     fired: Arc<Mutex<BTreeSet<u64>>>,
+    /// The primary cell of each transaction of this client that prewrote
+    /// one, by start_ts (to tell a commit of the primary from a secondary's).
+    primaries: Mutex<BTreeMap<u64, CellKey>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -235,8 +238,16 @@ impl Client {
                 continue;
             };
             let dst = tablet_server_addr(server);
-            self.cluster.world.maybe_duplicate(dst, &req);
-            match self.call(dst, req.clone()).await {
+            let answer = match self.cluster.world.carry(dst, &req) {
+                Carried::Now => self.call(dst, req.clone()).await,
+                Carried::Late => {
+                    // The network holds the request: no reply comes in time.
+                    self.cluster.world.watchdog_tick();
+                    sleep(Duration::from_millis(self.cluster.cfg.rpc_timeout_ms)).await;
+                    Err(RpcError::Timeout)
+                }
+            };
+            match answer {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotServing)) => {}
                 Err(_) => timed_out = true,
@@ -248,6 +259,46 @@ impl Client {
         } else {
             RpcError::Unavailable
         })
+    }
+
+    /// Remember the primary of a prewrite of it; for a commit, return its
+    /// column and start_ts (to classify it if it times out).
+    fn note_primary(&self, row: &str, req: &RowRequest) -> Option<(String, Ts)> {
+        match req {
+            RowRequest::Prewrite(p) if p.lock.primary.row == row && p.lock.primary.col == p.col => {
+                lock(&self.primaries).insert(p.start_ts.0, p.lock.primary.clone());
+                None
+            }
+            RowRequest::Commit { col, ts } => Some((col.clone(), ts.start_ts)),
+            _ => None,
+        }
+    }
+
+    /// A commit of (`row`, `col`) for `start_ts` timed out on every attempt:
+    /// the store tells whether a request arrived and was applied (only its
+    /// replies were lost) or none was (the requests were lost, or are late).
+    fn count_lost_commit(&self, row: &str, col: &str, start_ts: Ts) {
+        let primary = lock(&self.primaries)
+            .get(&start_ts.0)
+            .is_some_and(|p| p.row == row && p.col == col);
+        let applied = self.commit_applied(row, col, start_ts);
+        let name = match (primary, applied) {
+            (true, true) => PercolatorCounter::CommitPrimaryReplyLost,
+            (true, false) => PercolatorCounter::CommitPrimaryRequestLost,
+            (false, true) => PercolatorCounter::CommitSecondaryReplyLost,
+            (false, false) => PercolatorCounter::CommitSecondaryRequestLost,
+        };
+        self.cluster.bump(name);
+    }
+
+    /// Whether the store holds a commit record of `start_ts` at (`row`, `col`).
+    fn commit_applied(&self, row: &str, col: &str, start_ts: Ts) -> bool {
+        self.cluster
+            .durable()
+            .rows
+            .get(row)
+            .and_then(|r| r.col(col).write_of(start_ts))
+            .is_some_and(|(_, w)| w.is_commit())
     }
 
     /// Serve queued timestamp requests with one RPC at a time until none wait.
@@ -291,6 +342,15 @@ impl Transport for Client {
             .any(|(spec, _)| !spec.weak && spec.col == col)
     }
 
+    fn observer_acks(&self, col: &str) -> Vec<String> {
+        self.cluster
+            .observers
+            .iter()
+            .filter(|(spec, _)| !spec.weak && spec.col == col)
+            .map(|(spec, _)| spec.ack_col())
+            .collect()
+    }
+
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }
@@ -301,12 +361,17 @@ impl Transport for Client {
 
     async fn row(&self, row: &str, req: RowRequest) -> Result<RowReply, RpcError> {
         let tablet = self.cluster.tablets.of(row);
+        let commit = self.note_primary(row, &req);
         let call = RowCall {
             tablet,
             row: row.to_string(),
             req,
         };
-        self.tablet_call(tablet, call).await
+        let reply = self.tablet_call(tablet, call).await;
+        if let (Err(RpcError::Timeout), Some((col, start_ts))) = (&reply, commit) {
+            self.count_lost_commit(row, &col, start_ts);
+        }
+        reply
     }
 
     async fn scan(
@@ -414,11 +479,25 @@ impl Transport for Client {
     }
 
     fn txn_event(&self, txn: u64, event: TxnEvent) {
-        if matches!(event, TxnEvent::Finished(_)) {
-            lock(&self.numbers).remove(&txn);
-        }
         let now = self.cluster.now_ns();
         let mut rec = self.cluster.recorder();
+        if let TxnEvent::Finished(outcome) = &event {
+            lock(&self.numbers).remove(&txn);
+            let primary = rec.start_ts(txn).and_then(|start_ts| {
+                lock(&self.primaries)
+                    .remove(&start_ts)
+                    .map(|p| (p, start_ts))
+            });
+            if let (CommitOutcome::Unknown, Some((cell, start_ts))) = (outcome, primary) {
+                // Whether the primary's commit landed although the client never heard.
+                let name = if self.commit_applied(&cell.row, &cell.col, Ts(start_ts)) {
+                    PercolatorCounter::TxnUnknownReplyLost
+                } else {
+                    PercolatorCounter::TxnUnknownRequestLost
+                };
+                rec.bump(name.name());
+            }
+        }
         if let TxnEvent::Finished(CommitOutcome::Committed {
             commit_ts: Some(commit_ts),
         }) = &event
@@ -466,6 +545,7 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
         numbers: Mutex::default(),
         armed: Mutex::default(),
         fired: Arc::default(),
+        primaries: Mutex::default(),
     });
     let session = loop {
         match client

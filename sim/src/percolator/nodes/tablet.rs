@@ -4,7 +4,7 @@
 //! applied, and its reply is lost.
 
 use crate::percolator::config::CostModel;
-use crate::percolator::ids::PercolatorCounter;
+use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
 use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
 use crate::world::serve::{AfterHandler, Intake, serve, serve_costed, serve_costed_at_points};
@@ -85,6 +85,12 @@ fn row_step(
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
         cluster.bump(PercolatorCounter::StoreLatePrewriteRejected);
+        if let RowRequest::Prewrite(p) = &call.req {
+            cluster.event(
+                PercolatorEvent::LatePrewriteRejected,
+                serde_json::json!({"row": call.row, "col": p.col, "start_ts": p.start_ts.0}),
+            );
+        }
     }
     let cost = row_cost(costs, cells_read(&call.req), mutation.ops.len() as u64);
     if mutation.is_empty() {

@@ -6,7 +6,7 @@ use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, TcCall};
 use crate::pulsar::workload::PulsarTask;
 use crate::pulsar::{Cluster, broker_addr, client_addr, coordinator_addr};
-use crate::world::Control;
+use crate::world::{Carried, Control};
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
@@ -134,10 +134,12 @@ impl Conn {
         let p = &self.process;
         p.cluster.world.watchdog_tick();
         self.wait_if_stalled().await;
-        if duplicable {
-            p.cluster.world.maybe_duplicate(dst, &req);
-        }
         let timeout = Duration::from_millis(p.cluster.world.config().rpc_timeout_ms);
+        if duplicable && p.cluster.world.carry(dst, &req) == Carried::Late {
+            // The network holds the request back: no reply comes in time.
+            madsim::time::sleep(timeout).await;
+            return Err(RpcError::Timeout);
+        }
         p.ep.call_timeout(dst, req, timeout)
             .await
             .map_err(|_| RpcError::Timeout)

@@ -8,6 +8,7 @@
 use crate::pulsar::rpc::{MarkerCall, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{COORDINATOR_NODE, Cluster, broker_addr, coordinator_addr};
+use crate::world::Carried;
 use crate::world::serve::{Intake, serve};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -246,8 +247,10 @@ impl Tc {
         loop {
             world.watchdog_tick();
             let call = MarkerCall(marker.clone());
-            world.maybe_duplicate(dst, &call);
-            if let Ok(Ok(())) = self.ep.call_timeout(dst, call, timeout).await {
+            if world.carry(dst, &call) == Carried::Late {
+                // The network holds this marker back; it lands late, unanswered.
+                sleep(timeout).await;
+            } else if let Ok(Ok(())) = self.ep.call_timeout(dst, call, timeout).await {
                 return;
             }
             sleep(Duration::from_millis(50)).await;

@@ -1,0 +1,127 @@
+//! In-flight messages belong to the network: a dead client's late prewrite
+//! still reaches its tablet server, a commit can be applied while every
+//! reply to it is lost (the client says unknown, the store says committed),
+//! and a commit's request can be lost on its own.
+
+use percsim_protocol::client::StepPoint;
+use percsim_scenarios::campaign::{self, Mix};
+use percsim_scenarios::fuzz;
+use percsim_scenarios::scenario::Scenario;
+use percsim_scenarios::workloads::{Register, WorkloadSpec};
+use percsim_sim::{CrashAt, Fault, SimConfig, TimedFault};
+use serde_json::Value;
+
+/// Run `scenario` and return its history as JSON and its counters.
+fn run(scenario: &Scenario) -> (Value, std::collections::BTreeMap<String, u64>) {
+    let judged = fuzz::judge(scenario, false);
+    let history = serde_json::to_value(judged.history.expect("a history")).expect("json");
+    (history, judged.result.counters)
+}
+
+fn events<'a>(h: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    h["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(move |e| e["kind"] == kind)
+}
+
+/// Client 0 dies (never restarted) after locking its first transaction's
+/// primary, while the network duplicates or holds back every request for
+/// up to 3 s: a reader rolls the dead owner's lock back, and a late copy
+/// of its prewrite arrives afterwards (and meets the rollback record).
+fn dead_owner(seed: u64) -> Scenario {
+    let mut cluster = SimConfig {
+        clients: 2,
+        workers_per_client: 1,
+        tablet_servers: 1,
+        tablets: 1,
+        run_ms: 3_000,
+        session_ttl_ms: 300,
+        ..SimConfig::default()
+    };
+    cluster.client.lock_ttl_ms = 300;
+    cluster.crashes.push(CrashAt {
+        client: 0,
+        txn: 1,
+        step: StepPoint::AfterPrewritePrimary,
+        restart_after_ms: None,
+    });
+    cluster.faults.schedule.push(TimedFault {
+        at_ms: 0,
+        fault: Fault::Duplicate {
+            rate: 1.0,
+            max_delay_ms: 3_000,
+            duration_ms: 3_000,
+        },
+    });
+    let workload = WorkloadSpec::Register(Register {
+        keys: 2,
+        write_ratio: 1.0,
+        ..Register::default()
+    });
+    Scenario::new(seed, cluster, workload)
+}
+
+#[test]
+fn a_dead_clients_late_prewrite_reaches_the_tablet_server() {
+    for seed in 0..20 {
+        let (h, _) = run(&dead_owner(seed));
+        let Some(crash) = events(&h, "crash_at_step").next() else {
+            continue;
+        };
+        let txn = crash["txn"].as_u64().unwrap() as usize;
+        let start_ts = &h["transactions"][txn]["start_ts"];
+        let died_ns = crash["t_ns"].as_u64().unwrap();
+        let late = events(&h, "late_prewrite_rejected")
+            .any(|e| e["start_ts"] == *start_ts && e["t_ns"].as_u64().unwrap() > died_ns);
+        if late {
+            return;
+        }
+    }
+    panic!("no dead client's prewrite arrived after its death in seeds 0..20");
+}
+
+/// Whether the history has a transaction the client calls unknown whose
+/// writes the store holds as committed.
+fn unknown_but_committed(h: &Value) -> bool {
+    let committed: Vec<&Value> = h["final_state"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["versions"].as_array().unwrap())
+        .filter(|v| v["kind"] != "rollback")
+        .map(|v| &v["start_ts"])
+        .collect();
+    h["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["outcome"] == "unknown" && committed.contains(&&t["start_ts"]))
+}
+
+#[test]
+fn a_commit_can_land_while_every_reply_is_lost_and_a_request_can_be_lost_alone() {
+    let mix = Mix {
+        workloads: vec!["register".into()],
+        faults: vec!["partition".into(), "packet_loss".into()],
+        ..Mix::default()
+    };
+    let (mut reply_lost, mut request_lost) = (false, false);
+    for seed in 0..200 {
+        let (h, counters) = run(&campaign::generate(seed, &mix));
+        let n = |k: &str| counters.get(k).copied().unwrap_or(0);
+        if n("txn.unknown.reply_lost") > 0 {
+            assert!(
+                unknown_but_committed(&h),
+                "seed {seed}: counted a lost reply but no unknown transaction is committed"
+            );
+            reply_lost = true;
+        }
+        request_lost |= n("net.commit_primary.request_lost") > 0;
+        if reply_lost && request_lost {
+            return;
+        }
+    }
+    panic!("reply lost: {reply_lost}, request lost: {request_lost} in seeds 0..200");
+}

@@ -4,8 +4,10 @@
 //! Reading never changes the schedule: no message is sent, no task is woken.
 
 use crate::percolator::Cluster;
+use crate::percolator::tags::MessageFault;
 use crate::world::FaultControl;
 use crate::world::faults::Fault;
+use crate::world::intercept::RuleId;
 use percsim_protocol::row::Column;
 use std::sync::Arc;
 
@@ -55,6 +57,17 @@ impl Controller {
     /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
     pub fn counter(&self, name: &str) -> u64 {
         self.faults.counter(name)
+    }
+
+    /// Install a targeted message fault now; it acts on messages sent from now on.
+    pub fn intercept(&self, fault: &MessageFault) -> RuleId {
+        self.cluster.world.intercept(fault.rule())
+    }
+
+    /// Lift a targeted message fault and deliver what it holds; returns
+    /// how many messages it acted on.
+    pub fn release(&self, rule: RuleId) -> u32 {
+        self.cluster.world.release(rule)
     }
 
     /// Heal every partition in force now.

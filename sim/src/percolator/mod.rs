@@ -11,6 +11,7 @@ pub(crate) mod nodes;
 mod record;
 pub(crate) mod rpc;
 mod store;
+pub(crate) mod tags;
 pub(crate) mod workload;
 
 use crate::world::driver::FaultControl;

@@ -128,6 +128,8 @@ identities! {
     pub enum Counter {
         /// A late or duplicated copy of a request was delivered.
         NetDuplicated => ("net.duplicated", "a late or duplicated copy of a request was delivered"),
+        /// A targeted rule dropped, delayed, held or duplicated a message.
+        NetIntercepted => ("net.intercepted", "a targeted rule dropped, delayed, held or duplicated a message"),
     }
 }
 
@@ -162,6 +164,8 @@ identities! {
         PhaseHealed => ("phase_healed", "the healed phase began"),
         /// A workload invariant failed.
         WorkloadViolation => ("workload_violation", "a workload invariant failed"),
+        /// A targeted rule acted on a message.
+        Intercepted => ("intercepted", "a targeted rule dropped, delayed, held or duplicated a message"),
     }
 }
 

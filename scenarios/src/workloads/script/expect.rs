@@ -175,6 +175,8 @@ pub enum Counted {
     TabletMoved,
     /// A request was delivered twice.
     Duplicated,
+    /// A message fault rule (an `intercept` step) acted on a message.
+    Intercepted,
 }
 
 impl Counted {
@@ -191,11 +193,12 @@ impl Counted {
             Counted::Restart => "event.restart",
             Counted::TabletMoved => "event.tablet_moved",
             Counted::Duplicated => "net.duplicated",
+            Counted::Intercepted => "net.intercepted",
         }
     }
 
     /// Every countable thing.
-    pub const ALL: [Counted; 10] = [
+    pub const ALL: [Counted; 11] = [
         Counted::RollForward,
         Counted::RollBack,
         Counted::RollBackBeforePrewrite,
@@ -206,6 +209,7 @@ impl Counted {
         Counted::Restart,
         Counted::TabletMoved,
         Counted::Duplicated,
+        Counted::Intercepted,
     ];
 }
 

@@ -202,7 +202,10 @@ fn a_lost_reply_and_a_lost_request_end_differently_in_the_store() {
     // store outcomes carried by the commits must fail each at its step.
     let mut v = example("lost-commit-messages");
     v["workload"]["steps"][4]["store"] = json!("rolled_back");
-    must_fail(&v, &["step 4", "expected \"rolled_back\"", "commit records on"]);
+    must_fail(
+        &v,
+        &["step 4", "expected \"rolled_back\"", "commit records on"],
+    );
     let mut v = example("lost-commit-messages");
     v["workload"]["steps"][14]["store"] = json!("committed");
     must_fail(&v, &["step 14", "expected \"committed\""]);
@@ -225,7 +228,13 @@ fn message_fault_expectations_can_fail() {
     // A reply delayed past the RPC timeout (100 ms) is lost: the read fails.
     let mut v = example("message-faults");
     v["workload"]["steps"][19]["fate"] = json!({"delay": {"ms": 150}});
-    must_fail(&v, &["step 21", "expected Some(\"m0\"); happened error (timed_out)"]);
+    must_fail(
+        &v,
+        &[
+            "step 21",
+            "expected Some(\"m0\"); happened error (timed_out)",
+        ],
+    );
     // The two rules acted on exactly two messages from step 21 on.
     let mut v = example("message-faults");
     v["workload"]["steps"][24]["equals"] = json!(1);
@@ -315,4 +324,29 @@ fn bad_message_rules_are_refused() {
         &|v| v["workload"]["steps"][2]["times"] = json!(0),
         "workload.steps[2].times: must be at least 1",
     );
+}
+
+#[test]
+fn the_rewritten_recovery_cases_can_fail() {
+    let recovery = |name: &str| -> Value {
+        let path = format!(
+            "{}/examples/recovery/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).expect("example")).expect("json")
+    };
+    let mut v = recovery("dead-after-commit-primary");
+    v["workload"]["steps"][4]["store"] = json!("rolled_back");
+    must_fail(&v, &["step 4", "expected \"rolled_back\""]);
+    let mut v = recovery("dead-after-commit-primary");
+    v["workload"]["steps"][8]["equals"] = json!(0);
+    must_fail(&v, &["step 8", "happened 1 \"roll_forward\""]);
+    let mut v = recovery("paused-owner-resumes");
+    v["workload"]["steps"][4]["fails"] = json!("write_conflict");
+    must_fail(&v, &["step 4", "expected a failure (write_conflict)"]);
+    // The wait replaced a 2-second sleep: it holds only once T1 returned.
+    let mut v = recovery("paused-owner-resumes");
+    v["workload"]["steps"][10] =
+        json!({"do": "wait", "until": {"txn_finished": "T1"}, "timeout_ms": 1});
+    must_fail(&v, &["step 10", "within 1 ms; happened it did not hold"]);
 }

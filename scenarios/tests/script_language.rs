@@ -350,3 +350,53 @@ fn the_rewritten_recovery_cases_can_fail() {
         json!({"do": "wait", "until": {"txn_finished": "T1"}, "timeout_ms": 1});
     must_fail(&v, &["step 10", "within 1 ms; happened it did not hold"]);
 }
+
+#[test]
+fn notify_and_ack_expectations_can_fail() {
+    let mut v = example("observers");
+    v["workload"]["steps"][0]["ack"]["acked"] = json!(true);
+    must_fail(&v, &["step 0", "expected ack", "happened no ack"]);
+    let mut v = example("observers");
+    v["workload"]["steps"][5]["notify"] = json!(false);
+    must_fail(
+        &v,
+        &[
+            "step 5",
+            "expected notify entry false; happened notify entry true",
+        ],
+    );
+    // Before T1 commits, no run can have acknowledged T1's write.
+    let mut v = example("observers");
+    v["workload"]["steps"][5]["ack"] = json!({"observer": "copier", "after": "T1"});
+    must_fail(&v, &["step 5", "happened no ack (T1 has no commit_ts)"]);
+    let mut v = example("observers");
+    v["workload"]["at_end"][0]["ack"]["acked"] = json!(false);
+    must_fail(
+        &v,
+        &["at_end 0", "happened ack by the observer run started at ts"],
+    );
+    let mut v = example("observers");
+    v["workload"]["steps"][8]["until"] = json!({"notify_cleared": {"row": "r", "col": "doc"}});
+    v["workload"]["steps"][8]["timeout_ms"] = json!(1);
+    must_fail(&v, &["step 8", "within 1 ms; happened it did not hold"]);
+}
+
+#[test]
+fn bad_observers_are_refused() {
+    let mut v = example("observers");
+    v["workload"]["steps"][9]["ack"]["observer"] = json!("other");
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "workload.steps[9].ack.observer: no observer named \"other\" observes column \"doc\""
+        ),
+        "{e}"
+    );
+    let mut v = example("observers");
+    v["workload"]["observers"][0]["copy_to"] = json!("doc");
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("workload.observers[0].copy_to: column \"doc\" is observed"),
+        "{e}"
+    );
+}

@@ -15,9 +15,9 @@ pub use list_append::ListAppend;
 pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{
-    Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell,
-    LockExpect, MessageRule, MsgFate, MsgLeg, RecordKind, Script, ScriptBuilder, Step, Stored,
-    Target, WaitFor, WriteExpect,
+    AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
+    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, RecordKind, Script, ScriptBuilder,
+    ScriptObserver, Step, Stored, Target, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 

@@ -344,3 +344,50 @@ impl World {
         rx
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(call: &'static str, txn: u64, item: &str) -> MsgTag {
+        MsgTag {
+            call,
+            txn: Some(txn),
+            item: Some(item.into()),
+            from: "client-0".into(),
+        }
+    }
+
+    fn rule() -> Rule {
+        Rule {
+            call: "commit",
+            txn: Some(7),
+            items: Some(vec!["a".into()]),
+            from: None,
+            leg: Leg::Reply,
+            fate: Fate::Drop,
+            times: None,
+        }
+    }
+
+    #[test]
+    fn a_rule_matches_only_its_call_txn_item_sender_and_leg() {
+        let r = rule();
+        assert!(r.matches(&tag("commit", 7, "a"), Leg::Reply));
+        assert!(!r.matches(&tag("commit", 7, "a"), Leg::Request));
+        assert!(!r.matches(&tag("prewrite", 7, "a"), Leg::Reply));
+        assert!(!r.matches(&tag("commit", 8, "a"), Leg::Reply));
+        assert!(!r.matches(&tag("commit", 7, "b"), Leg::Reply));
+        let from_other = Rule {
+            from: Some("client-1".into()),
+            ..rule()
+        };
+        assert!(!from_other.matches(&tag("commit", 7, "a"), Leg::Reply));
+        let any = Rule {
+            txn: None,
+            items: None,
+            ..rule()
+        };
+        assert!(any.matches(&tag("commit", 8, "b"), Leg::Reply));
+    }
+}

@@ -1,7 +1,7 @@
 //! A typed builder for scripts, for `#[test]`s written in Rust.
 
 use super::{CellAssert, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, Script};
-use super::{MessageRule, Step, Stored, WaitFor};
+use super::{MessageRule, ScriptObserver, Step, Stored, WaitFor};
 
 /// Builds a [`Script`] step by step. Each method appends one step; the
 /// modifiers [`ScriptBuilder::no_wait`] and [`ScriptBuilder::fails`] change
@@ -40,6 +40,16 @@ impl ScriptBuilder {
             row: row.into(),
             col: col.into(),
             value: value.into(),
+        });
+        self
+    }
+
+    /// An observer `name` of column `col` that copies each change to `copy_to`.
+    pub fn observer(mut self, name: &str, col: &str, copy_to: &str) -> Self {
+        self.script.observers.push(ScriptObserver {
+            name: name.into(),
+            col: col.into(),
+            copy_to: copy_to.into(),
         });
         self
     }

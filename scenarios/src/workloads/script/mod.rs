@@ -8,17 +8,19 @@
 mod builder;
 mod expect;
 mod intercept;
+mod observe;
 mod run;
 
 pub use builder::ScriptBuilder;
 pub use expect::{
-    CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind, Stored, WaitFor,
-    WriteExpect,
+    AckExpect, CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind,
+    Stored, WaitFor, WriteExpect,
 };
 pub use intercept::{Call, MessageRule, MsgFate, MsgLeg, Target};
+pub use observe::ScriptObserver;
 
 use percsim_protocol::CellKey;
-use percsim_protocol::client::StepPoint;
+use percsim_protocol::client::{ObserverBody, ObserverSpec, StepPoint};
 use percsim_sim::{BoxFuture, Client, Controller, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -292,6 +294,11 @@ pub struct Script {
     /// Cells committed before the script starts.
     #[serde(default)]
     pub initial: Vec<InitialCell>,
+    /// Observers: each copies a changed cell to another column in a
+    /// transaction of its own (their notify and acknowledgment entries can
+    /// be asserted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<ScriptObserver>,
     /// The steps, in global order.
     pub steps: Vec<Step>,
     /// Assertions checked after the healed phase and the sweep (the
@@ -368,6 +375,7 @@ impl Script {
     /// Check the script: clients and nodes exist, every transaction is
     /// begun once before use and by one client, expectations agree.
     pub fn validate(&self, clients: usize, nodes: &[String]) -> Result<(), String> {
+        observe::validate(&self.observers)?;
         let mut begun: BTreeMap<&str, usize> = BTreeMap::new();
         let mut finished: BTreeSet<&str> = BTreeSet::new();
         let mut rules: BTreeMap<&str, bool> = BTreeMap::new();
@@ -474,6 +482,18 @@ impl Script {
                 let writes = r.txn.as_ref().map(|t| self.cells_of(t).len());
                 r.validate(writes).map_err(|e| format!("{at}{e}"))
             }
+            Step::AssertCell(CellAssert {
+                col, ack: Some(a), ..
+            }) if !self
+                .observers
+                .iter()
+                .any(|o| o.name == a.observer && o.col == *col) =>
+            {
+                Err(format!(
+                    "{at}.ack.observer: no observer named {:?} observes column {col:?}",
+                    a.observer
+                ))
+            }
             Step::Sleep { ms } | Step::Wait { timeout_ms: ms, .. } if *ms > 3_600_000 => {
                 Err(format!("{at}: {ms} ms is more than an hour"))
             }
@@ -566,6 +586,10 @@ impl Workload for Script {
                 let _ = t.await;
             }
         })
+    }
+
+    fn observers(&self) -> Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> {
+        self.observers.iter().map(ScriptObserver::build).collect()
     }
 
     fn driver(&self, control: Controller) -> Option<BoxFuture<()>> {

@@ -253,7 +253,8 @@ impl World {
                 fate: Fate::Duplicate { after_ms },
                 ..
             }) => {
-                let _ = self.carry(dst, req.clone(), Duration::from_millis(after_ms), None);
+                // The copy's reply goes nowhere: its caller takes the original's.
+                drop(self.carry(dst, req.clone(), Duration::from_millis(after_ms), None));
                 timeout_at(deadline, ep.call(dst, req))
                     .await
                     .ok()

@@ -5,7 +5,11 @@
 
 use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
-use percsim_scenarios::workloads::{Counted, ErrorClass, ExpectOutcome, ScriptBuilder, Stored};
+use percsim_scenarios::workloads::{
+    Call, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
+    ScriptBuilder, Step, Stored, Target,
+};
+use percsim_sim::CallKind;
 use serde_json::{Value, json};
 
 fn example(name: &str) -> Value {
@@ -189,5 +193,210 @@ fn the_tutorials_first_version_fails_as_the_docs_show() {
         &[
             r#"step 6 {"do":"get","txn":"T2","row":"b","col":"v","expect":"b0","no_wait":false}: expected Some("b0"); happened Some("b1")"#,
         ],
+    );
+}
+
+#[test]
+fn a_lost_reply_and_a_lost_request_end_differently_in_the_store() {
+    // The examples pass as written (scenario_files.rs); swapping the two
+    // store outcomes carried by the commits must fail each at its step.
+    let mut v = example("lost-commit-messages");
+    v["workload"]["steps"][4]["store"] = json!("rolled_back");
+    must_fail(
+        &v,
+        &["step 4", "expected \"rolled_back\"", "commit records on"],
+    );
+    let mut v = example("lost-commit-messages");
+    v["workload"]["steps"][14]["store"] = json!("committed");
+    must_fail(&v, &["step 14", "expected \"committed\""]);
+    // Without the rule, the primary commit's reply arrives: committed, not unknown.
+    let mut v = example("lost-commit-messages");
+    v["workload"]["steps"][3]["times"] = json!(1);
+    must_fail(&v, &["step 4", "expected Unknown; happened Committed"]);
+}
+
+#[test]
+fn message_fault_expectations_can_fail() {
+    // A lost secondary commit leaves the secondary locked: expecting no lock fails.
+    let mut v = example("message-faults");
+    v["workload"]["steps"][16]["locks"] = json!([]);
+    must_fail(&v, &["step 16", "expected locks []"]);
+    // A held prewrite stops T1: its commit cannot succeed.
+    let mut v = example("message-faults");
+    v["workload"]["steps"][3]["fails"] = json!("write_conflict");
+    must_fail(&v, &["step 3", "expected a failure (write_conflict)"]);
+    // A reply delayed past the RPC timeout (100 ms) is lost: the read fails.
+    let mut v = example("message-faults");
+    v["workload"]["steps"][19]["fate"] = json!({"delay": {"ms": 150}});
+    must_fail(
+        &v,
+        &[
+            "step 21",
+            "expected Some(\"m0\"); happened error (timed_out)",
+        ],
+    );
+    // The two rules acted on exactly two messages from step 21 on.
+    let mut v = example("message-faults");
+    v["workload"]["steps"][24]["equals"] = json!(1);
+    must_fail(&v, &["step 24", "expected 1 \"intercepted\"; happened 2"]);
+}
+
+#[test]
+fn a_held_request_is_delivered_after_its_release() {
+    // T1's prewrites are held until T1 has given up; its abort wrote a
+    // rollback record at k, so every prewrite delivered at the release is
+    // refused as late (4 attempts, each held).
+    let base = || {
+        ScriptBuilder::new()
+            .initial("k", "v", "k0")
+            .begin(0, "T1")
+            .set("T1", "k", "v", "k1")
+            .intercept(MessageRule {
+                name: "late".into(),
+                call: Call(CallKind::Prewrite),
+                txn: Some("T1".into()),
+                on: Some(Target::Primary),
+                client: None,
+                leg: MsgLeg::Request,
+                fate: MsgFate::Hold,
+                times: None,
+            })
+            .commit("T1", ExpectOutcome::Aborted)
+            .fails(ErrorClass::Unavailable)
+            .assert_count(Counted::LatePrewriteRejected, 0, None)
+            .release("late")
+    };
+    let rejected = |n| {
+        Step::AssertCount(CountAssert {
+            count: Counted::LatePrewriteRejected,
+            equals: n,
+            since_step: None,
+        })
+    };
+    let ok = regress::script_scenario(base().at_end(rejected(4)).build(), 1);
+    let judged = regress::run(&ok).expect("runs");
+    assert!(judged.passed(), "{:?}", judged.problems);
+    let wrong = regress::script_scenario(base().at_end(rejected(0)).build(), 1);
+    let judged = regress::run(&wrong).expect("runs");
+    let text = judged.problems.join("\n");
+    assert!(
+        text.contains("expected 0 \"late_prewrite_rejected\"; happened 4"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_message_rules_are_refused() {
+    let refused = |f: &dyn Fn(&mut Value), needle: &str| {
+        let mut v = example("message-faults");
+        f(&mut v);
+        let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains(needle), "{needle:?} not in {e}");
+    };
+    refused(
+        &|v| v["workload"]["steps"][2]["call"] = json!("comit"),
+        "unknown call \"comit\" (calls: get, scan, prewrite, commit",
+    );
+    refused(
+        &|v| v["workload"]["steps"][19]["fate"] = json!({"duplicate": {"after_ms": 1}}),
+        "workload.steps[19].fate: only requests can be duplicated",
+    );
+    refused(
+        &|v| v["workload"]["steps"][8]["name"] = json!("nothing"),
+        "no intercept step before this one installs a rule named \"nothing\"",
+    );
+    refused(
+        &|v| v["workload"]["steps"][14]["name"] = json!("late"),
+        "a message rule named \"late\" is installed twice",
+    );
+    refused(
+        &|v| {
+            v["workload"]["steps"][2]["call"] = json!("timestamp");
+            v["workload"]["steps"][2]["on"] = Value::Null;
+        },
+        "a timestamp message carries no transaction",
+    );
+    refused(
+        &|v| v["workload"]["steps"][2]["on"] = json!("secondaries"),
+        "fewer than two cells, so it has no secondary",
+    );
+    refused(
+        &|v| v["workload"]["steps"][2]["times"] = json!(0),
+        "workload.steps[2].times: must be at least 1",
+    );
+}
+
+#[test]
+fn the_rewritten_recovery_cases_can_fail() {
+    let recovery = |name: &str| -> Value {
+        let path = format!(
+            "{}/examples/recovery/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).expect("example")).expect("json")
+    };
+    let mut v = recovery("dead-after-commit-primary");
+    v["workload"]["steps"][4]["store"] = json!("rolled_back");
+    must_fail(&v, &["step 4", "expected \"rolled_back\""]);
+    let mut v = recovery("dead-after-commit-primary");
+    v["workload"]["steps"][8]["equals"] = json!(0);
+    must_fail(&v, &["step 8", "happened 1 \"roll_forward\""]);
+    let mut v = recovery("paused-owner-resumes");
+    v["workload"]["steps"][4]["fails"] = json!("write_conflict");
+    must_fail(&v, &["step 4", "expected a failure (write_conflict)"]);
+    // The wait replaced a 2-second sleep: it holds only once T1 returned.
+    let mut v = recovery("paused-owner-resumes");
+    v["workload"]["steps"][10] =
+        json!({"do": "wait", "until": {"txn_finished": "T1"}, "timeout_ms": 1});
+    must_fail(&v, &["step 10", "within 1 ms; happened it did not hold"]);
+}
+
+#[test]
+fn notify_and_ack_expectations_can_fail() {
+    let mut v = example("observers");
+    v["workload"]["steps"][0]["ack"]["acked"] = json!(true);
+    must_fail(&v, &["step 0", "expected ack", "happened no ack"]);
+    let mut v = example("observers");
+    v["workload"]["steps"][5]["notify"] = json!(false);
+    must_fail(
+        &v,
+        &[
+            "step 5",
+            "expected notify entry false; happened notify entry true",
+        ],
+    );
+    // Before T1 commits, no run can have acknowledged T1's write.
+    let mut v = example("observers");
+    v["workload"]["steps"][5]["ack"] = json!({"observer": "copier", "after": "T1"});
+    must_fail(&v, &["step 5", "happened no ack (T1 has no commit_ts)"]);
+    let mut v = example("observers");
+    v["workload"]["at_end"][0]["ack"]["acked"] = json!(false);
+    must_fail(
+        &v,
+        &["at_end 0", "happened ack by the observer run started at ts"],
+    );
+    let mut v = example("observers");
+    v["workload"]["steps"][8]["until"] = json!({"notify_cleared": {"row": "r", "col": "doc"}});
+    v["workload"]["steps"][8]["timeout_ms"] = json!(1);
+    must_fail(&v, &["step 8", "within 1 ms; happened it did not hold"]);
+}
+
+#[test]
+fn bad_observers_are_refused() {
+    let mut v = example("observers");
+    v["workload"]["steps"][9]["ack"]["observer"] = json!("other");
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "workload.steps[9].ack.observer: no observer named \"other\" observes column \"doc\""
+        ),
+        "{e}"
+    );
+    let mut v = example("observers");
+    v["workload"]["observers"][0]["copy_to"] = json!("doc");
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("workload.observers[0].copy_to: column \"doc\" is observed"),
+        "{e}"
     );
 }

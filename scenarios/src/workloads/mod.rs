@@ -17,8 +17,9 @@ pub use pipeline::Pipeline;
 pub use pulsar::{Stream, StreamPipeline};
 pub use register::Register;
 pub use script::{
-    CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, LockExpect,
-    RecordKind, Script, ScriptBuilder, Step, Stored, WaitFor, WriteExpect,
+    AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
+    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, RecordKind, Script, ScriptBuilder,
+    ScriptObserver, Step, Stored, Target, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 

@@ -5,8 +5,10 @@
 
 use crate::percolator::Cluster;
 use crate::percolator::points::{PointAction, node_name};
+use crate::percolator::tags::MessageFault;
 use crate::world::FaultControl;
 use crate::world::faults::Fault;
+use crate::world::intercept::RuleId;
 use percsim_protocol::client::{Point, PointNode};
 use percsim_protocol::row::Column;
 use std::sync::Arc;
@@ -72,6 +74,17 @@ impl Controller {
     /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
     pub fn counter(&self, name: &str) -> u64 {
         self.faults.counter(name)
+    }
+
+    /// Install a targeted message fault now; it acts on messages sent from now on.
+    pub fn intercept(&self, fault: &MessageFault) -> RuleId {
+        self.cluster.world.intercept(fault.rule())
+    }
+
+    /// Lift a targeted message fault and deliver what it holds; returns
+    /// how many messages it acted on.
+    pub fn release(&self, rule: RuleId) -> u32 {
+        self.cluster.world.release(rule)
     }
 
     /// Heal every partition in force now.

@@ -14,6 +14,7 @@ pub(crate) mod points;
 mod record;
 pub(crate) mod rpc;
 mod store;
+pub(crate) mod tags;
 pub(crate) mod workload;
 
 use crate::world::driver::FaultControl;

@@ -401,6 +401,7 @@ impl Faults {
         }
         self.net.clear();
         self.sync_net();
+        self.world.clear_intercepts();
     }
 }
 

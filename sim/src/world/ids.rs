@@ -134,6 +134,8 @@ identities! {
         TxnCommitted => ("txn.committed", "a client learnt its transaction committed"),
         /// A transaction's client could not learn its outcome.
         TxnUnknown => ("txn.unknown", "a client could not learn its transaction's outcome"),
+        /// A targeted rule dropped, delayed, held or duplicated a message.
+        NetIntercepted => ("net.intercepted", "a targeted rule dropped, delayed, held or duplicated a message"),
     }
 }
 
@@ -168,6 +170,8 @@ identities! {
         PhaseHealed => ("phase_healed", "the healed phase began"),
         /// A workload invariant failed.
         WorkloadViolation => ("workload_violation", "a workload invariant failed"),
+        /// A targeted rule acted on a message.
+        Intercepted => ("intercepted", "a targeted rule dropped, delayed, held or duplicated a message"),
     }
 }
 

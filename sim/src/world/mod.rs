@@ -9,6 +9,7 @@ mod clock;
 pub mod driver;
 pub mod faults;
 pub mod ids;
+pub mod intercept;
 pub(crate) mod net;
 #[cfg(test)]
 mod net_tests;
@@ -79,6 +80,10 @@ pub struct World {
     /// Late and duplicated copies the network still carries: the healed
     /// phase is over only when none is left.
     in_flight: AtomicU64,
+    /// Targeted message faults in force (see [`intercept`]).
+    intercepts: Mutex<intercept::Intercepts>,
+    /// Whether any targeted message fault is in force.
+    intercepting: AtomicBool,
     /// Which node has which address.
     node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
     /// Ends the run if it stops making progress.
@@ -102,6 +107,8 @@ impl World {
             cut: Mutex::default(),
             in_flight: AtomicU64::new(0),
             node_ips: Mutex::default(),
+            intercepts: Mutex::default(),
+            intercepting: AtomicBool::new(false),
             watchdog: watchdog::Watchdog::from_env(),
             running: Mutex::default(),
         }

@@ -1,7 +1,7 @@
 //! A typed builder for scripts, for `#[test]`s written in Rust.
 
 use super::{CellAssert, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, Script};
-use super::{Step, Stored, WaitFor};
+use super::{MessageRule, ScriptObserver, Step, Stored, WaitFor};
 
 /// Builds a [`Script`] step by step. Each method appends one step; the
 /// modifiers [`ScriptBuilder::no_wait`] and [`ScriptBuilder::fails`] change
@@ -40,6 +40,16 @@ impl ScriptBuilder {
             row: row.into(),
             col: col.into(),
             value: value.into(),
+        });
+        self
+    }
+
+    /// An observer `name` of column `col` that copies each change to `copy_to`.
+    pub fn observer(mut self, name: &str, col: &str, copy_to: &str) -> Self {
+        self.script.observers.push(ScriptObserver {
+            name: name.into(),
+            col: col.into(),
+            copy_to: copy_to.into(),
         });
         self
     }
@@ -97,6 +107,7 @@ impl ScriptBuilder {
             txn: txn.into(),
             expect: Some(expect),
             fails: None,
+            store: None,
             no_wait: false,
         })
     }
@@ -126,6 +137,25 @@ impl ScriptBuilder {
             *no_wait = true;
         }
         self
+    }
+
+    /// The last step (a commit) must have left its transaction `store` in
+    /// the store once the run is over, whatever its client was told.
+    pub fn store(mut self, want: Stored) -> Self {
+        if let Some(Step::Commit { store, .. }) = self.script.steps.last_mut() {
+            *store = Some(want);
+        }
+        self
+    }
+
+    /// Install a targeted message fault (until its [`ScriptBuilder::release`]).
+    pub fn intercept(self, rule: MessageRule) -> Self {
+        self.step(Step::Intercept(rule))
+    }
+
+    /// Lift the message fault `name` and deliver what it holds.
+    pub fn release(self, name: &str) -> Self {
+        self.step(Step::Release { name: name.into() })
     }
 
     /// Wait until `until` holds, failing after `timeout_ms`.

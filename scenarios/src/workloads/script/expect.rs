@@ -90,6 +90,8 @@ pub enum WaitFor {
     LockGone(CellRef),
     /// The node is neither killed nor paused.
     NodeUp(String),
+    /// The cell has no notify entry (its observer processed it).
+    NotifyCleared(CellRef),
 }
 
 /// The kind of a write record.
@@ -149,6 +151,30 @@ pub struct CellAssert {
     /// Whether the row's notify column has an entry for this column.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<bool>,
+    /// The cell's acknowledgment entry of an observer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack: Option<AckExpect>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An expected acknowledgment entry: the observer's acknowledgment column
+/// (`<col>:ack:<observer>`) of the cell, whose newest committed value is
+/// the start_ts of the observer run that last processed the cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckExpect {
+    /// The observer (it must observe the cell's column).
+    pub observer: String,
+    /// Whether an observer run committed an acknowledgment.
+    #[serde(default = "yes")]
+    pub acked: bool,
+    /// The acknowledging run started after this transaction committed
+    /// (it saw that transaction's write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// What the run counts, for `assert_count`.
@@ -177,6 +203,8 @@ pub enum Counted {
     TabletMoved,
     /// A request was delivered twice.
     Duplicated,
+    /// A message fault rule (an `intercept` step) acted on a message.
+    Intercepted,
 }
 
 impl Counted {
@@ -195,11 +223,12 @@ impl Counted {
             Counted::Restart => EventKind::Restart.counter(),
             Counted::TabletMoved => PercolatorEvent::TabletMoved.counter(),
             Counted::Duplicated => Counter::NetDuplicated.name().into(),
+            Counted::Intercepted => Counter::NetIntercepted.name().into(),
         }
     }
 
     /// Every countable thing.
-    pub const ALL: [Counted; 11] = [
+    pub const ALL: [Counted; 12] = [
         Counted::RollForward,
         Counted::RollBack,
         Counted::RollBackBeforePrewrite,
@@ -211,6 +240,7 @@ impl Counted {
         Counted::Restart,
         Counted::TabletMoved,
         Counted::Duplicated,
+        Counted::Intercepted,
     ];
 }
 
@@ -313,7 +343,49 @@ impl View<'_> {
             exp.push(format!("notify entry {n}"));
             got.push(format!("notify entry {}", cell.notify.is_some()));
         }
+        if let Some(ack) = &a.ack
+            && let Some(happened) = self.check_ack(a, ack)
+        {
+            exp.push(format!("ack {}", json(ack)));
+            got.push(happened);
+        }
         (!exp.is_empty()).then(|| (exp.join(", "), got.join(", ")))
+    }
+
+    /// Check an acknowledgment entry; what happened, if it does not match.
+    fn check_ack(&self, a: &CellAssert, ack: &AckExpect) -> Option<String> {
+        let col = percsim_protocol::client::ObserverSpec {
+            name: ack.observer.clone(),
+            col: a.col.clone(),
+            weak: false,
+        }
+        .ack_col();
+        let cell = self.control.cell(&a.row, &col);
+        let run = cell
+            .column
+            .write
+            .values()
+            .rev()
+            .find(|w| w.kind == WriteKind::Put)
+            .map(|w| w.start_ts.0);
+        let after = ack
+            .after
+            .as_ref()
+            .map(|t| self.names.get(t).and_then(|x| x.commit_ts));
+        let ok = run.is_some() == ack.acked
+            && after.is_none_or(|c| matches!((run, c), (Some(r), Some(c)) if r > c));
+        let of = match after {
+            Some(Some(c)) => format!(
+                " ({} committed at ts {c})",
+                ack.after.as_deref().unwrap_or("")
+            ),
+            Some(None) => format!(" ({} has no commit_ts)", ack.after.as_deref().unwrap_or("")),
+            None => String::new(),
+        };
+        (!ok).then(|| match run {
+            Some(r) => format!("ack by the observer run started at ts {r}{of}"),
+            None => format!("no ack{of}"),
+        })
     }
 
     fn locks(&self, cell: &CellView) -> Vec<LockExpect> {
@@ -403,6 +475,7 @@ impl View<'_> {
             WaitFor::TxnFinished(t) => finished.contains(t),
             WaitFor::LockGone(c) => self.control.cell(&c.row, &c.col).column.lock.is_empty(),
             WaitFor::NodeUp(n) => self.control.node_up(n),
+            WaitFor::NotifyCleared(c) => self.control.cell(&c.row, &c.col).notify.is_none(),
         }
     }
 }

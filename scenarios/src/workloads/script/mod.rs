@@ -7,16 +7,20 @@
 
 mod builder;
 mod expect;
+mod intercept;
+mod observe;
 mod run;
 
 pub use builder::ScriptBuilder;
 pub use expect::{
-    CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind, Stored, WaitFor,
-    WriteExpect,
+    AckExpect, CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind,
+    Stored, WaitFor, WriteExpect,
 };
+pub use intercept::{Call, MessageRule, MsgFate, MsgLeg, Target};
+pub use observe::ScriptObserver;
 
 use percsim_protocol::CellKey;
-use percsim_protocol::client::{Point, PointNode, StepPoint};
+use percsim_protocol::client::{ObserverBody, ObserverSpec, Point, PointNode, StepPoint};
 use percsim_sim::{BoxFuture, Client, Controller, PointAction, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,6 +138,12 @@ pub enum Step {
         /// The commit must abort with this class.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fails: Option<ErrorClass>,
+        /// How the transaction must have ended in the store once the run
+        /// is over (after the healed phase and the sweep), whatever its
+        /// client was told: for a commit cut short by a crash or a lost
+        /// message.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store: Option<Stored>,
         /// Go on with the next step without waiting for this one (implied
         /// when a crash is armed for the transaction).
         #[serde(default)]
@@ -211,6 +221,14 @@ pub enum Step {
     },
     /// Heal every partition in force.
     Heal,
+    /// Install a named targeted message fault (until its `release` step
+    /// or the healed phase).
+    Intercept(MessageRule),
+    /// Lift the named message fault and deliver every message it holds.
+    Release {
+        /// The rule's name.
+        name: String,
+    },
     /// Wait this long.
     Sleep {
         /// Simulated milliseconds.
@@ -297,6 +315,11 @@ pub struct Script {
     /// Cells committed before the script starts.
     #[serde(default)]
     pub initial: Vec<InitialCell>,
+    /// Observers: each copies a changed cell to another column in a
+    /// transaction of its own (their notify and acknowledgment entries can
+    /// be asserted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<ScriptObserver>,
     /// The steps, in global order.
     pub steps: Vec<Step>,
     /// Assertions checked after the healed phase and the sweep (the
@@ -373,11 +396,14 @@ impl Script {
     /// Check the script: clients and nodes exist, every transaction is
     /// begun once before use and by one client, expectations agree.
     pub fn validate(&self, clients: usize, nodes: &[String]) -> Result<(), String> {
+        observe::validate(&self.observers)?;
         let mut begun: BTreeMap<&str, usize> = BTreeMap::new();
         let mut finished: BTreeSet<&str> = BTreeSet::new();
+        let mut rules: BTreeMap<&str, bool> = BTreeMap::new();
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("workload.steps[{i}]");
             self.validate_step(&at, i, step, clients, nodes, &begun)?;
+            Self::validate_rule_names(&at, step, &mut rules)?;
             if let Step::Begin { client, txn, .. } = step
                 && begun.insert(txn, *client).is_some()
             {
@@ -407,6 +433,31 @@ impl Script {
             self.validate_step(&at, self.steps.len(), step, clients, nodes, &begun)?;
         }
         Ok(())
+    }
+
+    /// Intercept rules have unique names; a release names a rule in force.
+    fn validate_rule_names<'s>(
+        at: &str,
+        step: &'s Step,
+        rules: &mut BTreeMap<&'s str, bool>,
+    ) -> Result<(), String> {
+        match step {
+            Step::Intercept(r) if rules.insert(&r.name, true).is_some() => Err(format!(
+                "{at}.name: a message rule named {:?} is installed twice",
+                r.name
+            )),
+            Step::Release { name } => match rules.get_mut(name.as_str()) {
+                Some(live @ true) => {
+                    *live = false;
+                    Ok(())
+                }
+                Some(false) => Err(format!("{at}.name: rule {name:?} is already released")),
+                None => Err(format!(
+                    "{at}.name: no intercept step before this one installs a rule named {name:?}"
+                )),
+            },
+            _ => Ok(()),
+        }
     }
 
     /// Check one step's own fields; `begun` holds the transactions begun before it.
@@ -445,6 +496,30 @@ impl Script {
                 Some(n) => Err(no_node(n)),
                 None => Ok(()),
             },
+            Step::Intercept(r) => {
+                if let Some(t) = &r.txn
+                    && !begun.contains_key(t.as_str())
+                {
+                    return Err(not_begun(t));
+                }
+                if let Some(c) = r.client.filter(|c| *c >= clients) {
+                    return Err(no_client(&c));
+                }
+                let writes = r.txn.as_ref().map(|t| self.cells_of(t).len());
+                r.validate(writes).map_err(|e| format!("{at}{e}"))
+            }
+            Step::AssertCell(CellAssert {
+                col, ack: Some(a), ..
+            }) if !self
+                .observers
+                .iter()
+                .any(|o| o.name == a.observer && o.col == *col) =>
+            {
+                Err(format!(
+                    "{at}.ack.observer: no observer named {:?} observes column {col:?}",
+                    a.observer
+                ))
+            }
             Step::Sleep { ms } | Step::Wait { timeout_ms: ms, .. } if *ms > 3_600_000 => {
                 Err(format!("{at}: {ms} ms is more than an hour"))
             }
@@ -537,6 +612,10 @@ impl Workload for Script {
                 let _ = t.await;
             }
         })
+    }
+
+    fn observers(&self) -> Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> {
+        self.observers.iter().map(ScriptObserver::build).collect()
     }
 
     fn driver(&self, control: Controller) -> Option<BoxFuture<()>> {

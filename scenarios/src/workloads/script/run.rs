@@ -2,9 +2,11 @@
 //! actions, waits and assertions on the driver, all in step order.
 
 use super::expect::{Counted, ErrorClass, TxnTs, View};
+use super::intercept::{MessageRule, Target};
 use super::{ExpectOutcome, Script, Step};
 use percsim_protocol::client::{AbortReason, CommitOutcome, Transaction, TxnError};
-use percsim_sim::{Armed, Client, Controller, Fault};
+use percsim_protocol::{CellKey, Ts};
+use percsim_sim::{Armed, Client, Controller, Fault, MessageFault, RuleId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,8 @@ pub(super) struct State {
     finished: BTreeSet<String>,
     /// Counter values when a step named by a `since_step` started.
     marks: BTreeMap<(usize, Counted), u64>,
+    /// Message rules in force, by name.
+    rules: BTreeMap<String, RuleId>,
 }
 
 type Txn<'a> = Option<Transaction<'a, Client>>;
@@ -369,6 +373,11 @@ impl Script {
         }
         // Let no_wait steps finish before the workload phase ends.
         madsim::time::sleep(Duration::from_millis(1)).await;
+        // Rules the script did not release end with it (they hold messages).
+        let left = std::mem::take(&mut self.state().rules);
+        for id in left.into_values() {
+            control.release(id);
+        }
     }
 
     async fn driver_step(&self, i: usize, step: &Step, control: &Controller) {
@@ -398,6 +407,13 @@ impl Script {
                 }
                 return;
             }
+            Step::Intercept(rule) => return self.install(i, rule, control),
+            Step::Release { name } => {
+                if let Some(id) = self.state().rules.remove(name) {
+                    control.release(id);
+                }
+                return;
+            }
             Step::Sleep { ms } => {
                 return madsim::time::sleep(Duration::from_millis(*ms)).await;
             }
@@ -415,6 +431,45 @@ impl Script {
             _ => return self.assert(i, step, control),
         };
         control.inject(&fault);
+    }
+
+    /// Install a message rule: its transaction by start_ts, its cells.
+    fn install(&self, i: usize, rule: &MessageRule, control: &Controller) {
+        let txn = match &rule.txn {
+            None => None,
+            Some(t) => match self.state().names.get(t) {
+                Some(ts) => Some(Ts(ts.start_ts)),
+                None => {
+                    let why = format!("{t} has no start_ts (its begin failed or has not returned)");
+                    return self.fail(i, "a rule installed", why);
+                }
+            },
+        };
+        let writes: Vec<CellKey> = match &rule.txn {
+            Some(t) => self
+                .cells_of(t)
+                .into_iter()
+                .map(|c| CellKey::new(c.row, c.col))
+                .collect(),
+            None => Vec::new(),
+        };
+        let cells = rule.on.as_ref().map(|on| match on {
+            Target::Primary => writes[..1].to_vec(),
+            Target::Secondaries => writes[1..].to_vec(),
+            Target::Cell(c) => vec![CellKey::new(c.row.clone(), c.col.clone())],
+        });
+        let (leg, fate) = rule.leg_and_fate();
+        let fault = MessageFault {
+            call: rule.call.0,
+            txn,
+            cells,
+            client: rule.client,
+            leg,
+            fate,
+            times: rule.times,
+        };
+        let id = control.intercept(&fault);
+        self.state().rules.insert(rule.name.clone(), id);
     }
 
     fn holds(&self, until: &super::WaitFor, control: &Controller) -> bool {
@@ -459,6 +514,20 @@ impl Script {
             return Vec::new();
         };
         let before = self.state().failures.len();
+        for (i, step) in self.steps.iter().enumerate() {
+            if let Step::Commit {
+                txn,
+                store: Some(store),
+                ..
+            } = step
+            {
+                let at_end = Step::AssertStored {
+                    txn: txn.clone(),
+                    store: *store,
+                };
+                self.assert(i, &at_end, &control);
+            }
+        }
         for (k, step) in self.at_end.iter().enumerate() {
             self.assert(self.steps.len() + k, step, &control);
         }

@@ -8,6 +8,7 @@ use crate::percolator::rpc::{
     IsAlive, KeepAlive, Locate, NotServing, OpenSession, RawCall, RowCall, RowLockCall, ScanCall,
     ScanNotify, TsCall,
 };
+use crate::percolator::tags::Tagged;
 use crate::percolator::workload::Worker;
 use crate::percolator::{
     Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
@@ -166,13 +167,19 @@ impl Client {
         );
     }
 
-    async fn call<R: Request + Clone>(
+    async fn call<R: Request + Clone + Tagged>(
         &self,
         dst: SocketAddr,
         req: R,
     ) -> Result<R::Response, RpcError> {
         self.cluster.world.watchdog_tick();
         let timeout = Duration::from_millis(self.cluster.cfg.rpc_timeout_ms);
+        let world = &self.cluster.world;
+        if world.intercepting() {
+            let tag = req.tag(self.node_name());
+            let call = world.call_tagged(&self.ep, dst, req, tag, timeout);
+            return call.await.map_err(|()| RpcError::Timeout);
+        }
         self.ep
             .call_timeout(dst, req, timeout)
             .await
@@ -180,7 +187,7 @@ impl Client {
     }
 
     /// Retry `req` on the liveness service or the oracle with backoff.
-    async fn call_retrying<R: Request + Clone>(
+    async fn call_retrying<R: Request + Clone + Tagged>(
         &self,
         dst: SocketAddr,
         req: R,
@@ -226,7 +233,7 @@ impl Client {
     /// retrying; every step is idempotent, so a retry after a lost reply is safe.
     async fn tablet_call<R, T>(&self, tablet: usize, req: R) -> Result<T, RpcError>
     where
-        R: Request<Response = Result<T, NotServing>> + Clone,
+        R: Request<Response = Result<T, NotServing>> + Clone + Tagged,
     {
         self.wait_if_stalled().await;
         let mut timed_out = false;

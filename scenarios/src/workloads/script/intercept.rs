@@ -1,0 +1,170 @@
+//! Message-level faults as script steps: an `intercept` step installs a
+//! named rule that drops, delays, holds or duplicates the request or the
+//! reply of one kind of call (for one transaction, its primary, its
+//! secondaries or one cell, from one client); a `release` step lifts it and
+//! delivers what it holds.
+
+use super::CellRef;
+use percsim_sim::{CallKind, Fate, Leg};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A kind of call, by its name in scenario files (`commit`, `prewrite`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call(pub CallKind);
+
+impl Serialize for Call {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Call {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        CallKind::from_name(&name).map(Call).ok_or_else(|| {
+            let names: Vec<&str> = CallKind::ALL.iter().map(|k| k.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown call {name:?} (calls: {})",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+impl Call {
+    /// Whether messages of this kind name a cell.
+    fn has_cell(self) -> bool {
+        matches!(
+            self.0,
+            CallKind::Get
+                | CallKind::Prewrite
+                | CallKind::Commit
+                | CallKind::Cleanup
+                | CallKind::Resolve
+                | CallKind::Touch
+                | CallKind::Notify
+        )
+    }
+
+    /// Whether messages of this kind name a transaction.
+    fn has_txn(self) -> bool {
+        self.has_cell() && self.0 != CallKind::Notify || self.0 == CallKind::Scan
+    }
+}
+
+/// Which cells of the call a rule matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Target {
+    /// The transaction's primary cell (its first write).
+    Primary,
+    /// Every cell the transaction writes but its primary.
+    Secondaries,
+    /// One cell.
+    Cell(CellRef),
+}
+
+/// Request or reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MsgLeg {
+    /// The request, on its way to the server.
+    Request,
+    /// The reply, on its way back.
+    Reply,
+}
+
+/// What happens to a matched message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum MsgFate {
+    /// Lost: a lost request never takes effect; a lost reply after it did.
+    Drop,
+    /// Held until the rule's `release` step (or the healed phase): a held
+    /// request is delivered then, even if its sender gave up long before.
+    Hold,
+    /// Delivered late.
+    Delay {
+        /// By this many simulated ms.
+        ms: u64,
+    },
+    /// Delivered, and a copy this many ms later (requests only).
+    Duplicate {
+        /// When the copy arrives, after the original.
+        after_ms: u64,
+    },
+}
+
+/// An `intercept` step: a named targeted message fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageRule {
+    /// The rule's name, for its `release` step.
+    pub name: String,
+    /// The kind of call.
+    pub call: Call,
+    /// The transaction (for a cleanup or resolve: the one being settled,
+    /// whoever sends it); any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn: Option<String>,
+    /// The cells; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Target>,
+    /// The sending client; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<usize>,
+    /// Request or reply.
+    pub leg: MsgLeg,
+    /// What happens to it.
+    pub fate: MsgFate,
+    /// How many messages the rule acts on at most; every one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
+}
+
+impl MessageRule {
+    /// The world's leg and fate.
+    pub(super) fn leg_and_fate(&self) -> (Leg, Fate) {
+        let leg = match self.leg {
+            MsgLeg::Request => Leg::Request,
+            MsgLeg::Reply => Leg::Reply,
+        };
+        let fate = match self.fate {
+            MsgFate::Drop => Fate::Drop,
+            MsgFate::Hold => Fate::Hold,
+            MsgFate::Delay { ms } => Fate::Delay { delay_ms: ms },
+            MsgFate::Duplicate { after_ms } => Fate::Duplicate { after_ms },
+        };
+        (leg, fate)
+    }
+
+    /// Check the rule's own fields; `writes` is how many cells its
+    /// transaction writes (if it names one).
+    pub(super) fn validate(&self, writes: Option<usize>) -> Result<(), String> {
+        let call = self.call.0.name();
+        if self.times == Some(0) {
+            return Err(".times: must be at least 1".into());
+        }
+        if self.leg == MsgLeg::Reply && matches!(self.fate, MsgFate::Duplicate { .. }) {
+            return Err(".fate: only requests can be duplicated (a reply is matched to its call, so a second copy would be discarded on arrival)".into());
+        }
+        if self.txn.is_some() && !self.call.has_txn() {
+            return Err(format!(
+                ".txn: a {call} message carries no transaction (name the sending client instead)"
+            ));
+        }
+        match &self.on {
+            Some(_) if !self.call.has_cell() => Err(format!(".on: a {call} message names no cell")),
+            Some(Target::Primary | Target::Secondaries) if self.txn.is_none() => {
+                Err(".on: \"primary\" and \"secondaries\" need the transaction (txn)".into())
+            }
+            Some(Target::Primary) if writes == Some(0) => {
+                Err(".on: the transaction writes no cell, so it has no primary".into())
+            }
+            Some(Target::Secondaries) if writes.is_some_and(|n| n < 2) => Err(
+                ".on: the transaction writes fewer than two cells, so it has no secondary".into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+}

@@ -73,17 +73,11 @@ fn roll_forward_reader_ts() {
 /// past its lock TTL, a reader rolling its lock back, and a late copy of
 /// its prewrite re-locking the cell before the owner commits (then the
 /// commit lands below snapshots that already read around it). The default
-/// mix gets there in about a thousand seeds; a mix of stalls and late
-/// duplicates over registers in about a hundred.
+/// mix got there at seed 263 in session 4 (a mix of stalls and late
+/// duplicates over registers only at seed 925).
 #[test]
 fn no_rollback_record() {
-    let targeted = Mix {
-        workloads: vec!["register".into()],
-        faults: vec!["stall".into(), "duplicate".into()],
-        ablations: Ablations::only(Ablation::NoRollbackRecord),
-        ..Mix::default()
-    };
-    caught_in(&targeted, Ablation::NoRollbackRecord, 150, "snapshot_reads");
+    caught(Ablation::NoRollbackRecord, 300, "snapshot_reads");
 }
 
 #[test]

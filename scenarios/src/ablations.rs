@@ -153,14 +153,7 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
         let rule = r
             .first_failure
             .as_ref()
-            .map(|f| {
-                if f.violated_rules.is_empty() {
-                    format!("{:?}", f.verdict).to_lowercase()
-                } else {
-                    f.violated_rules.join(", ")
-                }
-            })
-            .unwrap_or_else(|| "-".into());
+            .map_or_else(|| "-".into(), |f| fired(&f.violated_rules, &f.verdict));
         let _ = writeln!(
             o,
             "| {name} | {safety} | {caught} | {} | {:.2} s | {rule} | {} | {:.1}% | {:.1} |",
@@ -179,4 +172,14 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
 /// ones through the `pipeline` workload).
 pub fn applicable() -> Vec<Ablation> {
     Ablation::ALL.to_vec()
+}
+
+/// What a kill table's "rule that fired" column says for a first failure:
+/// its violated rules, or its verdict when no rule names it.
+pub(crate) fn fired(rules: &[String], verdict: &impl std::fmt::Debug) -> String {
+    if rules.is_empty() {
+        format!("{verdict:?}").to_lowercase()
+    } else {
+        rules.join(", ")
+    }
 }

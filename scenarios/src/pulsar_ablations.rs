@@ -4,6 +4,7 @@
 //! checker caught it. The faithful protocol must show no failure in the
 //! same budget.
 
+use crate::ablations::fired;
 use crate::campaign::{self, Mix, SeedResult, Systems, Verdict};
 use crate::judge::judge;
 use crate::pulsar_campaign::PULSAR_SEED_BASE;
@@ -109,14 +110,7 @@ pub fn render(rows: &[PulsarKillRow], budget: u64) -> String {
         let rule = r
             .first_failure
             .as_ref()
-            .map(|f| {
-                if f.violated_rules.is_empty() {
-                    format!("{:?}", f.verdict).to_lowercase()
-                } else {
-                    f.violated_rules.join(", ")
-                }
-            })
-            .unwrap_or_else(|| "-".into());
+            .map_or_else(|| "-".into(), |f| fired(&f.violated_rules, &f.verdict));
         let _ = writeln!(
             o,
             "| {name} | {caught} | {} | {:.2} s | {rule} | {:.1}% |",

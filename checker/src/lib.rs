@@ -175,7 +175,9 @@ fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
             Ok(c)
         }
         Err(window::ReadError::Io(e)) => Err(FileError::Read(e)),
-        Err(window::ReadError::Json(_)) => read_file_slowly(path).map(|h| compact::Compact::from_history(&h)),
+        Err(window::ReadError::Json(_)) => {
+            read_file_slowly(path).map(|h| compact::Compact::from_history(&h))
+        }
     }
 }
 

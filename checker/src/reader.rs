@@ -8,9 +8,7 @@
 //! ordinary way to name the problem.
 
 use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
-use crate::history::{
-    CellRef, LockState, ObserverRun, Outcome, Scan, VersionKind,
-};
+use crate::history::{CellRef, LockState, ObserverRun, Outcome, Scan, VersionKind};
 use crate::window::{ReadError, Window, refuse};
 use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -207,7 +207,11 @@ fn fuzz_shards_merge_and_replay() {
         "{}",
         text(&merged)
     );
-    assert!(text(&merged).contains("stream"), "no Pulsar seed: {}", text(&merged));
+    assert!(
+        text(&merged).contains("stream"),
+        "no Pulsar seed: {}",
+        text(&merged)
+    );
 
     // A capsule holds the scenario; replaying it reruns exactly that run.
     let scenario =

@@ -17,7 +17,10 @@ fn caught_as(a: PulsarAblation, seeds: u64, rules: &[&str]) {
         .first_failure
         .unwrap_or_else(|| panic!("{a} not caught in {seeds} seeds"));
     assert!(
-        first.violated_rules.iter().any(|r| rules.contains(&r.as_str())),
+        first
+            .violated_rules
+            .iter()
+            .any(|r| rules.contains(&r.as_str())),
         "{a}: expected one of {rules:?}, got {:?}",
         first.violated_rules
     );

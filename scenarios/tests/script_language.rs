@@ -6,7 +6,7 @@
 use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
 use percsim_scenarios::workloads::{
-    Call, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
+    Call, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
     ScriptBuilder, Step, Stored, Target,
 };
 use percsim_sim::CallKind;
@@ -398,5 +398,48 @@ fn bad_observers_are_refused() {
     assert!(
         e.contains("workload.observers[0].copy_to: column \"doc\" is observed"),
         "{e}"
+    );
+}
+
+/// T1 reads x while the rule `r` acts on the get's reply; the rule is
+/// released 100 ms after the read is issued (by then the reply is held or
+/// delayed; a release before the reply is decided would lift the rule).
+fn held_read(fate: MsgFate, expect: &str) -> regress::Judged {
+    let script = ScriptBuilder::new()
+        .initial("x", "v", "0")
+        .begin(0, "T1")
+        .intercept(MessageRule {
+            name: "r".into(),
+            call: Call(CallKind::Get),
+            txn: Some("T1".into()),
+            on: Some(Target::Cell(CellRef {
+                row: "x".into(),
+                col: "v".into(),
+            })),
+            client: Some(0),
+            leg: MsgLeg::Reply,
+            fate,
+            times: Some(1),
+        })
+        .get("T1", "x", "v", Some(expect))
+        .no_wait()
+        .step(Step::Sleep { ms: 100 })
+        .release("r")
+        .commit("T1", ExpectOutcome::Committed)
+        .assert_count(Counted::Intercepted, 1, None)
+        .build();
+    regress::run(&regress::script_scenario(script, 1)).expect("runs")
+}
+
+#[test]
+fn held_and_delayed_replies_reach_a_waiting_caller() {
+    let j = held_read(MsgFate::Hold, "0");
+    assert!(j.passed(), "{:?}", j.problems);
+    assert!(held_read(MsgFate::Delay { ms: 20 }, "0").passed());
+    let wrong = held_read(MsgFate::Hold, "1");
+    let text = wrong.problems.join("\n");
+    assert!(
+        text.contains("expected Some(\"1\"); happened Some(\"0\")"),
+        "{text}"
     );
 }

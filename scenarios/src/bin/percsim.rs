@@ -562,10 +562,7 @@ fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {
             return 2;
         }
     };
-    let (percolator, pulsar) = opts
-        .mix
-        .systems
-        .split(opts.end.saturating_sub(opts.start));
+    let (percolator, pulsar) = opts.mix.systems.split(opts.end.saturating_sub(opts.start));
     println!(
         "percsim fuzz: seeds {}..{} ({percolator} Percolator, {pulsar} Pulsar seeds; shard {} from {}: {} seeds), {} jobs, commit {}",
         opts.start,

@@ -70,7 +70,10 @@ impl PulsarConfig {
     /// Check for impossible settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=50).contains(&self.brokers) {
-            return Err(format!("pulsar.brokers: {} is outside 1..=50", self.brokers));
+            return Err(format!(
+                "pulsar.brokers: {} is outside 1..=50",
+                self.brokers
+            ));
         }
         if !(1..=64).contains(&self.partitions) {
             return Err(format!(

@@ -209,7 +209,12 @@ impl Tenant for Installed {
             coordinator_addr().ip(),
         )];
         for i in 0..c.cfg.brokers {
-            out.push(c.node(format!("broker-{i}"), Role::DataServer, i, broker_addr(i).ip()));
+            out.push(c.node(
+                format!("broker-{i}"),
+                Role::DataServer,
+                i,
+                broker_addr(i).ip(),
+            ));
         }
         for i in 0..c.clients {
             out.push(c.node(format!("client-{i}"), Role::Client, i, client_addr(i).ip()));

@@ -99,8 +99,10 @@ impl StreamRecorder {
                 replay,
             } => {
                 let consumer = self.session(r, &subscription.to_string(), offset, replay);
-                self.received
-                    .insert((subscription.partition.clone(), offset), message.payload.clone());
+                self.received.insert(
+                    (subscription.partition.clone(), offset),
+                    message.payload.clone(),
+                );
                 self.ops.push(StreamOp::Receive(ReceiveOp {
                     client,
                     consumer,

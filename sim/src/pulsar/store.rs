@@ -7,8 +7,8 @@
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::PulsarAblations;
 use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbState};
-use percsim_protocol::pulsar::subscription;
 use percsim_protocol::pulsar::coordinator::{self, LogRecord};
+use percsim_protocol::pulsar::subscription;
 use percsim_protocol::pulsar::subscription::SubRecord;
 use percsim_protocol::pulsar::types::{Partition, TxnAction, TxnId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,7 +55,10 @@ impl Durable {
 
     /// Transactions the coordinator's log leaves not ended.
     pub(crate) fn open_txns(&self) -> u64 {
-        coordinator::recover(COORDINATOR, &self.tc_log).0.txns().count() as u64
+        coordinator::recover(COORDINATOR, &self.tc_log)
+            .0
+            .txns()
+            .count() as u64
     }
 
     /// Partitions whose max-read-position is below their end (an open
@@ -78,7 +81,11 @@ impl Durable {
     pub(crate) fn undrained(&self, subs: &[SubscriptionDecl]) -> u64 {
         let mut left = 0;
         for decl in subs.iter().filter(|s| s.drained) {
-            for (_, store) in self.partitions.iter().filter(|(p, _)| p.topic == decl.topic) {
+            for (_, store) in self
+                .partitions
+                .iter()
+                .filter(|(p, _)| p.topic == decl.topic)
+            {
                 let sub = store
                     .subs
                     .get(&decl.name)

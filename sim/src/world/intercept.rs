@@ -254,7 +254,13 @@ impl World {
                 ..
             }) => {
                 // The copy's reply goes nowhere: its caller takes the original's.
-                drop(self.carry_on_wire(dst, req.clone(), Duration::from_millis(after_ms), None, true));
+                drop(self.carry_on_wire(
+                    dst,
+                    req.clone(),
+                    Duration::from_millis(after_ms),
+                    None,
+                    true,
+                ));
                 timeout_at(deadline, ep.call(dst, req))
                     .await
                     .ok()

@@ -29,9 +29,7 @@ struct Owned {
 type Memory = Arc<Mutex<BTreeMap<Partition, Owned>>>;
 
 pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
-    let ep = Endpoint::bind(broker_addr(me))
-        .await
-        .expect("broker: bind");
+    let ep = Endpoint::bind(broker_addr(me)).await.expect("broker: bind");
     let memory: Memory = Arc::new(Mutex::new(recover(&cluster, me)));
     let (c, m) = (cluster.clone(), memory.clone());
     serve(&ep, Intake::Busy, move |call: BrokerCall| {

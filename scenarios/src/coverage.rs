@@ -20,6 +20,10 @@ percsim_sim::identities! {
         RollBackStale => ("roll_back_stale", "cleanup of a stale lock of a live owner"),
         /// A late prewrite met a rollback record.
         LatePrewriteRejected => ("late_prewrite_rejected", "late prewrite rejected by a rollback record"),
+        /// A prewrite was delivered to a cell where its transaction had
+        /// already been rolled back (the store's count, kept whether or not
+        /// a rollback record refused it).
+        LatePrewriteAfterRollback => ("late_prewrite_after_rollback", "late prewrite after rollback"),
         /// A duplicated request was delivered.
         Duplicated => ("duplicated", "duplicated request delivered"),
         /// A request the network held back was delivered late.
@@ -80,6 +84,7 @@ impl Coverage {
             Coverage::RollBackTokenGone => P::RollBackTokenGone.name().into(),
             Coverage::RollBackStale => P::RollBackStale.name().into(),
             Coverage::LatePrewriteRejected => P::StoreLatePrewriteRejected.name().into(),
+            Coverage::LatePrewriteAfterRollback => P::StoreLatePrewriteAfterRollback.name().into(),
             Coverage::Duplicated => Counter::NetDuplicated.name().into(),
             Coverage::Late => Counter::NetLate.name().into(),
             Coverage::PrimaryRequestLost => P::CommitPrimaryRequestLost.name().into(),
@@ -132,6 +137,7 @@ mod tests {
             "cleanup.roll_forward",
             "cleanup.roll_back.token_gone",
             "store.late_prewrite_rejected",
+            "store.late_prewrite_after_rollback",
             "net.duplicated",
             "net.late",
             "net.commit_primary.request_lost",

@@ -4,6 +4,7 @@
 //! and a commit's request can be lost on its own.
 
 use percsim_protocol::client::StepPoint;
+use percsim_protocol::{Ablation, Ablations};
 use percsim_scenarios::campaign::{self, Mix};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;
@@ -80,6 +81,46 @@ fn a_dead_clients_late_prewrite_reaches_the_tablet_server() {
         }
     }
     panic!("no dead client's prewrite arrived after its death in seeds 0..20");
+}
+
+/// The campaign's coverage item "late prewrite after rollback" counts a
+/// prewrite delivered to a cell where its transaction had already been
+/// rolled back, on the tablet server, whether or not a rollback record is
+/// there to refuse it: with the network's late copies it is counted (at
+/// least as often as a record refused one), without them never, and with
+/// rollback records ablated it is counted although nothing is refused.
+#[test]
+fn a_prewrite_after_its_rollback_is_counted_on_delivery() {
+    let count = |scenario: &Scenario| {
+        let (_, counters) = run(scenario);
+        let n = |k: &str| counters.get(k).copied().unwrap_or(0);
+        (
+            n("store.late_prewrite_after_rollback"),
+            n("store.late_prewrite_rejected"),
+        )
+    };
+    let (mut with_late, mut ablated) = (0, 0);
+    for seed in 0..20 {
+        let late = dead_owner(seed);
+        let (after, rejected) = count(&late);
+        assert!(after >= rejected, "seed {seed}: {after} < {rejected}");
+        with_late += after;
+
+        let mut quiet = late.clone();
+        quiet.cluster.faults.schedule.clear();
+        assert_eq!(count(&quiet), (0, 0), "seed {seed} without late copies");
+
+        let mut no_record = late;
+        no_record.cluster.ablations = Ablations::only(Ablation::NoRollbackRecord);
+        let (after, rejected) = count(&no_record);
+        assert_eq!(rejected, 0, "seed {seed}: no record can refuse a prewrite");
+        ablated += after;
+    }
+    assert!(
+        with_late > 0,
+        "no late prewrite after a rollback in seeds 0..20"
+    );
+    assert!(ablated > 0, "none counted with rollback records ablated");
 }
 
 /// Whether the history has a transaction the client calls unknown whose

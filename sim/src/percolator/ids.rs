@@ -38,6 +38,13 @@ crate::identities! {
             "store.late_prewrite_rejected",
             "a late prewrite was rejected by a rollback record"
         ),
+        /// A prewrite reached a cell where its transaction had already been
+        /// rolled back (counted from the simulator's own record of
+        /// rollbacks, whether or not the protocol left a rollback record).
+        StoreLatePrewriteAfterRollback => (
+            "store.late_prewrite_after_rollback",
+            "a prewrite reached a cell after its transaction was rolled back there"
+        ),
         /// Every attempt of a primary commit timed out; the store holds its commit.
         CommitPrimaryReplyLost => ("net.commit_primary.reply_lost", "a primary commit was applied but every reply was lost"),
         /// Every attempt of a primary commit timed out; the store holds no commit.

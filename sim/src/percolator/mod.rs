@@ -26,9 +26,9 @@ use config::SimConfig;
 use madsim::time::{Duration, Instant, sleep};
 use nodes::client::Client;
 use percsim_checker as history;
-use percsim_protocol::SessionId;
 use percsim_protocol::client::{ObserverBody, ObserverSpec, Point};
-use std::collections::BTreeMap;
+use percsim_protocol::{SessionId, Ts};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 pub(crate) use store::{Durable, Tablets};
@@ -157,6 +157,7 @@ impl System for Percolator {
                 granted: Mutex::new(LOAD_COMMIT_TS),
                 point_hits: Mutex::default(),
                 armed_points: Mutex::default(),
+                rolled_back: Mutex::default(),
             }),
             Arc::default(),
         ))
@@ -187,6 +188,11 @@ pub(crate) struct Cluster {
     pub point_hits: Mutex<BTreeMap<(Point, usize), u64>>,
     /// Stops armed by a script for a node's next visit to a point.
     pub armed_points: Mutex<Vec<(Point, usize, points::PointAction)>>,
+    /// Every cell where a transaction was rolled back, as (row, column,
+    /// start_ts): the simulator's own record for coverage, kept whether or
+    /// not the protocol leaves a rollback record (an ablation may not).
+    /// The protocol never reads it.
+    pub rolled_back: Mutex<BTreeSet<(String, String, Ts)>>,
 }
 
 impl Cluster {

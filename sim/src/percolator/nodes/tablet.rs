@@ -11,7 +11,7 @@ use crate::world::serve::{AfterHandler, Intake, serve, serve_costed, serve_coste
 use madsim::net::Endpoint;
 use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
-    GetResult, PrewriteError, RowReply, RowRequest, execute, get::get,
+    CleanupAction, GetResult, PrewriteError, ResolveAction, RowReply, RowRequest, execute, get::get,
 };
 use percsim_protocol::client::Point;
 use percsim_protocol::row::Row;
@@ -82,6 +82,7 @@ fn row_step(
         Some(row) => execute(row, &call.row, &call.req, cluster.cfg.ablations),
         None => execute(&Row::default(), &call.row, &call.req, cluster.cfg.ablations),
     };
+    note_rollbacks(cluster, &call, &reply);
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
         cluster.bump(PercolatorCounter::StoreLatePrewriteRejected);
@@ -104,6 +105,36 @@ fn row_step(
     drop(d);
     let after = cluster.server_point(Point::TabletAfterApply, me);
     (Ok(reply), cost, after)
+}
+
+/// Keep the simulator's own record of rollbacks (whatever the protocol
+/// leaves in the row), and count a prewrite delivered to a cell where its
+/// transaction had already been rolled back: a late or retried copy that
+/// only the rollback record stops from locking the cell again.
+fn note_rollbacks(cluster: &Cluster, call: &RowCall, reply: &RowReply) {
+    let rolled_back = match (&call.req, reply) {
+        (RowRequest::Prewrite(p), _) => {
+            let key = (call.row.clone(), p.col.clone(), p.start_ts);
+            if cluster.lock(&cluster.rolled_back).contains(&key) {
+                cluster.bump(PercolatorCounter::StoreLatePrewriteAfterRollback);
+            }
+            return;
+        }
+        (
+            RowRequest::Cleanup { col, start_ts },
+            RowReply::Cleanup(
+                _,
+                CleanupAction::RolledBack | CleanupAction::RolledBackBeforePrewrite,
+            ),
+        ) => (col, start_ts),
+        (
+            RowRequest::Resolve { col, start_ts, .. },
+            RowReply::Resolve(Ok(ResolveAction::RolledBack)),
+        ) => (col, start_ts),
+        _ => return,
+    };
+    let key = (call.row.clone(), rolled_back.0.clone(), *rolled_back.1);
+    cluster.lock(&cluster.rolled_back).insert(key);
 }
 
 /// A raw Bigtable operation (no transaction): the baseline of the paper's

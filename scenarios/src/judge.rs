@@ -3,6 +3,7 @@
 //! the tests all call [`judge`].
 
 use crate::scenario::{Scenario, ScenarioError};
+use crate::workloads::WorkloadSpec;
 use percsim_checker::stream::{StreamHistory, StreamReport};
 use percsim_checker::{History, Report};
 use percsim_sim::RunOutput;
@@ -27,11 +28,16 @@ pub enum Verdict {
     /// The watchdog ended the run: simulated time ran past the run's phases
     /// (plus a margin), or the run exceeded its wall-time or memory budget.
     Stuck,
+    /// A script's own expectation did not hold (a value, an outcome, a
+    /// stored cell or a count the scenario's author wrote down), while the
+    /// checker found no safety violation.
+    ExpectationFailed,
 }
 
 impl Verdict {
     /// The process exit code for this verdict: 0 pass, 1 safety, 3
-    /// liveness, 4 crash, 5 nondeterminism, 6 stuck (2 is bad input).
+    /// liveness, 4 crash, 5 nondeterminism, 6 stuck, 7 a script's
+    /// expectation failed (2 is bad input).
     pub fn exit_code(self) -> i32 {
         match self {
             Verdict::Pass => 0,
@@ -40,6 +46,7 @@ impl Verdict {
             Verdict::Crash => 4,
             Verdict::Nondeterministic => 5,
             Verdict::Stuck => 6,
+            Verdict::ExpectationFailed => 7,
         }
     }
 }
@@ -120,6 +127,11 @@ pub struct Judged {
     /// Wall time spent simulating and checking.
     pub timing: Timing,
 }
+
+/// The name a failed script expectation is listed under in
+/// `violated_rules` (a script's expectations are its author's, not the
+/// checker's rules nor a workload invariant).
+pub const EXPECTATION_RULE: &str = "script_expectation";
 
 /// Checker findings that restate a liveness failure: a run that did not
 /// converge leaves locks and notifications behind by definition (and a
@@ -235,17 +247,34 @@ pub fn verdict_of(
             .violated_rules
             .extend(sr.rules.iter().filter(|r| !r.passed).map(|r| r.id.clone()));
     }
+    // A script's violations are its author's expectations, not invariants.
+    let expectations = matches!(scenario.workload, WorkloadSpec::Script(_));
+    let safety = !result.violated_rules.is_empty();
     if !s.workload_violations.is_empty() {
-        result.violated_rules.push("workload_invariant".into());
+        let rule = if expectations {
+            EXPECTATION_RULE
+        } else {
+            "workload_invariant"
+        };
+        result.violated_rules.push(rule.into());
     }
     if !result.violated_rules.is_empty() {
-        result.verdict = Verdict::Safety;
+        result.verdict = if safety || !expectations {
+            Verdict::Safety
+        } else {
+            Verdict::ExpectationFailed
+        };
         let mut text = match &stream_report {
             Some(sr) => sr.render_text(),
             None => report.render_text(),
         };
+        let label = if expectations {
+            "expectation failed"
+        } else {
+            "workload invariant"
+        };
         for v in &s.workload_violations {
-            text.push_str(&format!("\nworkload invariant: {v}"));
+            text.push_str(&format!("\n{label}: {v}"));
         }
         result.explanation = Some(text);
     } else if let Some(l) = &s.liveness_failure {

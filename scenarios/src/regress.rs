@@ -46,11 +46,16 @@ impl Judged {
 /// Run `scenario` once and judge it.
 pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     let output = scenario.run()?;
+    // A script's violations are its own expectations (as `percsim run` says).
+    let label = match scenario.workload {
+        WorkloadSpec::Script(_) => "expectation failed",
+        _ => "workload invariant",
+    };
     let mut problems: Vec<String> = output
         .summary
         .workload_violations
         .iter()
-        .map(|v| format!("workload invariant: {v}"))
+        .map(|v| format!("{label}: {v}"))
         .collect();
     if let Some(l) = &output.summary.liveness_failure {
         problems.push(format!("liveness: {l}"));

@@ -85,7 +85,8 @@ impl Summary {
         }
     }
 
-    /// The worst verdict (safety over crash over nondeterminism over stuck over liveness).
+    /// The worst verdict (safety over crash over nondeterminism over stuck
+    /// over a failed expectation over liveness).
     pub fn worst(&self) -> Verdict {
         self.verdicts
             .keys()
@@ -95,8 +96,9 @@ impl Summary {
                 Verdict::Crash => 1,
                 Verdict::Nondeterministic => 2,
                 Verdict::Stuck => 3,
-                Verdict::Liveness => 4,
-                Verdict::Pass => 5,
+                Verdict::ExpectationFailed => 4,
+                Verdict::Liveness => 5,
+                Verdict::Pass => 6,
             })
             .unwrap_or(Verdict::Pass)
     }

@@ -162,6 +162,44 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
     assert!(text(&o).contains("cannot read"), "{}", text(&o));
 }
 
+/// A script whose own expectation does not hold is not a safety violation:
+/// `percsim run` says "ExpectationFailed" with exit code 7, names the step,
+/// and the checker's verdict on the same history stays a pass.
+#[test]
+fn a_failed_script_expectation_has_its_own_verdict_and_exit_code() {
+    let script = |expect: &str| {
+        format!(
+            r#"{{"format":"percsim-scenario/1","seed":1,
+            "cluster":{{"tablet_servers":1,"tablets":1,"clients":1,"workers_per_client":1,"run_ms":5000}},
+            "workload":{{"name":"script",
+              "initial":[{{"row":"a","col":"v","value":"a0"}}],
+              "steps":[{{"do":"begin","client":0,"txn":"R"}},
+                       {{"do":"get","txn":"R","row":"a","col":"v","expect":"{expect}"}},
+                       {{"do":"commit","txn":"R","expect":"committed"}}]}}}}"#
+        )
+    };
+    let path = tmp("expectation.json");
+    let history = tmp("expectation.history.json");
+    std::fs::write(&path, script("a0")).unwrap();
+    let o = percsim(&["run", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::fs::write(&path, script("not-a0")).unwrap();
+    let o = percsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}");
+    assert!(out.contains("verdict       ExpectationFailed"), "{out}");
+    assert!(!out.contains("Safety"), "{out}");
+    assert!(out.contains("expectation failed: step 1"), "{out}");
+    assert!(out.contains("not-a0"), "{out}");
+    let check = percsim(&["check", history.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}
+
 #[test]
 fn check_rejects_a_malformed_history_with_exit_2() {
     let path = tmp("bad-history.json");

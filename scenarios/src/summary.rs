@@ -327,6 +327,52 @@ mod tests {
         assert!(text.contains("roll_back_between_cells"), "{text}");
     }
 
+    /// A campaign in which no late prewrite reached a rolled-back cell says
+    /// so; one in which it happened counts it.
+    #[test]
+    fn a_campaign_without_a_late_prewrite_after_rollback_flags_it() {
+        let line = |n: u64| {
+            format!(
+                "  {:<44} {n:>8}",
+                Coverage::LatePrewriteAfterRollback.describe()
+            )
+        };
+        let mut r = result(1, Verdict::Pass);
+        let mut none = Summary::default();
+        none.add(&r);
+        assert!(
+            none.never_happened()
+                .contains(&Coverage::LatePrewriteAfterRollback)
+        );
+        assert!(
+            none.render()
+                .contains(&format!("{}   <-- never happened", line(0)))
+        );
+        r.counters
+            .insert("store.late_prewrite_after_rollback".into(), 3);
+        let mut some = Summary::default();
+        some.add(&r);
+        assert!(
+            !some
+                .never_happened()
+                .contains(&Coverage::LatePrewriteAfterRollback)
+        );
+        assert!(some.render().contains(&format!("{}\n", line(3))));
+    }
+
+    /// A failed script expectation ranks below a safety violation and
+    /// above a liveness failure.
+    #[test]
+    fn a_failed_expectation_ranks_between_safety_and_liveness() {
+        let mut s = Summary::default();
+        s.add(&result(1, Verdict::Liveness));
+        s.add(&result(2, Verdict::ExpectationFailed));
+        assert_eq!(s.worst(), Verdict::ExpectationFailed);
+        assert_eq!(s.worst().exit_code(), 7);
+        s.add(&result(3, Verdict::Safety));
+        assert_eq!(s.worst(), Verdict::Safety);
+    }
+
     #[test]
     fn seed_sets_tell_new_seeds_from_seen_ones() {
         let mut s = SeedSet::default();

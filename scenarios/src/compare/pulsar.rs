@@ -7,7 +7,7 @@
 use super::facts::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
 use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
-use percsim_sim::EventKind;
+use percsim_sim::{EventKind, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Read a Pulsar run: `events` are the world's (kills, the healed phase),
@@ -88,8 +88,10 @@ fn documents(h: &StreamHistory) -> Vec<DocFact> {
         .collect()
 }
 
-/// Every kill of a client or of the coordinator, with the transactions
-/// open at it (the dead client's own; every client's for the coordinator).
+/// Every kill of a client or of the coordinator (the broker that hosted
+/// it: the kill event lists `coordinator` in its `hosts`), with the
+/// transactions open at it (the dead client's own; every client's for the
+/// coordinator).
 fn deaths(events: &[Event], h: &StreamHistory) -> Vec<DeathFact> {
     let kill = EventKind::Kill.name();
     let ended = EndSeen::new(h);
@@ -100,7 +102,15 @@ fn deaths(events: &[Event], h: &StreamHistory) -> Vec<DeathFact> {
             continue;
         };
         let client: Option<u64> = node.strip_prefix("client-").and_then(|c| c.parse().ok());
-        if client.is_none() && node != "coordinator" {
+        let hosts_coordinator = node == "coordinator"
+            || e.fields
+                .get("hosts")
+                .and_then(|h| h.as_array())
+                .is_some_and(|h| {
+                    h.iter()
+                        .any(|r| r.as_str() == Some(Role::Coordinator.name()))
+                });
+        if client.is_none() && !hosts_coordinator {
             continue;
         }
         let since = previous.insert(node.to_string(), e.t_ns);

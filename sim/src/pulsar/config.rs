@@ -79,6 +79,15 @@ impl Default for PulsarConfig {
 }
 
 impl PulsarConfig {
+    /// The names of the cluster's nodes with `clients` clients, as faults
+    /// name them: `metadata`, `broker-N`, `client-N`.
+    pub fn node_names(&self, clients: usize) -> Vec<String> {
+        let mut names = vec!["metadata".to_string()];
+        names.extend((0..self.brokers).map(|i| format!("broker-{i}")));
+        names.extend((0..clients).map(|i| format!("client-{i}")));
+        names
+    }
+
     /// Check for impossible settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=50).contains(&self.brokers) {

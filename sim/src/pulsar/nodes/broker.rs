@@ -322,3 +322,60 @@ fn apply(
     }
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use percsim_protocol::pulsar::buffer::Entry;
+    use percsim_protocol::pulsar::types::{Message, ProducerRef};
+
+    fn message(payload: &str) -> BrokerWrite {
+        BrokerWrite::Partition(Entry::Message(Message {
+            txn: None,
+            producer: ProducerRef {
+                producer_id: 1,
+                epoch: 0,
+            },
+            payload: payload.into(),
+        }))
+    }
+
+    fn owned(epoch: u64) -> Owned {
+        Owned {
+            epoch,
+            tb: TbState::default(),
+            subs: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_fenced_append_reaches_neither_the_log_nor_memory() {
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut old = owned(1);
+        assert_eq!(apply(&mut store, &mut old, message("a")), Ok(true));
+        // A new owner opens the logs at epoch 2.
+        store.epoch = open_log(store.epoch, 2).unwrap();
+        let refused = apply(&mut store, &mut old, message("b"));
+        assert_eq!(refused, Err(Fenced { log: 2, writer: 1 }));
+        assert_eq!(store.log.len(), 1, "the stale append landed");
+        assert_eq!(old.tb.len(), 1, "the stale append was applied in memory");
+        let mut new = owned(2);
+        assert_eq!(apply(&mut store, &mut new, message("c")), Ok(true));
+        assert_eq!(store.log.len(), 2);
+    }
+
+    #[test]
+    fn a_write_of_nothing_needs_no_fence() {
+        let mut store = PartitionStore {
+            epoch: 5,
+            ..PartitionStore::default()
+        };
+        assert_eq!(
+            apply(&mut store, &mut owned(1), BrokerWrite::Nothing),
+            Ok(false)
+        );
+    }
+}

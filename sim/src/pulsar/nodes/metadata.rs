@@ -30,7 +30,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         }
     }
     let c = cluster.clone();
-    serve(&ep, Intake::Busy, move |Heartbeat(session)| {
+    serve(&ep, Intake::Quiet, move |Heartbeat(session)| {
         let c = c.clone();
         async move {
             let now_ms = c.now_ms();

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 /// A `stream` scenario on 3 brokers with no random fault, with `faults`
 /// (the cluster's `faults`) and `crashes` (the cluster's server points).
+/// Producers never abort on purpose, so every end a client asks for is a
+/// commit.
 fn scenario(seed: u64, faults: Value, crashes: Value) -> Scenario {
     let text = json!({
         "format": "percsim-scenario/1",
@@ -19,7 +21,7 @@ fn scenario(seed: u64, faults: Value, crashes: Value) -> Scenario {
         "system": "pulsar",
         "cluster": {"clients": 4, "run_ms": 3000, "quiesce_ms": 30000, "faults": faults},
         "pulsar": {"brokers": 3, "partitions": 3, "crashes": crashes},
-        "workload": {"name": "stream"}
+        "workload": {"name": "stream", "abort_ratio": 0.0}
     });
     Scenario::parse(&text.to_string()).expect("a valid scenario")
 }
@@ -60,8 +62,14 @@ fn healed_ns(out: &RunOutput) -> u64 {
 /// the transaction's commit markers.
 #[test]
 fn coordinator_owner_killed_another_broker_finishes_the_committing_transaction() {
+    for seed in 1..=4 {
+        coordinator_owner_killed(seed);
+    }
+}
+
+fn coordinator_owner_killed(seed: u64) {
     let crashes = json!([{"point": "after_ending_logged", "nth": 2, "restart_after_ms": 10000}]);
-    let (out, h) = run(&scenario(3, json!({}), crashes));
+    let (out, h) = run(&scenario(seed, json!({}), crashes));
     let crash = events(&out, "crash_at_point")
         .next()
         .expect("the crash point was reached");
@@ -101,10 +109,16 @@ fn coordinator_owner_killed_another_broker_finishes_the_committing_transaction()
 /// partition succeed after the move).
 #[test]
 fn partition_owner_killed_clients_find_the_new_owner() {
+    for seed in 5..=8 {
+        partition_owner_killed(seed);
+    }
+}
+
+fn partition_owner_killed(seed: u64) {
     let faults = json!({"schedule": [
         {"at_ms": 500, "fault": {"kind": "kill", "node": "broker-1", "restart_after_ms": 10000}}
     ]});
-    let (out, h) = run(&scenario(5, faults, json!([])));
+    let (out, h) = run(&scenario(seed, faults, json!([])));
     let moved: Vec<&Event> = events(&out, "ownership_moved")
         .filter(|e| field(e, "from") == 1)
         .collect();
@@ -143,8 +157,14 @@ fn partition_owner_killed_clients_find_the_new_owner() {
 /// transaction log is refused.
 #[test]
 fn a_paused_old_coordinator_owner_is_fenced_when_it_wakes() {
+    for seed in 1..=4 {
+        paused_coordinator_owner(seed);
+    }
+}
+
+fn paused_coordinator_owner(seed: u64) {
     let crashes = json!([{"point": "after_all_markers", "nth": 2, "pause_ms": 1500}]);
-    let (out, _) = run(&scenario(3, json!({}), crashes));
+    let (out, _) = run(&scenario(seed, json!({}), crashes));
     let pause = events(&out, "crash_at_point")
         .next()
         .expect("the pause point was reached");
@@ -169,10 +189,16 @@ fn a_paused_old_coordinator_owner_is_fenced_when_it_wakes() {
 /// no duplicate and no lost or torn write).
 #[test]
 fn a_paused_partition_owner_is_fenced_when_it_wakes() {
+    for seed in 5..=8 {
+        paused_partition_owner(seed);
+    }
+}
+
+fn paused_partition_owner(seed: u64) {
     let faults = json!({"schedule": [
         {"at_ms": 800, "fault": {"kind": "pause", "node": "broker-1", "duration_ms": 1500}}
     ]});
-    let (out, _) = run(&scenario(7, faults, json!([])));
+    let (out, _) = run(&scenario(seed, faults, json!([])));
     assert!(events(&out, "ownership_moved").any(|e| field(e, "from") == 1));
     let fenced: Vec<&Event> = events(&out, "stale_owner_fenced")
         .filter(|e| field(e, "node") == "broker-1")

@@ -38,7 +38,6 @@ pub fn assign(table: &OwnershipTable) -> Vec<MetaRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pulsar::ownership::expire;
     use crate::pulsar::ownership::test_util::*;
 
     #[test]

@@ -5,11 +5,20 @@
 
 use super::state::{MetaRecord, OwnershipTable};
 
-/// The sessions silent for `session_timeout_ms` or more at `now_ms`.
-pub fn expire(table: &OwnershipTable, now_ms: u64, session_timeout_ms: u64) -> Vec<MetaRecord> {
+/// When the metadata service looks, and how much silence ends a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    /// Now (ms).
+    pub now_ms: u64,
+    /// A session silent this long expires.
+    pub session_timeout_ms: u64,
+}
+
+/// The sessions silent for the session timeout or more at `at.now_ms`.
+pub fn expire(table: &OwnershipTable, at: Expiry) -> Vec<MetaRecord> {
     table
         .live()
-        .filter(|(_, heard)| now_ms.saturating_sub(*heard) >= session_timeout_ms)
+        .filter(|(_, heard)| at.now_ms.saturating_sub(*heard) >= at.session_timeout_ms)
         .map(|(session, _)| MetaRecord::Expired { session })
         .collect()
 }
@@ -24,9 +33,13 @@ mod tests {
         let mut t = table();
         must_heartbeat(&mut t, b(0), 100);
         must_heartbeat(&mut t, b(1), 300);
-        assert!(expire(&t, 599, 500).is_empty());
+        let at = |now_ms| Expiry {
+            now_ms,
+            session_timeout_ms: 500,
+        };
+        assert!(expire(&t, at(599)).is_empty());
         assert_eq!(
-            expire(&t, 600, 500),
+            expire(&t, at(600)),
             vec![MetaRecord::Expired { session: b(0) }]
         );
         must_expire(&mut t, 800, 500);
@@ -39,6 +52,6 @@ mod tests {
         let mut t = table();
         must_heartbeat(&mut t, b(0), 0);
         must_heartbeat(&mut t, b(0), 400);
-        assert!(expire(&t, 800, 500).is_empty());
+        assert!(must_expire(&mut t, 800, 500).is_empty());
     }
 }

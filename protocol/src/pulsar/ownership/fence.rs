@@ -8,6 +8,15 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A log's epoch and a writer's (the owner that opens or appends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Epochs {
+    /// The epoch the log was last opened at.
+    pub log: u64,
+    /// The epoch of the owner that writes.
+    pub writer: u64,
+}
+
 /// An owner's append or open was refused: the log belongs to a later epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("fenced: the log is at epoch {log}, the writer at {writer}")]
@@ -18,25 +27,25 @@ pub struct Fenced {
     pub writer: u64,
 }
 
-/// Open a log whose epoch is `log_epoch` as the owner of `epoch`: the
-/// log's new epoch, or `Fenced` if a later owner opened it already.
-pub fn open_log(log_epoch: u64, epoch: u64) -> Result<u64, Fenced> {
-    if epoch < log_epoch {
+/// Open a log at `e.log` as the owner of `e.writer`: the log's new epoch,
+/// or `Fenced` if a later owner opened it already.
+pub fn open_log(e: Epochs) -> Result<u64, Fenced> {
+    if e.writer < e.log {
         return Err(Fenced {
-            log: log_epoch,
-            writer: epoch,
+            log: e.log,
+            writer: e.writer,
         });
     }
-    Ok(epoch)
+    Ok(e.writer)
 }
 
-/// May the owner of `epoch` append to a log at `log_epoch`? Only the owner
+/// May the owner of `e.writer` append to a log at `e.log`? Only the owner
 /// that opened it last.
-pub fn check_append(log_epoch: u64, epoch: u64) -> Result<(), Fenced> {
-    if epoch != log_epoch {
+pub fn check_append(e: Epochs) -> Result<(), Fenced> {
+    if e.writer != e.log {
         return Err(Fenced {
-            log: log_epoch,
-            writer: epoch,
+            log: e.log,
+            writer: e.writer,
         });
     }
     Ok(())
@@ -46,23 +55,27 @@ pub fn check_append(log_epoch: u64, epoch: u64) -> Result<(), Fenced> {
 mod tests {
     use super::*;
 
+    fn e(log: u64, writer: u64) -> Epochs {
+        Epochs { log, writer }
+    }
+
     #[test]
     fn a_new_owner_fences_the_old_one() {
-        let log = open_log(0, 1).unwrap();
-        assert_eq!(check_append(log, 1), Ok(()));
-        let log = open_log(log, 2).unwrap();
-        assert_eq!(check_append(log, 1), Err(Fenced { log: 2, writer: 1 }));
-        assert_eq!(check_append(log, 2), Ok(()));
+        let log = open_log(e(0, 1)).unwrap();
+        assert_eq!(check_append(e(log, 1)), Ok(()));
+        let log = open_log(e(log, 2)).unwrap();
+        assert_eq!(check_append(e(log, 1)), Err(Fenced { log: 2, writer: 1 }));
+        assert_eq!(check_append(e(log, 2)), Ok(()));
     }
 
     #[test]
     fn an_old_owner_cannot_reopen_a_log_a_later_one_holds() {
-        assert_eq!(open_log(3, 2), Err(Fenced { log: 3, writer: 2 }));
-        assert_eq!(open_log(3, 3), Ok(3), "the owner may reopen its own log");
+        assert_eq!(open_log(e(3, 2)), Err(Fenced { log: 3, writer: 2 }));
+        assert_eq!(open_log(e(3, 3)), Ok(3), "the owner may reopen its own log");
     }
 
     #[test]
     fn an_append_from_a_later_epoch_that_never_opened_the_log_is_refused() {
-        assert_eq!(check_append(1, 2), Err(Fenced { log: 1, writer: 2 }));
+        assert_eq!(check_append(e(1, 2)), Err(Fenced { log: 1, writer: 2 }));
     }
 }

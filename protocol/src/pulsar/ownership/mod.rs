@@ -24,8 +24,8 @@ mod lookup;
 mod state;
 
 pub use assign::assign;
-pub use expire::expire;
-pub use fence::{Fenced, check_append, open_log};
+pub use expire::{Expiry, expire};
+pub use fence::{Epochs, Fenced, check_append, open_log};
 pub use heartbeat::{HeartbeatReply, heartbeat};
 pub use lookup::{LookupCache, lookup};
 pub use state::{Assignment, MetaRecord, OwnershipTable, Resource, SessionId};
@@ -75,7 +75,11 @@ pub(crate) mod test_util {
 
     /// Run [`expire`] and apply what it returns.
     pub fn must_expire(t: &mut OwnershipTable, now_ms: u64, timeout_ms: u64) -> Vec<MetaRecord> {
-        let plan = expire(t, now_ms, timeout_ms);
+        let at = Expiry {
+            now_ms,
+            session_timeout_ms: timeout_ms,
+        };
+        let plan = expire(t, at);
         apply_all(t, &plan);
         plan
     }

@@ -23,7 +23,7 @@ use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marke
 use percsim_protocol::pulsar::buffer::TbState;
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
 use percsim_protocol::pulsar::ownership::{
-    Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
+    Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
 };
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::subscription::{self, Subscription};
@@ -160,7 +160,10 @@ impl Broker {
         let Some(store) = d.partitions.get_mut(p) else {
             return;
         };
-        let Ok(e) = open_log(store.epoch, epoch) else {
+        let Ok(e) = open_log(Epochs {
+            log: store.epoch,
+            writer: epoch,
+        }) else {
             return; // a later owner holds it already
         };
         store.epoch = e;
@@ -183,7 +186,10 @@ impl Broker {
     fn take_coordinator(&self, epoch: u64) {
         let log = {
             let mut d = self.cluster.durable();
-            let Ok(e) = open_log(d.tc_epoch, epoch) else {
+            let Ok(e) = open_log(Epochs {
+                log: d.tc_epoch,
+                writer: epoch,
+            }) else {
                 return;
             };
             d.tc_epoch = e;
@@ -307,7 +313,10 @@ fn apply(
     if matches!(write, BrokerWrite::Nothing) {
         return Ok(false);
     }
-    check_append(store.epoch, owned.epoch)?;
+    check_append(Epochs {
+        log: store.epoch,
+        writer: owned.epoch,
+    })?;
     match write {
         BrokerWrite::Nothing => {}
         BrokerWrite::Partition(entry) => {
@@ -357,7 +366,11 @@ mod tests {
         let mut old = owned(1);
         assert_eq!(apply(&mut store, &mut old, message("a")), Ok(true));
         // A new owner opens the logs at epoch 2.
-        store.epoch = open_log(store.epoch, 2).unwrap();
+        store.epoch = open_log(Epochs {
+            log: store.epoch,
+            writer: 2,
+        })
+        .unwrap();
         let refused = apply(&mut store, &mut old, message("b"));
         assert_eq!(refused, Err(Fenced { log: 2, writer: 1 }));
         assert_eq!(store.log.len(), 1, "the stale append landed");

@@ -23,7 +23,7 @@ use percsim_protocol::pulsar::client::{TcReply, TcRequest};
 use percsim_protocol::pulsar::coordinator::{
     self, LogRecord, TcAction, TcError, TcState, TxnState,
 };
-use percsim_protocol::pulsar::ownership::{Resource, check_append};
+use percsim_protocol::pulsar::ownership::{Epochs, Resource, check_append};
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::types::{Marker, Participant, TxnAction, TxnId};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,7 +109,11 @@ impl Tc {
             return Err(NotOwner);
         }
         let mut d = self.cluster.durable();
-        if let Err(f) = check_append(d.tc_epoch, self.epoch) {
+        let epochs = Epochs {
+            log: d.tc_epoch,
+            writer: self.epoch,
+        };
+        if let Err(f) = check_append(epochs) {
             drop(d);
             self.stop();
             let resource = Resource::Coordinator(COORDINATOR);

@@ -59,7 +59,11 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
 fn scan(cluster: &Cluster) {
     let now_ms = cluster.now_ms();
     let mut d = cluster.durable();
-    let expired = ownership::expire(&d.meta, now_ms, cluster.cfg.session_timeout_ms);
+    let at = ownership::Expiry {
+        now_ms,
+        session_timeout_ms: cluster.cfg.session_timeout_ms,
+    };
+    let expired = ownership::expire(&d.meta, at);
     for r in &expired {
         d.meta.apply(r);
         if let MetaRecord::Expired { session } = r {

@@ -240,3 +240,25 @@ fn a_fault_naming_no_pulsar_node_is_refused() {
     assert!(e.contains("no node named \"coordinator\""), "{e}");
     assert!(e.contains("metadata, broker-0"), "{e}");
 }
+
+/// A session timeout no longer than the heartbeat would expire every
+/// session between two heartbeats: bad input, naming the field.
+#[test]
+fn a_session_timeout_shorter_than_the_heartbeat_is_refused() {
+    let text = json!({
+        "format": "percsim-scenario/1", "seed": 1, "system": "pulsar",
+        "cluster": {"clients": 2},
+        "pulsar": {"heartbeat_ms": 100, "session_timeout_ms": 100},
+        "workload": {"name": "stream"}
+    });
+    let e = Scenario::parse(&text.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("pulsar.session_timeout_ms: 100 must be longer than heartbeat_ms (100)"),
+        "{e}"
+    );
+    let zero = text
+        .to_string()
+        .replace("\"heartbeat_ms\":100", "\"heartbeat_ms\":0");
+    let e = Scenario::parse(&zero).unwrap_err().to_string();
+    assert!(e.contains("pulsar.heartbeat_ms: must be at least 1"), "{e}");
+}

@@ -4,7 +4,7 @@
 //! in every campaign.
 
 use percsim_protocol::client::AbortReason;
-use percsim_sim::{Counter, FaultKind, PercolatorCounter as P, PercolatorEvent};
+use percsim_sim::{Counter, FaultKind, PercolatorCounter as P, PercolatorEvent, PulsarEvent};
 
 percsim_sim::identities! {
     /// An event a campaign is expected to exercise; one that never happens
@@ -70,10 +70,20 @@ percsim_sim::identities! {
         ObserverNothingNew => ("observer_nothing_new", "notification found already processed"),
         /// A scanner jumped away from a taken row.
         ScanJump => ("scan_jump", "scanner jumped away from a taken row"),
+        /// Pulsar: the coordinator or a partition moved to another broker session.
+        OwnershipMoved => ("ownership_moved", "Pulsar: ownership moved to another broker"),
+        /// Pulsar: a stale owner's append was refused by a log's fence.
+        StaleOwnerFenced => ("stale_owner_fenced", "Pulsar: a stale owner's append fenced"),
     }
 }
 
 impl Coverage {
+    /// Whether only Pulsar seeds can exercise it (a campaign without
+    /// Pulsar seeds does not flag it).
+    pub fn pulsar_only(self) -> bool {
+        matches!(self, Coverage::OwnershipMoved | Coverage::StaleOwnerFenced)
+    }
+
     /// The run counter this item reads.
     pub fn counter(self) -> String {
         let fault = |k: FaultKind| k.counter();
@@ -108,6 +118,8 @@ impl Coverage {
             Coverage::ObserverRan => P::ObserverRan.name().into(),
             Coverage::ObserverNothingNew => P::ObserverNothingNew.name().into(),
             Coverage::ScanJump => P::ScanJumps.name().into(),
+            Coverage::OwnershipMoved => PulsarEvent::OwnershipMoved.counter(),
+            Coverage::StaleOwnerFenced => PulsarEvent::StaleOwnerFenced.counter(),
         }
     }
 }
@@ -153,6 +165,8 @@ mod tests {
             "txn.unknown",
             "observer.nothing_new",
             "scan.jumps",
+            "event.ownership_moved",
+            "event.stale_owner_fenced",
         ] {
             assert!(counters.iter().any(|c| c == want), "{want}");
         }

@@ -93,15 +93,24 @@ pub fn generate(seed: u64, ablations: PulsarAblations) -> Scenario {
     s
 }
 
-/// Kill the coordinator or a broker at some of their named points.
+/// Kill the coordinator's broker or a broker at some of their named
+/// points, or (one in three) freeze it there: a pause longer than the
+/// session timeout makes a stale owner that wakes up after its resources
+/// moved, in the middle of a step.
 fn server_crashes(pulsar: &mut PulsarConfig, intensity: f64, rng: &mut ChaCha8Rng) {
     let n = 1 + (intensity * 3.0) as usize;
     for _ in 0..n {
         let point = ServerPoint::ALL[rng.random_range(0..ServerPoint::ALL.len())];
+        let nth = rng.random_range(1..=20);
+        let restart_after_ms = rng.random_range(50..=1_000);
+        let pause_ms = rng
+            .random_bool(1.0 / 3.0)
+            .then(|| rng.random_range(200..=1_500));
         pulsar.crashes.push(ServerCrashAt {
             point,
-            nth: rng.random_range(1..=20),
-            restart_after_ms: rng.random_range(50..=1_000),
+            nth,
+            restart_after_ms,
+            pause_ms,
         });
     }
 }

@@ -136,12 +136,20 @@ impl Scenario {
                 "pulsar: only for \"system\": \"pulsar\"".into(),
             ));
         }
-        if let Some(p) = &self.pulsar {
-            p.validate().map_err(ScenarioError::Invalid)?;
+        if self.system == SystemKind::Pulsar {
+            let pulsar = self.pulsar.clone().unwrap_or_default();
+            percsim_sim::validate_pulsar(&self.cluster, &pulsar).map_err(|e| {
+                ScenarioError::Invalid(if e.field == "pulsar" {
+                    e.problem // names its own field
+                } else {
+                    format!("cluster.{}: {}", e.field, e.problem)
+                })
+            })?;
+        } else {
+            self.cluster.validate().map_err(|e| {
+                ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem))
+            })?;
         }
-        self.cluster
-            .validate()
-            .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))?;
         self.workload
             .validate(&self.cluster)
             .map_err(ScenarioError::Invalid)

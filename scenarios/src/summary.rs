@@ -103,13 +103,24 @@ impl Summary {
             .unwrap_or(Verdict::Pass)
     }
 
-    /// Coverage items that never happened.
+    /// Coverage items that never happened (of the systems the campaign ran).
     pub fn never_happened(&self) -> Vec<Coverage> {
+        self.coverage()
+            .filter(|c| self.count(&c.counter()) == 0)
+            .collect()
+    }
+
+    /// The coverage items of the systems the campaign ran: Pulsar's own
+    /// only if it ran Pulsar seeds.
+    fn coverage(&self) -> impl Iterator<Item = Coverage> + '_ {
+        let pulsar = self
+            .workloads
+            .iter()
+            .any(|(w, n)| *n > 0 && crate::pulsar_campaign::PULSAR_WORKLOADS.contains(&w.as_str()));
         Coverage::ALL
             .iter()
             .copied()
-            .filter(|c| self.count(&c.counter()) == 0)
-            .collect()
+            .filter(move |c| pulsar || !c.pulsar_only())
     }
 
     /// Named crash and pause points no node stopped at: each is a finding
@@ -162,7 +173,7 @@ impl Summary {
             let _ = writeln!(o, "  {name:<44} {v:>8}");
         }
         let _ = writeln!(o, "coverage (how often each interesting event happened):");
-        for c in Coverage::ALL {
+        for c in self.coverage() {
             let n = self.count(&c.counter());
             let flag = if n == 0 { "   <-- never happened" } else { "" };
             let _ = writeln!(o, "  {:<44} {n:>8}{flag}", c.describe());
@@ -303,6 +314,35 @@ mod tests {
             wall_ms: 5,
             capsule: (verdict != Verdict::Pass).then(|| format!("failures/seed-{seed}.json")),
         }
+    }
+
+    #[test]
+    fn a_pulsar_campaign_without_moves_flags_them_and_a_percolator_one_does_not() {
+        let mut percolator = Summary::default();
+        percolator.add(&result(1, Verdict::Pass));
+        let missing = percolator.never_happened();
+        assert!(!missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
+        assert!(
+            !percolator
+                .render()
+                .contains(Coverage::OwnershipMoved.describe())
+        );
+        let mut pulsar = Summary::default();
+        let mut r = result(2, Verdict::Pass);
+        r.workload = "stream".into();
+        pulsar.add(&r);
+        let missing = pulsar.never_happened();
+        assert!(missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
+        assert!(missing.contains(&Coverage::StaleOwnerFenced), "{missing:?}");
+        let text = pulsar.render();
+        let line = text
+            .lines()
+            .find(|l| l.contains(Coverage::OwnershipMoved.describe()))
+            .expect("the item is listed");
+        assert!(line.ends_with("0   <-- never happened"), "{line}");
+        r.counters.insert("event.ownership_moved".into(), 3);
+        pulsar.add(&r);
+        assert!(!pulsar.never_happened().contains(&Coverage::OwnershipMoved));
     }
 
     #[test]

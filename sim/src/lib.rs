@@ -36,6 +36,7 @@ pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt};
+pub use pulsar::ids::{PulsarCounter, PulsarEvent};
 pub use pulsar::nodes::client::Conn;
 pub use pulsar::workload::{PulsarTask, PulsarWorkload};
 pub use systems::SystemKind;
@@ -73,11 +74,7 @@ pub fn run_pulsar(
     workload: Arc<dyn PulsarWorkload>,
     scenario: serde_json::Value,
 ) -> Result<RunOutput, ConfigError> {
-    cluster.validate()?;
-    pulsar.validate().map_err(|problem| ConfigError {
-        field: "pulsar".into(),
-        problem,
-    })?;
+    validate_pulsar(cluster, pulsar)?;
     let world = world::WorldConfig {
         run_ms: cluster.run_ms,
         quiesce_ms: cluster.quiesce_ms,
@@ -87,6 +84,34 @@ pub fn run_pulsar(
     };
     let system = Pulsar::new(world, cluster.clients, pulsar.clone(), workload);
     Ok(run_system(&system, seed, scenario))
+}
+
+/// Check a Pulsar run's settings: the cluster's world settings (its timed
+/// faults must name Pulsar's nodes: `metadata`, `broker-N`, `client-N`)
+/// and the Pulsar cluster.
+pub fn validate_pulsar(cluster: &SimConfig, pulsar: &PulsarConfig) -> Result<(), ConfigError> {
+    pulsar.validate().map_err(|problem| ConfigError {
+        field: "pulsar".into(),
+        problem,
+    })?;
+    let names = pulsar.node_names(cluster.clients);
+    for (i, t) in cluster.faults.schedule.iter().enumerate() {
+        if let Some(n) = t
+            .fault
+            .nodes()
+            .into_iter()
+            .find(|n| !names.iter().any(|m| m == n))
+        {
+            return Err(ConfigError {
+                field: format!("faults.schedule[{i}]"),
+                problem: format!("no node named {n:?} (nodes: {})", names.join(", ")),
+            });
+        }
+    }
+    // Percolator's node names do not apply to the faults checked above.
+    let mut rest = cluster.clone();
+    rest.faults.schedule.retain(|t| t.fault.nodes().is_empty());
+    rest.validate()
 }
 
 /// Whether this build simulates (always true: the crate does not build otherwise).

@@ -12,6 +12,8 @@
 //! - [`client`]: begin, send, receive, ack, commit, abort and the
 //!   consume-transform-produce step, written against a
 //!   [`client::PulsarTransport`].
+//! - [`ownership`]: which broker serves the coordinator and each
+//!   partition (sessions, assignment, lookup) and the fencing of logs.
 //! - [`points`]: named crash and pause points of the servers.
 //! - [`ablation`]: the planted bugs.
 
@@ -20,6 +22,7 @@ pub mod broker;
 pub mod buffer;
 pub mod client;
 pub mod coordinator;
+pub mod ownership;
 pub mod points;
 pub mod subscription;
 pub mod types;

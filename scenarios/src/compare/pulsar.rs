@@ -7,7 +7,7 @@
 use super::facts::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
 use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
-use percsim_sim::EventKind;
+use percsim_sim::{EventKind, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Read a Pulsar run: `events` are the world's (kills, the healed phase),
@@ -88,8 +88,10 @@ fn documents(h: &StreamHistory) -> Vec<DocFact> {
         .collect()
 }
 
-/// Every kill of a client or of the coordinator, with the transactions
-/// open at it (the dead client's own; every client's for the coordinator).
+/// Every kill of a client or of the coordinator (the broker that hosted
+/// it: the kill event lists `coordinator` in its `hosts`), with the
+/// transactions open at it (the dead client's own; every client's for the
+/// coordinator).
 fn deaths(events: &[Event], h: &StreamHistory) -> Vec<DeathFact> {
     let kill = EventKind::Kill.name();
     let ended = EndSeen::new(h);
@@ -100,7 +102,15 @@ fn deaths(events: &[Event], h: &StreamHistory) -> Vec<DeathFact> {
             continue;
         };
         let client: Option<u64> = node.strip_prefix("client-").and_then(|c| c.parse().ok());
-        if client.is_none() && node != "coordinator" {
+        let hosts_coordinator = node == "coordinator"
+            || e.fields
+                .get("hosts")
+                .and_then(|h| h.as_array())
+                .is_some_and(|h| {
+                    h.iter()
+                        .any(|r| r.as_str() == Some(Role::Coordinator.name()))
+                });
+        if client.is_none() && !hosts_coordinator {
             continue;
         }
         let since = previous.insert(node.to_string(), e.t_ns);
@@ -199,7 +209,8 @@ mod tests {
 
     /// d1 and d2 loaded; T1 (client 1) processes d1 and commits at 300 ms;
     /// T2 (client 2) sends d2's output to out-0 at offset 1 and is open
-    /// when the coordinator dies at 400 ms (its client never learns; an
+    /// when the coordinator's broker dies at 400 ms (broker-0's death at
+    /// 450 ms is no coordinator's) (its client never learns; an
     /// audit read of out-0 at offset 2 at 900 ms shows it ended); T3
     /// (client 2) has sent nothing and never ends as far as the history
     /// shows; T4 (client 3) is told of its abort at 700 ms. Client 1 dies
@@ -238,8 +249,13 @@ mod tests {
                     {"offset": 0, "message": "o1", "txn": 1}, {"offset": 1, "message": "o2", "txn": 2},
                     {"offset": 2, "message": "o3"}]}]}
         });
+        // The coordinator runs on broker-2: its kill lists what it hosted.
+        let mut coordinator_dies = event(400, "kill", Some("broker-2"));
+        coordinator_dies
+            .fields
+            .insert("hosts".into(), json!(["coordinator"]));
         let events = vec![
-            event(400, "kill", Some("coordinator")),
+            coordinator_dies,
             event(450, "kill", Some("broker-0")),
             event(1_000, "phase_healed", None),
             event(1_500, "kill", Some("client-1")),
@@ -279,7 +295,7 @@ mod tests {
         assert_eq!(
             deaths,
             vec![
-                ("coordinator", vec![Some(900), None, Some(700)]),
+                ("broker-2", vec![Some(900), None, Some(700)]),
                 ("client-1", vec![])
             ]
         );

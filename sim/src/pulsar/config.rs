@@ -1,5 +1,6 @@
 //! What a simulated Pulsar cluster is made of: brokers, topics' partition
-//! counts, the coordinator's log latency and timeout scan, the client
+//! counts, the coordinator's log latency and timeout scan, the brokers'
+//! metadata sessions (heartbeat and timeout), the client
 //! settings, the planted bugs, and the named crash points of its servers.
 
 use percsim_protocol::pulsar::PulsarAblations;
@@ -7,8 +8,8 @@ use percsim_protocol::pulsar::client::PulsarClientConfig;
 use percsim_protocol::pulsar::points::ServerPoint;
 use serde::{Deserialize, Serialize};
 
-/// Kill a server (the coordinator or a broker) the `nth` time it reaches a
-/// named point.
+/// Kill a server (the coordinator's broker or a broker) the `nth` time it
+/// reaches a named point, or freeze it there (`pause_ms`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerCrashAt {
@@ -19,6 +20,10 @@ pub struct ServerCrashAt {
     /// Restart the server this long after the crash.
     #[serde(default = "default_restart_ms")]
     pub restart_after_ms: u64,
+    /// Freeze the server for this long instead of killing it (a stale
+    /// owner that wakes up after its ownership moved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_ms: Option<u64>,
 }
 
 fn default_restart_ms() -> u64 {
@@ -31,8 +36,8 @@ fn default_restart_ms() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PulsarConfig {
-    /// Number of brokers; partition `i` (counted over all topics) is owned
-    /// by broker `i % brokers`.
+    /// Number of brokers. Which broker serves the coordinator and each
+    /// partition is the metadata service's choice (see `docs/pulsar.md`).
     pub brokers: usize,
     /// Partitions of each topic.
     pub partitions: u32,
@@ -40,6 +45,11 @@ pub struct PulsarConfig {
     pub log_write_ms: u64,
     /// How often the coordinator looks for transactions past their timeout.
     pub timeout_scan_ms: u64,
+    /// How often a broker sends its metadata session a heartbeat.
+    pub heartbeat_ms: u64,
+    /// A broker session not heard from for this long expires, and what it
+    /// owned moves to a live broker (ZooKeeper's session timeout).
+    pub session_timeout_ms: u64,
     /// Client-side settings (transaction timeout, retries).
     pub client: PulsarClientConfig,
     /// Protocol mechanisms switched off (the planted bugs).
@@ -55,6 +65,8 @@ impl Default for PulsarConfig {
             partitions: 3,
             log_write_ms: 2,
             timeout_scan_ms: 50,
+            heartbeat_ms: 100,
+            session_timeout_ms: 400,
             client: PulsarClientConfig {
                 txn_timeout_ms: 1_000,
                 retries: 3,
@@ -67,6 +79,15 @@ impl Default for PulsarConfig {
 }
 
 impl PulsarConfig {
+    /// The names of the cluster's nodes with `clients` clients, as faults
+    /// name them: `metadata`, `broker-N`, `client-N`.
+    pub fn node_names(&self, clients: usize) -> Vec<String> {
+        let mut names = vec!["metadata".to_string()];
+        names.extend((0..self.brokers).map(|i| format!("broker-{i}")));
+        names.extend((0..clients).map(|i| format!("client-{i}")));
+        names
+    }
+
     /// Check for impossible settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=50).contains(&self.brokers) {
@@ -83,6 +104,15 @@ impl PulsarConfig {
         }
         if self.timeout_scan_ms == 0 {
             return Err("pulsar.timeout_scan_ms: must be at least 1".into());
+        }
+        if self.heartbeat_ms == 0 {
+            return Err("pulsar.heartbeat_ms: must be at least 1".into());
+        }
+        if self.session_timeout_ms <= self.heartbeat_ms {
+            return Err(format!(
+                "pulsar.session_timeout_ms: {} must be longer than heartbeat_ms ({})",
+                self.session_timeout_ms, self.heartbeat_ms
+            ));
         }
         if self.client.txn_timeout_ms == 0 {
             return Err("pulsar.client.txn_timeout_ms: must be at least 1".into());

@@ -1,15 +1,19 @@
-//! Pulsar, the world's second tenant: one transaction coordinator, brokers
-//! owning topic partitions (transaction buffers, subscriptions with pending
-//! acks), and clients running the protocol's client procedures
+//! Pulsar, the world's second tenant: a metadata service (broker sessions
+//! and the ownership table), brokers that serve the topic partitions
+//! (transaction buffers, subscriptions with pending acks) and the
+//! transaction coordinator as the metadata service assigns them, and
+//! clients running the protocol's client procedures
 //! (`percsim_protocol::pulsar`). [`Pulsar`] is the [`System`]: a cluster
 //! ([`PulsarConfig`]), the world's settings and a [`PulsarWorkload`].
 //! Installed in a world it becomes a [`Cluster`], which its nodes share.
 //!
-//! Ownership is fixed: partition `i` lives on broker `i % brokers` and the
-//! coordinator on its own node; a dead owner restarts with its durable
-//! state (see `docs/pulsar.md`, "In the simulator").
+//! Ownership moves: when a broker's session expires, what it owned goes to
+//! a live broker at the next epoch, which fences the durable logs and
+//! recovers from them; clients and the coordinator find owners by lookup
+//! (see `docs/pulsar.md`, "Ownership, lookup and fencing").
 
 pub(crate) mod config;
+pub mod ids;
 pub(crate) mod nodes;
 mod record;
 mod rpc;
@@ -21,9 +25,11 @@ use crate::world::ids::Role;
 use crate::world::net::PORT;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
+use ids::PulsarEvent;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_checker::stream::StreamHistory;
+use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, Resource, SessionId};
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::types::Partition;
 use record::StreamRecorder;
@@ -34,10 +40,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use store::Durable;
 use workload::PulsarWorkload;
 
-/// The coordinator's node name.
-const COORDINATOR_NODE: &str = "coordinator";
+/// The metadata service's node name.
+const METADATA_NODE: &str = "metadata";
 
-fn coordinator_addr() -> SocketAddr {
+fn metadata_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 3, 0, 1)), PORT)
 }
 fn broker_addr(i: usize) -> SocketAddr {
@@ -91,23 +97,36 @@ impl System for Pulsar {
             .iter()
             .flat_map(|t| (0..self.cfg.partitions).map(move |i| Partition::new(t, i)))
             .collect();
-        let owner = partitions
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.clone(), i % self.cfg.brokers))
-            .collect();
+        let mut durable = Durable::new(&partitions);
+        first_sessions(&mut durable.meta, self.cfg.brokers);
         Arc::new(Installed(Arc::new(Cluster {
             world: world.clone(),
             cfg: self.cfg.clone(),
             clients: self.clients,
-            durable: Mutex::new(Durable::new(&partitions)),
+            durable: Mutex::new(durable),
             partitions,
-            owner,
+            sessions: Mutex::new(vec![0; self.cfg.brokers]),
             workload: self.workload.clone(),
             stream: Mutex::default(),
             points: Mutex::default(),
             incarnations: Mutex::new(vec![0; self.clients]),
         })))
+    }
+}
+
+/// The cluster as it starts: every broker's first session open and the
+/// resources assigned among them (as if the brokers had registered before
+/// the run).
+fn first_sessions(meta: &mut OwnershipTable, brokers: usize) {
+    for broker in 0..brokers {
+        let session = SessionId {
+            broker,
+            generation: 1,
+        };
+        meta.apply(&MetaRecord::Opened { session, now_ms: 0 });
+    }
+    for r in ownership::assign(meta) {
+        meta.apply(&r);
     }
 }
 
@@ -121,8 +140,8 @@ pub(crate) struct Cluster {
     pub durable: Mutex<Durable>,
     /// Every partition of every topic.
     pub partitions: Vec<Partition>,
-    /// Which broker owns each partition (fixed).
-    pub owner: BTreeMap<Partition, usize>,
+    /// How many metadata sessions each broker has opened.
+    pub sessions: Mutex<Vec<u32>>,
     pub workload: Arc<dyn PulsarWorkload>,
     pub stream: Mutex<StreamRecorder>,
     /// How many times each server point was reached.
@@ -144,8 +163,43 @@ impl Cluster {
         self.world.now_ns() / 1_000_000
     }
 
+    /// Record one of Pulsar's events.
+    pub(crate) fn event(&self, kind: PulsarEvent, fields: serde_json::Value) {
+        self.world.event(kind.name(), fields);
+    }
+
+    /// Bump one of Pulsar's counters.
+    pub(crate) fn bump(&self, counter: ids::PulsarCounter) {
+        self.world.recorder().bump(counter.name());
+    }
+
+    /// `node`'s append to `resource`'s logs was refused by the fence: it
+    /// stops serving the resource.
+    pub(crate) fn fenced(&self, node: &str, resource: &Resource, f: ownership::Fenced) {
+        self.event(
+            PulsarEvent::StaleOwnerFenced,
+            json!({"node": node, "resource": resource.to_string(), "log_epoch": f.log, "epoch": f.writer}),
+        );
+    }
+
+    /// Broker `broker` opens a new metadata session: its generation.
+    pub(crate) fn next_session(&self, broker: usize) -> SessionId {
+        let mut s = crate::world::lock(&self.sessions);
+        s[broker] += 1;
+        SessionId {
+            broker,
+            generation: s[broker],
+        }
+    }
+
+    /// The broker the metadata store names as the coordinator's owner.
+    pub(crate) fn coordinator_owner(&self) -> Option<usize> {
+        let d = self.durable();
+        ownership::lookup(&d.meta, &Resource::Coordinator(store::COORDINATOR))
+    }
+
     /// Server `node` reached `point`: count it (`pulsar.point.<name>`), and
-    /// kill the server if a crash is planned for this time.
+    /// kill the server (or freeze it) if that is planned for this time.
     pub(crate) async fn reached(&self, node: &str, point: ServerPoint) {
         let n = {
             let mut points = crate::world::lock(&self.points);
@@ -161,13 +215,19 @@ impl Cluster {
         let Some(c) = planned else {
             return;
         };
-        self.world.event(
-            "crash_at_point",
-            json!({"node": node, "point": point.name(), "nth": n}),
+        self.event(
+            PulsarEvent::CrashAtPoint,
+            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": c.pause_ms}),
         );
-        self.world.request(Control::Kill {
-            node: node.to_string(),
-            restart_after_ms: Some(c.restart_after_ms),
+        self.world.request(match c.pause_ms {
+            Some(ms) => Control::Pause {
+                node: node.to_string(),
+                duration_ms: Some(ms),
+            },
+            None => Control::Kill {
+                node: node.to_string(),
+                restart_after_ms: Some(c.restart_after_ms),
+            },
         });
         // The kill takes effect when the world's control task runs.
         sleep(Duration::from_millis(1)).await;
@@ -178,7 +238,7 @@ impl Cluster {
         let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
             let c = c.clone();
             match role {
-                Role::Coordinator => Box::pin(nodes::coordinator::main(c)),
+                Role::Master => Box::pin(nodes::metadata::main(c)),
                 Role::DataServer => Box::pin(nodes::broker::main(c, index)),
                 _ => Box::pin(nodes::client::main(c, index)),
             }
@@ -202,12 +262,7 @@ const BUSY: &str = "transactions still running";
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
         let c = &self.0;
-        let mut out = vec![c.node(
-            COORDINATOR_NODE.into(),
-            Role::Coordinator,
-            0,
-            coordinator_addr().ip(),
-        )];
+        let mut out = vec![c.node(METADATA_NODE.into(), Role::Master, 0, metadata_addr().ip())];
         for i in 0..c.cfg.brokers {
             out.push(c.node(
                 format!("broker-{i}"),
@@ -220,6 +275,13 @@ impl Tenant for Installed {
             out.push(c.node(format!("client-{i}"), Role::Client, i, client_addr(i).ip()));
         }
         out
+    }
+
+    fn holder(&self, role: Role) -> Option<String> {
+        match role {
+            Role::Coordinator => self.0.coordinator_owner().map(|b| format!("broker-{b}")),
+            _ => None,
+        }
     }
 
     fn expire_session(&self, _client: usize) {
@@ -236,13 +298,18 @@ impl Tenant for Installed {
 
     fn unsettled(&self) -> Vec<Unsettled> {
         let c = &self.0;
-        let (open, held, undrained) = {
+        let (orphans, open, held, undrained) = {
             let d = c.durable();
             let undrained = d.undrained(&c.workload.subscriptions());
-            (d.open_txns(), d.held_partitions(), undrained)
+            let orphans = d.meta.orphans().len() as u64;
+            (orphans, d.open_txns(), d.held_partitions(), undrained)
         };
         let busy = c.stream().running();
         vec![
+            Unsettled {
+                count: orphans,
+                what: "resources without a live owner",
+            },
             Unsettled {
                 count: open,
                 what: "transactions open at the coordinator",

@@ -2,6 +2,7 @@
 
 use madsim::net::rpc::Request;
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply, TcRequest};
+use percsim_protocol::pulsar::ownership::{HeartbeatReply, Resource, SessionId};
 use percsim_protocol::pulsar::types::{Marker, Partition};
 use serde::{Deserialize, Serialize};
 
@@ -14,14 +15,15 @@ macro_rules! request {
     };
 }
 
-/// The broker does not own that partition.
+/// The broker does not own that resource (never did, lost it, or was
+/// fenced): the request was not applied; look the owner up again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NotOwner;
 
-/// A client's request to the coordinator.
+/// A client's request to the coordinator, sent to the broker that owns it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct TcCall(pub TcRequest);
-request!(TcCall, 101, TcReply);
+request!(TcCall, 101, Result<TcReply, NotOwner>);
 
 /// A client's request to the broker owning `partition`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,3 +38,13 @@ request!(BrokerCall, 102, Result<BrokerReply, NotOwner>);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct MarkerCall(pub Marker);
 request!(MarkerCall, 103, Result<(), NotOwner>);
+
+/// A broker's heartbeat to the metadata service for its session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Heartbeat(pub SessionId);
+request!(Heartbeat, 104, HeartbeatReply);
+
+/// Which broker owns a resource (None: nobody live, try again later).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Lookup(pub Resource);
+request!(Lookup, 105, Option<usize>);

@@ -1,13 +1,16 @@
 //! Pulsar's durable storage (our BookKeeper): the coordinator's transaction
 //! log, each partition's log, and each subscription's log (acks, pending
-//! acks, ends). It survives every crash; a server's memory (the
-//! coordinator's state, transaction buffers, subscriptions) is rebuilt
-//! from it by the protocol's recover steps.
+//! acks, ends), each with the epoch of the owner allowed to append (the
+//! fence), and the metadata store's ownership table (our ZooKeeper). It
+//! survives every crash; a server's memory (the coordinator's state,
+//! transaction buffers, subscriptions) is rebuilt from it by the
+//! protocol's recover steps.
 
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::PulsarAblations;
 use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbState};
 use percsim_protocol::pulsar::coordinator::{self, LogRecord};
+use percsim_protocol::pulsar::ownership::{OwnershipTable, Resource};
 use percsim_protocol::pulsar::subscription;
 use percsim_protocol::pulsar::subscription::SubRecord;
 use percsim_protocol::pulsar::types::{Partition, TxnAction, TxnId};
@@ -19,6 +22,9 @@ pub(crate) const COORDINATOR: u16 = 0;
 /// One partition's durable logs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PartitionStore {
+    /// The epoch of the owner allowed to append to the partition's log and
+    /// its subscriptions' logs (a new owner opens them all at once).
+    pub epoch: u64,
     /// The partition's log: messages and markers; an offset is an index.
     pub log: Vec<Entry>,
     /// Each subscription's log, by name.
@@ -37,19 +43,28 @@ impl PartitionStore {
 pub(crate) struct Durable {
     /// The coordinator's transaction log.
     pub tc_log: Vec<LogRecord>,
+    /// The epoch of the coordinator's owner allowed to append to it.
+    pub tc_epoch: u64,
     /// Every partition, by name.
     pub partitions: BTreeMap<Partition, PartitionStore>,
+    /// The metadata store: broker sessions and who owns what.
+    pub meta: OwnershipTable,
 }
 
 impl Durable {
-    /// An empty store with these partitions.
+    /// An empty store with these partitions; the ownership table lists the
+    /// coordinator and every partition, owned by nobody yet.
     pub(crate) fn new(partitions: &[Partition]) -> Self {
+        let resources = std::iter::once(Resource::Coordinator(COORDINATOR))
+            .chain(partitions.iter().cloned().map(Resource::Partition));
         Durable {
             tc_log: Vec::new(),
+            tc_epoch: 0,
             partitions: partitions
                 .iter()
                 .map(|p| (p.clone(), PartitionStore::default()))
                 .collect(),
+            meta: OwnershipTable::new(resources),
         }
     }
 

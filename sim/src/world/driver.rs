@@ -120,17 +120,30 @@ impl Faults {
         if self.paused.remove(node) {
             Handle::current().resume(known.id);
         }
+        // The roles that moved onto this node die with it.
+        let hosts: Vec<Role> = Role::ALL
+            .iter()
+            .copied()
+            .filter(|r| self.tenant.holder(*r).as_deref() == Some(node))
+            .collect();
         Handle::current().kill(known.id);
         self.world.node_stopped(node);
         self.killed.insert(node.to_string());
-        let class = FaultKind::kill_of(known.role);
-        self.world.recorder().bump(&class.counter());
+        let role = hosts.first().copied().unwrap_or(known.role);
+        self.world
+            .recorder()
+            .bump(&FaultKind::kill_of(role).counter());
         if known.role == Role::Client {
             // Its transactions in progress will never finish.
             self.world.recorder().orphan(known.index as u64);
         }
-        self.world
-            .world_event(EventKind::Kill, json!({"node": node}));
+        let fields = if hosts.is_empty() {
+            json!({"node": node})
+        } else {
+            let names: Vec<&str> = hosts.iter().map(|r| r.name()).collect();
+            json!({"node": node, "hosts": names})
+        };
+        self.world.world_event(EventKind::Kill, fields);
         if let Some(ms) = restart_after_ms {
             self.undo.push((
                 Instant::now() + Duration::from_millis(ms),
@@ -428,7 +441,8 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
             f.undo_due();
             if Instant::now() >= next_roll {
                 next_roll += Duration::from_millis(FAULT_TICK_MS);
-                for fault in roll(&random, &nodes, &mut rng) {
+                let tenant = f.tenant.clone();
+                for fault in roll(&random, &nodes, tenant.as_ref(), &mut rng) {
                     f.apply(&fault);
                 }
             }
@@ -467,8 +481,15 @@ fn pick(nodes: &Registry, role: Role, rng: &mut ChaCha8Rng) -> Option<String> {
 }
 
 /// Roll the kill classes: clients and data servers at random, the single
-/// coordinator, liveness service and master by role.
-fn roll_kills(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mut Vec<Fault>) {
+/// coordinator, liveness service and master by role (the node that holds
+/// the role now, if the tenant moves it between nodes).
+fn roll_kills(
+    r: &RandomFaults,
+    nodes: &Registry,
+    tenant: &dyn Tenant,
+    rng: &mut ChaCha8Rng,
+    out: &mut Vec<Fault>,
+) {
     for (class, role) in [
         (&r.kill_client, Role::Client),
         (&r.kill_tablet_server, Role::DataServer),
@@ -488,10 +509,12 @@ fn roll_kills(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mu
         (&r.kill_master, Role::Master),
     ] {
         if let Some(c) = fire(class, rng)
-            && let Some(node) = nodes.of(role).first()
+            && let Some(node) = tenant
+                .holder(role)
+                .or_else(|| nodes.of(role).first().map(|n| n.to_string()))
         {
             out.push(Fault::Kill {
-                node: node.to_string(),
+                node,
                 restart_after_ms: Some(duration(rng, &c)),
             });
         }
@@ -565,9 +588,14 @@ fn roll_messages(r: &RandomFaults, rng: &mut ChaCha8Rng, out: &mut Vec<Fault>) {
 
 /// Roll every random fault class once, in a fixed order (the order is
 /// part of the seed's meaning: changing it changes every run).
-fn roll(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng) -> Vec<Fault> {
+fn roll(
+    r: &RandomFaults,
+    nodes: &Registry,
+    tenant: &dyn Tenant,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Fault> {
     let mut out = Vec::new();
-    roll_kills(r, nodes, rng, &mut out);
+    roll_kills(r, nodes, tenant, rng, &mut out);
     roll_nodes(r, nodes, rng, &mut out);
     roll_messages(r, rng, &mut out);
     let clients = nodes.count(Role::Client);

@@ -228,7 +228,7 @@ impl Fault {
     }
 
     /// The nodes the fault names.
-    pub(crate) fn nodes(&self) -> Vec<&str> {
+    pub fn nodes(&self) -> Vec<&str> {
         match self {
             Fault::Kill { node, .. }
             | Fault::Pause { node, .. }

@@ -84,6 +84,13 @@ pub trait Tenant: Send + Sync + 'static {
     /// Its nodes, in the order they start. Nodes of [`Role::Client`] start
     /// one simulated millisecond after the others, so servers can bind first.
     fn nodes(&self) -> Vec<NodeSpec>;
+    /// The node that plays `role` now, for a role that moves between nodes
+    /// (Pulsar's coordinator runs on whichever broker owns it). The fault
+    /// classes that target `role` hit this node; None (the default): the
+    /// role is a node of its own.
+    fn holder(&self, _role: Role) -> Option<String> {
+        None
+    }
     /// Expire client `client`'s session with the system's liveness service.
     fn expire_session(&self, client: usize);
     /// An optional task that injects faults during the workload phase

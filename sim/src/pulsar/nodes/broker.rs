@@ -1,160 +1,394 @@
-//! A broker: owns topic partitions (fixed ownership), runs each request
-//! and marker through the protocol's `broker` step, makes its write durable
-//! first, then applies it to the partition's transaction buffer and
-//! subscriptions in memory. A restart rebuilds that memory from the
-//! durable logs with the protocol's recover steps; what a step wrote only
-//! to memory (the `pending-ack-not-durable` ablation) is lost.
+//! A broker: keeps a metadata session alive with heartbeats, serves what
+//! the metadata service assigns to that session (topic partitions, and the
+//! transaction coordinator), and runs each request and marker through the
+//! protocol's `broker` step, making its write durable first, then applying
+//! it to the partition's transaction buffer and subscriptions in memory.
+//!
+//! Taking over a resource opens its durable logs at the new epoch (which
+//! fences the previous owner) and rebuilds memory from them with the
+//! protocol's recover steps; what a step wrote only to memory (the
+//! `pending-ack-not-durable` ablation) is lost. An append refused by the
+//! fence, or a heartbeat answered "expired", makes the broker stop serving
+//! the resource (it then answers [`NotOwner`]).
 
-use crate::pulsar::rpc::{BrokerCall, MarkerCall, NotOwner};
+use crate::pulsar::ids::PulsarEvent;
+use crate::pulsar::nodes::coordinator::Tc;
+use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
 use crate::pulsar::store::PartitionStore;
-use crate::pulsar::{Cluster, broker_addr};
+use crate::pulsar::{Cluster, broker_addr, metadata_addr};
 use crate::world::serve::{Intake, serve};
 use madsim::net::Endpoint;
+use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
 use percsim_protocol::pulsar::buffer::TbState;
-use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest};
+use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
+use percsim_protocol::pulsar::ownership::{
+    Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
+};
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::subscription::{self, Subscription};
-use percsim_protocol::pulsar::types::Partition;
+use percsim_protocol::pulsar::types::{Participant, Partition};
+use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One owned partition as this incarnation holds it in memory.
 struct Owned {
+    /// The epoch of this ownership (the logs were opened at it).
+    epoch: u64,
     tb: TbState,
     subs: BTreeMap<String, Subscription>,
 }
 
-/// This incarnation's memory: its partitions.
-type Memory = Arc<Mutex<BTreeMap<Partition, Owned>>>;
+/// One incarnation of a broker.
+pub(crate) struct Broker {
+    cluster: Arc<Cluster>,
+    me: usize,
+    name: String,
+    ep: Endpoint,
+    session: Mutex<SessionId>,
+    partitions: Mutex<BTreeMap<Partition, Owned>>,
+    tc: Mutex<Option<Arc<Tc>>>,
+}
 
 pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     let ep = Endpoint::bind(broker_addr(me)).await.expect("broker: bind");
-    let memory: Memory = Arc::new(Mutex::new(recover(&cluster, me)));
-    let (c, m) = (cluster.clone(), memory.clone());
+    let session = cluster.next_session(me);
+    let b = Arc::new(Broker {
+        cluster,
+        me,
+        name: format!("broker-{me}"),
+        ep: ep.clone(),
+        session: Mutex::new(session),
+        partitions: Mutex::default(),
+        tc: Mutex::default(),
+    });
+    let t = b.clone();
     serve(&ep, Intake::Busy, move |call: BrokerCall| {
-        let (c, m) = (c.clone(), m.clone());
-        async move { request(&c, &m, me, call).await }
+        let t = t.clone();
+        async move { t.request(call).await }
     });
-    let (c, m) = (cluster.clone(), memory.clone());
+    let t = b.clone();
     serve(&ep, Intake::Busy, move |call: MarkerCall| {
-        let (c, m) = (c.clone(), m.clone());
-        async move { marker(&c, &m, me, call).await }
+        let t = t.clone();
+        async move { t.marker(call).await }
     });
-    std::future::pending::<()>().await
+    let t = b.clone();
+    serve(&ep, Intake::Busy, move |call: TcCall| {
+        let t = t.clone();
+        async move { t.coordinator(call).await }
+    });
+    b.heartbeats().await
 }
 
-/// Rebuild the owned partitions from the durable logs.
-fn recover(cluster: &Cluster, me: usize) -> BTreeMap<Partition, Owned> {
-    let d = cluster.durable();
-    d.partitions
-        .iter()
-        .filter(|(p, _)| cluster.owner.get(*p) == Some(&me))
-        .map(|(p, store)| {
-            let subs = store
-                .subs
-                .iter()
-                .map(|(name, log)| (name.clone(), subscription::recover(log)))
-                .collect();
-            (
-                p.clone(),
-                Owned {
-                    tb: store.buffer(),
-                    subs,
-                },
-            )
-        })
-        .collect()
-}
-
-/// Run `f` on `partition`'s durable store and memory, if `me` owns it.
-fn with_partition<T>(
-    cluster: &Cluster,
-    memory: &Memory,
-    me: usize,
-    partition: &Partition,
-    f: impl FnOnce(&mut PartitionStore, &mut Owned) -> T,
-) -> Result<T, NotOwner> {
-    if cluster.owner.get(partition) != Some(&me) {
-        return Err(NotOwner);
+impl Broker {
+    fn partitions(&self) -> MutexGuard<'_, BTreeMap<Partition, Owned>> {
+        crate::world::lock(&self.partitions)
     }
-    let mut d = cluster.durable();
-    let mut mem = crate::world::lock(memory);
-    match (d.partitions.get_mut(partition), mem.get_mut(partition)) {
-        (Some(store), Some(owned)) => Ok(f(store, owned)),
-        _ => Err(NotOwner),
+
+    /// Send the session's heartbeat every `heartbeat_ms`, and serve what
+    /// the answer says the session owns.
+    async fn heartbeats(self: Arc<Self>) {
+        let c = &self.cluster;
+        let timeout = Duration::from_millis(c.world.config().rpc_timeout_ms);
+        loop {
+            let session = *crate::world::lock(&self.session);
+            let answer = self
+                .ep
+                .call_timeout(metadata_addr(), Heartbeat(session), timeout)
+                .await;
+            match answer {
+                Ok(HeartbeatReply::Alive(owned)) => self.reconcile(session, owned),
+                Ok(HeartbeatReply::Expired) => self.session_lost(session),
+                // No answer: go on serving; the logs' fences refuse our
+                // appends if what we serve has moved.
+                Err(_) => {}
+            }
+            sleep(Duration::from_millis(c.cfg.heartbeat_ms)).await;
+        }
+    }
+
+    /// Serve exactly what `session` owns, at the epochs given.
+    fn reconcile(&self, session: SessionId, owned: Vec<(Resource, u64)>) {
+        if *crate::world::lock(&self.session) != session {
+            return;
+        }
+        let held_tc = crate::world::lock(&self.tc)
+            .as_ref()
+            .filter(|t| t.active())
+            .map(|t| t.epoch());
+        let held: BTreeMap<Partition, u64> = self
+            .partitions()
+            .iter()
+            .map(|(p, o)| (p.clone(), o.epoch))
+            .collect();
+        for (resource, epoch) in &owned {
+            match resource {
+                Resource::Coordinator(_) if held_tc != Some(*epoch) => {
+                    self.take_coordinator(*epoch)
+                }
+                Resource::Partition(p) if held.get(p) != Some(epoch) => {
+                    self.take_partition(p, *epoch)
+                }
+                _ => {}
+            }
+        }
+        if !owned
+            .iter()
+            .any(|(r, _)| matches!(r, Resource::Coordinator(_)))
+        {
+            self.drop_coordinator();
+        }
+        self.partitions()
+            .retain(|p, o| owned.contains(&(Resource::Partition(p.clone()), o.epoch)));
+    }
+
+    /// Our session expired: stop serving everything and open a new one.
+    fn session_lost(&self, session: SessionId) {
+        let mut s = crate::world::lock(&self.session);
+        if *s != session {
+            return;
+        }
+        self.partitions().clear();
+        self.drop_coordinator();
+        *s = self.cluster.next_session(self.me);
+    }
+
+    /// Take partition `p` at `epoch`: fence its logs, rebuild its memory.
+    fn take_partition(&self, p: &Partition, epoch: u64) {
+        let d = &mut *self.cluster.durable();
+        let Some(store) = d.partitions.get_mut(p) else {
+            return;
+        };
+        let Ok(e) = open_log(Epochs {
+            log: store.epoch,
+            writer: epoch,
+        }) else {
+            return; // a later owner holds it already
+        };
+        store.epoch = e;
+        let subs = store
+            .subs
+            .iter()
+            .map(|(name, log)| (name.clone(), subscription::recover(log)))
+            .collect();
+        let owned = Owned {
+            epoch,
+            tb: store.buffer(),
+            subs,
+        };
+        self.partitions().insert(p.clone(), owned);
+        self.taken(&Resource::Partition(p.clone()), epoch);
+    }
+
+    /// Take the coordinator at `epoch`: fence its log, replay it, finish
+    /// every COMMITTING or ABORTING transaction.
+    fn take_coordinator(&self, epoch: u64) {
+        let log = {
+            let mut d = self.cluster.durable();
+            let Ok(e) = open_log(Epochs {
+                log: d.tc_epoch,
+                writer: epoch,
+            }) else {
+                return;
+            };
+            d.tc_epoch = e;
+            d.tc_log.clone()
+        };
+        let tc = Tc::start(
+            self.cluster.clone(),
+            self.name.clone(),
+            self.ep.clone(),
+            epoch,
+            &log,
+        );
+        if let Some(old) = crate::world::lock(&self.tc).replace(tc) {
+            old.stop();
+        }
+        self.taken(
+            &Resource::Coordinator(crate::pulsar::store::COORDINATOR),
+            epoch,
+        );
+    }
+
+    fn taken(&self, resource: &Resource, epoch: u64) {
+        self.cluster.event(
+            PulsarEvent::OwnershipTaken,
+            json!({"node": self.name, "resource": resource.to_string(), "epoch": epoch}),
+        );
+    }
+
+    fn drop_coordinator(&self) {
+        if let Some(old) = crate::world::lock(&self.tc).take() {
+            old.stop();
+        }
+    }
+
+    async fn coordinator(&self, call: TcCall) -> Result<TcReply, NotOwner> {
+        let tc = crate::world::lock(&self.tc).clone();
+        match tc.filter(|t| t.active()) {
+            Some(tc) => tc.handle(call.0).await,
+            None => Err(NotOwner),
+        }
+    }
+
+    /// Run `f` on `partition`'s durable store and memory, if we serve it.
+    /// An append `f` makes at a fenced epoch is refused: we stop serving.
+    fn with_partition<T>(
+        &self,
+        partition: &Partition,
+        f: impl FnOnce(&mut PartitionStore, &mut Owned) -> Result<T, Fenced>,
+    ) -> Result<T, NotOwner> {
+        let mut d = self.cluster.durable();
+        let mut mem = self.partitions();
+        let (Some(store), Some(owned)) = (d.partitions.get_mut(partition), mem.get_mut(partition))
+        else {
+            return Err(NotOwner);
+        };
+        match f(store, owned) {
+            Ok(t) => Ok(t),
+            Err(fenced) => {
+                mem.remove(partition);
+                drop((mem, d));
+                self.cluster
+                    .fenced(&self.name, &Resource::Partition(partition.clone()), fenced);
+                Err(NotOwner)
+            }
+        }
+    }
+
+    async fn request(&self, call: BrokerCall) -> Result<BrokerReply, NotOwner> {
+        let ablations = self.cluster.cfg.ablations;
+        let (reply, wrote) = self.with_partition(&call.partition, |store, owned| {
+            let view = PartitionView {
+                log: &store.log,
+                tb: &owned.tb,
+                subs: &owned.subs,
+            };
+            let (reply, write) = execute(view, &call.req, ablations);
+            Ok((reply, apply(store, owned, write)?))
+        })?;
+        let point = match &call.req {
+            BrokerRequest::Send(m) if m.txn.is_some() => Some(ServerPoint::AfterAppendLogged),
+            BrokerRequest::Ack { txn: Some(_), .. } => Some(ServerPoint::AfterPendingAckLogged),
+            _ => None,
+        };
+        if let (true, Some(p)) = (wrote, point) {
+            self.cluster.reached(&self.name, p).await;
+        }
+        Ok(reply)
+    }
+
+    async fn marker(&self, call: MarkerCall) -> Result<(), NotOwner> {
+        let ablations = self.cluster.cfg.ablations;
+        let partition = match &call.0.to {
+            Participant::Partition(p) => p.clone(),
+            Participant::Subscription(s) => s.partition.clone(),
+        };
+        let wrote = self.with_partition(&partition, |store, owned| {
+            let view = PartitionView {
+                log: &store.log,
+                tb: &owned.tb,
+                subs: &owned.subs,
+            };
+            let write = deliver_marker(view, &call.0, ablations);
+            apply(store, owned, write)
+        })?;
+        if wrote {
+            self.cluster
+                .reached(&self.name, ServerPoint::AfterMarkerLogged)
+                .await;
+        }
+        Ok(())
     }
 }
 
-/// Make `write` durable, then apply it in memory; whether it wrote anything.
-fn apply(store: &mut PartitionStore, owned: &mut Owned, write: BrokerWrite) -> bool {
+/// Make `write` durable, then apply it in memory; whether it wrote
+/// anything. Refused if the logs were opened by a later owner.
+fn apply(
+    store: &mut PartitionStore,
+    owned: &mut Owned,
+    write: BrokerWrite,
+) -> Result<bool, Fenced> {
+    if matches!(write, BrokerWrite::Nothing) {
+        return Ok(false);
+    }
+    check_append(Epochs {
+        log: store.epoch,
+        writer: owned.epoch,
+    })?;
     match write {
-        BrokerWrite::Nothing => false,
+        BrokerWrite::Nothing => {}
         BrokerWrite::Partition(entry) => {
             store.log.push(entry.clone());
             owned.tb.apply(&entry);
-            true
         }
         BrokerWrite::Subscription { name, mutation } => {
             let log = store.subs.entry(name.clone()).or_default();
             log.extend(mutation.durable.iter().cloned());
             owned.subs.entry(name).or_default().apply(&mutation);
-            true
         }
     }
+    Ok(true)
 }
 
-async fn request(
-    cluster: &Cluster,
-    memory: &Memory,
-    me: usize,
-    call: BrokerCall,
-) -> Result<BrokerReply, NotOwner> {
-    let ablations = cluster.cfg.ablations;
-    let (reply, wrote) = with_partition(cluster, memory, me, &call.partition, |store, owned| {
-        let view = PartitionView {
-            log: &store.log,
-            tb: &owned.tb,
-            subs: &owned.subs,
-        };
-        let (reply, write) = execute(view, &call.req, ablations);
-        (reply, apply(store, owned, write))
-    })?;
-    let point = match &call.req {
-        BrokerRequest::Send(m) if m.txn.is_some() => Some(ServerPoint::AfterAppendLogged),
-        BrokerRequest::Ack { txn: Some(_), .. } => Some(ServerPoint::AfterPendingAckLogged),
-        _ => None,
-    };
-    if let (true, Some(p)) = (wrote, point) {
-        cluster.reached(&format!("broker-{me}"), p).await;
-    }
-    Ok(reply)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use percsim_protocol::pulsar::buffer::Entry;
+    use percsim_protocol::pulsar::types::{Message, ProducerRef};
 
-async fn marker(
-    cluster: &Cluster,
-    memory: &Memory,
-    me: usize,
-    call: MarkerCall,
-) -> Result<(), NotOwner> {
-    let ablations = cluster.cfg.ablations;
-    let partition = match &call.0.to {
-        percsim_protocol::pulsar::types::Participant::Partition(p) => p.clone(),
-        percsim_protocol::pulsar::types::Participant::Subscription(s) => s.partition.clone(),
-    };
-    let wrote = with_partition(cluster, memory, me, &partition, |store, owned| {
-        let view = PartitionView {
-            log: &store.log,
-            tb: &owned.tb,
-            subs: &owned.subs,
-        };
-        let write = deliver_marker(view, &call.0, ablations);
-        apply(store, owned, write)
-    })?;
-    if wrote {
-        cluster
-            .reached(&format!("broker-{me}"), ServerPoint::AfterMarkerLogged)
-            .await;
+    fn message(payload: &str) -> BrokerWrite {
+        BrokerWrite::Partition(Entry::Message(Message {
+            txn: None,
+            producer: ProducerRef {
+                producer_id: 1,
+                epoch: 0,
+            },
+            payload: payload.into(),
+        }))
     }
-    Ok(())
+
+    fn owned(epoch: u64) -> Owned {
+        Owned {
+            epoch,
+            tb: TbState::default(),
+            subs: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_fenced_append_reaches_neither_the_log_nor_memory() {
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut old = owned(1);
+        assert_eq!(apply(&mut store, &mut old, message("a")), Ok(true));
+        // A new owner opens the logs at epoch 2.
+        store.epoch = open_log(Epochs {
+            log: store.epoch,
+            writer: 2,
+        })
+        .unwrap();
+        let refused = apply(&mut store, &mut old, message("b"));
+        assert_eq!(refused, Err(Fenced { log: 2, writer: 1 }));
+        assert_eq!(store.log.len(), 1, "the stale append landed");
+        assert_eq!(old.tb.len(), 1, "the stale append was applied in memory");
+        let mut new = owned(2);
+        assert_eq!(apply(&mut store, &mut new, message("c")), Ok(true));
+        assert_eq!(store.log.len(), 2);
+    }
+
+    #[test]
+    fn a_write_of_nothing_needs_no_fence() {
+        let mut store = PartitionStore {
+            epoch: 5,
+            ..PartitionStore::default()
+        };
+        assert_eq!(
+            apply(&mut store, &mut owned(1), BrokerWrite::Nothing),
+            Ok(false)
+        );
+    }
 }

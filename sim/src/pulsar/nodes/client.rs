@@ -1,11 +1,16 @@
 //! A Pulsar client process: runs the workload's tasks, each over a [`Conn`]
 //! (the protocol's `PulsarTransport` on the world's RPC) with a producer
-//! session of its own.
+//! session of its own. The process looks up the broker that owns the
+//! coordinator or a partition and caches the answer; "not owner" or no
+//! answer makes it look up again.
 
+use crate::pulsar::ids::{PulsarCounter, PulsarEvent};
+use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
-use crate::pulsar::rpc::{BrokerCall, TcCall};
+use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
+use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::workload::PulsarTask;
-use crate::pulsar::{Cluster, broker_addr, client_addr, coordinator_addr};
+use crate::pulsar::{Cluster, broker_addr, client_addr};
 use crate::world::{Carried, Control};
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
@@ -16,6 +21,7 @@ use percsim_protocol::pulsar::client::{
     BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarTransport,
     TcReply, TcRequest,
 };
+use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{Partition, ProducerRef, TxnId};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -29,6 +35,7 @@ struct Process {
     index: usize,
     incarnation: u32,
     ep: Endpoint,
+    router: Router,
 }
 
 pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
@@ -48,6 +55,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
         index: me,
         incarnation,
         ep,
+        router: Router::default(),
     });
     for task in 0..cluster.workload.tasks(me, cluster.clients) {
         let producer = ProducerRef {
@@ -155,11 +163,57 @@ impl Conn {
         }
     }
 
+    /// Send `make()` to the broker that owns `resource`: looked up (or
+    /// cached); after "not owner" (the request was not applied) look up
+    /// again and resend, up to the configured retries; after no answer,
+    /// forget the owner and report the timeout (the caller decides whether
+    /// to retry: the request may have landed).
+    async fn routed<R, T>(
+        &self,
+        resource: &Resource,
+        make: impl Fn() -> R,
+        duplicable: bool,
+    ) -> Result<T, RpcError>
+    where
+        R: Request<Response = Result<T, NotOwner>> + Clone,
+    {
+        let p = &self.process;
+        let mut tries = 0;
+        loop {
+            let owner = match p.router.owner(&p.cluster, &p.ep, resource).await {
+                Ok(owner) => owner,
+                Err(RpcError::Unavailable) if tries < p.cluster.cfg.client.retries => {
+                    // Nobody owns it right now: it is being moved.
+                    tries += 1;
+                    sleep(Duration::from_millis(p.cluster.cfg.client.retry_backoff_ms)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match self.call(broker_addr(owner), make(), duplicable).await {
+                Ok(Ok(reply)) => return Ok(reply),
+                Ok(Err(NotOwner)) => {
+                    p.cluster.bump(PulsarCounter::NotOwner);
+                    p.router.forget(resource);
+                    if tries >= p.cluster.cfg.client.retries {
+                        return Err(RpcError::Unavailable);
+                    }
+                    tries += 1;
+                    sleep(Duration::from_millis(p.cluster.cfg.client.retry_backoff_ms)).await;
+                }
+                Err(e) => {
+                    p.router.forget(resource);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
     /// Die here (a processor crashing mid-transaction); restarted later.
     async fn crash(&self, point: ClientPoint) {
         let c = &self.process.cluster;
-        c.world.event(
-            "crash_at_client_point",
+        c.event(
+            PulsarEvent::ClientCrashAtPoint,
             json!({"client": self.process.index, "point": point}),
         );
         c.world.request(Control::Kill {
@@ -180,7 +234,8 @@ impl PulsarTransport for Conn {
     }
 
     async fn coordinator(&self, req: TcRequest) -> Result<TcReply, RpcError> {
-        self.call(coordinator_addr(), TcCall(req), true).await
+        let resource = Resource::Coordinator(COORDINATOR);
+        self.routed(&resource, || TcCall(req.clone()), true).await
     }
 
     async fn broker(
@@ -188,21 +243,15 @@ impl PulsarTransport for Conn {
         partition: &Partition,
         req: BrokerRequest,
     ) -> Result<BrokerReply, RpcError> {
-        let c = &self.process.cluster;
-        let Some(&owner) = c.owner.get(partition) else {
-            return Err(RpcError::Unavailable);
-        };
         // A send is not idempotent (the model's brokers do not deduplicate
         // producers): the network duplicates every other request.
         let duplicable = !matches!(req, BrokerRequest::Send(_));
-        let call = BrokerCall {
+        let resource = Resource::Partition(partition.clone());
+        let make = || BrokerCall {
             partition: partition.clone(),
-            req,
+            req: req.clone(),
         };
-        match self.call(broker_addr(owner), call, duplicable).await? {
-            Ok(reply) => Ok(reply),
-            Err(_) => Err(RpcError::Unavailable),
-        }
+        self.routed(&resource, make, duplicable).await
     }
 
     async fn sleep_ms(&self, ms: u64) {

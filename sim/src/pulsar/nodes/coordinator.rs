@@ -1,15 +1,20 @@
-//! The transaction coordinator: runs the protocol's coordinator steps,
-//! appends every state change to its durable transaction log before acting
-//! on it (each append takes `log_write_ms`), sends markers to the brokers
-//! until each is acknowledged, and aborts transactions past their timeout.
-//! On restart it replays the log (`coordinator::recover`) and finishes
-//! every COMMITTING or ABORTING transaction.
+//! The transaction coordinator, hosted by the broker that owns it: runs
+//! the protocol's coordinator steps, appends every state change to its
+//! durable transaction log before acting on it (each append takes
+//! `log_write_ms`), sends markers to the brokers that own the participants
+//! (found by lookup) until each is acknowledged, and aborts transactions
+//! past their timeout. A broker that takes the coordinator over opens the
+//! log at its epoch (fencing the previous owner), replays it
+//! (`coordinator::recover`) and finishes every COMMITTING or ABORTING
+//! transaction. An append refused by the fence stops this instance: it
+//! answers [`NotOwner`] and acts no further.
 
-use crate::pulsar::rpc::{MarkerCall, TcCall};
+use crate::pulsar::ids::PulsarCounter;
+use crate::pulsar::nodes::route::Router;
+use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
-use crate::pulsar::{COORDINATOR_NODE, Cluster, broker_addr, coordinator_addr};
+use crate::pulsar::{Cluster, broker_addr};
 use crate::world::Carried;
-use crate::world::serve::{Intake, serve};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use madsim::net::Endpoint;
@@ -18,60 +23,107 @@ use percsim_protocol::pulsar::client::{TcReply, TcRequest};
 use percsim_protocol::pulsar::coordinator::{
     self, LogRecord, TcAction, TcError, TcState, TxnState,
 };
+use percsim_protocol::pulsar::ownership::{Epochs, Resource, check_append};
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::types::{Marker, Participant, TxnAction, TxnId};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// One incarnation of the coordinator.
-struct Tc {
+/// One instance of the coordinator, on the broker that owns it at `epoch`.
+pub(crate) struct Tc {
     cluster: Arc<Cluster>,
+    /// The hosting broker's node name.
+    node: String,
     ep: Endpoint,
+    epoch: u64,
+    /// Cleared when the broker stops serving the coordinator or the log's
+    /// fence refuses an append: the instance then acts no further.
+    active: AtomicBool,
     state: Mutex<TcState>,
-}
-
-pub(crate) async fn main(cluster: Arc<Cluster>) {
-    let ep = Endpoint::bind(coordinator_addr())
-        .await
-        .expect("coordinator: bind");
-    let log = cluster.durable().tc_log.clone();
-    let (state, _) = coordinator::recover(COORDINATOR, &log);
-    let ending: Vec<(TxnId, TxnAction)> = state
-        .txns()
-        .filter_map(|(txn, m)| match m.state {
-            TxnState::Committing => Some((txn, TxnAction::Commit)),
-            TxnState::Aborting => Some((txn, TxnAction::Abort)),
-            _ => None,
-        })
-        .collect();
-    let tc = Arc::new(Tc {
-        cluster,
-        ep: ep.clone(),
-        state: Mutex::new(state),
-    });
-    for (txn, action) in ending {
-        let tc = tc.clone();
-        madsim::task::spawn(async move { tc.complete(txn, action).await });
-    }
-    let t = tc.clone();
-    madsim::task::spawn(async move { t.timeouts().await });
-    let t = tc.clone();
-    serve(&ep, Intake::Busy, move |call: TcCall| {
-        let t = t.clone();
-        async move { t.handle(call.0).await }
-    });
-    std::future::pending::<()>().await
+    router: Router,
 }
 
 impl Tc {
+    /// Start the coordinator on broker `node` at `epoch` from the log
+    /// (already opened at that epoch): replay it, finish every COMMITTING
+    /// or ABORTING transaction, start the timeout scan.
+    pub(crate) fn start(
+        cluster: Arc<Cluster>,
+        node: String,
+        ep: Endpoint,
+        epoch: u64,
+        log: &[LogRecord],
+    ) -> Arc<Tc> {
+        let (state, _) = coordinator::recover(COORDINATOR, log);
+        let ending: Vec<(TxnId, TxnAction)> = state
+            .txns()
+            .filter_map(|(txn, m)| match m.state {
+                TxnState::Committing => Some((txn, TxnAction::Commit)),
+                TxnState::Aborting => Some((txn, TxnAction::Abort)),
+                _ => None,
+            })
+            .collect();
+        let tc = Arc::new(Tc {
+            cluster,
+            node,
+            ep,
+            epoch,
+            active: AtomicBool::new(true),
+            state: Mutex::new(state),
+            router: Router::default(),
+        });
+        for (txn, action) in ending {
+            let tc = tc.clone();
+            madsim::task::spawn(async move { tc.complete(txn, action).await });
+        }
+        let t = tc.clone();
+        madsim::task::spawn(async move { t.timeouts().await });
+        tc
+    }
+
+    /// Whether this instance still serves the coordinator.
+    pub(crate) fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The epoch this instance owns the coordinator at.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Stop acting (the broker no longer owns the coordinator).
+    pub(crate) fn stop(&self) {
+        self.active.store(false, Ordering::Relaxed);
+    }
+
     fn state(&self) -> MutexGuard<'_, TcState> {
         crate::world::lock(&self.state)
     }
 
     /// Append `record` to the durable log, then apply it in memory (the
-    /// caller holds the state, so nothing comes in between).
-    fn log(&self, state: &mut TcState, record: LogRecord) {
-        self.cluster.durable().tc_log.push(record.clone());
+    /// caller holds the state, so nothing comes in between). Refused once
+    /// this instance stopped, or if a later owner fenced the log (this
+    /// instance then stops).
+    fn log(&self, state: &mut TcState, record: LogRecord) -> Result<(), NotOwner> {
+        if !self.active() {
+            return Err(NotOwner);
+        }
+        let mut d = self.cluster.durable();
+        let epochs = Epochs {
+            log: d.tc_epoch,
+            writer: self.epoch,
+        };
+        if let Err(f) = check_append(epochs) {
+            drop(d);
+            self.stop();
+            let resource = Resource::Coordinator(COORDINATOR);
+            self.cluster.fenced(&self.node, &resource, f);
+            return Err(NotOwner);
+        }
+        d.tc_log.push(record.clone());
+        drop(d);
         state.apply(&record);
+        Ok(())
     }
 
     /// The time an append to the log takes.
@@ -83,10 +135,11 @@ impl Tc {
     }
 
     async fn reached(&self, point: ServerPoint) {
-        self.cluster.reached(COORDINATOR_NODE, point).await;
+        self.cluster.reached(&self.node, point).await;
     }
 
-    async fn handle(self: Arc<Self>, req: TcRequest) -> TcReply {
+    /// Serve one client request.
+    pub(crate) async fn handle(self: Arc<Self>, req: TcRequest) -> Result<TcReply, NotOwner> {
         match req {
             TcRequest::Open {
                 producer,
@@ -97,22 +150,22 @@ impl Tc {
                     let mut s = self.state();
                     let deadline = self.cluster.now_ms() + timeout_ms;
                     let (txn, record) = coordinator::open(&s, producer, deadline);
-                    self.log(&mut s, record);
+                    self.log(&mut s, record)?;
                     txn
                 };
                 self.reached(ServerPoint::AfterOpenLogged).await;
-                TcReply::Opened(txn)
+                Ok(TcReply::Opened(txn))
             }
             TcRequest::AddParticipant { txn, participant } => {
                 self.append_latency().await;
                 let mut s = self.state();
                 match coordinator::add_participant(&s, txn, &participant) {
                     Ok(Some(record)) => {
-                        self.log(&mut s, record);
-                        TcReply::Added
+                        self.log(&mut s, record)?;
+                        Ok(TcReply::Added)
                     }
-                    Ok(None) => TcReply::Added,
-                    Err(e) => TcReply::Refused(e),
+                    Ok(None) => Ok(TcReply::Added),
+                    Err(e) => Ok(TcReply::Refused(e)),
                 }
             }
             TcRequest::End { txn, action } => self.end(txn, action).await,
@@ -121,13 +174,13 @@ impl Tc {
 
     /// Commit or abort: log COMMITTING/ABORTING, send the markers, log the
     /// end, answer. A retry of an end under way resends the markers.
-    async fn end(self: Arc<Self>, txn: TxnId, action: TxnAction) -> TcReply {
+    async fn end(self: Arc<Self>, txn: TxnId, action: TxnAction) -> Result<TcReply, NotOwner> {
         let ablations = self.cluster.cfg.ablations;
         let early = {
             let s = self.state();
             match coordinator::end(&s, txn, action, ablations) {
                 Ok(plan) => matches!(plan.first(), Some(TcAction::Reply(_))),
-                Err(e) => return TcReply::Refused(e),
+                Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
         if early {
@@ -140,7 +193,7 @@ impl Tc {
                 }
                 tc.complete(txn, action).await;
             });
-            return TcReply::Ended(action);
+            return Ok(TcReply::Ended(action));
         }
         self.append_latency().await;
         let plan = {
@@ -149,12 +202,12 @@ impl Tc {
                 Ok(plan) => {
                     for a in &plan {
                         if let TcAction::Log(r) = a {
-                            self.log(&mut s, r.clone());
+                            self.log(&mut s, r.clone())?;
                         }
                     }
                     plan
                 }
-                Err(e) => return TcReply::Refused(e),
+                Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
         if plan.iter().any(|a| matches!(a, TcAction::Log(_))) {
@@ -171,8 +224,7 @@ impl Tc {
         let state = TxnState::ending(action);
         match s.txn(txn) {
             Some(m) if m.state.can_become(state) => {
-                self.log(&mut s, LogRecord::State { txn, state });
-                true
+                self.log(&mut s, LogRecord::State { txn, state }).is_ok()
             }
             _ => false,
         }
@@ -193,7 +245,7 @@ impl Tc {
     }
 
     /// Log COMMITTED/ABORTED and answer with the outcome.
-    async fn finish(&self, txn: TxnId) -> TcReply {
+    async fn finish(&self, txn: TxnId) -> Result<TcReply, NotOwner> {
         self.append_latency().await;
         let reply = {
             let mut s = self.state();
@@ -202,18 +254,18 @@ impl Tc {
                     let mut reply = TcReply::Refused(TcError::NotFound(txn));
                     for a in plan {
                         match a {
-                            TcAction::Log(r) => self.log(&mut s, r),
+                            TcAction::Log(r) => self.log(&mut s, r)?,
                             TcAction::Reply(action) => reply = TcReply::Ended(action),
                             TcAction::SendMarkers(_) => {}
                         }
                     }
                     reply
                 }
-                Err(e) => return TcReply::Refused(e),
+                Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
         self.reached(ServerPoint::AfterEndLogged).await;
-        reply
+        Ok(reply)
     }
 
     /// Send every marker until its broker acknowledges it.
@@ -233,25 +285,33 @@ impl Tc {
         }
     }
 
+    /// Send `marker` to the broker that owns its partition (looked up,
+    /// and looked up again after "not owner" or no answer) until it is
+    /// acknowledged, or this instance stops.
     async fn send_marker(&self, marker: Marker) {
         let partition = match &marker.to {
             Participant::Partition(p) => p.clone(),
             Participant::Subscription(s) => s.partition.clone(),
         };
-        let Some(&owner) = self.cluster.owner.get(&partition) else {
-            return;
-        };
-        let dst = broker_addr(owner);
+        let resource = Resource::Partition(partition);
         let world = &self.cluster.world;
         let timeout = Duration::from_millis(world.config().rpc_timeout_ms);
-        loop {
-            world.watchdog_tick();
-            let call = MarkerCall(marker.clone());
-            if world.carry(dst, &call) == Carried::Late {
-                // The network holds this marker back; it lands late, unanswered.
-                sleep(timeout).await;
-            } else if let Ok(Ok(())) = self.ep.call_timeout(dst, call, timeout).await {
-                return;
+        while self.active() {
+            if let Ok(owner) = self.router.owner(&self.cluster, &self.ep, &resource).await {
+                let dst = broker_addr(owner);
+                world.watchdog_tick();
+                let call = MarkerCall(marker.clone());
+                if world.carry(dst, &call) == Carried::Late {
+                    // The network holds this marker back; it lands late, unanswered.
+                    sleep(timeout).await;
+                } else {
+                    match self.ep.call_timeout(dst, call, timeout).await {
+                        Ok(Ok(())) => return,
+                        Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
+                        Err(_) => {}
+                    }
+                }
+                self.router.forget(&resource);
             }
             sleep(Duration::from_millis(50)).await;
         }
@@ -262,6 +322,9 @@ impl Tc {
         let every = Duration::from_millis(self.cluster.cfg.timeout_scan_ms);
         loop {
             sleep(every).await;
+            if !self.active() {
+                return;
+            }
             let now = self.cluster.now_ms();
             let due: Vec<TxnId> = {
                 let s = self.state();
@@ -275,19 +338,15 @@ impl Tc {
                 let started = {
                     let mut s = self.state();
                     match coordinator::timeout(&s, txn, now, self.cluster.cfg.ablations) {
-                        Ok(plan) if !plan.is_empty() => {
-                            for a in &plan {
-                                if let TcAction::Log(r) = a {
-                                    self.log(&mut s, r.clone());
-                                }
-                            }
-                            true
-                        }
+                        Ok(plan) if !plan.is_empty() => plan.iter().all(|a| match a {
+                            TcAction::Log(r) => self.log(&mut s, r.clone()).is_ok(),
+                            _ => true,
+                        }),
                         _ => false,
                     }
                 };
                 if started {
-                    self.cluster.world.recorder().bump("pulsar.txn_timed_out");
+                    self.cluster.bump(PulsarCounter::TxnTimedOut);
                     let tc = self.clone();
                     madsim::task::spawn(async move { tc.complete(txn, TxnAction::Abort).await });
                 }

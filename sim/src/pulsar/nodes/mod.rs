@@ -4,3 +4,5 @@
 pub(crate) mod broker;
 pub(crate) mod client;
 pub(crate) mod coordinator;
+pub(crate) mod metadata;
+pub(crate) mod route;

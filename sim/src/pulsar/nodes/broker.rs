@@ -101,6 +101,11 @@ fn apply(store: &mut PartitionStore, owned: &mut Owned, write: BrokerWrite) -> b
             owned.subs.entry(name).or_default().apply(&mutation);
             true
         }
+        BrokerWrite::Dispatch { name, dispatch } => {
+            // The dispatcher's memory: lost with this incarnation.
+            owned.subs.entry(name).or_default().dispatch(&dispatch);
+            false
+        }
     }
 }
 

@@ -36,6 +36,7 @@ pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt};
+pub use pulsar::ids::PulsarCounter;
 pub use pulsar::nodes::client::Conn;
 pub use pulsar::workload::{PulsarTask, PulsarWorkload};
 pub use systems::SystemKind;

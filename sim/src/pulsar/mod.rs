@@ -10,6 +10,7 @@
 //! state (see `docs/pulsar.md`, "In the simulator").
 
 pub(crate) mod config;
+pub(crate) mod ids;
 pub(crate) mod nodes;
 mod record;
 mod rpc;

@@ -5,6 +5,7 @@
 //! On restart it replays the log (`coordinator::recover`) and finishes
 //! every COMMITTING or ABORTING transaction.
 
+use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::rpc::{MarkerCall, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{COORDINATOR_NODE, Cluster, broker_addr, coordinator_addr};
@@ -287,7 +288,9 @@ impl Tc {
                     }
                 };
                 if started {
-                    self.cluster.world.recorder().bump("pulsar.txn_timed_out");
+                    let c = &self.cluster;
+                    c.world.recorder().bump(PulsarCounter::TxnTimedOut.name());
+                    c.stream().timed_out(txn, c.world.now_ns());
                     let tc = self.clone();
                     madsim::task::spawn(async move { tc.complete(txn, TxnAction::Abort).await });
                 }

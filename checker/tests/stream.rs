@@ -316,6 +316,45 @@ fn torn_transaction() {
     );
 }
 
+/// A timeout abort recorded at the coordinator is a claim, checked against
+/// the markers: T4 (aborted, abort marker) agrees; T3 (commit marker) is
+/// flagged as contradicted.
+#[test]
+fn coordinator_decision_is_checked_against_the_markers() {
+    let decided = |v: &mut Value, txn: usize| {
+        v["transactions"][txn]["coordinator"] =
+            json!({"outcome": "aborted", "t_ns": 1000, "reason": "timeout"});
+    };
+    let mut agrees = value("valid_pipeline");
+    decided(&mut agrees, 3);
+    assert_failed(&judge(&agrees), &[]);
+
+    let mut contradicted = value("valid_pipeline");
+    decided(&mut contradicted, 2);
+    let r = judge(&contradicted);
+    assert_failed(&r, &["torn_transaction"]);
+    assert_eq!(
+        counts(&r, "torn_transaction"),
+        [("coordinator_contradicted".to_string(), 1)]
+    );
+    has_all(
+        &class(&r, "torn_transaction", "coordinator_contradicted"),
+        &[
+            "T3 (0,3)",
+            "the coordinator recorded aborted at 1000 ns (timeout)",
+            "commit markers at out-0@1",
+        ],
+    );
+
+    // An unknown decision, or one before the transaction began, is bad input.
+    let mut unknown = value("valid_pipeline");
+    unknown["transactions"][2]["coordinator"] = json!({"outcome": "unknown", "t_ns": 1000});
+    bad(&unknown, &["$.transactions[2]", "coordinator.outcome"]);
+    let mut early = value("valid_pipeline");
+    early["transactions"][2]["coordinator"] = json!({"outcome": "aborted", "t_ns": 1});
+    bad(&early, &["coordinator.t_ns", "earlier than invoke_ns"]);
+}
+
 #[test]
 fn torn_transaction_acks_without_messages() {
     // T5's acknowledgment of m2 fails, so the subscription's ack of offset 1

@@ -99,7 +99,8 @@ impl Options {
 }
 
 /// Save a failing seed as a capsule: the scenario (and its shrunk form),
-/// version, history, explanation and the command that replays it.
+/// version, history (and a Pulsar run's stream history, which its verdict
+/// was judged on), explanation and the command that replays it.
 pub fn save_capsule(
     out: &Path,
     scenario: &Scenario,
@@ -122,6 +123,8 @@ pub fn save_capsule(
         "shrunk": shrunk.map(|(s, _)| s),
         "shrink_runs": shrunk.map(|(_, n)| n),
         "history": judged.history,
+        // A system that records a stream history (Pulsar) is judged on it.
+        "stream_history": judged.stream,
     });
     std::fs::write(&path, serde_json::to_string_pretty(&capsule)?)?;
     Ok(path)

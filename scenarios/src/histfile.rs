@@ -1,7 +1,10 @@
 //! Reads a history from a `percsim-history/1` file or from a failure capsule
-//! (`percsim-capsule/1`, which carries the history of the failing run).
+//! (`percsim-capsule/1`, which carries the history of the failing run, and
+//! for a Pulsar run its stream history too), and judges a capsule again
+//! (`percsim check CAPSULE`).
 
 use percsim_checker::History;
+use std::io::Write;
 use std::path::Path;
 
 /// A history and, when it came from a capsule, the capsule around it.
@@ -56,6 +59,121 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         capsule: Some(value),
         warning,
     })
+}
+
+/// The `format` of a failure capsule.
+pub const CAPSULE_FORMAT: &str = "percsim-capsule/1";
+
+/// Whether `path` holds a failure capsule (its top-level `format` is
+/// [`CAPSULE_FORMAT`]; the tag is looked for in the first 64 KiB, as for
+/// stream histories).
+pub fn is_capsule_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(1 << 16);
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if file.take(1 << 16).read_to_end(&mut head).is_err()
+        || !String::from_utf8_lossy(&head).contains(CAPSULE_FORMAT)
+    {
+        return false;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<String>,
+    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Probe>(&text).ok())
+        .and_then(|p| p.format)
+        .is_some_and(|f| f == CAPSULE_FORMAT)
+}
+
+/// `percsim check` on a capsule: judge the history it carries again, with
+/// the checker only (no simulation). A capsule of a system that records a
+/// stream history (Pulsar) is judged by the stream checker on its
+/// `stream_history`; any other by the history checker on its `history`.
+/// Writes the report (text after a line with the verdict the run recorded,
+/// or JSON) to `out`; returns the exit code: 0 pass, 1 a rule broken, 2 the
+/// capsule cannot be read or holds no history to judge.
+pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
+    let fail = |out: &mut dyn Write, message: String| {
+        let _ = if json {
+            let e =
+                serde_json::json!({"format": "percsim-check/1", "passed": false, "error": message});
+            writeln!(out, "{e:#}")
+        } else {
+            writeln!(out, "error: {message}")
+        };
+        2
+    };
+    let value: serde_json::Value = match std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|t| {
+            serde_json::from_str(&t).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+        }) {
+        Ok(v) => v,
+        Err(e) => return fail(out, e),
+    };
+    if !json {
+        let _ = writeln!(
+            out,
+            "capsule {}: the run recorded verdict {}, rules {}",
+            path.display(),
+            value.get("verdict").unwrap_or(&serde_json::Value::Null),
+            value
+                .get("violated_rules")
+                .unwrap_or(&serde_json::Value::Null)
+        );
+    }
+    let (passed, text) = match value.get("stream_history").filter(|h| !h.is_null()) {
+        Some(stream) => match percsim_checker::stream::parse(&stream.to_string()) {
+            Ok(h) => {
+                let r = percsim_checker::stream::check(&h);
+                (r.passed(), render(&r, json, |r| r.render_text()))
+            }
+            Err(e) => {
+                let m = format!("the stream history in capsule {}: {e}", path.display());
+                return fail(out, m);
+            }
+        },
+        None if is_stream_scenario(&value) => {
+            let m = format!(
+                "the capsule {} is of a Pulsar run but holds no stream_history (saved by an older \
+                 percsim); re-run it with `percsim replay`",
+                path.display()
+            );
+            return fail(out, m);
+        }
+        None => match load(path) {
+            Ok(loaded) => {
+                let r = percsim_checker::check(&loaded.history);
+                (r.passed(), render(&r, json, |r| r.render_text()))
+            }
+            Err(e) => return fail(out, e),
+        },
+    };
+    let _ = out.write_all(text.as_bytes());
+    if passed { 0 } else { 1 }
+}
+
+/// Whether a capsule's scenario is of a system that records a stream
+/// history (it has a `pulsar` section).
+fn is_stream_scenario(capsule: &serde_json::Value) -> bool {
+    capsule
+        .get("scenario")
+        .and_then(|s| s.get("pulsar"))
+        .is_some_and(|p| !p.is_null())
+}
+
+/// A report as `percsim check` prints it: pretty JSON or text.
+fn render<R: serde::Serialize>(r: &R, json: bool, text: impl Fn(&R) -> String) -> String {
+    match json {
+        true => serde_json::to_string_pretty(r)
+            .map(|s| s + "\n")
+            .unwrap_or_else(|e| format!("error: {e}\n")),
+        false => text(r),
+    }
 }
 
 /// A transaction's lane: the client and which of its concurrent workers ran

@@ -121,6 +121,8 @@ pub enum StreamFindingClass {
     MessagesWithoutAcks,
     /// A transaction has both a commit and an abort marker.
     ConflictingMarkers,
+    /// The coordinator's recorded decision is contradicted by a marker.
+    CoordinatorContradicted,
     /// A consumer received a smaller or equal offset after a larger one.
     NonmonotonicReceive,
     /// A producer was told a smaller or equal offset after a larger one.
@@ -137,7 +139,7 @@ pub enum StreamFindingClass {
 
 impl StreamFindingClass {
     /// Every class, grouped by rule in report order.
-    pub const ALL: [StreamFindingClass; 18] = [
+    pub const ALL: [StreamFindingClass; 19] = [
         StreamFindingClass::AbortedByClient,
         StreamFindingClass::NotCommitted,
         StreamFindingClass::BeforeCommitRequest,
@@ -150,6 +152,7 @@ impl StreamFindingClass {
         StreamFindingClass::AcksWithoutMessages,
         StreamFindingClass::MessagesWithoutAcks,
         StreamFindingClass::ConflictingMarkers,
+        StreamFindingClass::CoordinatorContradicted,
         StreamFindingClass::NonmonotonicReceive,
         StreamFindingClass::NonmonotonicSend,
         StreamFindingClass::InconsistentOffset,
@@ -174,6 +177,7 @@ impl StreamFindingClass {
             AcksWithoutMessages => "acks_without_messages",
             MessagesWithoutAcks => "messages_without_acks",
             ConflictingMarkers => "conflicting_markers",
+            CoordinatorContradicted => "coordinator_contradicted",
             NonmonotonicReceive => "nonmonotonic_receive",
             NonmonotonicSend => "nonmonotonic_send",
             InconsistentOffset => "inconsistent_offset",
@@ -211,6 +215,9 @@ impl StreamFindingClass {
                 "A transaction's messages took effect, its acknowledgments did not"
             }
             ConflictingMarkers => "A transaction has both a commit and an abort marker",
+            CoordinatorContradicted => {
+                "A marker contradicts the outcome recorded at the coordinator"
+            }
             NonmonotonicReceive => {
                 "A consumer received a smaller or equal offset after a larger one"
             }
@@ -230,9 +237,11 @@ impl StreamFindingClass {
             BeforeCommitRequest | PastOpenTransaction => StreamRule::ReadUncommitted,
             NotVisible | NeverDelivered => StreamRule::LostWrite,
             DuplicateInLog | AckedTwice => StreamRule::Duplicate,
-            PartlyVisible | AcksWithoutMessages | MessagesWithoutAcks | ConflictingMarkers => {
-                StreamRule::TornTransaction
-            }
+            PartlyVisible
+            | AcksWithoutMessages
+            | MessagesWithoutAcks
+            | ConflictingMarkers
+            | CoordinatorContradicted => StreamRule::TornTransaction,
             NonmonotonicReceive | NonmonotonicSend | InconsistentOffset => {
                 StreamRule::MonotonicOffsets
             }

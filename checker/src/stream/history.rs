@@ -71,6 +71,26 @@ pub struct StreamTxn {
     /// Why it aborted, informational.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_reason: Option<String>,
+    /// What the coordinator decided on its own, observed at the coordinator
+    /// rather than by the client (a timeout abort); absent if nothing was
+    /// recorded there. `outcome` stays what the client was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinator: Option<CoordinatorDecision>,
+}
+
+/// An outcome a transaction coordinator decided and the history recorded at
+/// the coordinator (Pulsar's timeout abort: the client may never hear of
+/// it). The checker takes it as a claim to check against the partition
+/// logs' markers, never as a fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoordinatorDecision {
+    /// `"committed"` or `"aborted"` (never `"unknown"`).
+    pub outcome: Outcome,
+    /// When the coordinator decided (its decision was durable).
+    pub t_ns: u64,
+    /// Why, informational (`"timeout"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One client operation, tagged by `f`.

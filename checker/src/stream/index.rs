@@ -207,8 +207,24 @@ impl<'a> Ix<'a> {
             .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
+        let coordinator = t
+            .coordinator
+            .as_ref()
+            .map(|d| {
+                let why = d
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                format!(
+                    "; the coordinator recorded {} at {} ns{why}",
+                    outcome_word(d.outcome),
+                    d.t_ns
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "T{id}{label} (client {}; invoked at {} ns, {commit}, {told}{reason})",
+            "T{id}{label} (client {}; invoked at {} ns, {commit}, {told}{reason}{coordinator})",
             t.client, t.invoke_ns
         )
     }

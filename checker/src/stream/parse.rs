@@ -67,9 +67,18 @@ fn declarations(h: &StreamHistory) -> Result<Names<'_>, StreamHistoryError> {
                 "a second transaction with this id",
             ));
         }
+        if let Some(d) = &t.coordinator
+            && d.outcome == crate::Outcome::Unknown
+        {
+            return Err(StreamHistoryError::at(
+                format!("{path}.coordinator.outcome"),
+                "a coordinator's decision is \"committed\" or \"aborted\", not \"unknown\"",
+            ));
+        }
         for (field, t_ns) in [
             ("commit_request_ns", t.commit_request_ns),
             ("complete_ns", t.complete_ns),
+            ("coordinator.t_ns", t.coordinator.as_ref().map(|d| d.t_ns)),
         ] {
             if t_ns.is_some_and(|x| x < t.invoke_ns) {
                 return Err(StreamHistoryError::at(

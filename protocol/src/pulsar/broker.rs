@@ -6,7 +6,7 @@
 use super::ablation::PulsarAblations;
 use super::buffer::{self, Entry, TbState};
 use super::client::{BrokerReply, BrokerRequest};
-use super::subscription::{self, AckError, SubMutation, Subscription};
+use super::subscription::{self, AckError, Dispatch, SubMutation, Subscription};
 use super::types::{Marker, Participant};
 use std::collections::BTreeMap;
 
@@ -25,6 +25,14 @@ pub enum BrokerWrite {
         name: String,
         /// The change.
         mutation: SubMutation,
+    },
+    /// Nothing durable: record in subscription `name`'s memory which
+    /// consumer now holds what it was handed ([`Subscription::dispatch`]).
+    Dispatch {
+        /// The subscription's name.
+        name: String,
+        /// Who holds what.
+        dispatch: Dispatch,
     },
 }
 
@@ -58,13 +66,22 @@ pub fn execute(
         },
         BrokerRequest::Read {
             subscription,
+            consumer,
             from,
             mode,
             max,
         } => {
             let sub = view.sub(subscription);
-            let d = buffer::read(view.log, view.tb, &sub, *from, *mode, *max, ablations);
-            (BrokerReply::Delivery(d), BrokerWrite::Nothing)
+            let d = buffer::read(
+                view.log, view.tb, &sub, consumer, *from, *mode, *max, ablations,
+            );
+            let offsets = d.messages.iter().map(|m| m.offset).collect();
+            let dispatch = subscription::dispatch(&sub, consumer, offsets);
+            let write = BrokerWrite::Dispatch {
+                name: subscription.clone(),
+                dispatch,
+            };
+            (BrokerReply::Delivery(d), write)
         }
         BrokerRequest::Ack { offset, .. } if !is_message(view.log, *offset) => (
             BrokerReply::AckRefused(AckError::NoSuchMessage(*offset)),

@@ -16,6 +16,14 @@ pub const PRODUCER: ProducerRef = ProducerRef {
     epoch: 0,
 };
 
+/// Consumer `name` on session `session`.
+pub fn consumer(name: &str, session: u64) -> ConsumerRef {
+    ConsumerRef {
+        name: name.to_string(),
+        session,
+    }
+}
+
 pub fn txn(seq: u64) -> TxnId {
     TxnId {
         coordinator: 0,
@@ -200,6 +208,10 @@ impl Broker {
                 self.apply_sub(&name, &mutation);
                 written
             }
+            BrokerWrite::Dispatch { name, dispatch } => {
+                self.subs.entry(name).or_default().dispatch(&dispatch);
+                false
+            }
         }
     }
 
@@ -240,6 +252,7 @@ impl Broker {
             &self.log,
             &self.tb,
             self.sub(name),
+            &consumer("reader", 1),
             from,
             mode,
             max,
@@ -253,6 +266,28 @@ impl Broker {
 
     pub fn must_read(&self, name: &str, from: u64, max: usize) -> Vec<(u64, String)> {
         self.read_mode(name, from, ReadMode::Dispatch, max)
+    }
+
+    /// A dispatch read by `reader`, as a broker runs it (the dispatcher
+    /// remembers what it handed out); the offsets handed out.
+    pub fn must_read_as(
+        &mut self,
+        name: &str,
+        reader: &ConsumerRef,
+        from: u64,
+        max: usize,
+    ) -> Vec<u64> {
+        let req = BrokerRequest::Read {
+            subscription: name.to_string(),
+            consumer: reader.clone(),
+            from,
+            mode: ReadMode::Dispatch,
+            max,
+        };
+        match self.execute(&req) {
+            BrokerReply::Delivery(d) => d.messages.iter().map(|m| m.offset).collect(),
+            other => panic!("unexpected reply {other:?}"),
+        }
     }
 
     pub fn must_replay(&self, name: &str, until: u64) -> Vec<(u64, String)> {

@@ -130,3 +130,17 @@ pub struct Message {
     /// Its content.
     pub payload: String,
 }
+
+/// A consumer as a broker's dispatcher knows it: a name stable across the
+/// client process's restarts and the session (connection) it reads on. A
+/// read on a higher session of the same name means the earlier connection
+/// closed: the dispatcher takes back what it had handed that connection
+/// (Pulsar redelivers a closed consumer's unacknowledged messages to the
+/// subscription's other consumers).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ConsumerRef {
+    /// Stable across restarts (the simulator: the client and its task).
+    pub name: String,
+    /// Grows with each restart of the process (its incarnation).
+    pub session: u64,
+}

@@ -56,9 +56,10 @@ enum Command {
         #[arg(long)]
         history: Option<PathBuf>,
     },
-    /// Check a history file (percsim-history/1, percsim-stream-history/1 or Elle EDN).
+    /// Check a history file (percsim-history/1, percsim-stream-history/1 or Elle EDN), or the
+    /// history a failure capsule carries (a Pulsar capsule's stream history).
     Check {
-        /// The history.
+        /// The history or capsule.
         history: PathBuf,
         /// Print a machine-readable report.
         #[arg(long)]
@@ -229,7 +230,9 @@ fn main() -> ExitCode {
             history,
         } => cmd_replay(&capsule, shrunk, history.as_deref()),
         Command::Check { history, json } => {
-            if percsim_checker::stream::is_stream_history_file(&history) {
+            if percsim_scenarios::histfile::is_capsule_file(&history) {
+                percsim_scenarios::histfile::check_capsule(&history, json, &mut std::io::stdout())
+            } else if percsim_checker::stream::is_stream_history_file(&history) {
                 percsim_checker::stream::run_check_file(&history, json, &mut std::io::stdout())
             } else {
                 percsim_checker::run_check_file(&history, json, &mut std::io::stdout())

@@ -5,7 +5,7 @@
 //! to the first recorded fact that shows them ended.
 
 use super::facts::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
-use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamTxn};
+use percsim_checker::stream::{MarkerKind, OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
 use percsim_sim::{EventKind, Role};
 use std::collections::{BTreeMap, BTreeSet};
@@ -135,6 +135,8 @@ struct EndSeen<'a> {
     messages: BTreeMap<u64, Vec<(&'a str, u64)>>,
     /// Receives as (partition, offset, time).
     receives: Vec<(&'a str, u64, u64)>,
+    /// Transactions with a commit marker in some partition.
+    committed: BTreeSet<u64>,
 }
 
 impl<'a> EndSeen<'a> {
@@ -158,15 +160,38 @@ impl<'a> EndSeen<'a> {
                 _ => None,
             })
             .collect();
-        EndSeen { messages, receives }
+        let committed = h
+            .final_state
+            .partitions
+            .iter()
+            .flat_map(|p| &p.entries)
+            .filter(|e| e.marker == Some(MarkerKind::Commit))
+            .filter_map(|e| e.txn)
+            .collect();
+        EndSeen {
+            messages,
+            receives,
+            committed,
+        }
     }
 
     /// The first time after `death_ns` that the history shows `t` ended:
-    /// its client learnt the outcome, or a consumer received a message of
-    /// it (committed) or one after its first message in a partition (no
-    /// consumer reads past an open transaction's first message).
+    /// its client learnt the outcome, the coordinator recorded aborting it
+    /// (its timeout; taken only if no partition holds a commit marker of
+    /// it), or a consumer received a message of it (committed) or one after
+    /// its first message in a partition (no consumer reads past an open
+    /// transaction's first message).
     fn at(&self, t: &StreamTxn, death_ns: u64) -> Option<u64> {
-        let told = t.complete_ns.filter(|&c| c >= death_ns);
+        let decided = t
+            .coordinator
+            .as_ref()
+            .filter(|d| d.outcome == Outcome::Aborted && !self.committed.contains(&t.id))
+            .map(|d| d.t_ns);
+        let told = [t.complete_ns, decided]
+            .into_iter()
+            .flatten()
+            .filter(|&c| c >= death_ns)
+            .min();
         let firsts: BTreeMap<&str, u64> = self.messages.get(&t.id).into_iter().flatten().fold(
             BTreeMap::new(),
             |mut m, (p, o)| {
@@ -299,5 +324,32 @@ mod tests {
                 ("client-1", vec![])
             ]
         );
+    }
+
+    /// T3's timeout abort recorded at the coordinator at 1,400 ms ends it,
+    /// unless a partition holds a commit marker of it (then the record is
+    /// not believed, and the checker flags the contradiction).
+    #[test]
+    fn a_timeout_abort_recorded_at_the_coordinator_ends_a_transaction_the_store_agrees_with() {
+        let resolved_t3 = |h: &StreamHistory| {
+            let f = facts(&run().0, h);
+            f.deaths[0].resolved_ns[1].map(|r| r / MS)
+        };
+        let (_, mut h) = run();
+        h.transactions[2].coordinator = Some(percsim_checker::stream::CoordinatorDecision {
+            outcome: Outcome::Aborted,
+            t_ns: 1_400 * MS,
+            reason: Some("timeout".into()),
+        });
+        assert_eq!(resolved_t3(&h), Some(1_400));
+        h.final_state.partitions[1]
+            .entries
+            .push(percsim_checker::stream::LogEntry {
+                offset: 3,
+                message: None,
+                marker: Some(MarkerKind::Commit),
+                txn: Some(3),
+            });
+        assert_eq!(resolved_t3(&h), None);
     }
 }

@@ -6,8 +6,9 @@
 use crate::pulsar::store::{Durable, acked_offsets, partition_name};
 use percsim_checker::Outcome;
 use percsim_checker::stream::{
-    AckOp, AckedPositions, LogEntry, MarkerKind, OpResult, PartitionLog, ReceiveOp, STREAM_FORMAT,
-    SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn, SubscriptionDecl,
+    AckOp, AckedPositions, CoordinatorDecision, LogEntry, MarkerKind, OpResult, PartitionLog,
+    ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn,
+    SubscriptionDecl,
 };
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::client::{ClientEvent, TxnOutcome};
@@ -166,6 +167,22 @@ impl StreamRecorder {
         format!("c{}.{}.{}#{}", r.client, r.incarnation, r.worker, s.name)
     }
 
+    /// The coordinator aborted `txn` on its timeout at `now_ns` (ABORTING is
+    /// durable): recorded as observed at the coordinator, apart from what
+    /// the client was told. A transaction no client heard of (its open's
+    /// answer was lost) is added with an unknown outcome.
+    pub(crate) fn timed_out(&mut self, txn: TxnId, now_ns: u64) {
+        let t = self
+            .txns
+            .entry(txn)
+            .or_insert_with(|| new_txn(txn, u64::MAX, 0));
+        t.coordinator = Some(CoordinatorDecision {
+            outcome: Outcome::Aborted,
+            t_ns: now_ns,
+            reason: Some("timeout".to_string()),
+        });
+    }
+
     /// Client `client` restarted: the transactions its earlier life ran
     /// will never finish (their outcome stays unknown).
     pub(crate) fn orphan(&mut self, client: usize) {
@@ -211,6 +228,7 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
         complete_ns: None,
         outcome: Outcome::Unknown,
         abort_reason: None,
+        coordinator: None,
     }
 }
 

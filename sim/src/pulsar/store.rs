@@ -13,7 +13,7 @@ use percsim_protocol::pulsar::coordinator::{self, LogRecord};
 use percsim_protocol::pulsar::ownership::{OwnershipTable, Resource};
 use percsim_protocol::pulsar::subscription;
 use percsim_protocol::pulsar::subscription::SubRecord;
-use percsim_protocol::pulsar::types::{Partition, TxnAction, TxnId};
+use percsim_protocol::pulsar::types::{ConsumerRef, Partition, TxnAction, TxnId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The one coordinator's id (its TxnIds' first half).
@@ -110,6 +110,11 @@ impl Durable {
                     &store.log,
                     &store.buffer(),
                     &sub,
+                    // The durable state holds no dispatch: any reader sees all.
+                    &ConsumerRef {
+                        name: String::new(),
+                        session: 0,
+                    },
                     0,
                     ReadMode::Dispatch,
                     usize::MAX,

@@ -2,6 +2,7 @@
 //! acknowledgments, take effect all together or not at all ("torn
 //! transactions" in Jepsen's Bufstream analysis).
 
+use crate::Outcome;
 use crate::stream::history::{MarkerKind, OpResult, StreamOp};
 use crate::stream::index::{Ix, ack_desc};
 use crate::stream::report::Collector;
@@ -27,7 +28,8 @@ struct Part {
 /// and is left out. Classes: `acks_without_messages`,
 /// `messages_without_acks`, `partly_visible` (a mix among messages, or among
 /// acknowledgments), and `conflicting_markers` (a commit and an abort marker
-/// for one transaction).
+/// for one transaction), and `coordinator_contradicted` (a marker of the
+/// other outcome than the one the history recorded at the coordinator).
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     let parts = collect_parts(ix);
     for (t, ps) in &parts {
@@ -79,6 +81,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
             }
         }
     }
+    contradicted_coordinator(ix, &verdicts, c);
     for (t, (commits, aborts)) in verdicts {
         if commits.is_empty() || aborts.is_empty() {
             continue;
@@ -93,6 +96,51 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                     format!("abort markers at {}", aborts.join(", ")),
                     "a transaction has one outcome: its markers must all commit or all abort"
                         .to_string(),
+                ],
+            )
+        });
+    }
+}
+
+/// `coordinator_contradicted`: the history records an outcome the
+/// coordinator decided on its own (a timeout abort), and a partition holds
+/// a marker of the other outcome. The record is a claim of the system under
+/// test; only the logs' markers can confirm it.
+fn contradicted_coordinator(
+    ix: &Ix,
+    verdicts: &BTreeMap<u64, (Vec<String>, Vec<String>)>,
+    c: &mut Collector,
+) {
+    for t in &ix.h.transactions {
+        let Some(d) = &t.coordinator else { continue };
+        let Some((commits, aborts)) = verdicts.get(&t.id) else {
+            continue;
+        };
+        let (against, kind) = match d.outcome {
+            Outcome::Aborted => (commits, "commit"),
+            Outcome::Committed => (aborts, "abort"),
+            Outcome::Unknown => continue,
+        };
+        if against.is_empty() {
+            continue;
+        }
+        let id = t.id;
+        let why = d.reason.as_deref().unwrap_or("no reason given");
+        c.add(StreamFindingClass::CoordinatorContradicted, || {
+            (
+                format!(
+                    "T{id}: the coordinator's recorded decision is contradicted by {kind} markers"
+                ),
+                vec![id],
+                vec![
+                    ix.txn_desc(id),
+                    format!(
+                        "the coordinator recorded it {} at {} ns ({why})",
+                        crate::stream::index::outcome_word(d.outcome),
+                        d.t_ns
+                    ),
+                    format!("{kind} markers at {}", against.join(", ")),
+                    "the partitions' markers must carry the coordinator's decision".to_string(),
                 ],
             )
         });

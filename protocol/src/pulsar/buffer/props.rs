@@ -58,6 +58,7 @@ fn first_uncommitted_read(ops: &[Op], ablations: PulsarAblations) -> Option<u64>
                 &b.log,
                 &b.tb,
                 b.sub("s"),
+                &crate::pulsar::test_util::consumer("c", 1),
                 0,
                 mode,
                 usize::MAX,

@@ -4,7 +4,7 @@
 use super::state::{Entry, TbState};
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::subscription::Subscription;
-use crate::pulsar::types::Message;
+use crate::pulsar::types::{ConsumerRef, Message};
 use serde::{Deserialize, Serialize};
 
 /// How a read walks the log.
@@ -40,10 +40,12 @@ pub struct Delivery {
     pub next: u64,
 }
 
-/// Read at most `max` messages of `log` (whose buffer is `tb`) for the
-/// subscription `sub`, from offset `from`. Markers, messages of aborted
-/// transactions and messages acknowledged (or pending-acknowledged) on the
-/// subscription are skipped. Dispatch never reads at or past the
+/// Read at most `max` messages of `log` (whose buffer is `tb`) for
+/// consumer `reader` of the subscription `sub`, from offset `from`.
+/// Markers, messages of aborted transactions, messages acknowledged (or
+/// pending-acknowledged) on the subscription and messages the dispatcher
+/// handed to another consumer are skipped; a reader whose session was
+/// replaced gets nothing ([`Subscription::available_to`]). Dispatch never reads at or past the
 /// max-read-position, so a message of a still-open transaction is never
 /// delivered and every transactional message below it is decided.
 ///
@@ -51,10 +53,12 @@ pub struct Delivery {
 /// the log; with [`PulsarAblation::ReplayIgnoresAborted`] a replay does not
 /// consult the aborted index (Pulsar #19814: "Consumer can receive txn
 /// aborted message when readType is replay").
+#[allow(clippy::too_many_arguments)]
 pub fn read(
     log: &[Entry],
     tb: &TbState,
     sub: &Subscription,
+    reader: &ConsumerRef,
     from: u64,
     mode: ReadMode,
     max: usize,
@@ -72,11 +76,17 @@ pub fn read(
         ),
     };
     let mut messages = Vec::new();
+    if sub.is_closed(reader) {
+        return Delivery {
+            messages,
+            next: from,
+        };
+    }
     let mut offset = from;
     while offset < limit && messages.len() < max {
         if let Entry::Message(m) = &log[offset as usize] {
             let aborted = m.txn.is_some_and(|t| tb.is_aborted(t));
-            let taken = sub.is_acked(offset) || sub.pending_txn(offset).is_some();
+            let taken = !sub.available_to(offset, reader);
             let skipped = taken || (aborted && filter_aborted);
             if !skipped {
                 messages.push(Delivered {

@@ -91,6 +91,7 @@ impl Consumer {
                 &self.sub.partition,
                 BrokerRequest::Read {
                     subscription: self.sub.name.clone(),
+                    consumer: t.consumer(),
                     from,
                     mode,
                     max,

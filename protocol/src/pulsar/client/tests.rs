@@ -170,6 +170,12 @@ impl PulsarTransport for Mem {
     fn producer(&self) -> ProducerRef {
         self.producer
     }
+    fn consumer(&self) -> ConsumerRef {
+        ConsumerRef {
+            name: "mem".into(),
+            session: 1,
+        }
+    }
     fn coordinator(
         &self,
         req: TcRequest,

@@ -5,7 +5,7 @@ use crate::pulsar::buffer::{AppendError, Delivery, ReadMode};
 use crate::pulsar::coordinator::TcError;
 use crate::pulsar::subscription::AckError;
 use crate::pulsar::types::{
-    Message, Participant, Partition, ProducerRef, SubscriptionKey, TxnAction, TxnId,
+    ConsumerRef, Message, Participant, Partition, ProducerRef, SubscriptionKey, TxnAction, TxnId,
 };
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -60,6 +60,9 @@ pub enum BrokerRequest {
     Read {
         /// The subscription's name.
         subscription: String,
+        /// The consumer reading (the dispatcher hands it what no other
+        /// consumer holds).
+        consumer: ConsumerRef,
         /// From this offset.
         from: u64,
         /// Dispatch or replay.
@@ -189,6 +192,8 @@ pub trait PulsarTransport: Send + Sync {
     fn config(&self) -> &PulsarClientConfig;
     /// This client's producer session.
     fn producer(&self) -> ProducerRef;
+    /// This client's consumer, as brokers' dispatchers know it.
+    fn consumer(&self) -> ConsumerRef;
     /// Send a request to a coordinator (routed as [`TcRequest`] says).
     fn coordinator(&self, req: TcRequest)
     -> impl Future<Output = Result<TcReply, RpcError>> + Send;

@@ -41,6 +41,9 @@ pub enum ClientError {
 pub enum AbortReason {
     /// Another open transaction holds a pending ack on the input.
     AckConflict,
+    /// The input was already acknowledged for good (another consumer
+    /// processed it).
+    AlreadyAcked,
     /// The coordinator had aborted it already (its timeout passed).
     TimedOut,
     /// A server did not answer, or refused, before commit was asked for.
@@ -54,6 +57,7 @@ impl AbortReason {
     pub fn of(e: &ClientError) -> AbortReason {
         match e {
             ClientError::Ack(AckError::Conflict { .. }) => AbortReason::AckConflict,
+            ClientError::Ack(AckError::AlreadyAcked(_)) => AbortReason::AlreadyAcked,
             ClientError::Coordinator(TcError::InvalidState { .. } | TcError::NotFound(_)) => {
                 AbortReason::TimedOut
             }

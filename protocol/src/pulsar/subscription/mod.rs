@@ -1,14 +1,17 @@
 //! A subscription's acknowledgment state with pending acks: an ack inside
 //! a transaction stays pending until the transaction ends, a message
 //! pending in one open transaction cannot be acked by another, and all of
-//! it is durable and recovered after a restart.
+//! it is durable and recovered after a restart. The dispatcher's memory
+//! of which consumer holds which message is not ([`dispatch()`]).
 
 mod ack;
+mod dispatch;
 mod end;
 mod recover;
 mod state;
 
 pub use ack::ack;
+pub use dispatch::{Dispatch, dispatch};
 pub use end::end;
 pub use recover::recover;
 pub use state::{AckError, SubMutation, SubRecord, Subscription};

@@ -1,7 +1,8 @@
 //! A subscription's durable records and the acknowledgment state built
 //! from them.
 
-use crate::pulsar::types::{TxnAction, TxnId};
+use super::dispatch::Dispatch;
+use crate::pulsar::types::{ConsumerRef, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,12 +84,17 @@ pub enum AckError {
 }
 
 /// The acknowledgment state of one subscription: acked messages, pending
-/// acks by transaction, and the transactions that ended here.
+/// acks by transaction, and the transactions that ended here; and, in
+/// memory only, the dispatcher's: which consumer holds each message handed
+/// out and not yet acknowledged, and each consumer name's latest session
+/// (see [`super::dispatch`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subscription {
     acked: BTreeSet<u64>,
     pending: BTreeMap<u64, TxnId>,
     ended: BTreeMap<TxnId, TxnAction>,
+    dispatched: BTreeMap<u64, ConsumerRef>,
+    sessions: BTreeMap<String, u64>,
 }
 
 impl Subscription {
@@ -107,6 +113,48 @@ impl Subscription {
         self.ended.get(&txn).copied()
     }
 
+    /// The consumer the dispatcher handed `offset` to, if it still holds it.
+    pub fn holder(&self, offset: u64) -> Option<&ConsumerRef> {
+        self.dispatched.get(&offset)
+    }
+
+    /// Whether `reader` reads on a session a later one of its name has
+    /// replaced (a closed connection: it is handed nothing).
+    pub fn is_closed(&self, reader: &ConsumerRef) -> bool {
+        self.sessions
+            .get(&reader.name)
+            .is_some_and(|s| *s > reader.session)
+    }
+
+    /// Whether the message at `offset` may be handed to `reader`: it is not
+    /// acknowledged, not pending in a transaction, and no other consumer
+    /// holds it (an earlier session of the reader's own name does not
+    /// count: reading on a new session closes the old one).
+    pub fn available_to(&self, offset: u64, reader: &ConsumerRef) -> bool {
+        if self.is_acked(offset) || self.pending_txn(offset).is_some() || self.is_closed(reader) {
+            return false;
+        }
+        self.holder(offset)
+            .is_none_or(|h| h == reader || (h.name == reader.name && h.session < reader.session))
+    }
+
+    /// Apply a dispatch (memory only): a newer session of the consumer's
+    /// name takes back what its earlier sessions held, then it holds
+    /// `offsets`.
+    pub fn dispatch(&mut self, d: &Dispatch) {
+        if self.is_closed(&d.consumer) {
+            return;
+        }
+        let c = &d.consumer;
+        if self.sessions.insert(c.name.clone(), c.session) != Some(c.session) {
+            self.dispatched
+                .retain(|_, h| h.name != c.name || h.session == c.session);
+        }
+        for offset in &d.offsets {
+            self.dispatched.insert(*offset, c.clone());
+        }
+    }
+
     /// Apply a mutation (its durable part already written).
     pub fn apply(&mut self, m: &SubMutation) {
         for r in m.durable.iter().chain(&m.volatile) {
@@ -119,9 +167,13 @@ impl Subscription {
         match record {
             SubRecord::Ack { offset } => {
                 self.acked.insert(*offset);
+                self.dispatched.remove(offset);
             }
             SubRecord::PendingAck { offset, txn } => {
+                // Held by the transaction now: its abort releases the
+                // message to every consumer (Pulsar redelivers it).
                 self.pending.insert(*offset, *txn);
+                self.dispatched.remove(offset);
             }
             SubRecord::End { txn, action } => {
                 let mine: Vec<u64> = self

@@ -310,15 +310,22 @@ fn apply(
     owned: &mut Owned,
     write: BrokerWrite,
 ) -> Result<bool, Fenced> {
-    if matches!(write, BrokerWrite::Nothing) {
-        return Ok(false);
+    match write {
+        BrokerWrite::Nothing => return Ok(false),
+        BrokerWrite::Dispatch { name, dispatch } => {
+            // The dispatcher's memory, lost with this incarnation: nothing
+            // is appended, so there is nothing for a fence to refuse.
+            owned.subs.entry(name).or_default().dispatch(&dispatch);
+            return Ok(false);
+        }
+        _ => {}
     }
     check_append(Epochs {
         log: store.epoch,
         writer: owned.epoch,
     })?;
     match write {
-        BrokerWrite::Nothing => {}
+        BrokerWrite::Nothing | BrokerWrite::Dispatch { .. } => {}
         BrokerWrite::Partition(entry) => {
             store.log.push(entry.clone());
             owned.tb.apply(&entry);

@@ -22,7 +22,7 @@ use percsim_protocol::pulsar::client::{
     TcReply, TcRequest,
 };
 use percsim_protocol::pulsar::ownership::Resource;
-use percsim_protocol::pulsar::types::{Partition, ProducerRef, TxnId};
+use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
@@ -231,6 +231,15 @@ impl PulsarTransport for Conn {
 
     fn producer(&self) -> ProducerRef {
         self.producer
+    }
+
+    /// The task's consumer: named by client and task, its session the
+    /// process's incarnation (a restart reconnects on a new session).
+    fn consumer(&self) -> ConsumerRef {
+        ConsumerRef {
+            name: format!("client-{}.{}", self.process.index, self.task),
+            session: self.process.incarnation as u64,
+        }
     }
 
     async fn coordinator(&self, req: TcRequest) -> Result<TcReply, RpcError> {

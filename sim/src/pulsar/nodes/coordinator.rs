@@ -347,6 +347,8 @@ impl Tc {
                 };
                 if started {
                     self.cluster.bump(PulsarCounter::TxnTimedOut);
+                    let c = &self.cluster;
+                    c.stream().timed_out(txn, c.world.now_ns());
                     let tc = self.clone();
                     madsim::task::spawn(async move { tc.complete(txn, TxnAction::Abort).await });
                 }

@@ -1,0 +1,92 @@
+//! Dispatch: the broker hands each message of a Shared subscription to one
+//! consumer at a time, and takes it back only when that consumer can no
+//! longer process it.
+//!
+//! Pulsar's Shared subscription dispatcher
+//! (`PersistentDispatcherMultipleConsumers`) sends each entry to one
+//! consumer with permits and remembers it in that consumer's pending-acks
+//! list; the entry goes to another consumer only when it is redelivered: a
+//! negative ack or ack timeout of the holder, the holder's connection
+//! closing, or the abort of a transaction that acked it
+//! (`PendingAckHandleImpl` asks the dispatcher to redeliver). This state is
+//! memory only: a broker restart forgets it, and every unacknowledged
+//! message can be dispatched again (the consumers reconnect).
+
+use super::state::Subscription;
+use crate::pulsar::types::ConsumerRef;
+use serde::{Deserialize, Serialize};
+
+/// What a read changes in the dispatcher's memory (nothing durable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// The consumer that read.
+    pub consumer: ConsumerRef,
+    /// The offsets now handed to it.
+    pub offsets: Vec<u64>,
+}
+
+/// The dispatch state change for `reader` having been handed `offsets` on
+/// `sub`. Apply with [`Subscription::dispatch`]: a newer session of the
+/// reader's name first takes back what its earlier sessions held.
+pub fn dispatch(sub: &Subscription, reader: &ConsumerRef, offsets: Vec<u64>) -> Dispatch {
+    debug_assert!(offsets.iter().all(|o| sub.available_to(*o, reader)));
+    Dispatch {
+        consumer: reader.clone(),
+        offsets,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pulsar::test_util::*;
+    use crate::pulsar::types::TxnAction;
+
+    #[test]
+    fn each_message_goes_to_one_consumer() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        b.must_send(None, "b");
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 1), vec![0]);
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 1), vec![1]);
+        assert!(b.must_read_as("s", &consumer("p3", 1), 0, 9).is_empty());
+        // The holder gets its own message again (a redelivery to itself).
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 9), vec![0]);
+    }
+
+    #[test]
+    fn a_restarted_consumer_releases_what_its_earlier_session_held() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 1), vec![0]);
+        assert!(b.must_read_as("s", &consumer("p2", 1), 0, 1).is_empty());
+        // p1's process restarted: its new session reads (nothing new here).
+        b.must_read_as("s", &consumer("p1", 2), 5, 1);
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 1), vec![0]);
+        // A late read of the closed session is handed nothing.
+        b.must_send(None, "b");
+        assert!(b.must_read_as("s", &consumer("p1", 1), 0, 9).is_empty());
+    }
+
+    #[test]
+    fn an_aborted_ack_releases_the_message_to_every_consumer() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 1), vec![0]);
+        b.ack("s", 0, Some(txn(1))).unwrap();
+        assert!(b.must_read_as("s", &consumer("p1", 1), 0, 1).is_empty());
+        b.end_sub("s", txn(1), TxnAction::Abort);
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 1), vec![0]);
+    }
+
+    #[test]
+    fn a_broker_restart_forgets_who_holds_what() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 1), vec![0]);
+        b.ack("s", 0, None).unwrap();
+        b.must_send(None, "b");
+        assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 9), vec![1]);
+        b.restart();
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 9), vec![1]);
+    }
+}

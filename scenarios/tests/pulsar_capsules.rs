@@ -1,0 +1,172 @@
+//! A failing Pulsar seed is replayable like a Percolator one: for each
+//! planted bug, the first failing seed of the default Pulsar campaign is
+//! saved as a capsule (with `save_capsule`, as `percsim fuzz` does); the
+//! capsule carries the stream history and the explanation, `percsim check
+//! CAPSULE` (`histfile::check_capsule`) re-judges it offline with the same
+//! verdict and rule names as the run, and `percsim replay CAPSULE` (the
+//! capsule's scenario, run again) reproduces the same verdict, rules and
+//! stream history.
+
+use percsim_protocol::pulsar::PulsarAblation;
+use percsim_scenarios::campaign::{self, Verdict};
+use percsim_scenarios::fuzz;
+use percsim_scenarios::histfile::{check_capsule, is_capsule_file};
+use percsim_scenarios::pulsar_ablations::mix;
+use percsim_scenarios::pulsar_campaign::PULSAR_SEED_BASE;
+use percsim_scenarios::scenario::Scenario;
+use std::path::{Path, PathBuf};
+
+/// Runs `percsim check --json CAPSULE` in-process: (exit code, report).
+fn check_json(path: &Path) -> (i32, serde_json::Value) {
+    let mut out = Vec::new();
+    let code = check_capsule(path, true, &mut out);
+    let text = String::from_utf8(out).expect("utf-8 report");
+    let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (code, report)
+}
+
+/// The ids of the rules a JSON report says failed.
+fn failed_rules(report: &serde_json::Value) -> Vec<String> {
+    report["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| r["passed"] == false)
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// Finds `a`'s first failing seed within `seeds`, saves its capsule, and
+/// checks that the capsule re-judges and replays the same way.
+fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
+    let mix = mix(Some(a));
+    let (scenario, judged) = (0..seeds)
+        .map(|i| campaign::generate(PULSAR_SEED_BASE + i, &mix))
+        .map(|s| {
+            let j = fuzz::judge(&s, false);
+            (s, j)
+        })
+        .find(|(_, j)| j.result.verdict == Verdict::Safety)
+        .unwrap_or_else(|| panic!("{a} not caught in {seeds} seeds"));
+    let dir: PathBuf = std::env::temp_dir().join(format!(
+        "percsim-pulsar-capsule-{}-{}",
+        a.name(),
+        std::process::id()
+    ));
+    let path = fuzz::save_capsule(&dir, &scenario, &judged, None).expect("capsule saved");
+    assert!(is_capsule_file(&path));
+
+    // The capsule carries the stream history and the explanation.
+    let capsule: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+    let stream = judged
+        .stream
+        .as_ref()
+        .expect("a Pulsar run has a stream history");
+    assert_eq!(
+        capsule["stream_history"],
+        serde_json::to_value(stream).expect("JSON"),
+        "{a}: the capsule's stream history is the run's"
+    );
+    let explanation = capsule["explanation"].as_str().expect("an explanation");
+    let run_rules: Vec<String> = judged
+        .result
+        .violated_rules
+        .iter()
+        .filter(|r| *r != "workload_invariant")
+        .cloned()
+        .collect();
+    assert!(
+        !run_rules.is_empty(),
+        "{a}: a safety verdict names its rules"
+    );
+    for rule in &run_rules {
+        assert!(
+            explanation.contains(rule.as_str()),
+            "{a}: {rule} not explained"
+        );
+    }
+
+    // `percsim check CAPSULE`: the same verdict and rule names, offline.
+    let (code, report) = check_json(&path);
+    assert_eq!(code, 1, "{a}: {report}");
+    assert_eq!(failed_rules(&report), run_rules, "{a}");
+    assert_eq!(
+        report,
+        serde_json::to_value(judged.stream_report.as_ref().expect("report")).expect("JSON"),
+        "{a}: the offline report is the run's own"
+    );
+    let mut text = Vec::new();
+    assert_eq!(check_capsule(&path, false, &mut text), 1);
+    let text = String::from_utf8(text).expect("utf-8");
+    assert!(
+        text.contains("the run recorded verdict \"safety\""),
+        "{text}"
+    );
+
+    // `percsim replay CAPSULE`: the capsule's scenario fails the same way.
+    let again = Scenario::parse(&capsule["scenario"].to_string()).expect("the capsule's scenario");
+    let replayed = fuzz::judge(&again, false);
+    assert_eq!(replayed.result.verdict, Verdict::Safety, "{a}");
+    assert_eq!(
+        replayed.result.violated_rules, judged.result.violated_rules,
+        "{a}"
+    );
+    assert_eq!(
+        replayed.stream, judged.stream,
+        "{a}: the replay's stream history differs"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn marker_by_producer_epoch_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::MarkerByProducerEpoch, 40);
+}
+
+#[test]
+fn replay_ignores_aborted_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::ReplayIgnoresAborted, 20);
+}
+
+#[test]
+fn no_max_read_position_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::NoMaxReadPosition, 20);
+}
+
+#[test]
+fn pending_ack_not_durable_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::PendingAckNotDurable, 40);
+}
+
+#[test]
+fn commit_before_log_durable_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::CommitBeforeLogDurable, 150);
+}
+
+#[test]
+fn timeout_races_commit_capsule() {
+    capsule_rechecks_and_replays(PulsarAblation::TimeoutRacesCommit, 100);
+}
+
+/// A capsule of a Pulsar run saved without its stream history (by an older
+/// percsim) is refused with the reason and the way out, exit code 2.
+#[test]
+fn a_pulsar_capsule_without_its_stream_history_is_refused() {
+    let dir = std::env::temp_dir().join(format!("percsim-old-capsule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("seed-1.json");
+    let capsule = serde_json::json!({
+        "format": "percsim-capsule/1",
+        "verdict": "safety",
+        "scenario": {"pulsar": {"brokers": 1}},
+        "history": null,
+    });
+    std::fs::write(&path, capsule.to_string()).expect("written");
+    let mut out = Vec::new();
+    assert_eq!(check_capsule(&path, false, &mut out), 2);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(text.contains("holds no stream_history"), "{text}");
+    assert!(text.contains("percsim replay"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,8 +8,8 @@
 use crate::pulsar::rpc::{MarkerCall, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{COORDINATOR_NODE, Cluster, broker_addr, coordinator_addr};
-use crate::world::Carried;
 use crate::world::serve::{Intake, serve};
+use crate::world::{Carried, deadline};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use madsim::net::Endpoint;
@@ -250,7 +250,7 @@ impl Tc {
             if world.carry(dst, &call) == Carried::Late {
                 // The network holds this marker back; it lands late, unanswered.
                 sleep(timeout).await;
-            } else if let Ok(Ok(())) = self.ep.call_timeout(dst, call, timeout).await {
+            } else if let Ok(Ok(())) = deadline::call(&self.ep, dst, call, timeout).await {
                 return;
             }
             sleep(Duration::from_millis(50)).await;

@@ -3,7 +3,7 @@
 
 use crate::campaign;
 use crate::faultmix;
-use crate::judge::{Verdict, judge};
+use crate::judge::{Verdict, judge, verdict_of};
 use crate::scenario::Scenario;
 use crate::workloads::{Register, WorkloadSpec};
 use percsim_protocol::CellKey;
@@ -121,17 +121,36 @@ fn noop_rpc_rate(calls: u64) -> f64 {
     std::thread::spawn(run).join().unwrap_or(f64::NAN)
 }
 
-/// Simulated committed transactions per wall second on one core, and the
-/// checker's time on the histories produced. Returns the rate.
-fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) -> f64 {
-    let (mut committed, mut wall, mut check, mut txns) = (0u64, 0f64, 0f64, 0usize);
+/// What one register throughput measurement found.
+#[derive(Debug, Clone, Copy)]
+struct Throughput {
+    /// Committed transactions per wall second of simulation.
+    commits_per_s: f64,
+    /// RPCs madsim carried per committed transaction (its messages / 2;
+    /// aborted transactions' RPCs and the cluster's own, such as heartbeats,
+    /// included).
+    rpcs_per_commit: f64,
+}
+
+/// Simulated committed transactions per wall second on one core, the RPCs
+/// made per commit, and the checker's time on the histories produced.
+fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) -> Throughput {
+    let (mut committed, mut wall, mut check, mut txns, mut messages) =
+        (0u64, 0f64, 0f64, 0usize, 0u64);
+    let failed = Throughput {
+        commits_per_s: f64::NAN,
+        rpcs_per_commit: f64::NAN,
+    };
     for seed in 0..seeds {
         let s = register_scenario(seed, run_ms, faults, costs);
-        let judged = judge(&s, false);
+        let started = Instant::now();
+        let run = s.run();
+        messages += run.as_ref().map(|o| o.summary.messages).unwrap_or(0);
+        let judged = verdict_of(&s, run, started);
         let Some(history) = &judged.history else {
             let why = judged.result.explanation.unwrap_or_default();
             println!("  {label}: seed {seed} failed to run: {why}");
-            return f64::NAN;
+            return failed;
         };
         wall += judged.timing.simulate.as_secs_f64();
         check += judged.timing.check.as_secs_f64();
@@ -141,11 +160,21 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
             println!("  {label}: seed {seed} FAILED: {:?}", judged.result.verdict);
         }
     }
+    let t = Throughput {
+        commits_per_s: committed as f64 / wall,
+        rpcs_per_commit: messages as f64 / 2.0 / committed.max(1) as f64,
+    };
     println!(
         "  {label:<34} {:>9.0} committed txns/wall s  ({committed} commits, {:.2} s wall, {seeds} seeds x {} simulated s)",
-        committed as f64 / wall,
+        t.commits_per_s,
         wall,
         run_ms / 1000
+    );
+    println!(
+        "  {:<34} {:>9.1} RPCs per commit  ({} RPCs: madsim's messages / 2; aborted transactions' and heartbeats included)",
+        "",
+        t.rpcs_per_commit,
+        messages / 2
     );
     println!(
         "  {:<34} {:>9.0} txns/s checked  ({txns} transactions in {:.3} s)",
@@ -153,7 +182,27 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
         txns as f64 / check.max(1e-9),
         check
     );
-    committed as f64 / wall
+    t
+}
+
+/// Print how the register run compares with the no-op RPC measured in the
+/// same run: the ratio, and the ceiling that madsim's RPC cost alone puts
+/// on commits per wall second at this many RPCs per commit.
+fn versus_noop(t: Throughput, noop: f64) {
+    println!(
+        "  {:<34} {:>9.3} committed txns per no-op RPC time  ({:.1} no-op RPCs' time per commit)",
+        "register vs the no-op RPC",
+        t.commits_per_s / noop,
+        noop / t.commits_per_s
+    );
+    let ceiling = noop / t.rpcs_per_commit;
+    println!(
+        "  {:<34} {:>9.0} commits/wall s  (no-op RPC/s / {:.1} RPCs per commit: madsim's RPCs alone; the run reaches {:.0}% of it)",
+        "ceiling set by madsim's RPC cost",
+        ceiling,
+        t.rpcs_per_commit,
+        100.0 * t.commits_per_s / ceiling
+    );
 }
 
 /// Timestamps the oracle serves per wall second (and per simulated second).
@@ -375,8 +424,9 @@ pub enum Length {
     Long,
 }
 
-/// Run every benchmark and print the numbers.
-pub fn run(length: Length) {
+/// Run every benchmark and print the numbers; with `simulator_only`, only
+/// the simulator's (the no-op RPC, the register workload, the ceiling).
+pub fn run(length: Length, simulator_only: bool) {
     let quick = length == Length::Quick;
     let (run_ms, seeds, campaign_seeds) = if quick {
         (5_000, 2, 100)
@@ -396,14 +446,12 @@ pub fn run(length: Length) {
         "  {:<34} {noop:>9.0} RPCs/wall s  (same run, same machine: the yardstick)",
         "no-op madsim RPC, one at a time"
     );
-    let commits = txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
+    let register = txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
     txn_throughput("the same, cost model on", false, true, run_ms, seeds);
-    println!(
-        "  {:<34} {:>9.3} committed txns per no-op RPC time  ({:.1} no-op RPCs' time per commit)",
-        "register vs the no-op RPC",
-        commits / noop,
-        noop / commits
-    );
+    versus_noop(register, noop);
+    if simulator_only {
+        return;
+    }
     txn_throughput("register, default fault mix", true, false, run_ms, seeds);
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);

@@ -74,10 +74,12 @@ fn roll_forward_reader_ts() {
 /// its prewrite re-locking the cell before the owner commits (then the
 /// commit lands below snapshots that already read around it). The default
 /// mix got there at seed 263 in session 4 (a mix of stalls and late
-/// duplicates over registers only at seed 925).
+/// duplicates over registers only at seed 925); since issue 15's time-out
+/// change (one timer per RPC time-out: a new madsim schedule) at seed 375,
+/// the only catch in seeds 0..2300.
 #[test]
 fn no_rollback_record() {
-    caught(Ablation::NoRollbackRecord, 300, "snapshot_reads");
+    caught(Ablation::NoRollbackRecord, 400, "snapshot_reads");
 }
 
 #[test]

@@ -64,9 +64,11 @@ fn dead_owner(seed: u64) -> Scenario {
     Scenario::new(seed, cluster, workload)
 }
 
+/// About 3% of seeds line the three events up (5 of seeds 0..200 before
+/// issue 15's time-out change, the first at 14; 6 after it, the first at 69).
 #[test]
 fn a_dead_clients_late_prewrite_reaches_the_tablet_server() {
-    for seed in 0..20 {
+    for seed in 0..100 {
         let (h, _) = run(&dead_owner(seed));
         let Some(crash) = events(&h, "crash_at_step").next() else {
             continue;
@@ -80,7 +82,7 @@ fn a_dead_clients_late_prewrite_reaches_the_tablet_server() {
             return;
         }
     }
-    panic!("no dead client's prewrite arrived after its death in seeds 0..20");
+    panic!("no dead client's prewrite arrived after its death in seeds 0..100");
 }
 
 /// The campaign's coverage item "late prewrite after rollback" counts a

@@ -88,8 +88,11 @@ fn recheck(capsule: &Path, dir: &Path, judged: &campaign::Judged) -> bool {
 fn every_failing_capsule_of_an_ablation_campaign_rechecks_the_same_offline() {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("percsim-offline-recheck-{}", std::process::id()));
+    // no-write-conflict-check loses a put's data in about one failing seed
+    // in five: seeds 5 and 12 before issue 15's time-out change, 32 and 34
+    // first after it.
     let campaign = [
-        (Ablation::NoWriteConflictCheck, 0..8),
+        (Ablation::NoWriteConflictCheck, 0..36),
         (Ablation::CommitWithoutLockCheck, 0..6),
         (Ablation::GetIgnoresLocks, 0..6),
         (Ablation::SecondariesFirst, 0..6),

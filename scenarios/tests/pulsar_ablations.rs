@@ -70,7 +70,15 @@ fn commit_before_log_durable_is_a_lost_write() {
     caught(PulsarAblation::CommitBeforeLogDurable, 150, "lost_write");
 }
 
+/// The markers' race tears the transaction, which a processor's
+/// transaction shows as an exactly-once violation (a committed input whose
+/// output is not committed exactly once). Since issue 15's time-out change
+/// the first failure (seed 67) shows only the latter; before, both at once.
 #[test]
 fn timeout_races_commit_tears_a_transaction() {
-    caught(PulsarAblation::TimeoutRacesCommit, 100, "torn_transaction");
+    caught_as(
+        PulsarAblation::TimeoutRacesCommit,
+        100,
+        &["torn_transaction", "exactly_once"],
+    );
 }

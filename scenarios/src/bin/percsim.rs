@@ -171,6 +171,10 @@ enum Command {
         /// Also measure campaign memory after 100,000 seeds (about half an hour on 2 cores).
         #[arg(long)]
         long: bool,
+        /// Only the simulator's numbers: the no-op RPC, the register
+        /// workload, RPCs per commit and the ceiling they set.
+        #[arg(long)]
+        simulator: bool,
     },
     /// Run each system on the same pipeline job under the same fault
     /// mixes and print one table of measured metrics (docs/compare.md).
@@ -277,13 +281,18 @@ fn main() -> ExitCode {
             }
             cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
         }
-        Command::Bench { quick, long } => {
+        Command::Bench {
+            quick,
+            long,
+            simulator,
+        } => {
             use percsim_scenarios::bench::{Length, run};
-            run(match (quick, long) {
+            let length = match (quick, long) {
                 (true, _) => Length::Quick,
                 (_, true) => Length::Long,
                 _ => Length::Default,
-            });
+            };
+            run(length, simulator);
             0
         }
         Command::Paper { quick } => {

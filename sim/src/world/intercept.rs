@@ -20,12 +20,13 @@
 //!   (An RPC reply is matched to its call, so a duplicated reply would be
 //!   discarded on arrival: rules duplicate requests only.)
 
+use crate::world::deadline::{self, within};
 use crate::world::ids::{Counter, EventKind};
 use crate::world::{World, lock};
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
-use madsim::time::{Duration, Instant, sleep, sleep_until, timeout};
+use madsim::time::{Duration, Instant, sleep, sleep_until};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -146,7 +147,7 @@ struct Decided {
 /// Run `fut` until `deadline`; `Err(())` if it did not finish by then.
 async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, ()> {
     let left = deadline.saturating_duration_since(Instant::now());
-    timeout(left, fut).await.map_err(|_| ())
+    within(left, fut).await.map_err(|_| ())
 }
 
 impl World {
@@ -345,7 +346,7 @@ impl World {
             }
             if !world.link_cut(from, dst) {
                 let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
-                if let Ok(reply) = ep.call_timeout(dst, req, timeout).await {
+                if let Ok(reply) = deadline::call(&ep, dst, req, timeout).await {
                     let _ = tx.send(reply);
                 }
             }

@@ -6,6 +6,7 @@
 //! it. The world's only view of the history format is the checker's types.
 
 mod clock;
+pub(crate) mod deadline;
 pub mod driver;
 pub mod faults;
 pub mod ids;

@@ -163,7 +163,7 @@ impl World {
         wire.node.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
             let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
-            let _ = ep.call_timeout(dst, copy, timeout).await;
+            let _ = crate::world::deadline::call(&ep, dst, copy, timeout).await;
             world.in_flight.fetch_sub(1, Ordering::Relaxed);
         });
         carried

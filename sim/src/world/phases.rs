@@ -57,6 +57,12 @@ pub struct RunSummary {
     pub liveness_failure: Option<String>,
     /// Violations of the workload's own invariants.
     pub workload_violations: Vec<String>,
+    /// Messages madsim's network carried over the whole run (requests and
+    /// replies, late and duplicated copies included; lost ones not), for
+    /// `percsim bench`'s RPCs per commit. Left out of the summary's JSON:
+    /// it describes the simulator's work, not the system's behaviour.
+    #[serde(skip)]
+    pub messages: u64,
 }
 
 /// Run `system` in a fresh world seeded with `seed`. `scenario` is stored in
@@ -269,6 +275,7 @@ fn collect(
         sim_ns,
         liveness_failure,
         workload_violations,
+        messages: madsim::net::NetSim::current().stat().msg_count,
         ..Default::default()
     };
     for t in transactions.iter().filter(|t| t.client != LOADER_CLIENT) {

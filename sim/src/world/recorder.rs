@@ -64,7 +64,13 @@ impl Recorder {
 
     /// Add `n` to the counter `name`.
     pub fn add(&mut self, name: &str, n: u64) {
-        *self.counters.entry(name.to_string()).or_default() += n;
+        // The name is copied only the first time (a lookup by `&str` first).
+        match self.counters.get_mut(name) {
+            Some(c) => *c += n,
+            None => {
+                self.counters.insert(name.to_string(), n);
+            }
+        }
     }
 
     /// The counters so far.

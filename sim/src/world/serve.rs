@@ -11,7 +11,8 @@
 //! time, and requests queue when every core is busy.
 //!
 //! The wire format is madsim's own (`(reply tag, request, data)` out,
-//! `(response, data)` back), so callers use `Endpoint::call_timeout`.
+//! `(response, data)` back), so callers use `Endpoint::call` (under a
+//! time-out from [`crate::world::deadline`]).
 
 use crate::world::World;
 use crate::world::net::Delivery;

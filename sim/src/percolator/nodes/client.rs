@@ -15,7 +15,7 @@ use crate::percolator::{
     record, tablet_server_addr,
 };
 use crate::world::ids::EventKind;
-use crate::world::{Carried, ClockSkew, Control};
+use crate::world::{Carried, ClockSkew, Control, deadline};
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
@@ -180,8 +180,7 @@ impl Client {
             let call = world.call_tagged(&self.ep, dst, req, tag, timeout);
             return call.await.map_err(|()| RpcError::Timeout);
         }
-        self.ep
-            .call_timeout(dst, req, timeout)
+        deadline::call(&self.ep, dst, req, timeout)
             .await
             .map_err(|_| RpcError::Timeout)
     }

@@ -6,6 +6,7 @@
 use crate::percolator::ids::PercolatorEvent;
 use crate::percolator::rpc::{Locate, Ping};
 use crate::percolator::{Cluster, CpuKind, master_addr, tablet_server_addr};
+use crate::world::deadline;
 use crate::world::serve::{Intake, serve_costed};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, Instant, sleep};
@@ -31,7 +32,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         let pings = (0..n).map(|i| {
             let ep = ep.clone();
             async move {
-                ep.call_timeout(tablet_server_addr(i), Ping, timeout)
+                deadline::call(&ep, tablet_server_addr(i), Ping, timeout)
                     .await
                     .is_ok()
             }

@@ -93,10 +93,13 @@ impl Broker {
         let timeout = Duration::from_millis(c.world.config().rpc_timeout_ms);
         loop {
             let session = *crate::world::lock(&self.session);
-            let answer = self
-                .ep
-                .call_timeout(metadata_addr(), Heartbeat(session), timeout)
-                .await;
+            let answer = crate::world::deadline::call(
+                &self.ep,
+                metadata_addr(),
+                Heartbeat(session),
+                timeout,
+            )
+            .await;
             match answer {
                 Ok(HeartbeatReply::Alive(owned)) => self.reconcile(session, owned),
                 Ok(HeartbeatReply::Expired) => self.session_lost(session),

@@ -11,7 +11,7 @@ use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::workload::PulsarTask;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
-use crate::world::{Carried, Control};
+use crate::world::{Carried, Control, deadline};
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
@@ -148,7 +148,7 @@ impl Conn {
             madsim::time::sleep(timeout).await;
             return Err(RpcError::Timeout);
         }
-        p.ep.call_timeout(dst, req, timeout)
+        deadline::call(&p.ep, dst, req, timeout)
             .await
             .map_err(|_| RpcError::Timeout)
     }

@@ -14,7 +14,7 @@ use crate::pulsar::nodes::route::Router;
 use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr};
-use crate::world::Carried;
+use crate::world::{Carried, deadline};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use madsim::net::Endpoint;
@@ -305,7 +305,7 @@ impl Tc {
                     // The network holds this marker back; it lands late, unanswered.
                     sleep(timeout).await;
                 } else {
-                    match self.ep.call_timeout(dst, call, timeout).await {
+                    match deadline::call(&self.ep, dst, call, timeout).await {
                         Ok(Ok(())) => return,
                         Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
                         Err(_) => {}

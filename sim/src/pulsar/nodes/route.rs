@@ -32,10 +32,10 @@ impl Router {
         }
         cluster.world.watchdog_tick();
         let timeout = Duration::from_millis(cluster.world.config().rpc_timeout_ms);
-        let answer = ep
-            .call_timeout(metadata_addr(), Lookup(resource.clone()), timeout)
-            .await
-            .map_err(|_| RpcError::Timeout)?;
+        let answer =
+            crate::world::deadline::call(ep, metadata_addr(), Lookup(resource.clone()), timeout)
+                .await
+                .map_err(|_| RpcError::Timeout)?;
         cluster.bump(PulsarCounter::Lookup);
         let broker = answer.ok_or(RpcError::Unavailable)?;
         crate::world::lock(&self.cache).learn(resource, broker);

@@ -148,6 +148,7 @@ impl Strs {
     }
 
     /// The id of `s`, if it was interned.
+    #[cfg(test)]
     pub(crate) fn find(&self, s: &str) -> Option<u32> {
         if self.table.is_empty() {
             return None;

@@ -1,7 +1,7 @@
 //! The dependency graph: per-cell version orders and the graph of
 //! transactions and real-time completion points in compressed adjacency form.
 
-use crate::ctx::NONE;
+use crate::ctx::{NONE, Val};
 
 pub(crate) const WW: u8 = 0;
 pub(crate) const WR: u8 = 1;
@@ -16,14 +16,14 @@ pub(super) const RT_OUT: u8 = 5;
 pub(crate) const RT: u8 = 6;
 
 /// Per cell, the committed writers in version (commit_ts) order.
-pub(super) struct Order<'a> {
+pub(super) struct Order {
     pub(super) off: Vec<usize>,
     /// (writer, commit_ts, the writer's final value).
-    pub(super) list: Vec<(u32, u64, &'a str)>,
+    pub(super) list: Vec<(u32, u64, Val)>,
 }
 
-impl<'a> Order<'a> {
-    pub(super) fn of(&self, c: u32) -> &[(u32, u64, &'a str)] {
+impl Order {
+    pub(super) fn of(&self, c: u32) -> &[(u32, u64, Val)] {
         &self.list[self.off[c as usize]..self.off[c as usize + 1]]
     }
 

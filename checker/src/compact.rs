@@ -118,8 +118,12 @@ impl Strs {
         }
     }
 
+    /// Doubles the table (at least, and at least to fit every string held).
     fn grow(&mut self) {
         self.bits = (self.bits + 1).max(10);
+        while Strs::crowded(self.ends.len(), 1 << self.bits) {
+            self.bits += 1;
+        }
         let cap = 1usize << self.bits;
         let mask = cap - 1;
         self.table = vec![Slot::default(); cap];
@@ -142,9 +146,23 @@ impl Strs {
     fn reserve(&mut self, strings: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(strings);
-        while strings * 2 > self.table.len() {
+        while Strs::crowded(strings, self.table.len()) {
             self.grow();
         }
+    }
+
+    /// Whether a table of `slots` slots is too small for `strings` strings
+    /// (more than three quarters full: probes stay within a cache line or two).
+    fn crowded(strings: usize, slots: usize) -> bool {
+        strings * 4 > slots * 3
+    }
+
+    /// Frees the lookup table once every string is in: the rules only turn
+    /// ids into strings, and on a large file the table is about a third of
+    /// what the read holds. A later [`Strs::intern`] rebuilds it.
+    pub(crate) fn drop_index(&mut self) {
+        self.table = Vec::new();
+        self.bits = 0;
     }
 
     /// The id of `s`, if it was interned.
@@ -159,7 +177,7 @@ impl Strs {
 
     /// The id of `s`, adding it when new.
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
-        if (self.ends.len() + 1) * 2 > self.table.len() {
+        while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
         let hash = str_hash(s);
@@ -406,6 +424,7 @@ impl Compact {
             let cell = c.cell_str(&n.row, &n.col);
             c.notify.push(cell);
         }
+        c.strs.drop_index();
         c
     }
 }
@@ -447,5 +466,19 @@ mod tests {
         }
         assert_eq!(s.find(&long), Some(a));
         assert_eq!(s.find(prefix), Some(p));
+    }
+
+    /// After the table is dropped, ids and strings stay, and interning
+    /// again still gives one id per string.
+    #[test]
+    fn a_dropped_index_is_rebuilt_when_needed() {
+        let mut s = Strs::default();
+        let ids: Vec<u32> = (0..5000).map(|i| s.intern(&format!("w{i}"))).collect();
+        s.drop_index();
+        assert_eq!(s.find("w7"), None);
+        assert_eq!(s.get(ids[7]), "w7");
+        assert_eq!(s.intern("w4999"), ids[4999]);
+        assert_eq!(s.find("w7"), Some(ids[7]));
+        assert_eq!(s.intern("new"), 5000);
     }
 }

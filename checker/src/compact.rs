@@ -24,42 +24,79 @@ pub(crate) struct Strs {
     bits: u32,
 }
 
-/// One slot of the string table. A lookup that finds its string reads the
-/// slot and the string's bytes, nothing else: where the string lies in the
-/// arena is kept in the slot itself (reading it from `ends` would be one
-/// more dependent cache miss per lookup, a third of the read's time on a
-/// large file).
+/// One slot of the string table. A lookup reads the slot and, for a string
+/// longer than [`INLINE_LEN`] bytes, the string's bytes; nothing else.
+/// Short strings (rows, columns and values are mostly short) are held in
+/// the slot itself, so their lookup is one memory access; a longer one's
+/// place in the arena is in the slot, not only in `ends` (each of those is
+/// a dependent cache miss per lookup on a large file).
 #[derive(Default, Clone, Copy)]
 struct Slot {
-    /// `id + 1` in the low half (0 when empty), the hash's high half in the
-    /// high half.
-    key: u64,
-    /// The string's start in the arena times 2^24 plus its length, or
-    /// [`FAR`] when either does not fit (the string is then found by its id).
-    at: u64,
+    /// `id + 1` (0 when empty).
+    id1: u32,
+    /// A short string: its bytes, zero-padded, and its length in the last
+    /// byte. A longer one: the hash's high 32 bits, its start in the arena
+    /// (4 bytes), its length (3 bytes), and [`LONG`] in the last byte; the
+    /// 7 bytes of place are all `0xff` when the start or the length does
+    /// not fit (the string is then found through its id).
+    body: [u8; 12],
 }
 
-/// A string's start in the arena below 2^40 and its length below this fit in [`Slot::at`].
+/// Strings up to this many bytes are held in their slot.
+const INLINE_LEN: usize = 11;
+
+/// The last byte of a slot holding a longer string.
+const LONG: u8 = 0xff;
+
+/// A longer string's length must be below this to be placed by its slot.
 const LEN_LIMIT: usize = (1 << 24) - 1;
 
-/// [`Slot::at`] for a string that does not fit.
-const FAR: u64 = u64::MAX;
-
 impl Slot {
-    fn new(hash: u64, id: u32, start: usize, len: usize) -> Slot {
-        let at = if len < LEN_LIMIT && start < (1 << 40) {
-            (start as u64) << 24 | len as u64
+    /// The body a slot holding `s` has, except for a long string's place
+    /// (only its tag and marker are set).
+    fn probe(s: &[u8], hash: u64) -> [u8; 12] {
+        let mut body = [0u8; 12];
+        if s.len() <= INLINE_LEN {
+            body[..s.len()].copy_from_slice(s);
+            body[11] = s.len() as u8;
         } else {
-            FAR
-        };
-        Slot {
-            key: (hash >> 32) << 32 | u64::from(id + 1),
-            at,
+            body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
+            body[11] = LONG;
         }
+        body
+    }
+
+    fn new(hash: u64, id: u32, s: &[u8], start: usize) -> Slot {
+        let mut body = Slot::probe(s, hash);
+        if s.len() > INLINE_LEN {
+            match (u32::try_from(start), s.len() < LEN_LIMIT) {
+                (Ok(at), true) => {
+                    body[4..8].copy_from_slice(&at.to_le_bytes());
+                    body[8..11].copy_from_slice(&(s.len() as u32).to_le_bytes()[..3]);
+                }
+                _ => body[4..11].fill(0xff),
+            }
+        }
+        Slot { id1: id + 1, body }
     }
 
     fn id(self) -> u32 {
-        (self.key as u32).wrapping_sub(1)
+        self.id1.wrapping_sub(1)
+    }
+
+    /// A longer string's (start, length) in the arena, if the slot has them.
+    fn place(self) -> Option<(usize, usize)> {
+        if self.body[4..11] == [0xff; 7] {
+            return None;
+        }
+        let mut at = [0u8; 4];
+        at.copy_from_slice(&self.body[4..8]);
+        let mut len = [0u8; 4];
+        len[..3].copy_from_slice(&self.body[8..11]);
+        Some((
+            u32::from_le_bytes(at) as usize,
+            u32::from_le_bytes(len) as usize,
+        ))
     }
 }
 
@@ -92,26 +129,33 @@ impl Strs {
         (id != NIL).then(|| self.get(id))
     }
 
-    /// Whether the string in `slot` is `s`.
-    fn holds(&self, slot: Slot, s: &str) -> bool {
-        if slot.at == FAR {
-            return self.get(slot.id()) == s;
+    /// Whether the slot of a longer string (one whose tag matched) holds `s`.
+    fn holds_long(&self, slot: Slot, s: &str) -> bool {
+        match slot.place() {
+            Some((start, len)) => {
+                len == s.len() && self.arena.as_bytes()[start..start + len] == *s.as_bytes()
+            }
+            None => self.get(slot.id()) == s,
         }
-        let (start, len) = ((slot.at >> 24) as usize, (slot.at as usize) & LEN_LIMIT);
-        len == s.len() && self.arena.as_bytes()[start..start + len] == *s.as_bytes()
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
     fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
         let mask = self.table.len() - 1;
-        let tag = hash >> 32;
+        let probe = Slot::probe(s.as_bytes(), hash);
+        let short = s.len() <= INLINE_LEN;
         let mut i = (hash >> (64 - self.bits)) as usize;
         loop {
             let e = self.table[i];
-            if e.key == 0 {
+            if e.id1 == 0 {
                 return Err(i);
             }
-            if e.key >> 32 == tag && self.holds(e, s) {
+            let hit = if short {
+                e.body == probe
+            } else {
+                e.body[..4] == probe[..4] && e.body[11] == LONG && self.holds_long(e, s)
+            };
+            if hit {
                 return Ok(i);
             }
             i = (i + 1) & mask;
@@ -132,10 +176,10 @@ impl Strs {
             let end = self.ends[id as usize] as usize;
             let hash = str_hash(&self.arena[start..end]);
             let mut i = (hash >> (64 - self.bits)) as usize;
-            while self.table[i].key != 0 {
+            while self.table[i].id1 != 0 {
                 i = (i + 1) & mask;
             }
-            self.table[i] = Slot::new(hash, id, start, end - start);
+            self.table[i] = Slot::new(hash, id, &self.arena.as_bytes()[start..end], start);
             start = end;
         }
     }
@@ -188,7 +232,7 @@ impl Strs {
                 self.arena.push_str(s);
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(hash, id, start, s.len());
+                self.table[i] = Slot::new(hash, id, s.as_bytes(), start);
                 id
             }
         }
@@ -446,6 +490,28 @@ mod tests {
         assert_eq!(s.intern(""), s.intern(""));
         assert_ne!(s.intern(""), s.intern("w1"));
         assert_eq!(s.opt(NIL), None);
+    }
+
+    /// Strings held in their slot and strings placed in the arena are told
+    /// apart at every length around the limit, with zero bytes and all.
+    #[test]
+    fn short_and_long_strings_near_the_inline_limit_stay_distinct() {
+        let mut s = Strs::default();
+        let mut words: Vec<String> = Vec::new();
+        for len in 0..=INLINE_LEN + 3 {
+            words.push("a".repeat(len));
+            words.push("\0".repeat(len));
+            words.push(format!("{}\0", "b".repeat(len)));
+        }
+        words.sort();
+        words.dedup();
+        let ids: Vec<u32> = words.iter().map(|w| s.intern(w)).collect();
+        let distinct: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        assert_eq!(distinct.len(), words.len());
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.intern(w), id, "{w:?}");
+            assert_eq!(s.get(id), w);
+        }
     }
 
     /// A string too long for a slot's inline length is still found, and

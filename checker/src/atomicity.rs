@@ -236,7 +236,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                     format!(
                         "T{}'s client was told it aborted, but the store committed its writes to {}",
                         txn.id,
-                        cells_list(ctx, &committed_cells)
+                        cells_list(ctx, committed_cells)
                     ),
                     vec![txn.id],
                     details(ctx, t),
@@ -250,7 +250,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                         "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
                          but has no commit record for {}",
                         txn.id,
-                        cells_list(ctx, &committed_cells),
+                        cells_list(ctx, committed_cells),
                         cells_list(ctx, &missing)
                     ),
                     vec![txn.id],

@@ -222,8 +222,8 @@ fn final_writes(h: &Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite>) {
 /// The store's records sorted by start_ts and matched to transactions by a
 /// merge with `by_start` (no per-record search): the records, each
 /// transaction's range of them, and the orphans.
-fn store_records<'a>(
-    h: &'a Compact,
+fn store_records(
+    h: &Compact,
     cells: &Renumbered<'_>,
     by_start: &[(u64, u32)],
 ) -> (Vec<StoreRec>, Vec<(usize, usize)>, Vec<u32>) {

@@ -39,7 +39,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let order = &versions.order;
 
     // Reserve the most edges there can be, so the vector never doubles:
-    // ww per version, wr + rw per read, three real-time links per transaction.
+    // ww per version, wr + rw per read (real-time links never enter it).
     let committed_reads: usize = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| {
@@ -50,7 +50,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
                 .count()
         })
         .sum();
-    let mut edges: Vec<Edge> = Vec::with_capacity(order.list.len() + 2 * committed_reads + 3 * n);
+    let mut edges: Vec<Edge> = Vec::with_capacity(order.list.len() + 2 * committed_reads);
     for c in 0..ctx.cells.len() as u32 {
         for pair in order.of(c).windows(2) {
             edges.push((pair[0].0, pair[1].0, c, WW));

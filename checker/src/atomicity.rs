@@ -3,7 +3,7 @@
 //! transactions wrote, and the data of every put record it holds; no lock is
 //! left after quiescence.
 
-use crate::ctx::{Ctx, NONE, StoreRec, fmt_value};
+use crate::ctx::{Ctx, NONE, StoreRec, Val};
 use crate::history::{Outcome, VersionKind};
 use crate::report::{Draft, Sink};
 use crate::{FindingClass, Rule};
@@ -53,7 +53,7 @@ fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
             j += 1;
         }
         let group = &recs[i..j];
-        let commits: Vec<&StoreRec<'_>> = group.iter().filter(|r| r.is_commit()).collect();
+        let commits: Vec<&StoreRec> = group.iter().filter(|r| r.is_commit()).collect();
         let rollback = group.iter().any(|r| r.kind == VersionKind::Rollback);
         if !commits.is_empty() {
             committed_cells.push(cell);
@@ -85,13 +85,13 @@ fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
 }
 
 /// One commit record `r` of T`t` on `cell`, against what T`t` wrote there.
-fn judge_commit_rec(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, cell: u32, r: &StoreRec<'_>) {
+fn judge_commit_rec(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, cell: u32, r: &StoreRec) {
     let txn = ctx.txn(t);
     let written = ctx.final_write(t, cell);
     let stored = if r.kind == VersionKind::Put {
         r.value
     } else {
-        None
+        Val::NULL
     };
     match written {
         None => sink.add(FindingClass::UnwrittenData, || {
@@ -120,9 +120,10 @@ fn judge_commit_rec(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, cell: u32, r: &Store
                         r.commit_ts,
                         txn.start_ts,
                         txn.id,
-                        match w.value {
-                            Some(_) => fmt_value(w.value),
-                            None => "a delete".to_string(),
+                        if w.value.is_some() {
+                            ctx.fmt(w.value)
+                        } else {
+                            "a delete".to_string()
                         }
                     ),
                     vec![txn.id],
@@ -131,9 +132,12 @@ fn judge_commit_rec(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, cell: u32, r: &Store
             })
         }
         Some(w) if w.value != stored => sink.add(FindingClass::ValueMismatch, || {
-            let what = |v: Option<&str>| match v {
-                Some(_) => fmt_value(v),
-                None => "a delete".to_string(),
+            let what = |v: Val| {
+                if v.is_some() {
+                    ctx.fmt(v)
+                } else {
+                    "a delete".to_string()
+                }
             };
             Draft::new(
                 format!(
@@ -232,7 +236,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                     format!(
                         "T{}'s client was told it aborted, but the store committed its writes to {}",
                         txn.id,
-                        cells_list(ctx, &committed_cells)
+                        cells_list(ctx, committed_cells)
                     ),
                     vec![txn.id],
                     details(ctx, t),
@@ -246,7 +250,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                         "T{} (outcome unknown to its client) is only partly committed: the store committed {} \
                          but has no commit record for {}",
                         txn.id,
-                        cells_list(ctx, &committed_cells),
+                        cells_list(ctx, committed_cells),
                         cells_list(ctx, &missing)
                     ),
                     vec![txn.id],

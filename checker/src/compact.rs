@@ -18,11 +18,86 @@ pub(crate) struct Strs {
     arena: String,
     /// End of string `i` in `arena` (its start is the previous end).
     ends: Vec<u64>,
-    /// Per slot: `id + 1` in the low half (0 when empty), the hash's high
-    /// half in the high half; the length is a power of two.
-    table: Vec<u64>,
+    /// The length is a power of two; see [`Slot`].
+    table: Vec<Slot>,
     /// log2 of the table's length.
     bits: u32,
+}
+
+/// One slot of the string table. A lookup reads the slot and, for a string
+/// longer than [`INLINE_LEN`] bytes, the string's bytes; nothing else.
+/// Short strings (rows, columns and values are mostly short) are held in
+/// the slot itself, so their lookup is one memory access; a longer one's
+/// place in the arena is in the slot, not only in `ends` (each of those is
+/// a dependent cache miss per lookup on a large file).
+#[derive(Default, Clone, Copy)]
+struct Slot {
+    /// `id + 1` (0 when empty).
+    id1: u32,
+    /// A short string: its bytes, zero-padded, and its length in the last
+    /// byte. A longer one: the hash's high 32 bits, its start in the arena
+    /// (4 bytes), its length (3 bytes), and [`LONG`] in the last byte; the
+    /// 7 bytes of place are all `0xff` when the start or the length does
+    /// not fit (the string is then found through its id).
+    body: [u8; 12],
+}
+
+/// Strings up to this many bytes are held in their slot.
+const INLINE_LEN: usize = 11;
+
+/// The last byte of a slot holding a longer string.
+const LONG: u8 = 0xff;
+
+/// A longer string's length must be below this to be placed by its slot.
+const LEN_LIMIT: usize = (1 << 24) - 1;
+
+impl Slot {
+    /// The body a slot holding `s` has, except for a long string's place
+    /// (only its tag and marker are set).
+    fn probe(s: &[u8], hash: u64) -> [u8; 12] {
+        let mut body = [0u8; 12];
+        if s.len() <= INLINE_LEN {
+            body[..s.len()].copy_from_slice(s);
+            body[11] = s.len() as u8;
+        } else {
+            body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
+            body[11] = LONG;
+        }
+        body
+    }
+
+    fn new(hash: u64, id: u32, s: &[u8], start: usize) -> Slot {
+        let mut body = Slot::probe(s, hash);
+        if s.len() > INLINE_LEN {
+            match (u32::try_from(start), s.len() < LEN_LIMIT) {
+                (Ok(at), true) => {
+                    body[4..8].copy_from_slice(&at.to_le_bytes());
+                    body[8..11].copy_from_slice(&(s.len() as u32).to_le_bytes()[..3]);
+                }
+                _ => body[4..11].fill(0xff),
+            }
+        }
+        Slot { id1: id + 1, body }
+    }
+
+    fn id(self) -> u32 {
+        self.id1.wrapping_sub(1)
+    }
+
+    /// A longer string's (start, length) in the arena, if the slot has them.
+    fn place(self) -> Option<(usize, usize)> {
+        if self.body[4..11] == [0xff; 7] {
+            return None;
+        }
+        let mut at = [0u8; 4];
+        at.copy_from_slice(&self.body[4..8]);
+        let mut len = [0u8; 4];
+        len[..3].copy_from_slice(&self.body[8..11]);
+        Some((
+            u32::from_le_bytes(at) as usize,
+            u32::from_le_bytes(len) as usize,
+        ))
+    }
 }
 
 /// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
@@ -54,35 +129,58 @@ impl Strs {
         (id != NIL).then(|| self.get(id))
     }
 
+    /// Whether the slot of a longer string (one whose tag matched) holds `s`.
+    fn holds_long(&self, slot: Slot, s: &str) -> bool {
+        match slot.place() {
+            Some((start, len)) => {
+                len == s.len() && self.arena.as_bytes()[start..start + len] == *s.as_bytes()
+            }
+            None => self.get(slot.id()) == s,
+        }
+    }
+
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
     fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
         let mask = self.table.len() - 1;
-        let tag = hash >> 32;
+        let probe = Slot::probe(s.as_bytes(), hash);
+        let short = s.len() <= INLINE_LEN;
         let mut i = (hash >> (64 - self.bits)) as usize;
         loop {
             let e = self.table[i];
-            if e == 0 {
+            if e.id1 == 0 {
                 return Err(i);
             }
-            if e >> 32 == tag && self.get((e as u32) - 1) == s {
+            let hit = if short {
+                e.body == probe
+            } else {
+                e.body[..4] == probe[..4] && e.body[11] == LONG && self.holds_long(e, s)
+            };
+            if hit {
                 return Ok(i);
             }
             i = (i + 1) & mask;
         }
     }
 
+    /// Doubles the table (at least, and at least to fit every string held).
     fn grow(&mut self) {
         self.bits = (self.bits + 1).max(10);
+        while Strs::crowded(self.ends.len(), 1 << self.bits) {
+            self.bits += 1;
+        }
         let cap = 1usize << self.bits;
         let mask = cap - 1;
-        self.table = vec![0; cap];
+        self.table = vec![Slot::default(); cap];
+        let mut start = 0;
         for id in 0..self.ends.len() as u32 {
-            let hash = str_hash(self.get(id));
+            let end = self.ends[id as usize] as usize;
+            let hash = str_hash(&self.arena[start..end]);
             let mut i = (hash >> (64 - self.bits)) as usize;
-            while self.table[i] != 0 {
+            while self.table[i].id1 != 0 {
                 i = (i + 1) & mask;
             }
-            self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
+            self.table[i] = Slot::new(hash, id, &self.arena.as_bytes()[start..end], start);
+            start = end;
         }
     }
 
@@ -92,33 +190,49 @@ impl Strs {
     fn reserve(&mut self, strings: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(strings);
-        while strings * 2 > self.table.len() {
+        while Strs::crowded(strings, self.table.len()) {
             self.grow();
         }
     }
 
+    /// Whether a table of `slots` slots is too small for `strings` strings
+    /// (more than three quarters full: probes stay within a cache line or two).
+    fn crowded(strings: usize, slots: usize) -> bool {
+        strings * 4 > slots * 3
+    }
+
+    /// Frees the lookup table once every string is in: the rules only turn
+    /// ids into strings, and on a large file the table is about a third of
+    /// what the read holds. A later [`Strs::intern`] rebuilds it.
+    pub(crate) fn drop_index(&mut self) {
+        self.table = Vec::new();
+        self.bits = 0;
+    }
+
     /// The id of `s`, if it was interned.
+    #[cfg(test)]
     pub(crate) fn find(&self, s: &str) -> Option<u32> {
         if self.table.is_empty() {
             return None;
         }
         let i = self.slot(s, str_hash(s)).ok()?;
-        Some(self.table[i] as u32 - 1)
+        Some(self.table[i].id())
     }
 
     /// The id of `s`, adding it when new.
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
-        if (self.ends.len() + 1) * 2 > self.table.len() {
+        while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
         let hash = str_hash(s);
         match self.slot(s, hash) {
-            Ok(i) => self.table[i] as u32 - 1,
+            Ok(i) => self.table[i].id(),
             Err(i) => {
+                let start = self.arena.len();
                 self.arena.push_str(s);
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = (hash >> 32) << 32 | u64::from(id + 1);
+                self.table[i] = Slot::new(hash, id, s.as_bytes(), start);
                 id
             }
         }
@@ -354,6 +468,7 @@ impl Compact {
             let cell = c.cell_str(&n.row, &n.col);
             c.notify.push(cell);
         }
+        c.strs.drop_index();
         c
     }
 }
@@ -375,5 +490,61 @@ mod tests {
         assert_eq!(s.intern(""), s.intern(""));
         assert_ne!(s.intern(""), s.intern("w1"));
         assert_eq!(s.opt(NIL), None);
+    }
+
+    /// Strings held in their slot and strings placed in the arena are told
+    /// apart at every length around the limit, with zero bytes and all.
+    #[test]
+    fn short_and_long_strings_near_the_inline_limit_stay_distinct() {
+        let mut s = Strs::default();
+        let mut words: Vec<String> = Vec::new();
+        for len in 0..=INLINE_LEN + 3 {
+            words.push("a".repeat(len));
+            words.push("\0".repeat(len));
+            words.push(format!("{}\0", "b".repeat(len)));
+        }
+        words.sort();
+        words.dedup();
+        let ids: Vec<u32> = words.iter().map(|w| s.intern(w)).collect();
+        let distinct: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        assert_eq!(distinct.len(), words.len());
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.intern(w), id, "{w:?}");
+            assert_eq!(s.get(id), w);
+        }
+    }
+
+    /// A string too long for a slot's inline length is still found, and
+    /// not confused with its prefix.
+    #[test]
+    fn strings_longer_than_a_slot_holds_are_interned_once() {
+        let mut s = Strs::default();
+        let long = "x".repeat(LEN_LIMIT + 1);
+        let prefix = &long[..LEN_LIMIT - 1];
+        let a = s.intern(&long);
+        let p = s.intern(prefix);
+        assert_ne!(a, p);
+        assert_eq!(s.intern(&long), a);
+        assert_eq!(s.find(prefix), Some(p));
+        assert_eq!(s.get(a).len(), LEN_LIMIT + 1);
+        for i in 0..3000 {
+            s.intern(&format!("k{i}"));
+        }
+        assert_eq!(s.find(&long), Some(a));
+        assert_eq!(s.find(prefix), Some(p));
+    }
+
+    /// After the table is dropped, ids and strings stay, and interning
+    /// again still gives one id per string.
+    #[test]
+    fn a_dropped_index_is_rebuilt_when_needed() {
+        let mut s = Strs::default();
+        let ids: Vec<u32> = (0..5000).map(|i| s.intern(&format!("w{i}"))).collect();
+        s.drop_index();
+        assert_eq!(s.find("w7"), None);
+        assert_eq!(s.get(ids[7]), "w7");
+        assert_eq!(s.intern("w4999"), ids[4999]);
+        assert_eq!(s.find("w7"), Some(ids[7]));
+        assert_eq!(s.intern("new"), 5000);
     }
 }

@@ -9,28 +9,53 @@ use crate::history::{Outcome, VersionKind};
 /// "No such index" for `u32` indices.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// A value as the rules compare it: the id of its string in the history's
+/// table ([`Val::NULL`] for none: a delete, a read of nothing, a put whose
+/// data is missing). Strings are interned once, so two values are equal
+/// exactly when their ids are, and comparing them reads no string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Val(u32);
+
+impl Val {
+    /// No value.
+    pub(crate) const NULL: Val = Val(NIL);
+
+    /// The value whose string id is `id` ([`NIL`] for none).
+    pub(crate) fn of(id: u32) -> Val {
+        Val(id)
+    }
+
+    pub(crate) fn is_none(self) -> bool {
+        self.0 == NIL
+    }
+
+    pub(crate) fn is_some(self) -> bool {
+        self.0 != NIL
+    }
+}
+
 /// A transaction's last write (or delete, `value: None`) to one cell.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct FinalWrite<'a> {
+pub(crate) struct FinalWrite {
     pub cell: u32,
     /// Index of the op within the transaction.
     pub op: u32,
-    pub value: Option<&'a str>,
+    pub value: Val,
 }
 
 /// One write record of the final state.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StoreRec<'a> {
+pub(crate) struct StoreRec {
     pub cell: u32,
     /// The transaction whose start_ts it carries, or [`NONE`].
     pub txn: u32,
     pub start_ts: u64,
     pub commit_ts: u64,
     pub kind: VersionKind,
-    pub value: Option<&'a str>,
+    pub value: Val,
 }
 
-impl StoreRec<'_> {
+impl StoreRec {
     pub(crate) fn is_commit(&self) -> bool {
         self.kind != VersionKind::Rollback
     }
@@ -38,9 +63,9 @@ impl StoreRec<'_> {
 
 /// A committed version of a cell (`value: None` is a delete).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Cv<'a> {
+pub(crate) struct Cv {
     pub commit_ts: u64,
-    pub value: Option<&'a str>,
+    pub value: Val,
     /// The transaction that wrote it, or [`NONE`].
     pub writer: u32,
     pub from_store: bool,
@@ -73,11 +98,11 @@ pub(crate) struct Ctx<'a> {
     op_cell: Vec<u32>,
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
-    pub fw: Vec<FinalWrite<'a>>,
+    pub fw: Vec<FinalWrite>,
     /// Each transaction's slice of `recs`.
     rec_range: Vec<(usize, usize)>,
     /// Store records by start_ts, then cell and commit_ts.
-    recs: Vec<StoreRec<'a>>,
+    recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
     orphans: Vec<u32>,
     by_start: Vec<(u64, u32)>,
@@ -89,7 +114,7 @@ pub(crate) struct Ctx<'a> {
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
-    cv: Vec<Cv<'a>>,
+    cv: Vec<Cv>,
     /// Every write op by (cell, value, txn, op): who wrote which value.
     windex: Vec<WriteEntry>,
     /// Cells whose written values are all distinct, never deleted, and
@@ -163,10 +188,10 @@ impl<'a> Renumbered<'a> {
 }
 
 /// Each transaction's final write per cell, sorted by cell within one.
-fn final_writes<'a>(h: &'a Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite<'a>>) {
+fn final_writes(h: &Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite>) {
     let mut fw_off = Vec::with_capacity(h.txns.len() + 1);
-    let mut fw: Vec<FinalWrite<'a>> = Vec::new();
-    let mut scratch: Vec<(u32, u32, Option<&'a str>)> = Vec::new();
+    let mut fw: Vec<FinalWrite> = Vec::new();
+    let mut scratch: Vec<(u32, u32, Val)> = Vec::new();
     fw_off.push(0);
     for t in 0..h.txns.len() {
         scratch.clear();
@@ -174,8 +199,8 @@ fn final_writes<'a>(h: &'a Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWr
         for (j, op) in h.ops(t).iter().enumerate() {
             let c = op_cell[base + j];
             match op.kind {
-                OpKind::Write => scratch.push((c, j as u32, h.strs.opt(op.value))),
-                OpKind::Delete => scratch.push((c, j as u32, None)),
+                OpKind::Write => scratch.push((c, j as u32, Val::of(op.value))),
+                OpKind::Delete => scratch.push((c, j as u32, Val::NULL)),
                 OpKind::Read => {}
             }
         }
@@ -197,12 +222,12 @@ fn final_writes<'a>(h: &'a Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWr
 /// The store's records sorted by start_ts and matched to transactions by a
 /// merge with `by_start` (no per-record search): the records, each
 /// transaction's range of them, and the orphans.
-fn store_records<'a>(
-    h: &'a Compact,
+fn store_records(
+    h: &Compact,
     cells: &Renumbered<'_>,
     by_start: &[(u64, u32)],
-) -> (Vec<StoreRec<'a>>, Vec<(usize, usize)>, Vec<u32>) {
-    let mut recs: Vec<StoreRec<'a>> = Vec::with_capacity(h.versions.len());
+) -> (Vec<StoreRec>, Vec<(usize, usize)>, Vec<u32>) {
+    let mut recs: Vec<StoreRec> = Vec::with_capacity(h.versions.len());
     for cs in &h.state {
         let cell = cells.get(cs.cell);
         for v in &h.versions[cs.lo..cs.hi] {
@@ -212,7 +237,7 @@ fn store_records<'a>(
                 start_ts: v.start_ts,
                 commit_ts: v.commit_ts,
                 kind: v.kind,
-                value: h.strs.opt(v.value),
+                value: Val::of(v.value),
             });
         }
     }
@@ -254,7 +279,7 @@ struct Commits {
 
 fn commits(
     h: &Compact,
-    recs: &[StoreRec<'_>],
+    recs: &[StoreRec],
     rec_range: &[(usize, usize)],
     fw_off: &[usize],
 ) -> Commits {
@@ -300,20 +325,20 @@ fn commits(
 
 /// Committed versions per cell, by commit_ts: the store's, plus the
 /// client-reported ones the store does not hold. Returns offsets and versions.
-fn committed_versions<'a>(
+fn committed_versions(
     h: &Compact,
     n_cells: usize,
-    recs: &[StoreRec<'a>],
+    recs: &[StoreRec],
     rec_range: &[(usize, usize)],
-    fw: (&[usize], &[FinalWrite<'a>]),
-) -> (Vec<usize>, Vec<Cv<'a>>) {
+    fw: (&[usize], &[FinalWrite]),
+) -> (Vec<usize>, Vec<Cv>) {
     let (fw_off, fw) = fw;
-    let mut all: Vec<(u32, Cv<'a>)> = Vec::new();
+    let mut all: Vec<(u32, Cv)> = Vec::new();
     for r in recs.iter().filter(|r| r.is_commit()) {
         let value = if r.kind == VersionKind::Put {
             r.value
         } else {
-            None
+            Val::NULL
         };
         let cv = Cv {
             commit_ts: r.commit_ts,
@@ -358,7 +383,7 @@ fn committed_versions<'a>(
         cv_off[i + 1] += cv_off[i];
     }
     // Collected in place: the list is not held twice.
-    let cv: Vec<Cv<'a>> = all.into_iter().map(|(_, v)| v).collect();
+    let cv: Vec<Cv> = all.into_iter().map(|(_, v)| v).collect();
     (cv_off, cv)
 }
 
@@ -367,8 +392,8 @@ fn committed_versions<'a>(
 fn write_index(
     h: &Compact,
     op_cell: &[u32],
-    fw: (&[usize], &[FinalWrite<'_>]),
-    recs: &[StoreRec<'_>],
+    fw: (&[usize], &[FinalWrite]),
+    recs: &[StoreRec],
     n_cells: usize,
 ) -> (Vec<WriteEntry>, Vec<bool>) {
     let (fw_off, fw) = fw;
@@ -486,8 +511,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// The first transaction (in history order) that wrote `value` to `cell`.
-    pub(crate) fn writer_of(&self, cell: u32, value: &str) -> Option<WriteInfo> {
-        let value = self.h.strs.find(value)?;
+    pub(crate) fn writer_of(&self, cell: u32, value: Val) -> Option<WriteInfo> {
+        let value = value.0;
         let entries = &self.windex;
         let p = entries.partition_point(|e| (e.cell, e.value) < (cell, value));
         entries
@@ -516,9 +541,19 @@ impl<'a> Ctx<'a> {
         self.h.ops(t as usize)
     }
 
-    /// The value of an op (`None` for a delete, or a read of nothing).
-    pub(crate) fn value(&self, op: &COp) -> Option<&'a str> {
-        self.h.strs.opt(op.value)
+    /// The value of an op (none for a delete, or a read of nothing).
+    pub(crate) fn value(&self, op: &COp) -> Val {
+        Val::of(op.value)
+    }
+
+    /// The text of a value (`None` for none).
+    pub(crate) fn text(&self, v: Val) -> Option<&'a str> {
+        self.h.strs.opt(v.0)
+    }
+
+    /// A value as JSON: quoted and escaped, or `null`.
+    pub(crate) fn fmt(&self, v: Val) -> String {
+        fmt_value(self.text(v))
     }
 
     /// Cell ids of the transaction's ops, parallel to `ops`.
@@ -527,7 +562,7 @@ impl<'a> Ctx<'a> {
         &self.op_cell[off[t as usize]..off[t as usize + 1]]
     }
 
-    pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite<'a>] {
+    pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite] {
         &self.fw[self.fw_off[t as usize]..self.fw_off[t as usize + 1]]
     }
 
@@ -540,27 +575,27 @@ impl<'a> Ctx<'a> {
             .map(|k| base + k)
     }
 
-    pub(crate) fn final_write(&self, t: u32, cell: u32) -> Option<&FinalWrite<'a>> {
+    pub(crate) fn final_write(&self, t: u32, cell: u32) -> Option<&FinalWrite> {
         self.final_write_idx(t, cell).map(|k| &self.fw[k])
     }
 
     /// The store records carrying the transaction's start_ts, by cell then commit_ts.
-    pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec<'a>] {
+    pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec] {
         let (lo, hi) = self.rec_range[t as usize];
         &self.recs[lo..hi]
     }
 
     /// Store records whose start_ts is no transaction's.
-    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = &StoreRec<'a>> {
+    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = &StoreRec> {
         self.orphans.iter().map(|&i| &self.recs[i as usize])
     }
 
-    pub(crate) fn all_recs(&self) -> &[StoreRec<'a>] {
+    pub(crate) fn all_recs(&self) -> &[StoreRec] {
         &self.recs
     }
 
     /// Committed versions of a cell, by commit_ts.
-    pub(crate) fn versions(&self, cell: u32) -> &[Cv<'a>] {
+    pub(crate) fn versions(&self, cell: u32) -> &[Cv] {
         &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
     }
 
@@ -591,8 +626,8 @@ impl<'a> Ctx<'a> {
     pub(crate) fn describe_op(&self, op: &COp) -> String {
         let (row, col) = self.h.cell_name(op.cell);
         match op.kind {
-            OpKind::Read => format!("read {row}.{col} = {}", fmt_value(self.value(op))),
-            OpKind::Write => format!("write {row}.{col} = {}", fmt_value(self.value(op))),
+            OpKind::Read => format!("read {row}.{col} = {}", self.fmt(self.value(op))),
+            OpKind::Write => format!("write {row}.{col} = {}", self.fmt(self.value(op))),
             OpKind::Delete => format!("delete {row}.{col}"),
         }
     }
@@ -692,7 +727,7 @@ impl<'a> Ctx<'a> {
         lines
     }
 
-    pub(crate) fn describe_rec(&self, r: &StoreRec<'_>) -> String {
+    pub(crate) fn describe_rec(&self, r: &StoreRec) -> String {
         let cell = self.cell_name(r.cell);
         match r.kind {
             VersionKind::Put if r.value.is_none() => format!(
@@ -701,7 +736,7 @@ impl<'a> Ctx<'a> {
             ),
             VersionKind::Put => format!(
                 "{cell} put {} committed at {}",
-                fmt_value(r.value),
+                self.fmt(r.value),
                 r.commit_ts
             ),
             VersionKind::Delete => format!("{cell} delete committed at {}", r.commit_ts),

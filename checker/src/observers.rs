@@ -139,9 +139,10 @@ pub(crate) fn versions_line(ctx: &Ctx<'_>, cell: u32, below: u64) -> String {
     let parts: Vec<String> = vs[from..end]
         .iter()
         .map(|v| {
-            let what = match v.value {
-                Some(_) => format!("put {}", crate::ctx::fmt_value(v.value)),
-                None => "delete".to_string(),
+            let what = if v.value.is_some() {
+                format!("put {}", ctx.fmt(v.value))
+            } else {
+                "delete".to_string()
             };
             format!("{what} {}", change(ctx, v.commit_ts, v.writer))
         })

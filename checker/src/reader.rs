@@ -22,6 +22,7 @@ pub(crate) fn read(reader: impl std::io::Read, len_bytes: u64) -> Result<Compact
     let mut w = Window::new(reader);
     let mut c = Compact::for_file_size(len_bytes);
     top(&mut w, &mut c)?;
+    c.strs.drop_index();
     match w.peek()? {
         None => Ok(c),
         Some(_) => Err(refuse("trailing characters")),

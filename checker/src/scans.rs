@@ -49,7 +49,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 
 /// The cells a scan should have returned, with the versions it should have
 /// seen, in row then column order.
-fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, Cv<'a>)> {
+fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, Cv)> {
     let lo = index.partition_point(|e| e.0 < scan.start_row.as_str());
     let hi = index
         .partition_point(|e| e.0 < scan.end_row.as_str())
@@ -63,7 +63,7 @@ fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, 
 }
 
 /// The newest committed version of `cell` below `ts`.
-fn visible<'a>(ctx: &Ctx<'a>, cell: u32, ts: u64) -> Option<Cv<'a>> {
+fn visible<'a>(ctx: &Ctx<'a>, cell: u32, ts: u64) -> Option<Cv> {
     let versions = ctx.versions(cell);
     let p = versions.partition_point(|v| v.commit_ts < ts);
     p.checked_sub(1).map(|k| versions[k])
@@ -108,7 +108,7 @@ fn judge(ctx: &Ctx<'_>, index: &CellIndex<'_>, t: u32, scan: &Scan, sink: &mut S
             }
             Ordering::Equal => {
                 let (c, v) = want[i];
-                if v.value != Some(got[j].value.as_str()) {
+                if ctx.text(v.value) != Some(got[j].value.as_str()) {
                     wrong(ctx, t, scan, (c, v), got[j], sink);
                 }
                 i += 1;
@@ -144,7 +144,7 @@ fn involved(ctx: &Ctx<'_>, t: u32, writer: u32) -> (Vec<u64>, Vec<String>) {
     (txns, details)
 }
 
-fn missing(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), sink: &mut Sink) {
+fn missing(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv), sink: &mut Sink) {
     sink.add(FindingClass::MissingRow, || {
         let (txns, details) = involved(ctx, t, v.writer);
         Draft::new(
@@ -153,7 +153,7 @@ fn missing(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), sink: &mut
                  (written by {}, committed at {}): the row is missing from the predicate's answer",
                 scan_name(ctx, t, scan),
                 ctx.cell_name(c),
-                fmt_value(v.value),
+                ctx.fmt(v.value),
                 scan.start_ts,
                 ctx.tname(v.writer),
                 v.commit_ts
@@ -185,7 +185,7 @@ fn phantom(
             let later = cell.and_then(|c| {
                 ctx.versions(c)
                     .iter()
-                    .find(|v| v.value == Some(g.value.as_str()))
+                    .find(|v| ctx.text(v.value) == Some(g.value.as_str()))
                     .copied()
             });
             let before = cell.and_then(|c| visible(ctx, c, scan.start_ts));
@@ -221,7 +221,7 @@ fn phantom(
     });
 }
 
-fn wrong(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), g: &ScanCell, sink: &mut Sink) {
+fn wrong(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv), g: &ScanCell, sink: &mut Sink) {
     sink.add(FindingClass::WrongVersion, || {
         let (txns, details) = involved(ctx, t, v.writer);
         Draft::new(
@@ -232,7 +232,7 @@ fn wrong(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv<'_>), g: &ScanCell
                 ctx.cell_name(c),
                 fmt_value(Some(&g.value)),
                 scan.start_ts,
-                fmt_value(v.value),
+                ctx.fmt(v.value),
                 ctx.tname(v.writer),
                 v.commit_ts
             ),

@@ -2,22 +2,22 @@
 //! before its start_ts.
 
 use crate::compact::OpKind;
-use crate::ctx::{Ctx, Cv, NONE, fmt_value};
+use crate::ctx::{Ctx, Cv, NONE, Val, fmt_value};
 use crate::fx::FxMap;
 use crate::report::{Draft, Sink};
 use crate::{FindingClass, Rule};
 
 /// (cell, value) -> (earliest commit_ts holding it, its writer).
-type ValueIndex<'a> = FxMap<(u32, Option<&'a str>), (u64, u32)>;
+type ValueIndex = FxMap<(u32, Val), (u64, u32)>;
 
 pub(crate) const ID: Rule = Rule::SnapshotReads;
 pub(crate) const NAME: &str = "every read returns the newest version committed before its start_ts (null if none, or if it is a delete)";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     // The transaction's own writes, by (cell, op index), for read-your-writes.
-    let mut own: Vec<(u32, u32, Option<&str>)> = Vec::new();
+    let mut own: Vec<(u32, u32, Val)> = Vec::new();
     // (cell, value) -> earliest committed version holding it; built on the first violation.
-    let mut by_value: Option<ValueIndex<'_>> = None;
+    let mut by_value: Option<ValueIndex> = None;
     for t in 0..ctx.n() as u32 {
         let txn = ctx.txn(t);
         let cells = ctx.op_cells(t);
@@ -26,7 +26,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         for (j, op) in ops.iter().enumerate() {
             match op.kind {
                 OpKind::Write => own.push((cells[j], j as u32, ctx.value(op))),
-                OpKind::Delete => own.push((cells[j], j as u32, None)),
+                OpKind::Delete => own.push((cells[j], j as u32, Val::NULL)),
                 OpKind::Read => {}
             }
         }
@@ -40,7 +40,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             let versions = ctx.versions(c);
             let p = versions.partition_point(|v| v.commit_ts < txn.start_ts);
             let expected = p.checked_sub(1).map(|k| versions[k]);
-            if observed == expected.and_then(|v| v.value) {
+            if observed == expected.map_or(Val::NULL, |v| v.value) {
                 continue;
             }
             // A read after the transaction's own write may return that write.
@@ -50,7 +50,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             }
             let index = by_value.get_or_insert_with(|| value_index(ctx));
             let seen = index.get(&(c, observed)).copied();
-            let class = match (observed, seen) {
+            let class = match (ctx.text(observed), seen) {
                 (None, _) => FindingClass::StaleRead,
                 (Some(_), Some((ts, _))) if ts < txn.start_ts => FindingClass::StaleRead,
                 (Some(_), Some(_)) => FindingClass::FutureRead,
@@ -69,20 +69,20 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 }
 
 /// A read that returned something other than its snapshot's version.
-struct BadRead<'a> {
+struct BadRead {
     /// The reader.
     t: u32,
     /// The cell read.
     c: u32,
     /// What it returned.
-    observed: Option<&'a str>,
+    observed: Val,
     /// The version its snapshot holds, if any.
-    expected: Option<Cv<'a>>,
+    expected: Option<Cv>,
     /// The earliest committed version holding what it returned: (commit_ts, writer).
     seen: Option<(u64, u32)>,
 }
 
-fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
+fn explain(ctx: &Ctx<'_>, bad: &BadRead) -> Draft {
     let txn = ctx.txn(bad.t);
     let mut inv = Involved {
         ctx,
@@ -98,7 +98,7 @@ fn explain(ctx: &Ctx<'_>, bad: &BadRead<'_>) -> Draft {
             "T{} (client {}) read {cell} = {} with start_ts {}, but {should}; {why}",
             txn.id,
             txn.client,
-            fmt_value(observed),
+            ctx.fmt(observed),
             txn.start_ts
         ),
         txns,
@@ -123,7 +123,7 @@ impl Involved<'_, '_> {
 }
 
 /// What the read should have returned.
-fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) -> String {
     let BadRead { t, c, expected, .. } = *bad;
     let txn = ctx.txn(t);
     let cell = ctx.cell_name(c);
@@ -136,9 +136,10 @@ fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>
             if v.writer != NONE {
                 inv.add(v.writer);
             }
-            let what = match v.value {
-                Some(_) => format!("is {}", fmt_value(v.value)),
-                None => "is a delete".to_string(),
+            let what = if v.value.is_some() {
+                format!("is {}", ctx.fmt(v.value))
+            } else {
+                "is a delete".to_string()
             };
             format!(
                 "the newest version of {cell} committed before {} {what} (written by {}, committed at {})",
@@ -151,7 +152,7 @@ fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>
 }
 
 /// Why what it returned is wrong.
-fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> String {
+fn why_not(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) -> String {
     let BadRead {
         t,
         c,
@@ -161,7 +162,7 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> Stri
     } = *bad;
     let txn = ctx.txn(t);
     let cell = ctx.cell_name(c);
-    match (observed, seen) {
+    match (ctx.text(observed), seen) {
         (None, _) => "null is what the cell held before that version".to_string(),
         (Some(val), Some((ts, w))) => {
             if w != NONE {
@@ -181,7 +182,7 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> Stri
                 )
             }
         }
-        (Some(val), None) => match ctx.writer_of(c, val) {
+        (Some(val), None) => match ctx.writer_of(c, observed) {
             Some(info) => {
                 inv.add(info.txn);
                 format!(
@@ -198,8 +199,8 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead<'_>, inv: &mut Involved<'_, '_>) -> Stri
     }
 }
 
-fn value_index<'a>(ctx: &Ctx<'a>) -> ValueIndex<'a> {
-    let mut index: ValueIndex<'a> = FxMap::default();
+fn value_index(ctx: &Ctx<'_>) -> ValueIndex {
+    let mut index: ValueIndex = FxMap::default();
     for c in 0..ctx.cells.len() as u32 {
         for v in ctx.versions(c) {
             // Versions are by commit_ts, so the first one seen is the earliest.

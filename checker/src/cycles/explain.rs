@@ -4,7 +4,7 @@
 use super::graph::{Order, RT, RW, WR, WW};
 use super::search::Step;
 use crate::FindingClass;
-use crate::ctx::{Ctx, fmt_value};
+use crate::ctx::{Ctx, Val};
 use crate::report::{CycleStep, Draft};
 
 /// How many steps of a cycle, and transactions, an explanation spells out.
@@ -113,7 +113,7 @@ pub(super) fn explain_cycle(
 }
 
 fn written(ctx: &Ctx<'_>, t: u32, c: u32) -> String {
-    fmt_value(ctx.final_write(t, c).and_then(|w| w.value))
+    ctx.fmt(ctx.final_write(t, c).map_or(Val::NULL, |w| w.value))
 }
 
 /// "committed at 118" for a writer's version of a cell.
@@ -184,13 +184,13 @@ fn outcome_words(ctx: &Ctx<'_>, w: u32) -> &'static str {
     }
 }
 
-pub(super) fn aborted_read(ctx: &Ctx<'_>, r: u32, w: u32, c: u32, v: &str) -> Draft {
+pub(super) fn aborted_read(ctx: &Ctx<'_>, r: u32, w: u32, c: u32, v: Val) -> Draft {
     Draft::new(
         format!(
             "T{} committed after reading {} = {}, which T{} wrote, but T{} never committed ({})",
             ctx.id(r),
             ctx.cell_name(c),
-            fmt_value(Some(v)),
+            ctx.fmt(v),
             ctx.id(w),
             ctx.id(w),
             outcome_words(ctx, w)
@@ -200,13 +200,13 @@ pub(super) fn aborted_read(ctx: &Ctx<'_>, r: u32, w: u32, c: u32, v: &str) -> Dr
     )
 }
 
-pub(super) fn intermediate_read(ctx: &Ctx<'_>, r: u32, w: u32, c: u32, v: &str) -> Draft {
+pub(super) fn intermediate_read(ctx: &Ctx<'_>, r: u32, w: u32, c: u32, v: Val) -> Draft {
     Draft::new(
         format!(
             "T{} read {} = {}, an intermediate value: T{} wrote it but then overwrote it with {} in the same transaction",
             ctx.id(r),
             ctx.cell_name(c),
-            fmt_value(Some(v)),
+            ctx.fmt(v),
             ctx.id(w),
             written(ctx, w, c)
         ),

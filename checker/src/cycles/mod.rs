@@ -19,7 +19,7 @@ pub(crate) use search::{Step, each_cycle};
 use crate::FindingClass;
 use crate::Rule;
 use crate::compact::OpKind;
-use crate::ctx::{Ctx, NONE};
+use crate::ctx::{Ctx, NONE, Val};
 use crate::report::Sink;
 use explain::{aborted_read, explain_cycle, intermediate_read, lost_update};
 use graph::Order;
@@ -39,7 +39,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let order = &versions.order;
 
     // Reserve the most edges there can be, so the vector never doubles:
-    // ww per version, wr + rw per read, three real-time links per transaction.
+    // ww per version, wr + rw per read (real-time links never enter it).
     let committed_reads: usize = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| {
@@ -50,7 +50,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
                 .count()
         })
         .sum();
-    let mut edges: Vec<Edge> = Vec::with_capacity(order.list.len() + 2 * committed_reads + 3 * n);
+    let mut edges: Vec<Edge> = Vec::with_capacity(order.list.len() + 2 * committed_reads);
     for c in 0..ctx.cells.len() as u32 {
         for pair in order.of(c).windows(2) {
             edges.push((pair[0].0, pair[1].0, c, WW));
@@ -88,15 +88,15 @@ type Edge = (u32, u32, u32, u8);
 
 /// The version order of the unique-value cells, and each final write's
 /// position in its cell's order (`NONE` when it is not there).
-struct Versions<'a> {
-    order: Order<'a>,
+struct Versions {
+    order: Order,
     pos_of_fw: Vec<u32>,
 }
 
-impl<'a> Versions<'a> {
+impl Versions {
     /// The store's record wins over the client's word when a writer appears
     /// twice in one cell.
-    fn of(ctx: &Ctx<'a>) -> Versions<'a> {
+    fn of(ctx: &Ctx<'_>) -> Versions {
         let n_cells = ctx.cells.len();
         let mut cand: Vec<(u32, u32, bool, u64, u32)> = Vec::new();
         for c in 0..n_cells as u32 {
@@ -130,7 +130,7 @@ impl<'a> Versions<'a> {
         }
         let list = cand
             .iter()
-            .map(|x| (x.1, x.3, ctx.fw[x.4 as usize].value.unwrap_or("")))
+            .map(|x| (x.1, x.3, ctx.fw[x.4 as usize].value))
             .collect();
         Versions {
             order: Order { off, list },
@@ -144,7 +144,7 @@ impl<'a> Versions<'a> {
 /// as (cell, position after the version read, reader).
 fn read_edges(
     ctx: &Ctx<'_>,
-    versions: &Versions<'_>,
+    versions: &Versions,
     edges: &mut Vec<Edge>,
     sink: &mut Sink,
 ) -> Vec<(u32, u32, u32)> {
@@ -177,18 +177,18 @@ fn read_edges(
 
 /// One committed read of a unique-value cell.
 #[derive(Clone, Copy)]
-struct Read<'a> {
+struct Read {
     reader: u32,
     cell: u32,
-    value: Option<&'a str>,
+    value: Val,
 }
 
 /// The edges of one read; the position after the version it read (0 for
 /// null), or `None` when it adds nothing to the graph.
 fn read_edge(
     ctx: &Ctx<'_>,
-    versions: &Versions<'_>,
-    read: Read<'_>,
+    versions: &Versions,
+    read: Read,
     edges: &mut Vec<Edge>,
     sink: &mut Sink,
 ) -> Option<u32> {
@@ -198,14 +198,15 @@ fn read_edge(
         value,
     } = read;
     let ord = versions.order.of(c);
-    let Some(v) = value else {
+    let v = value;
+    if v.is_none() {
         if let Some(first) = ord.first()
             && first.0 != r
         {
             edges.push((r, first.0, c, RW));
         }
         return Some(0);
-    };
+    }
     // Fast path: the version a correct snapshot read returns.
     let p = ord.partition_point(|e| e.1 < ctx.txn(r).start_ts);
     let (w, pos) = match p.checked_sub(1) {

@@ -77,11 +77,29 @@ percsim_sim::identities! {
     }
 }
 
+percsim_sim::identities! {
+    /// Which seeds can exercise a coverage item: a campaign flags an item
+    /// as never happened only if it ran seeds of that scope.
+    pub enum Scope {
+        /// Only Percolator's seeds (its protocol's counters and events).
+        Percolator => ("percolator", "Percolator's protocol"),
+        /// Only Pulsar's seeds (its protocol's counters and events).
+        Pulsar => ("pulsar", "Pulsar's protocol"),
+        /// Any system's seeds: the world's faults and network.
+        World => ("world", "the world's faults and network"),
+    }
+}
+
 impl Coverage {
-    /// Whether only Pulsar seeds can exercise it (a campaign without
-    /// Pulsar seeds does not flag it).
-    pub fn pulsar_only(self) -> bool {
-        matches!(self, Coverage::OwnershipMoved | Coverage::StaleOwnerFenced)
+    /// Which seeds can exercise it.
+    pub fn scope(self) -> Scope {
+        use Coverage::*;
+        match self {
+            OwnershipMoved | StaleOwnerFenced => Scope::Pulsar,
+            Duplicated | Late | KillClient | KillTabletServer | KillOracle | Pause | Partition
+            | PauseAtStep => Scope::World,
+            _ => Scope::Percolator,
+        }
     }
 
     /// The run counter this item reads.

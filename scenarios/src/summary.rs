@@ -4,7 +4,7 @@
 //! finishes.
 
 use crate::campaign::{SeedResult, Verdict};
-use crate::coverage::Coverage;
+use crate::coverage::{Coverage, Scope};
 use percsim_protocol::client::Point;
 use percsim_sim::{PercolatorCounter, point_counter};
 use std::collections::BTreeMap;
@@ -55,6 +55,13 @@ pub struct Summary {
     pub failures: BTreeMap<u64, Failure>,
     /// Wall time of the campaign (for a merge: the seeds' wall times summed).
     pub wall: Duration,
+}
+
+/// Which systems' seeds a campaign ran.
+#[derive(Debug, Clone, Copy)]
+struct Ran {
+    percolator: bool,
+    pulsar: bool,
 }
 
 impl Summary {
@@ -110,22 +117,42 @@ impl Summary {
             .collect()
     }
 
-    /// The coverage items of the systems the campaign ran: Pulsar's own
-    /// only if it ran Pulsar seeds.
+    /// The coverage items of the systems the campaign ran: each system's
+    /// own only if it ran seeds of that system, the world's always.
     fn coverage(&self) -> impl Iterator<Item = Coverage> + '_ {
-        let pulsar = self
-            .workloads
-            .iter()
-            .any(|(w, n)| *n > 0 && crate::pulsar_campaign::PULSAR_WORKLOADS.contains(&w.as_str()));
+        let ran = self.ran();
         Coverage::ALL
             .iter()
             .copied()
-            .filter(move |c| pulsar || !c.pulsar_only())
+            .filter(move |c| match c.scope() {
+                Scope::Percolator => ran.percolator,
+                Scope::Pulsar => ran.pulsar,
+                Scope::World => true,
+            })
+    }
+
+    /// Which systems' seeds the campaign ran.
+    fn ran(&self) -> Ran {
+        let is_pulsar = |w: &str| crate::pulsar_campaign::PULSAR_WORKLOADS.contains(&w);
+        let ran = |pulsar: bool| {
+            self.workloads
+                .iter()
+                .any(|(w, n)| *n > 0 && is_pulsar(w) == pulsar)
+        };
+        Ran {
+            percolator: ran(false),
+            pulsar: ran(true),
+        }
     }
 
     /// Named crash and pause points no node stopped at: each is a finding
     /// (a step of the protocol the campaign never tested a failure at).
+    /// Percolator's points only: a campaign without Percolator seeds has
+    /// none to hit.
     pub fn points_never_hit(&self) -> Vec<Point> {
+        if !self.ran().percolator {
+            return Vec::new();
+        }
         Point::ALL
             .into_iter()
             .filter(|p| self.count(&point_counter(*p)) == 0)
@@ -317,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pulsar_campaign_without_moves_flags_them_and_a_percolator_one_does_not() {
+    fn each_system_flags_only_its_own_items_and_the_worlds() {
         let mut percolator = Summary::default();
         percolator.add(&result(1, Verdict::Pass));
         let missing = percolator.never_happened();
@@ -334,6 +361,13 @@ mod tests {
         let missing = pulsar.never_happened();
         assert!(missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
         assert!(missing.contains(&Coverage::StaleOwnerFenced), "{missing:?}");
+        // Percolator's own items and points are not Pulsar's to exercise;
+        // the world's are.
+        assert!(!missing.contains(&Coverage::RollForward), "{missing:?}");
+        assert!(missing.contains(&Coverage::Duplicated), "{missing:?}");
+        assert!(pulsar.points_never_hit().is_empty());
+        assert!(percolator.never_happened().contains(&Coverage::RollForward));
+        assert!(!percolator.points_never_hit().is_empty());
         let text = pulsar.render();
         let line = text
             .lines()

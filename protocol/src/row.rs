@@ -310,6 +310,16 @@ mod tests {
     }
 
     #[test]
+    fn a_mutation_is_empty_only_without_ops() {
+        // The tablet server skips the durable write (and its crash point)
+        // for an empty mutation, and only for one.
+        let mut m = RowMutation::none();
+        assert!(m.is_empty());
+        m.push(put(9, 9, WriteKind::Rollback));
+        assert!(!m.is_empty());
+    }
+
+    #[test]
     #[should_panic(expected = "invariant violated: row mutation")]
     fn a_rollback_over_a_commit_record_trips_the_assertion() {
         let mut r = committed_row();

@@ -132,3 +132,15 @@ impl Write {
         self.kind != WriteKind::Rollback
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_and_timestamps_display_as_histories_and_errors_name_them() {
+        assert_eq!(CellKey::new("bob", "bal").to_string(), "bob/bal");
+        assert_eq!(Ts(42).to_string(), "42");
+        assert_eq!(format!("{}@{}", CellKey::new("r", "c"), Ts(7)), "r/c@7");
+    }
+}

@@ -187,6 +187,21 @@ mod tests {
         assert!(matches!(s.step(row, req), RowReply::Commit(Ok(_))));
     }
 
+    /// An acknowledgment must be strictly above the version's commit_ts: a
+    /// run that acknowledges with its start_ts saw the version only if it
+    /// started after the version committed.
+    #[test]
+    fn an_acknowledgment_equal_to_the_commit_ts_does_not_acknowledge_it() {
+        let mut s = MemStore::default();
+        s.must_prewrite_observed("k", "v", 10);
+        s.must_commit("k", 10, 11);
+        put_col(&mut s, "k", "ack:b", "11", 3, 4);
+        assert!(!clear_acked(&mut s, "k", 10, Some(11), &["ack:b"]));
+        assert_eq!(notify_of(&s, "k"), Some(10));
+        put_col(&mut s, "k", "ack:b", "12", 12, 13);
+        assert!(clear_acked(&mut s, "k", 10, Some(11), &["ack:b"]));
+    }
+
     /// Two observers, A and B, watch one column. A processes the change,
     /// commits its acknowledgment and clears; B's run aborted (its
     /// acknowledgment is older than the change). The entry must stay so a

@@ -180,6 +180,21 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_record_at_our_start_ts_is_a_conflict_not_a_rollback() {
+        let mut s = MemStore::default();
+        // Another transaction (started at 5) committed at exactly 10: a
+        // record at our start_ts that is not our rollback record.
+        s.must_put("k", "v1", 5, 10);
+        assert_eq!(
+            s.prewrite_put("k", "v2", "k", 10),
+            Err(PrewriteError::WriteConflict {
+                commit_ts: ts(10),
+                start_ts: ts(5),
+            })
+        );
+    }
+
+    #[test]
     fn own_rollback_record_below_a_newer_write() {
         let mut s = MemStore::default();
         // Rolled back before its prewrite arrived, then someone else committed.

@@ -148,6 +148,24 @@ mod tests {
     }
 
     #[test]
+    fn a_second_roll_back_is_already_done() {
+        let mut s = two_cell_txn();
+        s.cleanup("p", 10);
+        assert_eq!(
+            s.resolve("s", 10, Resolution::Rollback),
+            Ok(ResolveAction::RolledBack)
+        );
+        let before = s.column("s").clone();
+        // A second cleaning reader (or a duplicated request) finds the
+        // rollback record: nothing to do, and no error.
+        assert_eq!(
+            s.resolve("s", 10, Resolution::Rollback),
+            Ok(ResolveAction::AlreadyDone)
+        );
+        assert_eq!(s.column("s"), &before);
+    }
+
+    #[test]
     fn rollback_before_secondary_prewrite_arrives() {
         let mut s = MemStore::default();
         s.must_prewrite_put("p", "pv", "p", 10);

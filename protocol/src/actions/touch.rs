@@ -39,6 +39,20 @@ mod tests {
     }
 
     #[test]
+    fn touch_with_the_same_wall_time_writes_nothing() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        let row = s.rows.get("p").unwrap();
+        // The lock already says 0: no write (a needless durable write
+        // otherwise), yet the lock is reported present.
+        let (m, present) = super::touch(row, COL, ts(10), 0);
+        assert!(present);
+        assert!(m.is_empty(), "{m:?}");
+        let (m, _) = super::touch(row, COL, ts(10), 1);
+        assert_eq!(m.ops.len(), 1);
+    }
+
+    #[test]
     fn touch_after_cleanup_reports_lock_gone() {
         let mut s = MemStore::default();
         s.must_prewrite_put("p", "v", "p", 10);

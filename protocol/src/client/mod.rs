@@ -4,6 +4,8 @@
 mod observe;
 mod points;
 mod resolve;
+#[cfg(test)]
+pub(crate) mod test_util;
 mod transport;
 mod txn;
 

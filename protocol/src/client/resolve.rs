@@ -178,3 +178,110 @@ async fn clean_up<T: Transport>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Backoff, wait_or_clean};
+    use crate::actions::{Prewrite, RowReply, RowRequest};
+    use crate::client::test_util::{FakeWorld, run};
+    use crate::client::{ClientConfig, Suspicion, TxnError};
+    use crate::types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts};
+
+    const OWNER: SessionId = SessionId(1);
+
+    fn world() -> FakeWorld {
+        FakeWorld {
+            cfg: ClientConfig {
+                lock_ttl_ms: 3_000,
+                backoff_min_ms: 10,
+                backoff_max_ms: 40,
+                lock_wait_max_ms: 100,
+                ..ClientConfig::default()
+            },
+            ..FakeWorld::default()
+        }
+    }
+
+    /// Prewrite `k`/`c` (its own primary) for the transaction at 10 of
+    /// `OWNER`, with wall time 0; the lock as a reader meets it.
+    fn locked(w: &FakeWorld) -> LockInfo {
+        let cell = CellKey::new("k", "c");
+        let lock = Lock {
+            primary: cell.clone(),
+            kind: MutationKind::Put,
+            wall_ms: 0,
+            owner: OWNER,
+        };
+        let req = RowRequest::Prewrite(Prewrite {
+            col: "c".into(),
+            start_ts: Ts(10),
+            value: Some("v".into()),
+            lock: lock.clone(),
+            notify: false,
+        });
+        assert_eq!(w.step("k", req), RowReply::Prewrite(Ok(())));
+        LockInfo {
+            cell,
+            start_ts: Ts(10),
+            lock,
+        }
+    }
+
+    fn meet(w: &FakeWorld, info: &LockInfo, backoff: &mut Backoff) -> Result<(), TxnError> {
+        run(wait_or_clean(w, info, (2, Ts(20)), backoff))
+    }
+
+    #[test]
+    fn a_reader_backs_off_doubling_until_it_gives_up() {
+        let w = world();
+        let info = locked(&w);
+        let mut backoff = Backoff::new(&w);
+        for _ in 0..4 {
+            assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        }
+        // 10, doubled up to the 40 ms cap: 110 ms waited, past the 100 allowed.
+        assert_eq!(w.sleeps(), vec![10, 20, 40, 40]);
+        assert_eq!(
+            meet(&w, &info, &mut backoff),
+            Err(TxnError::LockWaitTimeout {
+                cell: CellKey::new("k", "c"),
+                start_ts: Ts(10),
+            })
+        );
+        assert_eq!(w.sleeps().len(), 4, "no sleep after giving up");
+        assert!(w.cleanups.lock().unwrap().is_empty(), "a live owner's lock");
+    }
+
+    #[test]
+    fn a_lock_is_stale_only_past_its_ttl() {
+        let w = world();
+        let info = locked(&w);
+        let mut backoff = Backoff::new(&w);
+        // Exactly 3000 ms old: not stale yet, and the owner is alive: wait.
+        *w.now_ms.lock().unwrap() = 3_000;
+        assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        assert_eq!(w.sleeps(), vec![10]);
+        assert!(w.cleanups.lock().unwrap().is_empty());
+        // 3010 ms old: stale; the reader rolls the transaction back.
+        assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        assert_eq!(w.sleeps(), vec![10], "cleaned up without waiting");
+        let cleanups = w.cleanups.lock().unwrap();
+        assert_eq!(cleanups.len(), 1);
+        assert_eq!(cleanups[0].suspicion, Suspicion::Stale);
+    }
+
+    #[test]
+    fn a_dead_owners_fresh_lock_is_cleaned_at_once() {
+        let w = FakeWorld {
+            dead: vec![OWNER],
+            ..world()
+        };
+        let info = locked(&w);
+        let mut backoff = Backoff::new(&w);
+        assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        assert!(w.sleeps().is_empty());
+        let cleanups = w.cleanups.lock().unwrap();
+        assert_eq!(cleanups.len(), 1);
+        assert_eq!(cleanups[0].suspicion, Suspicion::TokenGone);
+    }
+}

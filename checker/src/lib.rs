@@ -221,6 +221,26 @@ struct ErrorReport<'a> {
     column: Option<usize>,
 }
 
+/// The top-level `format` of the JSON file at `path`, if the file's first
+/// 64 KiB mention `tag` (a cheap test first, so that a large file of
+/// another format is never read whole for this); `None` if it does not, or
+/// the file cannot be read or parsed, or has no `format`.
+pub fn file_format(path: &Path, tag: &str) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(1 << 16);
+    let file = std::fs::File::open(path).ok()?;
+    file.take(1 << 16).read_to_end(&mut head).ok()?;
+    if !String::from_utf8_lossy(&head).contains(tag) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<String>,
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Probe>(&text).ok()?.format
+}
+
 /// Reads the history at `path`, checks it, and writes the report to `out`:
 /// text, or JSON when `json` is set. Returns the process exit code: 0 when
 /// every rule holds, 1 when any is broken, 2 when the file cannot be read or

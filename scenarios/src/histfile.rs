@@ -68,25 +68,7 @@ pub const CAPSULE_FORMAT: &str = "percsim-capsule/1";
 /// [`CAPSULE_FORMAT`]; the tag is looked for in the first 64 KiB, as for
 /// stream histories).
 pub fn is_capsule_file(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(1 << 16);
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    if file.take(1 << 16).read_to_end(&mut head).is_err()
-        || !String::from_utf8_lossy(&head).contains(CAPSULE_FORMAT)
-    {
-        return false;
-    }
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        format: Option<String>,
-    }
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Probe>(&text).ok())
-        .and_then(|p| p.format)
-        .is_some_and(|f| f == CAPSULE_FORMAT)
+    percsim_checker::file_format(path, CAPSULE_FORMAT).is_some_and(|f| f == CAPSULE_FORMAT)
 }
 
 /// `percsim check` on a capsule: judge the history it carries again, with

@@ -97,24 +97,7 @@ pub fn check(history: &StreamHistory) -> StreamReport {
 /// looked at for the tag, and only a file that mentions it is parsed further,
 /// so a large history of another format is never read whole for this.
 pub fn is_stream_history_file(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(1 << 16);
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    if file.take(1 << 16).read_to_end(&mut head).is_err()
-        || !String::from_utf8_lossy(&head).contains("percsim-stream-history")
-    {
-        return false;
-    }
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        format: Option<String>,
-    }
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Probe>(&text).ok())
-        .and_then(|p| p.format)
+    crate::file_format(path, "percsim-stream-history")
         .is_some_and(|f| f.starts_with("percsim-stream-history/"))
 }
 

@@ -87,3 +87,20 @@ fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
     let e = Scenario::parse(&text).unwrap_err().to_string();
     assert!(e.contains("pulsar.brokers: 0"), "{e}");
 }
+
+/// The world's network carries Pulsar's requests too: duplicated and
+/// held-back copies that reach a broker are counted there, so coverage can
+/// see them (they were delivered but never counted before session 6).
+#[test]
+fn pulsar_brokers_count_the_late_and_duplicated_copies_they_receive() {
+    use percsim_scenarios::pulsar_campaign::{PULSAR_SEED_BASE, generate};
+    let (mut copies, mut late) = (0, 0);
+    for seed in PULSAR_SEED_BASE..PULSAR_SEED_BASE + 30 {
+        let s = generate(seed, Default::default());
+        let out = s.run().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let count = |name: &str| out.summary.counters.get(name).copied().unwrap_or(0);
+        copies += count(percsim_sim::Counter::NetDuplicated.name());
+        late += count(percsim_sim::Counter::NetLate.name());
+    }
+    assert!(copies > 0 && late > 0, "copies {copies}, late {late}");
+}

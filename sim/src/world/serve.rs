@@ -56,6 +56,25 @@ where
     serve_from(ep, intake, move |req, _| handler(req))
 }
 
+/// [`serve`] that counts, as [`serve_costed`] does, a late or duplicated
+/// copy of a request when it reaches this receiver ([`World::delivered`]).
+pub(crate) fn serve_counting<R, F, Fut>(
+    world: &Arc<World>,
+    ep: &Endpoint,
+    intake: Intake,
+    handler: F,
+) where
+    R: Request,
+    F: Fn(R) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = R::Response> + Send + 'static,
+{
+    let world = world.clone();
+    serve_from(ep, intake, move |req, from| {
+        world.delivered(Delivery::of(from));
+        handler(req)
+    })
+}
+
 /// [`serve`], with the handler also told where the request came from.
 fn serve_from<R, F, Fut>(ep: &Endpoint, intake: Intake, handler: F)
 where

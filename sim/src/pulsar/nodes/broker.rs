@@ -16,7 +16,7 @@ use crate::pulsar::nodes::coordinator::Tc;
 use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
 use crate::pulsar::store::PartitionStore;
 use crate::pulsar::{Cluster, broker_addr, metadata_addr};
-use crate::world::serve::{Intake, serve};
+use crate::world::serve::{Intake, serve_counting};
 use madsim::net::Endpoint;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
@@ -64,17 +64,27 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
         tc: Mutex::default(),
     });
     let t = b.clone();
-    serve(&ep, Intake::Busy, move |call: BrokerCall| {
-        let t = t.clone();
-        async move { t.request(call).await }
-    });
+    serve_counting(
+        &b.cluster.world,
+        &ep,
+        Intake::Busy,
+        move |call: BrokerCall| {
+            let t = t.clone();
+            async move { t.request(call).await }
+        },
+    );
     let t = b.clone();
-    serve(&ep, Intake::Busy, move |call: MarkerCall| {
-        let t = t.clone();
-        async move { t.marker(call).await }
-    });
+    serve_counting(
+        &b.cluster.world,
+        &ep,
+        Intake::Busy,
+        move |call: MarkerCall| {
+            let t = t.clone();
+            async move { t.marker(call).await }
+        },
+    );
     let t = b.clone();
-    serve(&ep, Intake::Busy, move |call: TcCall| {
+    serve_counting(&b.cluster.world, &ep, Intake::Busy, move |call: TcCall| {
         let t = t.clone();
         async move { t.coordinator(call).await }
     });

@@ -223,7 +223,12 @@ impl Summary {
         o
     }
 
+    /// Percolator's crash and pause points, listed only when Percolator
+    /// seeds ran (Pulsar's scenarios have none of them to reach).
     fn render_points(&self, o: &mut String) {
+        if !self.ran().percolator {
+            return;
+        }
         let _ = writeln!(o, "crash and pause points (nodes stopped at each):");
         for p in Point::ALL {
             let n = self.count(&point_counter(p));
@@ -374,6 +379,9 @@ mod tests {
             .find(|l| l.contains(Coverage::OwnershipMoved.describe()))
             .expect("the item is listed");
         assert!(line.ends_with("0   <-- never happened"), "{line}");
+        assert!(!text.contains("never hit"), "{text}");
+        assert!(!text.contains(Point::TabletAfterApply.name()), "{text}");
+        assert!(percolator.render().contains("tablet_after_apply"));
         r.counters.insert("event.ownership_moved".into(), 3);
         pulsar.add(&r);
         assert!(!pulsar.never_happened().contains(&Coverage::OwnershipMoved));

@@ -21,13 +21,30 @@ pub struct Loaded {
 }
 
 /// Reads `path`: a history, or a capsule holding one. The error names the
-/// file and what is wrong with it.
+/// file and what is wrong with it; a Pulsar stream history (a file, or a
+/// capsule carrying one) is refused with the command that reads it.
 pub fn load(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-    let is_capsule = value.get("format").and_then(|f| f.as_str()) == Some("percsim-capsule/1");
+    let format = value.get("format").and_then(|f| f.as_str());
+    let stream = percsim_checker::stream::STREAM_FORMAT;
+    let is_capsule = format == Some(CAPSULE_FORMAT);
+    let holds_stream = is_capsule && value.get("stream_history").is_some_and(|h| !h.is_null());
+    if format == Some(stream) || holds_stream {
+        return Err(format!(
+            "{} {} a Pulsar stream history ({stream}), which only `percsim check {}` reads; \
+             this command takes a transaction history (percsim-history/1)",
+            path.display(),
+            if holds_stream {
+                "is a capsule holding"
+            } else {
+                "is"
+            },
+            path.display()
+        ));
+    }
     if !is_capsule {
         let history = percsim_checker::parse(&text)
             .map_err(|e| format!("{} is not a valid history: {e}", path.display()))?;

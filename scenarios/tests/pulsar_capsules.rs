@@ -10,7 +10,7 @@
 use percsim_protocol::pulsar::PulsarAblation;
 use percsim_scenarios::campaign::{self, Verdict};
 use percsim_scenarios::fuzz;
-use percsim_scenarios::histfile::{check_capsule, is_capsule_file};
+use percsim_scenarios::histfile::{check_capsule, is_capsule_file, load};
 use percsim_scenarios::pulsar_ablations::mix;
 use percsim_scenarios::pulsar_campaign::PULSAR_SEED_BASE;
 use percsim_scenarios::scenario::Scenario;
@@ -116,7 +116,28 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
         replayed.stream, judged.stream,
         "{a}: the replay's stream history differs"
     );
+    refused_by_export_and_report(&path, &capsule["stream_history"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `percsim export` and `percsim report` read transaction histories: a
+/// Pulsar capsule, or its stream history as a file, is refused (exit code
+/// 2 in the CLI) with the command that reads it, never turned into an
+/// empty export or report.
+fn refused_by_export_and_report(capsule: &Path, stream: &serde_json::Value) {
+    let e = load(capsule).err().expect("a Pulsar capsule is refused");
+    assert!(
+        e.contains("is a capsule holding a Pulsar stream history"),
+        "{e}"
+    );
+    assert!(e.contains("only `percsim check "), "{e}");
+    let file = capsule.with_extension("stream.json");
+    std::fs::write(&file, stream.to_string()).expect("written");
+    let e = load(&file).err().expect("a stream history is refused");
+    assert!(
+        e.contains("is a Pulsar stream history (percsim-stream-history/1)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -79,6 +79,7 @@ pub struct Samples {
     never_resolved: u64,
     recovery_ms: Vec<f64>,
     never_recovered: u64,
+    unmeasured: u64,
     deaths: u64,
 }
 
@@ -115,8 +116,14 @@ pub struct Metrics {
     pub recovery_p50_ms: Option<f64>,
     /// The same, maximum.
     pub recovery_max_ms: Option<f64>,
-    /// Deaths after which the system never recovered within the run.
+    /// Deaths after which the system never recovered within the run: some
+    /// dead work was never resolved, or transactions were begun after the
+    /// death and none of them committed.
     pub never_recovered: u64,
+    /// Deaths whose dead work was all resolved but after which no
+    /// transaction began at all (the job had no work left), so recovery
+    /// could not be measured: neither recovered nor stuck.
+    pub unmeasured: u64,
 }
 
 fn ms(ns: u64) -> f64 {
@@ -181,8 +188,10 @@ impl Samples {
             .filter(|t| t.ending == Ending::Committed && t.invoke_ns >= d.t_ns)
             .filter_map(|t| t.complete_ns)
             .min();
+        let begun_after = txns.iter().any(|t| t.invoke_ns >= d.t_ns);
         match (all, again) {
             (true, Some(a)) => self.recovery_ms.push(ms(last.max(a) - d.t_ns)),
+            (true, None) if !begun_after => self.unmeasured += 1,
             _ => self.never_recovered += 1,
         }
     }
@@ -213,6 +222,7 @@ impl Samples {
             recovery_p50_ms: quantile(&recovery, 0.5),
             recovery_max_ms: recovery.last().copied(),
             never_recovered: self.never_recovered,
+            unmeasured: self.unmeasured,
         }
     }
 }
@@ -306,11 +316,18 @@ mod tests {
                     node: "client-2".into(),
                     resolved_ns: vec![None],
                 },
+                // Its lock resolved, and no transaction begins after it:
+                // nothing to recover for, so nothing measured.
+                DeathFact {
+                    t_ns: 4_850 * MS,
+                    node: "client-3".into(),
+                    resolved_ns: vec![Some(4_900 * MS)],
+                },
             ],
             ..RunFacts::default()
         };
         let m = metrics(&f);
-        assert_eq!(m.deaths, 3);
+        assert_eq!(m.deaths, 4);
         assert_eq!(m.blocked_p50_ms, Some(1_000.0));
         assert_eq!(m.blocked_max_ms, Some(2_000.0));
         assert_eq!(m.never_resolved, 1);
@@ -319,6 +336,13 @@ mod tests {
         assert_eq!(m.recovery_p50_ms, Some(2_000.0));
         assert_eq!(m.recovery_max_ms, Some(2_000.0));
         assert_eq!(m.never_recovered, 1);
+        assert_eq!(m.unmeasured, 1);
+        // A transaction begun after client-3's death that never commits:
+        // now it is stuck, not unmeasured.
+        let mut stuck = f.clone();
+        stuck.txns.push(txn(4_860, None, Ending::Unknown));
+        let m = metrics(&stuck);
+        assert_eq!((m.never_recovered, m.unmeasured), (2, 0));
         let mut oracle = f.clone();
         oracle.deaths = vec![f.deaths[1].clone()];
         let m = metrics(&oracle);

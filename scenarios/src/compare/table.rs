@@ -86,6 +86,9 @@ const ROWS: &[Row] = &[
     ("deaths never recovered from", |m| {
         m.never_recovered.to_string()
     }),
+    ("deaths with no work after (not measurable)", |m| {
+        m.unmeasured.to_string()
+    }),
 ];
 
 impl Table {

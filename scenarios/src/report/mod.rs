@@ -21,14 +21,14 @@ const VERSIONS_SHOWN: usize = 12;
 
 /// The timeline of `history` as a standalone SVG document.
 pub fn svg(history: &History) -> String {
-    svg::timeline(&Model::build(history))
+    svg::timeline(&Model::build(history).timeline)
 }
 
 /// The whole report as one HTML document. `source` names the file it was
 /// made from (shown, and used in the replay command of a plain history).
 pub fn html(loaded: &Loaded, source: &str) -> String {
     let m = Model::build(&loaded.history);
-    let mut page = String::with_capacity(400 * m.bars.len() + 65_536);
+    let mut page = String::with_capacity(400 * m.timeline.bars.len() + 65_536);
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}</style></head><body>\n",
@@ -37,7 +37,7 @@ pub fn html(loaded: &Loaded, source: &str) -> String {
     );
     header(&mut page, &m, loaded, source);
     page.push_str("<h2>Timeline</h2>\n<div class=\"legend\"><span><i style=\"background:#3a9d5d\"></i>committed</span><span><i style=\"background:#c9c9c9\"></i>aborted</span><span><i style=\"background:#8e6bbf\"></i>unknown (dashed: never completed)</span><span><i style=\"border:2px solid #d62728\"></i>named by a violation</span><span><i style=\"background:#1f4e9c;width:2px\"></i>start_ts</span><span><i style=\"background:#111;width:2px\"></i>commit_ts (marks: earliest time consistent with the oracle's order)</span><span><i style=\"background:#f4a582\"></i>fault</span></div>\n<div id=\"timeline\">");
-    page.push_str(&svg::timeline(&m));
+    page.push_str(&svg::timeline(&m.timeline));
     page.push_str("</div>\n");
     findings_section(&mut page, &m);
     let data = data_json(&m).to_string().replace("</", "<\\/");
@@ -94,7 +94,7 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
         .get("description")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let faults = m.bands.len();
+    let faults = m.timeline.bands.len();
     let _ = writeln!(
         page,
         "<header><h1>{}</h1><dl class=\"summary\"><dt>verdict</dt><dd>{verdict}{}</dd><dt>seed</dt><dd>{}</dd><dt>scenario</dt><dd>{} {}</dd><dt>transactions</dt><dd>{} ({} committed, {} aborted, {} unknown; {} committed in the store only)</dd><dt>ops</dt><dd>{} reads, {} writes over {} cells; {} lanes (client workers); {} fault bands</dd><dt>findings</dt><dd>{} violations, {} allowed anomalies (write skew)</dd><dt>replay</dt><dd><code>{}</code></dd><dt>file</dt><dd>{}{}</dd></dl><div id=\"status\">not rendered: scripts are off</div></header>",
@@ -111,7 +111,7 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
         s.reads,
         s.writes,
         s.cells,
-        m.lanes.len(),
+        m.timeline.lanes.len(),
         faults,
         r.rules.iter().map(|x| x.total).sum::<u64>(),
         r.allowed.total,
@@ -231,6 +231,7 @@ fn kind_name(k: VersionKind) -> &'static str {
 fn data_json(m: &Model<'_>) -> Value {
     let h = m.history;
     let txns: Vec<Value> = m
+        .timeline
         .bars
         .iter()
         .map(|b| {
@@ -248,7 +249,7 @@ fn data_json(m: &Model<'_>) -> Value {
                 .collect();
             json!({
                 "id": t.id,
-                "lane": m.lane_label(b.row),
+                "lane": m.timeline.lanes[b.row],
                 "outcome": format!("{:?}", t.outcome).to_lowercase(),
                 "start_ts": t.start_ts,
                 "commit_ts": t.commit_ts,

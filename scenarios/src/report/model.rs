@@ -7,18 +7,36 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One transaction's bar on the timeline.
 pub(crate) struct Bar {
-    /// Index in `History::transactions`.
+    /// Index in the history's transactions (the page's data uses it).
     pub(crate) txn: usize,
+    /// The transaction's id, as findings name it (`T<id>`).
+    pub(crate) id: u64,
+    /// What its client was told.
+    pub(crate) outcome: Outcome,
     /// Row on the timeline.
     pub(crate) row: usize,
     pub(crate) from_ns: u64,
     /// `None`: the client never learnt the outcome (the bar runs to the end).
     pub(crate) to_ns: Option<u64>,
-    /// Estimated times at which the start and commit timestamps were taken.
-    pub(crate) start_mark_ns: u64,
+    /// A thin mark: when the start timestamp was taken (estimated), or
+    /// when a stream transaction's commit was requested.
+    pub(crate) start_mark_ns: Option<u64>,
+    /// A tall mark: when the commit timestamp was taken (estimated), or
+    /// when a coordinator decided on its own.
     pub(crate) commit_mark_ns: Option<u64>,
     /// Named by a finding of the checker.
     pub(crate) flagged: bool,
+}
+
+/// What the timeline draws, whatever the system: lanes, bars, fault bands.
+pub(crate) struct Timeline {
+    /// Each lane's label, top to bottom.
+    pub(crate) lanes: Vec<String>,
+    pub(crate) bars: Vec<Bar>,
+    pub(crate) bands: Vec<Band>,
+    /// The instant the healed phase began, if recorded.
+    pub(crate) healed_ns: Option<u64>,
+    pub(crate) end_ns: u64,
 }
 
 /// A fault active over a time span on some rows.
@@ -34,12 +52,7 @@ pub(crate) struct Band {
 pub(crate) struct Model<'h> {
     pub(crate) history: &'h History,
     pub(crate) report: Report,
-    pub(crate) lanes: Vec<Lane>,
-    pub(crate) bars: Vec<Bar>,
-    pub(crate) bands: Vec<Band>,
-    /// The instant the healed phase began, if recorded.
-    pub(crate) healed_ns: Option<u64>,
-    pub(crate) end_ns: u64,
+    pub(crate) timeline: Timeline,
 }
 
 /// Every violation (then every allowed anomaly) the report shows in full.
@@ -58,18 +71,14 @@ impl<'h> Model<'h> {
         let distinct: BTreeSet<Lane> = txn_lanes.iter().copied().collect();
         let lanes: Vec<Lane> = distinct.into_iter().collect();
         let row_of: HashMap<Lane, usize> = lanes.iter().enumerate().map(|(i, l)| (*l, i)).collect();
-        let end_ns = history
-            .transactions
-            .iter()
-            .map(|t| t.complete_ns.unwrap_or(t.invoke_ns))
-            .chain(history.events.iter().map(|e| e.t_ns))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        let flagged: BTreeSet<u64> = findings(&report)
-            .filter(|(_, allowed)| !allowed)
-            .flat_map(|(f, _)| f.txns.iter().copied())
-            .collect();
+        let end_ns = end_of(
+            history,
+            history
+                .transactions
+                .iter()
+                .map(|t| t.complete_ns.unwrap_or(t.invoke_ns)),
+        );
+        let flagged = flagged(&report);
         let marks = timestamp_marks(history);
         let bars = history
             .transactions
@@ -77,45 +86,71 @@ impl<'h> Model<'h> {
             .enumerate()
             .map(|(i, t)| Bar {
                 txn: i,
+                id: t.id,
+                outcome: t.outcome,
                 row: row_of[&txn_lanes[i]],
                 from_ns: t.invoke_ns,
                 to_ns: t.complete_ns,
-                start_mark_ns: marks[i].0,
+                start_mark_ns: Some(marks[i].0),
                 commit_mark_ns: marks[i].1,
                 flagged: flagged.contains(&t.id),
             })
             .collect();
-        let healed_ns = history
-            .events
-            .iter()
-            .find(|e| e.kind == "phase_healed")
-            .map(|e| e.t_ns);
-        let bands = fault_bands(history, &lanes, end_ns);
+        let timeline = Timeline {
+            lanes: lane_labels(&lanes),
+            bars,
+            bands: fault_bands(history, &lanes, end_ns),
+            healed_ns: healed_at(history),
+            end_ns,
+        };
         Model {
             history,
             report,
-            lanes,
-            bars,
-            bands,
-            healed_ns,
-            end_ns,
+            timeline,
         }
     }
+}
 
-    /// A lane's label: the client and, when it ran several workers, which.
-    pub(crate) fn lane_label(&self, row: usize) -> String {
-        let l = self.lanes[row];
-        let workers = self.lanes.iter().filter(|x| x.client == l.client).count();
-        if workers > 1 {
-            format!("client {} / {}", l.client, l.slot)
-        } else {
-            format!("client {}", l.client)
-        }
-    }
+/// The ids of the transactions a violation (not an allowed anomaly) names.
+pub(crate) fn flagged(report: &Report) -> BTreeSet<u64> {
+    findings(report)
+        .filter(|(_, allowed)| !allowed)
+        .flat_map(|(f, _)| f.txns.iter().copied())
+        .collect()
+}
 
-    pub(crate) fn outcome(&self, txn: usize) -> Outcome {
-        self.history.transactions[txn].outcome
-    }
+/// The last instant worth drawing: the latest of `times` and of the
+/// history's events (at least 1 ns).
+pub(crate) fn end_of(history: &History, times: impl Iterator<Item = u64>) -> u64 {
+    times
+        .chain(history.events.iter().map(|e| e.t_ns))
+        .max()
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// The instant the healed phase began, if the history recorded it.
+pub(crate) fn healed_at(history: &History) -> Option<u64> {
+    history
+        .events
+        .iter()
+        .find(|e| e.kind == "phase_healed")
+        .map(|e| e.t_ns)
+}
+
+/// Each lane's label: the client and, when it ran several workers, which.
+pub(crate) fn lane_labels(lanes: &[Lane]) -> Vec<String> {
+    lanes
+        .iter()
+        .map(|l| {
+            let workers = lanes.iter().filter(|x| x.client == l.client).count();
+            if workers > 1 {
+                format!("client {} / {}", l.client, l.slot)
+            } else {
+                format!("client {}", l.client)
+            }
+        })
+        .collect()
 }
 
 /// The earliest time at which each transaction's timestamps can have been
@@ -170,7 +205,7 @@ fn field_str(e: &percsim_checker::Event, k: &str) -> String {
 /// reopening, anything with a `duration_ms` for that long. A fault of one
 /// client covers its lanes; a partition, the lanes of the clients it names;
 /// anything else, every lane.
-fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
+pub(crate) fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
     let rows_of = |client: Option<u64>| -> Vec<usize> {
         (0..lanes.len())
             .filter(|&r| client.is_none_or(|c| lanes[r].client == c))

@@ -2,7 +2,7 @@
 //! fault bands, transaction bars with timestamp marks) and a dependency
 //! cycle drawn as a small graph.
 
-use super::model::Model;
+use super::model::Timeline;
 use percsim_checker::{CycleStep, Outcome};
 use std::fmt::Write as _;
 
@@ -50,7 +50,7 @@ fn tick_ms(span_ms: f64) -> f64 {
 }
 
 /// The whole timeline as one standalone SVG document.
-pub(crate) fn timeline(m: &Model<'_>) -> String {
+pub(crate) fn timeline(m: &Timeline) -> String {
     let plot_w = (m.bars.len() as f64 * 2.5).clamp(1100.0, 8000.0);
     let width = LABEL_W + plot_w + 20.0;
     let height = AXIS_H + ROW_H * m.lanes.len() as f64 + 10.0;
@@ -72,7 +72,7 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
             if row % 2 == 0 { "lane" } else { "lane2" },
             y(row),
             y(row) + 11.5,
-            esc(&m.lane_label(row))
+            esc(&m.lanes[row])
         );
     }
     let step = tick_ms(m.end_ns as f64 / 1e6);
@@ -116,12 +116,11 @@ pub(crate) fn timeline(m: &Model<'_>) -> String {
 }
 
 /// The transaction bars with their timestamp marks.
-fn bars(s: &mut String, m: &Model<'_>, x: &dyn Fn(u64) -> f64, y: &dyn Fn(usize) -> f64) {
+fn bars(s: &mut String, m: &Timeline, x: &dyn Fn(u64) -> f64, y: &dyn Fn(usize) -> f64) {
     for b in &m.bars {
         let x0 = x(b.from_ns);
         let x1 = x(b.to_ns.unwrap_or(m.end_ns)).max(x0 + 1.5);
         let yb = y(b.row) + (ROW_H - BAR_H) / 2.0;
-        let t = &m.history.transactions[b.txn];
         let flagged = if b.flagged { " flagged" } else { "" };
         let open = if b.to_ns.is_none() {
             r#" stroke-dasharray="3 2" fill-opacity="0.5""#
@@ -131,17 +130,19 @@ fn bars(s: &mut String, m: &Model<'_>, x: &dyn Fn(u64) -> f64, y: &dyn Fn(usize)
         let _ = write!(
             *s,
             r#"<rect id="t{}" class="txn {}{flagged}" data-i="{}" x="{x0:.1}" y="{yb:.1}" width="{:.1}" height="{BAR_H}"{open}/>"#,
-            t.id,
-            outcome_class(m.outcome(b.txn)),
+            b.id,
+            outcome_class(b.outcome),
             b.txn,
             x1 - x0
         );
-        let sx = x(b.start_mark_ns);
-        let _ = write!(
-            *s,
-            r#"<line class="sts" x1="{sx:.1}" y1="{yb:.1}" x2="{sx:.1}" y2="{:.1}"/>"#,
-            yb + BAR_H
-        );
+        if let Some(st) = b.start_mark_ns {
+            let sx = x(st);
+            let _ = write!(
+                *s,
+                r#"<line class="sts" x1="{sx:.1}" y1="{yb:.1}" x2="{sx:.1}" y2="{:.1}"/>"#,
+                yb + BAR_H
+            );
+        }
         if let Some(c) = b.commit_mark_ns {
             let cx = x(c);
             let _ = write!(

@@ -20,39 +20,71 @@ pub struct Loaded {
     pub warning: Option<String>,
 }
 
+/// What a history file holds: a transaction history (Percolator's, or any
+/// `percsim-history/1`), or a stream history (Pulsar's).
+pub enum Document {
+    /// A `percsim-history/1` history, or a capsule holding one.
+    Transactions(Loaded),
+    /// A `percsim-stream-history/1` history, or a capsule holding one.
+    Stream(LoadedStream),
+}
+
+/// A stream history and, when it came from a capsule, the capsule around it
+/// and the world's events its transaction history recorded (the faults).
+pub struct LoadedStream {
+    /// The stream history.
+    pub stream: percsim_checker::stream::StreamHistory,
+    /// The events of the capsule's transaction history (empty without one).
+    pub events: Vec<percsim_checker::Event>,
+    /// The whole capsule, if the file was one.
+    pub capsule: Option<serde_json::Value>,
+}
+
 /// Reads `path`: a history, or a capsule holding one. The error names the
 /// file and what is wrong with it; a Pulsar stream history (a file, or a
-/// capsule carrying one) is refused with the command that reads it.
+/// capsule carrying one) is refused, naming the commands that read it.
 pub fn load(path: &Path) -> Result<Loaded, String> {
+    match load_document(path)? {
+        Document::Transactions(l) => Ok(l),
+        Document::Stream(l) => Err(format!(
+            "{} {} a Pulsar stream history ({}), and this reads transaction histories \
+             (percsim-history/1) only; `percsim check {p}` judges it and `percsim report {p}` draws it",
+            path.display(),
+            if l.capsule.is_some() {
+                "is a capsule holding"
+            } else {
+                "is"
+            },
+            percsim_checker::stream::STREAM_FORMAT,
+            p = path.display()
+        )),
+    }
+}
+
+/// Reads `path`, whichever kind of history it holds (see [`Document`]).
+pub fn load_document(path: &Path) -> Result<Document, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let format = value.get("format").and_then(|f| f.as_str());
-    let stream = percsim_checker::stream::STREAM_FORMAT;
     let is_capsule = format == Some(CAPSULE_FORMAT);
-    let holds_stream = is_capsule && value.get("stream_history").is_some_and(|h| !h.is_null());
-    if format == Some(stream) || holds_stream {
-        return Err(format!(
-            "{} {} a Pulsar stream history ({stream}), which only `percsim check {}` reads; \
-             this command takes a transaction history (percsim-history/1)",
-            path.display(),
-            if holds_stream {
-                "is a capsule holding"
-            } else {
-                "is"
-            },
-            path.display()
-        ));
+    let stream = if is_capsule {
+        value.get("stream_history").filter(|h| !h.is_null())
+    } else {
+        (format == Some(percsim_checker::stream::STREAM_FORMAT)).then_some(&value)
+    };
+    if let Some(stream) = stream {
+        return load_stream(path, stream, is_capsule.then_some(&value)).map(Document::Stream);
     }
     if !is_capsule {
         let history = percsim_checker::parse(&text)
             .map_err(|e| format!("{} is not a valid history: {e}", path.display()))?;
-        return Ok(Loaded {
+        return Ok(Document::Transactions(Loaded {
             history,
             capsule: None,
             warning: None,
-        });
+        }));
     }
     let inner = value
         .get("history")
@@ -71,10 +103,37 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             )
         }
     };
-    Ok(Loaded {
+    Ok(Document::Transactions(Loaded {
         history,
         capsule: Some(value),
         warning,
+    }))
+}
+
+/// The stream history `stream` (the file's whole value, or a capsule's
+/// `stream_history`), with the capsule's world events if there is one.
+fn load_stream(
+    path: &Path,
+    stream: &serde_json::Value,
+    capsule: Option<&serde_json::Value>,
+) -> Result<LoadedStream, String> {
+    let where_ = if capsule.is_some() {
+        format!("the stream history in capsule {}", path.display())
+    } else {
+        path.display().to_string()
+    };
+    let parsed = percsim_checker::stream::parse(&stream.to_string())
+        .map_err(|e| format!("{where_} is not a valid stream history: {e}"))?;
+    let events = capsule
+        .and_then(|c| c.pointer("/history/events"))
+        .map(|e| serde_json::from_value(e.clone()))
+        .transpose()
+        .map_err(|e| format!("the events in capsule {}: {e}", path.display()))?
+        .unwrap_or_default();
+    Ok(LoadedStream {
+        stream: parsed,
+        events,
+        capsule: capsule.cloned(),
     })
 }
 
@@ -190,12 +249,37 @@ pub struct Lane {
 /// once its transaction completed; one that never completed keeps its slot
 /// to the end), so each lane runs one transaction at a time like a worker.
 pub fn lanes(h: &History) -> Vec<Lane> {
-    let mut order: Vec<usize> = (0..h.transactions.len()).collect();
-    order.sort_by_key(|&i| (h.transactions[i].invoke_ns, i));
+    lanes_of(
+        &h.transactions
+            .iter()
+            .map(|t| Span {
+                client: t.client,
+                invoke_ns: t.invoke_ns,
+                complete_ns: t.complete_ns,
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// When a client ran one transaction (or any piece of work with a span).
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    /// The client.
+    pub client: u64,
+    /// When it began.
+    pub invoke_ns: u64,
+    /// When the client learnt how it ended; `None`: never.
+    pub complete_ns: Option<u64>,
+}
+
+/// [`lanes`] for any list of spans: each span's lane, in the list's order.
+pub fn lanes_of(spans: &[Span]) -> Vec<Lane> {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| (spans[i].invoke_ns, i));
     let mut busy: std::collections::HashMap<u64, Vec<Option<u64>>> = Default::default();
-    let mut out = vec![Lane { client: 0, slot: 0 }; h.transactions.len()];
+    let mut out = vec![Lane { client: 0, slot: 0 }; spans.len()];
     for i in order {
-        let t = &h.transactions[i];
+        let t = &spans[i];
         let slots = busy.entry(t.client).or_default();
         let free = slots
             .iter()

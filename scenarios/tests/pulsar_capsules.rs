@@ -10,9 +10,10 @@
 use percsim_protocol::pulsar::PulsarAblation;
 use percsim_scenarios::campaign::{self, Verdict};
 use percsim_scenarios::fuzz;
-use percsim_scenarios::histfile::{check_capsule, is_capsule_file, load};
+use percsim_scenarios::histfile::{Document, check_capsule, is_capsule_file, load, load_document};
 use percsim_scenarios::pulsar_ablations::mix;
 use percsim_scenarios::pulsar_campaign::PULSAR_SEED_BASE;
+use percsim_scenarios::report;
 use percsim_scenarios::scenario::Scenario;
 use std::path::{Path, PathBuf};
 
@@ -116,21 +117,22 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
         replayed.stream, judged.stream,
         "{a}: the replay's stream history differs"
     );
-    refused_by_export_and_report(&path, &capsule["stream_history"]);
+    export_refuses_and_report_draws(&path, &capsule["stream_history"], &run_rules);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `percsim export` and `percsim report` read transaction histories: a
-/// Pulsar capsule, or its stream history as a file, is refused (exit code
-/// 2 in the CLI) with the command that reads it, never turned into an
-/// empty export or report.
-fn refused_by_export_and_report(capsule: &Path, stream: &serde_json::Value) {
+/// `percsim export` reads transaction histories only: a Pulsar capsule, or
+/// its stream history as a file, is refused (exit code 2 in the CLI) with
+/// the commands that read it, never turned into an empty export.
+/// `percsim report` draws it: the failing transactions flagged on the
+/// timeline, each broken rule's findings, the capsule's faults as bands.
+fn export_refuses_and_report_draws(capsule: &Path, stream: &serde_json::Value, rules: &[String]) {
     let e = load(capsule).err().expect("a Pulsar capsule is refused");
     assert!(
         e.contains("is a capsule holding a Pulsar stream history"),
         "{e}"
     );
-    assert!(e.contains("only `percsim check "), "{e}");
+    assert!(e.contains("`percsim report "), "{e}");
     let file = capsule.with_extension("stream.json");
     std::fs::write(&file, stream.to_string()).expect("written");
     let e = load(&file).err().expect("a stream history is refused");
@@ -138,6 +140,43 @@ fn refused_by_export_and_report(capsule: &Path, stream: &serde_json::Value) {
         e.contains("is a Pulsar stream history (percsim-stream-history/1)"),
         "{e}"
     );
+
+    let Ok(Document::Stream(from_capsule)) = load_document(capsule) else {
+        panic!("a Pulsar capsule is a stream document");
+    };
+    assert!(
+        !from_capsule.events.is_empty(),
+        "the capsule's world events"
+    );
+    let page = report::stream_report(
+        &from_capsule.stream,
+        &from_capsule.events,
+        from_capsule.capsule.as_ref(),
+        "c.json",
+        false,
+    );
+    assert!(page.contains("<span class=\"verdict-fail\">FAIL</span>"));
+    for rule in rules {
+        assert!(
+            page.contains(&format!("<small>({rule})</small>")),
+            "{rule} has no finding card"
+        );
+    }
+    assert!(
+        page.contains(" flagged\""),
+        "no transaction flagged on the timeline"
+    );
+    assert!(page.contains("class=\"band\""), "no fault band");
+    let Ok(Document::Stream(plain)) = load_document(&file) else {
+        panic!("a stream history file is a stream document");
+    };
+    assert!(plain.events.is_empty() && plain.capsule.is_none());
+    let svg = report::stream_report(&plain.stream, &plain.events, None, "s.json", true);
+    assert!(
+        svg.starts_with("<svg") && svg.contains(" flagged\""),
+        "{svg}"
+    );
+    assert!(!svg.contains("class=\"band\""), "no events, no bands");
 }
 
 #[test]

@@ -750,26 +750,27 @@ fn cmd_export(format: &str, input: &Path, out: &Path) -> i32 {
 }
 
 fn cmd_report(input: &Path, out: &Path, svg: bool) -> i32 {
-    let loaded = match percsim_scenarios::histfile::load(input) {
-        Ok(l) => l,
+    use percsim_scenarios::histfile::{Document, load_document};
+    use percsim_scenarios::report;
+    let source = input.display().to_string();
+    let (text, count) = match load_document(input) {
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
-    };
-    let text = if svg {
-        percsim_scenarios::report::svg(&loaded.history)
-    } else {
-        percsim_scenarios::report::html(&loaded, &input.display().to_string())
+        Ok(Document::Stream(l)) => (
+            report::stream_report(&l.stream, &l.events, l.capsule.as_ref(), &source, svg),
+            l.stream.transactions.len(),
+        ),
+        Ok(Document::Transactions(l)) if svg => {
+            (report::svg(&l.history), l.history.transactions.len())
+        }
+        Ok(Document::Transactions(l)) => (report::html(&l, &source), l.history.transactions.len()),
     };
     if let Err(e) = std::fs::write(out, text) {
         eprintln!("error: cannot write {}: {e}", out.display());
         return 2;
     }
-    println!(
-        "wrote {} ({} transactions)",
-        out.display(),
-        loaded.history.transactions.len()
-    );
+    println!("wrote {} ({count} transactions)", out.display());
     0
 }

@@ -5,6 +5,7 @@
 //! details on click. The timeline alone is also available as SVG.
 
 mod model;
+mod stream;
 mod svg;
 
 use crate::histfile::Loaded;
@@ -18,6 +19,32 @@ use svg::esc;
 const VALUE_CHARS: usize = 160;
 /// Versions per cell the details panel lists (the newest).
 const VERSIONS_SHOWN: usize = 12;
+
+/// The report of a stream history (Pulsar's), as one HTML document: its
+/// transactions on the timeline, the world's `events` (a capsule's
+/// transaction history carries the faults; empty for a plain stream
+/// history) as fault bands, and the stream checker's findings. `capsule` is
+/// the capsule it came from, if any; `source` names the file. With `svg`,
+/// the timeline alone as a standalone SVG document.
+pub fn stream_report(
+    stream: &percsim_checker::stream::StreamHistory,
+    events: &[percsim_checker::Event],
+    capsule: Option<&Value>,
+    source: &str,
+    svg: bool,
+) -> String {
+    let src = stream::StreamSource {
+        stream,
+        events,
+        capsule,
+        file: source,
+    };
+    if svg {
+        stream::svg(&src)
+    } else {
+        stream::html(&src)
+    }
+}
 
 /// The timeline of `history` as a standalone SVG document.
 pub fn svg(history: &History) -> String {

@@ -2,7 +2,7 @@
 //! their timestamp marks, fault bands, and the checker's findings.
 
 use crate::histfile::{Lane, lanes};
-use percsim_checker::{Finding, History, Outcome, Report};
+use percsim_checker::{Event, Finding, History, Outcome, Report};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One transaction's bar on the timeline.
@@ -72,7 +72,7 @@ impl<'h> Model<'h> {
         let lanes: Vec<Lane> = distinct.into_iter().collect();
         let row_of: HashMap<Lane, usize> = lanes.iter().enumerate().map(|(i, l)| (*l, i)).collect();
         let end_ns = end_of(
-            history,
+            &history.events,
             history
                 .transactions
                 .iter()
@@ -99,8 +99,8 @@ impl<'h> Model<'h> {
         let timeline = Timeline {
             lanes: lane_labels(&lanes),
             bars,
-            bands: fault_bands(history, &lanes, end_ns),
-            healed_ns: healed_at(history),
+            bands: fault_bands(&history.events, &lanes, end_ns),
+            healed_ns: healed_at(&history.events),
             end_ns,
         };
         Model {
@@ -120,19 +120,18 @@ pub(crate) fn flagged(report: &Report) -> BTreeSet<u64> {
 }
 
 /// The last instant worth drawing: the latest of `times` and of the
-/// history's events (at least 1 ns).
-pub(crate) fn end_of(history: &History, times: impl Iterator<Item = u64>) -> u64 {
+/// events (at least 1 ns).
+pub(crate) fn end_of(events: &[Event], times: impl Iterator<Item = u64>) -> u64 {
     times
-        .chain(history.events.iter().map(|e| e.t_ns))
+        .chain(events.iter().map(|e| e.t_ns))
         .max()
         .unwrap_or(0)
         .max(1)
 }
 
-/// The instant the healed phase began, if the history recorded it.
-pub(crate) fn healed_at(history: &History) -> Option<u64> {
-    history
-        .events
+/// The instant the healed phase began, if the events record it.
+pub(crate) fn healed_at(events: &[Event]) -> Option<u64> {
+    events
         .iter()
         .find(|e| e.kind == "phase_healed")
         .map(|e| e.t_ns)
@@ -186,7 +185,7 @@ fn timestamp_marks(h: &History) -> Vec<(u64, Option<u64>)> {
 }
 
 /// The client a node name or an event field designates (`client-3`, or `"client": 3`).
-fn client_of(e: &percsim_checker::Event) -> Option<u64> {
+fn client_of(e: &Event) -> Option<u64> {
     if let Some(c) = e.fields.get("client").and_then(|v| v.as_u64()) {
         return Some(c);
     }
@@ -194,7 +193,7 @@ fn client_of(e: &percsim_checker::Event) -> Option<u64> {
     node.strip_prefix("client-")?.parse().ok()
 }
 
-fn field_str(e: &percsim_checker::Event, k: &str) -> String {
+fn field_str(e: &Event, k: &str) -> String {
     e.fields
         .get(k)
         .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
@@ -205,7 +204,7 @@ fn field_str(e: &percsim_checker::Event, k: &str) -> String {
 /// reopening, anything with a `duration_ms` for that long. A fault of one
 /// client covers its lanes; a partition, the lanes of the clients it names;
 /// anything else, every lane.
-pub(crate) fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band> {
+pub(crate) fn fault_bands(events: &[Event], lanes: &[Lane], end_ns: u64) -> Vec<Band> {
     let rows_of = |client: Option<u64>| -> Vec<usize> {
         (0..lanes.len())
             .filter(|&r| client.is_none_or(|c| lanes[r].client == c))
@@ -213,7 +212,7 @@ pub(crate) fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band>
     };
     let mut bands = Vec::new();
     let mut open: BTreeMap<(String, String), (u64, Vec<usize>)> = BTreeMap::new();
-    for e in &h.events {
+    for e in events {
         let client = client_of(e);
         let dur = e.fields.get("duration_ms").and_then(|v| v.as_u64());
         match (e.kind.as_str(), dur) {
@@ -286,7 +285,7 @@ pub(crate) fn fault_bands(h: &History, lanes: &[Lane], end_ns: u64) -> Vec<Band>
 }
 
 /// A partition covers the lanes of the clients it names, or every lane.
-fn partition_band(e: &percsim_checker::Event, duration_ms: u64, lanes: &[Lane]) -> Band {
+fn partition_band(e: &Event, duration_ms: u64, lanes: &[Lane]) -> Band {
     let named: BTreeSet<u64> = ["a", "b"]
         .iter()
         .filter_map(|k| e.fields.get(*k)?.as_array())

@@ -52,13 +52,19 @@ window.addEventListener("error", function (e) {
     selected = document.getElementById("t" + t.id);
     if (selected) selected.classList.add("hl");
     panel.innerHTML = "<button id=\"close\">close</button><h3>T" + t.id + " (" + t.outcome + ")</h3>" +
-      "<p>" + esc(t.lane) + "; start_ts " + t.start_ts + ", commit_ts " + (t.commit_ts === null ? "none" : t.commit_ts) +
+      (t.html !== undefined ? t.html : txnBody(t));
+    panel.hidden = false;
+    document.getElementById("close").onclick = function () { panel.hidden = true; };
+  }
+
+  // A transaction history's panel: its ops and the cells they touched (a
+  // stream history's transactions bring their panel ready-made, as html).
+  function txnBody(t) {
+    return "<p>" + esc(t.lane) + "; start_ts " + t.start_ts + ", commit_ts " + (t.commit_ts === null ? "none" : t.commit_ts) +
       "<br>invoked " + ms(t.invoke_ns) + ", completed " + ms(t.complete_ns) +
       (t.abort_reason ? "<br>abort reason: " + esc(t.abort_reason) : "") + "</p>" +
       "<h4>operations</h4><ol>" + t.ops.map(function (o) { return "<li>" + opText(o) + "</li>"; }).join("") + "</ol>" +
       "<h4>cells touched, with their final versions (this transaction's are marked)</h4>" + cellsOf(t);
-    panel.hidden = false;
-    document.getElementById("close").onclick = function () { panel.hidden = true; };
   }
 
   svg.addEventListener("click", function (e) {
@@ -69,7 +75,7 @@ window.addEventListener("error", function (e) {
     var i = e.target.getAttribute && e.target.getAttribute("data-i");
     if (i === null || i === undefined) { tip.hidden = true; return; }
     var t = data.txns[+i];
-    tip.textContent = "T" + t.id + " " + t.outcome + ", start_ts " + t.start_ts +
+    tip.textContent = t.tip !== undefined ? t.tip : "T" + t.id + " " + t.outcome + ", start_ts " + t.start_ts +
       (t.commit_ts === null ? "" : ", commit_ts " + t.commit_ts) + ", " + t.ops.length + " ops";
     tip.style.left = (e.pageX + 12) + "px";
     tip.style.top = (e.pageY + 12) + "px";

@@ -1,0 +1,328 @@
+//! The report of a stream history (Pulsar's transactions): the same page as
+//! a transaction history's, with one lane per client worker holding its
+//! transactions (the moment it asked to commit and the coordinator's own
+//! decision marked), the world's fault bands when a capsule carries them,
+//! and the stream checker's findings step by step.
+
+use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels};
+use super::svg::{self, esc};
+use super::{finding_card, short};
+use crate::histfile::{Lane, Span, lanes_of};
+use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamReport, StreamTxn};
+use percsim_checker::{Event, Outcome};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// What the page is made from: the stream history, the world's events (a
+/// capsule's transaction history carries the faults), and the capsule.
+pub(crate) struct StreamSource<'a> {
+    pub(crate) stream: &'a StreamHistory,
+    pub(crate) events: &'a [Event],
+    pub(crate) capsule: Option<&'a Value>,
+    /// The file it was read from, as the user named it.
+    pub(crate) file: &'a str,
+}
+
+/// The timeline alone, as a standalone SVG document.
+pub(crate) fn svg(src: &StreamSource<'_>) -> String {
+    let report = percsim_checker::stream::check(src.stream);
+    svg::timeline(&timeline(src, &report))
+}
+
+/// The whole page for a stream history.
+pub(crate) fn html(src: &StreamSource<'_>) -> String {
+    let report = percsim_checker::stream::check(src.stream);
+    let timeline = timeline(src, &report);
+    let mut page = String::with_capacity(600 * timeline.bars.len() + 65_536);
+    let title = format!(
+        "percsim report: stream history seed {} ({})",
+        src.stream.seed,
+        if report.passed { "PASS" } else { "FAIL" }
+    );
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}</style></head><body>\n",
+        esc(&title),
+        include_str!("page.css")
+    );
+    header(&mut page, src, &report, &timeline, &title);
+    page.push_str("<h2>Timeline</h2>\n<div class=\"legend\"><span><i style=\"background:#3a9d5d\"></i>committed</span><span><i style=\"background:#c9c9c9\"></i>aborted</span><span><i style=\"background:#8e6bbf\"></i>unknown (dashed: never completed)</span><span><i style=\"border:2px solid #d62728\"></i>named by a violation</span><span><i style=\"background:#1f4e9c;width:2px\"></i>commit requested</span><span><i style=\"background:#111;width:2px\"></i>the coordinator decided on its own (timeout)</span><span><i style=\"background:#f4a582\"></i>fault</span></div>\n<div id=\"timeline\">");
+    page.push_str(&svg::timeline(&timeline));
+    page.push_str("</div>\n<h2>Findings</h2>\n");
+    let mut k = 0;
+    for rule in report.rules.iter().filter(|r| !r.violations.is_empty()) {
+        if (rule.violations.len() as u64) < rule.total {
+            let _ = writeln!(
+                page,
+                "<p>{}: {} violations; the checker explains the first few of each class ({} shown below).</p>",
+                esc(&rule.id),
+                rule.total,
+                rule.violations.len()
+            );
+        }
+        for f in &rule.violations {
+            finding_card(&mut page, f, false, k);
+            k += 1;
+        }
+    }
+    if k == 0 {
+        page.push_str("<p>No violation: every rule holds.</p>\n");
+    }
+    let data = data_json(src.stream, &timeline)
+        .to_string()
+        .replace("</", "<\\/");
+    let _ = write!(
+        page,
+        "<div id=\"panel\" hidden></div><div id=\"tip\" hidden></div>\n<script type=\"application/json\" id=\"data\">{data}</script>\n<script>{}</script>\n</body></html>\n",
+        include_str!("page.js")
+    );
+    page
+}
+
+/// The timeline: a bar per transaction from invocation to outcome.
+fn timeline(src: &StreamSource<'_>, report: &StreamReport) -> Timeline {
+    let txns = &src.stream.transactions;
+    let spans: Vec<Span> = txns
+        .iter()
+        .map(|t| Span {
+            client: t.client,
+            invoke_ns: t.invoke_ns,
+            complete_ns: t.complete_ns,
+        })
+        .collect();
+    let txn_lanes = lanes_of(&spans);
+    // Clients that only sent, received or acknowledged get a lane too.
+    let mut distinct: BTreeSet<Lane> = txn_lanes.iter().copied().collect();
+    distinct.extend(src.stream.ops.iter().map(|o| Lane {
+        client: op_client(o),
+        slot: 0,
+    }));
+    let lanes: Vec<Lane> = distinct.into_iter().collect();
+    let row_of: BTreeMap<Lane, usize> = lanes.iter().enumerate().map(|(i, l)| (*l, i)).collect();
+    let flagged: BTreeSet<u64> = report
+        .rules
+        .iter()
+        .flat_map(|r| r.violations.iter().flat_map(|f| f.txns.iter().copied()))
+        .collect();
+    let times = txns
+        .iter()
+        .map(|t| t.complete_ns.unwrap_or(t.invoke_ns))
+        .chain(src.stream.ops.iter().map(op_time));
+    let end_ns = end_of(src.events, times);
+    let bars = txns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Bar {
+            txn: i,
+            id: t.id,
+            outcome: t.outcome,
+            row: row_of[&txn_lanes[i]],
+            from_ns: t.invoke_ns,
+            to_ns: t.complete_ns,
+            start_mark_ns: t.commit_request_ns,
+            commit_mark_ns: t.coordinator.as_ref().map(|c| c.t_ns),
+            flagged: flagged.contains(&t.id),
+        })
+        .collect();
+    Timeline {
+        lanes: lane_labels(&lanes),
+        bars,
+        bands: fault_bands(src.events, &lanes, end_ns),
+        healed_ns: healed_at(src.events),
+        end_ns,
+    }
+}
+
+fn op_client(o: &StreamOp) -> u64 {
+    match o {
+        StreamOp::Send(s) => s.client,
+        StreamOp::Receive(r) => r.client,
+        StreamOp::Ack(a) => a.client,
+    }
+}
+
+fn op_time(o: &StreamOp) -> u64 {
+    match o {
+        StreamOp::Send(s) => s.t_ns,
+        StreamOp::Receive(r) => r.t_ns,
+        StreamOp::Ack(a) => a.t_ns,
+    }
+}
+
+fn header(
+    page: &mut String,
+    src: &StreamSource<'_>,
+    report: &StreamReport,
+    timeline: &Timeline,
+    title: &str,
+) {
+    let s = &report.stats;
+    let broken: Vec<&str> = report
+        .rules
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.id.as_str())
+        .collect();
+    let verdict = if report.passed {
+        "<span class=\"verdict-pass\">PASS</span> every rule holds".to_string()
+    } else {
+        format!(
+            "<span class=\"verdict-fail\">FAIL</span> broken: {}",
+            esc(&broken.join(", "))
+        )
+    };
+    let field = |k: &str| src.capsule.and_then(|c| c.get(k));
+    let replay = field("replay_shrunk")
+        .and_then(Value::as_str)
+        .or(field("replay").and_then(Value::as_str))
+        .map_or_else(|| format!("percsim check {}", src.file), str::to_string);
+    let recorded = field("verdict")
+        .map(|v| format!(" (capsule verdict: {v})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        page,
+        "<header><h1>{}</h1><dl class=\"summary\"><dt>verdict</dt><dd>{verdict}{}</dd><dt>seed</dt><dd>{}</dd><dt>transactions</dt><dd>{} ({} committed, {} aborted, {} unknown)</dd><dt>ops</dt><dd>{} sends, {} receives, {} acknowledgments; {} partitions holding {} messages and {} markers; {} subscriptions; {} lanes (client workers); {} fault bands</dd><dt>findings</dt><dd>{} violations</dd><dt>replay</dt><dd><code>{}</code></dd><dt>file</dt><dd>{}</dd></dl><div id=\"status\">not rendered: scripts are off</div></header>",
+        esc(title),
+        esc(&recorded),
+        src.stream.seed,
+        s.transactions,
+        s.committed,
+        s.aborted,
+        s.unknown,
+        s.sends,
+        s.receives,
+        s.acks,
+        s.partitions,
+        s.log_messages,
+        s.log_markers,
+        s.subscriptions,
+        timeline.lanes.len(),
+        timeline.bands.len(),
+        report.rules.iter().map(|r| r.total).sum::<u64>(),
+        esc(&replay),
+        esc(src.file),
+    );
+}
+
+fn result_name(r: OpResult) -> &'static str {
+    match r {
+        OpResult::Ok => "ok",
+        OpResult::Failed => "failed",
+        OpResult::Unknown => "unknown",
+    }
+}
+
+fn ms(ns: Option<u64>) -> String {
+    ns.map_or("never".to_string(), |n| format!("{:.3} ms", n as f64 / 1e6))
+}
+
+/// A transaction's panel, as HTML: what its client saw, what the
+/// coordinator decided, its sends and acknowledgments, and its markers in
+/// the partition logs.
+fn details(h: &StreamHistory, t: &StreamTxn, lane: &str) -> String {
+    let mut o = format!(
+        "<p>{}{}<br>invoked {}, commit requested {}, completed {}{}{}</p><h4>operations</h4><ol>",
+        esc(lane),
+        t.label
+            .as_ref()
+            .map(|l| format!("; Pulsar TxnID {}", esc(l)))
+            .unwrap_or_default(),
+        ms(Some(t.invoke_ns)),
+        ms(t.commit_request_ns),
+        ms(t.complete_ns),
+        t.abort_reason
+            .as_ref()
+            .map(|r| format!("<br>abort reason: {}", esc(r)))
+            .unwrap_or_default(),
+        t.coordinator
+            .as_ref()
+            .map(|c| format!(
+                "<br>the coordinator decided {} at {}{}",
+                outcome_name(c.outcome),
+                ms(Some(c.t_ns)),
+                c.reason
+                    .as_ref()
+                    .map(|r| format!(" ({})", esc(r)))
+                    .unwrap_or_default()
+            ))
+            .unwrap_or_default()
+    );
+    for op in &h.ops {
+        let line = match op {
+            StreamOp::Send(s) if s.txn == Some(t.id) => format!(
+                "send \"{}\" to {} at {}: {}{}",
+                esc(&short(&s.message)),
+                esc(&s.partition),
+                ms(Some(s.t_ns)),
+                result_name(s.result),
+                s.offset
+                    .map(|x| format!(", offset {x}"))
+                    .unwrap_or_default()
+            ),
+            StreamOp::Ack(a) if a.txn == Some(t.id) => format!(
+                "acknowledge \"{}\" ({}@{}) on {} at {}: {}",
+                esc(&short(&a.message)),
+                esc(&a.partition),
+                a.offset,
+                esc(&a.subscription),
+                ms(Some(a.t_ns)),
+                result_name(a.result)
+            ),
+            _ => continue,
+        };
+        let _ = write!(o, "<li>{line}</li>");
+    }
+    o.push_str("</ol><h4>its markers in the partition logs</h4><ul>");
+    for p in &h.final_state.partitions {
+        for e in p.entries.iter().filter(|e| e.txn == Some(t.id)) {
+            if let Some(m) = e.marker {
+                let _ = write!(
+                    o,
+                    "<li>{} marker at {}@{}</li>",
+                    esc(&format!("{m:?}").to_lowercase()),
+                    esc(&p.name),
+                    e.offset
+                );
+            }
+        }
+    }
+    o.push_str("</ul>");
+    o
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Committed => "committed",
+        Outcome::Aborted => "aborted",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+/// The data the page's script reads: each transaction's panel and tooltip.
+fn data_json(h: &StreamHistory, timeline: &Timeline) -> Value {
+    let txns: Vec<Value> = timeline
+        .bars
+        .iter()
+        .map(|b| {
+            let t = &h.transactions[b.txn];
+            let lane = &timeline.lanes[b.row];
+            let ops = h
+                .ops
+                .iter()
+                .filter(|o| match o {
+                    StreamOp::Send(s) => s.txn == Some(t.id),
+                    StreamOp::Ack(a) => a.txn == Some(t.id),
+                    StreamOp::Receive(_) => false,
+                })
+                .count();
+            json!({
+                "id": t.id,
+                "outcome": outcome_name(t.outcome),
+                "html": details(h, t, lane),
+                "tip": format!("T{} {}, {} sends and acknowledgments, {}", t.id, outcome_name(t.outcome), ops, lane),
+            })
+        })
+        .collect();
+    json!({"txns": txns})
+}

@@ -20,6 +20,8 @@ unset RUSTFLAGS
 cargo build --release --quiet --bin percsim
 percsim=target/release/percsim
 mkdir -p "$out"
+# Absolute, so that the browser finds the pages whatever OUT_DIR was given as.
+out="$(cd "$out" && pwd)"
 
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
        --disable-background-networking --disable-component-update --disable-sync
@@ -31,10 +33,10 @@ check_report() {
     "$percsim" report "$capsule" -o "$html" > /dev/null
     local profile; profile="$(mktemp -d)"
     "$browser" "${flags[@]}" --user-data-dir="$profile" --enable-logging=stderr --v=0 \
-        --dump-dom "file://$PWD/$html" > "$dom" 2> "$log" || true
+        --dump-dom "file://$html" > "$dom" 2> "$log" || true
     rm -rf "$profile"; profile="$(mktemp -d)"
     "$browser" "${flags[@]}" --user-data-dir="$profile" --window-size=1200,1100 \
-        --screenshot="$PWD/$out/$name.png" "file://$PWD/$html" > /dev/null 2>&1 || true
+        --screenshot="$out/$name.png" "file://$html" > /dev/null 2>&1 || true
     rm -rf "$profile"
     local problems=()
     grep -q 'data-rendered="ok"' "$dom" || problems+=("the page's script did not finish")
@@ -47,7 +49,7 @@ check_report() {
     local first; first="$(grep -o 'id="t[0-9]*" class="txn [a-z]* flagged"' "$dom" | head -1 | grep -o 't[0-9]*' | head -1 | tr -d t)"
     if [ -n "$first" ]; then
         profile="$(mktemp -d)"
-        "$browser" "${flags[@]}" --user-data-dir="$profile" --dump-dom "file://$PWD/$html#T$first" \
+        "$browser" "${flags[@]}" --user-data-dir="$profile" --dump-dom "file://$html#T$first" \
             > "$out/$name.panel.html" 2> /dev/null || true
         rm -rf "$profile"
         # A transaction history's panel lists the cells touched; a stream

@@ -240,11 +240,6 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 /// still fails with the same verdict and rule; returns the smallest found
 /// and how many runs it took. `budget` bounds the runs.
 pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scenario, usize) {
-    if crate::pulsar_campaign::is_pulsar_seed(seed) {
-        // Pulsar scenarios are drawn without a shrinkable tree (yet).
-        return (generate(seed, mix), 0);
-    }
-    let mut t = tree(seed, mix);
     let same = |r: &SeedResult| {
         r.verdict == failed.verdict
             && (failed.violated_rules.is_empty()
@@ -252,6 +247,13 @@ pub fn shrink(seed: u64, mix: &Mix, failed: &SeedResult, budget: usize) -> (Scen
                     .iter()
                     .any(|x| failed.violated_rules.contains(x)))
     };
+    if crate::pulsar_campaign::is_pulsar_seed(seed) {
+        // Pulsar scenarios are drawn without a shrinkable tree: they shrink
+        // by editing the scenario.
+        let mut still = |s: &Scenario| same(&judge(s, false).result);
+        return crate::pulsar_shrink::shrink(&generate(seed, mix), &mut still, budget);
+    }
+    let mut t = tree(seed, mix);
     let mut best = build(seed, &t.current(), mix);
     let mut runs = 0;
     if !t.simplify() {

@@ -15,6 +15,7 @@ pub mod paper;
 mod pool;
 pub mod pulsar_ablations;
 pub mod pulsar_campaign;
+mod pulsar_shrink;
 pub mod regress;
 pub mod report;
 pub mod scenario;

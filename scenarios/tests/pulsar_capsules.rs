@@ -230,3 +230,61 @@ fn a_pulsar_capsule_without_its_stream_history_is_refused() {
     assert!(text.contains("percsim replay"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How big a Pulsar scenario is, in the measures its shrinking reduces.
+fn size(s: &Scenario) -> u64 {
+    let v = serde_json::to_value(s).expect("JSON");
+    let count = |p: &str| v.pointer(p).and_then(|x| x.as_u64()).unwrap_or(0);
+    let classes = v["cluster"]["faults"]["random"]
+        .as_object()
+        .map_or(0, |r| r.values().filter(|c| !c.is_null()).count()) as u64;
+    let crashes = v["pulsar"]["crashes"].as_array().map_or(0, Vec::len) as u64;
+    classes
+        + crashes
+        + count("/cluster/clients")
+        + count("/pulsar/brokers")
+        + count("/pulsar/partitions")
+}
+
+/// A failing Pulsar seed shrinks (by editing its scenario) to a smaller
+/// scenario that still fails the same way, within the budget of runs; with
+/// no budget it stays as it was.
+#[test]
+fn a_failing_pulsar_seed_shrinks() {
+    let a = PulsarAblation::ReplayIgnoresAborted;
+    let mix = mix(Some(a));
+    let (seed, judged) = (0..20)
+        .map(|i| PULSAR_SEED_BASE + i)
+        .map(|seed| (seed, fuzz::judge(&campaign::generate(seed, &mix), false)))
+        .find(|(_, j)| j.result.verdict == Verdict::Safety)
+        .expect("replay-ignores-aborted caught within 20 seeds");
+    let original = campaign::generate(seed, &mix);
+    let (same, runs) = campaign::shrink(seed, &mix, &judged.result, 0);
+    assert_eq!((size(&same), runs), (size(&original), 0));
+
+    let (shrunk, runs) = campaign::shrink(seed, &mix, &judged.result, 40);
+    assert!(runs > 0 && runs <= 40, "{runs} runs");
+    assert!(
+        size(&shrunk) < size(&original),
+        "{} -> {}",
+        size(&original),
+        size(&shrunk)
+    );
+    let again = fuzz::judge(&shrunk, false).result;
+    assert_eq!(again.verdict, Verdict::Safety);
+    assert!(
+        again
+            .violated_rules
+            .iter()
+            .any(|r| judged.result.violated_rules.contains(r)),
+        "{:?} vs {:?}",
+        again.violated_rules,
+        judged.result.violated_rules
+    );
+    // Deterministic: the same failure shrinks to the same scenario.
+    let (twice, _) = campaign::shrink(seed, &mix, &judged.result, 40);
+    assert_eq!(
+        serde_json::to_string(&twice).expect("JSON"),
+        serde_json::to_string(&shrunk).expect("JSON")
+    );
+}

@@ -1,0 +1,204 @@
+//! Shrinking a failing Pulsar scenario. Pulsar scenarios are drawn straight
+//! from the seed's random stream (no shrinkable tree), so they shrink by
+//! editing the scenario itself: switch off one fault class, drop one server
+//! crash, drop the clock skew, halve the workload or the run, take away a
+//! client, a broker or a partition. An edit is kept when the smaller
+//! scenario (same seed) still fails the same way; the edits are tried in a
+//! fixed order, from the start again after each kept one, until none is
+//! kept or the budget of runs is spent. Every step is deterministic.
+
+use crate::scenario::Scenario;
+use serde_json::{Value, json};
+
+/// The smallest scenario found that still fails as `still_fails` says, and
+/// the runs spent (at most `budget`).
+pub(crate) fn shrink(
+    failing: &Scenario,
+    still_fails: &mut dyn FnMut(&Scenario) -> bool,
+    budget: usize,
+) -> (Scenario, usize) {
+    let mut best = failing.clone();
+    let mut runs = 0;
+    'outer: while runs < budget {
+        let Ok(current) = serde_json::to_value(&best) else {
+            break;
+        };
+        for candidate in edits(&current) {
+            let Ok(smaller) = Scenario::parse(&candidate.to_string()) else {
+                continue;
+            };
+            if runs >= budget {
+                break 'outer;
+            }
+            runs += 1;
+            if still_fails(&smaller) {
+                best = smaller;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    (best, runs)
+}
+
+/// Every one-step simplification of `s` (a scenario as JSON), biggest
+/// first. Some may be invalid (the caller skips what does not parse).
+fn edits(s: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(random) = s
+        .pointer("/cluster/faults/random")
+        .and_then(Value::as_object)
+    {
+        for class in random.iter().filter(|(_, v)| !v.is_null()).map(|(k, _)| k) {
+            out.push(with(
+                s,
+                &format!("/cluster/faults/random/{class}"),
+                Value::Null,
+            ));
+        }
+    }
+    if let Some(crashes) = s.pointer("/pulsar/crashes").and_then(Value::as_array) {
+        for i in 0..crashes.len() {
+            let mut fewer = crashes.clone();
+            fewer.remove(i);
+            out.push(with(s, "/pulsar/crashes", Value::Array(fewer)));
+        }
+    }
+    if s.pointer("/cluster/clocks")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty())
+    {
+        out.push(with(s, "/cluster/clocks", json!([])));
+    }
+    for (field, smaller) in [
+        ("documents", half as fn(u64) -> u64),
+        ("subscriptions", less),
+        ("max_batch", less),
+    ] {
+        let path = format!("/workload/{field}");
+        if let Some(n) = s.pointer(&path).and_then(Value::as_u64).filter(|&n| n > 1) {
+            out.push(with(s, &path, json!(smaller(n))));
+        }
+    }
+    if s.pointer("/workload/crash_rate")
+        .and_then(Value::as_f64)
+        .is_some_and(|r| r > 0.0)
+    {
+        out.push(with(s, "/workload/crash_rate", json!(0.0)));
+    }
+    if let Some(ms) = s
+        .pointer("/cluster/run_ms")
+        .and_then(Value::as_u64)
+        .filter(|&ms| ms >= 1_000)
+    {
+        out.push(with(s, "/cluster/run_ms", json!(half(ms))));
+    }
+    out.extend(fewer_clients(s));
+    for field in ["/pulsar/brokers", "/pulsar/partitions"] {
+        if let Some(n) = s.pointer(field).and_then(Value::as_u64).filter(|&n| n > 1) {
+            out.push(with(s, field, json!(n - 1)));
+        }
+    }
+    out
+}
+
+fn half(n: u64) -> u64 {
+    n / 2
+}
+
+fn less(n: u64) -> u64 {
+    n - 1
+}
+
+/// One client fewer (the last), with its clock.
+fn fewer_clients(s: &Value) -> Option<Value> {
+    let n = s
+        .pointer("/cluster/clients")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 1)?;
+    let mut out = with(s, "/cluster/clients", json!(n - 1));
+    if let Some(clocks) = out
+        .pointer_mut("/cluster/clocks")
+        .and_then(Value::as_array_mut)
+    {
+        clocks.truncate((n - 1) as usize);
+    }
+    Some(out)
+}
+
+/// `s` with the value at `path` (which exists) replaced by `v`.
+fn with(s: &Value, path: &str, v: Value) -> Value {
+    let mut out = s.clone();
+    if let Some(slot) = out.pointer_mut(path) {
+        *slot = v;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario's edits, as (path, new value) pairs in the order tried.
+    fn changes(s: &Value) -> Vec<String> {
+        edits(s)
+            .iter()
+            .map(|e| {
+                let mut d = Vec::new();
+                diff("", s, e, &mut d);
+                d.join(" ")
+            })
+            .collect()
+    }
+
+    fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, v) in x {
+                    diff(&format!("{path}/{k}"), v, &y[k], out);
+                }
+            }
+            _ if a != b => out.push(format!("{path}={b}")),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn edits_switch_off_each_class_and_crash_then_shrink_sizes() {
+        let s = json!({
+            "cluster": {
+                "clients": 3,
+                "run_ms": 4000,
+                "clocks": [{"offset_ms": 5}, {"offset_ms": 6}, {"offset_ms": 7}],
+                "faults": {"random": {"duplicate": {"rate": 0.5}, "kill_client": null, "pause": {"rate": 0.0}}}
+            },
+            "pulsar": {"brokers": 2, "partitions": 1, "crashes": [{"nth": 1}, {"nth": 2}]},
+            "workload": {"name": "stream-pipeline", "documents": 44, "crash_rate": 0.01}
+        });
+        assert_eq!(
+            changes(&s),
+            [
+                "/cluster/faults/random/duplicate=null",
+                "/cluster/faults/random/pause=null",
+                "/pulsar/crashes=[{\"nth\":2}]",
+                "/pulsar/crashes=[{\"nth\":1}]",
+                "/cluster/clocks=[]",
+                "/workload/documents=22",
+                "/workload/crash_rate=0.0",
+                "/cluster/run_ms=2000",
+                "/cluster/clients=2 /cluster/clocks=[{\"offset_ms\":5},{\"offset_ms\":6}]",
+                "/pulsar/brokers=1",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_minimal_scenario_has_no_edits() {
+        let s = json!({
+            "cluster": {"clients": 1, "run_ms": 500, "clocks": [], "faults": {"random": {"pause": null}}},
+            "pulsar": {"brokers": 1, "partitions": 1, "crashes": []},
+            "workload": {"name": "stream", "subscriptions": 1, "max_batch": 1}
+        });
+        assert!(edits(&s).is_empty(), "{:?}", changes(&s));
+    }
+}

@@ -224,7 +224,34 @@ impl Strs {
         while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
-        let hash = str_hash(s);
+        self.intern_hashed(s, str_hash(s))
+    }
+
+    /// The ids of `strs` (into `ids`), as [`Strs::intern`] on each in
+    /// order would give. On a large file nearly every lookup misses the
+    /// cache: the slots of the whole batch are loaded first, loads the
+    /// processor overlaps instead of waiting for each in turn.
+    pub(crate) fn intern_all(&mut self, strs: &[&str], ids: &mut Vec<u32>) {
+        while Strs::crowded(self.ends.len() + strs.len(), self.table.len()) {
+            self.grow();
+        }
+        let mut hashes = [0u64; 32];
+        ids.clear();
+        for chunk in strs.chunks(hashes.len()) {
+            let mut touched = 0u32;
+            for (h, s) in hashes.iter_mut().zip(chunk) {
+                *h = str_hash(s);
+                touched ^= self.table[(*h >> (64 - self.bits)) as usize].id1;
+            }
+            std::hint::black_box(touched);
+            for (&h, s) in hashes.iter().zip(chunk) {
+                ids.push(self.intern_hashed(s, h));
+            }
+        }
+    }
+
+    /// [`Strs::intern`] with the hash computed and the table large enough.
+    fn intern_hashed(&mut self, s: &str, hash: u64) -> u32 {
         match self.slot(s, hash) {
             Ok(i) => self.table[i].id(),
             Err(i) => {

@@ -46,6 +46,7 @@ mod ctx;
 mod cycles;
 mod edn;
 mod elle;
+mod fastread;
 mod fx;
 mod history;
 mod notifications;

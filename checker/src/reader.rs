@@ -8,6 +8,7 @@
 //! ordinary way to name the problem.
 
 use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
+use crate::fastread::{self, Miss};
 use crate::history::{CellRef, LockState, ObserverRun, Outcome, Scan, VersionKind};
 use crate::window::{ReadError, Window, refuse};
 use serde::Deserializer;
@@ -96,6 +97,29 @@ fn elements<R: std::io::Read>(
     }
 }
 
+/// The `transactions` array: each element through the scanner of
+/// `fastread.rs` when it is of the usual shape, else through the visitors.
+fn transactions<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadError> {
+    let mut scratch = fastread::Scratch::default();
+    w.expect(b'[')?;
+    if w.peek()? == Some(b']') {
+        return w.expect(b']');
+    }
+    loop {
+        w.peek()?;
+        match fastread::txn(w.rest(), c, &mut scratch) {
+            Ok(n) => w.advance(n),
+            Err(Miss::Short) if w.more()? => continue,
+            Err(_) => seeded(OneTxn(&mut *c), w.value(2)?)?,
+        }
+        match w.peek()? {
+            Some(b',') => w.expect(b',')?,
+            Some(b']') => return w.expect(b']'),
+            _ => return Err(refuse("expected `,` or `]`")),
+        }
+    }
+}
+
 const TOP: &[&str] = &[
     "format",
     "seed",
@@ -112,7 +136,7 @@ fn top<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadE
         match k {
             0 => c.format = whole(w.value(1)?)?,
             1 => c.seed = whole(w.value(1)?)?,
-            2 => elements(w, 1, |v| seeded(OneTxn(&mut *c), v))?,
+            2 => transactions(w, c)?,
             3 => c.events = whole(w.value(1)?)?,
             4 => final_state(w, c)?,
             5 => c.observers = whole(w.value(1)?)?,

@@ -556,7 +556,7 @@ mod tests {
             match (&slow, fast) {
                 (Ok(h), Ok(c)) => {
                     validate(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
-                    assert_eq!(check(h), check_compact(&c), "{name}");
+                    assert_eq!(check(h), check_compact(c), "{name}");
                 }
                 (Err(e), Ok(c)) => {
                     let err = validate(&c).expect_err(&format!("{name}: stream accepted"));
@@ -597,7 +597,7 @@ mod tests {
             let trickled = super::read(Trickle(&text), 0);
             match (whole, trickled) {
                 (Ok(a), Ok(b)) => {
-                    assert_eq!(check_compact(&a), check_compact(&b), "{}", path.display());
+                    assert_eq!(check_compact(a), check_compact(b), "{}", path.display());
                     checked += 1;
                 }
                 (Err(_), Err(_)) => {}

@@ -149,9 +149,8 @@ fn read_edges(
         if !ctx.committed[r as usize] {
             continue;
         }
-        let cells = ctx.op_cells(r);
-        for (j, op) in ctx.ops(r).iter().enumerate() {
-            let c = cells[j];
+        for op in ctx.ops(r) {
+            let c = op.cell;
             if op.kind != OpKind::Read || !ctx.cell_unique[c as usize] {
                 continue;
             }

@@ -1,18 +1,20 @@
-//! A hand-written scanner for the transactions of a history file in their
-//! usual shape, the hot path of reading a large file: known keys only, each
-//! once; plain ASCII strings without escapes; unsigned integers without
-//! sign, fraction or exponent; no observer mark and no scans.
+//! A hand-written scanner for the transactions and store cells of a history
+//! file in their usual shape, the hot path of reading a large file: known
+//! keys only, each once; plain ASCII strings without escapes; unsigned
+//! integers without sign, fraction or exponent; no observer mark and no
+//! scans.
 //!
 //! It judges nothing it is unsure of: anything else, well-formed or not, is
-//! a [`Miss::Other`], and the caller parses that transaction with the serde
-//! visitors of `reader.rs`, which accept exactly what the derived
-//! `Deserialize` of [`crate::Transaction`] accepts and name any problem. So
+//! a [`Miss::Other`], and the caller parses that transaction (or cell) with
+//! the serde visitors of `reader.rs`, which accept exactly what the derived
+//! `Deserialize` of [`crate::Transaction`] (or [`crate::CellState`]) accepts
+//! and name any problem. So
 //! the scanner only has to be right about what it accepts: what it accepts,
 //! it turns into exactly what the visitors would have made (strings are
 //! interned in the order they appear in the text, as the visitors do).
 
-use crate::compact::{COp, Compact, NIL, OpKind, Txn};
-use crate::history::Outcome;
+use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
+use crate::history::{Outcome, VersionKind};
 
 /// Why the scanner did not take a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,8 @@ pub(crate) struct Scratch {
     /// Each string's range in the scanned text, in the order of the text.
     strs: Vec<(usize, usize)>,
     ops: Vec<RawOp>,
+    /// A store cell's versions, `value` an index into `strs` (or [`NIL`]).
+    versions: Vec<CVersion>,
     /// The interned ids of `strs`.
     ids: Vec<u32>,
 }
@@ -123,6 +127,23 @@ impl Cur<'_> {
             Some(b'.' | b'e' | b'E') => Err(Miss::Other),
             _ if first == b'0' && self.i - start > 1 => Err(Miss::Other),
             _ => Ok(n),
+        }
+    }
+
+    /// `true` or `false`.
+    fn bool(&mut self) -> Scan<bool> {
+        let (word, value): (&[u8], bool) = match self.peek()? {
+            b't' => (b"true", true),
+            b'f' => (b"false", false),
+            _ => return Err(Miss::Other),
+        };
+        match self.b.get(self.i..self.i + word.len()) {
+            None => Err(Miss::Short),
+            Some(w) if w == word => {
+                self.i += word.len();
+                Ok(value)
+            }
+            Some(_) => Err(Miss::Other),
         }
     }
 
@@ -314,9 +335,8 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     Ok(())
 }
 
-/// Interns the scanned strings (in the order of the text) and adds the
-/// transaction and its ops.
-fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
+/// Interns the scanned strings, in the order of the text, into `s.ids`.
+fn intern(text: &[u8], c: &mut Compact, s: &mut Scratch) {
     // Every byte of a scanned string is ASCII: valid UTF-8.
     let strs: Vec<&str> = s
         .strs
@@ -324,6 +344,12 @@ fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
         .map(|&(a, b)| std::str::from_utf8(&text[a..b]).unwrap_or(""))
         .collect();
     c.strs.intern_all(&strs, &mut s.ids);
+}
+
+/// Interns the scanned strings (in the order of the text) and adds the
+/// transaction and its ops.
+fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
+    intern(text, c, s);
     let id = |k: u32| if k == NIL { NIL } else { s.ids[k as usize] };
     for o in &s.ops {
         let cell = c.cell(id(o.row), id(o.col));
@@ -340,6 +366,85 @@ fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
     }
     t.abort_reason = id(t.abort_reason);
     c.push_txn(t);
+}
+
+const CELL: &[&str] = &["row", "col", "versions"];
+const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
+const VERSION_KINDS: &[&str] = &["put", "delete", "rollback"];
+
+/// Scans the store cell (a `final_state.cells` entry) at the start of
+/// `text` and, if it is of the usual shape, adds it and its versions to
+/// `c`: the number of bytes it took. Nothing is added on a miss.
+pub(crate) fn cell(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+    s.strs.clear();
+    s.versions.clear();
+    let mut cur = Cur { b: text, i: 0 };
+    let (mut row, mut col) = (NIL, NIL);
+    let seen = cur.members(CELL, |cur, k| {
+        if k == 2 {
+            return cur.elements(|cur| version(cur, s));
+        }
+        let at = s.strs.len() as u32;
+        s.strs.push(cur.str()?);
+        if k == 0 {
+            row = at
+        } else {
+            col = at
+        }
+        Ok(())
+    })?;
+    if seen != 0b111 {
+        return Err(Miss::Other);
+    }
+    intern(text, c, s);
+    let cell = c.cell(s.ids[row as usize], s.ids[col as usize]);
+    let lo = c.versions.len();
+    for v in &s.versions {
+        let value = if v.value == NIL {
+            NIL
+        } else {
+            s.ids[v.value as usize]
+        };
+        c.versions.push(CVersion { value, ..*v });
+    }
+    let hi = c.versions.len();
+    c.state.push(CState { cell, lo, hi });
+    Ok(cur.i)
+}
+
+/// One version of a store cell, into the scratch.
+fn version(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
+    let mut v = CVersion {
+        start_ts: 0,
+        commit_ts: 0,
+        kind: VersionKind::Put,
+        value: NIL,
+        data_missing: false,
+    };
+    let seen = cur.members(VERSION, |cur, k| {
+        match k {
+            0 => v.start_ts = cur.u64()?,
+            1 => v.commit_ts = cur.u64()?,
+            2 => {
+                let kinds = [VersionKind::Put, VersionKind::Delete, VersionKind::Rollback];
+                v.kind = kinds[cur.name(VERSION_KINDS)?];
+            }
+            3 => {
+                if !cur.null()? {
+                    v.value = s.strs.len() as u32;
+                    s.strs.push(cur.str()?);
+                }
+            }
+            _ => v.data_missing = cur.bool()?,
+        }
+        Ok(())
+    })?;
+    // start_ts, commit_ts and kind are required.
+    if seen & 0b111 != 0b111 {
+        return Err(Miss::Other);
+    }
+    s.versions.push(v);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -413,6 +518,59 @@ mod tests {
             let (r, c) = scan(text);
             assert_eq!(r, Err(Miss::Other), "{text}");
             assert!(c.txns.is_empty() && c.ops.is_empty(), "{text}");
+        }
+    }
+
+    const CELL_TEXT: &str = r#"{"row":"r","col":"c","versions":[{"start_ts":1,"commit_ts":2,"kind":"put","value":"v"},{"start_ts":3,"commit_ts":3,"kind":"rollback","value":null},{"start_ts":4,"commit_ts":5,"kind":"put","data_missing":true},{"start_ts":6,"commit_ts":7,"kind":"delete"}]}"#;
+
+    fn scan_cell(text: &str) -> (Scan<usize>, Compact) {
+        let mut c = Compact::new();
+        let r = cell(text.as_bytes(), &mut c, &mut Scratch::default());
+        (r, c)
+    }
+
+    #[test]
+    fn a_store_cell_of_the_usual_shape_is_taken_whole() {
+        let (r, c) = scan_cell(&format!("{CELL_TEXT}]"));
+        assert_eq!(r, Ok(CELL_TEXT.len()));
+        assert_eq!(c.state.len(), 1);
+        let st = c.state[0];
+        assert_eq!((st.lo, st.hi), (0, 4));
+        assert_eq!(c.cell_name(st.cell), ("r", "c"));
+        let v = &c.versions;
+        assert_eq!(
+            (v[0].start_ts, v[0].commit_ts, v[0].kind),
+            (1, 2, VersionKind::Put)
+        );
+        assert_eq!(c.strs.get(v[0].value), "v");
+        assert_eq!((v[1].kind, v[1].value), (VersionKind::Rollback, NIL));
+        assert!(v[2].data_missing && !v[0].data_missing);
+        assert_eq!((v[3].kind, v[3].commit_ts), (VersionKind::Delete, 7));
+        for end in 0..CELL_TEXT.len() {
+            let (r, c) = scan_cell(&CELL_TEXT[..end]);
+            assert_eq!(r, Err(Miss::Short), "{}", &CELL_TEXT[..end]);
+            assert!(c.state.is_empty() && c.versions.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_unusual_store_cell_is_left_to_the_visitors() {
+        let odd = [
+            CELL_TEXT.replace(r#""col":"c","#, ""),
+            CELL_TEXT.replace(r#""col":"c","#, r#""col":"c","col":"c","#),
+            CELL_TEXT.replace(r#""col":"c","#, r#""col":"c","x":1,"#),
+            CELL_TEXT.replace(r#""kind":"delete""#, r#""kind":"Delete""#),
+            CELL_TEXT.replace(r#""start_ts":6,"#, ""),
+            CELL_TEXT.replace(r#""data_missing":true"#, r#""data_missing":1"#),
+            CELL_TEXT.replace(r#""data_missing":true"#, r#""data_missing":tru"#),
+            CELL_TEXT.replace(r#""value":"v""#, r#""value":"\n""#),
+            CELL_TEXT.replace(r#""row":"r""#, r#""row":null"#),
+        ];
+        for text in &odd {
+            assert_ne!(text, CELL_TEXT);
+            let (r, c) = scan_cell(text);
+            assert_eq!(r, Err(Miss::Other), "{text}");
+            assert!(c.state.is_empty() && c.versions.is_empty(), "{text}");
         }
     }
 }

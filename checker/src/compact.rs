@@ -224,7 +224,34 @@ impl Strs {
         while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
-        let hash = str_hash(s);
+        self.intern_hashed(s, str_hash(s))
+    }
+
+    /// The ids of `strs` (into `ids`), as [`Strs::intern`] on each in
+    /// order would give. On a large file nearly every lookup misses the
+    /// cache: the slots of the whole batch are loaded first, loads the
+    /// processor overlaps instead of waiting for each in turn.
+    pub(crate) fn intern_all(&mut self, strs: &[&str], ids: &mut Vec<u32>) {
+        while Strs::crowded(self.ends.len() + strs.len(), self.table.len()) {
+            self.grow();
+        }
+        let mut hashes = [0u64; 32];
+        ids.clear();
+        for chunk in strs.chunks(hashes.len()) {
+            let mut touched = 0u32;
+            for (h, s) in hashes.iter_mut().zip(chunk) {
+                *h = str_hash(s);
+                touched ^= self.table[(*h >> (64 - self.bits)) as usize].id1;
+            }
+            std::hint::black_box(touched);
+            for (&h, s) in hashes.iter().zip(chunk) {
+                ids.push(self.intern_hashed(s, h));
+            }
+        }
+    }
+
+    /// [`Strs::intern`] with the hash computed and the table large enough.
+    fn intern_hashed(&mut self, s: &str, hash: u64) -> u32 {
         match self.slot(s, hash) {
             Ok(i) => self.table[i].id(),
             Err(i) => {
@@ -303,6 +330,13 @@ pub(crate) struct CLock {
     pub cell: u32,
     pub start_ts: u64,
     pub primary: u32,
+}
+
+/// The store's cells and their versions, taken out of a [`Compact`] so that
+/// the rules' index can consume them (it holds them in its own form).
+pub(crate) struct Store {
+    pub state: Vec<CState>,
+    pub versions: Vec<CVersion>,
 }
 
 /// The compact history.
@@ -390,6 +424,62 @@ impl Compact {
     pub(crate) fn push_txn(&mut self, txn: Txn) {
         self.txns.push(txn);
         self.op_off.push(self.ops.len());
+    }
+
+    /// Renumbers the cells densely in order of first mention: ops, store
+    /// cells, locks (each cell, then its primary), observer marks, notify
+    /// entries; whatever order they were read in (a file may hold
+    /// `final_state` before `transactions`). The ids every rule sees.
+    pub(crate) fn renumber_cells(&mut self) {
+        let mut of = vec![NIL; self.cells.len()];
+        let mut next = 0u32;
+        let mut number = |c: u32| {
+            if let Some(slot) = of.get_mut(c as usize)
+                && *slot == NIL
+            {
+                *slot = next;
+                next += 1;
+            }
+        };
+        self.ops.iter().for_each(|o| number(o.cell));
+        self.state.iter().for_each(|s| number(s.cell));
+        for l in &self.locks {
+            number(l.cell);
+            number(l.primary);
+        }
+        self.runs.iter().for_each(|m| number(m.cell));
+        self.notify.iter().for_each(|&c| number(c));
+        // Every cell is mentioned somewhere; any that is not goes last.
+        (0..self.cells.len() as u32).for_each(&mut number);
+        if of.iter().enumerate().all(|(i, &n)| n == i as u32) {
+            return;
+        }
+        let new = |c: &mut u32| *c = of.get(*c as usize).copied().unwrap_or(*c);
+        self.ops.iter_mut().for_each(|o| new(&mut o.cell));
+        self.state.iter_mut().for_each(|s| new(&mut s.cell));
+        for l in &mut self.locks {
+            new(&mut l.cell);
+            new(&mut l.primary);
+        }
+        self.runs.iter_mut().for_each(|m| new(&mut m.cell));
+        self.notify.iter_mut().for_each(new);
+        let mut cells = vec![(NIL, NIL); self.cells.len()];
+        for (c, &names) in self.cells.iter().enumerate() {
+            cells[of[c] as usize] = names;
+        }
+        self.cells = cells;
+        self.cell_ids.clear();
+        for (c, &names) in self.cells.iter().enumerate() {
+            self.cell_ids.insert(names, c as u32);
+        }
+    }
+
+    /// Takes the store's cells and their versions out (see [`Store`]).
+    pub(crate) fn take_store(&mut self) -> Store {
+        Store {
+            state: std::mem::take(&mut self.state),
+            versions: std::mem::take(&mut self.versions),
+        }
     }
 
     /// The compact form of a history (no validation).
@@ -532,6 +622,30 @@ mod tests {
         }
         assert_eq!(s.find(&long), Some(a));
         assert_eq!(s.find(prefix), Some(p));
+    }
+
+    /// A file whose store comes before its transactions is read with the
+    /// store's cells numbered first; renumbering puts the ops' cells first,
+    /// everywhere at once, and the cell table still finds every cell.
+    #[test]
+    fn cells_are_renumbered_in_order_of_first_mention() {
+        let json = r#"{"format": "percsim-history/1",
+            "final_state": {"cells": [{"row": "b", "col": "c", "versions": []}]},
+            "transactions": [{"id": 1, "client": 1, "start_ts": 1, "invoke_ns": 0,
+                "outcome": "aborted", "ops": [{"f": "read", "row": "a", "col": "c"},
+                {"f": "read", "row": "b", "col": "c"}]}]}"#;
+        let mut c = crate::reader::read(json.as_bytes(), 0).expect("valid");
+        let cells = |c: &Compact| c.ops.iter().map(|o| o.cell).collect::<Vec<_>>();
+        assert_eq!(c.cell_name(0), ("b", "c"));
+        assert_eq!(cells(&c), [1, 0]);
+        c.renumber_cells();
+        assert_eq!(c.cell_name(0), ("a", "c"));
+        assert_eq!(c.cell_name(1), ("b", "c"));
+        assert_eq!(cells(&c), [0, 1]);
+        assert_eq!(c.state[0].cell, 1);
+        assert_eq!(c.cell_str("b", "c"), 1);
+        assert_eq!(c.cell_str("a", "c"), 0);
+        assert_eq!(c.cell_str("new", "c"), 2);
     }
 
     /// After the table is dropped, ids and strings stay, and interning

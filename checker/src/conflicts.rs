@@ -11,7 +11,7 @@ pub(crate) const NAME: &str = "no two committed transactions that wrote the same
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     // (cell, start_ts, commit_ts, txn) for every committed writer of a cell,
     // from its ops and from the store's commit records.
-    let mut writes: Vec<(u32, u64, u64, u32)> = Vec::new();
+    let mut writes: Vec<(u32, u64, u64, u32)> = Vec::with_capacity(ctx.fw.len());
     for t in 0..ctx.n() as u32 {
         if !ctx.committed[t as usize] {
             continue;

@@ -3,7 +3,7 @@
 //! transaction that wrote them, and the committed versions of every cell.
 //! Everything borrows from the history; nothing is copied.
 
-use crate::compact::{COp, Compact, NIL, OpKind, Txn};
+use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
 
 /// "No such index" for `u32` indices.
@@ -95,7 +95,6 @@ pub(crate) struct Ctx<'a> {
     pub h: &'a Compact,
     /// Cell id -> (row, col).
     pub cells: Vec<(&'a str, &'a str)>,
-    op_cell: Vec<u32>,
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite>,
@@ -148,56 +147,16 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
-/// Every cell named in a history as a dense id, in order of first mention
-/// (ops, store cells, locks, observer marks, notify entries), whatever order
-/// the compact form assigned.
-struct Renumbered<'a> {
-    names: Vec<(&'a str, &'a str)>,
-    /// Compact cell id -> this id.
-    of: Vec<u32>,
-}
-
-impl<'a> Renumbered<'a> {
-    fn new(h: &'a Compact) -> Renumbered<'a> {
-        let mut r = Renumbered {
-            names: Vec::new(),
-            of: vec![NONE; h.cells.len()],
-        };
-        let locks = h.locks.iter().flat_map(|l| [l.cell, l.primary]);
-        let marks = h.runs.iter().map(|m| m.cell);
-        let all = h.ops.iter().map(|o| o.cell);
-        let all = all.chain(h.state.iter().map(|s| s.cell)).chain(locks);
-        for c in all.chain(marks).chain(h.notify.iter().copied()) {
-            r.id(h, c);
-        }
-        r
-    }
-
-    fn id(&mut self, h: &'a Compact, c: u32) -> u32 {
-        let slot = &mut self.of[c as usize];
-        if *slot == NONE {
-            *slot = self.names.len() as u32;
-            self.names.push(h.cell_name(c));
-        }
-        *slot
-    }
-
-    fn get(&self, c: u32) -> u32 {
-        self.of[c as usize]
-    }
-}
-
 /// Each transaction's final write per cell, sorted by cell within one.
-fn final_writes(h: &Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite>) {
+fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
     let mut fw_off = Vec::with_capacity(h.txns.len() + 1);
     let mut fw: Vec<FinalWrite> = Vec::new();
     let mut scratch: Vec<(u32, u32, Val)> = Vec::new();
     fw_off.push(0);
     for t in 0..h.txns.len() {
         scratch.clear();
-        let base = h.op_off[t];
         for (j, op) in h.ops(t).iter().enumerate() {
-            let c = op_cell[base + j];
+            let c = op.cell;
             match op.kind {
                 OpKind::Write => scratch.push((c, j as u32, Val::of(op.value))),
                 OpKind::Delete => scratch.push((c, j as u32, Val::NULL)),
@@ -221,16 +180,17 @@ fn final_writes(h: &Compact, op_cell: &[u32]) -> (Vec<usize>, Vec<FinalWrite>) {
 
 /// The store's records sorted by start_ts and matched to transactions by a
 /// merge with `by_start` (no per-record search): the records, each
-/// transaction's range of them, and the orphans.
+/// transaction's range of them, and the orphans. The store's own form is
+/// freed as soon as the records are made.
 fn store_records(
     h: &Compact,
-    cells: &Renumbered<'_>,
+    store: Store,
     by_start: &[(u64, u32)],
 ) -> (Vec<StoreRec>, Vec<(usize, usize)>, Vec<u32>) {
-    let mut recs: Vec<StoreRec> = Vec::with_capacity(h.versions.len());
-    for cs in &h.state {
-        let cell = cells.get(cs.cell);
-        for v in &h.versions[cs.lo..cs.hi] {
+    let mut recs: Vec<StoreRec> = Vec::with_capacity(store.versions.len());
+    for cs in &store.state {
+        let cell = cs.cell;
+        for v in store.versions.get(cs.lo..cs.hi).unwrap_or_default() {
             recs.push(StoreRec {
                 cell,
                 txn: NONE,
@@ -241,6 +201,7 @@ fn store_records(
             });
         }
     }
+    drop(store);
     recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
     let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); h.txns.len()];
     let mut orphans: Vec<u32> = Vec::new();
@@ -333,7 +294,9 @@ fn committed_versions(
     fw: (&[usize], &[FinalWrite]),
 ) -> (Vec<usize>, Vec<Cv>) {
     let (fw_off, fw) = fw;
-    let mut all: Vec<(u32, Cv)> = Vec::new();
+    // At most every record and every final write: reserved, so that the
+    // list never doubles (pages reserved and never written cost nothing).
+    let mut all: Vec<(u32, Cv)> = Vec::with_capacity(recs.len() + fw.len());
     for r in recs.iter().filter(|r| r.is_commit()) {
         let value = if r.kind == VersionKind::Put {
             r.value
@@ -391,7 +354,6 @@ fn committed_versions(
 /// which cells have unique values.
 fn write_index(
     h: &Compact,
-    op_cell: &[u32],
     fw: (&[usize], &[FinalWrite]),
     recs: &[StoreRec],
     n_cells: usize,
@@ -401,10 +363,9 @@ fn write_index(
     let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
     let mut cell_unique = vec![true; n_cells];
     for t in 0..h.txns.len() {
-        let base = h.op_off[t];
         let finals = &fw[fw_off[t]..fw_off[t + 1]];
         for (j, op) in h.ops(t).iter().enumerate() {
-            let c = op_cell[base + j];
+            let c = op.cell;
             match op.kind {
                 OpKind::Write => {
                     let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
@@ -441,24 +402,9 @@ fn write_index(
 }
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn build(h: &'a Compact) -> Ctx<'a> {
-        let cells = Renumbered::new(h);
-        let op_cell: Vec<u32> = h.ops.iter().map(|o| cells.get(o.cell)).collect();
-        let runs: Vec<(u32, u32)> = h
-            .txns
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.observer != NIL)
-            .map(|(i, t)| (i as u32, cells.get(h.runs[t.observer as usize].cell)))
-            .collect();
-        let notify_cells = h.notify.iter().map(|&c| cells.get(c)).collect();
-        let lock_cells = h
-            .locks
-            .iter()
-            .map(|l| (cells.get(l.cell), cells.get(l.primary)))
-            .collect();
-        let (fw_off, fw) = final_writes(h, &op_cell);
-
+    /// The index of `h`, whose cells were renumbered
+    /// ([`Compact::renumber_cells`]) and whose store was taken out.
+    pub(crate) fn build(h: &'a Compact, store: Store) -> Ctx<'a> {
         // Transactions by start_ts (the first one in history order on a tie).
         let mut by_start: Vec<(u64, u32)> = h
             .txns
@@ -467,11 +413,22 @@ impl<'a> Ctx<'a> {
             .map(|(i, t)| (t.start_ts, i as u32))
             .collect();
         by_start.sort_unstable();
-        let (recs, rec_range, orphans) = store_records(h, &cells, &by_start);
+        let (recs, rec_range, orphans) = store_records(h, store, &by_start);
+        let cells: Vec<(&str, &str)> = (0..h.cells.len() as u32).map(|c| h.cell_name(c)).collect();
+        let runs: Vec<(u32, u32)> = h
+            .txns
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.observer != NIL)
+            .map(|(i, t)| (i as u32, h.runs[t.observer as usize].cell))
+            .collect();
+        let notify_cells = h.notify.clone();
+        let lock_cells = h.locks.iter().map(|l| (l.cell, l.primary)).collect();
+        let (fw_off, fw) = final_writes(h);
         let c = commits(h, &recs, &rec_range, &fw_off);
-        let n_cells = cells.names.len();
+        let n_cells = cells.len();
         let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let (windex, cell_unique) = write_index(h, &op_cell, (&fw_off, &fw), &recs, n_cells);
+        let (windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -488,8 +445,7 @@ impl<'a> Ctx<'a> {
 
         Ctx {
             h,
-            cells: cells.names,
-            op_cell,
+            cells,
             fw_off,
             fw,
             rec_range,
@@ -554,12 +510,6 @@ impl<'a> Ctx<'a> {
     /// A value as JSON: quoted and escaped, or `null`.
     pub(crate) fn fmt(&self, v: Val) -> String {
         fmt_value(self.text(v))
-    }
-
-    /// Cell ids of the transaction's ops, parallel to `ops`.
-    pub(crate) fn op_cells(&self, t: u32) -> &[u32] {
-        let off = &self.h.op_off;
-        &self.op_cell[off[t as usize]..off[t as usize + 1]]
     }
 
     pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite] {

@@ -46,6 +46,7 @@ mod ctx;
 mod cycles;
 mod edn;
 mod elle;
+mod fastread;
 mod fx;
 mod history;
 mod notifications;
@@ -76,12 +77,14 @@ use std::path::Path;
 /// produced by [`parse`] (and so may break its references) is judged as well
 /// as it can be.
 pub fn check(history: &History) -> Report {
-    check_compact(&compact::Compact::from_history(history))
+    check_compact(compact::Compact::from_history(history))
 }
 
 /// [`check`] on the compact form.
-fn check_compact(history: &compact::Compact) -> Report {
-    let ctx = ctx::Ctx::build(history);
+fn check_compact(mut history: compact::Compact) -> Report {
+    history.renumber_cells();
+    let store = history.take_store();
+    let ctx = ctx::Ctx::build(&history, store);
 
     let mut s1 = Sink::new(snapshot::ID);
     snapshot::check(&ctx, &mut s1);
@@ -274,7 +277,7 @@ pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
             return 2;
         }
     };
-    let report = check_compact(&history);
+    let report = check_compact(history);
     // A failed write cannot change the verdict, which the exit code carries.
     let _ = if json {
         serde_json::to_writer_pretty(&mut *out, &report)

@@ -20,13 +20,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let mut by_value: Option<ValueIndex> = None;
     for t in 0..ctx.n() as u32 {
         let txn = ctx.txn(t);
-        let cells = ctx.op_cells(t);
         own.clear();
         let ops = ctx.ops(t);
         for (j, op) in ops.iter().enumerate() {
             match op.kind {
-                OpKind::Write => own.push((cells[j], j as u32, ctx.value(op))),
-                OpKind::Delete => own.push((cells[j], j as u32, Val::NULL)),
+                OpKind::Write => own.push((op.cell, j as u32, ctx.value(op))),
+                OpKind::Delete => own.push((op.cell, j as u32, Val::NULL)),
                 OpKind::Read => {}
             }
         }
@@ -35,7 +34,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if op.kind != OpKind::Read {
                 continue;
             }
-            let c = cells[j];
+            let c = op.cell;
             let observed = ctx.value(op);
             let versions = ctx.versions(c);
             let p = versions.partition_point(|v| v.commit_ts < txn.start_ts);

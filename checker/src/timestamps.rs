@@ -76,9 +76,10 @@ fn unique(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
             j += 1;
         }
         let group = &all[i..j];
-        let mut txns: Vec<u32> = group.iter().map(|g| g.1).collect();
-        txns.dedup();
-        if txns.len() > 1 {
+        // Sorted, so one transaction's uses are neighbours.
+        if group.iter().any(|g| g.1 != group[0].1) {
+            let mut txns: Vec<u32> = group.iter().map(|g| g.1).collect();
+            txns.dedup();
             sink.add(FindingClass::DuplicateTimestamp, || {
                 let mut uses: Vec<String> = group
                     .iter()

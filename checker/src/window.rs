@@ -91,6 +91,23 @@ impl<R: Read> Window<R> {
         Ok(true)
     }
 
+    /// The unread bytes held now (after whitespace, once [`Window::peek`]
+    /// has run).
+    pub(crate) fn rest(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Consumes `n` bytes of [`Window::rest`].
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+    }
+
+    /// Reads more into [`Window::rest`]; false at the end of the input.
+    pub(crate) fn more(&mut self) -> Result<bool, ReadError> {
+        let held = self.buf.len() - self.pos;
+        self.has(held)
+    }
+
     /// Skips JSON whitespace; the next byte, or `None` at the end.
     pub(crate) fn peek(&mut self) -> Result<Option<u8>, ReadError> {
         loop {

@@ -53,20 +53,36 @@ impl Graph {
 }
 
 /// Builds the graph of `n` transactions from `edges` (from, to, cell, kind)
-/// and real-time order. `points` are (complete_ns, txn) of the transactions
-/// that completed, `invocations` (txn, invoke_ns) of those that may follow
-/// them in real time.
-///
-/// Real-time order goes through a chain of completion points: A reaches B
-/// exactly when A completed before B was invoked, with O(n) edges. Those
-/// edges are placed straight into the adjacency arrays, never into `edges`
-/// (they are about a third of all edges). Each node's edges keep the order
-/// they would have had as if appended to `edges`: its own, then its
-/// completion link, then (for a point) the chain link and the links to the
-/// transactions invoked after it.
+/// and real-time order: [`build_graph_with`] on a list.
 pub(crate) fn build_graph(
     n: usize,
     edges: Vec<(u32, u32, u32, u8)>,
+    points: Vec<(u64, u32)>,
+    invocations: impl Iterator<Item = (u32, u64)>,
+) -> Graph {
+    let each = |emit: &mut dyn FnMut(Edge)| edges.iter().for_each(|&e| emit(e));
+    build_graph_with(n, each, points, invocations)
+}
+
+/// A graph edge before the graph is built: (from, to, cell, kind).
+pub(crate) type Edge = (u32, u32, u32, u8);
+
+/// Builds the graph of `n` transactions from the edges `each` hands to its
+/// argument (from, to, cell, kind) and real-time order. `each` is called
+/// twice, once to count each node's edges and once to place them, and must
+/// hand over the same edges in the same order both times: no list of all
+/// edges is ever held beside the graph. `points` are (complete_ns, txn) of
+/// the transactions that completed, `invocations` (txn, invoke_ns) of those
+/// that may follow them in real time.
+///
+/// Real-time order goes through a chain of completion points: A reaches B
+/// exactly when A completed before B was invoked, with O(n) edges. Each
+/// node's edges keep the order in which they were handed over: its own,
+/// then its completion link, then (for a point) the chain link and the
+/// links to the transactions invoked after it.
+pub(crate) fn build_graph_with(
+    n: usize,
+    mut each: impl FnMut(&mut dyn FnMut(Edge)),
     mut points: Vec<(u64, u32)>,
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
@@ -86,11 +102,11 @@ pub(crate) fn build_graph(
     };
 
     let total = n + points.len();
+    // goff[from + 1] counts from's edges, then (summed) is where they end.
     let mut goff = vec![0usize; total + 1];
-    let from_nodes = edges.iter().map(|e| e.0);
-    for from in from_nodes.chain(rt.edges().map(|e| e.0)) {
-        goff[from as usize + 1] += 1;
-    }
+    let mut count = |e: Edge| goff[e.0 as usize + 1] += 1;
+    each(&mut count);
+    rt.edges().for_each(&mut count);
     for i in 0..total {
         goff[i + 1] += goff[i];
     }
@@ -102,15 +118,19 @@ pub(crate) fn build_graph(
         kind: vec![0; m],
         cell: vec![0; m],
     };
-    let mut fill: Vec<usize> = g.off[..total].to_vec();
-    for (from, to, cell, kind) in edges.into_iter().chain(rt.edges()) {
-        let p = fill[from as usize];
+    // off[from] serves as from's cursor while placing (it ends as the
+    // start of the next node's edges), and is shifted back after.
+    let mut place = |(from, to, cell, kind): Edge| {
+        let p = g.off[from as usize];
         g.to[p] = to;
         g.kind[p] = kind;
         g.cell[p] = cell;
-        fill[from as usize] += 1;
-    }
-    drop(fill);
+        g.off[from as usize] += 1;
+    };
+    each(&mut place);
+    rt.edges().for_each(&mut place);
+    g.off.copy_within(0..total, 1);
+    g.off[0] = 0;
     g
 }
 

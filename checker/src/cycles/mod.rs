@@ -13,6 +13,7 @@ mod graph;
 mod search;
 
 pub(crate) use explain::{MAX_DESCRIBED, MAX_STEPS, cycle_summary, edge_name, plain};
+use graph::{Edge, build_graph_with};
 pub(crate) use graph::{RW, WR, WW, build_graph};
 pub(crate) use search::{Step, each_cycle};
 
@@ -38,27 +39,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let versions = Versions::of(ctx);
     let order = &versions.order;
 
-    // Reserve the most edges there can be, so the vector never doubles:
-    // ww per version, wr + rw per read (real-time links never enter it).
-    let committed_reads: usize = (0..n as u32)
-        .filter(|&t| ctx.committed[t as usize])
-        .map(|t| {
-            ctx.ops(t)
-                .iter()
-                .zip(ctx.op_cells(t))
-                .filter(|(o, c)| o.kind == OpKind::Read && ctx.cell_unique[**c as usize])
-                .count()
-        })
-        .sum();
-    let mut edges: Vec<Edge> = Vec::with_capacity(order.list.len() + 2 * committed_reads);
-    for c in 0..ctx.cells.len() as u32 {
-        for pair in order.of(c).windows(2) {
-            edges.push((pair[0].0, pair[1].0, c, WW));
-        }
-    }
-    let lost = read_edges(ctx, &versions, &mut edges, sink);
-    report_lost_updates(ctx, order, lost, sink);
-
     let completions = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
@@ -66,7 +46,26 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let invocations = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| (t, ctx.txn(t).invoke_ns));
-    let g = build_graph(n, edges, completions, invocations);
+    // The edges are made twice (counted, then placed): the findings and the
+    // lost-update candidates of the first time are kept.
+    let mut lost = None;
+    let mut again = Sink::new(ID);
+    let each = |emit: &mut dyn FnMut(Edge)| {
+        for c in 0..ctx.cells.len() as u32 {
+            for pair in order.of(c).windows(2) {
+                emit((pair[0].0, pair[1].0, c, WW));
+            }
+        }
+        let target = if lost.is_none() {
+            &mut *sink
+        } else {
+            &mut again
+        };
+        let found = read_edges(ctx, &versions, emit, target);
+        lost.get_or_insert(found);
+    };
+    let g = build_graph_with(n, each, completions, invocations);
+    report_lost_updates(ctx, order, lost.unwrap_or_default(), sink);
 
     each_cycle(&g, |class, steps| {
         let target = if class.is_allowed() {
@@ -82,9 +81,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         edges: g.to.len() as u64,
     }
 }
-
-/// A graph edge before the graph is built: (from, to, cell, kind).
-type Edge = (u32, u32, u32, u8);
 
 /// The version order of the unique-value cells, and each final write's
 /// position in its cell's order (`NONE` when it is not there).
@@ -145,7 +141,7 @@ impl Versions {
 fn read_edges(
     ctx: &Ctx<'_>,
     versions: &Versions,
-    edges: &mut Vec<Edge>,
+    emit: &mut dyn FnMut(Edge),
     sink: &mut Sink,
 ) -> Vec<(u32, u32, u32)> {
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
@@ -153,9 +149,8 @@ fn read_edges(
         if !ctx.committed[r as usize] {
             continue;
         }
-        let cells = ctx.op_cells(r);
-        for (j, op) in ctx.ops(r).iter().enumerate() {
-            let c = cells[j];
+        for op in ctx.ops(r) {
+            let c = op.cell;
             if op.kind != OpKind::Read || !ctx.cell_unique[c as usize] {
                 continue;
             }
@@ -164,7 +159,7 @@ fn read_edges(
                 cell: c,
                 value: ctx.value(op),
             };
-            let Some(key) = read_edge(ctx, versions, read, edges, sink) else {
+            let Some(key) = read_edge(ctx, versions, read, emit, sink) else {
                 continue;
             };
             if ctx.final_write_idx(r, c).is_some() {
@@ -189,7 +184,7 @@ fn read_edge(
     ctx: &Ctx<'_>,
     versions: &Versions,
     read: Read,
-    edges: &mut Vec<Edge>,
+    emit: &mut dyn FnMut(Edge),
     sink: &mut Sink,
 ) -> Option<u32> {
     let Read {
@@ -203,7 +198,7 @@ fn read_edge(
         if let Some(first) = ord.first()
             && first.0 != r
         {
-            edges.push((r, first.0, c, RW));
+            emit((r, first.0, c, RW));
         }
         return Some(0);
     }
@@ -232,14 +227,14 @@ fn read_edge(
     if w == r {
         return None;
     }
-    edges.push((w, r, c, WR));
+    emit((w, r, c, WR));
     if pos == NONE {
         return None;
     }
     if let Some(next) = ord.get(pos as usize + 1)
         && next.0 != r
     {
-        edges.push((r, next.0, c, RW));
+        emit((r, next.0, c, RW));
     }
     Some(pos + 1)
 }

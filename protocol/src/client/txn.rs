@@ -597,6 +597,30 @@ mod tests {
     }
 
     #[test]
+    fn abort_reasons_have_their_history_names() {
+        let names = [
+            AbortReason::WriteConflict,
+            AbortReason::LockConflict,
+            AbortReason::RolledBack,
+            AbortReason::LockWaitTimeout,
+            AbortReason::Unavailable,
+            AbortReason::User,
+        ]
+        .map(|r| r.name());
+        assert_eq!(
+            names,
+            [
+                "write_conflict",
+                "lock_conflict",
+                "rolled_back",
+                "lock_wait_timeout",
+                "unavailable",
+                "user"
+            ]
+        );
+    }
+
+    #[test]
     fn a_read_only_transaction_commits_without_a_commit_ts() {
         let w = FakeWorld::default();
         let txn = run(Transaction::begin(&w)).unwrap();

@@ -52,6 +52,8 @@ pub struct FakeWorld {
     /// This many `Commit` requests are refused (not applied) before the
     /// next one goes through.
     pub refuse_commits: Mutex<u32>,
+    /// The acknowledgment columns of the observers of every column.
+    pub acks: Vec<String>,
     /// Called at every point reached (to change the world in between steps).
     #[allow(clippy::type_complexity)]
     pub on_point: Option<Box<dyn Fn(&FakeWorld, StepPoint) + Send + Sync>>,
@@ -188,7 +190,7 @@ impl Transport for FakeWorld {
         self.cleanups.lock().unwrap().push(event);
     }
     fn observer_acks(&self, _col: &str) -> Vec<String> {
-        Vec::new()
+        self.acks.clone()
     }
     fn ablations(&self) -> Ablations {
         self.ablations

@@ -228,4 +228,46 @@ mod tests {
         );
         assert!(!set.has(Ablation::NoLockRefresh));
     }
+
+    #[test]
+    fn each_ablation_has_its_own_description_and_class() {
+        let mut texts: Vec<&str> = Ablation::ALL.iter().map(|a| a.describe()).collect();
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), Ablation::ALL.len());
+        assert_eq!(
+            Ablation::NoRollbackRecord.describe(),
+            "Rollback leaves no rollback record"
+        );
+        let liveness: Vec<Ablation> = Ablation::ALL
+            .into_iter()
+            .filter(|a| !a.is_safety())
+            .collect();
+        assert_eq!(
+            liveness,
+            vec![Ablation::StaleByWallTimeOnly, Ablation::NoLockRefresh]
+        );
+        assert_eq!(Ablation::ScanSkipsLocks.to_string(), "scan-skips-locks");
+    }
+
+    #[test]
+    fn a_set_is_empty_only_without_ablations_and_reads_from_names() {
+        assert!(Ablations::NONE.is_empty());
+        assert!(!Ablations::only(Ablation::GetIgnoresLocks).is_empty());
+        let set: Ablations =
+            serde_json::from_str(r#"["no-lock-refresh", "oracle-forgets"]"#).unwrap();
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            vec![Ablation::OracleForgets, Ablation::NoLockRefresh]
+        );
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#"["oracle-forgets","no-lock-refresh"]"#
+        );
+        let err = serde_json::from_str::<Ablations>(r#"["nope"]"#).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown ablation \"nope\""),
+            "{err}"
+        );
+    }
 }

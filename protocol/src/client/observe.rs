@@ -174,3 +174,110 @@ pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
         other => Observed::Failed(other),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
+    use crate::client::test_util::{FakeWorld, run};
+    use crate::client::{CommitOutcome, Transaction, Transport};
+    use crate::types::Ts;
+
+    /// The observer's body: write `out`/c = "done" in its transaction.
+    struct Done;
+
+    impl<T: Transport> ObserverBody<T> for Done {
+        fn run<'a>(&'a self, txn: &'a mut Transaction<'_, T>, row: &'a str) -> BodyFuture<'a> {
+            Box::pin(async move {
+                txn.set(row, "out", "done");
+                Ok(())
+            })
+        }
+    }
+
+    fn spec() -> ObserverSpec {
+        ObserverSpec {
+            name: "o".into(),
+            col: "c".into(),
+            weak: false,
+        }
+    }
+
+    /// Commit `cells` (column, value) of row `r` in one transaction.
+    fn must_commit(w: &FakeWorld, cells: &[(&str, &str)]) {
+        let mut txn = run(Transaction::begin(w)).unwrap();
+        for (col, value) in cells {
+            txn.set("r", col, *value);
+        }
+        assert!(matches!(run(txn.commit()), CommitOutcome::Committed { .. }));
+    }
+
+    /// `r`/c written at commit_ts 2 (start_ts 1) with ack `ack`, then
+    /// notified (entry 3); returns the entry seen.
+    fn must_notify(w: &FakeWorld, ack: &str) -> u64 {
+        must_commit(w, &[("c", "v"), ("c:ack:o", ack)]);
+        run(weak_notify(w, "r", "c")).unwrap();
+        let seen = w.row_now("r").notify["c"];
+        assert_eq!(seen, 3);
+        seen
+    }
+
+    /// The newest committed value of `r`/`col`.
+    fn must_read(w: &FakeWorld, col: &str) -> Option<String> {
+        let mut txn = run(Transaction::begin(w)).unwrap();
+        run(txn.get("r", col)).unwrap()
+    }
+
+    #[test]
+    fn a_change_after_the_ack_runs_the_body_acks_and_clears() {
+        let w = FakeWorld::default();
+        let seen = must_notify(&w, "1");
+        assert_eq!(
+            run(run_observer(&w, &spec(), "r", seen, &Done)),
+            Observed::Ran
+        );
+        assert_eq!(must_read(&w, "out"), Some("done".into()));
+        // The observer's transaction began at 4: its acknowledgment.
+        assert_eq!(must_read(&w, "c:ack:o"), Some("4".into()));
+        assert!(w.row_now("r").notify.is_empty());
+    }
+
+    #[test]
+    fn a_change_already_acked_runs_nothing_and_clears() {
+        let w = FakeWorld::default();
+        // Acknowledged exactly the version written (commit_ts 2).
+        let seen = must_notify(&w, "2");
+        let observed = run(run_observer(&w, &spec(), "r", seen, &Done));
+        assert_eq!(observed, Observed::NothingNew);
+        assert_eq!(must_read(&w, "out"), None);
+        assert!(w.row_now("r").notify.is_empty());
+    }
+
+    #[test]
+    fn another_observers_missing_ack_keeps_the_notify_entry() {
+        let w = FakeWorld {
+            acks: vec!["c:ack:o".into(), "c:ack:other".into()],
+            ..FakeWorld::default()
+        };
+        let seen = must_notify(&w, "1");
+        assert_eq!(
+            run(run_observer(&w, &spec(), "r", seen, &Done)),
+            Observed::Ran
+        );
+        assert_eq!(w.row_now("r").notify.get("c"), Some(&seen));
+        let clears: Vec<_> = w
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(_, req)| match req {
+                crate::actions::RowRequest::ClearNotify {
+                    acks,
+                    observed_commit_ts,
+                    ..
+                } => Some((acks.clone(), *observed_commit_ts)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(clears, vec![(vec!["c:ack:other".to_string()], Some(Ts(2)))]);
+    }
+}

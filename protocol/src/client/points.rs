@@ -185,4 +185,16 @@ mod tests {
         assert_eq!(Point::OracleAfterPersist.node(), PointNode::Oracle);
         assert_eq!(Point::RollForwardBetweenCells.node(), PointNode::Client);
     }
+
+    #[test]
+    fn every_point_has_its_own_description() {
+        let mut texts: Vec<&str> = Point::ALL.iter().map(|p| p.describe()).collect();
+        assert_eq!(
+            Point::AfterCommitPrimary.describe(),
+            "the primary is committed; no secondary is"
+        );
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), Point::ALL.len());
+    }
 }

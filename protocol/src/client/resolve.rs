@@ -182,10 +182,12 @@ async fn clean_up<T: Transport>(
 #[cfg(test)]
 mod tests {
     use super::{Backoff, wait_or_clean};
+    use crate::ablation::{Ablation, Ablations};
     use crate::actions::{Prewrite, RowReply, RowRequest};
+    use crate::client::CleanupKind;
     use crate::client::test_util::{FakeWorld, run};
     use crate::client::{ClientConfig, Suspicion, TxnError};
-    use crate::types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts};
+    use crate::types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts, TxnTs, WriteKind};
 
     const OWNER: SessionId = SessionId(1);
 
@@ -268,6 +270,75 @@ mod tests {
         let cleanups = w.cleanups.lock().unwrap();
         assert_eq!(cleanups.len(), 1);
         assert_eq!(cleanups[0].suspicion, Suspicion::Stale);
+    }
+
+    /// A dead owner's transaction at 10 with primary `p`/c and secondary
+    /// `s`/c, its primary committed at 15; the lock a reader meets on `s`.
+    fn committed_primary_locked_secondary(w: &FakeWorld) -> LockInfo {
+        let primary = CellKey::new("p", "c");
+        let lock = Lock {
+            primary: primary.clone(),
+            kind: MutationKind::Put,
+            wall_ms: 0,
+            owner: OWNER,
+        };
+        for row in ["p", "s"] {
+            let req = RowRequest::Prewrite(Prewrite {
+                col: "c".into(),
+                start_ts: Ts(10),
+                value: Some(row.into()),
+                lock: lock.clone(),
+                notify: false,
+            });
+            assert_eq!(w.step(row, req), RowReply::Prewrite(Ok(())));
+        }
+        let ts = TxnTs {
+            start_ts: Ts(10),
+            commit_ts: Ts(15),
+        };
+        let req = RowRequest::Commit {
+            col: "c".into(),
+            ts,
+        };
+        assert_eq!(w.step("p", req), RowReply::Commit(Ok(Ts(15))));
+        LockInfo {
+            cell: CellKey::new("s", "c"),
+            start_ts: Ts(10),
+            lock,
+        }
+    }
+
+    #[test]
+    fn a_secondary_of_a_committed_primary_is_rolled_forward() {
+        let w = FakeWorld {
+            dead: vec![OWNER],
+            ..world()
+        };
+        let info = committed_primary_locked_secondary(&w);
+        assert_eq!(meet(&w, &info, &mut Backoff::new(&w)), Ok(()));
+        let cleanups = w.cleanups.lock().unwrap();
+        let kinds: Vec<_> = cleanups.iter().map(|c| (c.kind, c.commit_ts)).collect();
+        assert_eq!(kinds, vec![(CleanupKind::RollForward, Some(Ts(15)))]);
+        assert_eq!(cleanups[0].cell, CellKey::new("s", "c"));
+        let row = w.rows.lock().unwrap()["s"].clone();
+        assert!(row.col("c").lock.is_empty());
+        assert_eq!(row.col("c").write[&Ts(15)].kind, WriteKind::Put);
+    }
+
+    #[test]
+    fn the_ablated_cleanup_rolls_a_committed_secondary_back() {
+        let w = FakeWorld {
+            dead: vec![OWNER],
+            ablations: Ablations::only(Ablation::RollbackWithoutPrimaryCheck),
+            ..world()
+        };
+        let info = committed_primary_locked_secondary(&w);
+        assert_eq!(meet(&w, &info, &mut Backoff::new(&w)), Ok(()));
+        let cleanups = w.cleanups.lock().unwrap();
+        let kinds: Vec<_> = cleanups.iter().map(|c| (c.kind, c.commit_ts)).collect();
+        assert_eq!(kinds, vec![(CleanupKind::RollBack, None)]);
+        // The primary was never asked: still committed, nothing more.
+        assert_eq!(w.request_names(), ["s Resolve"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! so [`run`] polls a procedure to completion in one go.
 
 use super::transport::{CleanupEvent, ClientConfig, RpcError, StepPoint, Transport, TxnEvent};
+use crate::ablation::Ablations;
 use crate::actions::{GetResult, RowReply, RowRequest, execute};
 use crate::row::Row;
 use crate::types::{CellKey, SessionId, Ts};
@@ -36,6 +37,26 @@ pub struct FakeWorld {
     pub dead: Vec<SessionId>,
     /// Every cleanup event, in order.
     pub cleanups: Mutex<Vec<CleanupEvent>>,
+    /// The last timestamp the oracle handed out (the next is one more).
+    pub last_ts: Mutex<u64>,
+    /// How many transactions began (the next gets this plus one as its id).
+    pub txns: Mutex<u64>,
+    /// Every transaction event, in order, with its transaction's id.
+    pub events: Mutex<Vec<(u64, TxnEvent)>>,
+    /// Every point reached, in order, with its transaction's id.
+    pub points: Mutex<Vec<(u64, StepPoint)>>,
+    /// Mechanisms switched off.
+    pub ablations: Ablations,
+    /// Every row request sent through the transport, in order, with its row.
+    pub requests: Mutex<Vec<(String, RowRequest)>>,
+    /// This many `Commit` requests are refused (not applied) before the
+    /// next one goes through.
+    pub refuse_commits: Mutex<u32>,
+    /// The acknowledgment columns of the observers of every column.
+    pub acks: Vec<String>,
+    /// Called at every point reached (to change the world in between steps).
+    #[allow(clippy::type_complexity)]
+    pub on_point: Option<Box<dyn Fn(&FakeWorld, StepPoint) + Send + Sync>>,
 }
 
 impl FakeWorld {
@@ -52,6 +73,39 @@ impl FakeWorld {
     pub fn sleeps(&self) -> Vec<u64> {
         self.sleeps_ms.lock().unwrap().clone()
     }
+
+    /// The events of transaction `txn` so far.
+    pub fn events_of(&self, txn: u64) -> Vec<TxnEvent> {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .filter(|(id, _)| *id == txn)
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+
+    /// The requests so far, each as its row and the name of its step.
+    pub fn request_names(&self) -> Vec<String> {
+        let requests = self.requests.lock().unwrap();
+        requests
+            .iter()
+            .map(|(row, req)| {
+                let debug = format!("{req:?}");
+                let name = debug.split(|c: char| !c.is_alphanumeric()).next();
+                format!("{row} {}", name.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// A copy of row `row` as it is now.
+    pub fn row_now(&self, row: &str) -> Row {
+        self.rows
+            .lock()
+            .unwrap()
+            .get(row)
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 impl Transport for FakeWorld {
@@ -65,19 +119,51 @@ impl Transport for FakeWorld {
         *self.now_ms.lock().unwrap()
     }
     async fn row(&self, row: &str, req: RowRequest) -> Result<RowReply, RpcError> {
+        self.requests
+            .lock()
+            .unwrap()
+            .push((row.to_string(), req.clone()));
+        if matches!(req, RowRequest::Commit { .. }) {
+            let mut refuse = self.refuse_commits.lock().unwrap();
+            if *refuse > 0 {
+                *refuse -= 1;
+                return Err(RpcError::Unavailable);
+            }
+        }
         Ok(self.step(row, req))
     }
     async fn scan(
         &self,
-        _start_row: &str,
-        _end_row: &str,
-        _cols: &[String],
-        _start_ts: Ts,
+        start_row: &str,
+        end_row: &str,
+        cols: &[String],
+        start_ts: Ts,
     ) -> Result<Vec<(CellKey, GetResult)>, RpcError> {
-        unimplemented!("no scans in the fake world")
+        let rows: Vec<String> = {
+            let rows = self.rows.lock().unwrap();
+            let range = start_row.to_string()..end_row.to_string();
+            rows.range(range).map(|(k, _)| k.clone()).collect()
+        };
+        let mut out = Vec::new();
+        for row in rows {
+            for col in cols {
+                let req = RowRequest::Get {
+                    col: col.clone(),
+                    start_ts,
+                };
+                match self.step(&row, req) {
+                    RowReply::Get(GetResult::Value(None)) => {}
+                    RowReply::Get(found) => out.push((CellKey::new(&row, col), found)),
+                    other => panic!("Get answered {other:?}"),
+                }
+            }
+        }
+        Ok(out)
     }
     async fn timestamp(&self) -> Result<Ts, RpcError> {
-        unimplemented!("no oracle in the fake world")
+        let mut last = self.last_ts.lock().unwrap();
+        *last += 1;
+        Ok(Ts(*last))
     }
     async fn owner_alive(&self, owner: SessionId) -> Result<bool, RpcError> {
         Ok(!self.dead.contains(&owner))
@@ -86,15 +172,27 @@ impl Transport for FakeWorld {
         self.sleeps_ms.lock().unwrap().push(ms);
         *self.now_ms.lock().unwrap() += ms;
     }
-    async fn reached(&self, _txn: u64, _point: StepPoint) {}
-    fn begin_txn(&self) -> u64 {
-        1
+    async fn reached(&self, txn: u64, point: StepPoint) {
+        self.points.lock().unwrap().push((txn, point));
+        if let Some(hook) = &self.on_point {
+            hook(self, point);
+        }
     }
-    fn txn_event(&self, _txn: u64, _event: TxnEvent) {}
+    fn begin_txn(&self) -> u64 {
+        let mut txns = self.txns.lock().unwrap();
+        *txns += 1;
+        *txns
+    }
+    fn txn_event(&self, txn: u64, event: TxnEvent) {
+        self.events.lock().unwrap().push((txn, event));
+    }
     fn cleanup_event(&self, event: CleanupEvent) {
         self.cleanups.lock().unwrap().push(event);
     }
     fn observer_acks(&self, _col: &str) -> Vec<String> {
-        Vec::new()
+        self.acks.clone()
+    }
+    fn ablations(&self) -> Ablations {
+        self.ablations
     }
 }

@@ -477,3 +477,298 @@ impl<'t, T: Transport> Transaction<'t, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AbortReason, CommitOutcome, StepPoint, Transaction};
+    use crate::ablation::{Ablation, Ablations};
+    use crate::actions::RowRequest;
+    use crate::client::test_util::{FakeWorld, run};
+    use crate::client::{ClientConfig, TxnEvent};
+    use crate::types::{CellKey, SessionId, Ts, WriteKind};
+
+    /// Begin a transaction on `w`, buffer `writes` (row, value; `None`
+    /// deletes) in column `c` and commit it.
+    fn must_commit(w: &FakeWorld, writes: &[(&str, Option<&str>)]) -> CommitOutcome {
+        let mut txn = run(Transaction::begin(w)).unwrap();
+        for (row, value) in writes {
+            match value {
+                Some(v) => txn.set(row, "c", *v),
+                None => txn.delete(row, "c"),
+            }
+        }
+        run(txn.commit())
+    }
+
+    /// Whether `row`/c holds a lock, and its record at `commit_ts` (start_ts, kind).
+    fn must_show(w: &FakeWorld, row: &str, commit_ts: u64) -> (bool, Option<(Ts, WriteKind)>) {
+        let r = w.row_now(row);
+        let col = r.col("c");
+        let record = col.write.get(&Ts(commit_ts)).map(|x| (x.start_ts, x.kind));
+        (!col.lock.is_empty(), record)
+    }
+
+    /// Roll back the transaction at start_ts 1 (primary `a`/c) behind its back.
+    fn must_roll_back_primary(w: &FakeWorld) {
+        let req = RowRequest::Cleanup {
+            col: "c".into(),
+            start_ts: Ts(1),
+        };
+        w.step("a", req);
+    }
+
+    #[test]
+    fn a_transaction_commits_every_cell_and_a_later_one_reads_them() {
+        let w = FakeWorld::default();
+        let mut txn = run(Transaction::begin(&w)).unwrap();
+        assert_eq!((txn.id(), txn.start_ts()), (1, Ts(1)));
+        txn.set("a", "c", "first");
+        txn.set("b", "c", "x");
+        txn.delete("d", "c");
+        txn.set("b", "c", "two");
+        txn.mark_observer_run("obs", "a", "c");
+        let outcome = run(txn.commit());
+        let committed = CommitOutcome::Committed {
+            commit_ts: Some(Ts(2)),
+        };
+        assert_eq!(outcome, committed);
+        assert_eq!(
+            must_show(&w, "a", 2),
+            (false, Some((Ts(1), WriteKind::Put)))
+        );
+        assert_eq!(
+            must_show(&w, "b", 2),
+            (false, Some((Ts(1), WriteKind::Put)))
+        );
+        assert_eq!(
+            must_show(&w, "d", 2),
+            (false, Some((Ts(1), WriteKind::Delete)))
+        );
+        // Nothing observes column c: no notify entry.
+        assert!(w.row_now("a").notify.is_empty());
+        let points: Vec<StepPoint> = w.points.lock().unwrap().iter().map(|p| p.1).collect();
+        assert_eq!(
+            points,
+            vec![
+                StepPoint::BeforePrewrite,
+                StepPoint::AfterPrewritePrimary,
+                StepPoint::AfterPrewriteSecondary(1),
+                StepPoint::AfterPrewriteSecondary(2),
+                StepPoint::BeforeCommitPrimary,
+                StepPoint::AfterCommitPrimary,
+                StepPoint::AfterCommitSecondary(1),
+                StepPoint::AfterCommitSecondary(2),
+            ]
+        );
+        let observer = TxnEvent::Observer {
+            name: "obs".into(),
+            cell: CellKey::new("a", "c"),
+        };
+        assert!(w.events_of(1).contains(&observer));
+        assert_eq!(w.events_of(1).last(), Some(&TxnEvent::Finished(committed)));
+
+        let mut reader = run(Transaction::begin(&w)).unwrap();
+        assert_eq!((reader.id(), reader.start_ts()), (2, Ts(3)));
+        assert_eq!(run(reader.get("b", "c")).unwrap(), Some("two".into()));
+        let version = run(reader.get_version("a", "c")).unwrap();
+        assert_eq!(version, (Some("first".into()), Some(Ts(2))));
+        assert_eq!(run(reader.get("d", "c")).unwrap(), None);
+        let read = TxnEvent::Read {
+            cell: CellKey::new("b", "c"),
+            value: Some("two".into()),
+        };
+        assert!(w.events_of(2).contains(&read));
+        assert!(w.sleeps().is_empty());
+        // No lock refresh is due while the clock stands still.
+        assert_eq!(
+            w.request_names(),
+            [
+                "a Prewrite",
+                "b Prewrite",
+                "d Prewrite",
+                "a Commit",
+                "b Commit",
+                "d Commit",
+                "b Get",
+                "a GetVersion",
+                "d Get"
+            ]
+        );
+    }
+
+    #[test]
+    fn abort_reasons_have_their_history_names() {
+        let names = [
+            AbortReason::WriteConflict,
+            AbortReason::LockConflict,
+            AbortReason::RolledBack,
+            AbortReason::LockWaitTimeout,
+            AbortReason::Unavailable,
+            AbortReason::User,
+        ]
+        .map(|r| r.name());
+        assert_eq!(
+            names,
+            [
+                "write_conflict",
+                "lock_conflict",
+                "rolled_back",
+                "lock_wait_timeout",
+                "unavailable",
+                "user"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_read_only_transaction_commits_without_a_commit_ts() {
+        let w = FakeWorld::default();
+        let txn = run(Transaction::begin(&w)).unwrap();
+        let outcome = run(txn.commit());
+        assert_eq!(outcome, CommitOutcome::Committed { commit_ts: None });
+        assert!(w.request_names().is_empty());
+    }
+
+    #[test]
+    fn a_due_refresh_touches_the_primary_and_finds_it_rolled_back() {
+        let mut w = FakeWorld {
+            cfg: ClientConfig {
+                touch_interval_ms: 0,
+                ..ClientConfig::default()
+            },
+            ..FakeWorld::default()
+        };
+        // Someone rolls the primary back once the first secondary is locked.
+        w.on_point = Some(Box::new(|w, p| {
+            if p == StepPoint::AfterPrewriteSecondary(1) {
+                must_roll_back_primary(w);
+            }
+        }));
+        let outcome = must_commit(&w, &[("a", Some("1")), ("b", Some("2")), ("d", None)]);
+        let reason = AbortReason::RolledBack;
+        assert_eq!(outcome, CommitOutcome::Aborted { reason });
+        // The secondary it had locked is rolled back too; d was never sent.
+        assert_eq!(
+            w.request_names(),
+            [
+                "a Prewrite",
+                "a Touch",
+                "b Prewrite",
+                "a Touch",
+                "a Cleanup",
+                "b Resolve"
+            ]
+        );
+        assert_eq!(
+            must_show(&w, "b", 1),
+            (false, Some((Ts(1), WriteKind::Rollback)))
+        );
+    }
+
+    #[test]
+    fn a_write_conflict_rolls_back_every_cell_sent() {
+        let w = FakeWorld::default();
+        let mut txn = run(Transaction::begin(&w)).unwrap();
+        // Another transaction commits d after our start_ts.
+        let other = must_commit(&w, &[("d", Some("theirs"))]);
+        let commit_ts = Some(Ts(3));
+        assert_eq!(other, CommitOutcome::Committed { commit_ts });
+        txn.set("a", "c", "1");
+        txn.set("b", "c", "2");
+        txn.set("d", "c", "3");
+        txn.set("e", "c", "4");
+        let reason = AbortReason::WriteConflict;
+        assert_eq!(run(txn.commit()), CommitOutcome::Aborted { reason });
+        let names = w.request_names();
+        assert_eq!(
+            names[2..],
+            [
+                "a Prewrite",
+                "b Prewrite",
+                "d Prewrite",
+                "a Cleanup",
+                "b Resolve",
+                "d Resolve"
+            ]
+        );
+        assert_eq!(
+            must_show(&w, "a", 1),
+            (false, Some((Ts(1), WriteKind::Rollback)))
+        );
+        assert_eq!(
+            must_show(&w, "b", 1),
+            (false, Some((Ts(1), WriteKind::Rollback)))
+        );
+    }
+
+    #[test]
+    fn a_refused_primary_commit_is_retried_after_a_doubled_backoff() {
+        let cfg = ClientConfig {
+            commit_retries: 2,
+            backoff_min_ms: 10,
+            ..ClientConfig::default()
+        };
+        let w = FakeWorld {
+            cfg: cfg.clone(),
+            refuse_commits: 1.into(),
+            ..FakeWorld::default()
+        };
+        let outcome = must_commit(&w, &[("a", Some("1"))]);
+        let commit_ts = Some(Ts(2));
+        assert_eq!(outcome, CommitOutcome::Committed { commit_ts });
+        assert_eq!(w.sleeps(), [20]);
+        // Refused every time: the outcome stays unknown.
+        let w = FakeWorld {
+            cfg,
+            refuse_commits: 3.into(),
+            ..FakeWorld::default()
+        };
+        assert_eq!(must_commit(&w, &[("a", Some("1"))]), CommitOutcome::Unknown);
+        assert_eq!(w.sleeps(), [20, 40]);
+    }
+
+    #[test]
+    fn a_wall_clock_start_ts_is_microseconds_plus_the_txn_id() {
+        let w = FakeWorld {
+            ablations: Ablations::only(Ablation::WallClockStartTs),
+            now_ms: 7.into(),
+            ..FakeWorld::default()
+        };
+        let txn = run(Transaction::begin(&w)).unwrap();
+        assert_eq!(txn.start_ts(), Ts(7_001));
+    }
+
+    #[test]
+    fn a_scan_settles_a_dead_owners_lock_unless_ablated() {
+        for (ablations, expected) in [
+            (Ablations::NONE, vec!["a", "b"]),
+            (Ablations::only(Ablation::ScanSkipsLocks), vec!["a"]),
+        ] {
+            let mut w = FakeWorld {
+                ablations,
+                ..FakeWorld::default()
+            };
+            w.dead = vec![SessionId(99)];
+            must_commit(&w, &[("a", Some("1")), ("b", Some("2"))]);
+            // A dead client's primary lock on b: the scan meets it.
+            w.on_point = Some(Box::new(|_, p| {
+                if p == StepPoint::AfterPrewritePrimary {
+                    panic!("stop the owner here");
+                }
+            }));
+            let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                must_commit(&w, &[("b", Some("3"))])
+            }));
+            assert!(stopped.is_err());
+            w.on_point = None;
+            let mut reader = run(Transaction::begin(&w)).unwrap();
+            let cols = ["c".to_string()];
+            let found = run(reader.scan("a", "z", &cols)).unwrap();
+            let rows: Vec<&str> = found.iter().map(|(c, _)| c.row.as_str()).collect();
+            assert_eq!(rows, expected, "{ablations:?}");
+            if expected.len() == 2 {
+                assert_eq!(found[1].1, "2");
+            }
+        }
+    }
+}

@@ -182,4 +182,19 @@ mod tests {
         );
         assert!(!set.has(PulsarAblation::NoMaxReadPosition));
     }
+
+    #[test]
+    fn each_ablation_has_its_own_description_and_sets_read_from_names() {
+        let mut texts: Vec<&str> = PulsarAblation::ALL.iter().map(|a| a.describe()).collect();
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), PulsarAblation::ALL.len());
+        let a = PulsarAblation::TimeoutRacesCommit;
+        assert_eq!(a.to_string(), a.name());
+        assert!(PulsarAblations::NONE.is_empty());
+        assert!(!PulsarAblations::only(a).is_empty());
+        let json = format!("[\"{}\"]", a.name());
+        let set: PulsarAblations = serde_json::from_str(&json).unwrap();
+        assert_eq!(set, PulsarAblations::only(a));
+    }
 }

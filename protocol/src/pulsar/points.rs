@@ -109,6 +109,15 @@ mod tests {
         assert_eq!(ServerPoint::from_name("after_prewrite_primary"), None);
     }
 
+    #[test]
+    fn every_point_has_its_own_description() {
+        let mut texts: Vec<&str> = ServerPoint::ALL.iter().map(|p| p.describe()).collect();
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), ServerPoint::ALL.len());
+        assert!(texts.iter().all(|t| !t.is_empty()));
+    }
+
     /// The serde name, without a JSON dependency: the Debug name in snake case.
     fn serde_json_name(p: ServerPoint) -> String {
         let mut out = String::new();

@@ -144,3 +144,20 @@ pub struct ConsumerRef {
     /// Grows with each restart of the process (its incarnation).
     pub session: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Partition, SubscriptionKey, TxnId};
+
+    #[test]
+    fn ids_display_as_histories_spell_them() {
+        let txn = TxnId {
+            coordinator: 1,
+            seq: 2,
+        };
+        assert_eq!(txn.to_string(), "(1,2)");
+        let p = Partition::new("in", 3);
+        assert_eq!(p.to_string(), "in-partition-3");
+        assert_eq!(SubscriptionKey::new(p, "s").to_string(), "in-partition-3/s");
+    }
+}

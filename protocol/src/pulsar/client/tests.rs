@@ -375,3 +375,111 @@ fn ablated_pending_ack_makes_a_restarted_broker_process_twice() {
         "the duplicate the checker must catch"
     );
 }
+
+/// `retry` on a call that gets no answer its first `failures` times: what
+/// it returns, how many calls were made and how long it slept.
+fn retried(failures: u32) -> (Result<u32, RpcError>, u32, u64) {
+    let t = Mem::new();
+    let calls = Mutex::new(0u32);
+    let call = || {
+        let mut n = calls.lock().unwrap();
+        *n += 1;
+        assert!(*n <= 10, "retried forever");
+        ready(match *n <= failures {
+            true => Err(RpcError::Timeout),
+            false => Ok(*n),
+        })
+    };
+    let out = block_on(super::txn::retry(&t, call));
+    let slept_ms = t.w().now_ms;
+    (out, calls.into_inner().unwrap(), slept_ms)
+}
+
+#[test]
+fn a_call_is_retried_as_many_times_as_configured() {
+    // Three retries, 50 ms apart (the defaults).
+    assert_eq!(retried(0), (Ok(1), 1, 0));
+    assert_eq!(retried(3), (Ok(4), 4, 150));
+    assert_eq!(retried(4), (Err(RpcError::Timeout), 4, 150));
+}
+
+#[test]
+fn abort_reasons_name_the_refusal() {
+    use crate::pulsar::coordinator::{TcError, TcOp, TxnState};
+    use crate::pulsar::subscription::AckError;
+    use crate::pulsar::test_util::txn;
+    let of = |e: ClientError| AbortReason::of(&e);
+    let conflict = AckError::Conflict {
+        offset: 1,
+        holder: txn(2),
+    };
+    assert_eq!(of(conflict.into()), AbortReason::AckConflict);
+    assert_eq!(
+        of(AckError::AlreadyAcked(1).into()),
+        AbortReason::AlreadyAcked
+    );
+    assert_eq!(of(TcError::NotFound(txn(1)).into()), AbortReason::TimedOut);
+    let invalid = TcError::InvalidState {
+        txn: txn(1),
+        state: TxnState::Aborting,
+        wanted: TcOp::AddParticipant,
+    };
+    assert_eq!(of(invalid.into()), AbortReason::TimedOut);
+    assert_eq!(of(RpcError::Timeout.into()), AbortReason::Unavailable);
+}
+
+#[test]
+fn a_consumer_reads_forward_and_replays_only_when_told() {
+    let t = Mem::new();
+    for payload in ["a", "b"] {
+        block_on(send(&t, &p("in", 0), payload)).unwrap();
+    }
+    let key = SubscriptionKey::new(p("in", 0), "s");
+    let mut c = Consumer::new(key.clone());
+    assert_eq!(block_on(c.receive(&t, 5)).unwrap().len(), 2);
+    assert_eq!(c.position(), 2);
+    let forward = t.w().events.iter().any(|e| {
+        matches!(
+            e,
+            ClientEvent::Received {
+                offset: 1,
+                replay: false,
+                ..
+            }
+        )
+    });
+    assert!(forward, "a forward read is no replay");
+    // Nothing new, and no replay asked for: nothing.
+    assert!(block_on(c.receive(&t, 5)).unwrap().is_empty());
+    // Offset 0 acknowledged outside a transaction; told to replay, the
+    // consumer gets only offset 1 again.
+    block_on(ack(&t, &key, 0)).unwrap();
+    c.redeliver_later();
+    let again = block_on(c.receive(&t, 5)).unwrap();
+    let offsets: Vec<u64> = again.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, vec![1]);
+    assert_eq!(c.position(), 2);
+}
+
+#[test]
+fn refusals_come_back_as_the_servers_errors() {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    let id = txn.id();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    // Timed out (aborting, markers not yet acknowledged): registering a
+    // new partition is refused by the coordinator.
+    t.w().time_passes(t.config.txn_timeout_ms, false);
+    let refused = block_on(txn.send(&p("out", 1), "b")).unwrap_err();
+    assert!(
+        matches!(refused, ClientError::Coordinator(_)),
+        "{refused:?}"
+    );
+    // The partition has its abort marker: a late copy of a send is refused.
+    let late = block_on(super::txn::send_message(&t, &p("out", 0), "c", Some(id)));
+    let ended = crate::pulsar::buffer::AppendError::TxnEnded {
+        txn: id,
+        action: TxnAction::Abort,
+    };
+    assert_eq!(late.unwrap_err(), ClientError::Send(ended));
+}

@@ -82,6 +82,26 @@ mod tests {
     }
 
     #[test]
+    fn an_orphan_goes_to_the_broker_owning_the_fewest() {
+        let mut t = table();
+        must_heartbeat(&mut t, b(0), 0);
+        must_heartbeat(&mut t, b(1), 0);
+        must_assign(&mut t);
+        // b(1) (owning part 0) expires; b(2) joins. b(0) still owns two.
+        must_heartbeat(&mut t, b(0), 400);
+        must_expire(&mut t, 500, 500);
+        must_heartbeat(&mut t, b(2), 600);
+        let plan = assign(&t);
+        let to = MetaRecord::Assigned {
+            resource: part(0),
+            session: b(2),
+            epoch: 2,
+        };
+        assert_eq!(plan, vec![to]);
+        assert_eq!(format!("{}", coord()), "coordinator-0");
+    }
+
+    #[test]
     fn nothing_moves_without_a_live_broker_and_the_epoch_still_grows_later() {
         let mut t = table();
         must_heartbeat(&mut t, b(0), 0);

@@ -237,3 +237,74 @@ proptest! {
         prop_assert_eq!(&f.txns, &vec![id]);
     }
 }
+
+/// `h` with every value renamed by appending `suffix` (writes, reads and the
+/// store's versions alike, so a passing history still passes).
+fn renamed(mut h: History, suffix: &str) -> History {
+    let rename = |v: &mut String| v.push_str(suffix);
+    for t in &mut h.transactions {
+        for op in &mut t.ops {
+            match op {
+                Op::Read { value: Some(v), .. } | Op::Write { value: v, .. } => rename(v),
+                _ => {}
+            }
+        }
+    }
+    for c in &mut h.final_state.cells {
+        for v in &mut c.versions {
+            if let Some(v) = v.value.as_mut() {
+                rename(v);
+            }
+        }
+    }
+    h
+}
+
+/// `percsim check FILE`'s JSON report on `h` written to a file: the
+/// streaming reader, with its hand-written scanner for the usual shape of
+/// transactions and cells.
+fn file_report(h: &History, case: u64) -> (i32, serde_json::Value) {
+    let path = std::env::temp_dir().join(format!(
+        "percsim-properties-{}-{case}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, serde_json::to_string(h).unwrap()).unwrap();
+    let mut out = Vec::new();
+    let code = percsim_checker::run_check_file(&path, true, &mut out);
+    let _ = std::fs::remove_file(&path);
+    (code, serde_json::from_slice(&out).unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Reading a file gives the same report as checking the history in
+    /// memory, passing or not, whether its values are plain ASCII (the
+    /// scanner's shape) or need escapes or are not ASCII (the visitors'),
+    /// mixed in one file.
+    #[test]
+    fn a_file_is_judged_as_the_history_in_memory(
+        plans in plans(),
+        suffix in prop::sample::select(vec!["", "x", "\"q\"", "\\", "é", "\n", "\u{1F600}"]),
+        pick in any::<Index>(),
+        mutate in any::<bool>(),
+        case in any::<u64>(),
+    ) {
+        let mut h = renamed(build(&plans), suffix);
+        let reads: Vec<(usize, usize)> = h.transactions.iter().enumerate()
+            .flat_map(|(i, t)| t.ops.iter().enumerate()
+                .filter(|(_, o)| matches!(o, Op::Read { .. }))
+                .map(move |(j, _)| (i, j)))
+            .collect();
+        if mutate && !reads.is_empty() {
+            let (i, j) = reads[pick.index(reads.len())];
+            if let Op::Read { value, .. } = &mut h.transactions[i].ops[j] {
+                *value = Some("mutated".to_string());
+            }
+        }
+        let in_memory = check(&h);
+        let (code, from_file) = file_report(&h, case);
+        prop_assert_eq!(code, if in_memory.passed() { 0 } else { 1 });
+        prop_assert_eq!(from_file, serde_json::to_value(&in_memory).unwrap());
+    }
+}

@@ -85,7 +85,7 @@ impl Cur<'_> {
             match self.b.get(self.i) {
                 None => return Err(Miss::Short),
                 Some(b'"') => break,
-                Some(&c) if c < 0x20 || c >= 0x80 || c == b'\\' => return Err(Miss::Other),
+                Some(&c) if !(0x20..0x80).contains(&c) || c == b'\\' => return Err(Miss::Other),
                 Some(_) => self.i += 1,
             }
         }

@@ -16,7 +16,7 @@
 //! timers, no stale wake-ups), and with it madsim's schedule, which draws a
 //! random number for every task it polls.
 
-use madsim::net::Endpoint;
+use crate::world::port::Port;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant};
 use std::future::Future;
@@ -52,9 +52,10 @@ pub async fn within<F: Future>(duration: Duration, fut: F) -> Result<F::Output, 
     .await
 }
 
-/// [`Endpoint::call_timeout`] with one timer per call (see [`within`]).
+/// A call on the world's transport ([`Port::call`]) that gives up after
+/// `timeout`, with one timer per call (see [`within`]).
 pub async fn call<R: Request>(
-    ep: &Endpoint,
+    ep: &Port,
     dst: SocketAddr,
     req: R,
     timeout: Duration,

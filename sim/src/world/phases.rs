@@ -58,8 +58,9 @@ pub struct RunSummary {
     pub liveness_failure: Option<String>,
     /// Violations of the workload's own invariants.
     pub workload_violations: Vec<String>,
-    /// Messages madsim's network carried over the whole run (requests and
-    /// replies, late and duplicated copies included; lost ones not), for
+    /// Messages the network carried over the whole run, on the world's
+    /// transport and any madsim endpoint (requests and replies, late and
+    /// duplicated copies included; lost ones not), for
     /// `percsim bench`'s RPCs per commit. Left out of the summary's JSON:
     /// it describes the simulator's work, not the system's behaviour.
     #[serde(skip)]

@@ -65,6 +65,15 @@ impl Default for LinkFaults {
     }
 }
 
+/// What a handler makes of a request: its reply at once, or a future
+/// that makes it (one that waits for CPU time or at a crash or pause point).
+pub(crate) enum Answer<T, F> {
+    /// The reply, sent as the request is handled.
+    Now(T),
+    /// The reply once this future is done.
+    Later(F),
+}
+
 /// A request on its way: where it came from, where its reply goes, what
 /// it asks.
 struct Envelope {
@@ -109,11 +118,13 @@ pub(crate) struct PortInner {
 
 /// A node's address on the world's transport: it sends requests
 /// ([`Port::call`]) and serves them ([`crate::world::serve`]). It belongs
-/// to the node incarnation that bound it.
+/// to the node incarnation that bound it. It does not keep the world alive
+/// (the world keeps the `wire` node's ports: a strong reference would be a
+/// cycle, and every run's world would leak).
 #[derive(Clone)]
 pub struct Port {
     inner: Arc<PortInner>,
-    world: Arc<World>,
+    world: Weak<World>,
 }
 
 /// Wake `waker` at `at` (one timer in madsim's heap).
@@ -134,7 +145,7 @@ impl Port {
         lock(&world.ports).insert(addr, Arc::downgrade(&inner));
         Port {
             inner,
-            world: world.clone(),
+            world: Arc::downgrade(world),
         }
     }
 
@@ -143,9 +154,9 @@ impl Port {
         self.inner.addr
     }
 
-    /// The world this port belongs to.
-    pub(crate) fn world(&self) -> &Arc<World> {
-        &self.world
+    /// The world this port belongs to (`None` once the run is over).
+    pub(crate) fn world(&self) -> Option<Arc<World>> {
+        self.world.upgrade()
     }
 
     /// Send `req` to `dst` and wait for its reply, however long: callers
@@ -161,8 +172,11 @@ impl Port {
             reply,
             body: Box::new(req),
         };
-        self.world
-            .send_request(self.inner.node, dst, R::ID, envelope);
+        let Some(world) = self.world.upgrade() else {
+            return Err(std::io::Error::other("the run is over"));
+        };
+        let now = Instant::now();
+        world.send_request(self.inner.node, dst, R::ID, envelope, now);
         let body = std::future::poll_fn(|cx| slot.poll_reply(cx)).await;
         body.downcast::<R::Response>()
             .map(|b| *b)
@@ -170,27 +184,35 @@ impl Port {
     }
 
     /// Serve requests of kind `R` with `handler` until this node dies: each
-    /// request is handled when it arrives, and its reply (the handler's
-    /// future) runs in this task beside the next requests.
+    /// request is handled when it arrives, and a reply that is not ready at
+    /// once (the handler's future) runs in this task beside the next
+    /// requests.
     pub(crate) async fn serve<R, F, Fut>(self, handler: F)
     where
         R: Request,
-        F: Fn(R, SocketAddr) -> Fut,
+        F: Fn(R, SocketAddr) -> Answer<R::Response, Fut>,
         Fut: Future<Output = R::Response>,
     {
+        let Some(world) = self.world.upgrade() else {
+            return;
+        };
+        let (world, node) = (&world, self.inner.node);
         let mut replies = FuturesUnordered::new();
         std::future::poll_fn(|cx| {
+            // Simulated time stands still while a task runs.
+            let now = Instant::now();
             loop {
-                while let Some(e) = self.inner.take_arrived(R::ID, cx.waker()) {
+                while let Some(e) = self.inner.take_arrived(R::ID, cx.waker(), now) {
                     let Ok(req) = e.body.downcast::<R>() else {
                         continue;
                     };
-                    let reply = handler(*req, e.from);
-                    let (world, node, to) = (&self.world, self.inner.node, e.reply);
-                    replies.push(async move {
-                        let rsp = reply.await;
-                        world.send_reply(node, to, Box::new(rsp));
-                    });
+                    match handler(*req, e.from) {
+                        Answer::Now(rsp) => world.send_reply(node, e.reply, Box::new(rsp), now),
+                        Answer::Later(reply) => replies.push(async move {
+                            let rsp = reply.await;
+                            world.send_reply(node, e.reply, Box::new(rsp), Instant::now());
+                        }),
+                    }
                 }
                 match replies.poll_next_unpin(cx) {
                     Poll::Ready(Some(())) => continue,
@@ -216,7 +238,7 @@ impl PortInner {
 
     /// The next request of kind `kind` that has arrived, if any; `waker`
     /// serves the queue from now on.
-    fn take_arrived(&self, kind: u64, waker: &Waker) -> Option<Envelope> {
+    fn take_arrived(&self, kind: u64, waker: &Waker, now: Instant) -> Option<Envelope> {
         let mut queues = lock(&self.queues);
         let q = queues.entry(kind).or_default();
         if !q.server.as_ref().is_some_and(|w| w.will_wake(waker)) {
@@ -227,7 +249,7 @@ impl PortInner {
             q.server = Some(waker.clone());
         }
         let first = q.waiting.first_entry()?;
-        if first.key().0 > Instant::now() {
+        if first.key().0 > now {
             return None;
         }
         Some(first.remove())
@@ -255,9 +277,9 @@ impl Slot {
 }
 
 impl World {
-    /// When a message sent now from node `from` to the node at `to` arrives,
+    /// When a message sent at `now` (the current instant) from node `from` to the node at `to` arrives,
     /// or `None` if the network loses it (a partition, packet loss).
-    fn route(&self, from: NodeId, to: NodeId) -> Option<Instant> {
+    fn route(&self, from: NodeId, to: NodeId, now: Instant) -> Option<Instant> {
         {
             let cut = lock(&self.cut);
             if !cut.is_empty() && cut.contains_key(&(from, to)) {
@@ -276,16 +298,16 @@ impl World {
             * 1_000_000;
         let latency_ns = min_ns + madsim::rand::random::<u64>() % span_ns;
         self.messages.fetch_add(1, Ordering::Relaxed);
-        Some(Instant::now() + HANDLING + Duration::from_nanos(latency_ns))
+        Some(now + HANDLING + Duration::from_nanos(latency_ns))
     }
 
     /// Send a request from node `from` to the port bound at `dst` (lost if
     /// none is bound there now).
-    fn send_request(&self, from: NodeId, dst: SocketAddr, kind: u64, e: Envelope) {
+    fn send_request(&self, from: NodeId, dst: SocketAddr, kind: u64, e: Envelope, now: Instant) {
         let Some(port) = lock(&self.ports).get(&dst).and_then(Weak::upgrade) else {
             return;
         };
-        let Some(arrival) = self.route(from, port.node) else {
+        let Some(arrival) = self.route(from, port.node, now) else {
             return;
         };
         let seq = self.message_seq.fetch_add(1, Ordering::Relaxed);
@@ -294,8 +316,8 @@ impl World {
 
     /// Send a reply from node `from` to the caller waiting at `to`: carried
     /// even if the caller no longer waits (it is lost on arrival).
-    fn send_reply(&self, from: NodeId, to: ReplyTo, body: Body) {
-        let Some(arrival) = self.route(from, to.node) else {
+    fn send_reply(&self, from: NodeId, to: ReplyTo, body: Body, now: Instant) {
+        let Some(arrival) = self.route(from, to.node, now) else {
             return;
         };
         let Some(slot) = to.slot.upgrade() else {

@@ -18,8 +18,7 @@
 
 use crate::world::World;
 use crate::world::net::Delivery;
-use crate::world::port::Port;
-use futures::future::Either;
+use crate::world::port::{Answer, Port};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use std::future::Future;
@@ -34,7 +33,7 @@ where
     F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
-    serve_from(ep, move |req, _| handler(req))
+    serve_from(ep, move |req, _| Answer::Later(handler(req)))
 }
 
 /// [`serve`] that counts, as [`serve_costed`] does, a late or duplicated
@@ -45,18 +44,21 @@ where
     F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
-    let world = ep.world().clone();
+    let world = ep.world();
     serve_from(ep, move |req, from| {
-        world.delivered(Delivery::of(from));
-        handler(req)
+        if let Some(world) = &world {
+            world.delivered(Delivery::of(from));
+        }
+        Answer::Later(handler(req))
     })
 }
 
-/// [`serve`], with the handler also told where the request came from.
+/// [`serve`], with the handler also told where the request came from and
+/// answering at once or later.
 fn serve_from<R, F, Fut>(ep: &Port, handler: F)
 where
     R: Request,
-    F: Fn(R, SocketAddr) -> Fut + Send + Sync + 'static,
+    F: Fn(R, SocketAddr) -> Answer<R::Response, Fut> + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
     madsim::task::spawn(ep.clone().serve(handler));
@@ -138,10 +140,10 @@ where
         let (reply, cost_us, after) = f(&ctx, req);
         let cost_us = if costed { cost_us } else { 0 };
         if after == AfterHandler::Reply && cost_us == 0 {
-            return Either::Left(std::future::ready(reply));
+            return Answer::Now(reply);
         }
         let (world, cpu) = (world.clone(), cpu.clone());
-        Either::Right(async move {
+        Answer::Later(async move {
             match after {
                 AfterHandler::Reply => {}
                 // The kill drops this node's tasks before it can answer.

@@ -455,6 +455,10 @@ impl Transport for Client {
             .iter()
             .find(|p| p.client == self.index && p.txn == number && p.step == step)
             .map(|p| p.duration_ms);
+        if armed.is_none() && pause.is_none() && scheduled.is_none() {
+            // Nothing stops here (the common case): no event fields to build.
+            return;
+        }
         let fields = json!({"client": self.index, "txn": txn, "txn_number": number, "step": step});
         if let (Some(duration_ms), None) = (pause, armed) {
             let action = PointAction::Pause { duration_ms };

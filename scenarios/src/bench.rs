@@ -126,7 +126,7 @@ fn noop_rpc_rate(calls: u64) -> f64 {
 struct Throughput {
     /// Committed transactions per wall second of simulation.
     commits_per_s: f64,
-    /// RPCs madsim carried per committed transaction (its messages / 2;
+    /// RPCs the transport carried per committed transaction (messages / 2;
     /// aborted transactions' RPCs and the cluster's own, such as heartbeats,
     /// included).
     rpcs_per_commit: f64,
@@ -171,7 +171,7 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
         run_ms / 1000
     );
     println!(
-        "  {:<34} {:>9.1} RPCs per commit  ({} RPCs: madsim's messages / 2; aborted transactions' and heartbeats included)",
+        "  {:<34} {:>9.1} RPCs per commit  ({} RPCs: the transport's messages / 2; aborted transactions' and heartbeats included)",
         "",
         t.rpcs_per_commit,
         messages / 2

@@ -105,8 +105,19 @@ struct SlotState {
 /// the task that serves them.
 #[derive(Default)]
 struct Queue {
-    waiting: BTreeMap<(Instant, u64), Envelope>,
+    waiting: BTreeMap<Arrival, Envelope>,
     server: Option<Waker>,
+}
+
+/// When a request arrives, and the order of its sending (ties broken in
+/// the order sent).
+type Arrival = (Instant, u64);
+
+/// One direction between two nodes, for partitions.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    from: NodeId,
+    to: NodeId,
 }
 
 /// A bound port's state: its address, its node, its request queues.
@@ -227,12 +238,13 @@ impl Port {
 impl PortInner {
     /// Queue a request of kind `kind` arriving at `arrival`; wake its
     /// server then.
-    fn deliver(&self, kind: u64, arrival: Instant, seq: u64, e: Envelope) {
+    fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {
         let mut queues = lock(&self.queues);
         let q = queues.entry(kind).or_default();
-        q.waiting.insert((arrival, seq), e);
+        let at = key.0;
+        q.waiting.insert(key, e);
         if let Some(w) = &q.server {
-            wake_at(arrival, w);
+            wake_at(at, w);
         }
     }
 
@@ -277,12 +289,13 @@ impl Slot {
 }
 
 impl World {
-    /// When a message sent at `now` (the current instant) from node `from` to the node at `to` arrives,
-    /// or `None` if the network loses it (a partition, packet loss).
-    fn route(&self, from: NodeId, to: NodeId, now: Instant) -> Option<Instant> {
+    /// When a message sent on `link` at `now` (the current instant)
+    /// arrives, or `None` if the network loses it (a partition, packet
+    /// loss).
+    fn route(&self, link: Link, now: Instant) -> Option<Instant> {
         {
             let cut = lock(&self.cut);
-            if !cut.is_empty() && cut.contains_key(&(from, to)) {
+            if !cut.is_empty() && cut.contains_key(&(link.from, link.to)) {
                 return None;
             }
         }
@@ -307,17 +320,22 @@ impl World {
         let Some(port) = lock(&self.ports).get(&dst).and_then(Weak::upgrade) else {
             return;
         };
-        let Some(arrival) = self.route(from, port.node, now) else {
+        let link = Link {
+            from,
+            to: port.node,
+        };
+        let Some(arrival) = self.route(link, now) else {
             return;
         };
         let seq = self.message_seq.fetch_add(1, Ordering::Relaxed);
-        port.deliver(kind, arrival, seq, e);
+        port.deliver(kind, (arrival, seq), e);
     }
 
     /// Send a reply from node `from` to the caller waiting at `to`: carried
     /// even if the caller no longer waits (it is lost on arrival).
     fn send_reply(&self, from: NodeId, to: ReplyTo, body: Body, now: Instant) {
-        let Some(arrival) = self.route(from, to.node, now) else {
+        let link = Link { from, to: to.node };
+        let Some(arrival) = self.route(link, now) else {
             return;
         };
         let Some(slot) = to.slot.upgrade() else {
@@ -507,6 +525,7 @@ mod tests {
         assert_eq!(served, 1);
     }
 
+    /// Requests a test server saw.
     #[derive(Default)]
     struct AtomicU64Counter(std::sync::atomic::AtomicU64);
 

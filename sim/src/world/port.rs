@@ -236,7 +236,7 @@ impl Port {
 }
 
 impl PortInner {
-    /// Queue a request of kind `kind` arriving at `arrival`; wake its
+    /// Queue a request of kind `kind` arriving as `key` says; wake its
     /// server then.
     fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {
         let mut queues = lock(&self.queues);

@@ -171,8 +171,9 @@ enum Command {
         /// Also measure campaign memory after 100,000 seeds (about half an hour on 2 cores).
         #[arg(long)]
         long: bool,
-        /// Only the simulator's numbers: the no-op RPC, the register
-        /// workload, RPCs per commit and the ceiling they set.
+        /// Only the simulator's numbers: the no-op madsim RPC, the
+        /// register workload, RPCs per commit and the rate at one no-op
+        /// madsim RPC per RPC.
         #[arg(long)]
         simulator: bool,
     },

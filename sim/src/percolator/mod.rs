@@ -67,7 +67,7 @@ impl CpuKind {
     /// many cores as the cost model gives the kind.
     pub(crate) fn server<'a>(
         self,
-        ep: &'a madsim::net::Endpoint,
+        ep: &'a crate::world::port::Port,
         cluster: &'a Arc<Cluster>,
     ) -> Server<'a, Cluster> {
         let c = &cluster.cfg.costs;

@@ -16,12 +16,13 @@
 //! timers, no stale wake-ups), and with it madsim's schedule, which draws a
 //! random number for every task it polls.
 
-use madsim::net::Endpoint;
+use crate::world::port::Port;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -40,10 +41,10 @@ pub async fn within<F: Future>(duration: Duration, fut: F) -> Result<F::Output, 
         if let Poll::Ready(out) = fut.as_mut().poll(cx) {
             return Poll::Ready(Ok(out));
         }
-        if Instant::now() >= deadline {
-            return Poll::Ready(Err(Elapsed));
-        }
         match &alarm {
+            // Time reaches the deadline only by firing the alarm's timer:
+            // no need to read the clock before.
+            Some(a) if a.fired() => return Poll::Ready(Err(Elapsed)),
             Some(a) => a.follow(cx.waker()),
             None => alarm = Some(Alarm::set(deadline, cx.waker())),
         }
@@ -52,9 +53,10 @@ pub async fn within<F: Future>(duration: Duration, fut: F) -> Result<F::Output, 
     .await
 }
 
-/// [`Endpoint::call_timeout`] with one timer per call (see [`within`]).
+/// A call on the world's transport ([`Port::call`]) that gives up after
+/// `timeout`, with one timer per call (see [`within`]).
 pub async fn call<R: Request>(
-    ep: &Endpoint,
+    ep: &Port,
     dst: SocketAddr,
     req: R,
     timeout: Duration,
@@ -70,10 +72,12 @@ pub async fn call<R: Request>(
 
 /// The waker a deadline's timer holds: it passes the wake-up on to the
 /// waiting task while the time-out lives, and does nothing once it is gone.
-struct Relay(Mutex<Option<Waker>>);
+/// It remembers that the timer fired (the deadline has come).
+struct Relay(Mutex<Option<Waker>>, AtomicBool);
 
 impl Wake for Relay {
     fn wake(self: Arc<Self>) {
+        self.1.store(true, Ordering::Relaxed);
         let waker = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(w) = waker {
             w.wake();
@@ -87,13 +91,21 @@ struct Alarm(Arc<Relay>);
 impl Alarm {
     /// Register one timer at `deadline` that wakes `waker`.
     fn set(deadline: Instant, waker: &Waker) -> Alarm {
-        let relay = Arc::new(Relay(Mutex::new(Some(waker.clone()))));
+        let relay = Arc::new(Relay(
+            Mutex::new(Some(waker.clone())),
+            AtomicBool::new(false),
+        ));
         let relay_waker = Waker::from(relay.clone());
         // Polling a Sleep once registers its timer; the Sleep itself is not
         // needed after that (the timer lives in the simulator's heap).
         let mut sleep = pin!(madsim::time::sleep_until(deadline));
         let _ = sleep.as_mut().poll(&mut Context::from_waker(&relay_waker));
         Alarm(relay)
+    }
+
+    /// Whether the timer fired: the deadline has come.
+    fn fired(&self) -> bool {
+        self.0.1.load(Ordering::Relaxed)
     }
 
     /// The task may have moved to another waker: the timer wakes that one.

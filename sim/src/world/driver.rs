@@ -4,6 +4,7 @@
 
 use crate::world::faults::{FAULT_TICK_MS, Fault, FaultClass, RandomFaults};
 use crate::world::ids::{EventKind, FaultKind, Role};
+use crate::world::port::LinkFaults;
 use crate::world::{NetFaults, Tenant, World};
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
@@ -319,6 +320,11 @@ impl Faults {
             c.packet_loss_rate = loss;
             c.send_latency = Duration::from_millis(latency.0)
                 ..Duration::from_millis(latency.1.max(latency.0 + 1));
+        });
+        self.world.set_link(LinkFaults {
+            loss_rate: loss,
+            min_latency_ms: latency.0,
+            max_latency_ms: latency.1.max(latency.0 + 1),
         });
         self.world.set_net(NetFaults {
             duplicate_rate: dup_rate,

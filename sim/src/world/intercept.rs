@@ -22,9 +22,9 @@
 
 use crate::world::deadline::{self, within};
 use crate::world::ids::{Counter, EventKind};
+use crate::world::port::Port;
 use crate::world::{World, lock};
 use futures::channel::oneshot;
-use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use serde_json::json;
@@ -235,7 +235,7 @@ impl World {
     /// reply. `Err(())` when no reply arrived in time.
     pub async fn call_tagged<R: Request + Clone>(
         self: &Arc<Self>,
-        ep: &Endpoint,
+        ep: &Port,
         dst: SocketAddr,
         req: R,
         tag: MsgTag,

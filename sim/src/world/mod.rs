@@ -15,6 +15,7 @@ pub(crate) mod net;
 #[cfg(test)]
 mod net_tests;
 pub mod phases;
+pub mod port;
 pub mod recorder;
 pub(crate) mod serve;
 mod system;
@@ -91,6 +92,14 @@ pub struct World {
     watchdog: watchdog::Watchdog,
     /// Each node's latest incarnation and whether it runs now.
     running: Mutex<BTreeMap<String, (u32, bool)>>,
+    /// The transport's bound ports, by address (see [`port`]).
+    ports: Mutex<BTreeMap<std::net::SocketAddr, std::sync::Weak<port::PortInner>>>,
+    /// Packet loss and latency in force on the transport.
+    link: Mutex<port::LinkFaults>,
+    /// Messages the transport carried.
+    messages: AtomicU64,
+    /// Orders messages that arrive at the same instant.
+    message_seq: AtomicU64,
 }
 
 impl World {
@@ -112,6 +121,10 @@ impl World {
             intercepting: AtomicBool::new(false),
             watchdog: watchdog::Watchdog::from_env(),
             running: Mutex::default(),
+            ports: Mutex::default(),
+            link: Mutex::default(),
+            messages: AtomicU64::new(0),
+            message_seq: AtomicU64::new(0),
         }
     }
 

@@ -2,6 +2,7 @@
 //! late and duplicated copies the network carries on its own `wire` node.
 
 use crate::world::ids::Counter;
+use crate::world::port::Port;
 use crate::world::{World, lock};
 use madsim::net::rpc::Request;
 use madsim::task::NodeId;
@@ -30,8 +31,8 @@ pub(crate) fn wire_late_addr() -> SocketAddr {
 #[derive(Clone)]
 pub(crate) struct Wire {
     pub node: madsim::runtime::NodeHandle,
-    pub copies: madsim::net::Endpoint,
-    pub late: madsim::net::Endpoint,
+    pub copies: Port,
+    pub late: Port,
 }
 
 /// Message faults in force: what the network does to a request as it is sent.

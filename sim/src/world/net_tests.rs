@@ -2,12 +2,13 @@
 //! its receiver on the network's schedule whatever happens to its sender,
 //! and messages between the same two nodes can overtake each other.
 
+use crate::world::deadline;
 use crate::world::net::{Carried, NetFaults, PORT};
 use crate::world::phases::start_wire;
-use crate::world::serve::{Intake, Server, serve_costed};
+use crate::world::port::Port;
+use crate::world::serve::{Server, serve_costed};
 use crate::world::system::WorldConfig;
 use crate::world::{World, lock};
-use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::{Duration, Instant, sleep};
@@ -65,9 +66,9 @@ fn run(seed: u64, count: u64, fate: Fate) -> (Vec<(u64, u64)>, u64, u64, u64) {
             .build();
         let (w, seen) = (world.clone(), arrivals.clone());
         receiver.spawn(async move {
-            let ep = Endpoint::bind(addr(2)).await.expect("bind");
+            let ep = Port::bind(&w, addr(2));
             let at = Server::new(&ep, &w, &seen, ("cpu.test", 1), false);
-            serve_costed(&at, Intake::Busy, move |seen: &Arrivals, p: Probe| {
+            serve_costed(&at, move |seen: &Arrivals, p: Probe| {
                 let ms = (Instant::now() - start).as_millis() as u64;
                 lock(seen).push((p.0, ms));
                 ((), 0)
@@ -81,12 +82,11 @@ fn run(seed: u64, count: u64, fate: Fate) -> (Vec<(u64, u64)>, u64, u64, u64) {
             .build();
         let w = world.clone();
         let sent = sender.spawn(async move {
-            let ep = Endpoint::bind(addr(3)).await.expect("bind");
+            let ep = Port::bind(&w, addr(3));
             for i in 0..count {
                 if w.carry(addr(2), &Probe(i)) == Carried::Now {
-                    let _ = ep
-                        .call_timeout(addr(2), Probe(i), Duration::from_millis(100))
-                        .await;
+                    let timeout = Duration::from_millis(100);
+                    let _ = deadline::call(&ep, addr(2), Probe(i), timeout).await;
                 }
             }
         });

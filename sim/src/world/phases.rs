@@ -10,6 +10,7 @@ use crate::world::driver::{
 use crate::world::faults::Fault;
 use crate::world::ids::{EventKind, FaultKind, Role};
 use crate::world::net::{Wire, wire_addr, wire_late_addr};
+use crate::world::port::Port;
 use crate::world::recorder::LOADER_CLIENT;
 use crate::world::{Control, System, Tenant, Unsettled, World};
 use futures::StreamExt;
@@ -57,8 +58,9 @@ pub struct RunSummary {
     pub liveness_failure: Option<String>,
     /// Violations of the workload's own invariants.
     pub workload_violations: Vec<String>,
-    /// Messages madsim's network carried over the whole run (requests and
-    /// replies, late and duplicated copies included; lost ones not), for
+    /// Messages the network carried over the whole run, on the world's
+    /// transport and any madsim endpoint (requests and replies, late and
+    /// duplicated copies included; lost ones not), for
     /// `percsim bench`'s RPCs per commit. Left out of the summary's JSON:
     /// it describes the simulator's work, not the system's behaviour.
     #[serde(skip)]
@@ -275,7 +277,7 @@ fn collect(
         sim_ns,
         liveness_failure,
         workload_violations,
-        messages: madsim::net::NetSim::current().stat().msg_count,
+        messages: madsim::net::NetSim::current().stat().msg_count + world.messages(),
         ..Default::default()
     };
     for t in transactions.iter().filter(|t| t.client != LOADER_CLIENT) {
@@ -337,17 +339,14 @@ pub(crate) async fn start_wire(world: &Arc<World>) {
         .name(WIRE_NODE)
         .ip(wire_addr().ip())
         .build();
+    let w = world.clone();
     let (copies, late) = node
-        .spawn(async {
-            let copies = madsim::net::Endpoint::bind(wire_addr()).await;
-            let late = madsim::net::Endpoint::bind(wire_late_addr()).await;
+        .spawn(async move {
+            let copies = Port::bind(&w, wire_addr());
+            let late = Port::bind(&w, wire_late_addr());
             (copies, late)
         })
         .await
         .expect("wire: start");
-    world.set_wire(Wire {
-        node,
-        copies: copies.expect("wire: bind"),
-        late: late.expect("wire: bind"),
-    });
+    world.set_wire(Wire { node, copies, late });
 }

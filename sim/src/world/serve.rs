@@ -1,113 +1,73 @@
 //! How a node takes in requests and spends simulated CPU time on them.
 //!
-//! madsim's own `add_rpc_handler` runs one receive loop per request kind,
-//! and every receive sleeps at least 1 ms of simulated time (the timer's
-//! floor). A node therefore took in at most 1,000 requests of one kind per
-//! simulated second, whatever its load: a hidden cap that made the oracle
-//! and the master time out once a cluster had more than ~16 clients (issue
-//! 16's scale-out table). [`serve`] runs a pool of receive loops per kind
-//! instead, so intake is no bottleneck, and what a node can serve is set by
-//! the explicit [`Cpu`] model: a node has cores, every request costs CPU
-//! time, and requests queue when every core is busy.
+//! madsim's own `add_rpc_handler` ran one receive loop per request kind,
+//! and every receive slept at least 1 ms of simulated time (the timer's
+//! floor): a node took in at most 1,000 requests of one kind per simulated
+//! second, whatever its load (issue 16's scale-out table). On the world's
+//! transport ([`Port`]) a request is taken in when it arrives, however many
+//! arrive at once, so intake is no bottleneck, and what a node can serve is
+//! set by the explicit [`Cpu`] model: a node has cores, every request costs
+//! CPU time, and requests queue when every core is busy.
 //!
-//! The wire format is madsim's own (`(reply tag, request, data)` out,
-//! `(response, data)` back), so callers use `Endpoint::call` (under a
-//! time-out from [`crate::world::deadline`]).
+//! One task per request kind serves a node: it runs the handler of each
+//! request as it arrives and drives the replies (the handlers' futures)
+//! itself, so a reply that waits (for CPU time, at a pause point, forever at
+//! a halt point) does not hold up the next request. The node's death drops
+//! the task and every reply not yet sent. Callers use [`Port::call`] under a
+//! time-out from [`crate::world::deadline`].
 
 use crate::world::World;
 use crate::world::net::Delivery;
-use bytes::Bytes;
-use madsim::net::Endpoint;
+use crate::world::port::{Answer, Port};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-/// How many receive loops serve one request kind: a node takes in up to
-/// this many requests of the kind per simulated millisecond. Each loop
-/// costs wall time on every delivery to the node, so kinds that arrive
-/// rarely get few.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Intake {
-    /// Up to 4 per simulated ms (heartbeats, sessions, notify scans).
-    Quiet,
-    /// Up to 48 per simulated ms (row steps, timestamps, lookups).
-    Busy,
-}
-
-impl Intake {
-    fn receivers(self) -> usize {
-        match self {
-            Intake::Quiet => 4,
-            Intake::Busy => 48,
-        }
-    }
-}
-
-/// Serve requests of kind `R` at `ep` with `handler`, from a pool of
-/// receive loops sized by `intake`; each request runs in a task of its own.
-pub(crate) fn serve<R, F, Fut>(ep: &Endpoint, intake: Intake, handler: F)
+/// Serve requests of kind `R` at `ep` with `handler`, in a task of this
+/// node (see the module's docs).
+pub(crate) fn serve<R, F, Fut>(ep: &Port, handler: F)
 where
     R: Request,
-    F: Fn(R) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
-    serve_from(ep, intake, move |req, _| handler(req))
+    serve_from(ep, move |req, _| Answer::Later(handler(req)))
 }
 
 /// [`serve`] that counts, as [`serve_costed`] does, a late or duplicated
 /// copy of a request when it reaches this receiver ([`World::delivered`]).
-pub(crate) fn serve_counting<R, F, Fut>(
-    world: &Arc<World>,
-    ep: &Endpoint,
-    intake: Intake,
-    handler: F,
-) where
+pub(crate) fn serve_counting<R, F, Fut>(ep: &Port, handler: F)
+where
     R: Request,
-    F: Fn(R) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
-    let world = world.clone();
-    serve_from(ep, intake, move |req, from| {
-        world.delivered(Delivery::of(from));
-        handler(req)
+    let world = ep.world();
+    serve_from(ep, move |req, from| {
+        if let Some(world) = &world {
+            world.delivered(Delivery::of(from));
+        }
+        Answer::Later(handler(req))
     })
 }
 
-/// [`serve`], with the handler also told where the request came from.
-fn serve_from<R, F, Fut>(ep: &Endpoint, intake: Intake, handler: F)
+/// [`serve`], with the handler also told where the request came from and
+/// answering at once or later.
+fn serve_from<R, F, Fut>(ep: &Port, handler: F)
 where
     R: Request,
-    F: Fn(R, SocketAddr) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(R, SocketAddr) -> Answer<R::Response, Fut> + Send + Sync + 'static,
     Fut: Future<Output = R::Response> + Send + 'static,
 {
-    for _ in 0..intake.receivers() {
-        let ep = ep.clone();
-        let handler = handler.clone();
-        madsim::task::spawn(async move {
-            while let Ok((data, from)) = ep.recv_from_raw(R::ID).await {
-                let Ok(msg) = data.downcast::<(u64, R, Bytes)>() else {
-                    continue;
-                };
-                let (reply_tag, req, _) = *msg;
-                let reply = handler(req, from);
-                let ep = ep.clone();
-                madsim::task::spawn(async move {
-                    let rsp = reply.await;
-                    let _ = ep
-                        .send_to_raw(from, reply_tag, Box::new((rsp, Bytes::new())))
-                        .await;
-                });
-            }
-        });
-    }
+    madsim::task::spawn(ep.clone().serve(handler));
 }
 
-/// Where a node serves: its endpoint, its world, the system state its
+/// Where a node serves: its port, its world, the system state its
 /// handlers read (`C`), and its processor.
 pub(crate) struct Server<'a, C> {
-    ep: &'a Endpoint,
+    ep: &'a Port,
     world: &'a Arc<World>,
     ctx: &'a Arc<C>,
     cpu: Arc<Mutex<Cpu>>,
@@ -120,7 +80,7 @@ impl<'a, C: Send + Sync + 'static> Server<'a, C> {
     /// processor of `cores` cores whose busy time is counted under
     /// `counter`; requests cost CPU time only if `costed`.
     pub(crate) fn new(
-        ep: &'a Endpoint,
+        ep: &'a Port,
         world: &'a Arc<World>,
         ctx: &'a Arc<C>,
         cpu: (&'static str, usize),
@@ -152,13 +112,13 @@ pub(crate) enum AfterHandler {
 /// applied on arrival) and reports its CPU cost in µs; the reply leaves when
 /// `cpu` has done that work (see [`spend`]). Costs are charged only when the
 /// cost model is on.
-pub(crate) fn serve_costed<C, R, F>(at: &Server<'_, C>, intake: Intake, f: F)
+pub(crate) fn serve_costed<C, R, F>(at: &Server<'_, C>, f: F)
 where
     C: Send + Sync + 'static,
     R: Request,
     F: Fn(&C, R) -> (R::Response, u64) + Clone + Send + Sync + 'static,
 {
-    serve_costed_at_points(at, intake, move |c: &C, req: R| {
+    serve_costed_at_points(at, move |c: &C, req: R| {
         let (reply, cost_us) = f(c, req);
         (reply, cost_us, AfterHandler::Reply)
     });
@@ -166,29 +126,34 @@ where
 
 /// [`serve_costed`] for a handler that may stop at a crash or pause point
 /// after its effect and before its reply.
-pub(crate) fn serve_costed_at_points<C, R, F>(at: &Server<'_, C>, intake: Intake, f: F)
+pub(crate) fn serve_costed_at_points<C, R, F>(at: &Server<'_, C>, f: F)
 where
     C: Send + Sync + 'static,
     R: Request,
     F: Fn(&C, R) -> (R::Response, u64, AfterHandler) + Clone + Send + Sync + 'static,
 {
     let (world, ctx, cpu, costed) = (at.world.clone(), at.ctx.clone(), at.cpu.clone(), at.costed);
-    serve_from(at.ep, intake, move |req: R, from| {
-        let (world, ctx, cpu, f) = (world.clone(), ctx.clone(), cpu.clone(), f.clone());
+    serve_from(at.ep, move |req: R, from| {
         // A late or duplicated copy counts once it reaches its receiver.
         world.delivered(Delivery::of(from));
-        async move {
-            let (reply, cost_us, after) = f(&ctx, req);
+        // The effect is applied on arrival.
+        let (reply, cost_us, after) = f(&ctx, req);
+        let cost_us = if costed { cost_us } else { 0 };
+        if after == AfterHandler::Reply && cost_us == 0 {
+            return Answer::Now(reply);
+        }
+        let (world, cpu) = (world.clone(), cpu.clone());
+        Answer::Later(async move {
             match after {
                 AfterHandler::Reply => {}
-                // The kill drops this task before it can answer.
+                // The kill drops this node's tasks before it can answer.
                 AfterHandler::Halt => std::future::pending::<()>().await,
-                // The pause freezes this task here until the node resumes.
+                // The pause freezes this node's tasks here until it resumes.
                 AfterHandler::Yield => sleep(Duration::from_millis(1)).await,
             }
-            spend(&world, &cpu, if costed { cost_us } else { 0 }).await;
+            spend(&world, &cpu, cost_us).await;
             reply
-        }
+        })
     });
 }
 

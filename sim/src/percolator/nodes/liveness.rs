@@ -4,8 +4,8 @@
 
 use crate::percolator::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
 use crate::percolator::{Cluster, CpuKind, liveness_addr};
-use crate::world::serve::{Intake, serve_costed};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::serve_costed;
 use madsim::time::{Duration, Instant};
 use percsim_protocol::SessionId;
 use std::sync::Arc;
@@ -14,25 +14,23 @@ use std::sync::Arc;
 const ROW_LOCK_LEASE_MS: u64 = 2_000;
 
 pub(crate) async fn main(cluster: Arc<Cluster>) {
-    let ep = Endpoint::bind(liveness_addr())
-        .await
-        .expect("liveness: bind");
+    let ep = Port::bind(&cluster.world, liveness_addr());
     // Sessions are memory only: a restart forgets them all, and every owner
     // then looks dead (safe: cleanup is synchronised on the primary).
     cluster.lock(&cluster.sessions).clear();
     cluster.lock(&cluster.row_locks).clear();
     let cost = cluster.cfg.costs.service_request_us;
     let at = CpuKind::Liveness.server(&ep, &cluster);
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: RowLockCall| {
+    serve_costed(&at, move |w: &Cluster, req: RowLockCall| {
         (row_lock(w, req), cost)
     });
-    serve_costed(&at, Intake::Quiet, move |w: &Cluster, req: OpenSession| {
+    serve_costed(&at, move |w: &Cluster, req: OpenSession| {
         (open_session(w, req), cost)
     });
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: KeepAlive| {
+    serve_costed(&at, move |w: &Cluster, req: KeepAlive| {
         (keep_alive(w, req), cost)
     });
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: IsAlive| {
+    serve_costed(&at, move |w: &Cluster, req: IsAlive| {
         let alive = w
             .lock(&w.sessions)
             .get(&req.session)

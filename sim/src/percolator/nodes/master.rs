@@ -7,18 +7,18 @@ use crate::percolator::ids::PercolatorEvent;
 use crate::percolator::rpc::{Locate, Ping};
 use crate::percolator::{Cluster, CpuKind, master_addr, tablet_server_addr};
 use crate::world::deadline;
-use crate::world::serve::{Intake, serve_costed};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::serve_costed;
 use madsim::time::{Duration, Instant, sleep};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub(crate) async fn main(cluster: Arc<Cluster>) {
-    let ep = Arc::new(Endpoint::bind(master_addr()).await.expect("master: bind"));
+    let ep = Arc::new(Port::bind(&cluster.world, master_addr()));
     let cost = cluster.cfg.costs.service_request_us;
     let at = CpuKind::Master.server(&ep, &cluster);
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, req: Locate| {
+    serve_costed(&at, move |w: &Cluster, req: Locate| {
         let owner = w.durable().tablet_owner.get(req.tablet).copied().flatten();
         (owner, cost)
     });

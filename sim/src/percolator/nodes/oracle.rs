@@ -4,15 +4,15 @@
 use crate::percolator::ids::PercolatorCounter;
 use crate::percolator::rpc::TsCall;
 use crate::percolator::{Cluster, CpuKind, invariants, oracle_addr};
-use crate::world::serve::{AfterHandler, Intake, serve_costed_at_points};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::{AfterHandler, serve_costed_at_points};
 use percsim_protocol::Ablation;
 use percsim_protocol::client::Point;
 use percsim_protocol::oracle::Oracle;
 use std::sync::{Arc, Mutex};
 
 pub(crate) async fn main(cluster: Arc<Cluster>) {
-    let ep = Endpoint::bind(oracle_addr()).await.expect("oracle: bind");
+    let ep = Port::bind(&cluster.world, oracle_addr());
     let persisted = cluster.durable().oracle_max;
     let oracle = Arc::new(Mutex::new(Oracle::recover(
         persisted,
@@ -20,7 +20,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
     )));
     let cost = cluster.cfg.costs.oracle_request_us;
     let at = CpuKind::Oracle.server(&ep, &cluster);
-    serve_costed_at_points(&at, Intake::Busy, move |cluster: &Cluster, req: TsCall| {
+    serve_costed_at_points(&at, move |cluster: &Cluster, req: TsCall| {
         let grant = oracle
             .lock()
             .unwrap_or_else(|e| e.into_inner())

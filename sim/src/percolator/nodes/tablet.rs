@@ -7,8 +7,8 @@ use crate::percolator::config::CostModel;
 use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
 use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
-use crate::world::serve::{AfterHandler, Intake, serve, serve_costed, serve_costed_at_points};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::{AfterHandler, serve, serve_costed, serve_costed_at_points};
 use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
     CleanupAction, GetResult, PrewriteError, ResolveAction, RowReply, RowRequest, execute, get::get,
@@ -21,23 +21,15 @@ use std::sync::Arc;
 type Costed<T> = (Result<T, NotServing>, u64);
 
 pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
-    let ep = Endpoint::bind(tablet_server_addr(me))
-        .await
-        .expect("tablet server: bind");
+    let ep = Port::bind(&cluster.world, tablet_server_addr(me));
     let at = CpuKind::Tablet.server(&ep, &cluster);
-    serve(&ep, Intake::Quiet, |_: Ping| async {});
-    serve_costed_at_points(&at, Intake::Busy, move |w: &Cluster, call: RowCall| {
-        row_step(w, me, call)
-    });
-    serve_costed(&at, Intake::Quiet, move |w: &Cluster, call: ScanCall| {
-        scan(w, me, call)
-    });
-    serve_costed(&at, Intake::Quiet, move |w: &Cluster, call: ScanNotify| {
+    serve(&ep, |_: Ping| async {});
+    serve_costed_at_points(&at, move |w: &Cluster, call: RowCall| row_step(w, me, call));
+    serve_costed(&at, move |w: &Cluster, call: ScanCall| scan(w, me, call));
+    serve_costed(&at, move |w: &Cluster, call: ScanNotify| {
         scan_notify(w, me, call)
     });
-    serve_costed(&at, Intake::Busy, move |w: &Cluster, call: RawCall| {
-        raw(w, me, call)
-    });
+    serve_costed(&at, move |w: &Cluster, call: RawCall| raw(w, me, call));
     std::future::pending::<()>().await
 }
 

@@ -16,8 +16,8 @@ use crate::pulsar::nodes::coordinator::Tc;
 use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
 use crate::pulsar::store::PartitionStore;
 use crate::pulsar::{Cluster, broker_addr, metadata_addr};
-use crate::world::serve::{Intake, serve_counting};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::serve_counting;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
 use percsim_protocol::pulsar::buffer::TbState;
@@ -45,14 +45,14 @@ pub(crate) struct Broker {
     cluster: Arc<Cluster>,
     me: usize,
     name: String,
-    ep: Endpoint,
+    ep: Port,
     session: Mutex<SessionId>,
     partitions: Mutex<BTreeMap<Partition, Owned>>,
     tc: Mutex<Option<Arc<Tc>>>,
 }
 
 pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
-    let ep = Endpoint::bind(broker_addr(me)).await.expect("broker: bind");
+    let ep = Port::bind(&cluster.world, broker_addr(me));
     let session = cluster.next_session(me);
     let b = Arc::new(Broker {
         cluster,
@@ -64,27 +64,17 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
         tc: Mutex::default(),
     });
     let t = b.clone();
-    serve_counting(
-        &b.cluster.world,
-        &ep,
-        Intake::Busy,
-        move |call: BrokerCall| {
-            let t = t.clone();
-            async move { t.request(call).await }
-        },
-    );
+    serve_counting(&ep, move |call: BrokerCall| {
+        let t = t.clone();
+        async move { t.request(call).await }
+    });
     let t = b.clone();
-    serve_counting(
-        &b.cluster.world,
-        &ep,
-        Intake::Busy,
-        move |call: MarkerCall| {
-            let t = t.clone();
-            async move { t.marker(call).await }
-        },
-    );
+    serve_counting(&ep, move |call: MarkerCall| {
+        let t = t.clone();
+        async move { t.marker(call).await }
+    });
     let t = b.clone();
-    serve_counting(&b.cluster.world, &ep, Intake::Busy, move |call: TcCall| {
+    serve_counting(&ep, move |call: TcCall| {
         let t = t.clone();
         async move { t.coordinator(call).await }
     });

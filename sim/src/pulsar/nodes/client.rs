@@ -11,8 +11,8 @@ use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::workload::PulsarTask;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
+use crate::world::port::Port;
 use crate::world::{Carried, Control, deadline};
-use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker::stream::Source;
@@ -34,7 +34,7 @@ struct Process {
     cluster: Arc<Cluster>,
     index: usize,
     incarnation: u32,
-    ep: Endpoint,
+    ep: Port,
     router: Router,
 }
 
@@ -47,9 +47,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     if incarnation > 1 {
         cluster.stream().orphan(me);
     }
-    let ep = Endpoint::bind(client_addr(me))
-        .await
-        .expect("pulsar client: bind");
+    let ep = Port::bind(&cluster.world, client_addr(me));
     let process = Arc::new(Process {
         cluster: cluster.clone(),
         index: me,

@@ -14,10 +14,10 @@ use crate::pulsar::nodes::route::Router;
 use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr};
+use crate::world::port::Port;
 use crate::world::{Carried, deadline};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use madsim::net::Endpoint;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::client::{TcReply, TcRequest};
 use percsim_protocol::pulsar::coordinator::{
@@ -34,7 +34,7 @@ pub(crate) struct Tc {
     cluster: Arc<Cluster>,
     /// The hosting broker's node name.
     node: String,
-    ep: Endpoint,
+    ep: Port,
     epoch: u64,
     /// Cleared when the broker stops serving the coordinator or the log's
     /// fence refuses an append: the instance then acts no further.
@@ -50,7 +50,7 @@ impl Tc {
     pub(crate) fn start(
         cluster: Arc<Cluster>,
         node: String,
-        ep: Endpoint,
+        ep: Port,
         epoch: u64,
         log: &[LogRecord],
     ) -> Arc<Tc> {

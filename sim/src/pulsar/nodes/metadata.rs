@@ -10,17 +10,15 @@
 use crate::pulsar::ids::PulsarEvent;
 use crate::pulsar::rpc::{Heartbeat, Lookup};
 use crate::pulsar::{Cluster, metadata_addr};
-use crate::world::serve::{Intake, serve};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
+use crate::world::serve::serve;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable};
 use serde_json::json;
 use std::sync::Arc;
 
 pub(crate) async fn main(cluster: Arc<Cluster>) {
-    let ep = Endpoint::bind(metadata_addr())
-        .await
-        .expect("metadata: bind");
+    let ep = Port::bind(&cluster.world, metadata_addr());
     {
         let now_ms = cluster.now_ms();
         let mut d = cluster.durable();
@@ -30,7 +28,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         }
     }
     let c = cluster.clone();
-    serve(&ep, Intake::Quiet, move |Heartbeat(session)| {
+    serve(&ep, move |Heartbeat(session)| {
         let c = c.clone();
         async move {
             let now_ms = c.now_ms();
@@ -43,7 +41,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         }
     });
     let c = cluster.clone();
-    serve(&ep, Intake::Busy, move |Lookup(resource)| {
+    serve(&ep, move |Lookup(resource)| {
         let c = c.clone();
         async move { ownership::lookup(&c.durable().meta, &resource) }
     });

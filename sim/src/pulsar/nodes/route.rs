@@ -6,7 +6,7 @@
 use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::rpc::Lookup;
 use crate::pulsar::{Cluster, metadata_addr};
-use madsim::net::Endpoint;
+use crate::world::port::Port;
 use madsim::time::Duration;
 use percsim_protocol::client::RpcError;
 use percsim_protocol::pulsar::ownership::{LookupCache, Resource};
@@ -24,7 +24,7 @@ impl Router {
     pub(crate) async fn owner(
         &self,
         cluster: &Cluster,
-        ep: &Endpoint,
+        ep: &Port,
         resource: &Resource,
     ) -> Result<usize, RpcError> {
         if let Some(b) = crate::world::lock(&self.cache).get(resource) {

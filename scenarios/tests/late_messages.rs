@@ -246,30 +246,34 @@ fn a_prewrite_sent_before_the_client_died_still_locks() {
 /// alone: client 0 dies with its primary's commit on the wire while the
 /// network duplicates or holds back every request for up to 3 s. A reader
 /// rolls the dead owner back; a late copy of its primary's prewrite lands;
-/// then its late commit. With rollback records the copy is refused and
-/// every seed passes; without them some seed commits a transaction that
-/// was already rolled back.
+/// then its late commit. With rollback records the copy is refused (the
+/// store never re-locks a rolled-back cell nor commits on one) and every
+/// seed passes; without them some seed commits a transaction that a
+/// reader already rolled back, and the counters show the re-lock and the
+/// commit on it. (Seeds 0..60: the client dies there in 30, one fails.)
 #[test]
 fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record() {
     let seeds = 0..60;
-    let (mut failed, mut first) = (0, None);
+    let mut failed = Vec::new();
     for seed in seeds.clone() {
         let mut s = dead_owner(seed);
         s.cluster.crashes[0].step = StepPoint::CommitPrimarySent;
-        assert_eq!(
-            fuzz::judge(&s, false).result.verdict,
-            campaign::Verdict::Pass,
-            "seed {seed}"
-        );
+        let faithful = fuzz::judge(&s, false).result;
+        assert_eq!(faithful.verdict, campaign::Verdict::Pass, "seed {seed}");
+        let n = |k: &str| faithful.counters.get(k).copied().unwrap_or(0);
+        assert_eq!(n("store.late_prewrite_relocked"), 0, "seed {seed}");
+        assert_eq!(n("store.commit_after_rollback"), 0, "seed {seed}");
         s.cluster.ablations = Ablations::only(Ablation::NoRollbackRecord);
-        if fuzz::judge(&s, false).result.verdict == campaign::Verdict::Safety {
-            failed += 1;
-            first = first.or(Some(seed));
+        let ablated = fuzz::judge(&s, false).result;
+        if ablated.verdict == campaign::Verdict::Safety {
+            let n = |k: &str| ablated.counters.get(k).copied().unwrap_or(0);
+            assert!(n("store.late_prewrite_relocked") > 0, "seed {seed}");
+            assert!(n("store.commit_after_rollback") > 0, "seed {seed}");
+            failed.push(seed);
         }
     }
-    eprintln!("failed {failed} of {seeds:?}, first {first:?}");
     assert!(
-        failed > 0,
+        !failed.is_empty(),
         "no seed of {seeds:?} failed without rollback records"
     );
 }

@@ -237,6 +237,8 @@ impl Client {
         let Some((row, req)) = send.take() else {
             return;
         };
+        // A stalled worker sends nothing until the stall ends, as in `tablet_call`.
+        self.wait_if_stalled().await;
         let tablet = self.cluster.tablets.of(row);
         let Some(server) = self.locate(tablet, false).await else {
             return;

@@ -127,15 +127,19 @@ fn skew_clocks(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
         .collect();
 }
 
-/// A client's commit step, the k-th secondary's for k up to 3.
+/// A client's commit step, the k-th secondary's for k up to 3. The two
+/// "sent" steps stop the client while its request is the network's: a
+/// prewrite or commit of the primary that may land after the client died.
 fn commit_step(rng: &mut ChaCha8Rng) -> StepPoint {
     let k = rng.random_range(1..=3);
-    match rng.random_range(0..6) {
+    match rng.random_range(0..8) {
         0 => StepPoint::BeforePrewrite,
-        1 => StepPoint::AfterPrewritePrimary,
-        2 => StepPoint::AfterPrewriteSecondary(k),
-        3 => StepPoint::BeforeCommitPrimary,
-        4 => StepPoint::AfterCommitPrimary,
+        1 => StepPoint::PrewritePrimarySent,
+        2 => StepPoint::AfterPrewritePrimary,
+        3 => StepPoint::AfterPrewriteSecondary(k),
+        4 => StepPoint::BeforeCommitPrimary,
+        5 => StepPoint::CommitPrimarySent,
+        6 => StepPoint::AfterCommitPrimary,
         _ => StepPoint::AfterCommitSecondary(k),
     }
 }

@@ -13,12 +13,16 @@ use serde::{Deserialize, Serialize};
 pub enum Point {
     /// Commit was called; nothing is written yet.
     BeforePrewrite,
+    /// The primary's prewrite has left the client; no reply yet.
+    PrewritePrimarySent,
     /// The primary is locked; no secondary is.
     AfterPrewritePrimary,
     /// The k-th secondary is locked, the next is not.
     AfterPrewriteSecondary,
     /// Every cell is locked and the commit timestamp is known.
     BeforeCommitPrimary,
+    /// The primary's first commit request has left the client; no reply yet.
+    CommitPrimarySent,
     /// The primary is committed (the commit point); no secondary is.
     AfterCommitPrimary,
     /// The k-th secondary is committed, the next is not.
@@ -54,11 +58,13 @@ pub enum PointNode {
 
 impl Point {
     /// Every point, in the order of a transaction's life.
-    pub const ALL: [Point; 12] = [
+    pub const ALL: [Point; 14] = [
         Point::BeforePrewrite,
+        Point::PrewritePrimarySent,
         Point::AfterPrewritePrimary,
         Point::AfterPrewriteSecondary,
         Point::BeforeCommitPrimary,
+        Point::CommitPrimarySent,
         Point::AfterCommitPrimary,
         Point::AfterCommitSecondary,
         Point::RollForwardBetweenCells,
@@ -73,9 +79,11 @@ impl Point {
     pub fn name(self) -> &'static str {
         match self {
             Point::BeforePrewrite => "before_prewrite",
+            Point::PrewritePrimarySent => "prewrite_primary_sent",
             Point::AfterPrewritePrimary => "after_prewrite_primary",
             Point::AfterPrewriteSecondary => "after_prewrite_secondary",
             Point::BeforeCommitPrimary => "before_commit_primary",
+            Point::CommitPrimarySent => "commit_primary_sent",
             Point::AfterCommitPrimary => "after_commit_primary",
             Point::AfterCommitSecondary => "after_commit_secondary",
             Point::RollForwardBetweenCells => "roll_forward_between_cells",
@@ -91,9 +99,15 @@ impl Point {
     pub fn describe(self) -> &'static str {
         match self {
             Point::BeforePrewrite => "commit was called; nothing is written",
+            Point::PrewritePrimarySent => {
+                "the primary's prewrite is on the wire; no reply has come back"
+            }
             Point::AfterPrewritePrimary => "the primary is locked; no secondary is",
             Point::AfterPrewriteSecondary => "the k-th secondary is locked, the next is not",
             Point::BeforeCommitPrimary => "every cell is locked; the commit_ts is known",
+            Point::CommitPrimarySent => {
+                "the primary's first commit request is on the wire; no reply has come back"
+            }
             Point::AfterCommitPrimary => "the primary is committed; no secondary is",
             Point::AfterCommitSecondary => "the k-th secondary is committed, the next is not",
             Point::RollForwardBetweenCells => {
@@ -131,9 +145,11 @@ impl StepPoint {
     pub fn point(self) -> Point {
         match self {
             StepPoint::BeforePrewrite => Point::BeforePrewrite,
+            StepPoint::PrewritePrimarySent => Point::PrewritePrimarySent,
             StepPoint::AfterPrewritePrimary => Point::AfterPrewritePrimary,
             StepPoint::AfterPrewriteSecondary(_) => Point::AfterPrewriteSecondary,
             StepPoint::BeforeCommitPrimary => Point::BeforeCommitPrimary,
+            StepPoint::CommitPrimarySent => Point::CommitPrimarySent,
             StepPoint::AfterCommitPrimary => Point::AfterCommitPrimary,
             StepPoint::AfterCommitSecondary(_) => Point::AfterCommitSecondary,
             StepPoint::RollForwardBetweenCells => Point::RollForwardBetweenCells,

@@ -26,12 +26,18 @@ pub enum RpcError {
 pub enum StepPoint {
     /// Commit was called; nothing is written yet.
     BeforePrewrite,
+    /// The prewrite of the primary has left the client (the network has
+    /// it); no reply has come back.
+    PrewritePrimarySent,
     /// The primary is locked; no secondary is.
     AfterPrewritePrimary,
     /// This many secondaries are locked (1-based).
     AfterPrewriteSecondary(usize),
     /// Every cell is locked and the commit timestamp is known.
     BeforeCommitPrimary,
+    /// The first commit request of the primary has left the client (the
+    /// network has it); no reply has come back.
+    CommitPrimarySent,
     /// The primary is committed (the commit point); no secondary is.
     AfterCommitPrimary,
     /// This many secondaries are committed (1-based).
@@ -210,6 +216,23 @@ pub trait Transport: Send + Sync {
     /// The commit procedure reached `point` of transaction `txn`; a fault
     /// schedule may stop the client here for good.
     fn reached(&self, txn: u64, point: StepPoint) -> impl Future<Output = ()> + Send;
+    /// [`Transport::row`] for transaction `txn` at a step whose point is a
+    /// request on the wire (`point` is [`StepPoint::PrewritePrimarySent`] or
+    /// [`StepPoint::CommitPrimarySent`]): a fault schedule may stop the
+    /// client right after the request left, before any reply. A client
+    /// killed there never returns; one frozen there retries the request
+    /// when it resumes (its first call timed out while it was frozen). By
+    /// default no fault is scheduled: just the row step.
+    fn row_at(
+        &self,
+        txn: u64,
+        point: StepPoint,
+        row: &str,
+        req: RowRequest,
+    ) -> impl Future<Output = Result<RowReply, RpcError>> + Send {
+        let _ = (txn, point);
+        self.row(row, req)
+    }
     /// Register a new transaction (its invocation) and return its id.
     fn begin_txn(&self) -> u64;
     /// Record what happened to transaction `txn`.

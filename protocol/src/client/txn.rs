@@ -319,7 +319,14 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 lock,
                 notify: t.observed(&cell.col),
             });
-            let reason = match t.row(&cell.row, req).await {
+            let sent = match i {
+                0 => {
+                    let at = StepPoint::PrewritePrimarySent;
+                    t.row_at(self.id, at, &cell.row, req).await
+                }
+                _ => t.row(&cell.row, req).await,
+            };
+            let reason = match sent {
                 Ok(RowReply::Prewrite(Ok(()))) => None,
                 Ok(RowReply::Prewrite(Err(PrewriteError::WriteConflict { .. }))) => {
                     Some(AbortReason::WriteConflict)
@@ -422,7 +429,14 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 col: primary.col.clone(),
                 ts,
             };
-            match self.t.row(&primary.row, req).await {
+            let sent = match attempt {
+                0 => {
+                    let at = StepPoint::CommitPrimarySent;
+                    self.t.row_at(self.id, at, &primary.row, req).await
+                }
+                _ => self.t.row(&primary.row, req).await,
+            };
+            match sent {
                 Ok(RowReply::Commit(Ok(_))) => return Some(Ok(())),
                 Ok(RowReply::Commit(Err(_))) => return Some(Err(AbortReason::RolledBack)),
                 Ok(_) => panic!("tablet server answered Commit with another reply"),

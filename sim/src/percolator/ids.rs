@@ -45,6 +45,20 @@ crate::identities! {
             "store.late_prewrite_after_rollback",
             "a prewrite reached a cell after its transaction was rolled back there"
         ),
+        /// A prewrite that reached a cell after its transaction was rolled
+        /// back there succeeded: it locked the cell again (possible only
+        /// without a rollback record, e.g. under `no-rollback-record`).
+        StoreLatePrewriteRelocked => (
+            "store.late_prewrite_relocked",
+            "a prewrite locked a cell again after its transaction was rolled back there"
+        ),
+        /// A commit succeeded on a cell where its transaction had been rolled
+        /// back (possible only on a lock taken again by a late prewrite, or
+        /// without the commit's lock check).
+        StoreCommitAfterRollback => (
+            "store.commit_after_rollback",
+            "a commit succeeded on a cell after its transaction was rolled back there"
+        ),
         /// Every attempt of a primary commit timed out; the store holds its commit.
         CommitPrimaryReplyLost => ("net.commit_primary.reply_lost", "a primary commit was applied but every reply was lost"),
         /// Every attempt of a primary commit timed out; the store holds no commit.

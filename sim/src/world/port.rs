@@ -194,6 +194,25 @@ impl Port {
             .map_err(|_| std::io::Error::other("a reply of another type"))
     }
 
+    /// Send `req` to `dst` without waiting for its reply: the request is the
+    /// network's from now on, and its reply, if one comes, is lost on
+    /// arrival (a process that sent a request and died before reading the
+    /// answer).
+    pub(crate) fn send<R: Request>(&self, dst: SocketAddr, req: R) {
+        let Some(world) = self.world.upgrade() else {
+            return;
+        };
+        let envelope = Envelope {
+            from: self.inner.addr,
+            reply: ReplyTo {
+                slot: Weak::new(),
+                node: self.inner.node,
+            },
+            body: Box::new(req),
+        };
+        world.send_request(self.inner.node, dst, R::ID, envelope, Instant::now());
+    }
+
     /// Serve requests of kind `R` with `handler` until this node dies: each
     /// request is handled when it arrives, and a reply that is not ready at
     /// once (the handler's future) runs in this task beside the next

@@ -167,6 +167,99 @@ impl Client {
         );
     }
 
+    /// Transaction `txn` reached `step`: stop here if a fault says so. A
+    /// request in `send` (a step whose point is a request on the wire) is
+    /// sent just before the first stop, and `send` is emptied then.
+    async fn reach(&self, txn: u64, step: StepPoint, send: &mut Option<(&str, &RowRequest)>) {
+        if let Some((action, nth)) = self.cluster.point_reached(step.point(), self.index) {
+            let fields = json!({"node": self.node_name(), "nth": nth, "txn": txn, "step": step});
+            self.send_and_forget(send).await;
+            self.stop_at_point(step, action, fields).await;
+        }
+        let Some(number) = lock(&self.numbers).get(&txn).copied() else {
+            return;
+        };
+        let armed = lock(&self.armed)
+            .get(&txn)
+            .filter(|(at, _)| *at == step)
+            .map(|(_, what)| *what);
+        let scheduled = self
+            .cluster
+            .cfg
+            .crashes
+            .iter()
+            .find(|c| c.client == self.index && c.txn == number && c.step == step)
+            .map(|c| PointAction::Crash {
+                restart_after_ms: c.restart_after_ms,
+            });
+        if armed.is_some() {
+            lock(&self.fired).insert(txn);
+        }
+        let pause = self
+            .cluster
+            .cfg
+            .pauses
+            .iter()
+            .find(|p| p.client == self.index && p.txn == number && p.step == step)
+            .map(|p| p.duration_ms);
+        if armed.is_none() && pause.is_none() && scheduled.is_none() {
+            // Nothing stops here (the common case): no event fields to build.
+            return;
+        }
+        let fields = json!({"client": self.index, "txn": txn, "txn_number": number, "step": step});
+        if let (Some(duration_ms), None) = (pause, armed) {
+            let action = PointAction::Pause { duration_ms };
+            self.send_and_forget(send).await;
+            self.stop_at_point(step, action, fields.clone()).await;
+        }
+        match armed {
+            Some(Armed::Crash { restart_after_ms }) => {
+                let action = PointAction::Crash { restart_after_ms };
+                self.send_and_forget(send).await;
+                self.stop_at_point(step, action, fields).await
+            }
+            Some(Armed::Pause) => {
+                self.send_and_forget(send).await;
+                self.cluster.record_stop(step.point(), false, fields);
+                self.pause_here(None).await
+            }
+            None => {
+                if let Some(action) = scheduled {
+                    self.send_and_forget(send).await;
+                    self.stop_at_point(step, action, fields).await
+                }
+            }
+        }
+    }
+
+    /// Send the row step in `send` (taking it) without waiting for a reply:
+    /// the request leaves this client as a call's first attempt would (the
+    /// network may hold it back or copy it, see [`crate::world::World::carry`]),
+    /// and whatever becomes of the client, it is the network's. Its reply,
+    /// if any, is never awaited.
+    async fn send_and_forget(&self, send: &mut Option<(&str, &RowRequest)>) {
+        let Some((row, req)) = send.take() else {
+            return;
+        };
+        // A stalled worker sends nothing until the stall ends, as in `tablet_call`.
+        self.wait_if_stalled().await;
+        let tablet = self.cluster.tablets.of(row);
+        let Some(server) = self.locate(tablet, false).await else {
+            return;
+        };
+        let _ = self.note_primary(row, req);
+        let dst = tablet_server_addr(server);
+        let call = RowCall {
+            tablet,
+            row: row.to_string(),
+            req: req.clone(),
+        };
+        if self.cluster.world.carry(dst, &call) == Carried::Late {
+            return;
+        }
+        self.ep.send(dst, call);
+    }
+
     async fn call<R: Request + Clone + Tagged>(
         &self,
         dst: SocketAddr,
@@ -425,60 +518,21 @@ impl Transport for Client {
     }
 
     async fn reached(&self, txn: u64, step: StepPoint) {
-        if let Some((action, nth)) = self.cluster.point_reached(step.point(), self.index) {
-            let fields = json!({"node": self.node_name(), "nth": nth, "txn": txn, "step": step});
-            self.stop_at_point(step, action, fields).await;
-        }
-        let Some(number) = lock(&self.numbers).get(&txn).copied() else {
-            return;
-        };
-        let armed = lock(&self.armed)
-            .get(&txn)
-            .filter(|(at, _)| *at == step)
-            .map(|(_, what)| *what);
-        let scheduled = self
-            .cluster
-            .cfg
-            .crashes
-            .iter()
-            .find(|c| c.client == self.index && c.txn == number && c.step == step)
-            .map(|c| PointAction::Crash {
-                restart_after_ms: c.restart_after_ms,
-            });
-        if armed.is_some() {
-            lock(&self.fired).insert(txn);
-        }
-        let pause = self
-            .cluster
-            .cfg
-            .pauses
-            .iter()
-            .find(|p| p.client == self.index && p.txn == number && p.step == step)
-            .map(|p| p.duration_ms);
-        if armed.is_none() && pause.is_none() && scheduled.is_none() {
-            // Nothing stops here (the common case): no event fields to build.
-            return;
-        }
-        let fields = json!({"client": self.index, "txn": txn, "txn_number": number, "step": step});
-        if let (Some(duration_ms), None) = (pause, armed) {
-            let action = PointAction::Pause { duration_ms };
-            self.stop_at_point(step, action, fields.clone()).await;
-        }
-        match armed {
-            Some(Armed::Crash { restart_after_ms }) => {
-                let action = PointAction::Crash { restart_after_ms };
-                self.stop_at_point(step, action, fields).await
-            }
-            Some(Armed::Pause) => {
-                self.cluster.record_stop(step.point(), false, fields);
-                self.pause_here(None).await
-            }
-            None => {
-                if let Some(action) = scheduled {
-                    self.stop_at_point(step, action, fields).await
-                }
-            }
-        }
+        self.reach(txn, step, &mut None).await
+    }
+
+    async fn row_at(
+        &self,
+        txn: u64,
+        step: StepPoint,
+        row: &str,
+        req: RowRequest,
+    ) -> Result<RowReply, RpcError> {
+        let mut send = Some((row, &req));
+        self.reach(txn, step, &mut send).await;
+        // Not stopped (nothing sent yet), or resumed after a freeze: the
+        // first call timed out while frozen, so this is its retry.
+        self.row(row, req).await
     }
 
     fn begin_txn(&self) -> u64 {

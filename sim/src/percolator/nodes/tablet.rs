@@ -9,12 +9,12 @@ use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanC
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
 use crate::world::port::Port;
 use crate::world::serve::{AfterHandler, serve, serve_costed, serve_costed_at_points};
-use percsim_protocol::CellKey;
 use percsim_protocol::actions::{
     CleanupAction, GetResult, PrewriteError, ResolveAction, RowReply, RowRequest, execute, get::get,
 };
 use percsim_protocol::client::Point;
 use percsim_protocol::row::Row;
+use percsim_protocol::{CellKey, Ts};
 use std::sync::Arc;
 
 /// A request handler's result and the CPU time it cost (µs).
@@ -102,13 +102,26 @@ fn row_step(
 /// Keep the simulator's own record of rollbacks (whatever the protocol
 /// leaves in the row), and count a prewrite delivered to a cell where its
 /// transaction had already been rolled back: a late or retried copy that
-/// only the rollback record stops from locking the cell again.
+/// only the rollback record stops from locking the cell again. Count too
+/// when such a prewrite locks the cell again, and when a commit then
+/// succeeds there (both only without the rollback record).
 fn note_rollbacks(cluster: &Cluster, call: &RowCall, reply: &RowReply) {
+    let was_rolled_back = |col: &str, ts: Ts| {
+        (cluster.lock(&cluster.rolled_back)).contains(&(call.row.clone(), col.to_string(), ts))
+    };
     let rolled_back = match (&call.req, reply) {
-        (RowRequest::Prewrite(p), _) => {
-            let key = (call.row.clone(), p.col.clone(), p.start_ts);
-            if cluster.lock(&cluster.rolled_back).contains(&key) {
+        (RowRequest::Prewrite(p), reply) => {
+            if was_rolled_back(&p.col, p.start_ts) {
                 cluster.bump(PercolatorCounter::StoreLatePrewriteAfterRollback);
+                if matches!(reply, RowReply::Prewrite(Ok(()))) {
+                    cluster.bump(PercolatorCounter::StoreLatePrewriteRelocked);
+                }
+            }
+            return;
+        }
+        (RowRequest::Commit { col, ts }, RowReply::Commit(Ok(_))) => {
+            if was_rolled_back(col, ts.start_ts) {
+                cluster.bump(PercolatorCounter::StoreCommitAfterRollback);
             }
             return;
         }

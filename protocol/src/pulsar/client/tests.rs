@@ -483,3 +483,57 @@ fn refusals_come_back_as_the_servers_errors() {
     };
     assert_eq!(late.unwrap_err(), ClientError::Send(ended));
 }
+
+/// A coordinator that answers every commit with `Ended(Abort)`, as one
+/// whose timeout raced the commit does (`timeout-races-commit`); every
+/// other request goes to `Mem`.
+struct AbortsCommits(Mem);
+
+impl PulsarTransport for AbortsCommits {
+    fn config(&self) -> &PulsarClientConfig {
+        self.0.config()
+    }
+    fn producer(&self) -> ProducerRef {
+        self.0.producer()
+    }
+    fn consumer(&self) -> ConsumerRef {
+        self.0.consumer()
+    }
+    fn coordinator(
+        &self,
+        req: TcRequest,
+    ) -> impl Future<Output = Result<TcReply, RpcError>> + Send {
+        ready(match req {
+            TcRequest::End {
+                action: TxnAction::Commit,
+                ..
+            } => Ok(TcReply::Ended(TxnAction::Abort)),
+            other => self.0.w().coordinator(other),
+        })
+    }
+    fn broker(
+        &self,
+        partition: &Partition,
+        req: BrokerRequest,
+    ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send {
+        self.0.broker(partition, req)
+    }
+    fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        self.0.sleep_ms(ms)
+    }
+    fn reached(&self, txn: Option<TxnId>, point: ClientPoint) -> impl Future<Output = ()> + Send {
+        self.0.reached(txn, point)
+    }
+    fn event(&self, event: ClientEvent) {
+        self.0.event(event)
+    }
+}
+
+#[test]
+fn a_commit_answered_with_an_abort_is_aborted() {
+    let t = AbortsCommits(Mem::new());
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    let reason = AbortReason::TimedOut;
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Aborted { reason });
+}

@@ -36,6 +36,27 @@ mod tests {
     }
 
     #[test]
+    fn the_log_counts_its_entries_and_a_marker_ends_the_transaction_here() {
+        let mut b = Broker::default();
+        assert!(b.tb.is_empty());
+        assert_eq!(b.must_send(None, "a"), 0);
+        assert_eq!(b.must_send(Some(txn(1)), "b"), 1);
+        assert_eq!((b.tb.len(), b.tb.is_empty()), (2, false));
+        assert!(b.tb.is_ongoing(txn(1)));
+        assert!(!b.tb.is_ongoing(txn(2)), "never sent here");
+        b.must_mark(txn(1), TxnAction::Commit);
+        assert!(!b.tb.is_ongoing(txn(1)), "ended by its marker");
+        // The broker answers a send with the offset it got.
+        let req = crate::pulsar::client::BrokerRequest::Send(crate::pulsar::types::Message {
+            txn: None,
+            producer: PRODUCER,
+            payload: "c".into(),
+        });
+        let reply = b.execute(&req);
+        assert_eq!(reply, crate::pulsar::client::BrokerReply::Sent(3));
+    }
+
+    #[test]
     fn late_message_of_an_ended_transaction_is_refused() {
         let mut b = Broker::default();
         b.must_mark(txn(1), TxnAction::Abort);

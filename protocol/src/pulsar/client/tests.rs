@@ -5,7 +5,7 @@
 use super::*;
 use crate::client::RpcError;
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
-use crate::pulsar::coordinator::{self, TcAction};
+use crate::pulsar::coordinator::{self, TcAction, TcError};
 use crate::pulsar::test_util::{Broker, Tc};
 use crate::pulsar::types::*;
 use std::collections::BTreeMap;
@@ -482,4 +482,87 @@ fn refusals_come_back_as_the_servers_errors() {
         action: TxnAction::Abort,
     };
     assert_eq!(late.unwrap_err(), ClientError::Send(ended));
+}
+
+/// A coordinator that answers every commit with `Ended(Abort)`, as one
+/// whose timeout raced the commit does (`timeout-races-commit`), and, when
+/// the flag is set, refuses every open; every other request goes to `Mem`.
+struct AbortsCommits(Mem, bool);
+
+impl PulsarTransport for AbortsCommits {
+    fn config(&self) -> &PulsarClientConfig {
+        self.0.config()
+    }
+    fn producer(&self) -> ProducerRef {
+        self.0.producer()
+    }
+    fn consumer(&self) -> ConsumerRef {
+        self.0.consumer()
+    }
+    fn coordinator(
+        &self,
+        req: TcRequest,
+    ) -> impl Future<Output = Result<TcReply, RpcError>> + Send {
+        ready(match req {
+            TcRequest::End {
+                action: TxnAction::Commit,
+                ..
+            } => Ok(TcReply::Ended(TxnAction::Abort)),
+            TcRequest::Open { .. } if self.1 => Ok(TcReply::Refused(TcError::NotFound(TxnId {
+                coordinator: 0,
+                seq: 9,
+            }))),
+            other => self.0.w().coordinator(other),
+        })
+    }
+    fn broker(
+        &self,
+        partition: &Partition,
+        req: BrokerRequest,
+    ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send {
+        self.0.broker(partition, req)
+    }
+    fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        self.0.sleep_ms(ms)
+    }
+    fn reached(&self, txn: Option<TxnId>, point: ClientPoint) -> impl Future<Output = ()> + Send {
+        self.0.reached(txn, point)
+    }
+    fn event(&self, event: ClientEvent) {
+        self.0.event(event)
+    }
+}
+
+#[test]
+fn a_commit_answered_with_an_abort_is_aborted() {
+    let t = AbortsCommits(Mem::new(), false);
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    let reason = AbortReason::TimedOut;
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Aborted { reason });
+    // The send was reported with the offset it got.
+    let sent = t.0.w().events.iter().any(|e| {
+        matches!(
+            e,
+            ClientEvent::Sent {
+                offset: Some(0),
+                ..
+            }
+        )
+    });
+    assert!(sent, "{:?}", t.0.w().events);
+}
+
+#[test]
+fn a_refused_open_is_the_coordinators_error() {
+    let t = AbortsCommits(Mem::new(), true);
+    let refused = block_on(PulsarTxn::begin(&t)).err();
+    let seq9 = TxnId {
+        coordinator: 0,
+        seq: 9,
+    };
+    assert_eq!(
+        refused,
+        Some(ClientError::Coordinator(TcError::NotFound(seq9)))
+    );
 }

@@ -67,6 +67,25 @@ mod tests {
     }
 
     #[test]
+    fn replay_finishes_aborting_too() {
+        let mut tc = Tc::new(1);
+        let aborting = tc.must_open(0, 1_000);
+        tc.add(aborting, &part(0)).unwrap();
+        tc.must_end(aborting, TxnAction::Abort);
+        // Crash after ABORTING is logged, before any marker is sent.
+        let follow_ups = tc.crash_and_recover();
+        assert_eq!(tc.state_of(aborting), Some(TxnState::Aborting));
+        let [actions] = follow_ups.as_slice() else {
+            panic!("{follow_ups:?}")
+        };
+        let [TcAction::SendMarkers(ms)] = actions.as_slice() else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(ms.len(), 1);
+        assert_eq!((ms[0].txn, ms[0].action), (aborting, TxnAction::Abort));
+    }
+
+    #[test]
     fn crash_after_the_first_marker_finishes_on_every_participant() {
         let mut tc = Tc::new(0);
         let t = tc.must_open(0, 1_000);

@@ -54,6 +54,27 @@ mod tests {
     }
 
     #[test]
+    fn a_held_message_goes_only_to_its_holder_or_a_newer_session_of_its_name() {
+        let mut b = Broker::default();
+        for payload in ["a", "b", "c"] {
+            b.must_send(None, payload);
+        }
+        assert_eq!(b.must_read_as("s", &consumer("p1", 2), 0, 1), vec![0]);
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 1, 1), vec![1]);
+        let sub = b.sub("s");
+        assert!(!sub.available_to(0, &consumer("p2", 5)), "held by p1");
+        assert!(
+            sub.available_to(0, &consumer("p1", 3)),
+            "p1's newer session"
+        );
+        // p1's new session reads: it takes back what its session 2 held,
+        // and p2 keeps what it holds.
+        assert_eq!(b.must_read_as("s", &consumer("p1", 3), 2, 1), vec![2]);
+        let sub = b.sub("s");
+        assert!(!sub.available_to(1, &consumer("p3", 1)), "still held by p2");
+    }
+
+    #[test]
     fn a_restarted_consumer_releases_what_its_earlier_session_held() {
         let mut b = Broker::default();
         b.must_send(None, "a");

@@ -6,7 +6,7 @@
 
 use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels};
 use super::svg::{self, esc};
-use super::{finding_card, short};
+use super::{finding_card, short, truncation_notes};
 use crate::histfile::{Lane, Span, lanes_of};
 use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamReport, StreamTxn};
 use percsim_checker::{Event, Outcome};
@@ -50,23 +50,12 @@ pub(crate) fn html(src: &StreamSource<'_>) -> String {
     page.push_str("<h2>Timeline</h2>\n<div class=\"legend\"><span><i style=\"background:#3a9d5d\"></i>committed</span><span><i style=\"background:#c9c9c9\"></i>aborted</span><span><i style=\"background:#8e6bbf\"></i>unknown (dashed: never completed)</span><span><i style=\"border:2px solid #d62728\"></i>named by a violation</span><span><i style=\"background:#1f4e9c;width:2px\"></i>commit requested</span><span><i style=\"background:#111;width:2px\"></i>the coordinator decided on its own (timeout)</span><span><i style=\"background:#f4a582\"></i>fault</span></div>\n<div id=\"timeline\">");
     page.push_str(&svg::timeline(&timeline));
     page.push_str("</div>\n<h2>Findings</h2>\n");
-    let mut k = 0;
-    for rule in report.rules.iter().filter(|r| !r.violations.is_empty()) {
-        if (rule.violations.len() as u64) < rule.total {
-            let _ = writeln!(
-                page,
-                "<p>{}: {} violations; the checker explains the first few of each class ({} shown below).</p>",
-                esc(&rule.id),
-                rule.total,
-                rule.violations.len()
-            );
-        }
-        for f in &rule.violations {
-            finding_card(&mut page, f, false, k);
-            k += 1;
-        }
+    truncation_notes(&mut page, &report.rules);
+    let violations = report.rules.iter().flat_map(|r| &r.violations);
+    for (k, f) in violations.clone().enumerate() {
+        finding_card(&mut page, f, false, k);
     }
-    if k == 0 {
+    if violations.count() == 0 {
         page.push_str("<p>No violation: every rule holds.</p>\n");
     }
     let data = data_json(src.stream, &timeline)

@@ -15,6 +15,8 @@
 
 use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
+// The keys the visitors of `reader.rs` know, in their order (a bit per key).
+use crate::reader::{CELL, KINDS, OP, TXN, VERSION};
 
 /// Why the scanner did not take a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,20 +226,6 @@ impl Cur<'_> {
     }
 }
 
-const TXN: &[&str] = &[
-    "id",
-    "client",
-    "start_ts",
-    "commit_ts",
-    "invoke_ns",
-    "complete_ns",
-    "outcome",
-    "abort_reason",
-    "ops",
-    "observer",
-    "scans",
-];
-
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
@@ -298,9 +286,6 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
     add(text, c, s, t);
     Ok(cur.i)
 }
-
-const OP: &[&str] = &["f", "row", "col", "value"];
-const KINDS: &[&str] = &["read", "write", "delete"];
 
 /// One op, into the scratch.
 fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
@@ -368,8 +353,6 @@ fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
     c.push_txn(t);
 }
 
-const CELL: &[&str] = &["row", "col", "versions"];
-const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
 const VERSION_KINDS: &[&str] = &["put", "delete", "rollback"];
 
 /// Scans the store cell (a `final_state.cells` entry) at the start of

@@ -211,7 +211,7 @@ impl<'de> Visitor<'de> for Str<'_> {
     }
 }
 
-const TXN: &[&str] = &[
+pub(crate) const TXN: &[&str] = &[
     "id",
     "client",
     "start_ts",
@@ -325,8 +325,8 @@ impl<'de> Visitor<'de> for Ops<'_> {
     }
 }
 
-const OP: &[&str] = &["f", "row", "col", "value"];
-const KINDS: &[&str] = &["read", "write", "delete"];
+pub(crate) const OP: &[&str] = &["f", "row", "col", "value"];
+pub(crate) const KINDS: &[&str] = &["read", "write", "delete"];
 
 struct OneOp<'c>(&'c mut Compact);
 
@@ -408,7 +408,7 @@ fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(
     Ok(require::<serde_json::Error>(seen, &[0], FINAL)?)
 }
 
-const CELL: &[&str] = &["row", "col", "versions"];
+pub(crate) const CELL: &[&str] = &["row", "col", "versions"];
 
 struct OneCell<'c>(&'c mut Compact);
 
@@ -472,7 +472,7 @@ impl<'de> Visitor<'de> for Versions<'_> {
     }
 }
 
-const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
+pub(crate) const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
 
 struct OneVersion<'c>(&'c mut Compact);
 

@@ -75,7 +75,7 @@ pub fn measure(
         ..Mix::default()
     };
     let stop = ablation.is_some_and(|a| a.is_safety());
-    let (results, wall) = until_failure(&mix, budget, jobs, stop);
+    let (mut results, wall) = until_failure(&mix, budget, jobs, stop);
     // A safety ablation is caught only by a safety verdict; for the others
     // (and the baseline) any failure counts.
     let first = results
@@ -85,6 +85,12 @@ pub fn measure(
             _ => r.verdict != Verdict::Pass,
         })
         .cloned();
+    // The seeds up to the first failure, and no more: the threads may have
+    // run a few seeds past it before they stopped, how many depends on
+    // timing, and the row's rates must not.
+    if let Some(f) = &first {
+        results.retain(|r| r.seed <= f.seed);
+    }
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
         (a + r.aborted, f + r.aborted + r.committed)
     });

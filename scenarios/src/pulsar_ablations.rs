@@ -75,6 +75,12 @@ pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> Pu
             None => r.verdict != Verdict::Pass,
         })
         .cloned();
+    // The seeds up to the first failure, and no more: the threads may have
+    // run a few seeds past it before they stopped, how many depends on
+    // timing, and the row's rates must not.
+    if let Some(f) = &first {
+        results.retain(|r| r.seed <= f.seed);
+    }
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
         (a + r.aborted, f + r.aborted + r.committed)
     });

@@ -152,3 +152,45 @@ fn scan_skips_locks() {
     // committed owner is a row missing from the scan's answer.
     caught(Ablation::ScanSkipsLocks, 20, "predicate_reads");
 }
+
+/// A kill-table row is measured over exactly the seeds up to the first
+/// failure, whatever the threads ran past it before they stopped: one
+/// thread and two give the same row (seeds, rates), as do Pulsar's rows.
+#[test]
+fn a_rows_rates_do_not_depend_on_the_threads() {
+    use percsim_scenarios::{ablations, pulsar_ablations};
+    let a = Ablation::SecondariesFirst;
+    let (one, two) = (
+        ablations::measure(Some(a), 50, 1, 0),
+        ablations::measure(Some(a), 50, 2, 0),
+    );
+    let seeds = one.seeds_to_failure.expect("caught within 50 seeds");
+    assert_eq!(one.seeds, seeds);
+    assert_eq!(
+        (
+            two.seeds,
+            two.seeds_to_failure,
+            two.abort_rate,
+            two.rolled_back_per_mille
+        ),
+        (
+            one.seeds,
+            one.seeds_to_failure,
+            one.abort_rate,
+            one.rolled_back_per_mille
+        )
+    );
+    let p = percsim_protocol::pulsar::PulsarAblation::MarkerByProducerEpoch;
+    let (one, two) = (
+        pulsar_ablations::measure(Some(p), 60, 1),
+        pulsar_ablations::measure(Some(p), 60, 2),
+    );
+    assert_eq!(
+        one.seeds,
+        one.seeds_to_failure.expect("caught within 60 seeds")
+    );
+    assert_eq!(
+        (two.seeds, two.seeds_to_failure, two.abort_rate),
+        (one.seeds, one.seeds_to_failure, one.abort_rate)
+    );
+}

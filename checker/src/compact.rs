@@ -298,6 +298,24 @@ pub(crate) struct Txn {
     pub observer: u32,
 }
 
+impl Default for Txn {
+    /// A transaction with no field read yet: zeros, no timestamps, outcome
+    /// unknown, no abort reason and no observer mark.
+    fn default() -> Self {
+        Txn {
+            id: 0,
+            client: 0,
+            start_ts: 0,
+            commit_ts: None,
+            invoke_ns: 0,
+            complete_ns: None,
+            outcome: Outcome::Unknown,
+            abort_reason: NIL,
+            observer: NIL,
+        }
+    }
+}
+
 /// An observer mark: the observer's name (string id) and the notified cell.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mark {

@@ -238,17 +238,7 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
     s.strs.clear();
     s.ops.clear();
     let mut cur = Cur { b: text, i: 0 };
-    let mut t = Txn {
-        id: 0,
-        client: 0,
-        start_ts: 0,
-        commit_ts: None,
-        invoke_ns: 0,
-        complete_ns: None,
-        outcome: Outcome::Unknown,
-        abort_reason: NIL,
-        observer: NIL,
-    };
+    let mut t = Txn::default();
     let seen = cur.members(TXN, |cur, k| {
         match k {
             0 => t.id = cur.u64()?,

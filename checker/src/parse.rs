@@ -558,14 +558,8 @@ mod tests {
         for &id in ids {
             c.push_txn(Txn {
                 id,
-                client: 0,
                 start_ts: 1,
-                commit_ts: None,
-                invoke_ns: 0,
-                complete_ns: None,
-                outcome: Outcome::Unknown,
-                abort_reason: NIL,
-                observer: NIL,
+                ..Txn::default()
             });
         }
         c

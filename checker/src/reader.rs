@@ -9,7 +9,7 @@
 
 use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
 use crate::fastread::{self, Miss};
-use crate::history::{CellRef, LockState, ObserverRun, Outcome, Scan, VersionKind};
+use crate::history::{CellRef, LockState, ObserverRun, Scan, VersionKind};
 use crate::window::{ReadError, Window, refuse};
 use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -242,17 +242,7 @@ impl<'de> Visitor<'de> for OneTxn<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
         let c = self.0;
         let mut seen = 0u32;
-        let mut t = Txn {
-            id: 0,
-            client: 0,
-            start_ts: 0,
-            commit_ts: None,
-            invoke_ns: 0,
-            complete_ns: None,
-            outcome: Outcome::Unknown,
-            abort_reason: NIL,
-            observer: NIL,
-        };
+        let mut t = Txn::default();
         let ops_before = c.ops.len();
         let mut scans = Vec::new();
         while let Some(k) = m.next_key_seed(Key(TXN))? {

@@ -5,11 +5,13 @@
 //! and the stream checker's findings step by step.
 
 use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels};
-use super::svg::{self, esc};
+use super::svg::{self, esc, outcome_class};
 use super::{finding_card, short, truncation_notes};
 use crate::histfile::{Lane, Span, lanes_of};
-use percsim_checker::stream::{OpResult, StreamHistory, StreamOp, StreamReport, StreamTxn};
-use percsim_checker::{Event, Outcome};
+use percsim_checker::Event;
+use percsim_checker::stream::{
+    AckOp, MarkerKind, OpResult, SendOp, StreamHistory, StreamOp, StreamReport, StreamTxn,
+};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -206,10 +208,71 @@ fn ms(ns: Option<u64>) -> String {
     ns.map_or("never".to_string(), |n| format!("{:.3} ms", n as f64 / 1e6))
 }
 
+/// Each transaction's sends and acknowledgments (as its panel lists them),
+/// and its markers in the partition logs (partition, offset, decision),
+/// gathered in one pass over the history.
+#[derive(Default)]
+struct ByTxn<'h> {
+    ops: BTreeMap<u64, Vec<String>>,
+    markers: BTreeMap<u64, Vec<(&'h str, u64, MarkerKind)>>,
+}
+
+impl<'h> ByTxn<'h> {
+    fn of(h: &'h StreamHistory) -> Self {
+        let mut by = ByTxn::default();
+        for op in &h.ops {
+            let (txn, line) = match op {
+                StreamOp::Send(s) => (s.txn, send_line(s)),
+                StreamOp::Ack(a) => (a.txn, ack_line(a)),
+                StreamOp::Receive(_) => continue,
+            };
+            if let Some(t) = txn {
+                by.ops.entry(t).or_default().push(line);
+            }
+        }
+        for p in &h.final_state.partitions {
+            for e in &p.entries {
+                if let (Some(t), Some(m)) = (e.txn, e.marker) {
+                    by.markers
+                        .entry(t)
+                        .or_default()
+                        .push((&p.name, e.offset, m));
+                }
+            }
+        }
+        by
+    }
+}
+
+fn send_line(s: &SendOp) -> String {
+    format!(
+        "send \"{}\" to {} at {}: {}{}",
+        esc(&short(&s.message)),
+        esc(&s.partition),
+        ms(Some(s.t_ns)),
+        result_name(s.result),
+        s.offset
+            .map(|x| format!(", offset {x}"))
+            .unwrap_or_default()
+    )
+}
+
+fn ack_line(a: &AckOp) -> String {
+    format!(
+        "acknowledge \"{}\" ({}@{}) on {} at {}: {}",
+        esc(&short(&a.message)),
+        esc(&a.partition),
+        a.offset,
+        esc(&a.subscription),
+        ms(Some(a.t_ns)),
+        result_name(a.result)
+    )
+}
+
 /// A transaction's panel, as HTML: what its client saw, what the
 /// coordinator decided, its sends and acknowledgments, and its markers in
 /// the partition logs.
-fn details(h: &StreamHistory, t: &StreamTxn, lane: &str) -> String {
+fn details(t: &StreamTxn, lane: &str, by: &ByTxn<'_>) -> String {
     let mut o = format!(
         "<p>{}{}<br>invoked {}, commit requested {}, completed {}{}{}</p><h4>operations</h4><ol>",
         esc(lane),
@@ -228,7 +291,7 @@ fn details(h: &StreamHistory, t: &StreamTxn, lane: &str) -> String {
             .as_ref()
             .map(|c| format!(
                 "<br>the coordinator decided {} at {}{}",
-                outcome_name(c.outcome),
+                outcome_class(c.outcome),
                 ms(Some(c.t_ns)),
                 c.reason
                     .as_ref()
@@ -237,79 +300,38 @@ fn details(h: &StreamHistory, t: &StreamTxn, lane: &str) -> String {
             ))
             .unwrap_or_default()
     );
-    for op in &h.ops {
-        let line = match op {
-            StreamOp::Send(s) if s.txn == Some(t.id) => format!(
-                "send \"{}\" to {} at {}: {}{}",
-                esc(&short(&s.message)),
-                esc(&s.partition),
-                ms(Some(s.t_ns)),
-                result_name(s.result),
-                s.offset
-                    .map(|x| format!(", offset {x}"))
-                    .unwrap_or_default()
-            ),
-            StreamOp::Ack(a) if a.txn == Some(t.id) => format!(
-                "acknowledge \"{}\" ({}@{}) on {} at {}: {}",
-                esc(&short(&a.message)),
-                esc(&a.partition),
-                a.offset,
-                esc(&a.subscription),
-                ms(Some(a.t_ns)),
-                result_name(a.result)
-            ),
-            _ => continue,
-        };
+    for line in by.ops.get(&t.id).into_iter().flatten() {
         let _ = write!(o, "<li>{line}</li>");
     }
     o.push_str("</ol><h4>its markers in the partition logs</h4><ul>");
-    for p in &h.final_state.partitions {
-        for e in p.entries.iter().filter(|e| e.txn == Some(t.id)) {
-            if let Some(m) = e.marker {
-                let _ = write!(
-                    o,
-                    "<li>{} marker at {}@{}</li>",
-                    esc(&format!("{m:?}").to_lowercase()),
-                    esc(&p.name),
-                    e.offset
-                );
-            }
-        }
+    for (partition, offset, m) in by.markers.get(&t.id).into_iter().flatten() {
+        let _ = write!(
+            o,
+            "<li>{} marker at {}@{offset}</li>",
+            esc(&format!("{m:?}").to_lowercase()),
+            esc(partition)
+        );
     }
     o.push_str("</ul>");
     o
 }
 
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Committed => "committed",
-        Outcome::Aborted => "aborted",
-        Outcome::Unknown => "unknown",
-    }
-}
-
 /// The data the page's script reads: each transaction's panel and tooltip.
 fn data_json(h: &StreamHistory, timeline: &Timeline) -> Value {
+    let by = ByTxn::of(h);
     let txns: Vec<Value> = timeline
         .bars
         .iter()
         .map(|b| {
             let t = &h.transactions[b.txn];
             let lane = &timeline.lanes[b.row];
-            let ops = h
-                .ops
-                .iter()
-                .filter(|o| match o {
-                    StreamOp::Send(s) => s.txn == Some(t.id),
-                    StreamOp::Ack(a) => a.txn == Some(t.id),
-                    StreamOp::Receive(_) => false,
-                })
-                .count();
+            let ops = by.ops.get(&t.id).map_or(0, Vec::len);
+            let outcome = outcome_class(t.outcome);
             json!({
                 "id": t.id,
-                "outcome": outcome_name(t.outcome),
-                "html": details(h, t, lane),
-                "tip": format!("T{} {}, {} sends and acknowledgments, {}", t.id, outcome_name(t.outcome), ops, lane),
+                "outcome": outcome,
+                "html": details(t, lane, &by),
+                "tip": format!("T{} {outcome}, {ops} sends and acknowledgments, {lane}", t.id),
             })
         })
         .collect();

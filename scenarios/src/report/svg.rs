@@ -30,7 +30,8 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-fn outcome_class(o: Outcome) -> &'static str {
+/// An outcome's name, also the bar's CSS class.
+pub(crate) fn outcome_class(o: Outcome) -> &'static str {
     match o {
         Outcome::Committed => "committed",
         Outcome::Aborted => "aborted",

@@ -28,7 +28,7 @@ use nodes::client::Client;
 use percsim_checker as history;
 use percsim_protocol::client::{ObserverBody, ObserverSpec, Point};
 use percsim_protocol::{SessionId, Ts};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 pub(crate) use store::{Durable, Tablets};
@@ -188,11 +188,13 @@ pub(crate) struct Cluster {
     pub point_hits: Mutex<BTreeMap<(Point, usize), u64>>,
     /// Stops armed by a script for a node's next visit to a point.
     pub armed_points: Mutex<Vec<(Point, usize, points::PointAction)>>,
-    /// Every cell where a transaction was rolled back, as (row, column,
-    /// start_ts): the simulator's own record for coverage, kept whether or
+    /// Every cell where a transaction was rolled back, as (row, column) by
+    /// start_ts: the simulator's own record for coverage, kept whether or
     /// not the protocol leaves a rollback record (an ablation may not).
-    /// The protocol never reads it.
-    pub rolled_back: Mutex<BTreeSet<(String, String, Ts)>>,
+    /// The protocol never reads it. Keyed by start_ts so that a prewrite or
+    /// commit of a transaction never rolled back looks it up without
+    /// building a key.
+    pub rolled_back: Mutex<BTreeMap<Ts, Vec<(String, String)>>>,
 }
 
 impl Cluster {

@@ -107,7 +107,9 @@ fn row_step(
 /// succeeds there (both only without the rollback record).
 fn note_rollbacks(cluster: &Cluster, call: &RowCall, reply: &RowReply) {
     let was_rolled_back = |col: &str, ts: Ts| {
-        (cluster.lock(&cluster.rolled_back)).contains(&(call.row.clone(), col.to_string(), ts))
+        (cluster.lock(&cluster.rolled_back))
+            .get(&ts)
+            .is_some_and(|cells| cells.iter().any(|(r, c)| *r == call.row && c == col))
     };
     let rolled_back = match (&call.req, reply) {
         (RowRequest::Prewrite(p), reply) => {
@@ -138,8 +140,12 @@ fn note_rollbacks(cluster: &Cluster, call: &RowCall, reply: &RowReply) {
         ) => (col, start_ts),
         _ => return,
     };
-    let key = (call.row.clone(), rolled_back.0.clone(), *rolled_back.1);
-    cluster.lock(&cluster.rolled_back).insert(key);
+    let (col, start_ts) = rolled_back;
+    let mut all = cluster.lock(&cluster.rolled_back);
+    let cells = all.entry(*start_ts).or_default();
+    if !cells.iter().any(|(r, c)| *r == call.row && c == col) {
+        cells.push((call.row.clone(), col.clone()));
+    }
 }
 
 /// A raw Bigtable operation (no transaction): the baseline of the paper's

@@ -13,11 +13,14 @@ use serde::{Deserialize, Serialize};
 pub enum Point {
     /// Commit was called; nothing is written yet.
     BeforePrewrite,
-    /// The primary's prewrite has left the client; no reply yet.
+    /// The primary's prewrite has left the client, the secondaries' not
+    /// yet (all are sent at once, the primary's first); no reply yet.
     PrewritePrimarySent,
-    /// The primary is locked; no secondary is.
+    /// The primary's lock is granted; the secondaries' prewrites are sent
+    /// and may still be unanswered.
     AfterPrewritePrimary,
-    /// The k-th secondary is locked, the next is not.
+    /// The k-th secondary's lock is granted; the other prewrites are sent
+    /// and may still be unanswered.
     AfterPrewriteSecondary,
     /// Every cell is locked and the commit timestamp is known.
     BeforeCommitPrimary,
@@ -100,10 +103,14 @@ impl Point {
         match self {
             Point::BeforePrewrite => "commit was called; nothing is written",
             Point::PrewritePrimarySent => {
-                "the primary's prewrite is on the wire; no reply has come back"
+                "the primary's prewrite is on the wire, the secondaries' not yet; no reply has come back"
             }
-            Point::AfterPrewritePrimary => "the primary is locked; no secondary is",
-            Point::AfterPrewriteSecondary => "the k-th secondary is locked, the next is not",
+            Point::AfterPrewritePrimary => {
+                "the primary is locked; every secondary's prewrite is sent, maybe unanswered"
+            }
+            Point::AfterPrewriteSecondary => {
+                "the k-th secondary is locked; the other prewrites are sent, maybe unanswered"
+            }
             Point::BeforeCommitPrimary => "every cell is locked; the commit_ts is known",
             Point::CommitPrimarySent => {
                 "the primary's first commit request is on the wire; no reply has come back"

@@ -301,67 +301,22 @@ impl<'t, T: Transport> Transaction<'t, T> {
         let primary = self.writes[0].0.clone();
         t.reached(self.id, StepPoint::BeforePrewrite).await;
         let mut last_touch_ms = t.wall_ms();
-        for (i, (cell, value)) in self.writes.iter().enumerate() {
-            let lock = Lock {
-                primary: primary.clone(),
-                kind: if value.is_some() {
-                    MutationKind::Put
-                } else {
-                    MutationKind::Delete
-                },
-                wall_ms: t.wall_ms(),
-                owner: t.session(),
-            };
-            let req = RowRequest::Prewrite(Prewrite {
-                col: cell.col.clone(),
-                start_ts: self.start_ts,
-                value: value.clone(),
-                lock,
-                notify: t.observed(&cell.col),
+        // Every lock is requested at once (paper, "locks are acquired in
+        // parallel"): the primary's may land after a secondary's.
+        let sends = (0..self.writes.len()).map(|i| self.prewrite(i, &primary));
+        let failures = futures::future::join_all(sends).await;
+        if let Some(reason) = failures.into_iter().flatten().next() {
+            // Any cell may hold our lock (a timed-out prewrite may have landed).
+            let outcome = self.finish(CommitOutcome::Aborted { reason });
+            self.roll_back_own(self.writes.len()).await;
+            return outcome;
+        }
+        if !self.keep_alive(&primary, &mut last_touch_ms).await {
+            let outcome = self.finish(CommitOutcome::Aborted {
+                reason: AbortReason::RolledBack,
             });
-            let sent = match i {
-                0 => {
-                    let at = StepPoint::PrewritePrimarySent;
-                    t.row_at(self.id, at, &cell.row, req).await
-                }
-                _ => t.row(&cell.row, req).await,
-            };
-            let reason = match sent {
-                Ok(RowReply::Prewrite(Ok(()))) => None,
-                Ok(RowReply::Prewrite(Err(PrewriteError::WriteConflict { .. }))) => {
-                    Some(AbortReason::WriteConflict)
-                }
-                Ok(RowReply::Prewrite(Err(PrewriteError::Locked(_)))) => {
-                    Some(AbortReason::LockConflict)
-                }
-                Ok(RowReply::Prewrite(Err(PrewriteError::RolledBack))) => {
-                    Some(AbortReason::RolledBack)
-                }
-                Ok(_) => panic!("tablet server answered Prewrite with another reply"),
-                Err(_) => Some(AbortReason::Unavailable),
-            };
-            if let Some(reason) = reason {
-                // Cells 0..=i may hold our locks (a timed-out prewrite may have landed).
-                let outcome = self.finish(CommitOutcome::Aborted { reason });
-                self.roll_back_own(i + 1).await;
-                return outcome;
-            }
-            t.reached(
-                self.id,
-                if i == 0 {
-                    StepPoint::AfterPrewritePrimary
-                } else {
-                    StepPoint::AfterPrewriteSecondary(i)
-                },
-            )
-            .await;
-            if !self.keep_alive(&primary, &mut last_touch_ms).await {
-                let outcome = self.finish(CommitOutcome::Aborted {
-                    reason: AbortReason::RolledBack,
-                });
-                self.roll_back_own(i + 1).await;
-                return outcome;
-            }
+            self.roll_back_own(self.writes.len()).await;
+            return outcome;
         }
         let commit_ts = match t.timestamp().await {
             Ok(ts) => ts,
@@ -395,6 +350,47 @@ impl<'t, T: Transport> Transaction<'t, T> {
         self.finish(CommitOutcome::Committed {
             commit_ts: Some(commit_ts),
         })
+    }
+
+    /// Prewrite the `i`-th buffered write; on success the client reaches
+    /// the cell's point (the others' answers may still be outstanding).
+    /// Returns why its answer aborts the transaction, if it does.
+    async fn prewrite(&self, i: usize, primary: &CellKey) -> Option<AbortReason> {
+        let t = self.t;
+        let (cell, value) = &self.writes[i];
+        let lock = Lock {
+            primary: primary.clone(),
+            kind: if value.is_some() {
+                MutationKind::Put
+            } else {
+                MutationKind::Delete
+            },
+            wall_ms: t.wall_ms(),
+            owner: t.session(),
+        };
+        let req = RowRequest::Prewrite(Prewrite {
+            col: cell.col.clone(),
+            start_ts: self.start_ts,
+            value: value.clone(),
+            lock,
+            notify: t.observed(&cell.col),
+        });
+        let (sent, granted) = match i {
+            0 => {
+                let at = StepPoint::PrewritePrimarySent;
+                let sent = t.row_at(self.id, at, &cell.row, req).await;
+                (sent, StepPoint::AfterPrewritePrimary)
+            }
+            _ => (
+                t.row(&cell.row, req).await,
+                StepPoint::AfterPrewriteSecondary(i),
+            ),
+        };
+        let failure = prewrite_failure(sent);
+        if failure.is_none() {
+            t.reached(self.id, granted).await;
+        }
+        failure
     }
 
     /// The second phase: write the secondaries' commit records.
@@ -489,6 +485,20 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 return;
             }
         }
+    }
+}
+
+/// Why a prewrite's answer aborts the transaction, if it does.
+fn prewrite_failure(sent: Result<RowReply, RpcError>) -> Option<AbortReason> {
+    match sent {
+        Ok(RowReply::Prewrite(Ok(()))) => None,
+        Ok(RowReply::Prewrite(Err(PrewriteError::WriteConflict { .. }))) => {
+            Some(AbortReason::WriteConflict)
+        }
+        Ok(RowReply::Prewrite(Err(PrewriteError::Locked(_)))) => Some(AbortReason::LockConflict),
+        Ok(RowReply::Prewrite(Err(PrewriteError::RolledBack))) => Some(AbortReason::RolledBack),
+        Ok(_) => panic!("tablet server answered Prewrite with another reply"),
+        Err(_) => Some(AbortReason::Unavailable),
     }
 }
 
@@ -661,16 +671,18 @@ mod tests {
         let outcome = must_commit(&w, &[("a", Some("1")), ("b", Some("2")), ("d", None)]);
         let reason = AbortReason::RolledBack;
         assert_eq!(outcome, CommitOutcome::Aborted { reason });
-        // The secondary it had locked is rolled back too; d was never sent.
+        // Every lock was requested at once; the one refresh, due once all
+        // are answered, finds the primary gone, and every cell is rolled back.
         assert_eq!(
             w.request_names(),
             [
                 "a Prewrite",
-                "a Touch",
                 "b Prewrite",
+                "d Prewrite",
                 "a Touch",
                 "a Cleanup",
-                "b Resolve"
+                "b Resolve",
+                "d Resolve"
             ]
         );
         assert_eq!(
@@ -700,9 +712,11 @@ mod tests {
                 "a Prewrite",
                 "b Prewrite",
                 "d Prewrite",
+                "e Prewrite",
                 "a Cleanup",
                 "b Resolve",
-                "d Resolve"
+                "d Resolve",
+                "e Resolve"
             ]
         );
         assert_eq!(
@@ -711,6 +725,11 @@ mod tests {
         );
         assert_eq!(
             must_show(&w, "b", 1),
+            (false, Some((Ts(1), WriteKind::Rollback)))
+        );
+        // e was locked alongside d's refusal, and is rolled back too.
+        assert_eq!(
+            must_show(&w, "e", 1),
             (false, Some((Ts(1), WriteKind::Rollback)))
         );
     }

@@ -121,6 +121,9 @@ struct Shape {
     detail_seed: u64,
     /// Lock TTL and session TTL: short ones make readers clean up live owners.
     ttl_ms: (u64, u64),
+    /// How long a caller waits for a reply: a long wait lets a reader roll
+    /// back a transaction whose own request is still on its way.
+    rpc_timeout_ms: u64,
 }
 
 fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
@@ -137,6 +140,7 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
         proptest::collection::vec((proptest::bool::weighted(0.5), 0.0f64..1.0), classes),
         any::<u64>(),
         (300u64..=3_000, 300u64..=1_500),
+        100u64..=3_000,
     )
         .prop_map(
             |(
@@ -150,8 +154,10 @@ fn shape_strategy(mix: &Mix) -> impl Strategy<Value = Shape> + use<> {
                 faults,
                 detail_seed,
                 ttl_ms,
+                rpc_timeout_ms,
             )| Shape {
                 ttl_ms,
+                rpc_timeout_ms,
                 workload,
                 tablet_servers,
                 tablets,
@@ -175,6 +181,7 @@ fn build(seed: u64, shape: &Shape, mix: &Mix) -> Scenario {
         workers_per_client: shape.workers,
         run_ms: shape.run_ms,
         session_ttl_ms: shape.ttl_ms.1,
+        rpc_timeout_ms: shape.rpc_timeout_ms,
         ..SimConfig::default()
     };
     cluster.client.lock_ttl_ms = shape.ttl_ms.0;

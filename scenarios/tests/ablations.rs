@@ -69,18 +69,20 @@ fn roll_forward_reader_ts() {
     caught(Ablation::RollForwardReaderTs, 25, "atomic_commits");
 }
 
-/// Losing rollback records needs three things at once: an owner stalled
-/// past its lock TTL (or dead with its commit on the wire), a reader
-/// rolling its lock back, and a late copy of its prewrite re-locking the
-/// cell before the owner's commit lands (then the commit lands below
-/// snapshots that already read around it). The default mix got there at
-/// seed 263 in session 4, at seed 375 after issue 15's time-out change (the
-/// only catch in seeds 0..2300), and at seed 85 since session 7's merge of
-/// the world's own transport and the `*_sent` points (new schedules: luck,
-/// not a new mechanism). Issue 10's target is 10 seeds.
+/// Losing rollback records harms only if a prewrite of the primary lands
+/// after a reader rolled the transaction back, and its owner then commits
+/// there while a secondary stays rolled back (or a reader's snapshot read
+/// around the rollback). Since session 8 a commit requests every lock at
+/// once and a caller may wait up to 3 s for a reply, so a reader can meet
+/// a secondary's lock and roll the transaction back while the primary's
+/// prewrite is still on its way: 102 of seeds 0..5000 fail (2%; was about
+/// 0.1%), the first at seed 0. At 2% a seed, 89 of the 500 runs of ten
+/// seeds in 0..5000 hold a failure: the bound of 10 (issue 10's target)
+/// holds for seeds 0..10, and a change of schedules can move it (the mean
+/// gap between failures is 49 seeds).
 #[test]
 fn no_rollback_record() {
-    caught(Ablation::NoRollbackRecord, 100, "snapshot_reads");
+    caught(Ablation::NoRollbackRecord, 10, "snapshot_reads");
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! A Percolator transaction (paper, Figure 6): snapshot reads at start_ts,
 //! writes buffered until a two-phase commit coordinated by the client.
+//! Unlike Figure 6, which locks the primary before the secondaries, every
+//! lock is requested at once, as the paper's batching section describes
+//! ("locks are acquired in parallel"); the primary stays the commit point.
 
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
 use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};

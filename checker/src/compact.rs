@@ -4,7 +4,7 @@
 //! straight from a JSON stream (see `reader.rs`), so that a large file is
 //! never held as `String`s.
 
-use crate::fx::{FxHasher, FxMap};
+use crate::fx::FxHasher;
 use crate::history::{Event, History, ObserverDecl, Op, Outcome, Scan, VersionKind};
 use std::hash::Hasher;
 
@@ -22,6 +22,8 @@ pub(crate) struct Strs {
     table: Vec<Slot>,
     /// log2 of the table's length.
     bits: u32,
+    /// Scratch for [`Strs::intern_batch`]: the batch's hashes.
+    hashes: Vec<u64>,
 }
 
 /// One slot of the string table. A lookup reads the slot and, for a string
@@ -102,9 +104,9 @@ impl Slot {
 
 /// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
 /// so that short keys differing only in their last bytes spread out).
-fn str_hash(s: &str) -> u64 {
+fn str_hash(s: &[u8]) -> u64 {
     let mut h = FxHasher::default();
-    h.write(s.as_bytes());
+    h.write(s);
     let mut x = h.finish();
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -130,19 +132,17 @@ impl Strs {
     }
 
     /// Whether the slot of a longer string (one whose tag matched) holds `s`.
-    fn holds_long(&self, slot: Slot, s: &str) -> bool {
+    fn holds_long(&self, slot: Slot, s: &[u8]) -> bool {
         match slot.place() {
-            Some((start, len)) => {
-                len == s.len() && self.arena.as_bytes()[start..start + len] == *s.as_bytes()
-            }
-            None => self.get(slot.id()) == s,
+            Some((start, len)) => len == s.len() && self.arena.as_bytes()[start..start + len] == *s,
+            None => self.get(slot.id()).as_bytes() == s,
         }
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
-    fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
+    fn slot(&self, s: &[u8], hash: u64) -> Result<usize, usize> {
         let mask = self.table.len() - 1;
-        let probe = Slot::probe(s.as_bytes(), hash);
+        let probe = Slot::probe(s, hash);
         let short = s.len() <= INLINE_LEN;
         let mut i = (hash >> (64 - self.bits)) as usize;
         loop {
@@ -174,7 +174,7 @@ impl Strs {
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
             let end = self.ends[id as usize] as usize;
-            let hash = str_hash(&self.arena[start..end]);
+            let hash = str_hash(&self.arena.as_bytes()[start..end]);
             let mut i = (hash >> (64 - self.bits)) as usize;
             while self.table[i].id1 != 0 {
                 i = (i + 1) & mask;
@@ -209,13 +209,19 @@ impl Strs {
         self.bits = 0;
     }
 
+    /// How many strings are held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
     /// The id of `s`, if it was interned.
     #[cfg(test)]
     pub(crate) fn find(&self, s: &str) -> Option<u32> {
         if self.table.is_empty() {
             return None;
         }
-        let i = self.slot(s, str_hash(s)).ok()?;
+        let i = self.slot(s.as_bytes(), str_hash(s.as_bytes())).ok()?;
         Some(self.table[i].id())
     }
 
@@ -224,44 +230,153 @@ impl Strs {
         while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
-        self.intern_hashed(s, str_hash(s))
+        self.intern_hashed(s.as_bytes(), str_hash(s.as_bytes()))
     }
 
-    /// The ids of `strs` (into `ids`), as [`Strs::intern`] on each in
-    /// order would give. On a large file nearly every lookup misses the
-    /// cache: the slots of the whole batch are loaded first, loads the
-    /// processor overlaps instead of waiting for each in turn.
-    pub(crate) fn intern_all(&mut self, strs: &[&str], ids: &mut Vec<u32>) {
-        while Strs::crowded(self.ends.len() + strs.len(), self.table.len()) {
+    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`
+    /// (into `ids`), as [`Strs::intern`] on each in order would give; each
+    /// range must hold UTF-8 (the scanner's hold printable ASCII).
+    ///
+    /// On a large file nearly every lookup misses the cache, and one at a
+    /// time each waits the whole memory latency. So the hashes of the whole
+    /// batch come first, then a tight loop that loads every string's first
+    /// slot (loads the processor keeps in flight together, as they depend
+    /// on nothing), and only then the lookups, which find their slots in
+    /// the cache.
+    pub(crate) fn intern_batch(
+        &mut self,
+        text: &[u8],
+        ranges: &[(usize, usize)],
+        ids: &mut Vec<u32>,
+    ) {
+        while Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
             self.grow();
         }
-        let mut hashes = [0u64; 32];
+        let mut hashes = std::mem::take(&mut self.hashes);
+        hashes.clear();
+        hashes.extend(ranges.iter().map(|&(a, b)| str_hash(&text[a..b])));
+        let shift = 64 - self.bits;
+        let touched = hashes
+            .iter()
+            .fold(0u32, |t, &h| t ^ self.table[(h >> shift) as usize].id1);
+        std::hint::black_box(touched);
         ids.clear();
-        for chunk in strs.chunks(hashes.len()) {
-            let mut touched = 0u32;
-            for (h, s) in hashes.iter_mut().zip(chunk) {
-                *h = str_hash(s);
-                touched ^= self.table[(*h >> (64 - self.bits)) as usize].id1;
-            }
-            std::hint::black_box(touched);
-            for (&h, s) in hashes.iter().zip(chunk) {
-                ids.push(self.intern_hashed(s, h));
-            }
+        for (&(a, b), &h) in ranges.iter().zip(&hashes) {
+            ids.push(self.intern_hashed(&text[a..b], h));
         }
+        self.hashes = hashes;
     }
 
-    /// [`Strs::intern`] with the hash computed and the table large enough.
-    fn intern_hashed(&mut self, s: &str, hash: u64) -> u32 {
+    /// [`Strs::intern`] with the hash computed and the table large enough;
+    /// `s` must be UTF-8.
+    fn intern_hashed(&mut self, s: &[u8], hash: u64) -> u32 {
         match self.slot(s, hash) {
             Ok(i) => self.table[i].id(),
             Err(i) => {
                 let start = self.arena.len();
-                self.arena.push_str(s);
+                debug_assert!(std::str::from_utf8(s).is_ok());
+                self.arena.push_str(&String::from_utf8_lossy(s));
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(hash, id, s.as_bytes(), start);
+                self.table[i] = Slot::new(hash, id, s, start);
                 id
             }
+        }
+    }
+}
+
+/// The cell table: (row, column) string ids to cell id, open addressing
+/// with linear probing in one array (one cache line per lookup, so that a
+/// batch's lookups can be loaded ahead, see [`Compact::cell_batch`]).
+#[derive(Default)]
+struct CellTable {
+    /// The length is a power of two (or zero).
+    slots: Vec<CellSlot>,
+    /// log2 of the length.
+    bits: u32,
+    /// How many cells are held.
+    len: usize,
+    /// Scratch for [`Compact::cell_batch`]: the batch's hashes.
+    hashes: Vec<u64>,
+}
+
+/// One slot of the cell table.
+#[derive(Default, Clone, Copy)]
+struct CellSlot {
+    row: u32,
+    col: u32,
+    /// `cell id + 1` (0 when empty).
+    id1: u32,
+}
+
+impl CellTable {
+    /// A well-mixed hash of a cell's string ids (murmur3's finaliser).
+    fn hash(row: u32, col: u32) -> u64 {
+        let mut x = (u64::from(row) << 32 | u64::from(col)) ^ 0x9e37_79b9_7f4a_7c15;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
+    }
+
+    /// Room for `more` cells beyond those held, at most three quarters full.
+    fn reserve(&mut self, more: usize) {
+        if (self.len + more) * 4 <= self.slots.len() * 3 {
+            return;
+        }
+        let mut bits = self.bits.max(9);
+        while (self.len + more) * 4 > (1usize << bits) * 3 {
+            bits += 1;
+        }
+        let old = std::mem::replace(&mut self.slots, vec![CellSlot::default(); 1 << bits]);
+        self.bits = bits;
+        for s in old.into_iter().filter(|s| s.id1 != 0) {
+            let i = self.empty_slot(CellTable::hash(s.row, s.col));
+            self.slots[i] = s;
+        }
+    }
+
+    /// The first empty slot from the one `hash` starts at.
+    fn empty_slot(&self, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> (64 - self.bits)) as usize;
+        while self.slots[i].id1 != 0 {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    /// Loads the first slot of every hash in `hashes` (see
+    /// [`Strs::intern_batch`]).
+    fn touch(&self, hashes: &[u64]) {
+        let shift = 64 - self.bits;
+        let touched = hashes
+            .iter()
+            .fold(0u32, |t, &h| t ^ self.slots[(h >> shift) as usize].id1);
+        std::hint::black_box(touched);
+    }
+
+    /// The id of the cell (row, col), or `next` once added as that; the
+    /// table must have room for one more.
+    fn find_or_add(&mut self, row: u32, col: u32, hash: u64, next: u32) -> u32 {
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> (64 - self.bits)) as usize;
+        loop {
+            let s = self.slots[i];
+            if s.id1 == 0 {
+                self.slots[i] = CellSlot {
+                    row,
+                    col,
+                    id1: next + 1,
+                };
+                self.len += 1;
+                return next;
+            }
+            if s.row == row && s.col == col {
+                return s.id1 - 1;
+            }
+            i = (i + 1) & mask;
         }
     }
 }
@@ -365,7 +480,7 @@ pub(crate) struct Compact {
     pub strs: Strs,
     /// Cell id -> (row, col) string ids.
     pub cells: Vec<(u32, u32)>,
-    cell_ids: FxMap<(u32, u32), u32>,
+    cell_ids: CellTable,
     pub txns: Vec<Txn>,
     /// Transaction `i`'s ops are `ops[op_off[i]..op_off[i + 1]]`.
     pub op_off: Vec<usize>,
@@ -411,8 +526,30 @@ impl Compact {
 
     /// The id of the cell (row, col), given as string ids.
     pub(crate) fn cell(&mut self, row: u32, col: u32) -> u32 {
+        self.cell_ids.reserve(1);
+        self.cell_hashed(row, col, CellTable::hash(row, col))
+    }
+
+    /// The ids of the cells `keys` (row and column string ids) into
+    /// `cells`, as [`Compact::cell`] on each in order would give: the
+    /// table's slots are all loaded first, as in [`Strs::intern_batch`].
+    pub(crate) fn cell_batch(&mut self, keys: &[(u32, u32)], cells: &mut Vec<u32>) {
+        self.cell_ids.reserve(keys.len());
+        let mut hashes = std::mem::take(&mut self.cell_ids.hashes);
+        hashes.clear();
+        hashes.extend(keys.iter().map(|&(r, c)| CellTable::hash(r, c)));
+        self.cell_ids.touch(&hashes);
+        cells.clear();
+        for (&(r, c), &h) in keys.iter().zip(&hashes) {
+            cells.push(self.cell_hashed(r, c, h));
+        }
+        self.cell_ids.hashes = hashes;
+    }
+
+    /// [`Compact::cell`] with the hash computed and the table large enough.
+    fn cell_hashed(&mut self, row: u32, col: u32, hash: u64) -> u32 {
         let next = self.cells.len() as u32;
-        let id = *self.cell_ids.entry((row, col)).or_insert(next);
+        let id = self.cell_ids.find_or_add(row, col, hash, next);
         if id == next {
             self.cells.push((row, col));
         }
@@ -486,9 +623,11 @@ impl Compact {
             cells[of[c] as usize] = names;
         }
         self.cells = cells;
-        self.cell_ids.clear();
-        for (c, &names) in self.cells.iter().enumerate() {
-            self.cell_ids.insert(names, c as u32);
+        self.cell_ids = CellTable::default();
+        self.cell_ids.reserve(self.cells.len());
+        for (c, &(row, col)) in self.cells.iter().enumerate() {
+            self.cell_ids
+                .find_or_add(row, col, CellTable::hash(row, col), c as u32);
         }
     }
 
@@ -640,6 +779,34 @@ mod tests {
         }
         assert_eq!(s.find(&long), Some(a));
         assert_eq!(s.find(prefix), Some(p));
+    }
+
+    /// The cell table gives one id per (row, column), numbered in order of
+    /// first sight, one at a time or in batches, across its growth.
+    #[test]
+    fn cells_are_numbered_once_one_at_a_time_or_in_batches() {
+        let mut a = Compact::new();
+        let mut b = Compact::new();
+        let keys: Vec<(u32, u32)> = (0..20_000u32).map(|i| (i % 3001, i % 7)).collect();
+        let one: Vec<u32> = keys.iter().map(|&(r, c)| a.cell(r, c)).collect();
+        let mut batched = Vec::new();
+        let mut out = Vec::new();
+        for chunk in keys.chunks(97) {
+            b.cell_batch(chunk, &mut out);
+            batched.extend_from_slice(&out);
+        }
+        assert_eq!(one, batched);
+        let distinct: std::collections::BTreeSet<(u32, u32)> = keys.iter().copied().collect();
+        assert_eq!(a.cells.len(), distinct.len());
+        for (&(r, c), &id) in keys.iter().zip(&one) {
+            assert_eq!(a.cells[id as usize], (r, c));
+        }
+        // Ids follow first sight.
+        let mut next = 0;
+        for &id in &one {
+            assert!(id <= next);
+            next = next.max(id + 1);
+        }
     }
 
     /// A file whose store comes before its transactions is read with the

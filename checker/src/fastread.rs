@@ -39,17 +39,96 @@ struct RawOp {
     value: u32,
 }
 
-/// What one transaction's scan collects before anything is added to the
-/// history (reused from one transaction to the next).
+/// What a batch of scanned transactions (or store cells) collects before
+/// anything is added to the history (reused from one batch to the next).
 #[derive(Default)]
 pub(crate) struct Scratch {
     /// Each string's range in the scanned text, in the order of the text.
     strs: Vec<(usize, usize)>,
     ops: Vec<RawOp>,
-    /// A store cell's versions, `value` an index into `strs` (or [`NIL`]).
+    /// Each transaction, its `abort_reason` an index into `strs` (or
+    /// [`NIL`]), with the end of its ops in `ops`.
+    txns: Vec<(Txn, usize)>,
+    /// Store cells' versions, `value` an index into `strs` (or [`NIL`]).
     versions: Vec<CVersion>,
+    /// Each store cell: its row and column (indices into `strs`) and the
+    /// end of its versions in `versions`.
+    cells: Vec<RawCell>,
     /// The interned ids of `strs`.
     ids: Vec<u32>,
+    /// The cells (row and column string ids) of the ops, then their ids.
+    keys: Vec<(u32, u32)>,
+    cell_ids: Vec<u32>,
+}
+
+/// One store cell as scanned (see [`Scratch::cells`]).
+#[derive(Clone, Copy)]
+struct RawCell {
+    row: u32,
+    col: u32,
+    versions_end: usize,
+}
+
+/// How many transactions (or store cells) are scanned before their strings
+/// and cells are looked up together.
+const BATCH: usize = 64;
+
+/// The lengths of a [`Scratch`]'s lists, to drop an element scanned only in
+/// part.
+struct Mark([usize; 5]);
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.strs.clear();
+        self.ops.clear();
+        self.txns.clear();
+        self.versions.clear();
+        self.cells.clear();
+    }
+
+    fn mark(&self) -> Mark {
+        Mark([
+            self.strs.len(),
+            self.ops.len(),
+            self.txns.len(),
+            self.versions.len(),
+            self.cells.len(),
+        ])
+    }
+
+    fn back_to(&mut self, m: &Mark) {
+        self.strs.truncate(m.0[0]);
+        self.ops.truncate(m.0[1]);
+        self.txns.truncate(m.0[2]);
+        self.versions.truncate(m.0[3]);
+        self.cells.truncate(m.0[4]);
+    }
+
+    /// Adds a string's range; its index.
+    fn str(&mut self, range: (usize, usize)) -> u32 {
+        self.strs.push(range);
+        self.strs.len() as u32 - 1
+    }
+}
+
+/// Scans the elements of an array from the start of `text` with `one`: the
+/// first at its start, then each after a `,`, up to [`BATCH`], stopping
+/// before the first one not taken. The bytes taken (to the end of the last
+/// element taken); a miss on the first element is that miss.
+fn run(text: &[u8], s: &mut Scratch, one: fn(&mut Cur, &mut Scratch) -> Scan<()>) -> Scan<usize> {
+    s.clear();
+    let mut cur = Cur { b: text, i: 0 };
+    one(&mut cur, s)?;
+    let mut end = cur.i;
+    for _ in 1..BATCH {
+        let mark = s.mark();
+        if cur.eat(b',').and_then(|()| one(&mut cur, s)).is_err() {
+            s.back_to(&mark);
+            break;
+        }
+        end = cur.i;
+    }
+    Ok(end)
 }
 
 /// A position in the text of one transaction.
@@ -231,13 +310,18 @@ const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
 const OUTCOMES: &[&str] = &["committed", "aborted", "unknown"];
 
-/// Scans the transaction at the start of `text` and, if it is of the usual
-/// shape, adds it to `c`: the number of bytes it took. Nothing is added on
-/// a miss.
-pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
-    s.strs.clear();
-    s.ops.clear();
-    let mut cur = Cur { b: text, i: 0 };
+/// Scans the transactions at the start of `text` (the elements of the
+/// `transactions` array from one on, see [`run`]) and adds those of the
+/// usual shape to `c`: the number of bytes they took. Nothing is added on a
+/// miss.
+pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+    let n = run(text, s, txn)?;
+    add_txns(text, c, s);
+    Ok(n)
+}
+
+/// One transaction, into the scratch.
+fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let mut t = Txn::default();
     let seen = cur.members(TXN, |cur, k| {
         match k {
@@ -256,8 +340,7 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
             }
             7 => {
                 if !cur.null()? {
-                    t.abort_reason = s.strs.len() as u32;
-                    s.strs.push(cur.str()?);
+                    t.abort_reason = s.str(cur.str()?);
                 }
             }
             8 => cur.elements(|cur| op(cur, s))?,
@@ -273,8 +356,8 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
     if seen & TXN_REQUIRED != TXN_REQUIRED {
         return Err(Miss::Other);
     }
-    add(text, c, s, t);
-    Ok(cur.i)
+    s.txns.push((t, s.ops.len()));
+    Ok(())
 }
 
 /// One op, into the scratch.
@@ -293,8 +376,7 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         if k == 3 && cur.null()? {
             return Ok(());
         }
-        let at = s.strs.len() as u32;
-        s.strs.push(cur.str()?);
+        let at = s.str(cur.str()?);
         match k {
             1 => o.row = at,
             2 => o.col = at,
@@ -310,55 +392,55 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     Ok(())
 }
 
-/// Interns the scanned strings, in the order of the text, into `s.ids`.
-fn intern(text: &[u8], c: &mut Compact, s: &mut Scratch) {
-    // Every byte of a scanned string is ASCII: valid UTF-8.
-    let strs: Vec<&str> = s
-        .strs
-        .iter()
-        .map(|&(a, b)| std::str::from_utf8(&text[a..b]).unwrap_or(""))
-        .collect();
-    c.strs.intern_all(&strs, &mut s.ids);
-}
-
-/// Interns the scanned strings (in the order of the text) and adds the
-/// transaction and its ops.
-fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
-    intern(text, c, s);
-    let id = |k: u32| if k == NIL { NIL } else { s.ids[k as usize] };
-    for o in &s.ops {
-        let cell = c.cell(id(o.row), id(o.col));
-        let value = if o.kind == OpKind::Delete {
-            NIL
-        } else {
-            id(o.value)
-        };
-        c.ops.push(COp {
-            kind: o.kind,
-            cell,
-            value,
-        });
+/// Interns the batch's strings (in the order of the text) and adds its
+/// transactions and their ops.
+fn add_txns(text: &[u8], c: &mut Compact, s: &mut Scratch) {
+    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+    let ids = &s.ids;
+    let id = |k: u32| if k == NIL { NIL } else { ids[k as usize] };
+    s.keys.clear();
+    s.keys.extend(s.ops.iter().map(|o| (id(o.row), id(o.col))));
+    c.cell_batch(&s.keys, &mut s.cell_ids);
+    let mut from = 0;
+    for &(mut t, to) in &s.txns {
+        for (o, &cell) in s.ops[from..to].iter().zip(&s.cell_ids[from..to]) {
+            let value = if o.kind == OpKind::Delete {
+                NIL
+            } else {
+                id(o.value)
+            };
+            c.ops.push(COp {
+                kind: o.kind,
+                cell,
+                value,
+            });
+        }
+        from = to;
+        t.abort_reason = id(t.abort_reason);
+        c.push_txn(t);
     }
-    t.abort_reason = id(t.abort_reason);
-    c.push_txn(t);
 }
 
 const VERSION_KINDS: &[&str] = &["put", "delete", "rollback"];
 
-/// Scans the store cell (a `final_state.cells` entry) at the start of
-/// `text` and, if it is of the usual shape, adds it and its versions to
-/// `c`: the number of bytes it took. Nothing is added on a miss.
-pub(crate) fn cell(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
-    s.strs.clear();
-    s.versions.clear();
-    let mut cur = Cur { b: text, i: 0 };
+/// Scans the store cells (`final_state.cells` entries) at the start of
+/// `text` (see [`run`]) and adds those of the usual shape and their
+/// versions to `c`: the number of bytes they took. Nothing is added on a
+/// miss.
+pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+    let n = run(text, s, cell)?;
+    add_cells(text, c, s);
+    Ok(n)
+}
+
+/// One store cell, into the scratch.
+fn cell(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let (mut row, mut col) = (NIL, NIL);
     let seen = cur.members(CELL, |cur, k| {
         if k == 2 {
             return cur.elements(|cur| version(cur, s));
         }
-        let at = s.strs.len() as u32;
-        s.strs.push(cur.str()?);
+        let at = s.str(cur.str()?);
         if k == 0 {
             row = at
         } else {
@@ -369,20 +451,42 @@ pub(crate) fn cell(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize>
     if seen != 0b111 {
         return Err(Miss::Other);
     }
-    intern(text, c, s);
-    let cell = c.cell(s.ids[row as usize], s.ids[col as usize]);
-    let lo = c.versions.len();
-    for v in &s.versions {
-        let value = if v.value == NIL {
-            NIL
-        } else {
-            s.ids[v.value as usize]
-        };
-        c.versions.push(CVersion { value, ..*v });
+    let versions_end = s.versions.len();
+    s.cells.push(RawCell {
+        row,
+        col,
+        versions_end,
+    });
+    Ok(())
+}
+
+/// Interns the batch's strings (in the order of the text) and adds its
+/// store cells and their versions.
+fn add_cells(text: &[u8], c: &mut Compact, s: &mut Scratch) {
+    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+    let ids = &s.ids;
+    s.keys.clear();
+    s.keys.extend(
+        s.cells
+            .iter()
+            .map(|k| (ids[k.row as usize], ids[k.col as usize])),
+    );
+    c.cell_batch(&s.keys, &mut s.cell_ids);
+    let mut from = 0;
+    for (k, &cell) in s.cells.iter().zip(&s.cell_ids) {
+        let lo = c.versions.len();
+        for v in &s.versions[from..k.versions_end] {
+            let value = if v.value == NIL {
+                NIL
+            } else {
+                ids[v.value as usize]
+            };
+            c.versions.push(CVersion { value, ..*v });
+        }
+        from = k.versions_end;
+        let hi = c.versions.len();
+        c.state.push(CState { cell, lo, hi });
     }
-    let hi = c.versions.len();
-    c.state.push(CState { cell, lo, hi });
-    Ok(cur.i)
 }
 
 /// One version of a store cell, into the scratch.
@@ -404,8 +508,7 @@ fn version(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
             }
             3 => {
                 if !cur.null()? {
-                    v.value = s.strs.len() as u32;
-                    s.strs.push(cur.str()?);
+                    v.value = s.str(cur.str()?);
                 }
             }
             _ => v.data_missing = cur.bool()?,
@@ -426,7 +529,7 @@ mod tests {
 
     fn scan(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = txn(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = txns(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 
@@ -494,11 +597,82 @@ mod tests {
         }
     }
 
+    /// `n` transactions of the usual shape, each with its own values and
+    /// rows shared between neighbours, as one array's elements.
+    fn many(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                USUAL
+                    .replace(r#""id":7"#, &format!(r#""id":{i}"#))
+                    .replace(r#""row":"q""#, &format!(r#""row":"q{}""#, i / 2))
+                    .replace(r#""value":"v""#, &format!(r#""value":"v{i}""#))
+            })
+            .collect()
+    }
+
+    /// Consecutive transactions are taken in one batch, up to [`BATCH`],
+    /// and come out as one at a time would make them: the same strings in
+    /// the same order, the same cells.
+    #[test]
+    fn a_batch_is_what_one_at_a_time_makes() {
+        let texts = many(BATCH + 5);
+        let all = texts.join(" , ");
+        let (r, batched) = scan(&all);
+        let taken = texts[..BATCH].join(" , ").len();
+        assert_eq!(r, Ok(taken));
+        assert_eq!(batched.txns.len(), BATCH);
+        let mut single = Compact::new();
+        let mut s = Scratch::default();
+        for t in &texts[..BATCH] {
+            assert_eq!(txns(t.as_bytes(), &mut single, &mut s), Ok(t.len()));
+        }
+        let names = |c: &Compact| -> Vec<(String, String, Option<String>)> {
+            (0..c.txns.len())
+                .flat_map(|t| c.ops(t).to_vec())
+                .map(|o| {
+                    let (r, col) = c.cell_name(o.cell);
+                    (r.into(), col.into(), c.strs.opt(o.value).map(Into::into))
+                })
+                .collect()
+        };
+        assert_eq!(names(&batched), names(&single));
+        let cells = |c: &Compact| c.ops.iter().map(|o| o.cell).collect::<Vec<_>>();
+        assert_eq!(cells(&batched), cells(&single));
+        assert_eq!(batched.cells.len(), single.cells.len());
+        let ids: Vec<u64> = batched.txns.iter().map(|t| t.id).collect();
+        assert_eq!(ids, (0..BATCH as u64).collect::<Vec<_>>());
+        assert_eq!(batched.strs.len(), single.strs.len());
+        for i in 0..batched.strs.len() as u32 {
+            assert_eq!(batched.strs.get(i), single.strs.get(i));
+        }
+    }
+
+    /// A batch stops before the first element it does not take (unusual,
+    /// or cut short), keeping the ones before it whole and nothing of it.
+    #[test]
+    fn a_batch_stops_before_an_element_it_does_not_take() {
+        let mut texts = many(6);
+        texts[3] = texts[3].replace(r#""client":1,"#, "");
+        let all = texts.join(",");
+        let (r, c) = scan(&all);
+        assert_eq!(r, Ok(texts[..3].join(",").len()));
+        assert_eq!(c.txns.len(), 3);
+        assert_eq!(c.ops.len(), 9);
+        let clean = many(6);
+        let all = clean.join(",");
+        let (r, c) = scan(&all[..all.len() - 5]);
+        assert_eq!(r, Ok(clean[..5].join(",").len()));
+        assert_eq!((c.txns.len(), c.ops.len()), (5, 15));
+        // An element that is not a transaction after the comma ends it too.
+        let (r, c) = scan(&format!("{}, 5", texts[0]));
+        assert_eq!((r, c.txns.len()), (Ok(texts[0].len()), 1));
+    }
+
     const CELL_TEXT: &str = r#"{"row":"r","col":"c","versions":[{"start_ts":1,"commit_ts":2,"kind":"put","value":"v"},{"start_ts":3,"commit_ts":3,"kind":"rollback","value":null},{"start_ts":4,"commit_ts":5,"kind":"put","data_missing":true},{"start_ts":6,"commit_ts":7,"kind":"delete"}]}"#;
 
     fn scan_cell(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = cell(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = cells(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 
@@ -524,6 +698,22 @@ mod tests {
             assert_eq!(r, Err(Miss::Short), "{}", &CELL_TEXT[..end]);
             assert!(c.state.is_empty() && c.versions.is_empty());
         }
+    }
+
+    /// Store cells in one batch: each keeps its own versions.
+    #[test]
+    fn store_cells_in_a_batch_keep_their_own_versions() {
+        let other = CELL_TEXT.replace(r#""row":"r""#, r#""row":"s""#);
+        let text = format!("{CELL_TEXT},{other} ,{CELL_TEXT}]");
+        let (r, c) = scan_cell(&text);
+        assert_eq!(r, Ok(text.len() - 1));
+        let spans: Vec<(usize, usize)> = c.state.iter().map(|s| (s.lo, s.hi)).collect();
+        assert_eq!(spans, [(0, 4), (4, 8), (8, 12)]);
+        assert_eq!(c.cell_name(c.state[1].cell), ("s", "c"));
+        assert_eq!(c.state[0].cell, c.state[2].cell);
+        assert_ne!(c.state[0].cell, c.state[1].cell);
+        assert_eq!(c.strs.get(c.versions[4].value), "v");
+        assert_eq!(c.versions[4].value, c.versions[8].value);
     }
 
     #[test]

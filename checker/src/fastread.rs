@@ -158,30 +158,49 @@ impl Cur<'_> {
         Ok(())
     }
 
-    /// A string of printable ASCII without escapes: its range.
+    /// A string of printable ASCII without escapes: its range. Eight bytes
+    /// at a time while eight are left (see [`stops`]), then byte by byte.
     fn str(&mut self) -> Scan<(usize, usize)> {
         self.eat(b'"')?;
         let start = self.i;
+        let mut i = start;
+        while let Some(word) = self.b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+            let found = stops(u64::from_le_bytes(*word));
+            if found != 0 {
+                i += (found.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
         loop {
-            match self.b.get(self.i) {
+            match self.b.get(i) {
                 None => return Err(Miss::Short),
                 Some(b'"') => break,
                 Some(&c) if !(0x20..0x80).contains(&c) || c == b'\\' => return Err(Miss::Other),
-                Some(_) => self.i += 1,
+                Some(_) => i += 1,
             }
         }
-        self.i += 1;
-        Ok((start, self.i - 1))
+        self.i = i + 1;
+        Ok((start, i))
     }
 
-    /// A string, compared with `names`: its index there.
-    fn name(&mut self, names: &[&str]) -> Scan<usize> {
+    /// A string, compared with `names` (see [`Names`]): its index there.
+    fn name(&mut self, names: &Names) -> Scan<usize> {
+        self.name_from(names, 0)
+    }
+
+    /// [`Cur::name`], comparing from index `first` on (then from the
+    /// start): keys usually come in the order of their names, so the one
+    /// after the last key is the first compared.
+    fn name_from(&mut self, names: &Names, first: usize) -> Scan<usize> {
         let (s, e) = self.str()?;
-        let text = &self.b[s..e];
-        names
-            .iter()
-            .position(|n| n.as_bytes() == text)
-            .ok_or(Miss::Other)
+        let word = word(&self.b[s..], e - s).ok_or(Miss::Other)?;
+        let first = first.min(names.0.len());
+        let (before, after) = names.0.split_at(first);
+        match after.iter().position(|&n| n == word) {
+            Some(k) => Ok(first + k),
+            None => before.iter().position(|&n| n == word).ok_or(Miss::Other),
+        }
     }
 
     /// An unsigned integer that fits a `u64`, written plainly.
@@ -256,7 +275,7 @@ impl Cur<'_> {
     /// is a miss. Returns the bits of the keys seen.
     fn members(
         &mut self,
-        names: &[&str],
+        names: &Names,
         mut each: impl FnMut(&mut Self, usize) -> Scan<()>,
     ) -> Scan<u32> {
         let mut seen = 0u32;
@@ -265,8 +284,10 @@ impl Cur<'_> {
             self.i += 1;
             return Ok(seen);
         }
+        let mut next = 0;
         loop {
-            let k = self.name(names)?;
+            let k = self.name_from(names, next)?;
+            next = k + 1;
             if seen & (1 << k) != 0 {
                 return Err(Miss::Other);
             }
@@ -305,10 +326,79 @@ impl Cur<'_> {
     }
 }
 
+/// Bytes 0x80 in every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+/// Bytes 0x01 in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The bytes of `word` (eight bytes of text, the first in the low byte)
+/// that end a plain string (`"`, `\\`, a control character, or a byte of
+/// 0x80 and over), as their high bits; exact for the lowest one, which is
+/// all [`Cur::str`] uses (the borrow tricks may mark bytes after a true one,
+/// never before).
+fn stops(word: u64) -> u64 {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let control = word.wrapping_sub(0x20 * ONES) & !word & HIGH;
+    zero(word ^ (u64::from(b'"') * ONES))
+        | zero(word ^ (u64::from(b'\\') * ONES))
+        | control
+        | (word & HIGH)
+}
+
+/// The first `len` bytes of `text` as a number, zero-padded (the first in
+/// the low byte), if `len` is at most 16: a key compared with every known
+/// name at once. Keys are scanned strings, without zero bytes, so two of
+/// different lengths never give the same number.
+fn word(text: &[u8], len: usize) -> Option<u128> {
+    if len > 16 {
+        return None;
+    }
+    let raw = match text.first_chunk::<16>() {
+        Some(chunk) => u128::from_le_bytes(*chunk),
+        None => {
+            let mut padded = [0u8; 16];
+            padded[..len].copy_from_slice(&text[..len]);
+            u128::from_le_bytes(padded)
+        }
+    };
+    let mask = u128::MAX.checked_shr(8 * (16 - len) as u32).unwrap_or(0);
+    Some(raw & mask)
+}
+
+/// Known names (of keys, or of a field's values) as [`word`]s, in their
+/// order.
+pub(crate) struct Names(&'static [u128]);
+
+/// The [`word`]s of `names` (each of at most 16 bytes, none with a zero
+/// byte; checked when compiled).
+const fn words<const N: usize>(names: &[&str]) -> [u128; N] {
+    assert!(names.len() == N);
+    let mut out = [0u128; N];
+    let mut k = 0;
+    while k < N {
+        let b = names[k].as_bytes();
+        assert!(b.len() <= 16);
+        let mut i = 0;
+        while i < b.len() {
+            assert!(b[i] != 0);
+            out[k] |= (b[i] as u128) << (8 * i);
+            i += 1;
+        }
+        k += 1;
+    }
+    out
+}
+
+const TXN_WORDS: [u128; TXN.len()] = words(TXN);
+const OP_WORDS: [u128; OP.len()] = words(OP);
+const KIND_WORDS: [u128; KINDS.len()] = words(KINDS);
+const CELL_WORDS: [u128; CELL.len()] = words(CELL);
+const VERSION_WORDS: [u128; VERSION.len()] = words(VERSION);
+const OUTCOME_WORDS: [u128; 3] = words(&["committed", "aborted", "unknown"]);
+const VERSION_KIND_WORDS: [u128; 3] = words(&["put", "delete", "rollback"]);
+
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
-
-const OUTCOMES: &[&str] = &["committed", "aborted", "unknown"];
 
 /// Scans the transactions at the start of `text` (the elements of the
 /// `transactions` array from one on, see [`run`]) and adds those of the
@@ -323,7 +413,7 @@ pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize>
 /// One transaction, into the scratch.
 fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let mut t = Txn::default();
-    let seen = cur.members(TXN, |cur, k| {
+    let seen = cur.members(&Names(&TXN_WORDS), |cur, k| {
         match k {
             0 => t.id = cur.u64()?,
             1 => t.client = cur.u64()?,
@@ -332,7 +422,7 @@ fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
             4 => t.invoke_ns = cur.u64()?,
             5 => t.complete_ns = cur.opt_u64()?,
             6 => {
-                t.outcome = match cur.name(OUTCOMES)? {
+                t.outcome = match cur.name(&Names(&OUTCOME_WORDS))? {
                     0 => Outcome::Committed,
                     1 => Outcome::Aborted,
                     _ => Outcome::Unknown,
@@ -368,9 +458,10 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         col: NIL,
         value: NIL,
     };
-    let seen = cur.members(OP, |cur, k| {
+    let seen = cur.members(&Names(&OP_WORDS), |cur, k| {
         if k == 0 {
-            o.kind = [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(KINDS)?];
+            o.kind =
+                [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(&Names(&KIND_WORDS))?];
             return Ok(());
         }
         if k == 3 && cur.null()? {
@@ -421,8 +512,6 @@ fn add_txns(text: &[u8], c: &mut Compact, s: &mut Scratch) {
     }
 }
 
-const VERSION_KINDS: &[&str] = &["put", "delete", "rollback"];
-
 /// Scans the store cells (`final_state.cells` entries) at the start of
 /// `text` (see [`run`]) and adds those of the usual shape and their
 /// versions to `c`: the number of bytes they took. Nothing is added on a
@@ -436,7 +525,7 @@ pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize
 /// One store cell, into the scratch.
 fn cell(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let (mut row, mut col) = (NIL, NIL);
-    let seen = cur.members(CELL, |cur, k| {
+    let seen = cur.members(&Names(&CELL_WORDS), |cur, k| {
         if k == 2 {
             return cur.elements(|cur| version(cur, s));
         }
@@ -498,13 +587,13 @@ fn version(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         value: NIL,
         data_missing: false,
     };
-    let seen = cur.members(VERSION, |cur, k| {
+    let seen = cur.members(&Names(&VERSION_WORDS), |cur, k| {
         match k {
             0 => v.start_ts = cur.u64()?,
             1 => v.commit_ts = cur.u64()?,
             2 => {
                 let kinds = [VersionKind::Put, VersionKind::Delete, VersionKind::Rollback];
-                v.kind = kinds[cur.name(VERSION_KINDS)?];
+                v.kind = kinds[cur.name(&Names(&VERSION_KIND_WORDS))?];
             }
             3 => {
                 if !cur.null()? {
@@ -666,6 +755,68 @@ mod tests {
         // An element that is not a transaction after the comma ends it too.
         let (r, c) = scan(&format!("{}, 5", texts[0]));
         assert_eq!((r, c.txns.len()), (Ok(texts[0].len()), 1));
+    }
+
+    /// The word-at-a-time search finds the same first stop as a byte at a
+    /// time, for each kind of stop at each place among ordinary bytes and
+    /// for words made of bytes near every boundary.
+    #[test]
+    fn eight_bytes_at_a_time_stop_where_one_at_a_time_does() {
+        let first = |w: [u8; 8]| {
+            w.iter()
+                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+        };
+        let fast = |w: [u8; 8]| match stops(u64::from_le_bytes(w)) {
+            0 => None,
+            f => Some((f.trailing_zeros() / 8) as usize),
+        };
+        let edges = [
+            0u8,
+            0x1f,
+            0x20,
+            0x21,
+            b'"' - 1,
+            b'"',
+            b'"' + 1,
+            b'\\',
+            0x7f,
+            0x80,
+            0xff,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut w = [b'a'; 8];
+            if round < 8 * edges.len() as u32 {
+                w[(round / edges.len() as u32) as usize] =
+                    edges[(round % edges.len() as u32) as usize];
+            } else {
+                for (i, b) in w.iter_mut().enumerate() {
+                    *b = edges[((x >> (8 * i)) % edges.len() as u64) as usize];
+                    if (x >> (60 - i)) & 1 == 1 {
+                        *b = b'a';
+                    }
+                }
+            }
+            assert_eq!(fast(w), first(w), "{w:?}");
+        }
+    }
+
+    /// Keys compare as numbers: equal only to the same name, whatever
+    /// follows them in the text.
+    #[test]
+    fn keys_compare_whole() {
+        let text = b"start_ts\"abort_reason\"start\"";
+        let start_ts = word(text, 8).expect("short");
+        assert_eq!(Some(2), TXN_WORDS.iter().position(|&w| w == start_ts));
+        let start = word(&text[22..], 5).expect("short");
+        assert!(!TXN_WORDS.contains(&start));
+        assert_eq!(word(&text[9..], 12), Some(TXN_WORDS[7]));
+        assert_eq!(word(&text[9..21], 12), Some(TXN_WORDS[7]));
+        assert_eq!(word(b"x", 0), Some(0));
+        assert_eq!(word(&[b'a'; 17], 17), None);
     }
 
     const CELL_TEXT: &str = r#"{"row":"r","col":"c","versions":[{"start_ts":1,"commit_ts":2,"kind":"put","value":"v"},{"start_ts":3,"commit_ts":3,"kind":"rollback","value":null},{"start_ts":4,"commit_ts":5,"kind":"put","data_missing":true},{"start_ts":6,"commit_ts":7,"kind":"delete"}]}"#;

@@ -22,8 +22,8 @@ pub(crate) struct Strs {
     table: Vec<Slot>,
     /// log2 of the table's length.
     bits: u32,
-    /// Scratch for [`Strs::intern_batch`]: the batch's hashes.
-    hashes: Vec<u64>,
+    /// Scratch for [`Strs::intern_batch`]: the batch's keys.
+    keys: Vec<Key>,
 }
 
 /// One slot of the string table. A lookup reads the slot and, for a string
@@ -47,30 +47,87 @@ struct Slot {
 /// Strings up to this many bytes are held in their slot.
 const INLINE_LEN: usize = 11;
 
-/// The last byte of a slot holding a longer string.
+/// The last byte of a slot holding a longer string (a short one's length
+/// is there).
 const LONG: u8 = 0xff;
 
 /// A longer string's length must be below this to be placed by its slot.
 const LEN_LIMIT: usize = (1 << 24) - 1;
 
-impl Slot {
-    /// The body a slot holding `s` has, except for a long string's place
-    /// (only its tag and marker are set).
-    fn probe(s: &[u8], hash: u64) -> [u8; 12] {
-        let mut body = [0u8; 12];
+/// A string's hash and the body of the slot that holds it (for a longer
+/// string, only its tag and marker: its place is set when it is added).
+#[derive(Clone, Copy)]
+struct Key {
+    hash: u64,
+    body: [u8; 12],
+}
+
+impl Key {
+    /// The key of `s`.
+    fn of(s: &[u8]) -> Key {
         if s.len() <= INLINE_LEN {
+            let mut body = [0u8; 12];
             body[..s.len()].copy_from_slice(s);
             body[11] = s.len() as u8;
-        } else {
-            body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
-            body[11] = LONG;
+            return Key::short(body);
         }
-        body
+        let mut h = FxHasher::default();
+        h.write(s);
+        let hash = mix(h.finish());
+        let mut body = [0u8; 12];
+        body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
+        body[11] = LONG;
+        Key { hash, body }
     }
 
-    fn new(hash: u64, id: u32, s: &[u8], start: usize) -> Slot {
-        let mut body = Slot::probe(s, hash);
-        if s.len() > INLINE_LEN {
+    /// The key of `text[a..b]`, as [`Key::of`] gives, from one 16-byte
+    /// load when the string is short and 16 bytes are there (no copy
+    /// byte by byte).
+    fn at(text: &[u8], a: usize, b: usize) -> Key {
+        let len = b - a;
+        if len <= INLINE_LEN
+            && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
+        {
+            let bytes = u128::from_le_bytes(*word) & ((1u128 << (8 * len)) - 1);
+            let x = bytes | (len as u128) << 88;
+            let mut body = [0u8; 12];
+            body.copy_from_slice(&x.to_le_bytes()[..12]);
+            return Key::short(body);
+        }
+        Key::of(&text[a..b])
+    }
+
+    /// The key of a short string, from its slot's body.
+    fn short(body: [u8; 12]) -> Key {
+        let mut lo = [0u8; 8];
+        lo.copy_from_slice(&body[..8]);
+        let mut hi = [0u8; 4];
+        hi.copy_from_slice(&body[8..]);
+        let hi = u64::from(u32::from_le_bytes(hi)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Key {
+            hash: mix(u64::from_le_bytes(lo) ^ hi),
+            body,
+        }
+    }
+
+    fn is_short(&self) -> bool {
+        self.body[11] != LONG
+    }
+}
+
+/// murmur3's 64-bit finaliser: every input bit moves every output bit.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+impl Slot {
+    fn new(key: Key, id: u32, s: &[u8], start: usize) -> Slot {
+        let mut body = key.body;
+        if !key.is_short() {
             match (u32::try_from(start), s.len() < LEN_LIMIT) {
                 (Ok(at), true) => {
                     body[4..8].copy_from_slice(&at.to_le_bytes());
@@ -102,19 +159,6 @@ impl Slot {
     }
 }
 
-/// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
-/// so that short keys differing only in their last bytes spread out).
-fn str_hash(s: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(s);
-    let mut x = h.finish();
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
 impl Strs {
     /// The string with id `id` ("" for [`NIL`] or an unknown id).
     pub(crate) fn get(&self, id: u32) -> &str {
@@ -140,20 +184,18 @@ impl Strs {
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
-    fn slot(&self, s: &[u8], hash: u64) -> Result<usize, usize> {
+    fn slot(&self, s: &[u8], key: Key) -> Result<usize, usize> {
         let mask = self.table.len() - 1;
-        let probe = Slot::probe(s, hash);
-        let short = s.len() <= INLINE_LEN;
-        let mut i = (hash >> (64 - self.bits)) as usize;
+        let mut i = (key.hash >> (64 - self.bits)) as usize;
         loop {
             let e = self.table[i];
             if e.id1 == 0 {
                 return Err(i);
             }
-            let hit = if short {
-                e.body == probe
+            let hit = if key.is_short() {
+                e.body == key.body
             } else {
-                e.body[..4] == probe[..4] && e.body[11] == LONG && self.holds_long(e, s)
+                e.body[..4] == key.body[..4] && e.body[11] == LONG && self.holds_long(e, s)
             };
             if hit {
                 return Ok(i);
@@ -174,12 +216,12 @@ impl Strs {
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
             let end = self.ends[id as usize] as usize;
-            let hash = str_hash(&self.arena.as_bytes()[start..end]);
-            let mut i = (hash >> (64 - self.bits)) as usize;
+            let key = Key::of(&self.arena.as_bytes()[start..end]);
+            let mut i = (key.hash >> (64 - self.bits)) as usize;
             while self.table[i].id1 != 0 {
                 i = (i + 1) & mask;
             }
-            self.table[i] = Slot::new(hash, id, &self.arena.as_bytes()[start..end], start);
+            self.table[i] = Slot::new(key, id, &self.arena.as_bytes()[start..end], start);
             start = end;
         }
     }
@@ -221,7 +263,7 @@ impl Strs {
         if self.table.is_empty() {
             return None;
         }
-        let i = self.slot(s.as_bytes(), str_hash(s.as_bytes())).ok()?;
+        let i = self.slot(s.as_bytes(), Key::of(s.as_bytes())).ok()?;
         Some(self.table[i].id())
     }
 
@@ -230,7 +272,7 @@ impl Strs {
         while Strs::crowded(self.ends.len() + 1, self.table.len()) {
             self.grow();
         }
-        self.intern_hashed(s.as_bytes(), str_hash(s.as_bytes()))
+        self.intern_keyed(s.as_bytes(), Key::of(s.as_bytes()))
     }
 
     /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`
@@ -252,25 +294,25 @@ impl Strs {
         while Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
             self.grow();
         }
-        let mut hashes = std::mem::take(&mut self.hashes);
-        hashes.clear();
-        hashes.extend(ranges.iter().map(|&(a, b)| str_hash(&text[a..b])));
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(ranges.iter().map(|&(a, b)| Key::at(text, a, b)));
         let shift = 64 - self.bits;
-        let touched = hashes
+        let touched = keys
             .iter()
-            .fold(0u32, |t, &h| t ^ self.table[(h >> shift) as usize].id1);
+            .fold(0u32, |t, k| t ^ self.table[(k.hash >> shift) as usize].id1);
         std::hint::black_box(touched);
         ids.clear();
-        for (&(a, b), &h) in ranges.iter().zip(&hashes) {
-            ids.push(self.intern_hashed(&text[a..b], h));
+        for (&(a, b), &k) in ranges.iter().zip(&keys) {
+            ids.push(self.intern_keyed(&text[a..b], k));
         }
-        self.hashes = hashes;
+        self.keys = keys;
     }
 
-    /// [`Strs::intern`] with the hash computed and the table large enough;
+    /// [`Strs::intern`] with the key computed and the table large enough;
     /// `s` must be UTF-8.
-    fn intern_hashed(&mut self, s: &[u8], hash: u64) -> u32 {
-        match self.slot(s, hash) {
+    fn intern_keyed(&mut self, s: &[u8], key: Key) -> u32 {
+        match self.slot(s, key) {
             Ok(i) => self.table[i].id(),
             Err(i) => {
                 let start = self.arena.len();
@@ -278,7 +320,7 @@ impl Strs {
                 self.arena.push_str(&String::from_utf8_lossy(s));
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(hash, id, s, start);
+                self.table[i] = Slot::new(key, id, s, start);
                 id
             }
         }
@@ -737,6 +779,34 @@ mod tests {
         assert_eq!(s.intern(""), s.intern(""));
         assert_ne!(s.intern(""), s.intern("w1"));
         assert_eq!(s.opt(NIL), None);
+    }
+
+    /// A string's key read from a larger text with one load is the key
+    /// of the string alone, at every length and place, near the end too.
+    #[test]
+    fn keys_read_in_place_equal_keys_of_the_string_alone() {
+        let text: Vec<u8> = (0..64u32).map(|i| b'!' + (i * 7 % 90) as u8).collect();
+        for a in 0..text.len() {
+            for b in a..text.len().min(a + INLINE_LEN + 3) {
+                let (at, of) = (Key::at(&text, a, b), Key::of(&text[a..b]));
+                assert_eq!((at.hash, at.body), (of.hash, of.body), "{a}..{b}");
+            }
+        }
+        // Strings differing in a byte or in their length hash apart.
+        let hashes: std::collections::BTreeSet<u64> = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "a\0",
+            "abcdefghijk",
+            "abcdefghijl",
+            "abcdefghijkl",
+        ]
+        .iter()
+        .map(|s| Key::of(s.as_bytes()).hash)
+        .collect();
+        assert_eq!(hashes.len(), 8);
     }
 
     /// Strings held in their slot and strings placed in the arena are told

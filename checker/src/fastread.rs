@@ -184,23 +184,26 @@ impl Cur<'_> {
         Ok((start, i))
     }
 
-    /// A string, compared with `names` (see [`Names`]): its index there.
-    fn name(&mut self, names: &Names) -> Scan<usize> {
+    /// A string, compared with `names`: its index there.
+    fn name(&mut self, names: &[Name]) -> Scan<usize> {
         self.name_from(names, 0)
     }
 
-    /// [`Cur::name`], comparing from index `first` on (then from the
-    /// start): keys usually come in the order of their names, so the one
-    /// after the last key is the first compared.
-    fn name_from(&mut self, names: &Names, first: usize) -> Scan<usize> {
+    /// [`Cur::name`], trying `names[first]` first with one comparison of
+    /// the next 16 bytes (keys usually come in the order of their names,
+    /// so that is the one after the previous key), then comparing the
+    /// string read with every name as a [`word`].
+    fn name_from(&mut self, names: &[Name], first: usize) -> Scan<usize> {
+        if let Some(n) = names.get(first)
+            && let Some(next) = self.b.get(self.i..).and_then(<[u8]>::first_chunk::<16>)
+            && u128::from_le_bytes(*next) & n.quoted_mask == n.quoted
+        {
+            self.i += n.quoted_len;
+            return Ok(first);
+        }
         let (s, e) = self.str()?;
         let word = word(&self.b[s..], e - s).ok_or(Miss::Other)?;
-        let first = first.min(names.0.len());
-        let (before, after) = names.0.split_at(first);
-        match after.iter().position(|&n| n == word) {
-            Some(k) => Ok(first + k),
-            None => before.iter().position(|&n| n == word).ok_or(Miss::Other),
-        }
+        names.iter().position(|n| n.word == word).ok_or(Miss::Other)
     }
 
     /// An unsigned integer that fits a `u64`, written plainly.
@@ -275,7 +278,7 @@ impl Cur<'_> {
     /// is a miss. Returns the bits of the keys seen.
     fn members(
         &mut self,
-        names: &Names,
+        names: &[Name],
         mut each: impl FnMut(&mut Self, usize) -> Scan<()>,
     ) -> Scan<u32> {
         let mut seen = 0u32;
@@ -365,37 +368,59 @@ fn word(text: &[u8], len: usize) -> Option<u128> {
     Some(raw & mask)
 }
 
-/// Known names (of keys, or of a field's values) as [`word`]s, in their
-/// order.
-pub(crate) struct Names(&'static [u128]);
+/// A known name (of a key, or of a field's value).
+#[derive(Clone, Copy)]
+pub(crate) struct Name {
+    /// The name as a [`word`].
+    word: u128,
+    /// The name between quotes as a [`word`], and the mask of its bytes.
+    quoted: u128,
+    quoted_mask: u128,
+    /// The length of the name between quotes.
+    quoted_len: usize,
+}
 
-/// The [`word`]s of `names` (each of at most 16 bytes, none with a zero
-/// byte; checked when compiled).
-const fn words<const N: usize>(names: &[&str]) -> [u128; N] {
+/// The [`Name`]s of `names` (each of at most 14 bytes, none with a zero
+/// byte, a quote, a backslash or a control character; checked when
+/// compiled).
+const fn names<const N: usize>(names: &[&str]) -> [Name; N] {
     assert!(names.len() == N);
-    let mut out = [0u128; N];
+    let mut out = [Name {
+        word: 0,
+        quoted: 0,
+        quoted_mask: 0,
+        quoted_len: 0,
+    }; N];
     let mut k = 0;
     while k < N {
         let b = names[k].as_bytes();
-        assert!(b.len() <= 16);
+        assert!(b.len() <= 14);
+        let mut word = 0u128;
         let mut i = 0;
         while i < b.len() {
-            assert!(b[i] != 0);
-            out[k] |= (b[i] as u128) << (8 * i);
+            assert!(b[i] >= 0x20 && b[i] < 0x80 && b[i] != b'"' && b[i] != b'\\');
+            word |= (b[i] as u128) << (8 * i);
             i += 1;
         }
+        let quote = b'"' as u128;
+        out[k] = Name {
+            word,
+            quoted: quote | word << 8 | quote << (8 * (b.len() + 1)),
+            quoted_mask: u128::MAX >> (8 * (14 - b.len())),
+            quoted_len: b.len() + 2,
+        };
         k += 1;
     }
     out
 }
 
-const TXN_WORDS: [u128; TXN.len()] = words(TXN);
-const OP_WORDS: [u128; OP.len()] = words(OP);
-const KIND_WORDS: [u128; KINDS.len()] = words(KINDS);
-const CELL_WORDS: [u128; CELL.len()] = words(CELL);
-const VERSION_WORDS: [u128; VERSION.len()] = words(VERSION);
-const OUTCOME_WORDS: [u128; 3] = words(&["committed", "aborted", "unknown"]);
-const VERSION_KIND_WORDS: [u128; 3] = words(&["put", "delete", "rollback"]);
+const TXN_NAMES: [Name; TXN.len()] = names(TXN);
+const OP_NAMES: [Name; OP.len()] = names(OP);
+const KIND_NAMES: [Name; KINDS.len()] = names(KINDS);
+const CELL_NAMES: [Name; CELL.len()] = names(CELL);
+const VERSION_NAMES: [Name; VERSION.len()] = names(VERSION);
+const OUTCOME_NAMES: [Name; 3] = names(&["committed", "aborted", "unknown"]);
+const VERSION_KIND_NAMES: [Name; 3] = names(&["put", "delete", "rollback"]);
 
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
@@ -413,7 +438,7 @@ pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize>
 /// One transaction, into the scratch.
 fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let mut t = Txn::default();
-    let seen = cur.members(&Names(&TXN_WORDS), |cur, k| {
+    let seen = cur.members(&TXN_NAMES, |cur, k| {
         match k {
             0 => t.id = cur.u64()?,
             1 => t.client = cur.u64()?,
@@ -422,7 +447,7 @@ fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
             4 => t.invoke_ns = cur.u64()?,
             5 => t.complete_ns = cur.opt_u64()?,
             6 => {
-                t.outcome = match cur.name(&Names(&OUTCOME_WORDS))? {
+                t.outcome = match cur.name(&OUTCOME_NAMES)? {
                     0 => Outcome::Committed,
                     1 => Outcome::Aborted,
                     _ => Outcome::Unknown,
@@ -458,10 +483,9 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         col: NIL,
         value: NIL,
     };
-    let seen = cur.members(&Names(&OP_WORDS), |cur, k| {
+    let seen = cur.members(&OP_NAMES, |cur, k| {
         if k == 0 {
-            o.kind =
-                [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(&Names(&KIND_WORDS))?];
+            o.kind = [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(&KIND_NAMES)?];
             return Ok(());
         }
         if k == 3 && cur.null()? {
@@ -525,7 +549,7 @@ pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize
 /// One store cell, into the scratch.
 fn cell(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let (mut row, mut col) = (NIL, NIL);
-    let seen = cur.members(&Names(&CELL_WORDS), |cur, k| {
+    let seen = cur.members(&CELL_NAMES, |cur, k| {
         if k == 2 {
             return cur.elements(|cur| version(cur, s));
         }
@@ -587,13 +611,13 @@ fn version(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         value: NIL,
         data_missing: false,
     };
-    let seen = cur.members(&Names(&VERSION_WORDS), |cur, k| {
+    let seen = cur.members(&VERSION_NAMES, |cur, k| {
         match k {
             0 => v.start_ts = cur.u64()?,
             1 => v.commit_ts = cur.u64()?,
             2 => {
                 let kinds = [VersionKind::Put, VersionKind::Delete, VersionKind::Rollback];
-                v.kind = kinds[cur.name(&Names(&VERSION_KIND_WORDS))?];
+                v.kind = kinds[cur.name(&VERSION_KIND_NAMES)?];
             }
             3 => {
                 if !cur.null()? {
@@ -810,11 +834,29 @@ mod tests {
     fn keys_compare_whole() {
         let text = b"start_ts\"abort_reason\"start\"";
         let start_ts = word(text, 8).expect("short");
-        assert_eq!(Some(2), TXN_WORDS.iter().position(|&w| w == start_ts));
+        assert_eq!(Some(2), TXN_NAMES.iter().position(|n| n.word == start_ts));
         let start = word(&text[22..], 5).expect("short");
-        assert!(!TXN_WORDS.contains(&start));
-        assert_eq!(word(&text[9..], 12), Some(TXN_WORDS[7]));
-        assert_eq!(word(&text[9..21], 12), Some(TXN_WORDS[7]));
+        assert!(TXN_NAMES.iter().all(|n| n.word != start));
+        assert_eq!(word(&text[9..], 12), Some(TXN_NAMES[7].word));
+        assert_eq!(word(&text[9..21], 12), Some(TXN_NAMES[7].word));
+        // The name expected next is matched whole, quotes and all; any
+        // other string is compared with every name.
+        let name = |text: &str, first: usize| {
+            let padded = format!("{text}                ");
+            let mut cur = Cur {
+                b: padded.as_bytes(),
+                i: 0,
+            };
+            cur.name_from(&TXN_NAMES, first).map(|k| (k, cur.i))
+        };
+        assert_eq!(name(r#""client":"#, 1), Ok((1, 8)));
+        assert_eq!(name(r#""client":"#, 0), Ok((1, 8)));
+        assert_eq!(name(r#" "client":"#, 1), Ok((1, 9)));
+        assert_eq!(name(r#""clients":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""clien":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""client\u0020":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""abort_reason""#, 10), Ok((7, 14)));
+        assert_eq!(name(r#""id""#, 11), Ok((0, 4)));
         assert_eq!(word(b"x", 0), Some(0));
         assert_eq!(word(&[b'a'; 17], 17), None);
     }

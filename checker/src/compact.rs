@@ -316,8 +316,11 @@ impl Strs {
             Ok(i) => self.table[i].id(),
             Err(i) => {
                 let start = self.arena.len();
-                debug_assert!(std::str::from_utf8(s).is_ok());
-                self.arena.push_str(&String::from_utf8_lossy(s));
+                match std::str::from_utf8(s) {
+                    Ok(s) => self.arena.push_str(s),
+                    // Not reached: every caller's strings are UTF-8.
+                    Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
+                }
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
                 self.table[i] = Slot::new(key, id, s, start);

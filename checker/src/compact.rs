@@ -18,10 +18,10 @@ pub(crate) struct Strs {
     arena: String,
     /// End of string `i` in `arena` (its start is the previous end).
     ends: Vec<u64>,
-    /// The length is a power of two; see [`Slot`].
+    /// Any length (a string's first slot is found by multiplying, not by
+    /// masking), so that it is sized to what a file needs rather than to
+    /// the next power of two; see [`Slot`].
     table: Vec<Slot>,
-    /// log2 of the table's length.
-    bits: u32,
     /// Scratch for [`Strs::intern_batch`]: the batch's keys.
     keys: Vec<Key>,
 }
@@ -37,7 +37,8 @@ struct Slot {
     /// `id + 1` (0 when empty).
     id1: u32,
     /// A short string: its bytes, zero-padded, and its length in the last
-    /// byte. A longer one: the hash's high 32 bits, its start in the arena
+    /// byte. A longer one: the hash's low 32 bits (its high bits choose
+    /// the slot), its start in the arena
     /// (4 bytes), its length (3 bytes), and [`LONG`] in the last byte; the
     /// 7 bytes of place are all `0xff` when the start or the length does
     /// not fit (the string is then found through its id).
@@ -75,7 +76,7 @@ impl Key {
         h.write(s);
         let hash = mix(h.finish());
         let mut body = [0u8; 12];
-        body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
+        body[..4].copy_from_slice(&(hash as u32).to_le_bytes());
         body[11] = LONG;
         Key { hash, body }
     }
@@ -185,8 +186,7 @@ impl Strs {
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
     fn slot(&self, s: &[u8], key: Key) -> Result<usize, usize> {
-        let mask = self.table.len() - 1;
-        let mut i = (key.hash >> (64 - self.bits)) as usize;
+        let mut i = self.home(key.hash);
         loop {
             let e = self.table[i];
             if e.id1 == 0 {
@@ -200,26 +200,38 @@ impl Strs {
             if hit {
                 return Ok(i);
             }
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
     }
 
-    /// Doubles the table (at least, and at least to fit every string held).
-    fn grow(&mut self) {
-        self.bits = (self.bits + 1).max(10);
-        while Strs::crowded(self.ends.len(), 1 << self.bits) {
-            self.bits += 1;
-        }
-        let cap = 1usize << self.bits;
-        let mask = cap - 1;
+    /// The first slot for a string of hash `hash`: its place in the table
+    /// in proportion to the hash (the table must not be empty).
+    fn home(&self, hash: u64) -> usize {
+        ((u128::from(hash) * self.table.len() as u128) >> 64) as usize
+    }
+
+    /// The slot after `i` (the first after the last).
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.table.len() { 0 } else { i + 1 }
+    }
+
+    /// Rebuilds the table with room for `strings` strings (at least twice
+    /// its length, unless `exact`, and at least room for every string held).
+    fn grow_to(&mut self, strings: usize, exact: bool) {
+        let fit = strings.max(self.ends.len()) * 4 / 3 + 64;
+        let cap = if exact {
+            fit
+        } else {
+            fit.max(2 * self.table.len()).max(1024)
+        };
         self.table = vec![Slot::default(); cap];
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
             let end = self.ends[id as usize] as usize;
             let key = Key::of(&self.arena.as_bytes()[start..end]);
-            let mut i = (key.hash >> (64 - self.bits)) as usize;
+            let mut i = self.home(key.hash);
             while self.table[i].id1 != 0 {
-                i = (i + 1) & mask;
+                i = self.next(i);
             }
             self.table[i] = Slot::new(key, id, &self.arena.as_bytes()[start..end], start);
             start = end;
@@ -232,8 +244,8 @@ impl Strs {
     fn reserve(&mut self, strings: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(strings);
-        while Strs::crowded(strings, self.table.len()) {
-            self.grow();
+        if Strs::crowded(strings, self.table.len()) {
+            self.grow_to(strings, true);
         }
     }
 
@@ -248,7 +260,6 @@ impl Strs {
     /// what the read holds. A later [`Strs::intern`] rebuilds it.
     pub(crate) fn drop_index(&mut self) {
         self.table = Vec::new();
-        self.bits = 0;
     }
 
     /// How many strings are held.
@@ -269,8 +280,8 @@ impl Strs {
 
     /// The id of `s`, adding it when new.
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
-        while Strs::crowded(self.ends.len() + 1, self.table.len()) {
-            self.grow();
+        if Strs::crowded(self.ends.len() + 1, self.table.len()) {
+            self.grow_to(self.ends.len() + 1, false);
         }
         self.intern_keyed(s.as_bytes(), Key::of(s.as_bytes()))
     }
@@ -291,16 +302,15 @@ impl Strs {
         ranges: &[(usize, usize)],
         ids: &mut Vec<u32>,
     ) {
-        while Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
-            self.grow();
+        if Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
+            self.grow_to(self.ends.len() + ranges.len(), false);
         }
         let mut keys = std::mem::take(&mut self.keys);
         keys.clear();
         keys.extend(ranges.iter().map(|&(a, b)| Key::at(text, a, b)));
-        let shift = 64 - self.bits;
         let touched = keys
             .iter()
-            .fold(0u32, |t, k| t ^ self.table[(k.hash >> shift) as usize].id1);
+            .fold(0u32, |t, k| t ^ self.table[self.home(k.hash)].id1);
         std::hint::black_box(touched);
         ids.clear();
         for (&(a, b), &k) in ranges.iter().zip(&keys) {
@@ -810,6 +820,31 @@ mod tests {
         .map(|s| Key::of(s.as_bytes()).hash)
         .collect();
         assert_eq!(hashes.len(), 8);
+    }
+
+    /// A table sized for a file (not to a power of two) and filled to
+    /// three quarters still finds every string (probes wrap at its end),
+    /// and grows past that.
+    #[test]
+    fn a_table_of_any_size_finds_every_string() {
+        let mut s = Strs::default();
+        s.reserve(3000, 0);
+        assert_eq!(s.table.len(), 3000 * 4 / 3 + 64);
+        let words: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
+        let ids: Vec<u32> = words.iter().map(|w| s.intern(w)).collect();
+        assert_eq!(s.table.len(), 4064, "no growth within the reserve");
+        let last = s.table.len() - 1;
+        assert!(s.table[last].id1 != 0 || s.table[0].id1 != 0);
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.find(w), Some(id), "{w}");
+        }
+        for i in 0..2000 {
+            s.intern(&format!("x{i}"));
+        }
+        assert!(s.table.len() > 4064);
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.find(w), Some(id), "{w}");
+        }
     }
 
     /// Strings held in their slot and strings placed in the arena are told

@@ -193,6 +193,7 @@ impl Cur<'_> {
     /// the next 16 bytes (keys usually come in the order of their names,
     /// so that is the one after the previous key), then comparing the
     /// string read with every name as a [`word`].
+    #[inline(always)]
     fn name_from(&mut self, names: &[Name], first: usize) -> Scan<usize> {
         if let Some(n) = names.get(first)
             && let Some(next) = self.b.get(self.i..).and_then(<[u8]>::first_chunk::<16>)
@@ -201,6 +202,13 @@ impl Cur<'_> {
             self.i += n.quoted_len;
             return Ok(first);
         }
+        self.name_any(names)
+    }
+
+    /// [`Cur::name`] by reading the string and comparing it with every
+    /// name (out of line: the usual key is the expected one).
+    #[inline(never)]
+    fn name_any(&mut self, names: &[Name]) -> Scan<usize> {
         let (s, e) = self.str()?;
         let word = word(&self.b[s..], e - s).ok_or(Miss::Other)?;
         names.iter().position(|n| n.word == word).ok_or(Miss::Other)

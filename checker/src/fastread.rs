@@ -687,6 +687,33 @@ mod tests {
         }
     }
 
+    /// Numbers up to `u64::MAX` are read exactly; one more is left to the
+    /// visitors.
+    #[test]
+    fn numbers_are_read_exactly_up_to_the_largest() {
+        let read = |text: &str| {
+            let mut cur = Cur {
+                b: text.as_bytes(),
+                i: 0,
+            };
+            cur.u64()
+        };
+        for n in [
+            0,
+            7,
+            999_999_999_999_999_999,
+            1_000_000_000_000_000_000,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(read(&format!("{n},")), Ok(n));
+        }
+        assert_eq!(read("18446744073709551616,"), Err(Miss::Other));
+        assert_eq!(read("99999999999999999999,"), Err(Miss::Other));
+        assert_eq!(read("184467440737095516150"), Err(Miss::Other));
+        assert_eq!(read("1844674407370955161"), Err(Miss::Short));
+    }
+
     /// Whatever is not of the usual shape is left to the visitors, valid
     /// or not; nothing is added.
     #[test]

@@ -84,7 +84,7 @@ impl Key {
     /// The key of `text[a..b]`, as [`Key::of`] gives, from one 16-byte
     /// load when the string is short and 16 bytes are there (no copy
     /// byte by byte).
-    fn at(text: &[u8], a: usize, b: usize) -> Key {
+    fn at(text: &[u8], (a, b): (usize, usize)) -> Key {
         let len = b - a;
         if len <= INLINE_LEN
             && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
@@ -307,7 +307,7 @@ impl Strs {
         }
         let mut keys = std::mem::take(&mut self.keys);
         keys.clear();
-        keys.extend(ranges.iter().map(|&(a, b)| Key::at(text, a, b)));
+        keys.extend(ranges.iter().map(|&range| Key::at(text, range)));
         let touched = keys
             .iter()
             .fold(0u32, |t, k| t ^ self.table[self.home(k.hash)].id1);
@@ -801,7 +801,7 @@ mod tests {
         let text: Vec<u8> = (0..64u32).map(|i| b'!' + (i * 7 % 90) as u8).collect();
         for a in 0..text.len() {
             for b in a..text.len().min(a + INLINE_LEN + 3) {
-                let (at, of) = (Key::at(&text, a, b), Key::of(&text[a..b]));
+                let (at, of) = (Key::at(&text, (a, b)), Key::of(&text[a..b]));
                 assert_eq!((at.hash, at.body), (of.hash, of.body), "{a}..{b}");
             }
         }

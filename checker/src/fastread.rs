@@ -56,8 +56,10 @@ pub(crate) struct Scratch {
     cells: Vec<RawCell>,
     /// The interned ids of `strs`.
     ids: Vec<u32>,
-    /// The cells (row and column string ids) of the ops, then their ids.
+    /// The cells of the batch's ops (or store cells), as row and column
+    /// string ids.
     keys: Vec<(u32, u32)>,
+    /// The cell ids of `keys`.
     cell_ids: Vec<u32>,
 }
 
@@ -78,6 +80,7 @@ const BATCH: usize = 64;
 struct Mark([usize; 5]);
 
 impl Scratch {
+    /// Empties what one batch collects.
     fn clear(&mut self) {
         self.strs.clear();
         self.ops.clear();
@@ -86,6 +89,7 @@ impl Scratch {
         self.cells.clear();
     }
 
+    /// Where each list ends now.
     fn mark(&self) -> Mark {
         Mark([
             self.strs.len(),
@@ -96,6 +100,7 @@ impl Scratch {
         ])
     }
 
+    /// Drops what was collected after `m`.
     fn back_to(&mut self, m: &Mark) {
         self.strs.truncate(m.0[0]);
         self.ops.truncate(m.0[1]);
@@ -378,7 +383,7 @@ fn word(text: &[u8], len: usize) -> Option<u128> {
 
 /// A known name (of a key, or of a field's value).
 #[derive(Clone, Copy)]
-pub(crate) struct Name {
+struct Name {
     /// The name as a [`word`].
     word: u128,
     /// The name between quotes as a [`word`], and the mask of its bytes.

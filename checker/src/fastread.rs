@@ -12,6 +12,12 @@
 //! the scanner only has to be right about what it accepts: what it accepts,
 //! it turns into exactly what the visitors would have made (strings are
 //! interned in the order they appear in the text, as the visitors do).
+//!
+//! Elements are taken in batches of up to [`BATCH`]: all of a batch is
+//! scanned first, then its strings and cells are looked up together, so
+//! that on a large file the cache misses of those lookups overlap instead
+//! of coming one after another. A batch ends before the first element the
+//! scanner does not take, which then goes to the visitors in its turn.
 
 use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};

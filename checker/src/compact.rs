@@ -4,7 +4,7 @@
 //! straight from a JSON stream (see `reader.rs`), so that a large file is
 //! never held as `String`s.
 
-use crate::fx::{FxHasher, FxMap};
+use crate::fx::FxHasher;
 use crate::history::{Event, History, ObserverDecl, Op, Outcome, Scan, VersionKind};
 use std::hash::Hasher;
 
@@ -18,10 +18,12 @@ pub(crate) struct Strs {
     arena: String,
     /// End of string `i` in `arena` (its start is the previous end).
     ends: Vec<u64>,
-    /// The length is a power of two; see [`Slot`].
+    /// Any length (a string's first slot is found by multiplying, not by
+    /// masking), so that it is sized to what a file needs rather than to
+    /// the next power of two; see [`Slot`].
     table: Vec<Slot>,
-    /// log2 of the table's length.
-    bits: u32,
+    /// Scratch for [`Strs::intern_batch`]: the batch's keys.
+    keys: Vec<Key>,
 }
 
 /// One slot of the string table. A lookup reads the slot and, for a string
@@ -35,7 +37,8 @@ struct Slot {
     /// `id + 1` (0 when empty).
     id1: u32,
     /// A short string: its bytes, zero-padded, and its length in the last
-    /// byte. A longer one: the hash's high 32 bits, its start in the arena
+    /// byte. A longer one: the hash's low 32 bits (its high bits choose
+    /// the slot), its start in the arena
     /// (4 bytes), its length (3 bytes), and [`LONG`] in the last byte; the
     /// 7 bytes of place are all `0xff` when the start or the length does
     /// not fit (the string is then found through its id).
@@ -45,30 +48,87 @@ struct Slot {
 /// Strings up to this many bytes are held in their slot.
 const INLINE_LEN: usize = 11;
 
-/// The last byte of a slot holding a longer string.
+/// The last byte of a slot holding a longer string (a short one's length
+/// is there).
 const LONG: u8 = 0xff;
 
 /// A longer string's length must be below this to be placed by its slot.
 const LEN_LIMIT: usize = (1 << 24) - 1;
 
-impl Slot {
-    /// The body a slot holding `s` has, except for a long string's place
-    /// (only its tag and marker are set).
-    fn probe(s: &[u8], hash: u64) -> [u8; 12] {
-        let mut body = [0u8; 12];
+/// A string's hash and the body of the slot that holds it (for a longer
+/// string, only its tag and marker: its place is set when it is added).
+#[derive(Clone, Copy)]
+struct Key {
+    hash: u64,
+    body: [u8; 12],
+}
+
+impl Key {
+    /// The key of `s`.
+    fn of(s: &[u8]) -> Key {
         if s.len() <= INLINE_LEN {
+            let mut body = [0u8; 12];
             body[..s.len()].copy_from_slice(s);
             body[11] = s.len() as u8;
-        } else {
-            body[..4].copy_from_slice(&((hash >> 32) as u32).to_le_bytes());
-            body[11] = LONG;
+            return Key::short(body);
         }
-        body
+        let mut h = FxHasher::default();
+        h.write(s);
+        let hash = mix(h.finish());
+        let mut body = [0u8; 12];
+        body[..4].copy_from_slice(&(hash as u32).to_le_bytes());
+        body[11] = LONG;
+        Key { hash, body }
     }
 
-    fn new(hash: u64, id: u32, s: &[u8], start: usize) -> Slot {
-        let mut body = Slot::probe(s, hash);
-        if s.len() > INLINE_LEN {
+    /// The key of `text[a..b]`, as [`Key::of`] gives, from one 16-byte
+    /// load when the string is short and 16 bytes are there (no copy
+    /// byte by byte).
+    fn at(text: &[u8], (a, b): (usize, usize)) -> Key {
+        let len = b - a;
+        if len <= INLINE_LEN
+            && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
+        {
+            let bytes = u128::from_le_bytes(*word) & ((1u128 << (8 * len)) - 1);
+            let x = bytes | (len as u128) << 88;
+            let mut body = [0u8; 12];
+            body.copy_from_slice(&x.to_le_bytes()[..12]);
+            return Key::short(body);
+        }
+        Key::of(&text[a..b])
+    }
+
+    /// The key of a short string, from its slot's body.
+    fn short(body: [u8; 12]) -> Key {
+        let mut lo = [0u8; 8];
+        lo.copy_from_slice(&body[..8]);
+        let mut hi = [0u8; 4];
+        hi.copy_from_slice(&body[8..]);
+        let hi = u64::from(u32::from_le_bytes(hi)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Key {
+            hash: mix(u64::from_le_bytes(lo) ^ hi),
+            body,
+        }
+    }
+
+    fn is_short(&self) -> bool {
+        self.body[11] != LONG
+    }
+}
+
+/// murmur3's 64-bit finaliser: every input bit moves every output bit.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+impl Slot {
+    fn new(key: Key, id: u32, s: &[u8], start: usize) -> Slot {
+        let mut body = key.body;
+        if !key.is_short() {
             match (u32::try_from(start), s.len() < LEN_LIMIT) {
                 (Ok(at), true) => {
                     body[4..8].copy_from_slice(&at.to_le_bytes());
@@ -100,19 +160,6 @@ impl Slot {
     }
 }
 
-/// A well-mixed 64-bit hash of a string (FxHash, then murmur3's finaliser,
-/// so that short keys differing only in their last bytes spread out).
-fn str_hash(s: &str) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(s.as_bytes());
-    let mut x = h.finish();
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
 impl Strs {
     /// The string with id `id` ("" for [`NIL`] or an unknown id).
     pub(crate) fn get(&self, id: u32) -> &str {
@@ -130,56 +177,63 @@ impl Strs {
     }
 
     /// Whether the slot of a longer string (one whose tag matched) holds `s`.
-    fn holds_long(&self, slot: Slot, s: &str) -> bool {
+    fn holds_long(&self, slot: Slot, s: &[u8]) -> bool {
         match slot.place() {
-            Some((start, len)) => {
-                len == s.len() && self.arena.as_bytes()[start..start + len] == *s.as_bytes()
-            }
-            None => self.get(slot.id()) == s,
+            Some((start, len)) => len == s.len() && self.arena.as_bytes()[start..start + len] == *s,
+            None => self.get(slot.id()).as_bytes() == s,
         }
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
-    fn slot(&self, s: &str, hash: u64) -> Result<usize, usize> {
-        let mask = self.table.len() - 1;
-        let probe = Slot::probe(s.as_bytes(), hash);
-        let short = s.len() <= INLINE_LEN;
-        let mut i = (hash >> (64 - self.bits)) as usize;
+    fn slot(&self, s: &[u8], key: Key) -> Result<usize, usize> {
+        let mut i = self.home(key.hash);
         loop {
             let e = self.table[i];
             if e.id1 == 0 {
                 return Err(i);
             }
-            let hit = if short {
-                e.body == probe
+            let hit = if key.is_short() {
+                e.body == key.body
             } else {
-                e.body[..4] == probe[..4] && e.body[11] == LONG && self.holds_long(e, s)
+                e.body[..4] == key.body[..4] && e.body[11] == LONG && self.holds_long(e, s)
             };
             if hit {
                 return Ok(i);
             }
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
     }
 
-    /// Doubles the table (at least, and at least to fit every string held).
-    fn grow(&mut self) {
-        self.bits = (self.bits + 1).max(10);
-        while Strs::crowded(self.ends.len(), 1 << self.bits) {
-            self.bits += 1;
-        }
-        let cap = 1usize << self.bits;
-        let mask = cap - 1;
+    /// The first slot for a string of hash `hash`: its place in the table
+    /// in proportion to the hash (the table must not be empty).
+    fn home(&self, hash: u64) -> usize {
+        ((u128::from(hash) * self.table.len() as u128) >> 64) as usize
+    }
+
+    /// The slot after `i` (the first after the last).
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.table.len() { 0 } else { i + 1 }
+    }
+
+    /// Rebuilds the table with room for `strings` strings (at least twice
+    /// its length, unless `exact`, and at least room for every string held).
+    fn grow_to(&mut self, strings: usize, exact: bool) {
+        let fit = strings.max(self.ends.len()) * 4 / 3 + 64;
+        let cap = if exact {
+            fit
+        } else {
+            fit.max(2 * self.table.len()).max(1024)
+        };
         self.table = vec![Slot::default(); cap];
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
             let end = self.ends[id as usize] as usize;
-            let hash = str_hash(&self.arena[start..end]);
-            let mut i = (hash >> (64 - self.bits)) as usize;
+            let key = Key::of(&self.arena.as_bytes()[start..end]);
+            let mut i = self.home(key.hash);
             while self.table[i].id1 != 0 {
-                i = (i + 1) & mask;
+                i = self.next(i);
             }
-            self.table[i] = Slot::new(hash, id, &self.arena.as_bytes()[start..end], start);
+            self.table[i] = Slot::new(key, id, &self.arena.as_bytes()[start..end], start);
             start = end;
         }
     }
@@ -190,8 +244,8 @@ impl Strs {
     fn reserve(&mut self, strings: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(strings);
-        while Strs::crowded(strings, self.table.len()) {
-            self.grow();
+        if Strs::crowded(strings, self.table.len()) {
+            self.grow_to(strings, true);
         }
     }
 
@@ -206,7 +260,12 @@ impl Strs {
     /// what the read holds. A later [`Strs::intern`] rebuilds it.
     pub(crate) fn drop_index(&mut self) {
         self.table = Vec::new();
-        self.bits = 0;
+    }
+
+    /// How many strings are held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
     }
 
     /// The id of `s`, if it was interned.
@@ -215,53 +274,164 @@ impl Strs {
         if self.table.is_empty() {
             return None;
         }
-        let i = self.slot(s, str_hash(s)).ok()?;
+        let i = self.slot(s.as_bytes(), Key::of(s.as_bytes())).ok()?;
         Some(self.table[i].id())
     }
 
     /// The id of `s`, adding it when new.
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
-        while Strs::crowded(self.ends.len() + 1, self.table.len()) {
-            self.grow();
+        if Strs::crowded(self.ends.len() + 1, self.table.len()) {
+            self.grow_to(self.ends.len() + 1, false);
         }
-        self.intern_hashed(s, str_hash(s))
+        self.intern_keyed(s.as_bytes(), Key::of(s.as_bytes()))
     }
 
-    /// The ids of `strs` (into `ids`), as [`Strs::intern`] on each in
-    /// order would give. On a large file nearly every lookup misses the
-    /// cache: the slots of the whole batch are loaded first, loads the
-    /// processor overlaps instead of waiting for each in turn.
-    pub(crate) fn intern_all(&mut self, strs: &[&str], ids: &mut Vec<u32>) {
-        while Strs::crowded(self.ends.len() + strs.len(), self.table.len()) {
-            self.grow();
+    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`
+    /// (into `ids`), as [`Strs::intern`] on each in order would give; each
+    /// range must hold UTF-8 (the scanner's hold printable ASCII).
+    ///
+    /// On a large file nearly every lookup misses the cache, and one at a
+    /// time each waits the whole memory latency. So the hashes of the whole
+    /// batch come first, then a tight loop that loads every string's first
+    /// slot (loads the processor keeps in flight together, as they depend
+    /// on nothing), and only then the lookups, which find their slots in
+    /// the cache.
+    pub(crate) fn intern_batch(
+        &mut self,
+        text: &[u8],
+        ranges: &[(usize, usize)],
+        ids: &mut Vec<u32>,
+    ) {
+        if Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
+            self.grow_to(self.ends.len() + ranges.len(), false);
         }
-        let mut hashes = [0u64; 32];
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(ranges.iter().map(|&range| Key::at(text, range)));
+        let touched = keys
+            .iter()
+            .fold(0u32, |t, k| t ^ self.table[self.home(k.hash)].id1);
+        std::hint::black_box(touched);
         ids.clear();
-        for chunk in strs.chunks(hashes.len()) {
-            let mut touched = 0u32;
-            for (h, s) in hashes.iter_mut().zip(chunk) {
-                *h = str_hash(s);
-                touched ^= self.table[(*h >> (64 - self.bits)) as usize].id1;
-            }
-            std::hint::black_box(touched);
-            for (&h, s) in hashes.iter().zip(chunk) {
-                ids.push(self.intern_hashed(s, h));
-            }
+        for (&(a, b), &k) in ranges.iter().zip(&keys) {
+            ids.push(self.intern_keyed(&text[a..b], k));
         }
+        self.keys = keys;
     }
 
-    /// [`Strs::intern`] with the hash computed and the table large enough.
-    fn intern_hashed(&mut self, s: &str, hash: u64) -> u32 {
-        match self.slot(s, hash) {
+    /// [`Strs::intern`] with the key computed and the table large enough;
+    /// `s` must be UTF-8.
+    fn intern_keyed(&mut self, s: &[u8], key: Key) -> u32 {
+        match self.slot(s, key) {
             Ok(i) => self.table[i].id(),
             Err(i) => {
                 let start = self.arena.len();
-                self.arena.push_str(s);
+                match std::str::from_utf8(s) {
+                    Ok(s) => self.arena.push_str(s),
+                    // Not reached: every caller's strings are UTF-8.
+                    Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
+                }
                 self.ends.push(self.arena.len() as u64);
                 let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(hash, id, s.as_bytes(), start);
+                self.table[i] = Slot::new(key, id, s, start);
                 id
             }
+        }
+    }
+}
+
+/// The cell table: (row, column) string ids to cell id, open addressing
+/// with linear probing in one array (one cache line per lookup, so that a
+/// batch's lookups can be loaded ahead, see [`Compact::cell_batch`]).
+#[derive(Default)]
+struct CellTable {
+    /// The length is a power of two (or zero).
+    slots: Vec<CellSlot>,
+    /// log2 of the length.
+    bits: u32,
+    /// How many cells are held.
+    len: usize,
+    /// Scratch for [`Compact::cell_batch`]: the batch's hashes.
+    hashes: Vec<u64>,
+}
+
+/// One slot of the cell table.
+#[derive(Default, Clone, Copy)]
+struct CellSlot {
+    row: u32,
+    col: u32,
+    /// `cell id + 1` (0 when empty).
+    id1: u32,
+}
+
+impl CellTable {
+    /// A well-mixed hash of a cell's string ids (murmur3's finaliser).
+    fn hash(row: u32, col: u32) -> u64 {
+        let mut x = (u64::from(row) << 32 | u64::from(col)) ^ 0x9e37_79b9_7f4a_7c15;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
+    }
+
+    /// Room for `more` cells beyond those held, at most three quarters full.
+    fn reserve(&mut self, more: usize) {
+        if (self.len + more) * 4 <= self.slots.len() * 3 {
+            return;
+        }
+        let mut bits = self.bits.max(9);
+        while (self.len + more) * 4 > (1usize << bits) * 3 {
+            bits += 1;
+        }
+        let old = std::mem::replace(&mut self.slots, vec![CellSlot::default(); 1 << bits]);
+        self.bits = bits;
+        for s in old.into_iter().filter(|s| s.id1 != 0) {
+            let i = self.empty_slot(CellTable::hash(s.row, s.col));
+            self.slots[i] = s;
+        }
+    }
+
+    /// The first empty slot from the one `hash` starts at.
+    fn empty_slot(&self, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> (64 - self.bits)) as usize;
+        while self.slots[i].id1 != 0 {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    /// Loads the first slot of every hash in `hashes` (see
+    /// [`Strs::intern_batch`]).
+    fn touch(&self, hashes: &[u64]) {
+        let shift = 64 - self.bits;
+        let touched = hashes
+            .iter()
+            .fold(0u32, |t, &h| t ^ self.slots[(h >> shift) as usize].id1);
+        std::hint::black_box(touched);
+    }
+
+    /// The id of the cell (row, col), or `next` once added as that; the
+    /// table must have room for one more.
+    fn find_or_add(&mut self, row: u32, col: u32, hash: u64, next: u32) -> u32 {
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> (64 - self.bits)) as usize;
+        loop {
+            let s = self.slots[i];
+            if s.id1 == 0 {
+                self.slots[i] = CellSlot {
+                    row,
+                    col,
+                    id1: next + 1,
+                };
+                self.len += 1;
+                return next;
+            }
+            if s.row == row && s.col == col {
+                return s.id1 - 1;
+            }
+            i = (i + 1) & mask;
         }
     }
 }
@@ -365,7 +535,7 @@ pub(crate) struct Compact {
     pub strs: Strs,
     /// Cell id -> (row, col) string ids.
     pub cells: Vec<(u32, u32)>,
-    cell_ids: FxMap<(u32, u32), u32>,
+    cell_ids: CellTable,
     pub txns: Vec<Txn>,
     /// Transaction `i`'s ops are `ops[op_off[i]..op_off[i + 1]]`.
     pub op_off: Vec<usize>,
@@ -411,8 +581,30 @@ impl Compact {
 
     /// The id of the cell (row, col), given as string ids.
     pub(crate) fn cell(&mut self, row: u32, col: u32) -> u32 {
+        self.cell_ids.reserve(1);
+        self.cell_hashed(row, col, CellTable::hash(row, col))
+    }
+
+    /// The ids of the cells `keys` (row and column string ids) into
+    /// `cells`, as [`Compact::cell`] on each in order would give: the
+    /// table's slots are all loaded first, as in [`Strs::intern_batch`].
+    pub(crate) fn cell_batch(&mut self, keys: &[(u32, u32)], cells: &mut Vec<u32>) {
+        self.cell_ids.reserve(keys.len());
+        let mut hashes = std::mem::take(&mut self.cell_ids.hashes);
+        hashes.clear();
+        hashes.extend(keys.iter().map(|&(r, c)| CellTable::hash(r, c)));
+        self.cell_ids.touch(&hashes);
+        cells.clear();
+        for (&(r, c), &h) in keys.iter().zip(&hashes) {
+            cells.push(self.cell_hashed(r, c, h));
+        }
+        self.cell_ids.hashes = hashes;
+    }
+
+    /// [`Compact::cell`] with the hash computed and the table large enough.
+    fn cell_hashed(&mut self, row: u32, col: u32, hash: u64) -> u32 {
         let next = self.cells.len() as u32;
-        let id = *self.cell_ids.entry((row, col)).or_insert(next);
+        let id = self.cell_ids.find_or_add(row, col, hash, next);
         if id == next {
             self.cells.push((row, col));
         }
@@ -486,9 +678,11 @@ impl Compact {
             cells[of[c] as usize] = names;
         }
         self.cells = cells;
-        self.cell_ids.clear();
-        for (c, &names) in self.cells.iter().enumerate() {
-            self.cell_ids.insert(names, c as u32);
+        self.cell_ids = CellTable::default();
+        self.cell_ids.reserve(self.cells.len());
+        for (c, &(row, col)) in self.cells.iter().enumerate() {
+            self.cell_ids
+                .find_or_add(row, col, CellTable::hash(row, col), c as u32);
         }
     }
 
@@ -600,6 +794,59 @@ mod tests {
         assert_eq!(s.opt(NIL), None);
     }
 
+    /// A string's key read from a larger text with one load is the key
+    /// of the string alone, at every length and place, near the end too.
+    #[test]
+    fn keys_read_in_place_equal_keys_of_the_string_alone() {
+        let text: Vec<u8> = (0..64u32).map(|i| b'!' + (i * 7 % 90) as u8).collect();
+        for a in 0..text.len() {
+            for b in a..text.len().min(a + INLINE_LEN + 3) {
+                let (at, of) = (Key::at(&text, (a, b)), Key::of(&text[a..b]));
+                assert_eq!((at.hash, at.body), (of.hash, of.body), "{a}..{b}");
+            }
+        }
+        // Strings differing in a byte or in their length hash apart.
+        let hashes: std::collections::BTreeSet<u64> = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "a\0",
+            "abcdefghijk",
+            "abcdefghijl",
+            "abcdefghijkl",
+        ]
+        .iter()
+        .map(|s| Key::of(s.as_bytes()).hash)
+        .collect();
+        assert_eq!(hashes.len(), 8);
+    }
+
+    /// A table sized for a file (not to a power of two) and filled to
+    /// three quarters still finds every string (probes wrap at its end),
+    /// and grows past that.
+    #[test]
+    fn a_table_of_any_size_finds_every_string() {
+        let mut s = Strs::default();
+        s.reserve(3000, 0);
+        assert_eq!(s.table.len(), 3000 * 4 / 3 + 64);
+        let words: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
+        let ids: Vec<u32> = words.iter().map(|w| s.intern(w)).collect();
+        assert_eq!(s.table.len(), 4064, "no growth within the reserve");
+        let last = s.table.len() - 1;
+        assert!(s.table[last].id1 != 0 || s.table[0].id1 != 0);
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.find(w), Some(id), "{w}");
+        }
+        for i in 0..2000 {
+            s.intern(&format!("x{i}"));
+        }
+        assert!(s.table.len() > 4064);
+        for (w, &id) in words.iter().zip(&ids) {
+            assert_eq!(s.find(w), Some(id), "{w}");
+        }
+    }
+
     /// Strings held in their slot and strings placed in the arena are told
     /// apart at every length around the limit, with zero bytes and all.
     #[test]
@@ -640,6 +887,34 @@ mod tests {
         }
         assert_eq!(s.find(&long), Some(a));
         assert_eq!(s.find(prefix), Some(p));
+    }
+
+    /// The cell table gives one id per (row, column), numbered in order of
+    /// first sight, one at a time or in batches, across its growth.
+    #[test]
+    fn cells_are_numbered_once_one_at_a_time_or_in_batches() {
+        let mut a = Compact::new();
+        let mut b = Compact::new();
+        let keys: Vec<(u32, u32)> = (0..20_000u32).map(|i| (i % 3001, i % 7)).collect();
+        let one: Vec<u32> = keys.iter().map(|&(r, c)| a.cell(r, c)).collect();
+        let mut batched = Vec::new();
+        let mut out = Vec::new();
+        for chunk in keys.chunks(97) {
+            b.cell_batch(chunk, &mut out);
+            batched.extend_from_slice(&out);
+        }
+        assert_eq!(one, batched);
+        let distinct: std::collections::BTreeSet<(u32, u32)> = keys.iter().copied().collect();
+        assert_eq!(a.cells.len(), distinct.len());
+        for (&(r, c), &id) in keys.iter().zip(&one) {
+            assert_eq!(a.cells[id as usize], (r, c));
+        }
+        // Ids follow first sight.
+        let mut next = 0;
+        for &id in &one {
+            assert!(id <= next);
+            next = next.max(id + 1);
+        }
     }
 
     /// A file whose store comes before its transactions is read with the

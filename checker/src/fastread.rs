@@ -12,6 +12,12 @@
 //! the scanner only has to be right about what it accepts: what it accepts,
 //! it turns into exactly what the visitors would have made (strings are
 //! interned in the order they appear in the text, as the visitors do).
+//!
+//! Elements are taken in batches of up to [`BATCH`]: all of a batch is
+//! scanned first, then its strings and cells are looked up together, so
+//! that on a large file the cache misses of those lookups overlap instead
+//! of coming one after another. A batch ends before the first element the
+//! scanner does not take, which then goes to the visitors in its turn.
 
 use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
@@ -39,17 +45,101 @@ struct RawOp {
     value: u32,
 }
 
-/// What one transaction's scan collects before anything is added to the
-/// history (reused from one transaction to the next).
+/// What a batch of scanned transactions (or store cells) collects before
+/// anything is added to the history (reused from one batch to the next).
 #[derive(Default)]
 pub(crate) struct Scratch {
     /// Each string's range in the scanned text, in the order of the text.
     strs: Vec<(usize, usize)>,
     ops: Vec<RawOp>,
-    /// A store cell's versions, `value` an index into `strs` (or [`NIL`]).
+    /// Each transaction, its `abort_reason` an index into `strs` (or
+    /// [`NIL`]), with the end of its ops in `ops`.
+    txns: Vec<(Txn, usize)>,
+    /// Store cells' versions, `value` an index into `strs` (or [`NIL`]).
     versions: Vec<CVersion>,
+    /// Each store cell: its row and column (indices into `strs`) and the
+    /// end of its versions in `versions`.
+    cells: Vec<RawCell>,
     /// The interned ids of `strs`.
     ids: Vec<u32>,
+    /// The cells of the batch's ops (or store cells), as row and column
+    /// string ids.
+    keys: Vec<(u32, u32)>,
+    /// The cell ids of `keys`.
+    cell_ids: Vec<u32>,
+}
+
+/// One store cell as scanned (see [`Scratch::cells`]).
+#[derive(Clone, Copy)]
+struct RawCell {
+    row: u32,
+    col: u32,
+    versions_end: usize,
+}
+
+/// How many transactions (or store cells) are scanned before their strings
+/// and cells are looked up together.
+const BATCH: usize = 64;
+
+/// The lengths of a [`Scratch`]'s lists, to drop an element scanned only in
+/// part.
+struct Mark([usize; 5]);
+
+impl Scratch {
+    /// Empties what one batch collects.
+    fn clear(&mut self) {
+        self.strs.clear();
+        self.ops.clear();
+        self.txns.clear();
+        self.versions.clear();
+        self.cells.clear();
+    }
+
+    /// Where each list ends now.
+    fn mark(&self) -> Mark {
+        Mark([
+            self.strs.len(),
+            self.ops.len(),
+            self.txns.len(),
+            self.versions.len(),
+            self.cells.len(),
+        ])
+    }
+
+    /// Drops what was collected after `m`.
+    fn back_to(&mut self, m: &Mark) {
+        self.strs.truncate(m.0[0]);
+        self.ops.truncate(m.0[1]);
+        self.txns.truncate(m.0[2]);
+        self.versions.truncate(m.0[3]);
+        self.cells.truncate(m.0[4]);
+    }
+
+    /// Adds a string's range; its index.
+    fn str(&mut self, range: (usize, usize)) -> u32 {
+        self.strs.push(range);
+        self.strs.len() as u32 - 1
+    }
+}
+
+/// Scans the elements of an array from the start of `text` with `one`: the
+/// first at its start, then each after a `,`, up to [`BATCH`], stopping
+/// before the first one not taken. The bytes taken (to the end of the last
+/// element taken); a miss on the first element is that miss.
+fn run(text: &[u8], s: &mut Scratch, one: fn(&mut Cur, &mut Scratch) -> Scan<()>) -> Scan<usize> {
+    s.clear();
+    let mut cur = Cur { b: text, i: 0 };
+    one(&mut cur, s)?;
+    let mut end = cur.i;
+    for _ in 1..BATCH {
+        let mark = s.mark();
+        if cur.eat(b',').and_then(|()| one(&mut cur, s)).is_err() {
+            s.back_to(&mark);
+            break;
+        }
+        end = cur.i;
+    }
+    Ok(end)
 }
 
 /// A position in the text of one transaction.
@@ -79,30 +169,60 @@ impl Cur<'_> {
         Ok(())
     }
 
-    /// A string of printable ASCII without escapes: its range.
+    /// A string of printable ASCII without escapes: its range. Eight bytes
+    /// at a time while eight are left (see [`stops`]), then byte by byte.
     fn str(&mut self) -> Scan<(usize, usize)> {
         self.eat(b'"')?;
         let start = self.i;
+        let mut i = start;
+        while let Some(word) = self.b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+            let found = stops(u64::from_le_bytes(*word));
+            if found != 0 {
+                i += (found.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
         loop {
-            match self.b.get(self.i) {
+            match self.b.get(i) {
                 None => return Err(Miss::Short),
                 Some(b'"') => break,
                 Some(&c) if !(0x20..0x80).contains(&c) || c == b'\\' => return Err(Miss::Other),
-                Some(_) => self.i += 1,
+                Some(_) => i += 1,
             }
         }
-        self.i += 1;
-        Ok((start, self.i - 1))
+        self.i = i + 1;
+        Ok((start, i))
     }
 
     /// A string, compared with `names`: its index there.
-    fn name(&mut self, names: &[&str]) -> Scan<usize> {
+    fn name(&mut self, names: &[Name]) -> Scan<usize> {
+        self.name_from(names, 0)
+    }
+
+    /// [`Cur::name`], trying `names[first]` first with one comparison of
+    /// the next 16 bytes (keys usually come in the order of their names,
+    /// so that is the one after the previous key), then comparing the
+    /// string read with every name as a [`word`].
+    #[inline(always)]
+    fn name_from(&mut self, names: &[Name], first: usize) -> Scan<usize> {
+        if let Some(n) = names.get(first)
+            && let Some(next) = self.b.get(self.i..).and_then(<[u8]>::first_chunk::<16>)
+            && u128::from_le_bytes(*next) & n.quoted_mask == n.quoted
+        {
+            self.i += n.quoted_len;
+            return Ok(first);
+        }
+        self.name_any(names)
+    }
+
+    /// [`Cur::name`] by reading the string and comparing it with every
+    /// name (out of line: the usual key is the expected one).
+    #[inline(never)]
+    fn name_any(&mut self, names: &[Name]) -> Scan<usize> {
         let (s, e) = self.str()?;
-        let text = &self.b[s..e];
-        names
-            .iter()
-            .position(|n| n.as_bytes() == text)
-            .ok_or(Miss::Other)
+        let word = word(&self.b[s..], e - s).ok_or(Miss::Other)?;
+        names.iter().position(|n| n.word == word).ok_or(Miss::Other)
     }
 
     /// An unsigned integer that fits a `u64`, written plainly.
@@ -177,7 +297,7 @@ impl Cur<'_> {
     /// is a miss. Returns the bits of the keys seen.
     fn members(
         &mut self,
-        names: &[&str],
+        names: &[Name],
         mut each: impl FnMut(&mut Self, usize) -> Scan<()>,
     ) -> Scan<u32> {
         let mut seen = 0u32;
@@ -186,8 +306,10 @@ impl Cur<'_> {
             self.i += 1;
             return Ok(seen);
         }
+        let mut next = 0;
         loop {
-            let k = self.name(names)?;
+            let k = self.name_from(names, next)?;
+            next = k + 1;
             if seen & (1 << k) != 0 {
                 return Err(Miss::Other);
             }
@@ -226,20 +348,116 @@ impl Cur<'_> {
     }
 }
 
+/// Bytes 0x80 in every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+/// Bytes 0x01 in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The bytes of `word` (eight bytes of text, the first in the low byte)
+/// that end a plain string (`"`, `\\`, a control character, or a byte of
+/// 0x80 and over), as their high bits; exact for the lowest one, which is
+/// all [`Cur::str`] uses (the borrow tricks may mark bytes after a true one,
+/// never before).
+fn stops(word: u64) -> u64 {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let control = word.wrapping_sub(0x20 * ONES) & !word & HIGH;
+    zero(word ^ (u64::from(b'"') * ONES))
+        | zero(word ^ (u64::from(b'\\') * ONES))
+        | control
+        | (word & HIGH)
+}
+
+/// The first `len` bytes of `text` as a number, zero-padded (the first in
+/// the low byte), if `len` is at most 16: a key compared with every known
+/// name at once. Keys are scanned strings, without zero bytes, so two of
+/// different lengths never give the same number.
+fn word(text: &[u8], len: usize) -> Option<u128> {
+    if len > 16 {
+        return None;
+    }
+    let raw = match text.first_chunk::<16>() {
+        Some(chunk) => u128::from_le_bytes(*chunk),
+        None => {
+            let mut padded = [0u8; 16];
+            padded[..len].copy_from_slice(&text[..len]);
+            u128::from_le_bytes(padded)
+        }
+    };
+    let mask = u128::MAX.checked_shr(8 * (16 - len) as u32).unwrap_or(0);
+    Some(raw & mask)
+}
+
+/// A known name (of a key, or of a field's value).
+#[derive(Clone, Copy)]
+struct Name {
+    /// The name as a [`word`].
+    word: u128,
+    /// The name between quotes as a [`word`], and the mask of its bytes.
+    quoted: u128,
+    quoted_mask: u128,
+    /// The length of the name between quotes.
+    quoted_len: usize,
+}
+
+/// The [`Name`]s of `names` (each of at most 14 bytes, none with a zero
+/// byte, a quote, a backslash or a control character; checked when
+/// compiled).
+const fn names<const N: usize>(names: &[&str]) -> [Name; N] {
+    assert!(names.len() == N);
+    let mut out = [Name {
+        word: 0,
+        quoted: 0,
+        quoted_mask: 0,
+        quoted_len: 0,
+    }; N];
+    let mut k = 0;
+    while k < N {
+        let b = names[k].as_bytes();
+        assert!(b.len() <= 14);
+        let mut word = 0u128;
+        let mut i = 0;
+        while i < b.len() {
+            assert!(b[i] >= 0x20 && b[i] < 0x80 && b[i] != b'"' && b[i] != b'\\');
+            word |= (b[i] as u128) << (8 * i);
+            i += 1;
+        }
+        let quote = b'"' as u128;
+        out[k] = Name {
+            word,
+            quoted: quote | word << 8 | quote << (8 * (b.len() + 1)),
+            quoted_mask: u128::MAX >> (8 * (14 - b.len())),
+            quoted_len: b.len() + 2,
+        };
+        k += 1;
+    }
+    out
+}
+
+const TXN_NAMES: [Name; TXN.len()] = names(TXN);
+const OP_NAMES: [Name; OP.len()] = names(OP);
+const KIND_NAMES: [Name; KINDS.len()] = names(KINDS);
+const CELL_NAMES: [Name; CELL.len()] = names(CELL);
+const VERSION_NAMES: [Name; VERSION.len()] = names(VERSION);
+const OUTCOME_NAMES: [Name; 3] = names(&["committed", "aborted", "unknown"]);
+const VERSION_KIND_NAMES: [Name; 3] = names(&["put", "delete", "rollback"]);
+
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
-const OUTCOMES: &[&str] = &["committed", "aborted", "unknown"];
+/// Scans the transactions at the start of `text` (the elements of the
+/// `transactions` array from one on, see [`run`]) and adds those of the
+/// usual shape to `c`: the number of bytes they took. Nothing is added on a
+/// miss.
+pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+    let n = run(text, s, txn)?;
+    add_txns(text, c, s);
+    Ok(n)
+}
 
-/// Scans the transaction at the start of `text` and, if it is of the usual
-/// shape, adds it to `c`: the number of bytes it took. Nothing is added on
-/// a miss.
-pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
-    s.strs.clear();
-    s.ops.clear();
-    let mut cur = Cur { b: text, i: 0 };
+/// One transaction, into the scratch.
+fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let mut t = Txn::default();
-    let seen = cur.members(TXN, |cur, k| {
+    let seen = cur.members(&TXN_NAMES, |cur, k| {
         match k {
             0 => t.id = cur.u64()?,
             1 => t.client = cur.u64()?,
@@ -248,7 +466,7 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
             4 => t.invoke_ns = cur.u64()?,
             5 => t.complete_ns = cur.opt_u64()?,
             6 => {
-                t.outcome = match cur.name(OUTCOMES)? {
+                t.outcome = match cur.name(&OUTCOME_NAMES)? {
                     0 => Outcome::Committed,
                     1 => Outcome::Aborted,
                     _ => Outcome::Unknown,
@@ -256,8 +474,7 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
             }
             7 => {
                 if !cur.null()? {
-                    t.abort_reason = s.strs.len() as u32;
-                    s.strs.push(cur.str()?);
+                    t.abort_reason = s.str(cur.str()?);
                 }
             }
             8 => cur.elements(|cur| op(cur, s))?,
@@ -273,8 +490,8 @@ pub(crate) fn txn(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> 
     if seen & TXN_REQUIRED != TXN_REQUIRED {
         return Err(Miss::Other);
     }
-    add(text, c, s, t);
-    Ok(cur.i)
+    s.txns.push((t, s.ops.len()));
+    Ok(())
 }
 
 /// One op, into the scratch.
@@ -285,16 +502,15 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         col: NIL,
         value: NIL,
     };
-    let seen = cur.members(OP, |cur, k| {
+    let seen = cur.members(&OP_NAMES, |cur, k| {
         if k == 0 {
-            o.kind = [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(KINDS)?];
+            o.kind = [OpKind::Read, OpKind::Write, OpKind::Delete][cur.name(&KIND_NAMES)?];
             return Ok(());
         }
         if k == 3 && cur.null()? {
             return Ok(());
         }
-        let at = s.strs.len() as u32;
-        s.strs.push(cur.str()?);
+        let at = s.str(cur.str()?);
         match k {
             1 => o.row = at,
             2 => o.col = at,
@@ -310,55 +526,53 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     Ok(())
 }
 
-/// Interns the scanned strings, in the order of the text, into `s.ids`.
-fn intern(text: &[u8], c: &mut Compact, s: &mut Scratch) {
-    // Every byte of a scanned string is ASCII: valid UTF-8.
-    let strs: Vec<&str> = s
-        .strs
-        .iter()
-        .map(|&(a, b)| std::str::from_utf8(&text[a..b]).unwrap_or(""))
-        .collect();
-    c.strs.intern_all(&strs, &mut s.ids);
-}
-
-/// Interns the scanned strings (in the order of the text) and adds the
-/// transaction and its ops.
-fn add(text: &[u8], c: &mut Compact, s: &mut Scratch, mut t: Txn) {
-    intern(text, c, s);
-    let id = |k: u32| if k == NIL { NIL } else { s.ids[k as usize] };
-    for o in &s.ops {
-        let cell = c.cell(id(o.row), id(o.col));
-        let value = if o.kind == OpKind::Delete {
-            NIL
-        } else {
-            id(o.value)
-        };
-        c.ops.push(COp {
-            kind: o.kind,
-            cell,
-            value,
-        });
+/// Interns the batch's strings (in the order of the text) and adds its
+/// transactions and their ops.
+fn add_txns(text: &[u8], c: &mut Compact, s: &mut Scratch) {
+    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+    let ids = &s.ids;
+    let id = |k: u32| if k == NIL { NIL } else { ids[k as usize] };
+    s.keys.clear();
+    s.keys.extend(s.ops.iter().map(|o| (id(o.row), id(o.col))));
+    c.cell_batch(&s.keys, &mut s.cell_ids);
+    let mut from = 0;
+    for &(mut t, to) in &s.txns {
+        for (o, &cell) in s.ops[from..to].iter().zip(&s.cell_ids[from..to]) {
+            let value = if o.kind == OpKind::Delete {
+                NIL
+            } else {
+                id(o.value)
+            };
+            c.ops.push(COp {
+                kind: o.kind,
+                cell,
+                value,
+            });
+        }
+        from = to;
+        t.abort_reason = id(t.abort_reason);
+        c.push_txn(t);
     }
-    t.abort_reason = id(t.abort_reason);
-    c.push_txn(t);
 }
 
-const VERSION_KINDS: &[&str] = &["put", "delete", "rollback"];
+/// Scans the store cells (`final_state.cells` entries) at the start of
+/// `text` (see [`run`]) and adds those of the usual shape and their
+/// versions to `c`: the number of bytes they took. Nothing is added on a
+/// miss.
+pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+    let n = run(text, s, cell)?;
+    add_cells(text, c, s);
+    Ok(n)
+}
 
-/// Scans the store cell (a `final_state.cells` entry) at the start of
-/// `text` and, if it is of the usual shape, adds it and its versions to
-/// `c`: the number of bytes it took. Nothing is added on a miss.
-pub(crate) fn cell(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
-    s.strs.clear();
-    s.versions.clear();
-    let mut cur = Cur { b: text, i: 0 };
+/// One store cell, into the scratch.
+fn cell(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let (mut row, mut col) = (NIL, NIL);
-    let seen = cur.members(CELL, |cur, k| {
+    let seen = cur.members(&CELL_NAMES, |cur, k| {
         if k == 2 {
             return cur.elements(|cur| version(cur, s));
         }
-        let at = s.strs.len() as u32;
-        s.strs.push(cur.str()?);
+        let at = s.str(cur.str()?);
         if k == 0 {
             row = at
         } else {
@@ -369,20 +583,42 @@ pub(crate) fn cell(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize>
     if seen != 0b111 {
         return Err(Miss::Other);
     }
-    intern(text, c, s);
-    let cell = c.cell(s.ids[row as usize], s.ids[col as usize]);
-    let lo = c.versions.len();
-    for v in &s.versions {
-        let value = if v.value == NIL {
-            NIL
-        } else {
-            s.ids[v.value as usize]
-        };
-        c.versions.push(CVersion { value, ..*v });
+    let versions_end = s.versions.len();
+    s.cells.push(RawCell {
+        row,
+        col,
+        versions_end,
+    });
+    Ok(())
+}
+
+/// Interns the batch's strings (in the order of the text) and adds its
+/// store cells and their versions.
+fn add_cells(text: &[u8], c: &mut Compact, s: &mut Scratch) {
+    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+    let ids = &s.ids;
+    s.keys.clear();
+    s.keys.extend(
+        s.cells
+            .iter()
+            .map(|k| (ids[k.row as usize], ids[k.col as usize])),
+    );
+    c.cell_batch(&s.keys, &mut s.cell_ids);
+    let mut from = 0;
+    for (k, &cell) in s.cells.iter().zip(&s.cell_ids) {
+        let lo = c.versions.len();
+        for v in &s.versions[from..k.versions_end] {
+            let value = if v.value == NIL {
+                NIL
+            } else {
+                ids[v.value as usize]
+            };
+            c.versions.push(CVersion { value, ..*v });
+        }
+        from = k.versions_end;
+        let hi = c.versions.len();
+        c.state.push(CState { cell, lo, hi });
     }
-    let hi = c.versions.len();
-    c.state.push(CState { cell, lo, hi });
-    Ok(cur.i)
 }
 
 /// One version of a store cell, into the scratch.
@@ -394,18 +630,17 @@ fn version(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
         value: NIL,
         data_missing: false,
     };
-    let seen = cur.members(VERSION, |cur, k| {
+    let seen = cur.members(&VERSION_NAMES, |cur, k| {
         match k {
             0 => v.start_ts = cur.u64()?,
             1 => v.commit_ts = cur.u64()?,
             2 => {
                 let kinds = [VersionKind::Put, VersionKind::Delete, VersionKind::Rollback];
-                v.kind = kinds[cur.name(VERSION_KINDS)?];
+                v.kind = kinds[cur.name(&VERSION_KIND_NAMES)?];
             }
             3 => {
                 if !cur.null()? {
-                    v.value = s.strs.len() as u32;
-                    s.strs.push(cur.str()?);
+                    v.value = s.str(cur.str()?);
                 }
             }
             _ => v.data_missing = cur.bool()?,
@@ -426,7 +661,7 @@ mod tests {
 
     fn scan(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = txn(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = txns(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 
@@ -463,6 +698,33 @@ mod tests {
         }
     }
 
+    /// Numbers up to `u64::MAX` are read exactly; one more is left to the
+    /// visitors.
+    #[test]
+    fn numbers_are_read_exactly_up_to_the_largest() {
+        let read = |text: &str| {
+            let mut cur = Cur {
+                b: text.as_bytes(),
+                i: 0,
+            };
+            cur.u64()
+        };
+        for n in [
+            0,
+            7,
+            999_999_999_999_999_999,
+            1_000_000_000_000_000_000,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(read(&format!("{n},")), Ok(n));
+        }
+        assert_eq!(read("18446744073709551616,"), Err(Miss::Other));
+        assert_eq!(read("99999999999999999999,"), Err(Miss::Other));
+        assert_eq!(read("184467440737095516150"), Err(Miss::Other));
+        assert_eq!(read("1844674407370955161"), Err(Miss::Short));
+    }
+
     /// Whatever is not of the usual shape is left to the visitors, valid
     /// or not; nothing is added.
     #[test]
@@ -494,11 +756,162 @@ mod tests {
         }
     }
 
+    /// `n` transactions of the usual shape, each with its own values and
+    /// rows shared between neighbours, as one array's elements.
+    fn many(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                USUAL
+                    .replace(r#""id":7"#, &format!(r#""id":{i}"#))
+                    .replace(r#""row":"q""#, &format!(r#""row":"q{}""#, i / 2))
+                    .replace(r#""value":"v""#, &format!(r#""value":"v{i}""#))
+            })
+            .collect()
+    }
+
+    /// Consecutive transactions are taken in one batch, up to [`BATCH`],
+    /// and come out as one at a time would make them: the same strings in
+    /// the same order, the same cells.
+    #[test]
+    fn a_batch_is_what_one_at_a_time_makes() {
+        let texts = many(BATCH + 5);
+        let all = texts.join(" , ");
+        let (r, batched) = scan(&all);
+        let taken = texts[..BATCH].join(" , ").len();
+        assert_eq!(r, Ok(taken));
+        assert_eq!(batched.txns.len(), BATCH);
+        let mut single = Compact::new();
+        let mut s = Scratch::default();
+        for t in &texts[..BATCH] {
+            assert_eq!(txns(t.as_bytes(), &mut single, &mut s), Ok(t.len()));
+        }
+        let names = |c: &Compact| -> Vec<(String, String, Option<String>)> {
+            (0..c.txns.len())
+                .flat_map(|t| c.ops(t).to_vec())
+                .map(|o| {
+                    let (r, col) = c.cell_name(o.cell);
+                    (r.into(), col.into(), c.strs.opt(o.value).map(Into::into))
+                })
+                .collect()
+        };
+        assert_eq!(names(&batched), names(&single));
+        let cells = |c: &Compact| c.ops.iter().map(|o| o.cell).collect::<Vec<_>>();
+        assert_eq!(cells(&batched), cells(&single));
+        assert_eq!(batched.cells.len(), single.cells.len());
+        let ids: Vec<u64> = batched.txns.iter().map(|t| t.id).collect();
+        assert_eq!(ids, (0..BATCH as u64).collect::<Vec<_>>());
+        assert_eq!(batched.strs.len(), single.strs.len());
+        for i in 0..batched.strs.len() as u32 {
+            assert_eq!(batched.strs.get(i), single.strs.get(i));
+        }
+    }
+
+    /// A batch stops before the first element it does not take (unusual,
+    /// or cut short), keeping the ones before it whole and nothing of it.
+    #[test]
+    fn a_batch_stops_before_an_element_it_does_not_take() {
+        let mut texts = many(6);
+        texts[3] = texts[3].replace(r#""client":1,"#, "");
+        let all = texts.join(",");
+        let (r, c) = scan(&all);
+        assert_eq!(r, Ok(texts[..3].join(",").len()));
+        assert_eq!(c.txns.len(), 3);
+        assert_eq!(c.ops.len(), 9);
+        let clean = many(6);
+        let all = clean.join(",");
+        let (r, c) = scan(&all[..all.len() - 5]);
+        assert_eq!(r, Ok(clean[..5].join(",").len()));
+        assert_eq!((c.txns.len(), c.ops.len()), (5, 15));
+        // An element that is not a transaction after the comma ends it too.
+        let (r, c) = scan(&format!("{}, 5", texts[0]));
+        assert_eq!((r, c.txns.len()), (Ok(texts[0].len()), 1));
+    }
+
+    /// The word-at-a-time search finds the same first stop as a byte at a
+    /// time, for each kind of stop at each place among ordinary bytes and
+    /// for words made of bytes near every boundary.
+    #[test]
+    fn eight_bytes_at_a_time_stop_where_one_at_a_time_does() {
+        let first = |w: [u8; 8]| {
+            w.iter()
+                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+        };
+        let fast = |w: [u8; 8]| match stops(u64::from_le_bytes(w)) {
+            0 => None,
+            f => Some((f.trailing_zeros() / 8) as usize),
+        };
+        let edges = [
+            0u8,
+            0x1f,
+            0x20,
+            0x21,
+            b'"' - 1,
+            b'"',
+            b'"' + 1,
+            b'\\',
+            0x7f,
+            0x80,
+            0xff,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut w = [b'a'; 8];
+            if round < 8 * edges.len() as u32 {
+                w[(round / edges.len() as u32) as usize] =
+                    edges[(round % edges.len() as u32) as usize];
+            } else {
+                for (i, b) in w.iter_mut().enumerate() {
+                    *b = edges[((x >> (8 * i)) % edges.len() as u64) as usize];
+                    if (x >> (60 - i)) & 1 == 1 {
+                        *b = b'a';
+                    }
+                }
+            }
+            assert_eq!(fast(w), first(w), "{w:?}");
+        }
+    }
+
+    /// Keys compare as numbers: equal only to the same name, whatever
+    /// follows them in the text.
+    #[test]
+    fn keys_compare_whole() {
+        let text = b"start_ts\"abort_reason\"start\"";
+        let start_ts = word(text, 8).expect("short");
+        assert_eq!(Some(2), TXN_NAMES.iter().position(|n| n.word == start_ts));
+        let start = word(&text[22..], 5).expect("short");
+        assert!(TXN_NAMES.iter().all(|n| n.word != start));
+        assert_eq!(word(&text[9..], 12), Some(TXN_NAMES[7].word));
+        assert_eq!(word(&text[9..21], 12), Some(TXN_NAMES[7].word));
+        // The name expected next is matched whole, quotes and all; any
+        // other string is compared with every name.
+        let name = |text: &str, first: usize| {
+            let padded = format!("{text}                ");
+            let mut cur = Cur {
+                b: padded.as_bytes(),
+                i: 0,
+            };
+            cur.name_from(&TXN_NAMES, first).map(|k| (k, cur.i))
+        };
+        assert_eq!(name(r#""client":"#, 1), Ok((1, 8)));
+        assert_eq!(name(r#""client":"#, 0), Ok((1, 8)));
+        assert_eq!(name(r#" "client":"#, 1), Ok((1, 9)));
+        assert_eq!(name(r#""clients":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""clien":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""client\u0020":"#, 1), Err(Miss::Other));
+        assert_eq!(name(r#""abort_reason""#, 10), Ok((7, 14)));
+        assert_eq!(name(r#""id""#, 11), Ok((0, 4)));
+        assert_eq!(word(b"x", 0), Some(0));
+        assert_eq!(word(&[b'a'; 17], 17), None);
+    }
+
     const CELL_TEXT: &str = r#"{"row":"r","col":"c","versions":[{"start_ts":1,"commit_ts":2,"kind":"put","value":"v"},{"start_ts":3,"commit_ts":3,"kind":"rollback","value":null},{"start_ts":4,"commit_ts":5,"kind":"put","data_missing":true},{"start_ts":6,"commit_ts":7,"kind":"delete"}]}"#;
 
     fn scan_cell(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = cell(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = cells(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 
@@ -524,6 +937,22 @@ mod tests {
             assert_eq!(r, Err(Miss::Short), "{}", &CELL_TEXT[..end]);
             assert!(c.state.is_empty() && c.versions.is_empty());
         }
+    }
+
+    /// Store cells in one batch: each keeps its own versions.
+    #[test]
+    fn store_cells_in_a_batch_keep_their_own_versions() {
+        let other = CELL_TEXT.replace(r#""row":"r""#, r#""row":"s""#);
+        let text = format!("{CELL_TEXT},{other} ,{CELL_TEXT}]");
+        let (r, c) = scan_cell(&text);
+        assert_eq!(r, Ok(text.len() - 1));
+        let spans: Vec<(usize, usize)> = c.state.iter().map(|s| (s.lo, s.hi)).collect();
+        assert_eq!(spans, [(0, 4), (4, 8), (8, 12)]);
+        assert_eq!(c.cell_name(c.state[1].cell), ("s", "c"));
+        assert_eq!(c.state[0].cell, c.state[2].cell);
+        assert_ne!(c.state[0].cell, c.state[1].cell);
+        assert_eq!(c.strs.get(c.versions[4].value), "v");
+        assert_eq!(c.versions[4].value, c.versions[8].value);
     }
 
     #[test]

@@ -77,9 +77,10 @@ fn members<R: std::io::Read>(
     }
 }
 
-/// An array of transactions or store cells: each element through `scan`
-/// (a scanner of `fastread.rs`) when it is of the usual shape, else through
-/// `slow` (the visitors) on its text.
+/// An array of transactions or store cells: each run of elements of the
+/// usual shape through `scan` (a scanner of `fastread.rs`, which takes a
+/// batch of them at a time), any other element through `slow` (the
+/// visitors) on its text.
 fn fast_elements<R: std::io::Read>(
     w: &mut Window<R>,
     c: &mut Compact,
@@ -122,7 +123,7 @@ fn top<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadE
         match k {
             0 => c.format = whole(w.value(1)?)?,
             1 => c.seed = whole(w.value(1)?)?,
-            2 => fast_elements(w, c, fastread::txn, |c, v| seeded(OneTxn(c), v))?,
+            2 => fast_elements(w, c, fastread::txns, |c, v| seeded(OneTxn(c), v))?,
             3 => c.events = whole(w.value(1)?)?,
             4 => final_state(w, c)?,
             5 => c.observers = whole(w.value(1)?)?,
@@ -375,7 +376,7 @@ const FINAL: &[&str] = &["cells", "locks", "notify"];
 fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadError> {
     let seen = members(w, 1, FINAL, |w, k| {
         match k {
-            0 => fast_elements(w, c, fastread::cell, |c, v| seeded(OneCell(c), v))?,
+            0 => fast_elements(w, c, fastread::cells, |c, v| seeded(OneCell(c), v))?,
             1 => {
                 for l in whole::<Vec<LockState>>(w.value(2)?)? {
                     let lock = CLock {

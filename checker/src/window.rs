@@ -46,11 +46,15 @@ pub(crate) fn refuse(what: &str) -> ReadError {
     ReadError::Json(<serde_json::Error as serde::de::Error>::custom(what))
 }
 
-/// The unread part of a stream, from `pos` in `buf`.
+/// The unread part of a stream: `buf[pos..end]`. The buffer is written
+/// once (zeroed when allocated) and then reused: what was read is moved to
+/// its start, and more is read into it after `end`, so that no byte is
+/// zeroed again at each refill.
 pub(crate) struct Window<R> {
     input: R,
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     eof: bool,
 }
 
@@ -58,8 +62,9 @@ impl<R: Read> Window<R> {
     pub(crate) fn new(input: R) -> Window<R> {
         Window {
             input,
-            buf: Vec::with_capacity(2 * CHUNK_BYTES),
+            buf: Vec::new(),
             pos: 0,
+            end: 0,
             eof: false,
         }
     }
@@ -67,24 +72,28 @@ impl<R: Read> Window<R> {
     /// Whether the byte `i` past the current position exists, reading more
     /// when needed (and dropping what was consumed first).
     fn has(&mut self, i: usize) -> Result<bool, ReadError> {
-        while self.pos + i >= self.buf.len() {
+        while self.pos + i >= self.end {
             if self.eof {
                 return Ok(false);
             }
-            if self.pos >= self.buf.len() / 2 {
-                self.buf.drain(..self.pos);
+            if self.pos >= self.end / 2 {
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
                 self.pos = 0;
             }
-            let old = self.buf.len();
-            self.buf.resize(old + CHUNK_BYTES, 0);
+            if self.buf.len() < self.end + CHUNK_BYTES {
+                self.buf
+                    .resize((2 * self.buf.len()).max(self.end + CHUNK_BYTES), 0);
+            }
+            let room = &mut self.buf[self.end..self.end + CHUNK_BYTES];
             let n = loop {
-                match self.input.read(&mut self.buf[old..]) {
+                match self.input.read(room) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    r => break r,
+                    r => break r?,
                 }
             };
-            self.buf.truncate(old + n.as_ref().map_or(0, |&n| n));
-            if n? == 0 {
+            self.end += n;
+            if n == 0 {
                 self.eof = true;
             }
         }
@@ -94,17 +103,17 @@ impl<R: Read> Window<R> {
     /// The unread bytes held now (after whitespace, once [`Window::peek`]
     /// has run).
     pub(crate) fn rest(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        &self.buf[self.pos..self.end]
     }
 
     /// Consumes `n` bytes of [`Window::rest`].
     pub(crate) fn advance(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
+        self.pos = (self.pos + n).min(self.end);
     }
 
     /// Reads more into [`Window::rest`]; false at the end of the input.
     pub(crate) fn more(&mut self) -> Result<bool, ReadError> {
-        let held = self.buf.len() - self.pos;
+        let held = self.end - self.pos;
         self.has(held)
     }
 
@@ -167,7 +176,7 @@ impl<R: Read> Window<R> {
             if !self.has(i)? {
                 return Err(refuse("unexpected end of the input"));
             }
-            for &b in &self.buf[self.pos + i..] {
+            for &b in &self.buf[self.pos + i..self.end] {
                 i += 1;
                 if in_str {
                     match (escaped, b) {
@@ -205,7 +214,10 @@ mod tests {
     use super::*;
 
     fn values(text: &str) -> Vec<String> {
-        let mut w = Window::new(text.as_bytes());
+        values_from(Window::new(text.as_bytes()))
+    }
+
+    fn values_from<R: Read>(mut w: Window<R>) -> Vec<String> {
         let mut out = Vec::new();
         while w.peek().unwrap().is_some() {
             let v = w.value(0).unwrap();
@@ -241,6 +253,39 @@ mod tests {
         assert!(Window::new(deep.as_bytes()).value(0).is_err());
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
         assert!(Window::new(ok.as_bytes()).value(0).is_ok());
+    }
+
+    /// An input that hands over `n` bytes at a time.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(self.1);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// Whatever the size of each read, the values are the same: the
+    /// bytes left in the reused buffer past what was read are never seen.
+    #[test]
+    fn reads_of_any_size_give_the_same_values() {
+        let one = r#"{"x":[1,{"y":"}\""}]},"]]]",[[],{}],12,"#;
+        let text = format!("{}true", one.repeat(500));
+        let want = values(&text);
+        assert_eq!(want.len(), 2001);
+        for n in [1, 3, 7, 64, 4096] {
+            assert_eq!(
+                values_from(Window::new(Trickle(text.as_bytes(), n))),
+                want,
+                "{n}"
+            );
+        }
+        let long = format!("\"{}\",{}", "z".repeat(CHUNK_BYTES + 10), text);
+        let got = values_from(Window::new(Trickle(long.as_bytes(), CHUNK_BYTES - 3)));
+        assert_eq!(got.len(), 2002);
+        assert_eq!(got[1..], want[..]);
     }
 
     /// Values longer than a chunk are read whole across refills.

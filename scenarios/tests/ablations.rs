@@ -78,8 +78,8 @@ fn roll_forward_reader_ts() {
 /// prewrite is still on its way: 102 of seeds 0..5000 fail (2%; was about
 /// 0.1%), the first at seed 0. At 2% a seed, 89 of the 500 runs of ten
 /// seeds in 0..5000 hold a failure: the bound of 10 (issue 10's target)
-/// holds for seeds 0..10, and a change of schedules can move it (the mean
-/// gap between failures is 49 seeds).
+/// holds for seeds 0..10 mostly by luck, and a change of schedules can
+/// move it (the mean gap between failures is 49 seeds).
 #[test]
 fn no_rollback_record() {
     caught(Ablation::NoRollbackRecord, 10, "snapshot_reads");

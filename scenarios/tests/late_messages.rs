@@ -143,6 +143,10 @@ fn unknown_but_committed(h: &Value) -> bool {
         .any(|t| t["outcome"] == "unknown" && committed.contains(&&t["start_ts"]))
 }
 
+/// Both unknown-outcome cases come up in the register workload under the
+/// default fault classes (seed 207 has both). Partitions and packet loss
+/// alone no longer suffice within a few hundred seeds: a seed may wait up
+/// to 3 s for a reply, and so outlast a short loss on some attempt.
 #[test]
 fn a_commit_can_land_while_every_reply_is_lost_and_a_request_can_be_lost_alone() {
     let mix = Mix {

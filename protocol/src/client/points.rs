@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 pub enum Point {
     /// Commit was called; nothing is written yet.
     BeforePrewrite,
-    /// The primary's prewrite has left the client, the secondaries' not
-    /// yet (all are sent at once, the primary's first); no reply yet.
+    /// The primary's prewrite has left the client; the secondaries' are
+    /// issued in the same instant (all at once, the primary's first); no
+    /// reply yet.
     PrewritePrimarySent,
     /// The primary's lock is granted; the secondaries' prewrites are sent
     /// and may still be unanswered.
@@ -103,7 +104,7 @@ impl Point {
         match self {
             Point::BeforePrewrite => "commit was called; nothing is written",
             Point::PrewritePrimarySent => {
-                "the primary's prewrite is on the wire, the secondaries' not yet; no reply has come back"
+                "the primary's prewrite is on the wire, the secondaries' issued with it; no reply has come back"
             }
             Point::AfterPrewritePrimary => {
                 "the primary is locked; every secondary's prewrite is sent, maybe unanswered"

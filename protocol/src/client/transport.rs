@@ -70,7 +70,9 @@ pub struct ClientConfig {
     /// A read gives up (and its transaction aborts) after waiting this long
     /// on locks.
     pub lock_wait_max_ms: u64,
-    /// How often a committing owner refreshes its primary lock's wall time.
+    /// A committing owner refreshes its primary lock's wall time once every
+    /// lock is answered, if this long has passed since it sent them (one
+    /// refresh per commit; none during the commit of the primary).
     pub touch_interval_ms: u64,
     /// How many times the commit of the primary is retried before the
     /// outcome is reported unknown.

@@ -3,6 +3,10 @@
 //! Unlike Figure 6, which locks the primary before the secondaries, every
 //! lock is requested at once, as the paper's batching section describes
 //! ("locks are acquired in parallel"); the primary stays the commit point.
+//! A reader may then meet a secondary's lock before the primary's has
+//! landed: its cleanup leaves a rollback record at the bare primary
+//! (`actions::cleanup`, TiKV's protected rollback; the paper does not
+//! discuss the case), which refuses the late prewrite.
 
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
 use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
@@ -294,8 +298,9 @@ impl<'t, T: Transport> Transaction<'t, T> {
         outcome
     }
 
-    /// Two-phase commit: prewrite the primary, then the secondaries; take a
-    /// commit_ts; commit the primary (the commit point); then the secondaries.
+    /// Two-phase commit: prewrite every cell at once (the primary's request
+    /// issued first); take a commit_ts; commit the primary (the commit
+    /// point); then the secondaries.
     pub async fn commit(self) -> CommitOutcome {
         let t = self.t;
         if self.writes.is_empty() {
@@ -311,14 +316,14 @@ impl<'t, T: Transport> Transaction<'t, T> {
         if let Some(reason) = failures.into_iter().flatten().next() {
             // Any cell may hold our lock (a timed-out prewrite may have landed).
             let outcome = self.finish(CommitOutcome::Aborted { reason });
-            self.roll_back_own(self.writes.len()).await;
+            self.roll_back_own().await;
             return outcome;
         }
         if !self.keep_alive(&primary, &mut last_touch_ms).await {
             let outcome = self.finish(CommitOutcome::Aborted {
                 reason: AbortReason::RolledBack,
             });
-            self.roll_back_own(self.writes.len()).await;
+            self.roll_back_own().await;
             return outcome;
         }
         let commit_ts = match t.timestamp().await {
@@ -327,7 +332,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
                 let outcome = self.finish(CommitOutcome::Aborted {
                     reason: AbortReason::Unavailable,
                 });
-                self.roll_back_own(self.writes.len()).await;
+                self.roll_back_own().await;
                 return outcome;
             }
         };
@@ -467,9 +472,10 @@ impl<'t, T: Transport> Transaction<'t, T> {
         )
     }
 
-    /// Best-effort rollback of the first `n` cells after an abort: the
-    /// primary first (which settles the transaction), then the secondaries.
-    async fn roll_back_own(&self, n: usize) {
+    /// Best-effort rollback of every cell after an abort (each prewrite had
+    /// been sent, so any may have landed): the primary first (which settles
+    /// the transaction), then the secondaries.
+    async fn roll_back_own(&self) {
         let primary = &self.writes[0].0;
         let Ok(status) = settle_primary(self.t, primary, self.start_ts, Suspicion::OwnAbort).await
         else {
@@ -480,7 +486,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
             TxnStatus::RolledBack,
             "an aborting transaction cannot be committed"
         );
-        for (cell, _) in self.writes.iter().take(n).skip(1) {
+        for (cell, _) in self.writes.iter().skip(1) {
             if resolve_secondary(self.t, cell, self.start_ts, status, Suspicion::OwnAbort)
                 .await
                 .is_err()
@@ -692,6 +698,42 @@ mod tests {
             must_show(&w, "b", 1),
             (false, Some((Ts(1), WriteKind::Rollback)))
         );
+    }
+
+    #[test]
+    fn a_primary_rolled_back_before_its_prewrite_landed_aborts_the_granted_secondaries() {
+        let w = FakeWorld::default();
+        // A reader met a secondary's lock first and rolled the transaction
+        // back at its bare primary: a rollback record ahead of the prewrite.
+        must_roll_back_primary(&w);
+        let outcome = must_commit(&w, &[("a", Some("1")), ("b", Some("2")), ("d", None)]);
+        let reason = AbortReason::RolledBack;
+        assert_eq!(outcome, CommitOutcome::Aborted { reason });
+        // Each granted secondary reached its point; the primary did not.
+        let points: Vec<StepPoint> = w.points.lock().unwrap().iter().map(|p| p.1).collect();
+        assert_eq!(
+            points,
+            [
+                StepPoint::BeforePrewrite,
+                StepPoint::AfterPrewriteSecondary(1),
+                StepPoint::AfterPrewriteSecondary(2)
+            ]
+        );
+        assert_eq!(
+            w.request_names(),
+            [
+                "a Prewrite",
+                "b Prewrite",
+                "d Prewrite",
+                "a Cleanup",
+                "b Resolve",
+                "d Resolve"
+            ]
+        );
+        for row in ["a", "b", "d"] {
+            let rolled_back = (false, Some((Ts(1), WriteKind::Rollback)));
+            assert_eq!(must_show(&w, row, 1), rolled_back, "{row}");
+        }
     }
 
     #[test]

@@ -94,40 +94,37 @@ impl Versions {
     /// twice in one cell.
     fn of(ctx: &Ctx<'_>) -> Versions {
         let n_cells = ctx.cells.len();
-        let mut cand: Vec<(u32, u32, bool, u64, u32)> = Vec::new();
-        for c in 0..n_cells as u32 {
-            if !ctx.cell_unique[c as usize] {
-                continue;
-            }
-            for v in ctx.versions(c) {
-                let w = v.writer;
-                if w == NONE || !ctx.committed[w as usize] {
-                    continue;
-                }
-                let Some(f) = ctx.final_write_idx(w, c) else {
-                    continue;
-                };
-                cand.push((c, w, !v.from_store, v.commit_ts, f as u32));
-            }
-        }
-        cand.sort_unstable();
-        cand.dedup_by_key(|x| (x.0, x.1));
-        cand.sort_unstable_by_key(|x| (x.0, x.3, x.1));
-        let mut off = vec![0usize; n_cells + 1];
-        for x in &cand {
-            off[x.0 as usize + 1] += 1;
-        }
-        for i in 0..n_cells {
-            off[i + 1] += off[i];
-        }
+        let mut off = Vec::with_capacity(n_cells + 1);
+        // Each (cell, writer) once, with a final write: never more than those.
+        let mut list: Vec<(u32, u64, Val)> = Vec::with_capacity(ctx.fw.len());
         let mut pos_of_fw = vec![NONE; ctx.fw.len()];
-        for (k, x) in cand.iter().enumerate() {
-            pos_of_fw[x.4 as usize] = (k - off[x.0 as usize]) as u32;
+        // One cell's candidates: (writer, from the client, commit_ts, final write).
+        let mut cand: Vec<(u32, bool, u64, u32)> = Vec::new();
+        off.push(0);
+        for c in 0..n_cells as u32 {
+            cand.clear();
+            if ctx.cell_unique[c as usize] {
+                for v in ctx.versions(c) {
+                    let w = v.writer;
+                    if w == NONE || !ctx.committed[w as usize] {
+                        continue;
+                    }
+                    let Some(f) = ctx.final_write_idx(w, c) else {
+                        continue;
+                    };
+                    cand.push((w, !v.from_store, v.commit_ts, f as u32));
+                }
+            }
+            // One version per writer: the store's first, then the earliest.
+            cand.sort_unstable();
+            cand.dedup_by_key(|x| x.0);
+            cand.sort_unstable_by_key(|x| (x.2, x.0));
+            for (k, x) in cand.iter().enumerate() {
+                pos_of_fw[x.3 as usize] = k as u32;
+                list.push((x.0, x.2, ctx.fw[x.3 as usize].value));
+            }
+            off.push(list.len());
         }
-        let list = cand
-            .iter()
-            .map(|x| (x.1, x.3, ctx.fw[x.4 as usize].value))
-            .collect();
         Versions {
             order: Order { off, list },
             pos_of_fw,

@@ -5,6 +5,7 @@
 
 use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
+use crate::sort::{group_by, radix_sort_by_key};
 
 /// "No such index" for `u32` indices.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -79,13 +80,12 @@ pub(crate) struct WriteInfo {
     pub fw: u32,
 }
 
-/// One write op: its cell and value (string id), who wrote it, and where.
+/// One write op: its value (string id), who wrote it, and where (its cell
+/// is the group it is in).
 #[derive(Debug, Clone, Copy)]
 struct WriteEntry {
-    cell: u32,
     value: u32,
     txn: u32,
-    op: u32,
     fw: u32,
 }
 
@@ -114,7 +114,10 @@ pub(crate) struct Ctx<'a> {
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
     cv: Vec<Cv>,
-    /// Every write op by (cell, value, txn, op): who wrote which value.
+    /// Cell `c`'s write ops are `windex[windex_off[c]..windex_off[c + 1]]`.
+    windex_off: Vec<usize>,
+    /// Every write op, by cell, then value, then history order: who wrote
+    /// which value.
     windex: Vec<WriteEntry>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
@@ -202,7 +205,14 @@ fn store_records(
         }
     }
     drop(store);
-    recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
+    radix_sort_by_key(&mut recs, |r| r.start_ts);
+    let mut i = 0;
+    while i < recs.len() {
+        let ts = recs[i].start_ts;
+        let j = i + recs[i..].partition_point(|r| r.start_ts == ts);
+        recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
+        i = j;
+    }
     let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); h.txns.len()];
     let mut orphans: Vec<u32> = Vec::new();
     let mut k = 0; // into by_start
@@ -294,101 +304,119 @@ fn committed_versions(
     fw: (&[usize], &[FinalWrite]),
 ) -> (Vec<usize>, Vec<Cv>) {
     let (fw_off, fw) = fw;
-    // At most every record and every final write: reserved, so that the
-    // list never doubles (pages reserved and never written cost nothing).
-    let mut all: Vec<(u32, Cv)> = Vec::with_capacity(recs.len() + fw.len());
-    for r in recs.iter().filter(|r| r.is_commit()) {
-        let value = if r.kind == VersionKind::Put {
-            r.value
-        } else {
-            Val::NULL
-        };
-        let cv = Cv {
-            commit_ts: r.commit_ts,
-            value,
-            writer: r.txn,
-            from_store: true,
-        };
-        all.push((r.cell, cv));
-    }
-    for (i, t) in h.txns.iter().enumerate() {
-        let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
-            continue;
-        };
-        let (lo, hi) = rec_range[i];
-        let stored = &recs[lo..hi];
-        for w in &fw[fw_off[i]..fw_off[i + 1]] {
-            // Already there as the store's own record: the store's wins anyway.
-            let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
-            if stored[p..]
-                .iter()
-                .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
-                .any(StoreRec::is_commit)
-            {
-                continue;
-            }
-            let cv = Cv {
-                commit_ts: c,
-                value: w.value,
-                writer: i as u32,
-                from_store: false,
+    let each = |emit: &mut dyn FnMut(u32, Cv)| {
+        for r in recs.iter().filter(|r| r.is_commit()) {
+            let value = if r.kind == VersionKind::Put {
+                r.value
+            } else {
+                Val::NULL
             };
-            all.push((w.cell, cv));
+            let cv = Cv {
+                commit_ts: r.commit_ts,
+                value,
+                writer: r.txn,
+                from_store: true,
+            };
+            emit(r.cell, cv);
+        }
+        for (i, t) in h.txns.iter().enumerate() {
+            let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
+                continue;
+            };
+            let (lo, hi) = rec_range[i];
+            let stored = &recs[lo..hi];
+            for w in &fw[fw_off[i]..fw_off[i + 1]] {
+                // Already there as the store's own record: the store's wins anyway.
+                let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
+                if stored[p..]
+                    .iter()
+                    .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
+                    .any(StoreRec::is_commit)
+                {
+                    continue;
+                }
+                let cv = Cv {
+                    commit_ts: c,
+                    value: w.value,
+                    writer: i as u32,
+                    from_store: false,
+                };
+                emit(w.cell, cv);
+            }
+        }
+    };
+    let fill = Cv {
+        commit_ts: 0,
+        value: Val::NULL,
+        writer: NONE,
+        from_store: false,
+    };
+    let (mut cv_off, mut cv) = group_by(n_cells, fill, each);
+    // Each cell's versions by commit_ts, one per commit_ts (the store's
+    // first, then the smallest writer), packed down in place.
+    let mut kept = 0;
+    for c in 0..n_cells {
+        let (lo, hi) = (cv_off[c], cv_off[c + 1]);
+        cv[lo..hi].sort_by_key(|v| (v.commit_ts, !v.from_store, v.writer));
+        cv_off[c] = kept;
+        for i in lo..hi {
+            if i == lo || cv[i].commit_ts != cv[kept - 1].commit_ts {
+                cv[kept] = cv[i];
+                kept += 1;
+            }
         }
     }
-    all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
-    all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
-    let mut cv_off = vec![0usize; n_cells + 1];
-    for (c, _) in &all {
-        cv_off[*c as usize + 1] += 1;
-    }
-    for i in 0..n_cells {
-        cv_off[i + 1] += cv_off[i];
-    }
-    // Collected in place: the list is not held twice.
-    let cv: Vec<Cv> = all.into_iter().map(|(_, v)| v).collect();
+    cv_off[n_cells] = kept;
+    cv.truncate(kept);
     (cv_off, cv)
 }
 
-/// Who wrote which value (sorted by cell, value, then history order), and
-/// which cells have unique values.
+/// Who wrote which value, grouped by cell (offsets, entries: by value, then
+/// history order, within a cell), and which cells have unique values.
 fn write_index(
     h: &Compact,
     fw: (&[usize], &[FinalWrite]),
     recs: &[StoreRec],
     n_cells: usize,
-) -> (Vec<WriteEntry>, Vec<bool>) {
+) -> (Vec<usize>, Vec<WriteEntry>, Vec<bool>) {
     let (fw_off, fw) = fw;
-    let n_writes = h.ops.iter().filter(|o| o.kind == OpKind::Write).count();
-    let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
     let mut cell_unique = vec![true; n_cells];
-    for t in 0..h.txns.len() {
-        let finals = &fw[fw_off[t]..fw_off[t + 1]];
-        for (j, op) in h.ops(t).iter().enumerate() {
-            let c = op.cell;
-            match op.kind {
-                OpKind::Write => {
-                    let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                        Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
-                        _ => NONE,
-                    };
-                    entries.push(WriteEntry {
-                        cell: c,
-                        value: op.value,
-                        txn: t as u32,
-                        op: j as u32,
-                        fw: fw_idx,
-                    });
+    let each = |emit: &mut dyn FnMut(u32, WriteEntry)| {
+        for t in 0..h.txns.len() {
+            let finals = &fw[fw_off[t]..fw_off[t + 1]];
+            for (j, op) in h.ops(t).iter().enumerate() {
+                let c = op.cell;
+                match op.kind {
+                    OpKind::Write => {
+                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                            Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
+                            _ => NONE,
+                        };
+                        let entry = WriteEntry {
+                            value: op.value,
+                            txn: t as u32,
+                            fw: fw_idx,
+                        };
+                        emit(c, entry);
+                    }
+                    OpKind::Delete => cell_unique[c as usize] = false,
+                    OpKind::Read => {}
                 }
-                OpKind::Delete => cell_unique[c as usize] = false,
-                OpKind::Read => {}
             }
         }
-    }
-    entries.sort_unstable_by_key(|e| (e.cell, e.value, e.txn, e.op));
-    for pair in entries.windows(2) {
-        if (pair[0].cell, pair[0].value) == (pair[1].cell, pair[1].value) {
-            cell_unique[pair[0].cell as usize] = false;
+    };
+    let fill = WriteEntry {
+        value: NIL,
+        txn: NONE,
+        fw: NONE,
+    };
+    let (off, mut entries) = group_by(n_cells, fill, each);
+    for c in 0..n_cells {
+        let cell = &mut entries[off[c]..off[c + 1]];
+        // Stable: one value's writers stay in history order.
+        cell.sort_by_key(|e| e.value);
+        if cell.windows(2).any(|p| p[0].value == p[1].value) {
+            cell_unique[c] = false;
         }
     }
     // A put whose data is missing serves reads a null that names no
@@ -398,7 +426,7 @@ fn write_index(
             cell_unique[r.cell as usize] = false;
         }
     }
-    (entries, cell_unique)
+    (off, entries, cell_unique)
 }
 
 impl<'a> Ctx<'a> {
@@ -412,7 +440,8 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .map(|(i, t)| (t.start_ts, i as u32))
             .collect();
-        by_start.sort_unstable();
+        // Stable, and made in history order: ties stay in it.
+        radix_sort_by_key(&mut by_start, |x| x.0);
         let (recs, rec_range, orphans) = store_records(h, store, &by_start);
         let cells: Vec<(&str, &str)> = (0..h.cells.len() as u32).map(|c| h.cell_name(c)).collect();
         let runs: Vec<(u32, u32)> = h
@@ -428,7 +457,7 @@ impl<'a> Ctx<'a> {
         let c = commits(h, &recs, &rec_range, &fw_off);
         let n_cells = cells.len();
         let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let (windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
+        let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -457,6 +486,7 @@ impl<'a> Ctx<'a> {
             committed: c.committed,
             cv_off,
             cv,
+            windex_off,
             windex,
             cell_unique,
             events_by_start,
@@ -469,11 +499,12 @@ impl<'a> Ctx<'a> {
     /// The first transaction (in history order) that wrote `value` to `cell`.
     pub(crate) fn writer_of(&self, cell: u32, value: Val) -> Option<WriteInfo> {
         let value = value.0;
-        let entries = &self.windex;
-        let p = entries.partition_point(|e| (e.cell, e.value) < (cell, value));
+        let lo = *self.windex_off.get(cell as usize)?;
+        let entries = &self.windex[lo..self.windex_off[cell as usize + 1]];
+        let p = entries.partition_point(|e| e.value < value);
         entries
             .get(p)
-            .filter(|e| (e.cell, e.value) == (cell, value))
+            .filter(|e| e.value == value)
             .map(|e| WriteInfo {
                 txn: e.txn,
                 fw: e.fw,

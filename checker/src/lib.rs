@@ -57,6 +57,7 @@ mod reader;
 mod report;
 mod scans;
 mod snapshot;
+mod sort;
 pub mod stream;
 mod timestamps;
 mod window;

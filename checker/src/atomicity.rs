@@ -30,20 +30,35 @@ fn cells_list(ctx: &Ctx<'_>, cells: &[u32]) -> String {
     names.join(", ")
 }
 
+/// Lists one transaction's judgement fills, kept from one to the next
+/// (a million transactions would otherwise be millions of allocations).
+#[derive(Default)]
+struct Scratch {
+    committed_cells: Vec<u32>,
+    stamps: Vec<u64>,
+    missing: Vec<u32>,
+}
+
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
+    let mut scratch = Scratch::default();
     for t in 0..ctx.n() as u32 {
-        judge_txn(ctx, sink, t);
+        judge_txn(ctx, sink, t, &mut scratch);
     }
     judge_orphans(ctx, sink);
     judge_locks(ctx, sink);
 }
 
 /// The store's records of T`t`, cell by cell, then its timestamps and outcome.
-fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
+fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, scratch: &mut Scratch) {
     let txn = ctx.txn(t);
     let recs = ctx.recs_of(t);
-    let mut committed_cells: Vec<u32> = Vec::new();
-    let mut stamps: Vec<u64> = Vec::new();
+    let Scratch {
+        committed_cells,
+        stamps,
+        missing,
+    } = scratch;
+    committed_cells.clear();
+    stamps.clear();
     // Per cell of the store: what was committed, against what was written.
     let mut i = 0;
     while i < recs.len() {
@@ -53,9 +68,9 @@ fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
             j += 1;
         }
         let group = &recs[i..j];
-        let commits: Vec<&StoreRec> = group.iter().filter(|r| r.is_commit()).collect();
+        let commits = || group.iter().filter(|r| r.is_commit());
         let rollback = group.iter().any(|r| r.kind == VersionKind::Rollback);
-        if !commits.is_empty() {
+        if commits().next().is_some() {
             committed_cells.push(cell);
             if rollback {
                 sink.add(FindingClass::CommitAndRollback, || {
@@ -73,15 +88,15 @@ fn judge_txn(ctx: &Ctx<'_>, sink: &mut Sink, t: u32) {
                 });
             }
         }
-        for r in &commits {
+        for r in commits() {
             stamps.push(r.commit_ts);
             judge_commit_rec(ctx, sink, t, cell, r);
         }
         i = j;
     }
 
-    judge_stamps(ctx, sink, t, &mut stamps);
-    judge_outcome(ctx, sink, t, &committed_cells);
+    judge_stamps(ctx, sink, t, stamps);
+    judge_outcome(ctx, sink, t, committed_cells, missing);
 }
 
 /// One commit record `r` of T`t` on `cell`, against what T`t` wrote there.
@@ -198,14 +213,22 @@ fn judge_stamps(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, stamps: &mut Vec<u64>) {
 }
 
 /// T`t`'s cells committed in the store, against its outcome.
-fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]) {
+fn judge_outcome(
+    ctx: &Ctx<'_>,
+    sink: &mut Sink,
+    t: u32,
+    committed_cells: &[u32],
+    missing: &mut Vec<u32>,
+) {
     let txn = ctx.txn(t);
-    let missing: Vec<u32> = ctx
-        .final_writes(t)
-        .iter()
-        .map(|w| w.cell)
-        .filter(|c| committed_cells.binary_search(c).is_err())
-        .collect();
+    missing.clear();
+    missing.extend(
+        ctx.final_writes(t)
+            .iter()
+            .map(|w| w.cell)
+            .filter(|c| committed_cells.binary_search(c).is_err()),
+    );
+    let missing = &*missing;
     let n_written = ctx.final_writes(t).len();
     match txn.outcome {
         Outcome::Committed if !missing.is_empty() => {
@@ -223,7 +246,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                         txn.commit_ts.map_or("null".to_string(), |c| c.to_string()),
                         missing.len(),
                         n_written,
-                        cells_list(ctx, &missing)
+                        cells_list(ctx, missing)
                     ),
                     vec![txn.id],
                     details(ctx, t),
@@ -251,7 +274,7 @@ fn judge_outcome(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, committed_cells: &[u32]
                          but has no commit record for {}",
                         txn.id,
                         cells_list(ctx, committed_cells),
-                        cells_list(ctx, &missing)
+                        cells_list(ctx, missing)
                     ),
                     vec![txn.id],
                     details(ctx, t),

@@ -39,23 +39,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let versions = Versions::of(ctx);
     let order = &versions.order;
 
-    let completions = (0..n as u32)
-        .filter(|&t| ctx.committed[t as usize])
-        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
-        .collect();
-    let invocations = (0..n as u32)
-        .filter(|&t| ctx.committed[t as usize])
-        .map(|t| (t, ctx.txn(t).invoke_ns));
+    let (completions, invocations) = real_time(ctx);
     // The edges are made twice (counted, then placed): the findings and the
     // lost-update candidates of the first time are kept.
     let mut lost = None;
     let mut again = Sink::new(ID);
     let each = |emit: &mut dyn FnMut(Edge)| {
-        for c in 0..ctx.cells.len() as u32 {
-            for pair in order.of(c).windows(2) {
-                emit((pair[0].0, pair[1].0, c, WW));
-            }
-        }
+        ww_edges(ctx, order, emit);
         let target = if lost.is_none() {
             &mut *sink
         } else {
@@ -73,12 +63,44 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
         } else {
             &mut *sink
         };
-        target.add(class, || explain_cycle(ctx, order, class, steps));
+        target.add(class, || {
+            let steps: Vec<Step> = steps
+                .iter()
+                .map(|s| Step {
+                    cell: edge_cell(ctx, &versions, s),
+                    ..*s
+                })
+                .collect();
+            explain_cycle(ctx, order, class, &steps)
+        });
     });
 
     GraphStats {
         unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
         edges: g.to.len() as u64,
+    }
+}
+
+/// (complete_ns, txn) of the committed transactions that completed, and
+/// (txn, invoke_ns) of every committed transaction: real-time order.
+fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u32, u64)> + 'c) {
+    let n = ctx.n();
+    let completions = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
+        .collect();
+    let invocations = (0..n as u32)
+        .filter(|&t| ctx.committed[t as usize])
+        .map(|t| (t, ctx.txn(t).invoke_ns));
+    (completions, invocations)
+}
+
+/// The ww edges: each cell's consecutive versions, cell by cell.
+fn ww_edges(ctx: &Ctx<'_>, order: &Order, emit: &mut dyn FnMut(Edge)) {
+    for c in 0..ctx.cells.len() as u32 {
+        for pair in order.of(c).windows(2) {
+            emit((pair[0].0, pair[1].0, c, WW));
+        }
     }
 }
 
@@ -129,6 +151,53 @@ impl Versions {
             order: Order { off, list },
             pos_of_fw,
         }
+    }
+}
+
+/// The cell of a step's edge, found again as the graph's builder made it
+/// (the graph keeps no cells): among parallel edges of one kind, the first
+/// made, which is the one a search through the graph takes. `NONE` for real
+/// time.
+fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
+    let read_edge_cell = |reader: u32| {
+        let mut found = NONE;
+        let mut ignored = Sink::new(ID);
+        for op in ctx.ops(reader) {
+            let c = op.cell;
+            if found != NONE || op.kind != OpKind::Read || !ctx.cell_unique[c as usize] {
+                continue;
+            }
+            let read = Read {
+                reader,
+                cell: c,
+                value: ctx.value(op),
+            };
+            let mut emit = |e: Edge| {
+                if found == NONE && (e.0, e.1, e.3) == (s.from, s.to, s.kind) {
+                    found = e.2;
+                }
+            };
+            read_edge(ctx, versions, read, &mut emit, &mut ignored);
+        }
+        found
+    };
+    match s.kind {
+        // Cells in order, as the ww edges were made.
+        WW => ctx
+            .final_writes(s.from)
+            .iter()
+            .map(|w| w.cell)
+            .find(|&c| {
+                let pos = ctx
+                    .final_write_idx(s.from, c)
+                    .map_or(NONE, |f| versions.pos_of_fw[f]);
+                let next = versions.order.of(c).get(pos as usize + 1);
+                pos != NONE && next.is_some_and(|e| e.0 == s.to)
+            })
+            .unwrap_or(NONE),
+        WR => read_edge_cell(s.to),
+        RW => read_edge_cell(s.from),
+        _ => NONE,
     }
 }
 
@@ -257,5 +326,150 @@ fn report_lost_updates(
             sink.add(FindingClass::LostUpdate, || lost_update(ctx, order, group));
         }
         i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::Compact;
+    use crate::history::{CellState, FinalState, History, Op, Transaction, Version, VersionKind};
+
+    /// Every step of every cycle found in `h`: its cell as a graph that
+    /// keeps cells has it, and as [`edge_cell`] finds it again.
+    fn cells_both_ways(h: &History) -> Vec<(u32, u32)> {
+        let mut c = Compact::from_history(h);
+        c.renumber_cells();
+        let store = c.take_store();
+        let ctx = Ctx::build(&c, store);
+        let versions = Versions::of(&ctx);
+        let mut edges = Vec::new();
+        ww_edges(&ctx, &versions.order, &mut |e| edges.push(e));
+        read_edges(&ctx, &versions, &mut |e| edges.push(e), &mut Sink::new(ID));
+        let (completions, invocations) = real_time(&ctx);
+        let kept = build_graph(ctx.n(), edges, completions, invocations);
+        let mut pairs = Vec::new();
+        each_cycle(&kept, |_, steps| {
+            for s in steps {
+                let lost = Step { cell: NONE, ..*s };
+                pairs.push((s.cell, edge_cell(&ctx, &versions, &lost)));
+            }
+        });
+        pairs
+    }
+
+    fn put(v: &str, commit_ts: u64, start_ts: u64) -> Version {
+        Version {
+            start_ts,
+            commit_ts,
+            kind: VersionKind::Put,
+            value: Some(v.into()),
+            data_missing: false,
+        }
+    }
+
+    fn read(row: &str, v: &str) -> Op {
+        Op::Read {
+            row: row.into(),
+            col: "c".into(),
+            value: Some(v.into()),
+        }
+    }
+
+    fn write(row: &str, v: &str) -> Op {
+        Op::Write {
+            row: row.into(),
+            col: "c".into(),
+            value: v.into(),
+        }
+    }
+
+    /// Two transactions that each read both of the other's writes (read in
+    /// an order other than the cells'): every edge of the cycle has a
+    /// parallel twin on another cell, and the one found again is the one
+    /// the graph took.
+    fn parallel_edges() -> History {
+        let txn = |id: u64, ts: (u64, u64), ops: Vec<Op>| Transaction {
+            id,
+            client: id,
+            start_ts: ts.0,
+            commit_ts: Some(ts.1),
+            invoke_ns: 0,
+            complete_ns: Some(100),
+            outcome: crate::history::Outcome::Committed,
+            abort_reason: None,
+            ops,
+            scans: Vec::new(),
+            observer: None,
+        };
+        let t1 = vec![
+            write("a", "1"),
+            write("b", "1"),
+            read("d", "2"),
+            read("c", "2"),
+        ];
+        let t2 = vec![
+            write("c", "2"),
+            write("d", "2"),
+            read("b", "1"),
+            read("a", "1"),
+        ];
+        let cell = |row: &str, v: Version| CellState {
+            row: row.into(),
+            col: "c".into(),
+            versions: vec![v],
+        };
+        History {
+            transactions: vec![txn(1, (1, 10), t1), txn(2, (2, 11), t2)],
+            final_state: FinalState {
+                cells: vec![
+                    cell("a", put("1", 10, 1)),
+                    cell("b", put("1", 10, 1)),
+                    cell("c", put("2", 11, 2)),
+                    cell("d", put("2", 11, 2)),
+                ],
+                ..FinalState::default()
+            },
+            format: crate::history::FORMAT.into(),
+            seed: 0,
+            scenario: serde_json::Value::Null,
+            events: Vec::new(),
+            observers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn edge_cells_found_again_are_the_graphs() {
+        let pairs = cells_both_ways(&parallel_edges());
+        assert!(!pairs.is_empty(), "the history has a cycle");
+        assert!(pairs.iter().all(|&(kept, _)| kept != NONE));
+        for (kept, found) in pairs {
+            assert_eq!(kept, found);
+        }
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if !name.starts_with("cycle_") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read");
+            let h = crate::parse(&text).expect("valid fixture");
+            for (kept, found) in cells_both_ways(&h) {
+                assert_eq!(kept, found, "{name}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 5, "{checked} steps checked");
+    }
+
+    /// The cycle's T1 -> T2 edge is T2's read of b, its first read (cell
+    /// ids: a 0, b 1, d 2, c 3, in order of first mention): a resolver that
+    /// took the smallest parallel cell (a) would fail the check above.
+    #[test]
+    fn the_first_edge_made_is_not_the_smallest_cell() {
+        let pairs = cells_both_ways(&parallel_edges());
+        assert_eq!(pairs, [(1, 1), (2, 2)]);
     }
 }

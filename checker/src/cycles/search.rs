@@ -406,6 +406,7 @@ fn simplify(g: &Graph, mut c: RawCycle) -> RawCycle {
 }
 
 /// One step of an explained cycle between two transactions.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Step {
     pub(crate) from: u32,
     pub(crate) to: u32,
@@ -439,7 +440,7 @@ fn collapse(g: &Graph, raw: &[(u32, u32)]) -> Vec<Step> {
                 from,
                 to: g.to[e],
                 kind,
-                cell: g.cell[e],
+                cell: g.cell(e),
             }),
         }
     }

@@ -68,10 +68,11 @@ fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
     const UNSET: u32 = u32::MAX;
     let mut index = vec![UNSET; n];
     let mut low = vec![0u32; n];
-    let mut on_stack = vec![false; n];
+    // A node is on the stack when it was visited and has no component yet.
     let mut comp = vec![UNSET; n];
     let mut stack: Vec<u32> = Vec::new();
-    let mut call: Vec<(u32, usize)> = Vec::new();
+    // (node, how many of its edges were followed): 8 bytes a frame.
+    let mut call: Vec<(u32, u32)> = Vec::new();
     let mut next = 0u32;
     let mut ncomp = 0u32;
     for s in 0..n {
@@ -82,21 +83,20 @@ fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
         low[s] = next;
         next += 1;
         stack.push(s as u32);
-        on_stack[s] = true;
-        call.push((s as u32, off[s]));
+        call.push((s as u32, 0));
         while let Some(frame) = call.last_mut() {
             let v = frame.0 as usize;
-            if frame.1 < off[v + 1] {
-                let w = to[frame.1] as usize;
+            let e = off[v] + frame.1 as usize;
+            if e < off[v + 1] {
+                let w = to[e] as usize;
                 frame.1 += 1;
                 if index[w] == UNSET {
                     index[w] = next;
                     low[w] = next;
                     next += 1;
                     stack.push(w as u32);
-                    on_stack[w] = true;
-                    call.push((w as u32, off[w]));
-                } else if on_stack[w] {
+                    call.push((w as u32, 0));
+                } else if comp[w] == UNSET {
                     low[v] = low[v].min(index[w]);
                 }
             } else {
@@ -107,7 +107,6 @@ fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
                 }
                 if low[v] == index[v] {
                     while let Some(w) = stack.pop() {
-                        on_stack[w as usize] = false;
                         comp[w as usize] = ncomp;
                         if w as usize == v {
                             break;

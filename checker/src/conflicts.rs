@@ -17,7 +17,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             if !ctx.committed[t as usize] {
                 continue;
             }
-            let Some(commit) = ctx.eff_commit[t as usize] else {
+            let Some(commit) = ctx.eff_commit(t) else {
                 continue;
             };
             let start = ctx.txn(t).start_ts;

@@ -105,10 +105,6 @@ pub(crate) struct Ctx<'a> {
     /// Indices into `recs` of records whose start_ts is no transaction's.
     orphans: Vec<u32>,
     by_start: Vec<(u64, u32)>,
-    /// Smallest commit_ts of the transaction's put/delete records in the store.
-    pub store_commit: Vec<Option<u64>>,
-    /// The commit_ts that counts: the client's, else the store's.
-    pub eff_commit: Vec<Option<u64>>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
@@ -240,58 +236,27 @@ fn store_records(
     (recs, rec_range, orphans)
 }
 
-/// Each transaction's commit as the store has it, as it counts, and whether
-/// it committed at all.
-struct Commits {
-    store_commit: Vec<Option<u64>>,
-    eff_commit: Vec<Option<u64>>,
-    committed: Vec<bool>,
-}
-
-fn commits(
+/// Whether each transaction committed: by the client's word (with a
+/// commit_ts, or without one when read-only) or by the store's.
+fn committed(
     h: &Compact,
     recs: &[StoreRec],
     rec_range: &[(usize, usize)],
     fw_off: &[usize],
-) -> Commits {
-    let store_commit: Vec<Option<u64>> = rec_range
-        .iter()
-        .map(|&(lo, hi)| {
-            recs[lo..hi]
-                .iter()
-                .filter(|r| r.is_commit())
-                .map(|r| r.commit_ts)
-                .min()
-        })
-        .collect();
-    let eff_commit: Vec<Option<u64>> = h
-        .txns
-        .iter()
-        .zip(&store_commit)
-        .map(|(t, sc)| match (t.outcome, t.commit_ts) {
-            (Outcome::Aborted, _) | (_, None) => *sc,
-            (_, Some(c)) => Some(c),
-        })
-        .collect();
+) -> Vec<bool> {
     // A client's "committed" counts with a commit_ts, or without one for a
     // read-only transaction (Percolator commits those without asking the
     // oracle); a writer without one is only committed by the store's word.
-    let committed: Vec<bool> = h
-        .txns
+    h.txns
         .iter()
-        .zip(&store_commit)
+        .zip(rec_range)
         .enumerate()
-        .map(|(i, (t, sc))| {
+        .map(|(i, (t, &(lo, hi)))| {
             let read_only = fw_off[i] == fw_off[i + 1];
             (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
-                || sc.is_some()
+                || recs[lo..hi].iter().any(StoreRec::is_commit)
         })
-        .collect();
-    Commits {
-        store_commit,
-        eff_commit,
-        committed,
-    }
+        .collect()
 }
 
 /// Committed versions per cell, by commit_ts: the store's, plus the
@@ -454,7 +419,7 @@ impl<'a> Ctx<'a> {
         let notify_cells = h.notify.clone();
         let lock_cells = h.locks.iter().map(|l| (l.cell, l.primary)).collect();
         let (fw_off, fw) = final_writes(h);
-        let c = commits(h, &recs, &rec_range, &fw_off);
+        let committed = committed(h, &recs, &rec_range, &fw_off);
         let n_cells = cells.len();
         let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
         let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
@@ -481,9 +446,7 @@ impl<'a> Ctx<'a> {
             recs,
             orphans,
             by_start,
-            store_commit: c.store_commit,
-            eff_commit: c.eff_commit,
-            committed: c.committed,
+            committed,
             cv_off,
             cv,
             windex_off,
@@ -509,6 +472,26 @@ impl<'a> Ctx<'a> {
                 txn: e.txn,
                 fw: e.fw,
             })
+    }
+
+    /// Smallest commit_ts of the transaction's put/delete records in the
+    /// store (worked out when asked: a column of them was 16 bytes a
+    /// transaction).
+    pub(crate) fn store_commit(&self, t: u32) -> Option<u64> {
+        self.recs_of(t)
+            .iter()
+            .filter(|r| r.is_commit())
+            .map(|r| r.commit_ts)
+            .min()
+    }
+
+    /// The commit_ts that counts: the client's, else the store's.
+    pub(crate) fn eff_commit(&self, t: u32) -> Option<u64> {
+        let x = self.txn(t);
+        match (x.outcome, x.commit_ts) {
+            (Outcome::Aborted, _) | (_, None) => self.store_commit(t),
+            (_, Some(c)) => Some(c),
+        }
     }
 
     pub(crate) fn n(&self) -> usize {
@@ -623,7 +606,7 @@ impl<'a> Ctx<'a> {
             outcome_name(x.outcome),
             x.start_ts
         );
-        match (x.commit_ts, self.store_commit[t as usize]) {
+        match (x.commit_ts, self.store_commit(t)) {
             (Some(c), _) => s.push_str(&format!(", commit_ts {c}")),
             (None, Some(c)) => s.push_str(&format!(
                 ", no commit_ts reported (the store has it committed at {c})"

@@ -130,10 +130,8 @@ fn check_compact(mut history: compact::Compact) -> Report {
         committed: count(Outcome::Committed),
         aborted: count(Outcome::Aborted),
         unknown: count(Outcome::Unknown),
-        committed_in_store_only: txns
-            .iter()
-            .zip(&ctx.store_commit)
-            .filter(|(t, sc)| t.outcome != Outcome::Committed && sc.is_some())
+        committed_in_store_only: (0..txns.len() as u32)
+            .filter(|&t| ctx.txn(t).outcome != Outcome::Committed && ctx.store_commit(t).is_some())
             .count() as u64,
         reads,
         writes: ops - reads,

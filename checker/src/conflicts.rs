@@ -31,8 +31,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             }
         }
     };
-    let (off, mut writes) = group_by(ctx.cells.len(), (0, 0, 0), each);
-    for cell in 0..ctx.cells.len() as u32 {
+    let (off, mut writes) = group_by(ctx.n_cells(), (0, 0, 0), each);
+    for cell in 0..ctx.n_cells() as u32 {
         let (lo, hi) = (off[cell as usize], off[cell as usize + 1]);
         let group = &mut writes[lo..hi];
         // A transaction's entries for one cell are equal: sorted together.

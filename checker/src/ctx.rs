@@ -93,18 +93,17 @@ struct WriteEntry {
 /// the history (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
     pub h: &'a Compact,
-    /// Cell id -> (row, col).
-    pub cells: Vec<(&'a str, &'a str)>,
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite>,
     /// Each transaction's slice of `recs`.
-    rec_range: Vec<(usize, usize)>,
+    rec_range: Vec<(u32, u32)>,
     /// Store records by start_ts, then cell and commit_ts.
     recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
     orphans: Vec<u32>,
-    by_start: Vec<(u64, u32)>,
+    /// Transactions by start_ts (the first one in history order on a tie).
+    by_start: Vec<u32>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
@@ -185,7 +184,7 @@ fn store_records(
     h: &Compact,
     store: Store,
     by_start: &[(u64, u32)],
-) -> (Vec<StoreRec>, Vec<(usize, usize)>, Vec<u32>) {
+) -> (Vec<StoreRec>, Vec<(u32, u32)>, Vec<u32>) {
     let mut recs: Vec<StoreRec> = Vec::with_capacity(store.versions.len());
     for cs in &store.state {
         let cell = cs.cell;
@@ -209,7 +208,7 @@ fn store_records(
         recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
         i = j;
     }
-    let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); h.txns.len()];
+    let mut rec_range: Vec<(u32, u32)> = vec![(0, 0); h.txns.len()];
     let mut orphans: Vec<u32> = Vec::new();
     let mut k = 0; // into by_start
     let mut i = 0;
@@ -227,7 +226,7 @@ fn store_records(
                 for r in &mut recs[i..j] {
                     r.txn = t;
                 }
-                rec_range[t as usize] = (i, j);
+                rec_range[t as usize] = (i as u32, j as u32);
             }
             _ => orphans.extend(i as u32..j as u32),
         }
@@ -241,7 +240,7 @@ fn store_records(
 fn committed(
     h: &Compact,
     recs: &[StoreRec],
-    rec_range: &[(usize, usize)],
+    rec_range: &[(u32, u32)],
     fw_off: &[usize],
 ) -> Vec<bool> {
     // A client's "committed" counts with a commit_ts, or without one for a
@@ -254,7 +253,9 @@ fn committed(
         .map(|(i, (t, &(lo, hi)))| {
             let read_only = fw_off[i] == fw_off[i + 1];
             (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
-                || recs[lo..hi].iter().any(StoreRec::is_commit)
+                || recs[lo as usize..hi as usize]
+                    .iter()
+                    .any(StoreRec::is_commit)
         })
         .collect()
 }
@@ -265,7 +266,7 @@ fn committed_versions(
     h: &Compact,
     n_cells: usize,
     recs: &[StoreRec],
-    rec_range: &[(usize, usize)],
+    rec_range: &[(u32, u32)],
     fw: (&[usize], &[FinalWrite]),
 ) -> (Vec<usize>, Vec<Cv>) {
     let (fw_off, fw) = fw;
@@ -289,7 +290,7 @@ fn committed_versions(
                 continue;
             };
             let (lo, hi) = rec_range[i];
-            let stored = &recs[lo..hi];
+            let stored = &recs[lo as usize..hi as usize];
             for w in &fw[fw_off[i]..fw_off[i + 1]] {
                 // Already there as the store's own record: the store's wins anyway.
                 let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
@@ -408,7 +409,8 @@ impl<'a> Ctx<'a> {
         // Stable, and made in history order: ties stay in it.
         radix_sort_by_key(&mut by_start, |x| x.0);
         let (recs, rec_range, orphans) = store_records(h, store, &by_start);
-        let cells: Vec<(&str, &str)> = (0..h.cells.len() as u32).map(|c| h.cell_name(c)).collect();
+        // Kept as transaction indices alone (4 bytes instead of 16 each).
+        let by_start: Vec<u32> = by_start.into_iter().map(|(_, t)| t).collect();
         let runs: Vec<(u32, u32)> = h
             .txns
             .iter()
@@ -420,7 +422,7 @@ impl<'a> Ctx<'a> {
         let lock_cells = h.locks.iter().map(|l| (l.cell, l.primary)).collect();
         let (fw_off, fw) = final_writes(h);
         let committed = committed(h, &recs, &rec_range, &fw_off);
-        let n_cells = cells.len();
+        let n_cells = h.cells.len();
         let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
         let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
 
@@ -439,7 +441,6 @@ impl<'a> Ctx<'a> {
 
         Ctx {
             h,
-            cells,
             fw_off,
             fw,
             rec_range,
@@ -546,7 +547,7 @@ impl<'a> Ctx<'a> {
     /// The store records carrying the transaction's start_ts, by cell then commit_ts.
     pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec] {
         let (lo, hi) = self.rec_range[t as usize];
-        &self.recs[lo..hi]
+        &self.recs[lo as usize..hi as usize]
     }
 
     /// Store records whose start_ts is no transaction's.
@@ -564,17 +565,31 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
-        let p = self.by_start.partition_point(|x| x.0 < ts);
+        let p = self
+            .by_start
+            .partition_point(|&t| self.txn(t).start_ts < ts);
         match self.by_start.get(p) {
-            Some(&(s, i)) if s == ts => i,
+            Some(&t) if self.txn(t).start_ts == ts => t,
             _ => NONE,
         }
     }
 
+    /// How many cells the history has (ids `0..n_cells()`).
+    pub(crate) fn n_cells(&self) -> usize {
+        self.h.cells.len()
+    }
+
+    /// A cell's row and column ("?" for an unknown id).
+    pub(crate) fn cell(&self, c: u32) -> (&'a str, &'a str) {
+        self.h.cell_name(c)
+    }
+
     pub(crate) fn cell_name(&self, c: u32) -> String {
-        match self.cells.get(c as usize) {
-            Some((row, col)) => format!("{row}.{col}"),
-            None => "?".to_string(),
+        if (c as usize) < self.n_cells() {
+            let (row, col) = self.cell(c);
+            format!("{row}.{col}")
+        } else {
+            "?".to_string()
         }
     }
 

@@ -135,7 +135,7 @@ fn check_compact(mut history: compact::Compact) -> Report {
             .count() as u64,
         reads,
         writes: ops - reads,
-        cells: ctx.cells.len() as u64,
+        cells: ctx.n_cells() as u64,
         unique_value_cells: graph.unique_cells,
         store_versions: ctx.all_recs().len() as u64,
         locks: history.locks.len() as u64,

@@ -200,7 +200,7 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) -> String {
 
 fn value_index(ctx: &Ctx<'_>) -> ValueIndex {
     let mut index: ValueIndex = FxMap::default();
-    for c in 0..ctx.cells.len() as u32 {
+    for c in 0..ctx.n_cells() as u32 {
         for v in ctx.versions(c) {
             // Versions are by commit_ts, so the first one seen is the earliest.
             index.entry((c, v.value)).or_insert((v.commit_ts, v.writer));

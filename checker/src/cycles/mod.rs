@@ -97,7 +97,7 @@ fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u3
 
 /// The ww edges: each cell's consecutive versions, cell by cell.
 fn ww_edges(ctx: &Ctx<'_>, order: &Order, emit: &mut dyn FnMut(Edge)) {
-    for c in 0..ctx.cells.len() as u32 {
+    for c in 0..ctx.n_cells() as u32 {
         for pair in order.of(c).windows(2) {
             emit((pair[0].0, pair[1].0, c, WW));
         }
@@ -115,7 +115,7 @@ impl Versions {
     /// The store's record wins over the client's word when a writer appears
     /// twice in one cell.
     fn of(ctx: &Ctx<'_>) -> Versions {
-        let n_cells = ctx.cells.len();
+        let n_cells = ctx.n_cells();
         let mut off = Vec::with_capacity(n_cells + 1);
         // Each (cell, writer) once, with a final write: never more than those.
         let mut list: Vec<(u32, u64, Val)> = Vec::with_capacity(ctx.fw.len());

@@ -69,7 +69,6 @@ pub(crate) struct Cv {
     pub value: Val,
     /// The transaction that wrote it, or [`NONE`].
     pub writer: u32,
-    pub from_store: bool,
 }
 
 /// Where a value written to a cell came from.
@@ -109,6 +108,8 @@ pub(crate) struct Ctx<'a> {
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
     cv: Vec<Cv>,
+    /// Bit `i`: the store holds `cv[i]` (else only its client's word).
+    cv_from_store: Vec<u64>,
     /// Cell `c`'s write ops are `windex[windex_off[c]..windex_off[c + 1]]`.
     windex_off: Vec<usize>,
     /// Every write op, by cell, then value, then history order: who wrote
@@ -268,9 +269,10 @@ fn committed_versions(
     recs: &[StoreRec],
     rec_range: &[(u32, u32)],
     fw: (&[usize], &[FinalWrite]),
-) -> (Vec<usize>, Vec<Cv>) {
+) -> CommittedVersions {
     let (fw_off, fw) = fw;
-    let each = |emit: &mut dyn FnMut(u32, Cv)| {
+    // Each version with whether the store holds it (else the client's word).
+    let each = |emit: &mut dyn FnMut(u32, (Cv, bool))| {
         for r in recs.iter().filter(|r| r.is_commit()) {
             let value = if r.kind == VersionKind::Put {
                 r.value
@@ -281,9 +283,8 @@ fn committed_versions(
                 commit_ts: r.commit_ts,
                 value,
                 writer: r.txn,
-                from_store: true,
             };
-            emit(r.cell, cv);
+            emit(r.cell, (cv, true));
         }
         for (i, t) in h.txns.iter().enumerate() {
             let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
@@ -305,9 +306,8 @@ fn committed_versions(
                     commit_ts: c,
                     value: w.value,
                     writer: i as u32,
-                    from_store: false,
                 };
-                emit(w.cell, cv);
+                emit(w.cell, (cv, false));
             }
         }
     };
@@ -315,26 +315,41 @@ fn committed_versions(
         commit_ts: 0,
         value: Val::NULL,
         writer: NONE,
-        from_store: false,
     };
-    let (mut cv_off, mut cv) = group_by(n_cells, fill, each);
+    let (mut off, mut all) = group_by(n_cells, (fill, false), each);
     // Each cell's versions by commit_ts, one per commit_ts (the store's
     // first, then the smallest writer), packed down in place.
     let mut kept = 0;
     for c in 0..n_cells {
-        let (lo, hi) = (cv_off[c], cv_off[c + 1]);
-        cv[lo..hi].sort_by_key(|v| (v.commit_ts, !v.from_store, v.writer));
-        cv_off[c] = kept;
+        let (lo, hi) = (off[c], off[c + 1]);
+        all[lo..hi].sort_by_key(|(v, from_store)| (v.commit_ts, !from_store, v.writer));
+        off[c] = kept;
         for i in lo..hi {
-            if i == lo || cv[i].commit_ts != cv[kept - 1].commit_ts {
-                cv[kept] = cv[i];
+            if i == lo || all[i].0.commit_ts != all[kept - 1].0.commit_ts {
+                all[kept] = all[i];
                 kept += 1;
             }
         }
     }
-    cv_off[n_cells] = kept;
-    cv.truncate(kept);
-    (cv_off, cv)
+    off[n_cells] = kept;
+    all.truncate(kept);
+    let mut from_store = vec![0u64; kept.div_ceil(64)];
+    for (i, _) in all.iter().enumerate().filter(|(_, x)| x.1) {
+        from_store[i / 64] |= 1 << (i % 64);
+    }
+    CommittedVersions {
+        off,
+        cv: all.into_iter().map(|x| x.0).collect(),
+        from_store,
+    }
+}
+
+/// Committed versions per cell (see [`Ctx::versions`]).
+struct CommittedVersions {
+    off: Vec<usize>,
+    cv: Vec<Cv>,
+    /// One bit per version: the store holds it (else only the client's word).
+    from_store: Vec<u64>,
 }
 
 /// Who wrote which value, grouped by cell (offsets, entries: by value, then
@@ -423,7 +438,7 @@ impl<'a> Ctx<'a> {
         let (fw_off, fw) = final_writes(h);
         let committed = committed(h, &recs, &rec_range, &fw_off);
         let n_cells = h.cells.len();
-        let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
+        let versions = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
         let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
@@ -448,8 +463,9 @@ impl<'a> Ctx<'a> {
             orphans,
             by_start,
             committed,
-            cv_off,
-            cv,
+            cv_off: versions.off,
+            cv: versions.cv,
+            cv_from_store: versions.from_store,
             windex_off,
             windex,
             cell_unique,
@@ -562,6 +578,16 @@ impl<'a> Ctx<'a> {
     /// Committed versions of a cell, by commit_ts.
     pub(crate) fn versions(&self, cell: u32) -> &[Cv] {
         &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
+    }
+
+    /// [`Ctx::versions`], each with whether the store holds it (else only
+    /// its client's word).
+    pub(crate) fn versions_sourced(&self, cell: u32) -> impl Iterator<Item = (&Cv, bool)> {
+        let lo = self.cv_off[cell as usize];
+        self.versions(cell).iter().zip(lo..).map(|(v, i)| {
+            let bit = self.cv_from_store[i / 64] >> (i % 64) & 1;
+            (v, bit == 1)
+        })
     }
 
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
@@ -721,5 +747,66 @@ impl<'a> Ctx<'a> {
             VersionKind::Delete => format!("{cell} delete committed at {}", r.commit_ts),
             VersionKind::Rollback => format!("{cell} rollback record"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client reports commit_ts 12 for what the store committed at 10
+    /// (and T2's write only its client reports): each version knows
+    /// whether the store holds it, across a bit word's boundary too.
+    #[test]
+    fn versions_know_whether_the_store_holds_them() {
+        let txn = |id: u64, start: u64, commit: u64, row: &str| {
+            format!(
+                r#"{{"id": {id}, "client": 1, "start_ts": {start}, "commit_ts": {commit},
+                "invoke_ns": 0, "complete_ns": 1, "outcome": "committed",
+                "ops": [{{"f": "write", "row": "{row}", "col": "c", "value": "v{id}"}}]}}"#
+            )
+        };
+        // 70 filler cells put the cell under test past the first 64 bits.
+        let mut txns: Vec<String> = (0..70)
+            .map(|i| txn(100 + i, 200 + 2 * i, 201 + 2 * i, &format!("f{i}")))
+            .collect();
+        txns.push(txn(1, 1, 12, "x"));
+        txns.push(txn(2, 20, 21, "x"));
+        let mut cells: Vec<String> = (0..70)
+            .map(|i| {
+                format!(
+                    r#"{{"row": "f{i}", "col": "c", "versions": [{{"start_ts": {}, "commit_ts": {},
+                    "kind": "put", "value": "v{}"}}]}}"#,
+                    200 + 2 * i,
+                    201 + 2 * i,
+                    100 + i
+                )
+            })
+            .collect();
+        cells.push(
+            r#"{"row": "x", "col": "c", "versions": [{"start_ts": 1, "commit_ts": 10,
+            "kind": "put", "value": "v1"}]}"#
+                .to_string(),
+        );
+        let json = format!(
+            r#"{{"format": "percsim-history/1", "transactions": [{}],
+            "final_state": {{"cells": [{}]}}}}"#,
+            txns.join(","),
+            cells.join(",")
+        );
+        let mut h = crate::reader::read(json.as_bytes(), 0).expect("valid");
+        h.renumber_cells();
+        let store = h.take_store();
+        let ctx = Ctx::build(&h, store);
+        let x = (0..ctx.n_cells() as u32)
+            .find(|&c| ctx.cell(c).0 == "x")
+            .expect("cell x");
+        let got: Vec<(u64, bool)> = ctx
+            .versions_sourced(x)
+            .map(|(v, from_store)| (v.commit_ts, from_store))
+            .collect();
+        assert_eq!(got, [(10, true), (12, false), (21, false)]);
+        let filler: Vec<bool> = ctx.versions_sourced(0).map(|(_, s)| s).collect();
+        assert_eq!(filler, [true]);
     }
 }

@@ -126,7 +126,7 @@ impl Versions {
         for c in 0..n_cells as u32 {
             cand.clear();
             if ctx.cell_unique[c as usize] {
-                for v in ctx.versions(c) {
+                for (v, from_store) in ctx.versions_sourced(c) {
                     let w = v.writer;
                     if w == NONE || !ctx.committed[w as usize] {
                         continue;
@@ -134,7 +134,7 @@ impl Versions {
                     let Some(f) = ctx.final_write_idx(w, c) else {
                         continue;
                     };
-                    cand.push((w, !v.from_store, v.commit_ts, f as u32));
+                    cand.push((w, !from_store, v.commit_ts, f as u32));
                 }
             }
             // One version per writer: the store's first, then the earliest.

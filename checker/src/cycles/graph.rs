@@ -2,6 +2,7 @@
 //! transactions and real-time completion points in compressed adjacency form.
 
 use crate::ctx::{NONE, Val};
+use crate::sort::radix_sort_by_key;
 
 pub(crate) const WW: u8 = 0;
 pub(crate) const WR: u8 = 1;
@@ -88,7 +89,8 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 /// cells (4 of 9 bytes an edge): an explanation finds its edges' again. `each` is called
 /// twice, once to count each node's edges and once to place them, and must
 /// hand over the same edges in the same order both times: no list of all
-/// edges is ever held beside the graph. `points` are (complete_ns, txn) of
+/// edges is ever held beside the graph. `points` are (complete_ns, txn), in
+/// transaction order, of
 /// the transactions that completed, `invocations` (txn, invoke_ns) of those
 /// that may follow them in real time.
 ///
@@ -103,7 +105,8 @@ pub(crate) fn build_graph_with(
     mut points: Vec<(u64, u32)>,
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
-    points.sort_unstable();
+    // Made in transaction order: stable on a tie, as a full sort.
+    radix_sort_by_key(&mut points, |p| p.0);
     let aux0 = n as u32;
     // (point just before the invocation, invoked transaction).
     let after: Vec<(u32, u32)> = invocations
@@ -112,6 +115,8 @@ pub(crate) fn build_graph_with(
             (p > 0).then(|| (aux0 + p as u32 - 1, b))
         })
         .collect();
+    // From here on a point is its transaction alone (4 bytes, not 16).
+    let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
     let rt = RealTime {
         aux0,
         points: &points,
@@ -155,7 +160,7 @@ pub(crate) fn build_graph_with(
 struct RealTime<'a> {
     aux0: u32,
     /// (complete_ns, txn), sorted.
-    points: &'a [(u64, u32)],
+    points: &'a [u32],
     /// (point, invoked transaction).
     after: &'a [(u32, u32)],
 }
@@ -164,15 +169,11 @@ impl RealTime<'_> {
     fn edges(&self) -> impl Iterator<Item = (u32, u32, u32, u8)> + '_ {
         let aux0 = self.aux0;
         let last = self.points.len().saturating_sub(1);
-        let chain = self
-            .points
-            .iter()
-            .enumerate()
-            .flat_map(move |(k, &(_, t))| {
-                let point = aux0 + k as u32;
-                let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
-                std::iter::once((t, point, NONE, RT_IN)).chain(next)
-            });
+        let chain = self.points.iter().enumerate().flat_map(move |(k, &t)| {
+            let point = aux0 + k as u32;
+            let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
+            std::iter::once((t, point, NONE, RT_IN)).chain(next)
+        });
         let out = self.after.iter().map(|&(p, b)| (p, b, NONE, RT_OUT));
         chain.chain(out)
     }

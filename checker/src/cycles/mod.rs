@@ -211,6 +211,12 @@ fn read_edges(
     sink: &mut Sink,
 ) -> Vec<(u32, u32, u32)> {
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
+    let mut batch: Vec<Read> = Vec::with_capacity(BATCH);
+    let mut out = ReadsOut {
+        emit,
+        sink,
+        lost: &mut lost,
+    };
     for r in 0..ctx.n() as u32 {
         if !ctx.committed[r as usize] {
             continue;
@@ -220,20 +226,51 @@ fn read_edges(
             if op.kind != OpKind::Read || !ctx.cell_unique[c as usize] {
                 continue;
             }
-            let read = Read {
+            batch.push(Read {
                 reader: r,
                 cell: c,
                 value: ctx.value(op),
-            };
-            let Some(key) = read_edge(ctx, versions, read, emit, sink) else {
-                continue;
-            };
-            if ctx.final_write_idx(r, c).is_some() {
-                lost.push((c, key, r));
+            });
+            if batch.len() == BATCH {
+                read_batch(ctx, versions, &mut batch, &mut out);
             }
         }
     }
+    read_batch(ctx, versions, &mut batch, &mut out);
     lost
+}
+
+/// Reads judged together (see [`read_batch`]).
+const BATCH: usize = 32;
+
+/// Where [`read_edges`] puts what it finds.
+struct ReadsOut<'o> {
+    emit: &'o mut dyn FnMut(Edge),
+    sink: &'o mut Sink,
+    lost: &'o mut Vec<(u32, u32, u32)>,
+}
+
+/// Judges a batch of reads, in order, and empties it. On a large history
+/// each read's version order is a cache miss: the orders of the whole
+/// batch are loaded first, loads the processor overlaps instead of waiting
+/// for each in turn.
+fn read_batch(ctx: &Ctx<'_>, versions: &Versions, batch: &mut Vec<Read>, out: &mut ReadsOut<'_>) {
+    let mut touched = 0u64;
+    for x in batch.iter() {
+        let ord = versions.order.of(x.cell);
+        if let Some(e) = ord.get(ord.len() / 2) {
+            touched ^= e.1;
+        }
+    }
+    std::hint::black_box(touched);
+    for read in batch.drain(..) {
+        let Some(key) = read_edge(ctx, versions, read, out.emit, out.sink) else {
+            continue;
+        };
+        if ctx.final_write_idx(read.reader, read.cell).is_some() {
+            out.lost.push((read.cell, key, read.reader));
+        }
+    }
 }
 
 /// One committed read of a unique-value cell.

@@ -48,9 +48,9 @@ pub(crate) struct FinalWrite {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StoreRec {
     pub cell: u32,
-    /// The transaction whose start_ts it carries, or [`NONE`].
+    /// The transaction whose start_ts it carries, or [`NONE`] (its
+    /// start_ts is then in [`Ctx::orphan_recs`]; 24 bytes a record).
     pub txn: u32,
-    pub start_ts: u64,
     pub commit_ts: u64,
     pub kind: VersionKind,
     pub value: Val,
@@ -100,7 +100,7 @@ pub(crate) struct Ctx<'a> {
     /// Store records by start_ts, then cell and commit_ts.
     recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
-    orphans: Vec<u32>,
+    orphans: Vec<(u32, u64)>,
     /// Transactions by start_ts (the first one in history order on a tie).
     by_start: Vec<u32>,
     /// Committed by the client's word (with a commit_ts, or without one when
@@ -185,15 +185,18 @@ fn store_records(
     h: &Compact,
     store: Store,
     by_start: &[(u64, u32)],
-) -> (Vec<StoreRec>, Vec<(u32, u32)>, Vec<u32>) {
-    let mut recs: Vec<StoreRec> = Vec::with_capacity(store.versions.len());
+) -> (Vec<StoreRec>, Vec<(u32, u32)>, Vec<(u32, u64)>) {
+    let n = store.versions.len();
+    let mut recs: Vec<StoreRec> = Vec::with_capacity(n);
+    // (start_ts, index into recs): the records keep no start_ts of their own.
+    let mut keys: Vec<(u64, u32)> = Vec::with_capacity(n);
     for cs in &store.state {
         let cell = cs.cell;
         for v in store.versions.get(cs.lo..cs.hi).unwrap_or_default() {
+            keys.push((v.start_ts, recs.len() as u32));
             recs.push(StoreRec {
                 cell,
                 txn: NONE,
-                start_ts: v.start_ts,
                 commit_ts: v.commit_ts,
                 kind: v.kind,
                 value: Val::of(v.value),
@@ -201,24 +204,16 @@ fn store_records(
         }
     }
     drop(store);
-    radix_sort_by_key(&mut recs, |r| r.start_ts);
-    let mut i = 0;
-    while i < recs.len() {
-        let ts = recs[i].start_ts;
-        let j = i + recs[i..].partition_point(|r| r.start_ts == ts);
-        recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
-        i = j;
-    }
+    radix_sort_by_key(&mut keys, |k| k.0);
+    let mut recs: Vec<StoreRec> = keys.iter().map(|&(_, i)| recs[i as usize]).collect();
     let mut rec_range: Vec<(u32, u32)> = vec![(0, 0); h.txns.len()];
-    let mut orphans: Vec<u32> = Vec::new();
+    let mut orphans: Vec<(u32, u64)> = Vec::new();
     let mut k = 0; // into by_start
     let mut i = 0;
     while i < recs.len() {
-        let ts = recs[i].start_ts;
-        let mut j = i;
-        while j < recs.len() && recs[j].start_ts == ts {
-            j += 1;
-        }
+        let ts = keys[i].0;
+        let j = i + keys[i..].partition_point(|x| x.0 == ts);
+        recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
         while k < by_start.len() && by_start[k].0 < ts {
             k += 1;
         }
@@ -229,7 +224,7 @@ fn store_records(
                 }
                 rec_range[t as usize] = (i as u32, j as u32);
             }
-            _ => orphans.extend(i as u32..j as u32),
+            _ => orphans.extend((i as u32..j as u32).map(|r| (r, ts))),
         }
         i = j;
     }
@@ -566,9 +561,11 @@ impl<'a> Ctx<'a> {
         &self.recs[lo as usize..hi as usize]
     }
 
-    /// Store records whose start_ts is no transaction's.
-    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = &StoreRec> {
-        self.orphans.iter().map(|&i| &self.recs[i as usize])
+    /// Store records whose start_ts is no transaction's, with that start_ts.
+    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = (u64, &StoreRec)> {
+        self.orphans
+            .iter()
+            .map(|&(i, start_ts)| (start_ts, &self.recs[i as usize]))
     }
 
     pub(crate) fn all_recs(&self) -> &[StoreRec] {

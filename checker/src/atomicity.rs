@@ -196,7 +196,7 @@ fn judge_stamps(ctx: &Ctx<'_>, sink: &mut Sink, t: u32, stamps: &mut Vec<u64>) {
         });
     }
     if txn.outcome != Outcome::Aborted
-        && let Some(c) = txn.commit_ts
+        && let Some(c) = txn.commit_ts()
         && let Some(&other) = stamps.iter().find(|&&s| s != c)
     {
         sink.add(FindingClass::CommitTsMismatch, || {
@@ -243,7 +243,7 @@ fn judge_outcome(
                         "T{}'s client was told it committed (commit_ts {}), but the store has no commit record \
                          for {} of its {} written cells: {}",
                         txn.id,
-                        txn.commit_ts.map_or("null".to_string(), |c| c.to_string()),
+                        txn.commit_ts().map_or("null".to_string(), |c| c.to_string()),
                         missing.len(),
                         n_written,
                         cells_list(ctx, missing)

@@ -248,7 +248,7 @@ fn committed(
         .enumerate()
         .map(|(i, (t, &(lo, hi)))| {
             let read_only = fw_off[i] == fw_off[i + 1];
-            (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
+            (t.outcome == Outcome::Committed && (t.commit_ts().is_some() || read_only))
                 || recs[lo as usize..hi as usize]
                     .iter()
                     .any(StoreRec::is_commit)
@@ -282,7 +282,7 @@ fn committed_versions(
             emit(r.cell, (cv, true));
         }
         for (i, t) in h.txns.iter().enumerate() {
-            let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
+            let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts()) else {
                 continue;
             };
             let (lo, hi) = rec_range[i];
@@ -500,7 +500,7 @@ impl<'a> Ctx<'a> {
     /// The commit_ts that counts: the client's, else the store's.
     pub(crate) fn eff_commit(&self, t: u32) -> Option<u64> {
         let x = self.txn(t);
-        match (x.outcome, x.commit_ts) {
+        match (x.outcome, x.commit_ts()) {
             (Outcome::Aborted, _) | (_, None) => self.store_commit(t),
             (_, Some(c)) => Some(c),
         }
@@ -644,7 +644,7 @@ impl<'a> Ctx<'a> {
             outcome_name(x.outcome),
             x.start_ts
         );
-        match (x.commit_ts, self.store_commit(t)) {
+        match (x.commit_ts(), self.store_commit(t)) {
             (Some(c), _) => s.push_str(&format!(", commit_ts {c}")),
             (None, Some(c)) => s.push_str(&format!(
                 ", no commit_ts reported (the store has it committed at {c})"
@@ -655,7 +655,7 @@ impl<'a> Ctx<'a> {
             (None, None) => {}
         }
         s.push_str(&format!(", invoked at {} ns", x.invoke_ns));
-        match x.complete_ns {
+        match x.complete_ns() {
             Some(d) => s.push_str(&format!(", completed at {d} ns")),
             None => s.push_str(", never completed"),
         }

@@ -87,7 +87,7 @@ fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u3
     let n = ctx.n();
     let completions = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
-        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
+        .filter_map(|t| ctx.txn(t).complete_ns().map(|d| (d, t)))
         .collect();
     let invocations = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])

@@ -3,10 +3,11 @@
 //! order), built from what clients read on cells whose written values are
 //! unique, with Adya's anomaly classes.
 //!
-//! Cycles are found per strongly connected component (Tarjan), trying the most
-//! severe class first; each explanation is a shortest cycle (0-1 BFS) inside
-//! the component. Snapshot isolation allows exactly the cycles with two
-//! adjacent rw edges (write skew): those go to the "allowed" section.
+//! Cycles are found per strongly connected component (Tarjan, in Pearce's
+//! variant), trying the most severe class first; each explanation is a
+//! shortest cycle (0-1 BFS) inside the component. Snapshot isolation allows
+//! exactly the cycles with two adjacent rw edges (write skew): those go to
+//! the "allowed" section.
 
 mod explain;
 mod graph;

@@ -62,8 +62,9 @@ pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])
     }
 }
 
-/// Tarjan's algorithm, iterative. Components are numbered in completion
-/// order: if x reaches y in another component, y's number is smaller.
+/// Tarjan's algorithm (Pearce's variant), iterative. Components are
+/// numbered in completion order: if x reaches y in another component, y's
+/// number is smaller.
 fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
     // Pearce's variant: one number per node (4 bytes, not Tarjan's 12).
     // While a node is open it holds the smallest visit index it reaches;

@@ -181,11 +181,7 @@ fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
 /// merge with `by_start` (no per-record search): the records, each
 /// transaction's range of them, and the orphans. The store's own form is
 /// freed as soon as the records are made.
-fn store_records(
-    h: &Compact,
-    store: Store,
-    by_start: &[(u64, u32)],
-) -> (Vec<StoreRec>, Vec<(u32, u32)>, Vec<(u32, u64)>) {
+fn store_records(h: &Compact, store: Store, by_start: &[(u64, u32)]) -> StoreIndex {
     let n = store.versions.len();
     let mut recs: Vec<StoreRec> = Vec::with_capacity(n);
     // (start_ts, index into recs): the records keep no start_ts of their own.
@@ -228,7 +224,19 @@ fn store_records(
         }
         i = j;
     }
-    (recs, rec_range, orphans)
+    StoreIndex {
+        recs,
+        rec_range,
+        orphans,
+    }
+}
+
+/// What [`store_records`] makes: the records by start_ts, each
+/// transaction's range of them, and (index, start_ts) of the orphans.
+struct StoreIndex {
+    recs: Vec<StoreRec>,
+    rec_range: Vec<(u32, u32)>,
+    orphans: Vec<(u32, u64)>,
 }
 
 /// Whether each transaction committed: by the client's word (with a
@@ -418,7 +426,11 @@ impl<'a> Ctx<'a> {
             .collect();
         // Stable, and made in history order: ties stay in it.
         radix_sort_by_key(&mut by_start, |x| x.0);
-        let (recs, rec_range, orphans) = store_records(h, store, &by_start);
+        let StoreIndex {
+            recs,
+            rec_range,
+            orphans,
+        } = store_records(h, store, &by_start);
         // Kept as transaction indices alone (4 bytes instead of 16 each).
         let by_start: Vec<u32> = by_start.into_iter().map(|(_, t)| t).collect();
         let runs: Vec<(u32, u32)> = h

@@ -452,20 +452,53 @@ pub(crate) struct COp {
     pub value: u32,
 }
 
-/// One transaction, without its ops (see [`Compact::ops`]).
+/// One transaction, without its ops (see [`Compact::ops`]): 64 bytes (the
+/// two optional timestamps are told present by bits, not by `Option`'s
+/// 8-byte tags).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Txn {
     pub id: u64,
     pub client: u64,
     pub start_ts: u64,
-    pub commit_ts: Option<u64>,
+    /// See [`Txn::commit_ts`].
+    commit: u64,
     pub invoke_ns: u64,
-    pub complete_ns: Option<u64>,
+    /// See [`Txn::complete_ns`].
+    complete: u64,
     pub outcome: Outcome,
+    /// [`HAS_COMMIT`] and [`HAS_COMPLETE`].
+    has: u8,
     /// String id of the abort reason, or [`NIL`].
     pub abort_reason: u32,
     /// Index into [`Compact::runs`], or [`NIL`].
     pub observer: u32,
+}
+
+/// [`Txn::has`]: the client reported a commit_ts.
+const HAS_COMMIT: u8 = 1;
+/// [`Txn::has`]: the transaction completed.
+const HAS_COMPLETE: u8 = 2;
+
+impl Txn {
+    /// The commit_ts its client reported, if any.
+    pub(crate) fn commit_ts(&self) -> Option<u64> {
+        (self.has & HAS_COMMIT != 0).then_some(self.commit)
+    }
+
+    /// When it completed, if it did.
+    pub(crate) fn complete_ns(&self) -> Option<u64> {
+        (self.has & HAS_COMPLETE != 0).then_some(self.complete)
+    }
+
+    pub(crate) fn set_commit_ts(&mut self, ts: Option<u64>) {
+        self.commit = ts.unwrap_or(0);
+        self.has = (self.has & !HAS_COMMIT) | if ts.is_some() { HAS_COMMIT } else { 0 };
+    }
+
+    pub(crate) fn set_complete_ns(&mut self, ns: Option<u64>) {
+        self.complete = ns.unwrap_or(0);
+        self.has = (self.has & !HAS_COMPLETE) | if ns.is_some() { HAS_COMPLETE } else { 0 };
+    }
 }
 
 impl Default for Txn {
@@ -476,10 +509,11 @@ impl Default for Txn {
             id: 0,
             client: 0,
             start_ts: 0,
-            commit_ts: None,
+            commit: 0,
             invoke_ns: 0,
-            complete_ns: None,
+            complete: 0,
             outcome: Outcome::Unknown,
+            has: 0,
             abort_reason: NIL,
             observer: NIL,
         }
@@ -727,17 +761,19 @@ impl Compact {
                 }
                 None => NIL,
             };
-            c.push_txn(Txn {
+            let mut txn = Txn {
                 id: t.id,
                 client: t.client,
                 start_ts: t.start_ts,
-                commit_ts: t.commit_ts,
                 invoke_ns: t.invoke_ns,
-                complete_ns: t.complete_ns,
                 outcome: t.outcome,
                 abort_reason,
                 observer,
-            });
+                ..Txn::default()
+            };
+            txn.set_commit_ts(t.commit_ts);
+            txn.set_complete_ns(t.complete_ns);
+            c.push_txn(txn);
         }
         c.events = h.events.clone();
         c.observers = h.observers.clone();
@@ -778,6 +814,23 @@ impl Compact {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The per-transaction record stays 64 bytes, and its two optional
+    /// timestamps are set and cleared apart from one another.
+    #[test]
+    fn a_transaction_record_is_64_bytes_with_independent_timestamps() {
+        assert_eq!(std::mem::size_of::<Txn>(), 64);
+        let mut t = Txn::default();
+        assert_eq!((t.commit_ts(), t.complete_ns()), (None, None));
+        t.set_commit_ts(Some(0));
+        t.set_complete_ns(Some(u64::MAX));
+        assert_eq!((t.commit_ts(), t.complete_ns()), (Some(0), Some(u64::MAX)));
+        t.set_commit_ts(None);
+        assert_eq!((t.commit_ts(), t.complete_ns()), (None, Some(u64::MAX)));
+        t.set_complete_ns(None);
+        t.set_commit_ts(Some(7));
+        assert_eq!((t.commit_ts(), t.complete_ns()), (Some(7), None));
+    }
 
     #[test]
     fn interning_gives_one_id_per_distinct_string() {

@@ -3,47 +3,53 @@
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
+use crate::sort::group_by;
 use crate::{FindingClass, Rule};
 
 pub(crate) const ID: Rule = Rule::NoWriteConflicts;
 pub(crate) const NAME: &str = "no two committed transactions that wrote the same cell overlap between their start_ts and commit_ts";
 
 pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
-    // (cell, start_ts, commit_ts, txn) for every committed writer of a cell,
-    // from its ops and from the store's commit records.
-    let mut writes: Vec<(u32, u64, u64, u32)> = Vec::with_capacity(ctx.fw.len());
-    for t in 0..ctx.n() as u32 {
-        if !ctx.committed[t as usize] {
-            continue;
-        }
-        let Some(commit) = ctx.eff_commit[t as usize] else {
-            continue;
-        };
-        let start = ctx.txn(t).start_ts;
-        for w in ctx.final_writes(t) {
-            writes.push((w.cell, start, commit, t));
-        }
-        for r in ctx.recs_of(t) {
-            if r.is_commit() && ctx.final_write_idx(t, r.cell).is_none() {
-                writes.push((r.cell, start, commit, t));
+    // (start_ts, commit_ts, txn) for every committed writer of a cell,
+    // from its ops and from the store's commit records, grouped by cell.
+    let each = |emit: &mut dyn FnMut(u32, (u64, u64, u32))| {
+        for t in 0..ctx.n() as u32 {
+            if !ctx.committed[t as usize] {
+                continue;
+            }
+            let Some(commit) = ctx.eff_commit(t) else {
+                continue;
+            };
+            let start = ctx.txn(t).start_ts;
+            for w in ctx.final_writes(t) {
+                emit(w.cell, (start, commit, t));
+            }
+            for r in ctx.recs_of(t) {
+                if r.is_commit() && ctx.final_write_idx(t, r.cell).is_none() {
+                    emit(r.cell, (start, commit, t));
+                }
             }
         }
-    }
-    writes.sort_unstable();
-    writes.dedup_by_key(|w| (w.0, w.3));
-
-    let mut i = 0;
-    while i < writes.len() {
-        let cell = writes[i].0;
-        let mut j = i;
-        // The writer so far whose commit_ts reaches furthest.
-        let mut holder = writes[i];
-        j += 1;
-        while j < writes.len() && writes[j].0 == cell {
-            let cur = writes[j];
-            if cur.1 <= holder.2 {
+    };
+    let (off, mut writes) = group_by(ctx.n_cells(), (0, 0, 0), each);
+    for cell in 0..ctx.n_cells() as u32 {
+        let (lo, hi) = (off[cell as usize], off[cell as usize + 1]);
+        let group = &mut writes[lo..hi];
+        // A transaction's entries for one cell are equal: sorted together.
+        group.sort_unstable();
+        let mut holder = match group.first() {
+            Some(&w) => w,
+            None => continue,
+        };
+        for k in 1..group.len() {
+            let cur = group[k];
+            if cur.2 == group[k - 1].2 {
+                continue;
+            }
+            // `holder`: the writer so far whose commit_ts reaches furthest.
+            if cur.0 <= holder.1 {
                 sink.add(FindingClass::OverlappingWrites, || {
-                    let (a, b) = (holder.3, cur.3);
+                    let (a, b) = (holder.2, cur.2);
                     Draft::new(
                         format!(
                             "T{} and T{} both wrote {} and both committed, but their intervals overlap: \
@@ -53,11 +59,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                             ctx.id(b),
                             ctx.cell_name(cell),
                             ctx.id(a),
+                            holder.0,
                             holder.1,
-                            holder.2,
                             ctx.id(b),
+                            cur.0,
                             cur.1,
-                            cur.2,
                             ctx.id(b),
                             ctx.id(a)
                         ),
@@ -66,11 +72,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
                     )
                 });
             }
-            if cur.2 > holder.2 {
+            if cur.1 > holder.1 {
                 holder = cur;
             }
-            j += 1;
         }
-        i = j;
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
+use crate::sort::{group_by, radix_sort_by_key};
 
 /// "No such index" for `u32` indices.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -47,9 +48,9 @@ pub(crate) struct FinalWrite {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StoreRec {
     pub cell: u32,
-    /// The transaction whose start_ts it carries, or [`NONE`].
+    /// The transaction whose start_ts it carries, or [`NONE`] (its
+    /// start_ts is then in [`Ctx::orphan_recs`]; 24 bytes a record).
     pub txn: u32,
-    pub start_ts: u64,
     pub commit_ts: u64,
     pub kind: VersionKind,
     pub value: Val,
@@ -68,7 +69,6 @@ pub(crate) struct Cv {
     pub value: Val,
     /// The transaction that wrote it, or [`NONE`].
     pub writer: u32,
-    pub from_store: bool,
 }
 
 /// Where a value written to a cell came from.
@@ -79,13 +79,12 @@ pub(crate) struct WriteInfo {
     pub fw: u32,
 }
 
-/// One write op: its cell and value (string id), who wrote it, and where.
+/// One write op: its value (string id), who wrote it, and where (its cell
+/// is the group it is in).
 #[derive(Debug, Clone, Copy)]
 struct WriteEntry {
-    cell: u32,
     value: u32,
     txn: u32,
-    op: u32,
     fw: u32,
 }
 
@@ -93,28 +92,28 @@ struct WriteEntry {
 /// the history (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
     pub h: &'a Compact,
-    /// Cell id -> (row, col).
-    pub cells: Vec<(&'a str, &'a str)>,
     fw_off: Vec<usize>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite>,
     /// Each transaction's slice of `recs`.
-    rec_range: Vec<(usize, usize)>,
+    rec_range: Vec<(u32, u32)>,
     /// Store records by start_ts, then cell and commit_ts.
     recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
-    orphans: Vec<u32>,
-    by_start: Vec<(u64, u32)>,
-    /// Smallest commit_ts of the transaction's put/delete records in the store.
-    pub store_commit: Vec<Option<u64>>,
-    /// The commit_ts that counts: the client's, else the store's.
-    pub eff_commit: Vec<Option<u64>>,
+    orphans: Vec<(u32, u64)>,
+    /// Transactions by start_ts (the first one in history order on a tie).
+    by_start: Vec<u32>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
     cv_off: Vec<usize>,
     cv: Vec<Cv>,
-    /// Every write op by (cell, value, txn, op): who wrote which value.
+    /// Bit `i`: the store holds `cv[i]` (else only its client's word).
+    cv_from_store: Vec<u64>,
+    /// Cell `c`'s write ops are `windex[windex_off[c]..windex_off[c + 1]]`.
+    windex_off: Vec<usize>,
+    /// Every write op, by cell, then value, then history order: who wrote
+    /// which value.
     windex: Vec<WriteEntry>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
@@ -182,19 +181,18 @@ fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
 /// merge with `by_start` (no per-record search): the records, each
 /// transaction's range of them, and the orphans. The store's own form is
 /// freed as soon as the records are made.
-fn store_records(
-    h: &Compact,
-    store: Store,
-    by_start: &[(u64, u32)],
-) -> (Vec<StoreRec>, Vec<(usize, usize)>, Vec<u32>) {
-    let mut recs: Vec<StoreRec> = Vec::with_capacity(store.versions.len());
+fn store_records(h: &Compact, store: Store, by_start: &[(u64, u32)]) -> StoreIndex {
+    let n = store.versions.len();
+    let mut recs: Vec<StoreRec> = Vec::with_capacity(n);
+    // (start_ts, index into recs): the records keep no start_ts of their own.
+    let mut keys: Vec<(u64, u32)> = Vec::with_capacity(n);
     for cs in &store.state {
         let cell = cs.cell;
         for v in store.versions.get(cs.lo..cs.hi).unwrap_or_default() {
+            keys.push((v.start_ts, recs.len() as u32));
             recs.push(StoreRec {
                 cell,
                 txn: NONE,
-                start_ts: v.start_ts,
                 commit_ts: v.commit_ts,
                 kind: v.kind,
                 value: Val::of(v.value),
@@ -202,17 +200,16 @@ fn store_records(
         }
     }
     drop(store);
-    recs.sort_unstable_by_key(|r| (r.start_ts, r.cell, r.commit_ts, r.kind));
-    let mut rec_range: Vec<(usize, usize)> = vec![(0, 0); h.txns.len()];
-    let mut orphans: Vec<u32> = Vec::new();
+    radix_sort_by_key(&mut keys, |k| k.0);
+    let mut recs: Vec<StoreRec> = keys.iter().map(|&(_, i)| recs[i as usize]).collect();
+    let mut rec_range: Vec<(u32, u32)> = vec![(0, 0); h.txns.len()];
+    let mut orphans: Vec<(u32, u64)> = Vec::new();
     let mut k = 0; // into by_start
     let mut i = 0;
     while i < recs.len() {
-        let ts = recs[i].start_ts;
-        let mut j = i;
-        while j < recs.len() && recs[j].start_ts == ts {
-            j += 1;
-        }
+        let ts = keys[i].0;
+        let j = i + keys[i..].partition_point(|x| x.0 == ts);
+        recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
         while k < by_start.len() && by_start[k].0 < ts {
             k += 1;
         }
@@ -221,67 +218,50 @@ fn store_records(
                 for r in &mut recs[i..j] {
                     r.txn = t;
                 }
-                rec_range[t as usize] = (i, j);
+                rec_range[t as usize] = (i as u32, j as u32);
             }
-            _ => orphans.extend(i as u32..j as u32),
+            _ => orphans.extend((i as u32..j as u32).map(|r| (r, ts))),
         }
         i = j;
     }
-    (recs, rec_range, orphans)
+    StoreIndex {
+        recs,
+        rec_range,
+        orphans,
+    }
 }
 
-/// Each transaction's commit as the store has it, as it counts, and whether
-/// it committed at all.
-struct Commits {
-    store_commit: Vec<Option<u64>>,
-    eff_commit: Vec<Option<u64>>,
-    committed: Vec<bool>,
+/// What [`store_records`] makes: the records by start_ts, each
+/// transaction's range of them, and (index, start_ts) of the orphans.
+struct StoreIndex {
+    recs: Vec<StoreRec>,
+    rec_range: Vec<(u32, u32)>,
+    orphans: Vec<(u32, u64)>,
 }
 
-fn commits(
+/// Whether each transaction committed: by the client's word (with a
+/// commit_ts, or without one when read-only) or by the store's.
+fn committed(
     h: &Compact,
     recs: &[StoreRec],
-    rec_range: &[(usize, usize)],
+    rec_range: &[(u32, u32)],
     fw_off: &[usize],
-) -> Commits {
-    let store_commit: Vec<Option<u64>> = rec_range
-        .iter()
-        .map(|&(lo, hi)| {
-            recs[lo..hi]
-                .iter()
-                .filter(|r| r.is_commit())
-                .map(|r| r.commit_ts)
-                .min()
-        })
-        .collect();
-    let eff_commit: Vec<Option<u64>> = h
-        .txns
-        .iter()
-        .zip(&store_commit)
-        .map(|(t, sc)| match (t.outcome, t.commit_ts) {
-            (Outcome::Aborted, _) | (_, None) => *sc,
-            (_, Some(c)) => Some(c),
-        })
-        .collect();
+) -> Vec<bool> {
     // A client's "committed" counts with a commit_ts, or without one for a
     // read-only transaction (Percolator commits those without asking the
     // oracle); a writer without one is only committed by the store's word.
-    let committed: Vec<bool> = h
-        .txns
+    h.txns
         .iter()
-        .zip(&store_commit)
+        .zip(rec_range)
         .enumerate()
-        .map(|(i, (t, sc))| {
+        .map(|(i, (t, &(lo, hi)))| {
             let read_only = fw_off[i] == fw_off[i + 1];
-            (t.outcome == Outcome::Committed && (t.commit_ts.is_some() || read_only))
-                || sc.is_some()
+            (t.outcome == Outcome::Committed && (t.commit_ts().is_some() || read_only))
+                || recs[lo as usize..hi as usize]
+                    .iter()
+                    .any(StoreRec::is_commit)
         })
-        .collect();
-    Commits {
-        store_commit,
-        eff_commit,
-        committed,
-    }
+        .collect()
 }
 
 /// Committed versions per cell, by commit_ts: the store's, plus the
@@ -290,105 +270,137 @@ fn committed_versions(
     h: &Compact,
     n_cells: usize,
     recs: &[StoreRec],
-    rec_range: &[(usize, usize)],
+    rec_range: &[(u32, u32)],
     fw: (&[usize], &[FinalWrite]),
-) -> (Vec<usize>, Vec<Cv>) {
+) -> CommittedVersions {
     let (fw_off, fw) = fw;
-    // At most every record and every final write: reserved, so that the
-    // list never doubles (pages reserved and never written cost nothing).
-    let mut all: Vec<(u32, Cv)> = Vec::with_capacity(recs.len() + fw.len());
-    for r in recs.iter().filter(|r| r.is_commit()) {
-        let value = if r.kind == VersionKind::Put {
-            r.value
-        } else {
-            Val::NULL
-        };
-        let cv = Cv {
-            commit_ts: r.commit_ts,
-            value,
-            writer: r.txn,
-            from_store: true,
-        };
-        all.push((r.cell, cv));
-    }
-    for (i, t) in h.txns.iter().enumerate() {
-        let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts) else {
-            continue;
-        };
-        let (lo, hi) = rec_range[i];
-        let stored = &recs[lo..hi];
-        for w in &fw[fw_off[i]..fw_off[i + 1]] {
-            // Already there as the store's own record: the store's wins anyway.
-            let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
-            if stored[p..]
-                .iter()
-                .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
-                .any(StoreRec::is_commit)
-            {
-                continue;
-            }
-            let cv = Cv {
-                commit_ts: c,
-                value: w.value,
-                writer: i as u32,
-                from_store: false,
+    // Each version with whether the store holds it (else the client's word).
+    let each = |emit: &mut dyn FnMut(u32, (Cv, bool))| {
+        for r in recs.iter().filter(|r| r.is_commit()) {
+            let value = if r.kind == VersionKind::Put {
+                r.value
+            } else {
+                Val::NULL
             };
-            all.push((w.cell, cv));
+            let cv = Cv {
+                commit_ts: r.commit_ts,
+                value,
+                writer: r.txn,
+            };
+            emit(r.cell, (cv, true));
+        }
+        for (i, t) in h.txns.iter().enumerate() {
+            let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts()) else {
+                continue;
+            };
+            let (lo, hi) = rec_range[i];
+            let stored = &recs[lo as usize..hi as usize];
+            for w in &fw[fw_off[i]..fw_off[i + 1]] {
+                // Already there as the store's own record: the store's wins anyway.
+                let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
+                if stored[p..]
+                    .iter()
+                    .take_while(|r| (r.cell, r.commit_ts) == (w.cell, c))
+                    .any(StoreRec::is_commit)
+                {
+                    continue;
+                }
+                let cv = Cv {
+                    commit_ts: c,
+                    value: w.value,
+                    writer: i as u32,
+                };
+                emit(w.cell, (cv, false));
+            }
+        }
+    };
+    let fill = Cv {
+        commit_ts: 0,
+        value: Val::NULL,
+        writer: NONE,
+    };
+    let (mut off, mut all) = group_by(n_cells, (fill, false), each);
+    // Each cell's versions by commit_ts, one per commit_ts (the store's
+    // first, then the smallest writer), packed down in place.
+    let mut kept = 0;
+    for c in 0..n_cells {
+        let (lo, hi) = (off[c], off[c + 1]);
+        all[lo..hi].sort_by_key(|(v, from_store)| (v.commit_ts, !from_store, v.writer));
+        off[c] = kept;
+        for i in lo..hi {
+            if i == lo || all[i].0.commit_ts != all[kept - 1].0.commit_ts {
+                all[kept] = all[i];
+                kept += 1;
+            }
         }
     }
-    all.sort_unstable_by_key(|(c, v)| (*c, v.commit_ts, !v.from_store, v.writer));
-    all.dedup_by_key(|(c, v)| (*c, v.commit_ts));
-    let mut cv_off = vec![0usize; n_cells + 1];
-    for (c, _) in &all {
-        cv_off[*c as usize + 1] += 1;
+    off[n_cells] = kept;
+    all.truncate(kept);
+    let mut from_store = vec![0u64; kept.div_ceil(64)];
+    for (i, _) in all.iter().enumerate().filter(|(_, x)| x.1) {
+        from_store[i / 64] |= 1 << (i % 64);
     }
-    for i in 0..n_cells {
-        cv_off[i + 1] += cv_off[i];
+    CommittedVersions {
+        off,
+        cv: all.into_iter().map(|x| x.0).collect(),
+        from_store,
     }
-    // Collected in place: the list is not held twice.
-    let cv: Vec<Cv> = all.into_iter().map(|(_, v)| v).collect();
-    (cv_off, cv)
 }
 
-/// Who wrote which value (sorted by cell, value, then history order), and
-/// which cells have unique values.
+/// Committed versions per cell (see [`Ctx::versions`]).
+struct CommittedVersions {
+    off: Vec<usize>,
+    cv: Vec<Cv>,
+    /// One bit per version: the store holds it (else only the client's word).
+    from_store: Vec<u64>,
+}
+
+/// Who wrote which value, grouped by cell (offsets, entries: by value, then
+/// history order, within a cell), and which cells have unique values.
 fn write_index(
     h: &Compact,
     fw: (&[usize], &[FinalWrite]),
     recs: &[StoreRec],
     n_cells: usize,
-) -> (Vec<WriteEntry>, Vec<bool>) {
+) -> (Vec<usize>, Vec<WriteEntry>, Vec<bool>) {
     let (fw_off, fw) = fw;
-    let n_writes = h.ops.iter().filter(|o| o.kind == OpKind::Write).count();
-    let mut entries: Vec<WriteEntry> = Vec::with_capacity(n_writes);
     let mut cell_unique = vec![true; n_cells];
-    for t in 0..h.txns.len() {
-        let finals = &fw[fw_off[t]..fw_off[t + 1]];
-        for (j, op) in h.ops(t).iter().enumerate() {
-            let c = op.cell;
-            match op.kind {
-                OpKind::Write => {
-                    let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                        Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
-                        _ => NONE,
-                    };
-                    entries.push(WriteEntry {
-                        cell: c,
-                        value: op.value,
-                        txn: t as u32,
-                        op: j as u32,
-                        fw: fw_idx,
-                    });
+    let each = |emit: &mut dyn FnMut(u32, WriteEntry)| {
+        for t in 0..h.txns.len() {
+            let finals = &fw[fw_off[t]..fw_off[t + 1]];
+            for (j, op) in h.ops(t).iter().enumerate() {
+                let c = op.cell;
+                match op.kind {
+                    OpKind::Write => {
+                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                            Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
+                            _ => NONE,
+                        };
+                        let entry = WriteEntry {
+                            value: op.value,
+                            txn: t as u32,
+                            fw: fw_idx,
+                        };
+                        emit(c, entry);
+                    }
+                    OpKind::Delete => cell_unique[c as usize] = false,
+                    OpKind::Read => {}
                 }
-                OpKind::Delete => cell_unique[c as usize] = false,
-                OpKind::Read => {}
             }
         }
-    }
-    entries.sort_unstable_by_key(|e| (e.cell, e.value, e.txn, e.op));
-    for pair in entries.windows(2) {
-        if (pair[0].cell, pair[0].value) == (pair[1].cell, pair[1].value) {
-            cell_unique[pair[0].cell as usize] = false;
+    };
+    let fill = WriteEntry {
+        value: NIL,
+        txn: NONE,
+        fw: NONE,
+    };
+    let (off, mut entries) = group_by(n_cells, fill, each);
+    for c in 0..n_cells {
+        let cell = &mut entries[off[c]..off[c + 1]];
+        // Stable: one value's writers stay in history order.
+        cell.sort_by_key(|e| e.value);
+        if cell.windows(2).any(|p| p[0].value == p[1].value) {
+            cell_unique[c] = false;
         }
     }
     // A put whose data is missing serves reads a null that names no
@@ -398,7 +410,7 @@ fn write_index(
             cell_unique[r.cell as usize] = false;
         }
     }
-    (entries, cell_unique)
+    (off, entries, cell_unique)
 }
 
 impl<'a> Ctx<'a> {
@@ -412,9 +424,15 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .map(|(i, t)| (t.start_ts, i as u32))
             .collect();
-        by_start.sort_unstable();
-        let (recs, rec_range, orphans) = store_records(h, store, &by_start);
-        let cells: Vec<(&str, &str)> = (0..h.cells.len() as u32).map(|c| h.cell_name(c)).collect();
+        // Stable, and made in history order: ties stay in it.
+        radix_sort_by_key(&mut by_start, |x| x.0);
+        let StoreIndex {
+            recs,
+            rec_range,
+            orphans,
+        } = store_records(h, store, &by_start);
+        // Kept as transaction indices alone (4 bytes instead of 16 each).
+        let by_start: Vec<u32> = by_start.into_iter().map(|(_, t)| t).collect();
         let runs: Vec<(u32, u32)> = h
             .txns
             .iter()
@@ -425,10 +443,10 @@ impl<'a> Ctx<'a> {
         let notify_cells = h.notify.clone();
         let lock_cells = h.locks.iter().map(|l| (l.cell, l.primary)).collect();
         let (fw_off, fw) = final_writes(h);
-        let c = commits(h, &recs, &rec_range, &fw_off);
-        let n_cells = cells.len();
-        let (cv_off, cv) = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let (windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
+        let committed = committed(h, &recs, &rec_range, &fw_off);
+        let n_cells = h.cells.len();
+        let versions = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
+        let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -445,18 +463,17 @@ impl<'a> Ctx<'a> {
 
         Ctx {
             h,
-            cells,
             fw_off,
             fw,
             rec_range,
             recs,
             orphans,
             by_start,
-            store_commit: c.store_commit,
-            eff_commit: c.eff_commit,
-            committed: c.committed,
-            cv_off,
-            cv,
+            committed,
+            cv_off: versions.off,
+            cv: versions.cv,
+            cv_from_store: versions.from_store,
+            windex_off,
             windex,
             cell_unique,
             events_by_start,
@@ -469,15 +486,36 @@ impl<'a> Ctx<'a> {
     /// The first transaction (in history order) that wrote `value` to `cell`.
     pub(crate) fn writer_of(&self, cell: u32, value: Val) -> Option<WriteInfo> {
         let value = value.0;
-        let entries = &self.windex;
-        let p = entries.partition_point(|e| (e.cell, e.value) < (cell, value));
+        let lo = *self.windex_off.get(cell as usize)?;
+        let entries = &self.windex[lo..self.windex_off[cell as usize + 1]];
+        let p = entries.partition_point(|e| e.value < value);
         entries
             .get(p)
-            .filter(|e| (e.cell, e.value) == (cell, value))
+            .filter(|e| e.value == value)
             .map(|e| WriteInfo {
                 txn: e.txn,
                 fw: e.fw,
             })
+    }
+
+    /// Smallest commit_ts of the transaction's put/delete records in the
+    /// store (worked out when asked: a column of them was 16 bytes a
+    /// transaction).
+    pub(crate) fn store_commit(&self, t: u32) -> Option<u64> {
+        self.recs_of(t)
+            .iter()
+            .filter(|r| r.is_commit())
+            .map(|r| r.commit_ts)
+            .min()
+    }
+
+    /// The commit_ts that counts: the client's, else the store's.
+    pub(crate) fn eff_commit(&self, t: u32) -> Option<u64> {
+        let x = self.txn(t);
+        match (x.outcome, x.commit_ts()) {
+            (Outcome::Aborted, _) | (_, None) => self.store_commit(t),
+            (_, Some(c)) => Some(c),
+        }
     }
 
     pub(crate) fn n(&self) -> usize {
@@ -532,12 +570,14 @@ impl<'a> Ctx<'a> {
     /// The store records carrying the transaction's start_ts, by cell then commit_ts.
     pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec] {
         let (lo, hi) = self.rec_range[t as usize];
-        &self.recs[lo..hi]
+        &self.recs[lo as usize..hi as usize]
     }
 
-    /// Store records whose start_ts is no transaction's.
-    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = &StoreRec> {
-        self.orphans.iter().map(|&i| &self.recs[i as usize])
+    /// Store records whose start_ts is no transaction's, with that start_ts.
+    pub(crate) fn orphan_recs(&self) -> impl Iterator<Item = (u64, &StoreRec)> {
+        self.orphans
+            .iter()
+            .map(|&(i, start_ts)| (start_ts, &self.recs[i as usize]))
     }
 
     pub(crate) fn all_recs(&self) -> &[StoreRec] {
@@ -549,18 +589,42 @@ impl<'a> Ctx<'a> {
         &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
     }
 
+    /// [`Ctx::versions`], each with whether the store holds it (else only
+    /// its client's word).
+    pub(crate) fn versions_sourced(&self, cell: u32) -> impl Iterator<Item = (&Cv, bool)> {
+        let lo = self.cv_off[cell as usize];
+        self.versions(cell).iter().zip(lo..).map(|(v, i)| {
+            let bit = self.cv_from_store[i / 64] >> (i % 64) & 1;
+            (v, bit == 1)
+        })
+    }
+
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
-        let p = self.by_start.partition_point(|x| x.0 < ts);
+        let p = self
+            .by_start
+            .partition_point(|&t| self.txn(t).start_ts < ts);
         match self.by_start.get(p) {
-            Some(&(s, i)) if s == ts => i,
+            Some(&t) if self.txn(t).start_ts == ts => t,
             _ => NONE,
         }
     }
 
+    /// How many cells the history has (ids `0..n_cells()`).
+    pub(crate) fn n_cells(&self) -> usize {
+        self.h.cells.len()
+    }
+
+    /// A cell's row and column ("?" for an unknown id).
+    pub(crate) fn cell(&self, c: u32) -> (&'a str, &'a str) {
+        self.h.cell_name(c)
+    }
+
     pub(crate) fn cell_name(&self, c: u32) -> String {
-        match self.cells.get(c as usize) {
-            Some((row, col)) => format!("{row}.{col}"),
-            None => "?".to_string(),
+        if (c as usize) < self.n_cells() {
+            let (row, col) = self.cell(c);
+            format!("{row}.{col}")
+        } else {
+            "?".to_string()
         }
     }
 
@@ -592,7 +656,7 @@ impl<'a> Ctx<'a> {
             outcome_name(x.outcome),
             x.start_ts
         );
-        match (x.commit_ts, self.store_commit[t as usize]) {
+        match (x.commit_ts(), self.store_commit(t)) {
             (Some(c), _) => s.push_str(&format!(", commit_ts {c}")),
             (None, Some(c)) => s.push_str(&format!(
                 ", no commit_ts reported (the store has it committed at {c})"
@@ -603,7 +667,7 @@ impl<'a> Ctx<'a> {
             (None, None) => {}
         }
         s.push_str(&format!(", invoked at {} ns", x.invoke_ns));
-        match x.complete_ns {
+        match x.complete_ns() {
             Some(d) => s.push_str(&format!(", completed at {d} ns")),
             None => s.push_str(", never completed"),
         }
@@ -692,5 +756,66 @@ impl<'a> Ctx<'a> {
             VersionKind::Delete => format!("{cell} delete committed at {}", r.commit_ts),
             VersionKind::Rollback => format!("{cell} rollback record"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client reports commit_ts 12 for what the store committed at 10
+    /// (and T2's write only its client reports): each version knows
+    /// whether the store holds it, across a bit word's boundary too.
+    #[test]
+    fn versions_know_whether_the_store_holds_them() {
+        let txn = |id: u64, start: u64, commit: u64, row: &str| {
+            format!(
+                r#"{{"id": {id}, "client": 1, "start_ts": {start}, "commit_ts": {commit},
+                "invoke_ns": 0, "complete_ns": 1, "outcome": "committed",
+                "ops": [{{"f": "write", "row": "{row}", "col": "c", "value": "v{id}"}}]}}"#
+            )
+        };
+        // 70 filler cells put the cell under test past the first 64 bits.
+        let mut txns: Vec<String> = (0..70)
+            .map(|i| txn(100 + i, 200 + 2 * i, 201 + 2 * i, &format!("f{i}")))
+            .collect();
+        txns.push(txn(1, 1, 12, "x"));
+        txns.push(txn(2, 20, 21, "x"));
+        let mut cells: Vec<String> = (0..70)
+            .map(|i| {
+                format!(
+                    r#"{{"row": "f{i}", "col": "c", "versions": [{{"start_ts": {}, "commit_ts": {},
+                    "kind": "put", "value": "v{}"}}]}}"#,
+                    200 + 2 * i,
+                    201 + 2 * i,
+                    100 + i
+                )
+            })
+            .collect();
+        cells.push(
+            r#"{"row": "x", "col": "c", "versions": [{"start_ts": 1, "commit_ts": 10,
+            "kind": "put", "value": "v1"}]}"#
+                .to_string(),
+        );
+        let json = format!(
+            r#"{{"format": "percsim-history/1", "transactions": [{}],
+            "final_state": {{"cells": [{}]}}}}"#,
+            txns.join(","),
+            cells.join(",")
+        );
+        let mut h = crate::reader::read(json.as_bytes(), 0).expect("valid");
+        h.renumber_cells();
+        let store = h.take_store();
+        let ctx = Ctx::build(&h, store);
+        let x = (0..ctx.n_cells() as u32)
+            .find(|&c| ctx.cell(c).0 == "x")
+            .expect("cell x");
+        let got: Vec<(u64, bool)> = ctx
+            .versions_sourced(x)
+            .map(|(v, from_store)| (v.commit_ts, from_store))
+            .collect();
+        assert_eq!(got, [(10, true), (12, false), (21, false)]);
+        let filler: Vec<bool> = ctx.versions_sourced(0).map(|(_, s)| s).collect();
+        assert_eq!(filler, [true]);
     }
 }

@@ -462,9 +462,9 @@ fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
             0 => t.id = cur.u64()?,
             1 => t.client = cur.u64()?,
             2 => t.start_ts = cur.u64()?,
-            3 => t.commit_ts = cur.opt_u64()?,
+            3 => t.set_commit_ts(cur.opt_u64()?),
             4 => t.invoke_ns = cur.u64()?,
-            5 => t.complete_ns = cur.opt_u64()?,
+            5 => t.set_complete_ns(cur.opt_u64()?),
             6 => {
                 t.outcome = match cur.name(&OUTCOME_NAMES)? {
                     0 => Outcome::Committed,
@@ -673,7 +673,7 @@ mod tests {
         assert_eq!(r, Ok(USUAL.len()));
         assert_eq!(c.txns.len(), 1);
         let t = c.txns[0];
-        assert_eq!((t.id, t.client, t.start_ts, t.commit_ts), (7, 1, 3, None));
+        assert_eq!((t.id, t.client, t.start_ts, t.commit_ts()), (7, 1, 3, None));
         assert_eq!(t.outcome, Outcome::Aborted);
         assert_eq!(c.strs.get(t.abort_reason), "x");
         let ops = c.ops(0);

@@ -57,6 +57,7 @@ mod reader;
 mod report;
 mod scans;
 mod snapshot;
+mod sort;
 pub mod stream;
 mod timestamps;
 mod window;
@@ -129,14 +130,12 @@ fn check_compact(mut history: compact::Compact) -> Report {
         committed: count(Outcome::Committed),
         aborted: count(Outcome::Aborted),
         unknown: count(Outcome::Unknown),
-        committed_in_store_only: txns
-            .iter()
-            .zip(&ctx.store_commit)
-            .filter(|(t, sc)| t.outcome != Outcome::Committed && sc.is_some())
+        committed_in_store_only: (0..txns.len() as u32)
+            .filter(|&t| ctx.txn(t).outcome != Outcome::Committed && ctx.store_commit(t).is_some())
             .count() as u64,
         reads,
         writes: ops - reads,
-        cells: ctx.cells.len() as u64,
+        cells: ctx.n_cells() as u64,
         unique_value_cells: graph.unique_cells,
         store_versions: ctx.all_recs().len() as u64,
         locks: history.locks.len() as u64,

@@ -37,8 +37,8 @@ fn unprocessed(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
     if obs.decls.iter().all(|d| d.weak) {
         return;
     }
-    for (c, &(_, col)) in ctx.cells.iter().enumerate() {
-        let cell = c as u32;
+    for cell in 0..ctx.n_cells() as u32 {
+        let col = ctx.cell(cell).1;
         let Some(&last) = ctx.versions(cell).last() else {
             continue;
         };
@@ -105,7 +105,7 @@ fn left_over(ctx: &Ctx<'_>, obs: &Observers<'_>, sink: &mut Sink) {
     for &cell in &ctx.notify_cells {
         sink.add(FindingClass::NotifyLeft, || {
             let name = ctx.cell_name(cell);
-            let col = ctx.cells.get(cell as usize).map_or("?", |c| c.1);
+            let col = ctx.cell(cell).1;
             let observers: Vec<String> = obs
                 .of_col(col)
                 .iter()

@@ -415,7 +415,7 @@ fn validate_txns(h: &Compact, observers: &FxMap<&str, usize>) -> Result<(), Hist
             ));
         }
         validate_outcome(h, i, &path)?;
-        if let Some(done) = t.complete_ns
+        if let Some(done) = t.complete_ns()
             && done < t.invoke_ns
         {
             return Err(HistoryError::at(
@@ -433,7 +433,7 @@ fn validate_txns(h: &Compact, observers: &FxMap<&str, usize>) -> Result<(), Hist
 /// A transaction's commit_ts agrees with its outcome.
 fn validate_outcome(h: &Compact, i: usize, path: &dyn Fn() -> String) -> Result<(), HistoryError> {
     let t = &h.txns[i];
-    match (t.outcome, t.commit_ts) {
+    match (t.outcome, t.commit_ts()) {
         // A read-only transaction commits without a commit timestamp
         // (Percolator's Commit() with no writes asks the oracle for none).
         (Outcome::Committed, None) => {
@@ -556,11 +556,9 @@ mod tests {
     fn with_ids(ids: &[u64]) -> Compact {
         let mut c = Compact::new();
         for &id in ids {
-            c.push_txn(Txn {
-                id,
-                start_ts: 1,
-                ..Txn::default()
-            });
+            let mut t = Txn::default();
+            (t.id, t.start_ts) = (id, 1);
+            c.push_txn(t);
         }
         c
     }

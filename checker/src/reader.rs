@@ -256,9 +256,9 @@ impl<'de> Visitor<'de> for OneTxn<'_> {
                 0 => t.id = m.next_value()?,
                 1 => t.client = m.next_value()?,
                 2 => t.start_ts = m.next_value()?,
-                3 => t.commit_ts = m.next_value()?,
+                3 => t.set_commit_ts(m.next_value()?),
                 4 => t.invoke_ns = m.next_value()?,
-                5 => t.complete_ns = m.next_value()?,
+                5 => t.set_complete_ns(m.next_value()?),
                 6 => t.outcome = m.next_value()?,
                 7 => {
                     let (c, nullable) = (&mut *c, true);

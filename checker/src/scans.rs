@@ -35,11 +35,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
         sink.note("no scans recorded: nothing to check".to_string());
         return;
     }
-    let mut index: CellIndex<'_> = ctx
-        .cells
-        .iter()
-        .enumerate()
-        .map(|(i, &(row, col))| (row, col, i as u32))
+    let mut index: CellIndex<'_> = (0..ctx.n_cells() as u32)
+        .map(|c| {
+            let (row, col) = ctx.cell(c);
+            (row, col, c)
+        })
         .collect();
     index.sort_unstable();
     for (t, scan) in &ctx.h.scans {
@@ -89,9 +89,7 @@ fn judge(ctx: &Ctx<'_>, index: &CellIndex<'_>, t: u32, scan: &Scan, sink: &mut S
     let (mut i, mut j) = (0, 0);
     while i < want.len() || j < got.len() {
         let order = match (want.get(i), got.get(j)) {
-            (Some(&(c, _)), Some(g)) => {
-                ctx.cells[c as usize].cmp(&(g.row.as_str(), g.col.as_str()))
-            }
+            (Some(&(c, _)), Some(g)) => ctx.cell(c).cmp(&(g.row.as_str(), g.col.as_str())),
             (Some(_), None) => Ordering::Less,
             _ => Ordering::Greater,
         };

@@ -18,7 +18,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
     let mut own: Vec<(u32, u32, Val)> = Vec::new();
     // (cell, value) -> earliest committed version holding it; built on the first violation.
     let mut by_value: Option<ValueIndex> = None;
+    let mut touched = 0u64;
     for t in 0..ctx.n() as u32 {
+        // On a large history each read's versions are a cache miss: those
+        // of a transaction a few ahead are loaded now, so that the
+        // processor overlaps the loads instead of waiting for each in turn.
+        touched ^= touch_reads(ctx, t + AHEAD);
         let txn = ctx.txn(t);
         own.clear();
         let ops = ctx.ops(t);
@@ -65,6 +70,26 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
             sink.add(class, || explain(ctx, &bad));
         }
     }
+    std::hint::black_box(touched);
+}
+
+/// How many transactions ahead [`check`] loads the versions reads need.
+const AHEAD: u32 = 8;
+
+/// Loads (and folds into a number nobody reads) the versions that
+/// transaction `t`'s reads need, if there is such a transaction.
+fn touch_reads(ctx: &Ctx<'_>, t: u32) -> u64 {
+    if t as usize >= ctx.n() {
+        return 0;
+    }
+    let mut touched = 0;
+    for op in ctx.ops(t).iter().filter(|op| op.kind == OpKind::Read) {
+        let versions = ctx.versions(op.cell);
+        if let Some(v) = versions.get(versions.len() / 2) {
+            touched ^= v.commit_ts;
+        }
+    }
+    touched
 }
 
 /// A read that returned something other than its snapshot's version.
@@ -200,7 +225,7 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) -> String {
 
 fn value_index(ctx: &Ctx<'_>) -> ValueIndex {
     let mut index: ValueIndex = FxMap::default();
-    for c in 0..ctx.cells.len() as u32 {
+    for c in 0..ctx.n_cells() as u32 {
         for v in ctx.versions(c) {
             // Versions are by commit_ts, so the first one seen is the earliest.
             index.entry((c, v.value)).or_insert((v.commit_ts, v.writer));

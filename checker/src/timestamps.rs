@@ -30,7 +30,7 @@ impl Commits {
         off.push(0);
         for t in 0..n as u32 {
             scratch.clear();
-            scratch.extend(ctx.txn(t).commit_ts);
+            scratch.extend(ctx.txn(t).commit_ts());
             scratch.extend(
                 ctx.recs_of(t)
                     .iter()
@@ -126,7 +126,7 @@ fn commit_after_start(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
             .collect();
         if !bad.is_empty() {
             sink.add(FindingClass::CommitNotAfterStart, || {
-                let from_client = txn.commit_ts.is_some_and(|c| c <= txn.start_ts);
+                let from_client = txn.commit_ts().is_some_and(|c| c <= txn.start_ts);
                 let source = if from_client {
                     "its client reported"
                 } else {
@@ -161,7 +161,7 @@ fn real_time(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
         })
         .collect();
     let mut done: Vec<(u64, u32)> = (0..n as u32)
-        .filter_map(|t| ctx.txn(t).complete_ns.map(|d| (d, t)))
+        .filter_map(|t| ctx.txn(t).complete_ns().map(|d| (d, t)))
         .collect();
     done.sort_unstable();
     let mut by_invoke: Vec<(u64, u32)> = (0..n as u32).map(|t| (ctx.txn(t).invoke_ns, t)).collect();
@@ -213,7 +213,7 @@ fn real_time(ctx: &Ctx<'_>, c: &Commits, sink: &mut Sink) {
                     tb.id,
                     tb.invoke_ns,
                     ta.id,
-                    ta.complete_ns.unwrap_or_default(),
+                    ta.complete_ns().unwrap_or_default(),
                     tb.start_ts,
                     ta.id
                 ),

@@ -168,7 +168,7 @@ fn explain_step(ctx: &Ctx<'_>, order: &Order, s: &Step) -> String {
         }
         _ => format!(
             "T{a} completed at {} ns, before T{b} was invoked at {} ns (real-time order)",
-            ctx.txn(s.from).complete_ns.unwrap_or_default(),
+            ctx.txn(s.from).complete_ns().unwrap_or_default(),
             ctx.txn(s.to).invoke_ns
         ),
     }

@@ -2,6 +2,7 @@
 //! transactions and real-time completion points in compressed adjacency form.
 
 use crate::ctx::{NONE, Val};
+use crate::sort::radix_sort_by_key;
 
 pub(crate) const WW: u8 = 0;
 pub(crate) const WR: u8 = 1;
@@ -39,7 +40,9 @@ pub(crate) struct Graph {
     pub(super) off: Vec<usize>,
     pub(super) to: Vec<u32>,
     pub(super) kind: Vec<u8>,
-    pub(super) cell: Vec<u32>,
+    /// Each edge's cell, when the builder keeps them ([`build_graph`]);
+    /// empty otherwise (see [`Graph::cell`]).
+    cell: Vec<u32>,
 }
 
 impl Graph {
@@ -49,6 +52,12 @@ impl Graph {
 
     pub(super) fn weight(&self, node: u32) -> u32 {
         u32::from((node as usize) < self.n_txn)
+    }
+
+    /// The cell of edge `e`, or `NONE` when the graph keeps no cells (the
+    /// caller finds it again for the few edges it explains).
+    pub(super) fn cell(&self, e: usize) -> u32 {
+        self.cell.get(e).copied().unwrap_or(NONE)
     }
 }
 
@@ -61,17 +70,27 @@ pub(crate) fn build_graph(
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
     let each = |emit: &mut dyn FnMut(Edge)| edges.iter().for_each(|&e| emit(e));
-    build_graph_with(n, each, points, invocations)
+    let mut g = build_graph_with(n, each, points, invocations);
+    // Placed as `build_graph_with` placed the edges: by node, in order.
+    let mut at = g.off.clone();
+    g.cell = vec![NONE; g.to.len()];
+    for &(from, _, cell, _) in &edges {
+        g.cell[at[from as usize]] = cell;
+        at[from as usize] += 1;
+    }
+    g
 }
 
 /// A graph edge before the graph is built: (from, to, cell, kind).
 pub(crate) type Edge = (u32, u32, u32, u8);
 
 /// Builds the graph of `n` transactions from the edges `each` hands to its
-/// argument (from, to, cell, kind) and real-time order. `each` is called
+/// argument (from, to, cell, kind) and real-time order. The graph keeps no
+/// cells (4 of 9 bytes an edge): an explanation finds its edges' again. `each` is called
 /// twice, once to count each node's edges and once to place them, and must
 /// hand over the same edges in the same order both times: no list of all
-/// edges is ever held beside the graph. `points` are (complete_ns, txn) of
+/// edges is ever held beside the graph. `points` are (complete_ns, txn), in
+/// transaction order, of
 /// the transactions that completed, `invocations` (txn, invoke_ns) of those
 /// that may follow them in real time.
 ///
@@ -86,7 +105,8 @@ pub(crate) fn build_graph_with(
     mut points: Vec<(u64, u32)>,
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
-    points.sort_unstable();
+    // Made in transaction order: stable on a tie, as a full sort.
+    radix_sort_by_key(&mut points, |p| p.0);
     let aux0 = n as u32;
     // (point just before the invocation, invoked transaction).
     let after: Vec<(u32, u32)> = invocations
@@ -95,6 +115,8 @@ pub(crate) fn build_graph_with(
             (p > 0).then(|| (aux0 + p as u32 - 1, b))
         })
         .collect();
+    // From here on a point is its transaction alone (4 bytes, not 16).
+    let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
     let rt = RealTime {
         aux0,
         points: &points,
@@ -116,15 +138,14 @@ pub(crate) fn build_graph_with(
         off: goff,
         to: vec![0; m],
         kind: vec![0; m],
-        cell: vec![0; m],
+        cell: Vec::new(),
     };
     // off[from] serves as from's cursor while placing (it ends as the
     // start of the next node's edges), and is shifted back after.
-    let mut place = |(from, to, cell, kind): Edge| {
+    let mut place = |(from, to, _, kind): Edge| {
         let p = g.off[from as usize];
         g.to[p] = to;
         g.kind[p] = kind;
-        g.cell[p] = cell;
         g.off[from as usize] += 1;
     };
     each(&mut place);
@@ -139,7 +160,7 @@ pub(crate) fn build_graph_with(
 struct RealTime<'a> {
     aux0: u32,
     /// (complete_ns, txn), sorted.
-    points: &'a [(u64, u32)],
+    points: &'a [u32],
     /// (point, invoked transaction).
     after: &'a [(u32, u32)],
 }
@@ -148,15 +169,11 @@ impl RealTime<'_> {
     fn edges(&self) -> impl Iterator<Item = (u32, u32, u32, u8)> + '_ {
         let aux0 = self.aux0;
         let last = self.points.len().saturating_sub(1);
-        let chain = self
-            .points
-            .iter()
-            .enumerate()
-            .flat_map(move |(k, &(_, t))| {
-                let point = aux0 + k as u32;
-                let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
-                std::iter::once((t, point, NONE, RT_IN)).chain(next)
-            });
+        let chain = self.points.iter().enumerate().flat_map(move |(k, &t)| {
+            let point = aux0 + k as u32;
+            let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
+            std::iter::once((t, point, NONE, RT_IN)).chain(next)
+        });
         let out = self.after.iter().map(|&(p, b)| (p, b, NONE, RT_OUT));
         chain.chain(out)
     }

@@ -219,12 +219,12 @@ impl Collector {
     }
 }
 
-#[cfg(test)]
+// The one test needs debug assertions (a release test build has nothing here).
+#[cfg(all(test, debug_assertions))]
 mod tests {
     use super::*;
 
     #[test]
-    #[cfg(debug_assertions)]
     #[should_panic(expected = "acked_twice filed under lost_write")]
     fn a_class_filed_under_another_rule_trips_an_assertion() {
         let mut c = Collector::new(StreamRule::LostWrite);

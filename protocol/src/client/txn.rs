@@ -308,7 +308,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
         }
         let primary = self.writes[0].0.clone();
         t.reached(self.id, StepPoint::BeforePrewrite).await;
-        let mut last_touch_ms = t.wall_ms();
+        let sent_ms = t.wall_ms();
         // Every lock is requested at once (paper, "locks are acquired in
         // parallel"): the primary's may land after a secondary's.
         let sends = (0..self.writes.len()).map(|i| self.prewrite(i, &primary));
@@ -319,7 +319,7 @@ impl<'t, T: Transport> Transaction<'t, T> {
             self.roll_back_own().await;
             return outcome;
         }
-        if !self.keep_alive(&primary, &mut last_touch_ms).await {
+        if !self.keep_alive(&primary, sent_ms).await {
             let outcome = self.finish(CommitOutcome::Aborted {
                 reason: AbortReason::RolledBack,
             });
@@ -451,16 +451,16 @@ impl<'t, T: Transport> Transaction<'t, T> {
         None
     }
 
-    /// Refresh the primary lock's wall time if it is due. Returns false when
-    /// the primary lock is gone (someone rolled us back).
-    async fn keep_alive(&self, primary: &CellKey, last_touch_ms: &mut u64) -> bool {
+    /// Refresh the primary lock's wall time if it is due (the locks were
+    /// sent at `sent_ms`). Returns false when the primary lock is gone
+    /// (someone rolled us back).
+    async fn keep_alive(&self, primary: &CellKey, sent_ms: u64) -> bool {
         let now = self.t.wall_ms();
         if self.t.ablations().has(Ablation::NoLockRefresh)
-            || now.saturating_sub(*last_touch_ms) < self.t.config().touch_interval_ms
+            || now.saturating_sub(sent_ms) < self.t.config().touch_interval_ms
         {
             return true;
         }
-        *last_touch_ms = now;
         let req = RowRequest::Touch {
             col: primary.col.clone(),
             start_ts: self.start_ts,

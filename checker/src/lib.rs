@@ -162,16 +162,23 @@ enum FileError {
 }
 
 /// Read and validate the history at `path` as a stream, straight into the
-/// compact form: the file passes through a window of a few MiB, each
-/// transaction and store cell is parsed from memory on its own (the file's
-/// text is never held whole, and no `String` is made per row, column or
+/// compact form: the file is mapped into memory (or, where it cannot be,
+/// passes through a window of a few MiB), and each transaction and store
+/// cell is parsed from memory on its own (the pages already read are given
+/// back as the reading moves on, and no `String` is made per row, column or
 /// value). When the stream is not a valid history,
 /// it is read again the ordinary way, which names the problem as [`parse`]
 /// does (with the JSON path of the offending value).
 fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;
-    let len_bytes = file.metadata().map_or(0, |m| m.len());
-    match reader::read(file, len_bytes) {
+    let meta = file.metadata().ok();
+    let len_bytes = meta.as_ref().map_or(0, |m| m.len());
+    let is_file = meta.is_some_and(|m| m.is_file());
+    let read = match is_file.then(|| map_file(&file)).flatten() {
+        Some(map) => reader::read_window(window::Window::mapped(map), len_bytes),
+        None => reader::read(file, len_bytes),
+    };
+    match read {
         Ok(c) => {
             parse::validate(&c).map_err(FileError::Invalid)?;
             Ok(c)
@@ -181,6 +188,20 @@ fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
             read_file_slowly(path).map(|h| compact::Compact::from_history(&h))
         }
     }
+}
+
+/// The regular file `file`, mapped into memory (read without a copy), or
+/// `None` where it cannot be (it is then read the ordinary way).
+///
+/// The map assumes that nobody shortens the file while it is checked: a
+/// page cut off after the map was made cannot be read, and the process
+/// would be stopped by the system (as any program reading a mapped file
+/// would be, ripgrep for one).
+fn map_file(file: &std::fs::File) -> Option<memmap2::Mmap> {
+    // SAFETY: the map is private and read-only; the checker never writes
+    // the file, and its contents are only read while the map lives (see
+    // the function's docs for a file shortened meanwhile).
+    unsafe { memmap2::Mmap::map(file) }.ok()
 }
 
 /// [`read_file`] through the public [`History`]: the reference the stream

@@ -20,7 +20,14 @@ use std::fmt;
 /// a [`Window`], and each transaction and each store cell is parsed from
 /// memory on its own.
 pub(crate) fn read(reader: impl std::io::Read, len_bytes: u64) -> Result<Compact, ReadError> {
-    let mut w = Window::new(reader);
+    read_window(Window::new(reader), len_bytes)
+}
+
+/// [`read`] from a window already made (over a mapped file, say).
+pub(crate) fn read_window<R: std::io::Read>(
+    mut w: Window<R>,
+    len_bytes: u64,
+) -> Result<Compact, ReadError> {
     let mut c = Compact::for_file_size(len_bytes);
     top(&mut w, &mut c)?;
     c.strs.drop_index();

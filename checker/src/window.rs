@@ -4,6 +4,11 @@
 //! from memory with `serde_json::from_slice`, which is several times faster
 //! than parsing from an `io::Read`. Only the window (a few MiB, or one
 //! value when a value is larger) is ever held.
+//!
+//! A file can instead be read through a memory map ([`Window::mapped`]):
+//! nothing is copied, and the pages already read are handed back to the
+//! kernel as the window moves on, so that the file's pages never count
+//! whole in the process's resident memory.
 
 use std::io::Read;
 
@@ -46,13 +51,32 @@ pub(crate) fn refuse(what: &str) -> ReadError {
     ReadError::Json(<serde_json::Error as serde::de::Error>::custom(what))
 }
 
-/// The unread part of a stream: `buf[pos..end]`. The buffer is written
-/// once (zeroed when allocated) and then reused: what was read is moved to
-/// its start, and more is read into it after `end`, so that no byte is
-/// zeroed again at each refill.
+/// How many bytes already read a mapped window keeps mapped before it
+/// hands them back to the kernel.
+const DROP_BYTES: usize = 64 << 20;
+
+/// Where a window's bytes are.
+enum Bytes {
+    /// A buffer the input is read into. It is written once (zeroed when
+    /// allocated) and then reused: what was read is moved to its start, and
+    /// more is read into it after `end`, so that no byte is zeroed again at
+    /// each refill.
+    Read(Vec<u8>),
+    /// The whole file, mapped; `dropped` bytes from its start have been
+    /// handed back to the kernel (they are read from the file again if
+    /// touched).
+    Mapped {
+        map: memmap2::Mmap,
+        dropped: usize,
+        /// How far past `dropped` the position goes before more is dropped.
+        stride: usize,
+    },
+}
+
+/// The unread part of a stream: `bytes[pos..end]`.
 pub(crate) struct Window<R> {
     input: R,
-    buf: Vec<u8>,
+    bytes: Bytes,
     pos: usize,
     end: usize,
     eof: bool,
@@ -62,10 +86,50 @@ impl<R: Read> Window<R> {
     pub(crate) fn new(input: R) -> Window<R> {
         Window {
             input,
-            buf: Vec::new(),
+            bytes: Bytes::Read(Vec::new()),
             pos: 0,
             end: 0,
             eof: false,
+        }
+    }
+
+    /// Hands the mapped pages already read back to the kernel, a
+    /// [`DROP_BYTES`] stretch at a time, up to a 1 MiB boundary at or
+    /// before the position (a multiple of any page size).
+    fn drop_read(&mut self) {
+        let Bytes::Mapped {
+            map,
+            dropped,
+            stride,
+        } = &mut self.bytes
+        else {
+            return;
+        };
+        if self.pos < *dropped + *stride {
+            return;
+        }
+        let upto = self.pos & !((1 << 20) - 1);
+        // SAFETY: no borrow of the map is alive (this takes `&mut self`, and
+        // every slice the window hands out borrows it), and the bytes
+        // dropped are all before the position, never needed again. The map
+        // is a private, read-only mapping of a file: were a page touched
+        // again, it would be read from the file, not zeroed.
+        #[cfg(unix)]
+        let _refused_pages_stay = unsafe {
+            map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                *dropped,
+                upto - *dropped,
+            )
+        };
+        *dropped = upto;
+    }
+
+    /// The bytes held, read or not.
+    fn all(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Read(buf) => buf,
+            Bytes::Mapped { map, .. } => map,
         }
     }
 
@@ -73,19 +137,23 @@ impl<R: Read> Window<R> {
     /// when needed (and dropping what was consumed first).
     fn has(&mut self, i: usize) -> Result<bool, ReadError> {
         while self.pos + i >= self.end {
+            // A mapped window is at its end from the start: only a reading
+            // window goes on.
+            let Bytes::Read(buf) = &mut self.bytes else {
+                return Ok(false);
+            };
             if self.eof {
                 return Ok(false);
             }
             if self.pos >= self.end / 2 {
-                self.buf.copy_within(self.pos..self.end, 0);
+                buf.copy_within(self.pos..self.end, 0);
                 self.end -= self.pos;
                 self.pos = 0;
             }
-            if self.buf.len() < self.end + CHUNK_BYTES {
-                self.buf
-                    .resize((2 * self.buf.len()).max(self.end + CHUNK_BYTES), 0);
+            if buf.len() < self.end + CHUNK_BYTES {
+                buf.resize((2 * buf.len()).max(self.end + CHUNK_BYTES), 0);
             }
-            let room = &mut self.buf[self.end..self.end + CHUNK_BYTES];
+            let room = &mut buf[self.end..self.end + CHUNK_BYTES];
             let n = loop {
                 match self.input.read(room) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -103,7 +171,7 @@ impl<R: Read> Window<R> {
     /// The unread bytes held now (after whitespace, once [`Window::peek`]
     /// has run).
     pub(crate) fn rest(&self) -> &[u8] {
-        &self.buf[self.pos..self.end]
+        &self.all()[self.pos..self.end]
     }
 
     /// Consumes `n` bytes of [`Window::rest`].
@@ -119,11 +187,12 @@ impl<R: Read> Window<R> {
 
     /// Skips JSON whitespace; the next byte, or `None` at the end.
     pub(crate) fn peek(&mut self) -> Result<Option<u8>, ReadError> {
+        self.drop_read();
         loop {
             if !self.has(0)? {
                 return Ok(None);
             }
-            match self.buf[self.pos] {
+            match self.all()[self.pos] {
                 b' ' | b'\n' | b'\t' | b'\r' => self.pos += 1,
                 b => return Ok(Some(b)),
             }
@@ -153,14 +222,14 @@ impl<R: Read> Window<R> {
         };
         let start = self.pos;
         self.pos += len;
-        Ok(&self.buf[start..start + len])
+        Ok(&self.all()[start..start + len])
     }
 
     /// Length of the number or literal at the position (up to a delimiter).
     fn scalar_len(&mut self) -> Result<usize, ReadError> {
         let mut i = 0;
         while self.has(i)? {
-            match self.buf[self.pos + i] {
+            match self.all()[self.pos + i] {
                 b',' | b']' | b'}' | b':' | b' ' | b'\n' | b'\t' | b'\r' => break,
                 _ => i += 1,
             }
@@ -176,7 +245,7 @@ impl<R: Read> Window<R> {
             if !self.has(i)? {
                 return Err(refuse("unexpected end of the input"));
             }
-            for &b in &self.buf[self.pos + i..self.end] {
+            for &b in &self.all()[self.pos + i..self.end] {
                 i += 1;
                 if in_str {
                     match (escaped, b) {
@@ -202,6 +271,31 @@ impl<R: Read> Window<R> {
                     return Ok(i);
                 }
             }
+        }
+    }
+}
+
+impl Window<std::io::Empty> {
+    /// A window over a whole mapped file (see the module's docs).
+    pub(crate) fn mapped(map: memmap2::Mmap) -> Window<std::io::Empty> {
+        Window::mapped_with(map, DROP_BYTES)
+    }
+
+    /// [`Window::mapped`], dropping what was read `stride` bytes at a time.
+    fn mapped_with(map: memmap2::Mmap, stride: usize) -> Window<std::io::Empty> {
+        // Read in order: the kernel may read ahead further.
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Window {
+            input: std::io::empty(),
+            end: map.len(),
+            bytes: Bytes::Mapped {
+                map,
+                dropped: 0,
+                stride,
+            },
+            pos: 0,
+            eof: true,
         }
     }
 }
@@ -286,6 +380,36 @@ mod tests {
         let got = values_from(Window::new(Trickle(long.as_bytes(), CHUNK_BYTES - 3)));
         assert_eq!(got.len(), 2002);
         assert_eq!(got[1..], want[..]);
+    }
+
+    /// A mapped file gives the values a read one does, and the pages read
+    /// are handed back as the window moves on.
+    #[test]
+    fn a_mapped_file_gives_the_same_values_and_drops_what_was_read() {
+        let one = r#"{"x":[1,{"y":"}\""}]},"]]]",[[],{}],12,"#;
+        let text = format!("{}true", one.repeat(100_000));
+        let path = std::env::temp_dir().join(format!("percsim-window-{}.json", std::process::id()));
+        std::fs::write(&path, &text).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: the test's own file, written above and not changed while mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let mut w = Window::mapped_with(map, 1 << 20);
+        let mut got = Vec::new();
+        while w.peek().unwrap().is_some() {
+            got.push(w.value(0).unwrap().to_vec());
+            if w.peek().unwrap() == Some(b',') {
+                w.expect(b',').unwrap();
+            }
+        }
+        let want = values(&text);
+        assert_eq!(got.len(), want.len());
+        assert!(got.iter().zip(&want).all(|(g, w)| g == w.as_bytes()));
+        let Bytes::Mapped { dropped, .. } = w.bytes else {
+            panic!("not mapped")
+        };
+        assert_eq!(dropped, text.len() & !((1 << 20) - 1), "{}", text.len());
+        assert!(w.value(0).is_err(), "past the end");
     }
 
     /// Values longer than a chunk are read whole across refills.

@@ -84,29 +84,34 @@ impl Key {
     /// The key of `text[a..b]`, as [`Key::of`] gives, from one 16-byte
     /// load when the string is short and 16 bytes are there (no copy
     /// byte by byte).
+    #[inline(always)]
     fn at(text: &[u8], (a, b): (usize, usize)) -> Key {
         let len = b - a;
         if len <= INLINE_LEN
             && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
         {
             let bytes = u128::from_le_bytes(*word) & ((1u128 << (8 * len)) - 1);
-            let x = bytes | (len as u128) << 88;
-            let mut body = [0u8; 12];
-            body.copy_from_slice(&x.to_le_bytes()[..12]);
-            return Key::short(body);
+            return Key::short_word(bytes | (len as u128) << 88);
         }
         Key::of(&text[a..b])
     }
 
     /// The key of a short string, from its slot's body.
     fn short(body: [u8; 12]) -> Key {
-        let mut lo = [0u8; 8];
-        lo.copy_from_slice(&body[..8]);
-        let mut hi = [0u8; 4];
-        hi.copy_from_slice(&body[8..]);
-        let hi = u64::from(u32::from_le_bytes(hi)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut word = [0u8; 16];
+        word[..12].copy_from_slice(&body);
+        Key::short_word(u128::from_le_bytes(word))
+    }
+
+    /// The key of a short string, from its slot's body as the low 12 bytes
+    /// of a number (the first byte lowest).
+    #[inline(always)]
+    fn short_word(x: u128) -> Key {
+        let hi = u64::from((x >> 64) as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut body = [0u8; 12];
+        body.copy_from_slice(&x.to_le_bytes()[..12]);
         Key {
-            hash: mix(u64::from_le_bytes(lo) ^ hi),
+            hash: mix(x as u64 ^ hi),
             body,
         }
     }
@@ -185,6 +190,7 @@ impl Strs {
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
+    #[inline(always)]
     fn slot(&self, s: &[u8], key: Key) -> Result<usize, usize> {
         let mut i = self.home(key.hash);
         loop {
@@ -321,22 +327,28 @@ impl Strs {
 
     /// [`Strs::intern`] with the key computed and the table large enough;
     /// `s` must be UTF-8.
+    #[inline(always)]
     fn intern_keyed(&mut self, s: &[u8], key: Key) -> u32 {
         match self.slot(s, key) {
             Ok(i) => self.table[i].id(),
-            Err(i) => {
-                let start = self.arena.len();
-                match std::str::from_utf8(s) {
-                    Ok(s) => self.arena.push_str(s),
-                    // Not reached: every caller's strings are UTF-8.
-                    Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
-                }
-                self.ends.push(self.arena.len() as u64);
-                let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(key, id, s, start);
-                id
-            }
+            Err(i) => self.add(s, key, i),
         }
+    }
+
+    /// Adds `s` (UTF-8, of key `key`) with the next id, in the empty slot
+    /// `i`: its id.
+    #[inline(never)]
+    fn add(&mut self, s: &[u8], key: Key, i: usize) -> u32 {
+        let start = self.arena.len();
+        match std::str::from_utf8(s) {
+            Ok(s) => self.arena.push_str(s),
+            // Not reached: every caller's strings are UTF-8.
+            Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
+        }
+        self.ends.push(self.arena.len() as u64);
+        let id = self.ends.len() as u32 - 1;
+        self.table[i] = Slot::new(key, id, s, start);
+        id
     }
 }
 

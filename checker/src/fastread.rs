@@ -118,6 +118,7 @@ impl Scratch {
     }
 
     /// Adds a string's range; its index.
+    #[inline(always)]
     fn str(&mut self, range: (usize, usize)) -> u32 {
         self.strs.push(range);
         self.strs.len() as u32 - 1

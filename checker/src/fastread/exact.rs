@@ -28,35 +28,39 @@ impl Cur<'_> {
         Some(())
     }
 
-    /// An unsigned integer of 1 to 19 digits without a leading zero, read
-    /// from the next 20 bytes (fewer at the end of the text: a number there
-    /// is followed by nothing, which every caller's next literal refuses).
+    /// An unsigned integer of 1 to 19 digits without a leading zero, eight
+    /// digits at a time (see [`digit_run`]; fewer than eight bytes left
+    /// are read as if followed by spaces: a number there is followed by
+    /// nothing, which every caller's next literal refuses).
     #[inline(always)]
     fn digits(&mut self) -> Option<u64> {
-        let rest = self.b.get(self.i..)?;
-        let w = match rest.first_chunk::<20>() {
-            Some(w) => *w,
-            None => {
-                let mut w = [b' '; 20];
-                w[..rest.len()].copy_from_slice(rest);
-                w
-            }
-        };
+        let start = self.i;
         let mut n = 0u64;
-        let mut len = 0;
-        while len < 19 {
-            let d = w[len].wrapping_sub(b'0');
-            if d > 9 {
+        loop {
+            let rest = self.b.get(self.i..)?;
+            let word = match rest.first_chunk::<8>() {
+                Some(w) => u64::from_le_bytes(*w),
+                None => {
+                    let mut w = [b' '; 8];
+                    w[..rest.len()].copy_from_slice(rest);
+                    u64::from_le_bytes(w)
+                }
+            };
+            let (value, len) = digit_run(word);
+            self.i += len;
+            if self.i - start > 19 {
+                return None;
+            }
+            n = n * POW10[len] + value;
+            if len < 8 {
                 break;
             }
-            n = n * 10 + u64::from(d);
-            len += 1;
         }
-        // No digit, 20 or more, or a leading zero: not taken here.
-        if len == 0 || w[len].is_ascii_digit() || (w[0] == b'0' && len > 1) {
+        let len = self.i - start;
+        // No digit, or a leading zero: not taken here.
+        if len == 0 || (len > 1 && self.b[start] == b'0') {
             return None;
         }
-        self.i += len;
         Some(n)
     }
 
@@ -115,6 +119,46 @@ impl Cur<'_> {
         self.lit(b"\"")?;
         Some(s.str(self.rest_of_str()?))
     }
+}
+
+/// Powers of ten up to 10^8.
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The digits at the start of `word` (eight bytes of text, the first in
+/// the low byte): their value and how many there are (0 to 8), without a
+/// branch per digit.
+#[inline(always)]
+fn digit_run(word: u64) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte is not a digit if it is below '0' (the subtraction borrows
+    // into its high bit), above '9' (adding 0x46 reaches its high bit) or
+    // of 0x80 and over. Borrows and carries only spoil bytes after a true
+    // non-digit, so the lowest flagged byte is exact.
+    let low = word.wrapping_sub(0x30 * ONES);
+    let not_digit = (low | word.wrapping_add(0x46 * ONES) | word) & HIGH;
+    let len = (not_digit.trailing_zeros() / 8) as usize;
+    if len == 0 {
+        return (0, 0);
+    }
+    // The digits' values, the first in the highest byte of those kept and
+    // zeros (leading zeros of the number) below them; then pairs, fours
+    // and the eight combined by multiplying.
+    let mut v = low << (8 * (8 - len));
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    v = v.wrapping_mul(10_000) + (v >> 32);
+    (v & 0xffff_ffff, len)
 }
 
 /// One transaction exactly as the writer makes it, into the scratch.
@@ -388,6 +432,51 @@ mod tests {
             let (exact, keyed) = both(&format!("{text}]"), cell, cell_keyed);
             assert_eq!(exact.as_ref(), keyed.as_ref().ok(), "{text}");
             assert_eq!(exact.map(|e| e.0), Some(text.len()), "{text}");
+        }
+    }
+
+    /// Numbers of every length up to 19 digits are read exactly, eight
+    /// digits at a time, whatever follows them (or nothing); 20 digits,
+    /// a leading zero or no digit are not taken.
+    #[test]
+    fn numbers_are_read_exactly_eight_digits_at_a_time() {
+        let read = |text: &str| {
+            let mut cur = Cur {
+                b: text.as_bytes(),
+                i: 0,
+            };
+            cur.digits().map(|n| (n, cur.i))
+        };
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for len in 1..=19usize {
+            for round in 0..200 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let digits: String = (0..len)
+                    .map(|k| {
+                        let d = (x >> (3 * k % 60)) % 10;
+                        char::from(b'0' + if k == 0 { 1 + d % 9 } else { d } as u8)
+                    })
+                    .collect();
+                let n: u64 = digits.parse().expect("a number");
+                let end = [",", "}", "]", " ", "", ":", "/", ".5", "a", "\u{e9}"][round % 10];
+                assert_eq!(
+                    read(&format!("{digits}{end}")),
+                    Some((n, len)),
+                    "{digits}{end}"
+                );
+            }
+        }
+        assert_eq!(
+            read("9999999999999999999,"),
+            Some((9_999_999_999_999_999_999, 19))
+        );
+        assert_eq!(read("10000000000000000000,"), None);
+        assert_eq!(read("0,"), Some((0, 1)));
+        assert_eq!(read("0"), Some((0, 1)));
+        for odd in ["00,", "01,", "0123456789,", ",", "", "-1,", "a1"] {
+            assert_eq!(read(odd), None, "{odd}");
         }
     }
 

@@ -16,8 +16,14 @@ pub(crate) const NIL: u32 = u32::MAX;
 #[derive(Default)]
 pub(crate) struct Strs {
     arena: String,
-    /// End of string `i` in `arena` (its start is the previous end).
-    ends: Vec<u64>,
+    /// End of string `i` in `arena` (its start is the previous end), less
+    /// the multiples of 2^32 counted in `wraps` (4 bytes a string rather
+    /// than 8).
+    ends: Vec<u32>,
+    /// For each multiple of 2^32 bytes the arena has grown past, the id of
+    /// the string whose end is the first past it (in order; empty unless
+    /// the strings take 4 GiB). See [`Strs::end`].
+    wraps: Vec<u32>,
     /// Any length (a string's first slot is found by multiplying, not by
     /// masking), so that it is sized to what a file needs rather than to
     /// the next power of two; see [`Slot`].
@@ -168,12 +174,29 @@ impl Slot {
 impl Strs {
     /// The string with id `id` ("" for [`NIL`] or an unknown id).
     pub(crate) fn get(&self, id: u32) -> &str {
-        let i = id as usize;
-        let Some(&end) = self.ends.get(i) else {
+        if id as usize >= self.ends.len() {
             return "";
-        };
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.arena[start as usize..end as usize]
+        }
+        let start = if id == 0 { 0 } else { self.end(id - 1) };
+        &self.arena[start..self.end(id)]
+    }
+
+    /// Where string `id` (held) ends in the arena.
+    fn end(&self, id: u32) -> usize {
+        let low = self.ends[id as usize] as usize;
+        match self.wraps.partition_point(|&w| w <= id) {
+            0 => low,
+            wraps => low + (wraps << 32),
+        }
+    }
+
+    /// Records that string `id` was added and ends at `end` in the arena,
+    /// having started at `start`.
+    fn push_end(&mut self, id: u32, start: usize, end: usize) {
+        self.ends.push(end as u32);
+        for _ in (start >> 32)..(end >> 32) {
+            self.wraps.push(id);
+        }
     }
 
     /// `Some(string)`, or `None` for [`NIL`].
@@ -233,7 +256,7 @@ impl Strs {
         self.table = vec![Slot::default(); cap];
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
-            let end = self.ends[id as usize] as usize;
+            let end = self.end(id);
             let key = Key::of(&self.arena.as_bytes()[start..end]);
             let mut i = self.home(key.hash);
             while self.table[i].id1 != 0 {
@@ -345,8 +368,8 @@ impl Strs {
             // Not reached: every caller's strings are UTF-8.
             Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
         }
-        self.ends.push(self.arena.len() as u64);
-        let id = self.ends.len() as u32 - 1;
+        let id = self.ends.len() as u32;
+        self.push_end(id, start, self.arena.len());
         self.table[i] = Slot::new(key, id, s, start);
         id
     }
@@ -931,6 +954,26 @@ mod tests {
         for (w, &id) in words.iter().zip(&ids) {
             assert_eq!(s.intern(w), id, "{w:?}");
             assert_eq!(s.get(id), w);
+        }
+    }
+
+    /// Strings past 4 GiB of arena are placed by their ends' low 32 bits
+    /// and the wraps counted before them, a string across a multiple of
+    /// 2^32 (or two) too.
+    #[test]
+    fn ends_past_four_gib_are_found_through_the_wraps() {
+        let mut s = Strs::default();
+        let four = 1usize << 32;
+        // Ends recorded as a 12 GiB arena would give them, without one.
+        let ends = [5, four - 1, four + 3, 3 * four + 1, 3 * four + 9];
+        let mut start = 0;
+        for (id, &end) in ends.iter().enumerate() {
+            s.push_end(id as u32, start, end);
+            start = end;
+        }
+        assert_eq!(s.wraps, [2, 3, 3]);
+        for (id, &end) in ends.iter().enumerate() {
+            assert_eq!(s.end(id as u32), end, "{id}");
         }
     }
 

@@ -54,6 +54,33 @@ struct Slot {
 /// Strings up to this many bytes are held in their slot.
 const INLINE_LEN: usize = 11;
 
+/// For a short string of each length, the mask of its bytes among the
+/// first eight of a slot's body ...
+const LO_MASK: [u64; INLINE_LEN + 1] = {
+    let mut m = [0u64; INLINE_LEN + 1];
+    let mut len = 0;
+    while len <= INLINE_LEN {
+        m[len] = if len >= 8 {
+            u64::MAX
+        } else {
+            (1 << (8 * len)) - 1
+        };
+        len += 1;
+    }
+    m
+};
+
+/// ... and among the next three (the fourth holds the length).
+const HI_MASK: [u32; INLINE_LEN + 1] = {
+    let mut m = [0u32; INLINE_LEN + 1];
+    let mut len = 9;
+    while len <= INLINE_LEN {
+        m[len] = (1 << (8 * (len - 8))) - 1;
+        len += 1;
+    }
+    m
+};
+
 /// The last byte of a slot holding a longer string (a short one's length
 /// is there).
 const LONG: u8 = 0xff;
@@ -96,8 +123,9 @@ impl Key {
         if len <= INLINE_LEN
             && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
         {
-            let bytes = u128::from_le_bytes(*word) & ((1u128 << (8 * len)) - 1);
-            return Key::short_word(bytes | (len as u128) << 88);
+            let x = u128::from_le_bytes(*word);
+            let (lo, hi) = (x as u64 & LO_MASK[len], (x >> 64) as u32 & HI_MASK[len]);
+            return Key::short_parts(lo, hi | (len as u32) << 24);
         }
         Key::of(&text[a..b])
     }
@@ -111,13 +139,18 @@ impl Key {
 
     /// The key of a short string, from its slot's body as the low 12 bytes
     /// of a number (the first byte lowest).
-    #[inline(always)]
     fn short_word(x: u128) -> Key {
-        let hi = u64::from((x >> 64) as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Key::short_parts(x as u64, (x >> 64) as u32)
+    }
+
+    /// [`Key::short_word`] of the body's first eight bytes and next four.
+    #[inline(always)]
+    fn short_parts(lo: u64, hi: u32) -> Key {
         let mut body = [0u8; 12];
-        body.copy_from_slice(&x.to_le_bytes()[..12]);
+        body[..8].copy_from_slice(&lo.to_le_bytes());
+        body[8..].copy_from_slice(&hi.to_le_bytes());
         Key {
-            hash: mix(x as u64 ^ hi),
+            hash: mix(lo ^ u64::from(hi).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             body,
         }
     }

@@ -322,13 +322,16 @@ mod tests {
         )
     }
 
+    /// How far a scanner went, and what it left in its scratch.
+    type Taken = (usize, String);
+
     /// `text` through `fast` and through `keyed`: what each took (`None`
     /// when `fast` did not) and left in its scratch.
     fn both(
         text: &str,
         fast: fn(&mut Cur, &mut Scratch) -> Option<()>,
         keyed: fn(&mut Cur, &mut Scratch) -> Scan<()>,
-    ) -> (Option<(usize, String)>, Scan<(usize, String)>) {
+    ) -> (Option<Taken>, Scan<Taken>) {
         let run = |one: &dyn Fn(&mut Cur, &mut Scratch) -> Scan<()>| {
             let mut s = Scratch::default();
             let mut cur = Cur {

@@ -16,8 +16,14 @@ pub(crate) const NIL: u32 = u32::MAX;
 #[derive(Default)]
 pub(crate) struct Strs {
     arena: String,
-    /// End of string `i` in `arena` (its start is the previous end).
-    ends: Vec<u64>,
+    /// End of string `i` in `arena` (its start is the previous end), less
+    /// the multiples of 2^32 counted in `wraps` (4 bytes a string rather
+    /// than 8).
+    ends: Vec<u32>,
+    /// For each multiple of 2^32 bytes the arena has grown past, the id of
+    /// the string whose end is the first past it (in order; empty unless
+    /// the strings take 4 GiB). See [`Strs::end`].
+    wraps: Vec<u32>,
     /// Any length (a string's first slot is found by multiplying, not by
     /// masking), so that it is sized to what a file needs rather than to
     /// the next power of two; see [`Slot`].
@@ -47,6 +53,33 @@ struct Slot {
 
 /// Strings up to this many bytes are held in their slot.
 const INLINE_LEN: usize = 11;
+
+/// For a short string of each length, the mask of its bytes among the
+/// first eight of a slot's body ...
+const LO_MASK: [u64; INLINE_LEN + 1] = {
+    let mut m = [0u64; INLINE_LEN + 1];
+    let mut len = 0;
+    while len <= INLINE_LEN {
+        m[len] = if len >= 8 {
+            u64::MAX
+        } else {
+            (1 << (8 * len)) - 1
+        };
+        len += 1;
+    }
+    m
+};
+
+/// ... and among the next three (the fourth holds the length).
+const HI_MASK: [u32; INLINE_LEN + 1] = {
+    let mut m = [0u32; INLINE_LEN + 1];
+    let mut len = 9;
+    while len <= INLINE_LEN {
+        m[len] = (1 << (8 * (len - 8))) - 1;
+        len += 1;
+    }
+    m
+};
 
 /// The last byte of a slot holding a longer string (a short one's length
 /// is there).
@@ -84,29 +117,40 @@ impl Key {
     /// The key of `text[a..b]`, as [`Key::of`] gives, from one 16-byte
     /// load when the string is short and 16 bytes are there (no copy
     /// byte by byte).
+    #[inline(always)]
     fn at(text: &[u8], (a, b): (usize, usize)) -> Key {
         let len = b - a;
         if len <= INLINE_LEN
             && let Some(word) = text.get(a..).and_then(<[u8]>::first_chunk::<16>)
         {
-            let bytes = u128::from_le_bytes(*word) & ((1u128 << (8 * len)) - 1);
-            let x = bytes | (len as u128) << 88;
-            let mut body = [0u8; 12];
-            body.copy_from_slice(&x.to_le_bytes()[..12]);
-            return Key::short(body);
+            let x = u128::from_le_bytes(*word);
+            let (lo, hi) = (x as u64 & LO_MASK[len], (x >> 64) as u32 & HI_MASK[len]);
+            return Key::short_parts(lo, hi | (len as u32) << 24);
         }
         Key::of(&text[a..b])
     }
 
     /// The key of a short string, from its slot's body.
     fn short(body: [u8; 12]) -> Key {
-        let mut lo = [0u8; 8];
-        lo.copy_from_slice(&body[..8]);
-        let mut hi = [0u8; 4];
-        hi.copy_from_slice(&body[8..]);
-        let hi = u64::from(u32::from_le_bytes(hi)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut word = [0u8; 16];
+        word[..12].copy_from_slice(&body);
+        Key::short_word(u128::from_le_bytes(word))
+    }
+
+    /// The key of a short string, from its slot's body as the low 12 bytes
+    /// of a number (the first byte lowest).
+    fn short_word(x: u128) -> Key {
+        Key::short_parts(x as u64, (x >> 64) as u32)
+    }
+
+    /// [`Key::short_word`] of the body's first eight bytes and next four.
+    #[inline(always)]
+    fn short_parts(lo: u64, hi: u32) -> Key {
+        let mut body = [0u8; 12];
+        body[..8].copy_from_slice(&lo.to_le_bytes());
+        body[8..].copy_from_slice(&hi.to_le_bytes());
         Key {
-            hash: mix(u64::from_le_bytes(lo) ^ hi),
+            hash: mix(lo ^ u64::from(hi).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             body,
         }
     }
@@ -163,12 +207,29 @@ impl Slot {
 impl Strs {
     /// The string with id `id` ("" for [`NIL`] or an unknown id).
     pub(crate) fn get(&self, id: u32) -> &str {
-        let i = id as usize;
-        let Some(&end) = self.ends.get(i) else {
+        if id as usize >= self.ends.len() {
             return "";
-        };
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.arena[start as usize..end as usize]
+        }
+        let start = if id == 0 { 0 } else { self.end(id - 1) };
+        &self.arena[start..self.end(id)]
+    }
+
+    /// Where string `id` (held) ends in the arena.
+    fn end(&self, id: u32) -> usize {
+        let low = self.ends[id as usize] as usize;
+        match self.wraps.partition_point(|&w| w <= id) {
+            0 => low,
+            wraps => low + (wraps << 32),
+        }
+    }
+
+    /// Records that string `id` was added and ends at `end` in the arena,
+    /// having started at `start`.
+    fn push_end(&mut self, id: u32, start: usize, end: usize) {
+        self.ends.push(end as u32);
+        for _ in (start >> 32)..(end >> 32) {
+            self.wraps.push(id);
+        }
     }
 
     /// `Some(string)`, or `None` for [`NIL`].
@@ -185,6 +246,7 @@ impl Strs {
     }
 
     /// The slot holding `s` (`Ok`), or the empty slot where it belongs.
+    #[inline(always)]
     fn slot(&self, s: &[u8], key: Key) -> Result<usize, usize> {
         let mut i = self.home(key.hash);
         loop {
@@ -227,7 +289,7 @@ impl Strs {
         self.table = vec![Slot::default(); cap];
         let mut start = 0;
         for id in 0..self.ends.len() as u32 {
-            let end = self.ends[id as usize] as usize;
+            let end = self.end(id);
             let key = Key::of(&self.arena.as_bytes()[start..end]);
             let mut i = self.home(key.hash);
             while self.table[i].id1 != 0 {
@@ -321,22 +383,28 @@ impl Strs {
 
     /// [`Strs::intern`] with the key computed and the table large enough;
     /// `s` must be UTF-8.
+    #[inline(always)]
     fn intern_keyed(&mut self, s: &[u8], key: Key) -> u32 {
         match self.slot(s, key) {
             Ok(i) => self.table[i].id(),
-            Err(i) => {
-                let start = self.arena.len();
-                match std::str::from_utf8(s) {
-                    Ok(s) => self.arena.push_str(s),
-                    // Not reached: every caller's strings are UTF-8.
-                    Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
-                }
-                self.ends.push(self.arena.len() as u64);
-                let id = self.ends.len() as u32 - 1;
-                self.table[i] = Slot::new(key, id, s, start);
-                id
-            }
+            Err(i) => self.add(s, key, i),
         }
+    }
+
+    /// Adds `s` (UTF-8, of key `key`) with the next id, in the empty slot
+    /// `i`: its id.
+    #[inline(never)]
+    fn add(&mut self, s: &[u8], key: Key, i: usize) -> u32 {
+        let start = self.arena.len();
+        match std::str::from_utf8(s) {
+            Ok(s) => self.arena.push_str(s),
+            // Not reached: every caller's strings are UTF-8.
+            Err(_) => self.arena.push_str(&String::from_utf8_lossy(s)),
+        }
+        let id = self.ends.len() as u32;
+        self.push_end(id, start, self.arena.len());
+        self.table[i] = Slot::new(key, id, s, start);
+        id
     }
 }
 
@@ -919,6 +987,26 @@ mod tests {
         for (w, &id) in words.iter().zip(&ids) {
             assert_eq!(s.intern(w), id, "{w:?}");
             assert_eq!(s.get(id), w);
+        }
+    }
+
+    /// Strings past 4 GiB of arena are placed by their ends' low 32 bits
+    /// and the wraps counted before them, a string across a multiple of
+    /// 2^32 (or two) too.
+    #[test]
+    fn ends_past_four_gib_are_found_through_the_wraps() {
+        let mut s = Strs::default();
+        let four = 1usize << 32;
+        // Ends recorded as a 12 GiB arena would give them, without one.
+        let ends = [5, four - 1, four + 3, 3 * four + 1, 3 * four + 9];
+        let mut start = 0;
+        for (id, &end) in ends.iter().enumerate() {
+            s.push_end(id as u32, start, end);
+            start = end;
+        }
+        assert_eq!(s.wraps, [2, 3, 3]);
+        for (id, &end) in ends.iter().enumerate() {
+            assert_eq!(s.end(id as u32), end, "{id}");
         }
     }
 

@@ -24,6 +24,8 @@ use crate::history::{Outcome, VersionKind};
 // The keys the visitors of `reader.rs` know, in their order (a bit per key).
 use crate::reader::{CELL, KINDS, OP, TXN, VERSION};
 
+mod exact;
+
 /// Why the scanner did not take a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Miss {
@@ -116,6 +118,7 @@ impl Scratch {
     }
 
     /// Adds a string's range; its index.
+    #[inline(always)]
     fn str(&mut self, range: (usize, usize)) -> u32 {
         self.strs.push(range);
         self.strs.len() as u32 - 1
@@ -454,8 +457,32 @@ pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize>
     Ok(n)
 }
 
-/// One transaction, into the scratch.
+/// One transaction, into the scratch: as the writer makes it (see
+/// `exact.rs`), or else key by key.
 fn txn(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
+    either(cur, s, exact::txn, txn_keyed)
+}
+
+/// `fast` from where `cur` is, or, when it does not take the element,
+/// `general` from there again with nothing of `fast`'s kept.
+#[inline(always)]
+fn either(
+    cur: &mut Cur,
+    s: &mut Scratch,
+    fast: fn(&mut Cur, &mut Scratch) -> Option<()>,
+    general: fn(&mut Cur, &mut Scratch) -> Scan<()>,
+) -> Scan<()> {
+    let (at, mark) = (cur.i, s.mark());
+    if fast(cur, s).is_some() {
+        return Ok(());
+    }
+    cur.i = at;
+    s.back_to(&mark);
+    general(cur, s)
+}
+
+/// One transaction, key by key, into the scratch.
+fn txn_keyed(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let mut t = Txn::default();
     let seen = cur.members(&TXN_NAMES, |cur, k| {
         match k {
@@ -565,8 +592,14 @@ pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize
     Ok(n)
 }
 
-/// One store cell, into the scratch.
+/// One store cell, into the scratch: as the writer makes it (see
+/// `exact.rs`), or else key by key.
 fn cell(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
+    either(cur, s, exact::cell, cell_keyed)
+}
+
+/// One store cell, key by key, into the scratch.
+fn cell_keyed(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     let (mut row, mut col) = (NIL, NIL);
     let seen = cur.members(&CELL_NAMES, |cur, k| {
         if k == 2 {

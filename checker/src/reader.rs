@@ -552,6 +552,32 @@ mod tests {
         }
     }
 
+    /// Every valid fixture written again as the writer writes it (compact:
+    /// the scanners' exact shape, see `fastread/exact.rs`) reads as
+    /// [`parse`] reads it.
+    #[test]
+    fn the_writers_text_of_every_fixture_reads_as_parse_reads_it() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let Ok(h) = parse(&std::fs::read_to_string(&path).expect("readable")) else {
+                continue;
+            };
+            let text = serde_json::to_string(&h).expect("json");
+            let name = path.display();
+            let c = super::read(text.as_bytes(), text.len() as u64)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            validate(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(check(&h), check_compact(c), "{name}");
+            checked += 1;
+        }
+        assert!(checked > 30, "{checked} fixtures read");
+    }
+
     /// An input that hands over a few bytes at a time (a pipe, a slow
     /// disk): every value then spans refills of the window.
     struct Trickle<'a>(&'a [u8]);

@@ -19,7 +19,10 @@
 //! takes minutes and about 5 GB of disk) it writes each history to a file as it generates it, then
 //! checks the file end to end (read, parse, every rule: what `percsim check`
 //! does) in a child process, and prints that child's wall and CPU time and
-//! peak memory. `--write N FILE` only writes a file; `--check FILE` is the child.
+//! peak memory, and whether transparent huge pages were turned off for it
+//! (`small`, as `percsim check` does, see `use_small_pages`) or left as the
+//! system sets them (`as set`, under `PERCSIM_HUGE_PAGES=1`). `--write N FILE`
+//! only writes a file; `--check FILE` is the child.
 
 use percsim_checker::{
     CellState, FORMAT, FinalState, History, Op, Outcome, Transaction, Version, VersionKind, check,
@@ -206,8 +209,8 @@ fn status(field: &str) -> String {
 /// `run_check_file` (read, parse, every rule) on it, as `percsim check` does.
 fn from_files(sizes: &[u64]) {
     println!(
-        "{:>9} {:>10} {:>10} {:>12} {:>11} {:>13}",
-        "txns", "file", "generate", "check (e2e)", "check CPU", "peak (HWM)"
+        "{:>9} {:>10} {:>10} {:>12} {:>11} {:>13} {:>6}",
+        "txns", "file", "generate", "check (e2e)", "check CPU", "peak (HWM)", "pages"
     );
     let exe = std::env::current_exe().expect("own path");
     for &n in sizes {
@@ -225,7 +228,10 @@ fn from_files(sizes: &[u64]) {
         let mut parts = child.split_whitespace();
         let (secs, peak) = (parts.next().unwrap_or("?"), parts.next().unwrap_or("?"));
         let cpu = parts.next().unwrap_or("?");
-        println!("{n:>9} {size_mb:>8}MB {generate_s:>9.1}s {secs:>11}s {cpu:>10}s {peak:>11}MB");
+        let pages = parts.next().unwrap_or("?");
+        println!(
+            "{n:>9} {size_mb:>8}MB {generate_s:>9.1}s {secs:>11}s {cpu:>10}s {peak:>11}MB {pages:>6}"
+        );
         if !out.status.success() {
             println!(
                 "  the check failed: {child}{}",
@@ -238,6 +244,8 @@ fn from_files(sizes: &[u64]) {
 
 /// The child of [`from_files`]: check `path`, print seconds and peak MB.
 fn check_file(path: &str) -> std::process::ExitCode {
+    // What `percsim check` does first.
+    let small_pages = percsim_checker::use_small_pages();
     let t = Instant::now();
     let mut report = Vec::new();
     let code = percsim_checker::run_check_file(std::path::Path::new(path), false, &mut report);
@@ -256,7 +264,8 @@ fn check_file(path: &str) -> std::process::ExitCode {
             Some((ticks(11)? + ticks(12)?) / 100.0)
         })
         .unwrap_or(f64::NAN);
-    println!("{secs:.2} {:.0} {cpu:.2}", peak_kb / 1024.0);
+    let pages = if small_pages { "small" } else { "as set" };
+    println!("{secs:.2} {:.0} {cpu:.2} {pages}", peak_kb / 1024.0);
     if code != 0 {
         println!("{}", String::from_utf8_lossy(&report));
         return std::process::ExitCode::FAILURE;

@@ -235,6 +235,7 @@ fn main() -> ExitCode {
             history,
         } => cmd_replay(&capsule, shrunk, history.as_deref()),
         Command::Check { history, json } => {
+            percsim_checker::use_small_pages();
             if percsim_scenarios::histfile::is_capsule_file(&history) {
                 percsim_scenarios::histfile::check_capsule(&history, json, &mut std::io::stdout())
             } else if percsim_checker::stream::is_stream_history_file(&history) {

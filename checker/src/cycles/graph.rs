@@ -1,7 +1,7 @@
 //! The dependency graph: per-cell version orders and the graph of
 //! transactions and real-time completion points in compressed adjacency form.
 
-use crate::ctx::{NONE, Val};
+use crate::ctx::{Ctx, Cv, NONE};
 use crate::sort::radix_sort_by_key;
 
 pub(crate) const WW: u8 = 0;
@@ -16,20 +16,38 @@ pub(super) const RT_OUT: u8 = 5;
 /// A collapsed real-time step in an explained cycle.
 pub(crate) const RT: u8 = 6;
 
-/// Per cell, the committed writers in version (commit_ts) order.
-pub(super) struct Order {
-    pub(super) off: Vec<usize>,
-    /// (writer, commit_ts, the writer's final value).
-    pub(super) list: Vec<(u32, u64, Val)>,
+/// A node id takes the low 29 bits of a stored edge, its kind the 3 above
+/// (a graph holds fewer than 2^29 nodes: about 268 million transactions).
+pub(super) const NODE_BITS: u32 = 29;
+/// The bits of a stored edge that name its head.
+pub(super) const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
+
+/// Per cell, the committed writers in version (commit_ts) order: each a
+/// [`Cv`] (writer, commit_ts, and the writer's final value). A cell whose
+/// committed versions are already exactly that (the usual case) borrows
+/// them from the index rather than holding a copy (16 bytes a version).
+pub(super) struct Order<'c> {
+    pub(super) ctx: &'c Ctx<'c>,
+    /// Bit `c`: cell `c`'s order is [`Ctx::versions`] as it stands.
+    pub(super) same: Vec<u64>,
+    /// Cell `c`'s own order, when it is not the same, is
+    /// `own[own_off[c]..own_off[c + 1]]` (empty for a cell outside the graph).
+    pub(super) own_off: Vec<usize>,
+    pub(super) own: Vec<Cv>,
 }
 
-impl Order {
-    pub(super) fn of(&self, c: u32) -> &[(u32, u64, Val)] {
-        &self.list[self.off[c as usize]..self.off[c as usize + 1]]
+impl Order<'_> {
+    pub(super) fn of(&self, c: u32) -> &[Cv] {
+        let i = c as usize;
+        if self.same[i / 64] >> (i % 64) & 1 == 1 {
+            self.ctx.versions(c)
+        } else {
+            &self.own[self.own_off[i]..self.own_off[i + 1]]
+        }
     }
 
     pub(super) fn find(&self, c: u32, w: u32) -> Option<usize> {
-        self.of(c).iter().position(|e| e.0 == w)
+        self.of(c).iter().position(|e| e.writer == w)
     }
 }
 
@@ -37,9 +55,12 @@ impl Order {
 /// transactions (by history index); the rest are real-time completion points.
 pub(crate) struct Graph {
     pub(super) n_txn: usize,
-    pub(super) off: Vec<usize>,
+    /// Node `v`'s edges are `off[v]..off[v + 1]` (4 bytes a node: a graph
+    /// holds fewer than 2^32 edges, about 450 million transactions).
+    pub(super) off: Vec<u32>,
+    /// Each edge's head in the low [`NODE_BITS`] bits, its kind above them
+    /// (4 bytes an edge, not 5).
     pub(super) to: Vec<u32>,
-    pub(super) kind: Vec<u8>,
     /// Each edge's cell, when the builder keeps them ([`build_graph`]);
     /// empty otherwise (see [`Graph::cell`]).
     cell: Vec<u32>,
@@ -48,6 +69,26 @@ pub(crate) struct Graph {
 impl Graph {
     pub(super) fn n(&self) -> usize {
         self.off.len() - 1
+    }
+
+    /// The head of edge `e`.
+    pub(super) fn to(&self, e: usize) -> u32 {
+        self.to[e] & NODE_MASK
+    }
+
+    /// The kind of edge `e`.
+    pub(super) fn kind(&self, e: usize) -> u8 {
+        (self.to[e] >> NODE_BITS) as u8
+    }
+
+    /// How many edges the graph has.
+    pub(super) fn n_edges(&self) -> usize {
+        self.to.len()
+    }
+
+    /// Node `v`'s edges (indices for [`Graph::to`] and [`Graph::kind`]).
+    pub(super) fn edges(&self, v: u32) -> std::ops::Range<usize> {
+        self.off[v as usize] as usize..self.off[v as usize + 1] as usize
     }
 
     pub(super) fn weight(&self, node: u32) -> u32 {
@@ -70,12 +111,17 @@ pub(crate) fn build_graph(
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
     let each = |emit: &mut dyn FnMut(Edge)| edges.iter().for_each(|&e| emit(e));
-    let mut g = build_graph_with(n, each, points, invocations);
+    let mut complete = vec![0u64; n];
+    for &(d, t) in &points {
+        complete[t as usize] = d;
+    }
+    let points = points.into_iter().map(|(_, t)| t).collect();
+    let mut g = build_graph_with(n, each, (points, |t| complete[t as usize]), invocations);
     // Placed as `build_graph_with` placed the edges: by node, in order.
     let mut at = g.off.clone();
     g.cell = vec![NONE; g.to.len()];
     for &(from, _, cell, _) in &edges {
-        g.cell[at[from as usize]] = cell;
+        g.cell[at[from as usize] as usize] = cell;
         at[from as usize] += 1;
     }
     g
@@ -89,10 +135,10 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 /// cells (4 of 9 bytes an edge): an explanation finds its edges' again. `each` is called
 /// twice, once to count each node's edges and once to place them, and must
 /// hand over the same edges in the same order both times: no list of all
-/// edges is ever held beside the graph. `points` are (complete_ns, txn), in
-/// transaction order, of
-/// the transactions that completed, `invocations` (txn, invoke_ns) of those
-/// that may follow them in real time.
+/// edges is ever held beside the graph. `points` are the transactions that
+/// completed, in transaction order, with a function that tells when each
+/// did; `invocations` (txn, invoke_ns) of those that may follow them in
+/// real time.
 ///
 /// Real-time order goes through a chain of completion points: A reaches B
 /// exactly when A completed before B was invoked, with O(n) edges. Each
@@ -102,21 +148,24 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 pub(crate) fn build_graph_with(
     n: usize,
     mut each: impl FnMut(&mut dyn FnMut(Edge)),
-    mut points: Vec<(u64, u32)>,
+    points: (Vec<u32>, impl Fn(u32) -> u64),
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
-    // Made in transaction order: stable on a tie, as a full sort.
-    radix_sort_by_key(&mut points, |p| p.0);
+    let (mut points, complete_ns) = points;
+    // Made in transaction order: stable on a tie, as a full sort. Indices
+    // are sorted, not (time, index) pairs: 4 bytes each, not 16.
+    radix_sort_by_key(&mut points, |&t| complete_ns(t));
+    // Each point's time, in order: looked up once, not per search step.
+    let times: Vec<u64> = points.iter().map(|&t| complete_ns(t)).collect();
     let aux0 = n as u32;
     // (point just before the invocation, invoked transaction).
     let after: Vec<(u32, u32)> = invocations
         .filter_map(|(b, invoke)| {
-            let p = points.partition_point(|x| x.0 < invoke);
+            let p = times.partition_point(|&x| x < invoke);
             (p > 0).then(|| (aux0 + p as u32 - 1, b))
         })
         .collect();
-    // From here on a point is its transaction alone (4 bytes, not 16).
-    let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
+    drop(times);
     let rt = RealTime {
         aux0,
         points: &points,
@@ -124,28 +173,32 @@ pub(crate) fn build_graph_with(
     };
 
     let total = n + points.len();
+    assert!(
+        total <= NODE_MASK as usize,
+        "a dependency graph of fewer than 2^29 nodes"
+    );
     // goff[from + 1] counts from's edges, then (summed) is where they end.
-    let mut goff = vec![0usize; total + 1];
+    let mut goff = vec![0u32; total + 1];
     let mut count = |e: Edge| goff[e.0 as usize + 1] += 1;
     each(&mut count);
     rt.edges().for_each(&mut count);
     for i in 0..total {
-        goff[i + 1] += goff[i];
+        goff[i + 1] = goff[i + 1]
+            .checked_add(goff[i])
+            .expect("a dependency graph of fewer than 2^32 edges");
     }
-    let m = goff[total];
+    let m = goff[total] as usize;
     let mut g = Graph {
         n_txn: n,
         off: goff,
         to: vec![0; m],
-        kind: vec![0; m],
         cell: Vec::new(),
     };
     // off[from] serves as from's cursor while placing (it ends as the
     // start of the next node's edges), and is shifted back after.
     let mut place = |(from, to, _, kind): Edge| {
-        let p = g.off[from as usize];
-        g.to[p] = to;
-        g.kind[p] = kind;
+        let p = g.off[from as usize] as usize;
+        g.to[p] = to | u32::from(kind) << NODE_BITS;
         g.off[from as usize] += 1;
     };
     each(&mut place);

@@ -21,7 +21,7 @@ pub(crate) use search::{Step, each_cycle};
 use crate::FindingClass;
 use crate::Rule;
 use crate::compact::OpKind;
-use crate::ctx::{Ctx, NONE, Val};
+use crate::ctx::{Ctx, Cv, NONE, Val};
 use crate::report::Sink;
 use explain::{aborted_read, explain_cycle, intermediate_read, lost_update};
 use graph::Order;
@@ -78,52 +78,59 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
 
     GraphStats {
         unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
-        edges: g.to.len() as u64,
+        edges: g.n_edges() as u64,
     }
 }
 
-/// (complete_ns, txn) of the committed transactions that completed, and
+/// The committed transactions that completed (with when, looked up), and
 /// (txn, invoke_ns) of every committed transaction: real-time order.
-fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u32, u64)> + 'c) {
+#[allow(clippy::type_complexity)]
+fn real_time<'c>(
+    ctx: &'c Ctx<'_>,
+) -> (
+    (Vec<u32>, impl Fn(u32) -> u64 + 'c),
+    impl Iterator<Item = (u32, u64)> + 'c,
+) {
     let n = ctx.n();
     let completions = (0..n as u32)
-        .filter(|&t| ctx.committed[t as usize])
-        .filter_map(|t| ctx.txn(t).complete_ns().map(|d| (d, t)))
+        .filter(|&t| ctx.committed[t as usize] && ctx.txn(t).complete_ns().is_some())
         .collect();
+    let complete_ns = |t: u32| ctx.txn(t).complete_ns().unwrap_or(0);
     let invocations = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| (t, ctx.txn(t).invoke_ns));
-    (completions, invocations)
+    ((completions, complete_ns), invocations)
 }
 
 /// The ww edges: each cell's consecutive versions, cell by cell.
 fn ww_edges(ctx: &Ctx<'_>, order: &Order, emit: &mut dyn FnMut(Edge)) {
     for c in 0..ctx.n_cells() as u32 {
         for pair in order.of(c).windows(2) {
-            emit((pair[0].0, pair[1].0, c, WW));
+            emit((pair[0].writer, pair[1].writer, c, WW));
         }
     }
 }
 
 /// The version order of the unique-value cells, and each final write's
-/// position in its cell's order (`NONE` when it is not there).
-struct Versions {
-    order: Order,
-    pos_of_fw: Vec<u32>,
+/// position in its cell's order (`NONE` when it is not there), worked out
+/// on the first need (a read that is not its snapshot's, an explained
+/// cycle): a valid history never needs it.
+struct Versions<'c> {
+    order: Order<'c>,
+    pos_of_fw: std::cell::OnceCell<Vec<u32>>,
 }
 
-impl Versions {
+impl<'c> Versions<'c> {
     /// The store's record wins over the client's word when a writer appears
     /// twice in one cell.
-    fn of(ctx: &Ctx<'_>) -> Versions {
+    fn of(ctx: &'c Ctx<'c>) -> Versions<'c> {
         let n_cells = ctx.n_cells();
-        let mut off = Vec::with_capacity(n_cells + 1);
-        // Each (cell, writer) once, with a final write: never more than those.
-        let mut list: Vec<(u32, u64, Val)> = Vec::with_capacity(ctx.fw.len());
-        let mut pos_of_fw = vec![NONE; ctx.fw.len()];
+        let mut same = vec![0u64; n_cells.div_ceil(64)];
+        let mut own_off = Vec::with_capacity(n_cells + 1);
+        let mut own: Vec<Cv> = Vec::new();
         // One cell's candidates: (writer, from the client, commit_ts, final write).
         let mut cand: Vec<(u32, bool, u64, u32)> = Vec::new();
-        off.push(0);
+        own_off.push(0);
         for c in 0..n_cells as u32 {
             cand.clear();
             if ctx.cell_unique[c as usize] {
@@ -138,21 +145,72 @@ impl Versions {
                     cand.push((w, !from_store, v.commit_ts, f as u32));
                 }
             }
-            // One version per writer: the store's first, then the earliest.
-            cand.sort_unstable();
-            cand.dedup_by_key(|x| x.0);
-            cand.sort_unstable_by_key(|x| (x.2, x.0));
-            for (k, x) in cand.iter().enumerate() {
-                pos_of_fw[x.3 as usize] = k as u32;
-                list.push((x.0, x.2, ctx.fw[x.3 as usize].value));
+            let all = ctx.versions(c);
+            // The usual case: every version is there, as it stands.
+            let as_is = cand.len() == all.len()
+                && cand
+                    .iter()
+                    .zip(all)
+                    .all(|(x, v)| x.2 == v.commit_ts && ctx.fw[x.3 as usize].value == v.value)
+                && !cand.is_empty()
+                && distinct_writers(&cand);
+            if as_is {
+                same[c as usize / 64] |= 1 << (c % 64);
+            } else {
+                // One version per writer: the store's first, then the earliest.
+                cand.sort_unstable();
+                cand.dedup_by_key(|x| x.0);
+                cand.sort_unstable_by_key(|x| (x.2, x.0));
+                own.extend(cand.iter().map(|x| Cv {
+                    commit_ts: x.2,
+                    value: ctx.fw[x.3 as usize].value,
+                    writer: x.0,
+                }));
             }
-            off.push(list.len());
+            own_off.push(own.len());
         }
+        own.shrink_to_fit();
         Versions {
-            order: Order { off, list },
-            pos_of_fw,
+            order: Order {
+                ctx,
+                same,
+                own_off,
+                own,
+            },
+            pos_of_fw: std::cell::OnceCell::new(),
         }
     }
+
+    /// The position of final write `f` in its cell's order, or `NONE`.
+    fn pos_of_fw(&self, f: usize) -> u32 {
+        let pos = self.pos_of_fw.get_or_init(|| {
+            let ctx = self.order.ctx;
+            let mut pos = vec![NONE; ctx.fw.len()];
+            for c in 0..ctx.n_cells() as u32 {
+                for (k, v) in self.order.of(c).iter().enumerate() {
+                    if let Some(f) = ctx.final_write_idx(v.writer, c) {
+                        pos[f] = k as u32;
+                    }
+                }
+            }
+            pos
+        });
+        pos[f]
+    }
+}
+
+/// Whether no writer appears twice among a cell's candidates (few: a
+/// quadratic look beats a sort below a handful).
+fn distinct_writers(cand: &[(u32, bool, u64, u32)]) -> bool {
+    if cand.len() <= 8 {
+        return cand
+            .iter()
+            .enumerate()
+            .all(|(i, x)| cand[..i].iter().all(|y| y.0 != x.0));
+    }
+    let mut w: Vec<u32> = cand.iter().map(|x| x.0).collect();
+    w.sort_unstable();
+    w.windows(2).all(|p| p[0] != p[1])
 }
 
 /// The cell of a step's edge, found again as the graph's builder made it
@@ -191,9 +249,9 @@ fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
             .find(|&c| {
                 let pos = ctx
                     .final_write_idx(s.from, c)
-                    .map_or(NONE, |f| versions.pos_of_fw[f]);
+                    .map_or(NONE, |f| versions.pos_of_fw(f));
                 let next = versions.order.of(c).get(pos as usize + 1);
-                pos != NONE && next.is_some_and(|e| e.0 == s.to)
+                pos != NONE && next.is_some_and(|e| e.writer == s.to)
             })
             .unwrap_or(NONE),
         WR => read_edge_cell(s.to),
@@ -260,7 +318,7 @@ fn read_batch(ctx: &Ctx<'_>, versions: &Versions, batch: &mut Vec<Read>, out: &m
     for x in batch.iter() {
         let ord = versions.order.of(x.cell);
         if let Some(e) = ord.get(ord.len() / 2) {
-            touched ^= e.1;
+            touched ^= e.commit_ts;
         }
     }
     std::hint::black_box(touched);
@@ -300,16 +358,16 @@ fn read_edge(
     let v = value;
     if v.is_none() {
         if let Some(first) = ord.first()
-            && first.0 != r
+            && first.writer != r
         {
-            emit((r, first.0, c, RW));
+            emit((r, first.writer, c, RW));
         }
         return Some(0);
     }
     // Fast path: the version a correct snapshot read returns.
-    let p = ord.partition_point(|e| e.1 < ctx.txn(r).start_ts);
+    let p = ord.partition_point(|e| e.commit_ts < ctx.txn(r).start_ts);
     let (w, pos) = match p.checked_sub(1) {
-        Some(q) if ord[q].2 == v => (ord[q].0, q as u32),
+        Some(q) if ord[q].value == v => (ord[q].writer, q as u32),
         _ => {
             // Nobody wrote it: judged by snapshot_reads.
             let info = ctx.writer_of(c, v)?;
@@ -325,7 +383,7 @@ fn read_edge(
                 sink.add(FindingClass::G1b, || intermediate_read(ctx, r, w, c, v));
                 return None;
             }
-            (w, versions.pos_of_fw[info.fw as usize])
+            (w, versions.pos_of_fw(info.fw as usize))
         }
     };
     if w == r {
@@ -336,9 +394,9 @@ fn read_edge(
         return None;
     }
     if let Some(next) = ord.get(pos as usize + 1)
-        && next.0 != r
+        && next.writer != r
     {
-        emit((r, next.0, c, RW));
+        emit((r, next.writer, c, RW));
     }
     Some(pos + 1)
 }
@@ -384,7 +442,8 @@ mod tests {
         let mut edges = Vec::new();
         ww_edges(&ctx, &versions.order, &mut |e| edges.push(e));
         read_edges(&ctx, &versions, &mut |e| edges.push(e), &mut Sink::new(ID));
-        let (completions, invocations) = real_time(&ctx);
+        let ((points, complete_ns), invocations) = real_time(&ctx);
+        let completions = points.into_iter().map(|t| (complete_ns(t), t)).collect();
         let kept = build_graph(ctx.n(), edges, completions, invocations);
         let mut pairs = Vec::new();
         each_cycle(&kept, |_, steps| {

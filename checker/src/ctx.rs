@@ -110,11 +110,10 @@ pub(crate) struct Ctx<'a> {
     cv: Vec<Cv>,
     /// Bit `i`: the store holds `cv[i]` (else only its client's word).
     cv_from_store: Vec<u64>,
-    /// Cell `c`'s write ops are `windex[windex_off[c]..windex_off[c + 1]]`.
-    windex_off: Vec<usize>,
     /// Every write op, by cell, then value, then history order: who wrote
-    /// which value.
-    windex: Vec<WriteEntry>,
+    /// which value. Made on the first question ([`Ctx::writer_of`]): a
+    /// valid history asks none (12 bytes a write).
+    windex: std::cell::OnceCell<WriteIndex>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
     pub cell_unique: Vec<bool>,
@@ -356,36 +355,27 @@ struct CommittedVersions {
 }
 
 /// Who wrote which value, grouped by cell (offsets, entries: by value, then
-/// history order, within a cell), and which cells have unique values.
-fn write_index(
-    h: &Compact,
-    fw: (&[usize], &[FinalWrite]),
-    recs: &[StoreRec],
-    n_cells: usize,
-) -> (Vec<usize>, Vec<WriteEntry>, Vec<bool>) {
+/// history order, within a cell).
+fn write_index(h: &Compact, fw: (&[usize], &[FinalWrite]), n_cells: usize) -> WriteIndex {
     let (fw_off, fw) = fw;
-    let mut cell_unique = vec![true; n_cells];
     let each = |emit: &mut dyn FnMut(u32, WriteEntry)| {
         for t in 0..h.txns.len() {
             let finals = &fw[fw_off[t]..fw_off[t + 1]];
             for (j, op) in h.ops(t).iter().enumerate() {
-                let c = op.cell;
-                match op.kind {
-                    OpKind::Write => {
-                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                            Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
-                            _ => NONE,
-                        };
-                        let entry = WriteEntry {
-                            value: op.value,
-                            txn: t as u32,
-                            fw: fw_idx,
-                        };
-                        emit(c, entry);
-                    }
-                    OpKind::Delete => cell_unique[c as usize] = false,
-                    OpKind::Read => {}
+                if op.kind != OpKind::Write {
+                    continue;
                 }
+                let c = op.cell;
+                let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                    Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
+                    _ => NONE,
+                };
+                let entry = WriteEntry {
+                    value: op.value,
+                    txn: t as u32,
+                    fw: fw_idx,
+                };
+                emit(c, entry);
             }
         }
     };
@@ -396,10 +386,38 @@ fn write_index(
     };
     let (off, mut entries) = group_by(n_cells, fill, each);
     for c in 0..n_cells {
-        let cell = &mut entries[off[c]..off[c + 1]];
         // Stable: one value's writers stay in history order.
-        cell.sort_by_key(|e| e.value);
-        if cell.windows(2).any(|p| p[0].value == p[1].value) {
+        entries[off[c]..off[c + 1]].sort_by_key(|e| e.value);
+    }
+    WriteIndex { off, entries }
+}
+
+/// Who wrote which value: cell `c`'s write ops are
+/// `entries[off[c]..off[c + 1]]`, by value, then history order.
+struct WriteIndex {
+    off: Vec<usize>,
+    entries: Vec<WriteEntry>,
+}
+
+/// Which cells have unique values: all written values distinct, never
+/// deleted, and no put whose data is missing. Only the values are grouped
+/// (4 bytes a write, freed on return).
+fn unique_cells(h: &Compact, recs: &[StoreRec], n_cells: usize) -> Vec<bool> {
+    let mut cell_unique = vec![true; n_cells];
+    let each = |emit: &mut dyn FnMut(u32, u32)| {
+        for op in &h.ops {
+            match op.kind {
+                OpKind::Write => emit(op.cell, op.value),
+                OpKind::Delete => cell_unique[op.cell as usize] = false,
+                OpKind::Read => {}
+            }
+        }
+    };
+    let (off, mut values) = group_by(n_cells, NIL, each);
+    for c in 0..n_cells {
+        let cell = &mut values[off[c]..off[c + 1]];
+        cell.sort_unstable();
+        if cell.windows(2).any(|p| p[0] == p[1]) {
             cell_unique[c] = false;
         }
     }
@@ -410,7 +428,7 @@ fn write_index(
             cell_unique[r.cell as usize] = false;
         }
     }
-    (off, entries, cell_unique)
+    cell_unique
 }
 
 impl<'a> Ctx<'a> {
@@ -446,7 +464,7 @@ impl<'a> Ctx<'a> {
         let committed = committed(h, &recs, &rec_range, &fw_off);
         let n_cells = h.cells.len();
         let versions = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
+        let cell_unique = unique_cells(h, &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -473,8 +491,7 @@ impl<'a> Ctx<'a> {
             cv_off: versions.off,
             cv: versions.cv,
             cv_from_store: versions.from_store,
-            windex_off,
-            windex,
+            windex: std::cell::OnceCell::new(),
             cell_unique,
             events_by_start,
             runs,
@@ -486,8 +503,11 @@ impl<'a> Ctx<'a> {
     /// The first transaction (in history order) that wrote `value` to `cell`.
     pub(crate) fn writer_of(&self, cell: u32, value: Val) -> Option<WriteInfo> {
         let value = value.0;
-        let lo = *self.windex_off.get(cell as usize)?;
-        let entries = &self.windex[lo..self.windex_off[cell as usize + 1]];
+        let index = self
+            .windex
+            .get_or_init(|| write_index(self.h, (&self.fw_off, &self.fw), self.n_cells()));
+        let lo = *index.off.get(cell as usize)?;
+        let entries = &index.entries[lo..index.off[cell as usize + 1]];
         let p = entries.partition_point(|e| e.value < value);
         entries
             .get(p)

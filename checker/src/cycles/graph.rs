@@ -2,7 +2,6 @@
 //! transactions and real-time completion points in compressed adjacency form.
 
 use crate::ctx::{Ctx, Cv, NONE};
-use crate::sort::radix_sort_by_key;
 
 pub(crate) const WW: u8 = 0;
 pub(crate) const WR: u8 = 1;
@@ -111,12 +110,7 @@ pub(crate) fn build_graph(
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
     let each = |emit: &mut dyn FnMut(Edge)| edges.iter().for_each(|&e| emit(e));
-    let mut complete = vec![0u64; n];
-    for &(d, t) in &points {
-        complete[t as usize] = d;
-    }
-    let points = points.into_iter().map(|(_, t)| t).collect();
-    let mut g = build_graph_with(n, each, (points, |t| complete[t as usize]), invocations);
+    let mut g = build_graph_with(n, each, points, invocations);
     // Placed as `build_graph_with` placed the edges: by node, in order.
     let mut at = g.off.clone();
     g.cell = vec![NONE; g.to.len()];
@@ -135,10 +129,9 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 /// cells (4 of 9 bytes an edge): an explanation finds its edges' again. `each` is called
 /// twice, once to count each node's edges and once to place them, and must
 /// hand over the same edges in the same order both times: no list of all
-/// edges is ever held beside the graph. `points` are the transactions that
-/// completed, in transaction order, with a function that tells when each
-/// did; `invocations` (txn, invoke_ns) of those that may follow them in
-/// real time.
+/// edges is ever held beside the graph. `points` are (complete_ns, txn) of
+/// the transactions that completed, `invocations` (txn, invoke_ns) of those
+/// that may follow them in real time.
 ///
 /// Real-time order goes through a chain of completion points: A reaches B
 /// exactly when A completed before B was invoked, with O(n) edges. Each
@@ -148,24 +141,23 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 pub(crate) fn build_graph_with(
     n: usize,
     mut each: impl FnMut(&mut dyn FnMut(Edge)),
-    points: (Vec<u32>, impl Fn(u32) -> u64),
+    mut points: Vec<(u64, u32)>,
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
-    let (mut points, complete_ns) = points;
-    // Made in transaction order: stable on a tie, as a full sort. Indices
-    // are sorted, not (time, index) pairs: 4 bytes each, not 16.
-    radix_sort_by_key(&mut points, |&t| complete_ns(t));
-    // Each point's time, in order: looked up once, not per search step.
-    let times: Vec<u64> = points.iter().map(|&t| complete_ns(t)).collect();
+    // By time, then transaction: as a stable sort of a list made in
+    // transaction order. In place (no second buffer as a radix sort
+    // needs), and fast on the nearly sorted order of a real history.
+    points.sort_unstable();
     let aux0 = n as u32;
     // (point just before the invocation, invoked transaction).
     let after: Vec<(u32, u32)> = invocations
         .filter_map(|(b, invoke)| {
-            let p = times.partition_point(|&x| x < invoke);
+            let p = points.partition_point(|x| x.0 < invoke);
             (p > 0).then(|| (aux0 + p as u32 - 1, b))
         })
         .collect();
-    drop(times);
+    // From here on a point is its transaction alone (4 bytes, not 16).
+    let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
     let rt = RealTime {
         aux0,
         points: &points,

@@ -82,24 +82,18 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     }
 }
 
-/// The committed transactions that completed (with when, looked up), and
+/// (complete_ns, txn) of the committed transactions that completed, and
 /// (txn, invoke_ns) of every committed transaction: real-time order.
-#[allow(clippy::type_complexity)]
-fn real_time<'c>(
-    ctx: &'c Ctx<'_>,
-) -> (
-    (Vec<u32>, impl Fn(u32) -> u64 + 'c),
-    impl Iterator<Item = (u32, u64)> + 'c,
-) {
+fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u32, u64)> + 'c) {
     let n = ctx.n();
     let completions = (0..n as u32)
-        .filter(|&t| ctx.committed[t as usize] && ctx.txn(t).complete_ns().is_some())
+        .filter(|&t| ctx.committed[t as usize])
+        .filter_map(|t| ctx.txn(t).complete_ns().map(|d| (d, t)))
         .collect();
-    let complete_ns = |t: u32| ctx.txn(t).complete_ns().unwrap_or(0);
     let invocations = (0..n as u32)
         .filter(|&t| ctx.committed[t as usize])
         .map(|t| (t, ctx.txn(t).invoke_ns));
-    ((completions, complete_ns), invocations)
+    (completions, invocations)
 }
 
 /// The ww edges: each cell's consecutive versions, cell by cell.
@@ -442,8 +436,7 @@ mod tests {
         let mut edges = Vec::new();
         ww_edges(&ctx, &versions.order, &mut |e| edges.push(e));
         read_edges(&ctx, &versions, &mut |e| edges.push(e), &mut Sink::new(ID));
-        let ((points, complete_ns), invocations) = real_time(&ctx);
-        let completions = points.into_iter().map(|t| (complete_ns(t), t)).collect();
+        let (completions, invocations) = real_time(&ctx);
         let kept = build_graph(ctx.n(), edges, completions, invocations);
         let mut pairs = Vec::new();
         each_cycle(&kept, |_, steps| {

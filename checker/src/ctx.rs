@@ -92,7 +92,9 @@ struct WriteEntry {
 /// the history (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
     pub h: &'a Compact,
-    fw_off: Vec<usize>,
+    /// Transaction `t`'s final writes are `fw[fw_off[t]..fw_off[t + 1]]`
+    /// (4 bytes a transaction: fewer than 2^32 ops).
+    fw_off: Vec<u32>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite>,
     /// Each transaction's slice of `recs`.
@@ -101,12 +103,14 @@ pub(crate) struct Ctx<'a> {
     recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
     orphans: Vec<(u32, u64)>,
-    /// Transactions by start_ts (the first one in history order on a tie).
-    by_start: Vec<u32>,
+    /// Transactions by start_ts (the first one in history order on a tie),
+    /// made on the first question ([`Ctx::by_start`]: a lock's owner).
+    by_start: std::cell::OnceCell<Vec<u32>>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
-    cv_off: Vec<usize>,
+    /// Cell `c`'s versions are `cv[cv_off[c]..cv_off[c + 1]]`.
+    cv_off: Vec<u32>,
     cv: Vec<Cv>,
     /// Bit `i`: the store holds `cv[i]` (else only its client's word).
     cv_from_store: Vec<u64>,
@@ -145,8 +149,14 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
+/// An offset into one of the index's lists, as 4 bytes: a history holds
+/// fewer than 2^32 ops and versions (48 GB of ops alone).
+fn offset(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 ops and store versions")
+}
+
 /// Each transaction's final write per cell, sorted by cell within one.
-fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
+fn final_writes(h: &Compact) -> (Vec<u32>, Vec<FinalWrite>) {
     let mut fw_off = Vec::with_capacity(h.txns.len() + 1);
     let mut fw: Vec<FinalWrite> = Vec::new();
     let mut scratch: Vec<(u32, u32, Val)> = Vec::new();
@@ -171,7 +181,7 @@ fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
                 });
             }
         }
-        fw_off.push(fw.len());
+        fw_off.push(offset(fw.len()));
     }
     (fw_off, fw)
 }
@@ -244,7 +254,7 @@ fn committed(
     h: &Compact,
     recs: &[StoreRec],
     rec_range: &[(u32, u32)],
-    fw_off: &[usize],
+    fw_off: &[u32],
 ) -> Vec<bool> {
     // A client's "committed" counts with a commit_ts, or without one for a
     // read-only transaction (Percolator commits those without asking the
@@ -270,7 +280,7 @@ fn committed_versions(
     n_cells: usize,
     recs: &[StoreRec],
     rec_range: &[(u32, u32)],
-    fw: (&[usize], &[FinalWrite]),
+    fw: (&[u32], &[FinalWrite]),
 ) -> CommittedVersions {
     let (fw_off, fw) = fw;
     // Each version with whether the store holds it (else the client's word).
@@ -294,7 +304,7 @@ fn committed_versions(
             };
             let (lo, hi) = rec_range[i];
             let stored = &recs[lo as usize..hi as usize];
-            for w in &fw[fw_off[i]..fw_off[i + 1]] {
+            for w in &fw[fw_off[i] as usize..fw_off[i + 1] as usize] {
                 // Already there as the store's own record: the store's wins anyway.
                 let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
                 if stored[p..]
@@ -356,18 +366,18 @@ struct CommittedVersions {
 
 /// Who wrote which value, grouped by cell (offsets, entries: by value, then
 /// history order, within a cell).
-fn write_index(h: &Compact, fw: (&[usize], &[FinalWrite]), n_cells: usize) -> WriteIndex {
+fn write_index(h: &Compact, fw: (&[u32], &[FinalWrite]), n_cells: usize) -> WriteIndex {
     let (fw_off, fw) = fw;
     let each = |emit: &mut dyn FnMut(u32, WriteEntry)| {
         for t in 0..h.txns.len() {
-            let finals = &fw[fw_off[t]..fw_off[t + 1]];
+            let finals = &fw[fw_off[t] as usize..fw_off[t + 1] as usize];
             for (j, op) in h.ops(t).iter().enumerate() {
                 if op.kind != OpKind::Write {
                     continue;
                 }
                 let c = op.cell;
                 let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                    Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
+                    Ok(k) if finals[k].op == j as u32 => fw_off[t] + k as u32,
                     _ => NONE,
                 };
                 let entry = WriteEntry {
@@ -449,8 +459,7 @@ impl<'a> Ctx<'a> {
             rec_range,
             orphans,
         } = store_records(h, store, &by_start);
-        // Kept as transaction indices alone (4 bytes instead of 16 each).
-        let by_start: Vec<u32> = by_start.into_iter().map(|(_, t)| t).collect();
+        drop(by_start);
         let runs: Vec<(u32, u32)> = h
             .txns
             .iter()
@@ -486,9 +495,9 @@ impl<'a> Ctx<'a> {
             rec_range,
             recs,
             orphans,
-            by_start,
+            by_start: std::cell::OnceCell::new(),
             committed,
-            cv_off: versions.off,
+            cv_off: versions.off.iter().map(|&o| offset(o)).collect(),
             cv: versions.cv,
             cv_from_store: versions.from_store,
             windex: std::cell::OnceCell::new(),
@@ -571,12 +580,12 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite] {
-        &self.fw[self.fw_off[t as usize]..self.fw_off[t as usize + 1]]
+        &self.fw[self.fw_off[t as usize] as usize..self.fw_off[t as usize + 1] as usize]
     }
 
     /// Index into `fw` of the transaction's final write to `cell`.
     pub(crate) fn final_write_idx(&self, t: u32, cell: u32) -> Option<usize> {
-        let base = self.fw_off[t as usize];
+        let base = self.fw_off[t as usize] as usize;
         self.final_writes(t)
             .binary_search_by_key(&cell, |w| w.cell)
             .ok()
@@ -606,24 +615,31 @@ impl<'a> Ctx<'a> {
 
     /// Committed versions of a cell, by commit_ts.
     pub(crate) fn versions(&self, cell: u32) -> &[Cv] {
-        &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
+        &self.cv[self.cv_off[cell as usize] as usize..self.cv_off[cell as usize + 1] as usize]
     }
 
     /// [`Ctx::versions`], each with whether the store holds it (else only
     /// its client's word).
     pub(crate) fn versions_sourced(&self, cell: u32) -> impl Iterator<Item = (&Cv, bool)> {
-        let lo = self.cv_off[cell as usize];
+        let lo = self.cv_off[cell as usize] as usize;
         self.versions(cell).iter().zip(lo..).map(|(v, i)| {
             let bit = self.cv_from_store[i / 64] >> (i % 64) & 1;
             (v, bit == 1)
         })
     }
 
+    /// The transaction whose start_ts is `ts` (the first in history order
+    /// on a tie), or [`NONE`].
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
-        let p = self
-            .by_start
-            .partition_point(|&t| self.txn(t).start_ts < ts);
-        match self.by_start.get(p) {
+        let by_start = self.by_start.get_or_init(|| {
+            let mut v: Vec<(u64, u32)> = (0..self.n() as u32)
+                .map(|t| (self.txn(t).start_ts, t))
+                .collect();
+            v.sort_unstable();
+            v.into_iter().map(|(_, t)| t).collect()
+        });
+        let p = by_start.partition_point(|&t| self.txn(t).start_ts < ts);
+        match by_start.get(p) {
             Some(&t) if self.txn(t).start_ts == ts => t,
             _ => NONE,
         }

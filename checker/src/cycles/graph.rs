@@ -31,7 +31,7 @@ pub(super) struct Order<'c> {
     pub(super) same: Vec<u64>,
     /// Cell `c`'s own order, when it is not the same, is
     /// `own[own_off[c]..own_off[c + 1]]` (empty for a cell outside the graph).
-    pub(super) own_off: Vec<usize>,
+    pub(super) own_off: Vec<u32>,
     pub(super) own: Vec<Cv>,
 }
 
@@ -41,7 +41,7 @@ impl Order<'_> {
         if self.same[i / 64] >> (i % 64) & 1 == 1 {
             self.ctx.versions(c)
         } else {
-            &self.own[self.own_off[i]..self.own_off[i + 1]]
+            &self.own[self.own_off[i] as usize..self.own_off[i + 1] as usize]
         }
     }
 
@@ -131,7 +131,7 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 /// hand over the same edges in the same order both times: no list of all
 /// edges is ever held beside the graph. `points` are (complete_ns, txn) of
 /// the transactions that completed, `invocations` (txn, invoke_ns) of those
-/// that may follow them in real time.
+/// that may follow them in real time, in transaction order.
 ///
 /// Real-time order goes through a chain of completion points: A reaches B
 /// exactly when A completed before B was invoked, with O(n) edges. Each
@@ -149,13 +149,21 @@ pub(crate) fn build_graph_with(
     // needs), and fast on the nearly sorted order of a real history.
     points.sort_unstable();
     let aux0 = n as u32;
-    // (point just before the invocation, invoked transaction).
-    let after: Vec<(u32, u32)> = invocations
-        .filter_map(|(b, invoke)| {
-            let p = points.partition_point(|x| x.0 < invoke);
-            (p > 0).then(|| (aux0 + p as u32 - 1, b))
-        })
-        .collect();
+    // The point just before each invocation, indexed by the invoked transaction (4 bytes a transaction, not 8 a
+    // pair): `NONE` for none.
+    let mut after: Vec<u32> = vec![NONE; n];
+    let mut last = None;
+    for (b, invoke) in invocations {
+        debug_assert!(
+            last.is_none_or(|l| l < b),
+            "invocations in transaction order"
+        );
+        last = Some(b);
+        let p = points.partition_point(|x| x.0 < invoke);
+        if p > 0 {
+            after[b as usize] = aux0 + p as u32 - 1;
+        }
+    }
     // From here on a point is its transaction alone (4 bytes, not 16).
     let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
     let rt = RealTime {
@@ -204,10 +212,10 @@ pub(crate) fn build_graph_with(
 /// count them per node, once to place them).
 struct RealTime<'a> {
     aux0: u32,
-    /// (complete_ns, txn), sorted.
+    /// The transactions that completed, by completion time.
     points: &'a [u32],
-    /// (point, invoked transaction).
-    after: &'a [(u32, u32)],
+    /// Per transaction, the point just before its invocation, or `NONE`.
+    after: &'a [u32],
 }
 
 impl RealTime<'_> {
@@ -219,7 +227,9 @@ impl RealTime<'_> {
             let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
             std::iter::once((t, point, NONE, RT_IN)).chain(next)
         });
-        let out = self.after.iter().map(|&(p, b)| (p, b, NONE, RT_OUT));
+        let out = (0..self.after.len() as u32)
+            .filter(|&b| self.after[b as usize] != NONE)
+            .map(|b| (self.after[b as usize], b, NONE, RT_OUT));
         chain.chain(out)
     }
 }

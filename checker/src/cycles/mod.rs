@@ -161,7 +161,7 @@ impl<'c> Versions<'c> {
                     writer: x.0,
                 }));
             }
-            own_off.push(own.len());
+            own_off.push(u32::try_from(own.len()).expect("fewer than 2^32 versions"));
         }
         own.shrink_to_fit();
         Versions {

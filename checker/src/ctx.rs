@@ -283,8 +283,9 @@ fn committed_versions(
     fw: (&[u32], &[FinalWrite]),
 ) -> CommittedVersions {
     let (fw_off, fw) = fw;
-    // Each version with whether the store holds it (else the client's word).
-    let each = |emit: &mut dyn FnMut(u32, (Cv, bool))| {
+    // Each version, with whether the store holds it (else the client's
+    // word) in its writer's top bit ([`STORED`]): 16 bytes, not 24.
+    let each = |emit: &mut dyn FnMut(u32, Cv)| {
         for r in recs.iter().filter(|r| r.is_commit()) {
             let value = if r.kind == VersionKind::Put {
                 r.value
@@ -294,9 +295,9 @@ fn committed_versions(
             let cv = Cv {
                 commit_ts: r.commit_ts,
                 value,
-                writer: r.txn,
+                writer: if r.txn == NONE { NONE } else { r.txn | STORED },
             };
-            emit(r.cell, (cv, true));
+            emit(r.cell, cv);
         }
         for (i, t) in h.txns.iter().enumerate() {
             let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts()) else {
@@ -319,7 +320,7 @@ fn committed_versions(
                     value: w.value,
                     writer: i as u32,
                 };
-                emit(w.cell, (cv, false));
+                emit(w.cell, cv);
             }
         }
     };
@@ -328,16 +329,28 @@ fn committed_versions(
         value: Val::NULL,
         writer: NONE,
     };
-    let (mut off, mut all) = group_by(n_cells, (fill, false), each);
+    assert!(
+        h.txns.len() < STORED as usize,
+        "fewer than 2^31 transactions"
+    );
+    let (mut off, mut all) = group_by(n_cells, fill, each);
+    // (writer, whether the store holds it) of a version as emitted.
+    let source = |v: &Cv| match v.writer {
+        NONE => (NONE, true),
+        w => (w & !STORED, w & STORED != 0),
+    };
     // Each cell's versions by commit_ts, one per commit_ts (the store's
     // first, then the smallest writer), packed down in place.
     let mut kept = 0;
     for c in 0..n_cells {
         let (lo, hi) = (off[c], off[c + 1]);
-        all[lo..hi].sort_by_key(|(v, from_store)| (v.commit_ts, !from_store, v.writer));
+        all[lo..hi].sort_by_key(|v| {
+            let (writer, stored) = source(v);
+            (v.commit_ts, !stored, writer)
+        });
         off[c] = kept;
         for i in lo..hi {
-            if i == lo || all[i].0.commit_ts != all[kept - 1].0.commit_ts {
+            if i == lo || all[i].commit_ts != all[kept - 1].commit_ts {
                 all[kept] = all[i];
                 kept += 1;
             }
@@ -346,15 +359,24 @@ fn committed_versions(
     off[n_cells] = kept;
     all.truncate(kept);
     let mut from_store = vec![0u64; kept.div_ceil(64)];
-    for (i, _) in all.iter().enumerate().filter(|(_, x)| x.1) {
-        from_store[i / 64] |= 1 << (i % 64);
+    for (i, v) in all.iter_mut().enumerate() {
+        let (writer, stored) = source(v);
+        if stored {
+            from_store[i / 64] |= 1 << (i % 64);
+        }
+        v.writer = writer;
     }
     CommittedVersions {
         off,
-        cv: all.into_iter().map(|x| x.0).collect(),
+        cv: all,
         from_store,
     }
 }
+
+/// [`committed_versions`]: the top bit of a version's writer while the
+/// versions are grouped, set when the store holds it (a store record with
+/// no transaction has writer [`NONE`], which says so too).
+const STORED: u32 = 1 << 31;
 
 /// Committed versions per cell (see [`Ctx::versions`]).
 struct CommittedVersions {

@@ -19,24 +19,33 @@ const SIMPLIFY_BUDGET: usize = 20_000_000;
 pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])) {
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
-    let mut size = vec![0u32; ncomp as usize];
+    // Components of two nodes or more: a bit a component for "seen" and
+    // one for "seen again" (not a 4-byte size and rank each).
+    let words = (ncomp as usize).div_ceil(64);
+    let (mut seen, mut again) = (vec![0u64; words], vec![0u64; words]);
     for &c in &comp {
-        size[c as usize] += 1;
+        let (w, bit) = (c as usize / 64, 1u64 << (c % 64));
+        again[w] |= seen[w] & bit;
+        seen[w] |= bit;
     }
-    let mut rank = vec![NONE; ncomp as usize];
-    let mut next_rank = 0u32;
+    drop(seen);
+    // Ranked in order of their smallest node: few, so a map.
+    let mut rank: FxMap<u32, u32> = FxMap::default();
     let mut members: Vec<(u32, u32)> = Vec::new();
     for (v, &c) in comp.iter().enumerate() {
-        if size[c as usize] < 2 {
+        if again[c as usize / 64] >> (c % 64) & 1 == 0 {
             continue;
         }
-        if rank[c as usize] == NONE {
-            rank[c as usize] = next_rank;
-            next_rank += 1;
-        }
-        members.push((rank[c as usize], v as u32));
+        let next = rank.len() as u32;
+        let r = *rank.entry(c).or_insert(next);
+        members.push((r, v as u32));
     }
     drop(comp);
+    drop(again);
+    drop(rank);
+    if members.is_empty() {
+        return;
+    }
     members.sort_unstable();
 
     let mut local_id = vec![NONE; g.n()];

@@ -562,4 +562,80 @@ mod tests {
         let pairs = cells_both_ways(&parallel_edges());
         assert_eq!(pairs, [(1, 1), (2, 2)]);
     }
+
+    /// Each cell's version order as it was built before orders borrowed
+    /// the index's versions: (writer, commit_ts, the writer's final value)
+    /// of every committed writer with a final write, the store's version
+    /// first, then the earliest; and each final write's position in it.
+    fn orders_built_anew(ctx: &Ctx<'_>) -> (Vec<Vec<(u32, u64, Val)>>, Vec<u32>) {
+        let mut pos = vec![NONE; ctx.fw.len()];
+        let mut orders = Vec::new();
+        for c in 0..ctx.n_cells() as u32 {
+            let mut cand: Vec<(u32, bool, u64, u32)> = Vec::new();
+            if ctx.cell_unique[c as usize] {
+                for (v, from_store) in ctx.versions_sourced(c) {
+                    let w = v.writer;
+                    if w == NONE || !ctx.committed[w as usize] {
+                        continue;
+                    }
+                    if let Some(f) = ctx.final_write_idx(w, c) {
+                        cand.push((w, !from_store, v.commit_ts, f as u32));
+                    }
+                }
+            }
+            cand.sort_unstable();
+            cand.dedup_by_key(|x| x.0);
+            cand.sort_unstable_by_key(|x| (x.2, x.0));
+            for (k, x) in cand.iter().enumerate() {
+                pos[x.3 as usize] = k as u32;
+            }
+            let order = cand.iter().map(|x| (x.0, x.2, ctx.fw[x.3 as usize].value));
+            orders.push(order.collect());
+        }
+        (orders, pos)
+    }
+
+    /// On every fixture, each cell's order (borrowed or its own) and each
+    /// final write's position are those built anew; the fixtures hold both
+    /// kinds of cell (borrowed, and a non-empty order of its own), so a
+    /// wrong choice between them would show.
+    #[test]
+    fn borrowed_version_orders_are_the_orders_built_anew() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let (mut borrowed, mut own) = (0, 0);
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(h) = crate::parse(&text) else {
+                continue;
+            };
+            let mut c = Compact::from_history(&h);
+            c.renumber_cells();
+            let store = c.take_store();
+            let ctx = Ctx::build(&c, store);
+            let versions = Versions::of(&ctx);
+            let (want, want_pos) = orders_built_anew(&ctx);
+            for (cell, want) in want.iter().enumerate() {
+                let got: Vec<(u32, u64, Val)> = versions
+                    .order
+                    .of(cell as u32)
+                    .iter()
+                    .map(|v| (v.writer, v.commit_ts, v.value))
+                    .collect();
+                assert_eq!(&got, want, "{} cell {cell}", path.display());
+                let same = versions.order.same[cell / 64] >> (cell % 64) & 1 == 1;
+                if same {
+                    borrowed += 1;
+                } else if !got.is_empty() {
+                    own += 1;
+                }
+            }
+            let got_pos: Vec<u32> = (0..ctx.fw.len()).map(|f| versions.pos_of_fw(f)).collect();
+            assert_eq!(got_pos, want_pos, "{}", path.display());
+        }
+        assert!(borrowed > 20, "{borrowed} borrowed orders");
+        assert!(own > 0, "{own} non-empty orders of their own");
+    }
 }

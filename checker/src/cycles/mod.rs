@@ -563,11 +563,14 @@ mod tests {
         assert_eq!(pairs, [(1, 1), (2, 2)]);
     }
 
+    /// (writer, commit_ts, value) of each version of one cell, in order.
+    type OrderAnew = Vec<(u32, u64, Val)>;
+
     /// Each cell's version order as it was built before orders borrowed
     /// the index's versions: (writer, commit_ts, the writer's final value)
     /// of every committed writer with a final write, the store's version
     /// first, then the earliest; and each final write's position in it.
-    fn orders_built_anew(ctx: &Ctx<'_>) -> (Vec<Vec<(u32, u64, Val)>>, Vec<u32>) {
+    fn orders_built_anew(ctx: &Ctx<'_>) -> (Vec<OrderAnew>, Vec<u32>) {
         let mut pos = vec![NONE; ctx.fw.len()];
         let mut orders = Vec::new();
         for c in 0..ctx.n_cells() as u32 {

@@ -92,7 +92,9 @@ struct WriteEntry {
 /// the history (`u32`), cells by their interned id.
 pub(crate) struct Ctx<'a> {
     pub h: &'a Compact,
-    fw_off: Vec<usize>,
+    /// Transaction `t`'s final writes are `fw[fw_off[t]..fw_off[t + 1]]`
+    /// (4 bytes a transaction: fewer than 2^32 ops).
+    fw_off: Vec<u32>,
     /// Final writes, grouped by transaction, sorted by cell within one.
     pub fw: Vec<FinalWrite>,
     /// Each transaction's slice of `recs`.
@@ -101,20 +103,21 @@ pub(crate) struct Ctx<'a> {
     recs: Vec<StoreRec>,
     /// Indices into `recs` of records whose start_ts is no transaction's.
     orphans: Vec<(u32, u64)>,
-    /// Transactions by start_ts (the first one in history order on a tie).
-    by_start: Vec<u32>,
+    /// Transactions by start_ts (the first one in history order on a tie),
+    /// made on the first question ([`Ctx::by_start`]: a lock's owner).
+    by_start: std::cell::OnceCell<Vec<u32>>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
-    cv_off: Vec<usize>,
+    /// Cell `c`'s versions are `cv[cv_off[c]..cv_off[c + 1]]`.
+    cv_off: Vec<u32>,
     cv: Vec<Cv>,
     /// Bit `i`: the store holds `cv[i]` (else only its client's word).
     cv_from_store: Vec<u64>,
-    /// Cell `c`'s write ops are `windex[windex_off[c]..windex_off[c + 1]]`.
-    windex_off: Vec<usize>,
     /// Every write op, by cell, then value, then history order: who wrote
-    /// which value.
-    windex: Vec<WriteEntry>,
+    /// which value. Made on the first question ([`Ctx::writer_of`]): a
+    /// valid history asks none (12 bytes a write).
+    windex: std::cell::OnceCell<WriteIndex>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
     pub cell_unique: Vec<bool>,
@@ -146,8 +149,14 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 const OPS_SHOWN: usize = 12;
 
+/// An offset into one of the index's lists, as 4 bytes: a history holds
+/// fewer than 2^32 ops and versions (48 GB of ops alone).
+fn offset(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 ops and store versions")
+}
+
 /// Each transaction's final write per cell, sorted by cell within one.
-fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
+fn final_writes(h: &Compact) -> (Vec<u32>, Vec<FinalWrite>) {
     let mut fw_off = Vec::with_capacity(h.txns.len() + 1);
     let mut fw: Vec<FinalWrite> = Vec::new();
     let mut scratch: Vec<(u32, u32, Val)> = Vec::new();
@@ -172,7 +181,7 @@ fn final_writes(h: &Compact) -> (Vec<usize>, Vec<FinalWrite>) {
                 });
             }
         }
-        fw_off.push(fw.len());
+        fw_off.push(offset(fw.len()));
     }
     (fw_off, fw)
 }
@@ -245,7 +254,7 @@ fn committed(
     h: &Compact,
     recs: &[StoreRec],
     rec_range: &[(u32, u32)],
-    fw_off: &[usize],
+    fw_off: &[u32],
 ) -> Vec<bool> {
     // A client's "committed" counts with a commit_ts, or without one for a
     // read-only transaction (Percolator commits those without asking the
@@ -271,11 +280,12 @@ fn committed_versions(
     n_cells: usize,
     recs: &[StoreRec],
     rec_range: &[(u32, u32)],
-    fw: (&[usize], &[FinalWrite]),
+    fw: (&[u32], &[FinalWrite]),
 ) -> CommittedVersions {
     let (fw_off, fw) = fw;
-    // Each version with whether the store holds it (else the client's word).
-    let each = |emit: &mut dyn FnMut(u32, (Cv, bool))| {
+    // Each version, with whether the store holds it (else the client's
+    // word) in its writer's top bit ([`STORED`]): 16 bytes, not 24.
+    let each = |emit: &mut dyn FnMut(u32, Cv)| {
         for r in recs.iter().filter(|r| r.is_commit()) {
             let value = if r.kind == VersionKind::Put {
                 r.value
@@ -285,9 +295,9 @@ fn committed_versions(
             let cv = Cv {
                 commit_ts: r.commit_ts,
                 value,
-                writer: r.txn,
+                writer: if r.txn == NONE { NONE } else { r.txn | STORED },
             };
-            emit(r.cell, (cv, true));
+            emit(r.cell, cv);
         }
         for (i, t) in h.txns.iter().enumerate() {
             let (Outcome::Committed, Some(c)) = (t.outcome, t.commit_ts()) else {
@@ -295,7 +305,7 @@ fn committed_versions(
             };
             let (lo, hi) = rec_range[i];
             let stored = &recs[lo as usize..hi as usize];
-            for w in &fw[fw_off[i]..fw_off[i + 1]] {
+            for w in &fw[fw_off[i] as usize..fw_off[i + 1] as usize] {
                 // Already there as the store's own record: the store's wins anyway.
                 let p = stored.partition_point(|r| (r.cell, r.commit_ts) < (w.cell, c));
                 if stored[p..]
@@ -310,7 +320,7 @@ fn committed_versions(
                     value: w.value,
                     writer: i as u32,
                 };
-                emit(w.cell, (cv, false));
+                emit(w.cell, cv);
             }
         }
     };
@@ -319,16 +329,28 @@ fn committed_versions(
         value: Val::NULL,
         writer: NONE,
     };
-    let (mut off, mut all) = group_by(n_cells, (fill, false), each);
+    assert!(
+        h.txns.len() < STORED as usize,
+        "fewer than 2^31 transactions"
+    );
+    let (mut off, mut all) = group_by(n_cells, fill, each);
+    // (writer, whether the store holds it) of a version as emitted.
+    let source = |v: &Cv| match v.writer {
+        NONE => (NONE, true),
+        w => (w & !STORED, w & STORED != 0),
+    };
     // Each cell's versions by commit_ts, one per commit_ts (the store's
     // first, then the smallest writer), packed down in place.
     let mut kept = 0;
     for c in 0..n_cells {
         let (lo, hi) = (off[c], off[c + 1]);
-        all[lo..hi].sort_by_key(|(v, from_store)| (v.commit_ts, !from_store, v.writer));
+        all[lo..hi].sort_by_key(|v| {
+            let (writer, stored) = source(v);
+            (v.commit_ts, !stored, writer)
+        });
         off[c] = kept;
         for i in lo..hi {
-            if i == lo || all[i].0.commit_ts != all[kept - 1].0.commit_ts {
+            if i == lo || all[i].commit_ts != all[kept - 1].commit_ts {
                 all[kept] = all[i];
                 kept += 1;
             }
@@ -337,15 +359,24 @@ fn committed_versions(
     off[n_cells] = kept;
     all.truncate(kept);
     let mut from_store = vec![0u64; kept.div_ceil(64)];
-    for (i, _) in all.iter().enumerate().filter(|(_, x)| x.1) {
-        from_store[i / 64] |= 1 << (i % 64);
+    for (i, v) in all.iter_mut().enumerate() {
+        let (writer, stored) = source(v);
+        if stored {
+            from_store[i / 64] |= 1 << (i % 64);
+        }
+        v.writer = writer;
     }
     CommittedVersions {
         off,
-        cv: all.into_iter().map(|x| x.0).collect(),
+        cv: all,
         from_store,
     }
 }
+
+/// [`committed_versions`]: the top bit of a version's writer while the
+/// versions are grouped, set when the store holds it (a store record with
+/// no transaction has writer [`NONE`], which says so too).
+const STORED: u32 = 1 << 31;
 
 /// Committed versions per cell (see [`Ctx::versions`]).
 struct CommittedVersions {
@@ -356,36 +387,27 @@ struct CommittedVersions {
 }
 
 /// Who wrote which value, grouped by cell (offsets, entries: by value, then
-/// history order, within a cell), and which cells have unique values.
-fn write_index(
-    h: &Compact,
-    fw: (&[usize], &[FinalWrite]),
-    recs: &[StoreRec],
-    n_cells: usize,
-) -> (Vec<usize>, Vec<WriteEntry>, Vec<bool>) {
+/// history order, within a cell).
+fn write_index(h: &Compact, fw: (&[u32], &[FinalWrite]), n_cells: usize) -> WriteIndex {
     let (fw_off, fw) = fw;
-    let mut cell_unique = vec![true; n_cells];
     let each = |emit: &mut dyn FnMut(u32, WriteEntry)| {
         for t in 0..h.txns.len() {
-            let finals = &fw[fw_off[t]..fw_off[t + 1]];
+            let finals = &fw[fw_off[t] as usize..fw_off[t + 1] as usize];
             for (j, op) in h.ops(t).iter().enumerate() {
-                let c = op.cell;
-                match op.kind {
-                    OpKind::Write => {
-                        let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
-                            Ok(k) if finals[k].op == j as u32 => (fw_off[t] + k) as u32,
-                            _ => NONE,
-                        };
-                        let entry = WriteEntry {
-                            value: op.value,
-                            txn: t as u32,
-                            fw: fw_idx,
-                        };
-                        emit(c, entry);
-                    }
-                    OpKind::Delete => cell_unique[c as usize] = false,
-                    OpKind::Read => {}
+                if op.kind != OpKind::Write {
+                    continue;
                 }
+                let c = op.cell;
+                let fw_idx = match finals.binary_search_by_key(&c, |w| w.cell) {
+                    Ok(k) if finals[k].op == j as u32 => fw_off[t] + k as u32,
+                    _ => NONE,
+                };
+                let entry = WriteEntry {
+                    value: op.value,
+                    txn: t as u32,
+                    fw: fw_idx,
+                };
+                emit(c, entry);
             }
         }
     };
@@ -396,10 +418,38 @@ fn write_index(
     };
     let (off, mut entries) = group_by(n_cells, fill, each);
     for c in 0..n_cells {
-        let cell = &mut entries[off[c]..off[c + 1]];
         // Stable: one value's writers stay in history order.
-        cell.sort_by_key(|e| e.value);
-        if cell.windows(2).any(|p| p[0].value == p[1].value) {
+        entries[off[c]..off[c + 1]].sort_by_key(|e| e.value);
+    }
+    WriteIndex { off, entries }
+}
+
+/// Who wrote which value: cell `c`'s write ops are
+/// `entries[off[c]..off[c + 1]]`, by value, then history order.
+struct WriteIndex {
+    off: Vec<usize>,
+    entries: Vec<WriteEntry>,
+}
+
+/// Which cells have unique values: all written values distinct, never
+/// deleted, and no put whose data is missing. Only the values are grouped
+/// (4 bytes a write, freed on return).
+fn unique_cells(h: &Compact, recs: &[StoreRec], n_cells: usize) -> Vec<bool> {
+    let mut cell_unique = vec![true; n_cells];
+    let each = |emit: &mut dyn FnMut(u32, u32)| {
+        for op in &h.ops {
+            match op.kind {
+                OpKind::Write => emit(op.cell, op.value),
+                OpKind::Delete => cell_unique[op.cell as usize] = false,
+                OpKind::Read => {}
+            }
+        }
+    };
+    let (off, mut values) = group_by(n_cells, NIL, each);
+    for c in 0..n_cells {
+        let cell = &mut values[off[c]..off[c + 1]];
+        cell.sort_unstable();
+        if cell.windows(2).any(|p| p[0] == p[1]) {
             cell_unique[c] = false;
         }
     }
@@ -410,7 +460,7 @@ fn write_index(
             cell_unique[r.cell as usize] = false;
         }
     }
-    (off, entries, cell_unique)
+    cell_unique
 }
 
 impl<'a> Ctx<'a> {
@@ -431,8 +481,7 @@ impl<'a> Ctx<'a> {
             rec_range,
             orphans,
         } = store_records(h, store, &by_start);
-        // Kept as transaction indices alone (4 bytes instead of 16 each).
-        let by_start: Vec<u32> = by_start.into_iter().map(|(_, t)| t).collect();
+        drop(by_start);
         let runs: Vec<(u32, u32)> = h
             .txns
             .iter()
@@ -446,7 +495,7 @@ impl<'a> Ctx<'a> {
         let committed = committed(h, &recs, &rec_range, &fw_off);
         let n_cells = h.cells.len();
         let versions = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let (windex_off, windex, cell_unique) = write_index(h, (&fw_off, &fw), &recs, n_cells);
+        let cell_unique = unique_cells(h, &recs, n_cells);
 
         let mut events_by_start: Vec<(u64, u32)> = h
             .events
@@ -468,13 +517,12 @@ impl<'a> Ctx<'a> {
             rec_range,
             recs,
             orphans,
-            by_start,
+            by_start: std::cell::OnceCell::new(),
             committed,
-            cv_off: versions.off,
+            cv_off: versions.off.iter().map(|&o| offset(o)).collect(),
             cv: versions.cv,
             cv_from_store: versions.from_store,
-            windex_off,
-            windex,
+            windex: std::cell::OnceCell::new(),
             cell_unique,
             events_by_start,
             runs,
@@ -486,8 +534,11 @@ impl<'a> Ctx<'a> {
     /// The first transaction (in history order) that wrote `value` to `cell`.
     pub(crate) fn writer_of(&self, cell: u32, value: Val) -> Option<WriteInfo> {
         let value = value.0;
-        let lo = *self.windex_off.get(cell as usize)?;
-        let entries = &self.windex[lo..self.windex_off[cell as usize + 1]];
+        let index = self
+            .windex
+            .get_or_init(|| write_index(self.h, (&self.fw_off, &self.fw), self.n_cells()));
+        let lo = *index.off.get(cell as usize)?;
+        let entries = &index.entries[lo..index.off[cell as usize + 1]];
         let p = entries.partition_point(|e| e.value < value);
         entries
             .get(p)
@@ -551,12 +602,12 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn final_writes(&self, t: u32) -> &[FinalWrite] {
-        &self.fw[self.fw_off[t as usize]..self.fw_off[t as usize + 1]]
+        &self.fw[self.fw_off[t as usize] as usize..self.fw_off[t as usize + 1] as usize]
     }
 
     /// Index into `fw` of the transaction's final write to `cell`.
     pub(crate) fn final_write_idx(&self, t: u32, cell: u32) -> Option<usize> {
-        let base = self.fw_off[t as usize];
+        let base = self.fw_off[t as usize] as usize;
         self.final_writes(t)
             .binary_search_by_key(&cell, |w| w.cell)
             .ok()
@@ -586,24 +637,31 @@ impl<'a> Ctx<'a> {
 
     /// Committed versions of a cell, by commit_ts.
     pub(crate) fn versions(&self, cell: u32) -> &[Cv] {
-        &self.cv[self.cv_off[cell as usize]..self.cv_off[cell as usize + 1]]
+        &self.cv[self.cv_off[cell as usize] as usize..self.cv_off[cell as usize + 1] as usize]
     }
 
     /// [`Ctx::versions`], each with whether the store holds it (else only
     /// its client's word).
     pub(crate) fn versions_sourced(&self, cell: u32) -> impl Iterator<Item = (&Cv, bool)> {
-        let lo = self.cv_off[cell as usize];
+        let lo = self.cv_off[cell as usize] as usize;
         self.versions(cell).iter().zip(lo..).map(|(v, i)| {
             let bit = self.cv_from_store[i / 64] >> (i % 64) & 1;
             (v, bit == 1)
         })
     }
 
+    /// The transaction whose start_ts is `ts` (the first in history order
+    /// on a tie), or [`NONE`].
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
-        let p = self
-            .by_start
-            .partition_point(|&t| self.txn(t).start_ts < ts);
-        match self.by_start.get(p) {
+        let by_start = self.by_start.get_or_init(|| {
+            let mut v: Vec<(u64, u32)> = (0..self.n() as u32)
+                .map(|t| (self.txn(t).start_ts, t))
+                .collect();
+            v.sort_unstable();
+            v.into_iter().map(|(_, t)| t).collect()
+        });
+        let p = by_start.partition_point(|&t| self.txn(t).start_ts < ts);
+        match by_start.get(p) {
             Some(&t) if self.txn(t).start_ts == ts => t,
             _ => NONE,
         }

@@ -119,7 +119,7 @@ fn written(ctx: &Ctx<'_>, t: u32, c: u32) -> String {
 /// "committed at 118" for a writer's version of a cell.
 fn committed_at(order: &Order, c: u32, t: u32) -> String {
     match order.find(c, t) {
-        Some(p) => format!("committed at {}", order.of(c)[p].1),
+        Some(p) => format!("committed at {}", order.of(c)[p].commit_ts),
         None => "committed".to_string(),
     }
 }
@@ -144,8 +144,8 @@ fn explain_step(ctx: &Ctx<'_>, order: &Order, s: &Step) -> String {
             let ord = order.of(s.cell);
             let p = order.find(s.cell, s.to).unwrap_or(0);
             let start = ctx.txn(s.from).start_ts;
-            let commit = ord.get(p).map_or(0, |e| e.1);
-            let (seen, overwrite) = match p.checked_sub(1).map(|k| ord[k].0) {
+            let commit = ord.get(p).map_or(0, |e| e.commit_ts);
+            let (seen, overwrite) = match p.checked_sub(1).map(|k| ord[k].writer) {
                 Some(w) => (
                     format!("{}, written by T{}", written(ctx, w, s.cell), ctx.id(w)),
                     "overwrote that version with",
@@ -219,7 +219,10 @@ pub(super) fn lost_update(ctx: &Ctx<'_>, order: &Order, group: &[(u32, u32, u32)
     let c = group[0].0;
     let key = group[0].1;
     let version = match key.checked_sub(1).and_then(|p| order.of(c).get(p as usize)) {
-        Some(&(w, _, _)) => format!("{} (the version T{} wrote)", written(ctx, w, c), ctx.id(w)),
+        Some(v) => {
+            let w = v.writer;
+            format!("{} (the version T{} wrote)", written(ctx, w, c), ctx.id(w))
+        }
         None => "null (before any version)".to_string(),
     };
     let mut names: Vec<String> = group

@@ -1,8 +1,7 @@
 //! The dependency graph: per-cell version orders and the graph of
 //! transactions and real-time completion points in compressed adjacency form.
 
-use crate::ctx::{NONE, Val};
-use crate::sort::radix_sort_by_key;
+use crate::ctx::{Ctx, Cv, NONE};
 
 pub(crate) const WW: u8 = 0;
 pub(crate) const WR: u8 = 1;
@@ -16,20 +15,38 @@ pub(super) const RT_OUT: u8 = 5;
 /// A collapsed real-time step in an explained cycle.
 pub(crate) const RT: u8 = 6;
 
-/// Per cell, the committed writers in version (commit_ts) order.
-pub(super) struct Order {
-    pub(super) off: Vec<usize>,
-    /// (writer, commit_ts, the writer's final value).
-    pub(super) list: Vec<(u32, u64, Val)>,
+/// A node id takes the low 29 bits of a stored edge, its kind the 3 above
+/// (a graph holds fewer than 2^29 nodes: about 268 million transactions).
+pub(super) const NODE_BITS: u32 = 29;
+/// The bits of a stored edge that name its head.
+pub(super) const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
+
+/// Per cell, the committed writers in version (commit_ts) order: each a
+/// [`Cv`] (writer, commit_ts, and the writer's final value). A cell whose
+/// committed versions are already exactly that (the usual case) borrows
+/// them from the index rather than holding a copy (16 bytes a version).
+pub(super) struct Order<'c> {
+    pub(super) ctx: &'c Ctx<'c>,
+    /// Bit `c`: cell `c`'s order is [`Ctx::versions`] as it stands.
+    pub(super) same: Vec<u64>,
+    /// Cell `c`'s own order, when it is not the same, is
+    /// `own[own_off[c]..own_off[c + 1]]` (empty for a cell outside the graph).
+    pub(super) own_off: Vec<u32>,
+    pub(super) own: Vec<Cv>,
 }
 
-impl Order {
-    pub(super) fn of(&self, c: u32) -> &[(u32, u64, Val)] {
-        &self.list[self.off[c as usize]..self.off[c as usize + 1]]
+impl Order<'_> {
+    pub(super) fn of(&self, c: u32) -> &[Cv] {
+        let i = c as usize;
+        if self.same[i / 64] >> (i % 64) & 1 == 1 {
+            self.ctx.versions(c)
+        } else {
+            &self.own[self.own_off[i] as usize..self.own_off[i + 1] as usize]
+        }
     }
 
     pub(super) fn find(&self, c: u32, w: u32) -> Option<usize> {
-        self.of(c).iter().position(|e| e.0 == w)
+        self.of(c).iter().position(|e| e.writer == w)
     }
 }
 
@@ -37,9 +54,12 @@ impl Order {
 /// transactions (by history index); the rest are real-time completion points.
 pub(crate) struct Graph {
     pub(super) n_txn: usize,
-    pub(super) off: Vec<usize>,
+    /// Node `v`'s edges are `off[v]..off[v + 1]` (4 bytes a node: a graph
+    /// holds fewer than 2^32 edges, about 450 million transactions).
+    pub(super) off: Vec<u32>,
+    /// Each edge's head in the low [`NODE_BITS`] bits, its kind above them
+    /// (4 bytes an edge, not 5).
     pub(super) to: Vec<u32>,
-    pub(super) kind: Vec<u8>,
     /// Each edge's cell, when the builder keeps them ([`build_graph`]);
     /// empty otherwise (see [`Graph::cell`]).
     cell: Vec<u32>,
@@ -48,6 +68,26 @@ pub(crate) struct Graph {
 impl Graph {
     pub(super) fn n(&self) -> usize {
         self.off.len() - 1
+    }
+
+    /// The head of edge `e`.
+    pub(super) fn to(&self, e: usize) -> u32 {
+        self.to[e] & NODE_MASK
+    }
+
+    /// The kind of edge `e`.
+    pub(super) fn kind(&self, e: usize) -> u8 {
+        (self.to[e] >> NODE_BITS) as u8
+    }
+
+    /// How many edges the graph has.
+    pub(super) fn n_edges(&self) -> usize {
+        self.to.len()
+    }
+
+    /// Node `v`'s edges (indices for [`Graph::to`] and [`Graph::kind`]).
+    pub(super) fn edges(&self, v: u32) -> std::ops::Range<usize> {
+        self.off[v as usize] as usize..self.off[v as usize + 1] as usize
     }
 
     pub(super) fn weight(&self, node: u32) -> u32 {
@@ -75,7 +115,7 @@ pub(crate) fn build_graph(
     let mut at = g.off.clone();
     g.cell = vec![NONE; g.to.len()];
     for &(from, _, cell, _) in &edges {
-        g.cell[at[from as usize]] = cell;
+        g.cell[at[from as usize] as usize] = cell;
         at[from as usize] += 1;
     }
     g
@@ -89,10 +129,9 @@ pub(crate) type Edge = (u32, u32, u32, u8);
 /// cells (4 of 9 bytes an edge): an explanation finds its edges' again. `each` is called
 /// twice, once to count each node's edges and once to place them, and must
 /// hand over the same edges in the same order both times: no list of all
-/// edges is ever held beside the graph. `points` are (complete_ns, txn), in
-/// transaction order, of
+/// edges is ever held beside the graph. `points` are (complete_ns, txn) of
 /// the transactions that completed, `invocations` (txn, invoke_ns) of those
-/// that may follow them in real time.
+/// that may follow them in real time, in transaction order.
 ///
 /// Real-time order goes through a chain of completion points: A reaches B
 /// exactly when A completed before B was invoked, with O(n) edges. Each
@@ -105,16 +144,26 @@ pub(crate) fn build_graph_with(
     mut points: Vec<(u64, u32)>,
     invocations: impl Iterator<Item = (u32, u64)>,
 ) -> Graph {
-    // Made in transaction order: stable on a tie, as a full sort.
-    radix_sort_by_key(&mut points, |p| p.0);
+    // By time, then transaction: as a stable sort of a list made in
+    // transaction order. In place (no second buffer as a radix sort
+    // needs), and fast on the nearly sorted order of a real history.
+    points.sort_unstable();
     let aux0 = n as u32;
-    // (point just before the invocation, invoked transaction).
-    let after: Vec<(u32, u32)> = invocations
-        .filter_map(|(b, invoke)| {
-            let p = points.partition_point(|x| x.0 < invoke);
-            (p > 0).then(|| (aux0 + p as u32 - 1, b))
-        })
-        .collect();
+    // The point just before each invocation, indexed by the invoked transaction (4 bytes a transaction, not 8 a
+    // pair): `NONE` for none.
+    let mut after: Vec<u32> = vec![NONE; n];
+    let mut last = None;
+    for (b, invoke) in invocations {
+        debug_assert!(
+            last.is_none_or(|l| l < b),
+            "invocations in transaction order"
+        );
+        last = Some(b);
+        let p = points.partition_point(|x| x.0 < invoke);
+        if p > 0 {
+            after[b as usize] = aux0 + p as u32 - 1;
+        }
+    }
     // From here on a point is its transaction alone (4 bytes, not 16).
     let points: Vec<u32> = points.into_iter().map(|(_, t)| t).collect();
     let rt = RealTime {
@@ -124,28 +173,32 @@ pub(crate) fn build_graph_with(
     };
 
     let total = n + points.len();
+    assert!(
+        total <= NODE_MASK as usize,
+        "a dependency graph of fewer than 2^29 nodes"
+    );
     // goff[from + 1] counts from's edges, then (summed) is where they end.
-    let mut goff = vec![0usize; total + 1];
+    let mut goff = vec![0u32; total + 1];
     let mut count = |e: Edge| goff[e.0 as usize + 1] += 1;
     each(&mut count);
     rt.edges().for_each(&mut count);
     for i in 0..total {
-        goff[i + 1] += goff[i];
+        goff[i + 1] = goff[i + 1]
+            .checked_add(goff[i])
+            .expect("a dependency graph of fewer than 2^32 edges");
     }
-    let m = goff[total];
+    let m = goff[total] as usize;
     let mut g = Graph {
         n_txn: n,
         off: goff,
         to: vec![0; m],
-        kind: vec![0; m],
         cell: Vec::new(),
     };
     // off[from] serves as from's cursor while placing (it ends as the
     // start of the next node's edges), and is shifted back after.
     let mut place = |(from, to, _, kind): Edge| {
-        let p = g.off[from as usize];
-        g.to[p] = to;
-        g.kind[p] = kind;
+        let p = g.off[from as usize] as usize;
+        g.to[p] = to | u32::from(kind) << NODE_BITS;
         g.off[from as usize] += 1;
     };
     each(&mut place);
@@ -159,10 +212,10 @@ pub(crate) fn build_graph_with(
 /// count them per node, once to place them).
 struct RealTime<'a> {
     aux0: u32,
-    /// (complete_ns, txn), sorted.
+    /// The transactions that completed, by completion time.
     points: &'a [u32],
-    /// (point, invoked transaction).
-    after: &'a [(u32, u32)],
+    /// Per transaction, the point just before its invocation, or `NONE`.
+    after: &'a [u32],
 }
 
 impl RealTime<'_> {
@@ -174,7 +227,9 @@ impl RealTime<'_> {
             let next = (k < last).then_some((point, point + 1, NONE, RT_CHAIN));
             std::iter::once((t, point, NONE, RT_IN)).chain(next)
         });
-        let out = self.after.iter().map(|&(p, b)| (p, b, NONE, RT_OUT));
+        let out = (0..self.after.len() as u32)
+            .filter(|&b| self.after[b as usize] != NONE)
+            .map(|b| (self.after[b as usize], b, NONE, RT_OUT));
         chain.chain(out)
     }
 }

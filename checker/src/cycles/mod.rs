@@ -21,7 +21,7 @@ pub(crate) use search::{Step, each_cycle};
 use crate::FindingClass;
 use crate::Rule;
 use crate::compact::OpKind;
-use crate::ctx::{Ctx, NONE, Val};
+use crate::ctx::{Ctx, Cv, NONE, Val};
 use crate::report::Sink;
 use explain::{aborted_read, explain_cycle, intermediate_read, lost_update};
 use graph::Order;
@@ -78,7 +78,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
 
     GraphStats {
         unique_cells: ctx.cell_unique.iter().filter(|&&u| u).count() as u64,
-        edges: g.to.len() as u64,
+        edges: g.n_edges() as u64,
     }
 }
 
@@ -100,30 +100,31 @@ fn real_time<'c>(ctx: &'c Ctx<'_>) -> (Vec<(u64, u32)>, impl Iterator<Item = (u3
 fn ww_edges(ctx: &Ctx<'_>, order: &Order, emit: &mut dyn FnMut(Edge)) {
     for c in 0..ctx.n_cells() as u32 {
         for pair in order.of(c).windows(2) {
-            emit((pair[0].0, pair[1].0, c, WW));
+            emit((pair[0].writer, pair[1].writer, c, WW));
         }
     }
 }
 
 /// The version order of the unique-value cells, and each final write's
-/// position in its cell's order (`NONE` when it is not there).
-struct Versions {
-    order: Order,
-    pos_of_fw: Vec<u32>,
+/// position in its cell's order (`NONE` when it is not there), worked out
+/// on the first need (a read that is not its snapshot's, an explained
+/// cycle): a valid history never needs it.
+struct Versions<'c> {
+    order: Order<'c>,
+    pos_of_fw: std::cell::OnceCell<Vec<u32>>,
 }
 
-impl Versions {
+impl<'c> Versions<'c> {
     /// The store's record wins over the client's word when a writer appears
     /// twice in one cell.
-    fn of(ctx: &Ctx<'_>) -> Versions {
+    fn of(ctx: &'c Ctx<'c>) -> Versions<'c> {
         let n_cells = ctx.n_cells();
-        let mut off = Vec::with_capacity(n_cells + 1);
-        // Each (cell, writer) once, with a final write: never more than those.
-        let mut list: Vec<(u32, u64, Val)> = Vec::with_capacity(ctx.fw.len());
-        let mut pos_of_fw = vec![NONE; ctx.fw.len()];
+        let mut same = vec![0u64; n_cells.div_ceil(64)];
+        let mut own_off = Vec::with_capacity(n_cells + 1);
+        let mut own: Vec<Cv> = Vec::new();
         // One cell's candidates: (writer, from the client, commit_ts, final write).
         let mut cand: Vec<(u32, bool, u64, u32)> = Vec::new();
-        off.push(0);
+        own_off.push(0);
         for c in 0..n_cells as u32 {
             cand.clear();
             if ctx.cell_unique[c as usize] {
@@ -138,21 +139,72 @@ impl Versions {
                     cand.push((w, !from_store, v.commit_ts, f as u32));
                 }
             }
-            // One version per writer: the store's first, then the earliest.
-            cand.sort_unstable();
-            cand.dedup_by_key(|x| x.0);
-            cand.sort_unstable_by_key(|x| (x.2, x.0));
-            for (k, x) in cand.iter().enumerate() {
-                pos_of_fw[x.3 as usize] = k as u32;
-                list.push((x.0, x.2, ctx.fw[x.3 as usize].value));
+            let all = ctx.versions(c);
+            // The usual case: every version is there, as it stands.
+            let as_is = cand.len() == all.len()
+                && cand
+                    .iter()
+                    .zip(all)
+                    .all(|(x, v)| x.2 == v.commit_ts && ctx.fw[x.3 as usize].value == v.value)
+                && !cand.is_empty()
+                && distinct_writers(&cand);
+            if as_is {
+                same[c as usize / 64] |= 1 << (c % 64);
+            } else {
+                // One version per writer: the store's first, then the earliest.
+                cand.sort_unstable();
+                cand.dedup_by_key(|x| x.0);
+                cand.sort_unstable_by_key(|x| (x.2, x.0));
+                own.extend(cand.iter().map(|x| Cv {
+                    commit_ts: x.2,
+                    value: ctx.fw[x.3 as usize].value,
+                    writer: x.0,
+                }));
             }
-            off.push(list.len());
+            own_off.push(u32::try_from(own.len()).expect("fewer than 2^32 versions"));
         }
+        own.shrink_to_fit();
         Versions {
-            order: Order { off, list },
-            pos_of_fw,
+            order: Order {
+                ctx,
+                same,
+                own_off,
+                own,
+            },
+            pos_of_fw: std::cell::OnceCell::new(),
         }
     }
+
+    /// The position of final write `f` in its cell's order, or `NONE`.
+    fn pos_of_fw(&self, f: usize) -> u32 {
+        let pos = self.pos_of_fw.get_or_init(|| {
+            let ctx = self.order.ctx;
+            let mut pos = vec![NONE; ctx.fw.len()];
+            for c in 0..ctx.n_cells() as u32 {
+                for (k, v) in self.order.of(c).iter().enumerate() {
+                    if let Some(f) = ctx.final_write_idx(v.writer, c) {
+                        pos[f] = k as u32;
+                    }
+                }
+            }
+            pos
+        });
+        pos[f]
+    }
+}
+
+/// Whether no writer appears twice among a cell's candidates (few: a
+/// quadratic look beats a sort below a handful).
+fn distinct_writers(cand: &[(u32, bool, u64, u32)]) -> bool {
+    if cand.len() <= 8 {
+        return cand
+            .iter()
+            .enumerate()
+            .all(|(i, x)| cand[..i].iter().all(|y| y.0 != x.0));
+    }
+    let mut w: Vec<u32> = cand.iter().map(|x| x.0).collect();
+    w.sort_unstable();
+    w.windows(2).all(|p| p[0] != p[1])
 }
 
 /// The cell of a step's edge, found again as the graph's builder made it
@@ -191,9 +243,9 @@ fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
             .find(|&c| {
                 let pos = ctx
                     .final_write_idx(s.from, c)
-                    .map_or(NONE, |f| versions.pos_of_fw[f]);
+                    .map_or(NONE, |f| versions.pos_of_fw(f));
                 let next = versions.order.of(c).get(pos as usize + 1);
-                pos != NONE && next.is_some_and(|e| e.0 == s.to)
+                pos != NONE && next.is_some_and(|e| e.writer == s.to)
             })
             .unwrap_or(NONE),
         WR => read_edge_cell(s.to),
@@ -260,7 +312,7 @@ fn read_batch(ctx: &Ctx<'_>, versions: &Versions, batch: &mut Vec<Read>, out: &m
     for x in batch.iter() {
         let ord = versions.order.of(x.cell);
         if let Some(e) = ord.get(ord.len() / 2) {
-            touched ^= e.1;
+            touched ^= e.commit_ts;
         }
     }
     std::hint::black_box(touched);
@@ -300,16 +352,16 @@ fn read_edge(
     let v = value;
     if v.is_none() {
         if let Some(first) = ord.first()
-            && first.0 != r
+            && first.writer != r
         {
-            emit((r, first.0, c, RW));
+            emit((r, first.writer, c, RW));
         }
         return Some(0);
     }
     // Fast path: the version a correct snapshot read returns.
-    let p = ord.partition_point(|e| e.1 < ctx.txn(r).start_ts);
+    let p = ord.partition_point(|e| e.commit_ts < ctx.txn(r).start_ts);
     let (w, pos) = match p.checked_sub(1) {
-        Some(q) if ord[q].2 == v => (ord[q].0, q as u32),
+        Some(q) if ord[q].value == v => (ord[q].writer, q as u32),
         _ => {
             // Nobody wrote it: judged by snapshot_reads.
             let info = ctx.writer_of(c, v)?;
@@ -325,7 +377,7 @@ fn read_edge(
                 sink.add(FindingClass::G1b, || intermediate_read(ctx, r, w, c, v));
                 return None;
             }
-            (w, versions.pos_of_fw[info.fw as usize])
+            (w, versions.pos_of_fw(info.fw as usize))
         }
     };
     if w == r {
@@ -336,9 +388,9 @@ fn read_edge(
         return None;
     }
     if let Some(next) = ord.get(pos as usize + 1)
-        && next.0 != r
+        && next.writer != r
     {
-        emit((r, next.0, c, RW));
+        emit((r, next.writer, c, RW));
     }
     Some(pos + 1)
 }
@@ -509,5 +561,84 @@ mod tests {
     fn the_first_edge_made_is_not_the_smallest_cell() {
         let pairs = cells_both_ways(&parallel_edges());
         assert_eq!(pairs, [(1, 1), (2, 2)]);
+    }
+
+    /// (writer, commit_ts, value) of each version of one cell, in order.
+    type OrderAnew = Vec<(u32, u64, Val)>;
+
+    /// Each cell's version order as it was built before orders borrowed
+    /// the index's versions: (writer, commit_ts, the writer's final value)
+    /// of every committed writer with a final write, the store's version
+    /// first, then the earliest; and each final write's position in it.
+    fn orders_built_anew(ctx: &Ctx<'_>) -> (Vec<OrderAnew>, Vec<u32>) {
+        let mut pos = vec![NONE; ctx.fw.len()];
+        let mut orders = Vec::new();
+        for c in 0..ctx.n_cells() as u32 {
+            let mut cand: Vec<(u32, bool, u64, u32)> = Vec::new();
+            if ctx.cell_unique[c as usize] {
+                for (v, from_store) in ctx.versions_sourced(c) {
+                    let w = v.writer;
+                    if w == NONE || !ctx.committed[w as usize] {
+                        continue;
+                    }
+                    if let Some(f) = ctx.final_write_idx(w, c) {
+                        cand.push((w, !from_store, v.commit_ts, f as u32));
+                    }
+                }
+            }
+            cand.sort_unstable();
+            cand.dedup_by_key(|x| x.0);
+            cand.sort_unstable_by_key(|x| (x.2, x.0));
+            for (k, x) in cand.iter().enumerate() {
+                pos[x.3 as usize] = k as u32;
+            }
+            let order = cand.iter().map(|x| (x.0, x.2, ctx.fw[x.3 as usize].value));
+            orders.push(order.collect());
+        }
+        (orders, pos)
+    }
+
+    /// On every fixture, each cell's order (borrowed or its own) and each
+    /// final write's position are those built anew; the fixtures hold both
+    /// kinds of cell (borrowed, and a non-empty order of its own), so a
+    /// wrong choice between them would show.
+    #[test]
+    fn borrowed_version_orders_are_the_orders_built_anew() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let (mut borrowed, mut own) = (0, 0);
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(h) = crate::parse(&text) else {
+                continue;
+            };
+            let mut c = Compact::from_history(&h);
+            c.renumber_cells();
+            let store = c.take_store();
+            let ctx = Ctx::build(&c, store);
+            let versions = Versions::of(&ctx);
+            let (want, want_pos) = orders_built_anew(&ctx);
+            for (cell, want) in want.iter().enumerate() {
+                let got: Vec<(u32, u64, Val)> = versions
+                    .order
+                    .of(cell as u32)
+                    .iter()
+                    .map(|v| (v.writer, v.commit_ts, v.value))
+                    .collect();
+                assert_eq!(&got, want, "{} cell {cell}", path.display());
+                let same = versions.order.same[cell / 64] >> (cell % 64) & 1 == 1;
+                if same {
+                    borrowed += 1;
+                } else if !got.is_empty() {
+                    own += 1;
+                }
+            }
+            let got_pos: Vec<u32> = (0..ctx.fw.len()).map(|f| versions.pos_of_fw(f)).collect();
+            assert_eq!(got_pos, want_pos, "{}", path.display());
+        }
+        assert!(borrowed > 20, "{borrowed} borrowed orders");
+        assert!(own > 0, "{own} non-empty orders of their own");
     }
 }

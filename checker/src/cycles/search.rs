@@ -1,7 +1,7 @@
 //! Finding cycles: strongly connected components (Tarjan), then per
 //! component the most severe class first, each as a shortest cycle (0-1 BFS).
 
-use super::graph::{Graph, RT, RT_CHAIN, RT_IN, RT_OUT, RW, WR};
+use super::graph::{Graph, NODE_MASK, RT, RT_CHAIN, RT_IN, RT_OUT, RW, WR};
 use crate::FindingClass;
 use crate::ctx::NONE;
 use crate::fx::FxMap;
@@ -19,24 +19,33 @@ const SIMPLIFY_BUDGET: usize = 20_000_000;
 pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])) {
     // Strongly connected components, in order of their smallest transaction.
     let (comp, ncomp) = tarjan(g.n(), &g.off, &g.to);
-    let mut size = vec![0u32; ncomp as usize];
+    // Components of two nodes or more: a bit a component for "seen" and
+    // one for "seen again" (not a 4-byte size and rank each).
+    let words = (ncomp as usize).div_ceil(64);
+    let (mut seen, mut again) = (vec![0u64; words], vec![0u64; words]);
     for &c in &comp {
-        size[c as usize] += 1;
+        let (w, bit) = (c as usize / 64, 1u64 << (c % 64));
+        again[w] |= seen[w] & bit;
+        seen[w] |= bit;
     }
-    let mut rank = vec![NONE; ncomp as usize];
-    let mut next_rank = 0u32;
+    drop(seen);
+    // Ranked in order of their smallest node: few, so a map.
+    let mut rank: FxMap<u32, u32> = FxMap::default();
     let mut members: Vec<(u32, u32)> = Vec::new();
     for (v, &c) in comp.iter().enumerate() {
-        if size[c as usize] < 2 {
+        if again[c as usize / 64] >> (c % 64) & 1 == 0 {
             continue;
         }
-        if rank[c as usize] == NONE {
-            rank[c as usize] = next_rank;
-            next_rank += 1;
-        }
-        members.push((rank[c as usize], v as u32));
+        let next = rank.len() as u32;
+        let r = *rank.entry(c).or_insert(next);
+        members.push((r, v as u32));
     }
     drop(comp);
+    drop(again);
+    drop(rank);
+    if members.is_empty() {
+        return;
+    }
     members.sort_unstable();
 
     let mut local_id = vec![NONE; g.n()];
@@ -62,10 +71,11 @@ pub(crate) fn each_cycle(g: &Graph, mut found: impl FnMut(FindingClass, &[Step])
     }
 }
 
-/// Tarjan's algorithm (Pearce's variant), iterative. Components are
+/// Tarjan's algorithm (Pearce's variant), iterative, on edges `to` whose
+/// bits above [`NODE_MASK`] are ignored (a graph's edge kinds). Components are
 /// numbered in completion order: if x reaches y in another component, y's
 /// number is smaller.
-fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
+fn tarjan(n: usize, off: &[u32], to: &[u32]) -> (Vec<u32>, u32) {
     // Pearce's variant: one number per node (4 bytes, not Tarjan's 12).
     // While a node is open it holds the smallest visit index it reaches;
     // once its component is complete, that component's number, counted
@@ -89,9 +99,9 @@ fn tarjan(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
         call.push((s as u32, 0, true));
         while let Some(frame) = call.last_mut() {
             let v = frame.0 as usize;
-            let e = off[v] + frame.1 as usize;
-            if e < off[v + 1] {
-                let w = to[e] as usize;
+            let e = off[v] as usize + frame.1 as usize;
+            if e < off[v + 1] as usize {
+                let w = (to[e] & NODE_MASK) as usize;
                 frame.1 += 1;
                 if rindex[w] == UNSEEN {
                     rindex[w] = index;
@@ -142,7 +152,7 @@ struct Local<'g> {
     g: &'g Graph,
     nodes: &'g [u32],
     state: bool,
-    off: Vec<usize>,
+    off: Vec<u32>,
     to: Vec<u32>,
     /// The graph edge each local edge stands for.
     eid: Vec<u32>,
@@ -178,14 +188,14 @@ fn sub<'g>(
     let mut eid = Vec::new();
     off.push(0);
     for &v in nodes {
-        for e in g.off[v as usize]..g.off[v as usize + 1] {
-            let w = local_id[g.to[e] as usize];
-            if w != NONE && keep(g.kind[e]) {
+        for e in g.edges(v) {
+            let w = local_id[g.to(e) as usize];
+            if w != NONE && keep(g.kind(e)) {
                 to.push(w);
                 eid.push(e as u32);
             }
         }
-        off.push(to.len());
+        off.push(to.len() as u32);
     }
     Local {
         g,
@@ -206,12 +216,12 @@ fn state_graph<'g>(g: &'g Graph, nodes: &'g [u32], local_id: &[u32]) -> Local<'g
     off.push(0);
     for &v in nodes {
         for after_rw in [false, true] {
-            for e in g.off[v as usize]..g.off[v as usize + 1] {
-                let w = local_id[g.to[e] as usize];
+            for e in g.edges(v) {
+                let w = local_id[g.to(e) as usize];
                 if w == NONE {
                     continue;
                 }
-                if g.kind[e] == RW {
+                if g.kind(e) == RW {
                     if !after_rw {
                         to.push(2 * w + 1);
                         eid.push(e as u32);
@@ -221,7 +231,7 @@ fn state_graph<'g>(g: &'g Graph, nodes: &'g [u32], local_id: &[u32]) -> Local<'g
                     eid.push(e as u32);
                 }
             }
-            off.push(to.len());
+            off.push(to.len() as u32);
         }
     }
     Local {
@@ -270,7 +280,7 @@ fn bfs(
         if !cycle && u == dst {
             break;
         }
-        for p in l.off[u as usize]..l.off[u as usize + 1] {
+        for p in l.off[u as usize] as usize..l.off[u as usize + 1] as usize {
             *budget = budget.checked_sub(1)?;
             let v = l.to[p];
             if !allow(v) {
@@ -355,11 +365,11 @@ fn analyze(g: &Graph, nodes: &[u32], local_id: &[u32], budget: &mut u64) -> Opti
     // G-single: an rw edge a -> b closed by a path b -> a without rw edges.
     // The component numbering prunes pairs where b cannot reach a.
     'single: for (i, &a) in nodes.iter().enumerate() {
-        for e in g.off[a as usize]..g.off[a as usize + 1] {
-            if g.kind[e] != RW {
+        for e in g.edges(a) {
+            if g.kind(e) != RW {
                 continue;
             }
-            let b = local_id[g.to[e] as usize];
+            let b = local_id[g.to(e) as usize];
             if b == NONE || comp[i] >= comp[b as usize] {
                 continue;
             }
@@ -385,7 +395,7 @@ fn analyze(g: &Graph, nodes: &[u32], local_id: &[u32], budget: &mut u64) -> Opti
 
 fn no_adjacent_rw(g: &Graph, c: &[(u32, u32)]) -> bool {
     (0..c.len())
-        .all(|k| !(g.kind[c[k].1 as usize] == RW && g.kind[c[(k + 1) % c.len()].1 as usize] == RW))
+        .all(|k| !(g.kind(c[k].1 as usize) == RW && g.kind(c[(k + 1) % c.len()].1 as usize) == RW))
 }
 
 /// Turns a closed walk with no two adjacent rw edges into a simple cycle with
@@ -441,19 +451,19 @@ fn collapse(g: &Graph, raw: &[(u32, u32)]) -> Vec<Step> {
     for k in 0..len {
         let (from, e) = raw[(start + k) % len];
         let e = e as usize;
-        match g.kind[e] {
+        match g.kind(e) {
             RT_IN => rt_from = from,
             RT_CHAIN => {}
             RT_OUT if rt_from != NONE => steps.push(Step {
                 from: rt_from,
-                to: g.to[e],
+                to: g.to(e),
                 kind: RT,
                 cell: NONE,
             }),
             RT_OUT => {}
             kind => steps.push(Step {
                 from,
-                to: g.to[e],
+                to: g.to(e),
                 kind,
                 cell: g.cell(e),
             }),
@@ -483,7 +493,7 @@ mod tests {
 
     /// Tarjan's algorithm as it was (three numbers a node): the reference
     /// the one in use must agree with exactly.
-    fn tarjan_reference(n: usize, off: &[usize], to: &[u32]) -> (Vec<u32>, u32) {
+    fn tarjan_reference(n: usize, off: &[u32], to: &[u32]) -> (Vec<u32>, u32) {
         const UNSET: u32 = u32::MAX;
         let mut index = vec![UNSET; n];
         let mut low = vec![0u32; n];
@@ -505,8 +515,8 @@ mod tests {
             call.push((s as u32, 0));
             while let Some(frame) = call.last_mut() {
                 let v = frame.0 as usize;
-                let e = off[v] + frame.1 as usize;
-                if e < off[v + 1] {
+                let e = off[v] as usize + frame.1 as usize;
+                if e < off[v + 1] as usize {
                     let w = to[e] as usize;
                     frame.1 += 1;
                     if index[w] == UNSET {
@@ -553,7 +563,7 @@ mod tests {
         for round in 0..400u64 {
             let n = 1 + next(60) as usize;
             let per = next(4) + round % 3;
-            let mut off = vec![0usize];
+            let mut off = vec![0u32];
             let mut to = Vec::new();
             for v in 0..n {
                 for _ in 0..next(per + 1) {
@@ -564,7 +574,7 @@ mod tests {
                     };
                     to.push(w as u32);
                 }
-                off.push(to.len());
+                off.push(to.len() as u32);
             }
             assert_eq!(
                 tarjan(n, &off, &to),
@@ -574,7 +584,7 @@ mod tests {
         }
         // A chain deep enough that a recursive search would overflow.
         let n = 300_000;
-        let off: Vec<usize> = (0..=n).collect();
+        let off: Vec<u32> = (0..=n as u32).collect();
         let to: Vec<u32> = (0..n as u32).map(|v| (v + 1) % n as u32).collect();
         let (comp, count) = tarjan(n, &off, &to);
         assert_eq!(count, 1);

@@ -74,9 +74,11 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-/// Judges a history against every rule. Never panics: a history that was not
-/// produced by [`parse`] (and so may break its references) is judged as well
-/// as it can be.
+/// Judges a history against every rule. Never panics on a history within
+/// the sizes [`parse`] accepts (fewer than 2^27 transactions and 2^30
+/// operations and store versions, far beyond what memory holds): one that
+/// was not produced by [`parse`] (and so may break its references) is judged
+/// as well as it can be.
 pub fn check(history: &History) -> Report {
     check_compact(compact::Compact::from_history(history))
 }

@@ -363,6 +363,7 @@ fn first_duplicate_id(h: &Compact) -> Option<(usize, usize)> {
 
 /// The references serde cannot check.
 pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
+    validate_size(h, &LIMITS)?;
     if h.format != FORMAT {
         return Err(HistoryError::at(
             "$.format".to_string(),
@@ -375,6 +376,43 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
     let observers = validate_observers(h)?;
     validate_txns(h, &observers)?;
     validate_cells(h)
+}
+
+/// The largest history the checker judges: its indices are 32 bits wide (a
+/// dependency-graph node takes 29 bits of one, for a transaction and its
+/// completion point). At these sizes it would need about 50 GB of memory.
+struct Limits {
+    txns: usize,
+    ops: usize,
+    versions: usize,
+}
+
+/// The checker's limits.
+const LIMITS: Limits = Limits {
+    txns: (1 << 27) - 1,
+    ops: 1 << 30,
+    versions: 1 << 30,
+};
+
+/// The history is within `limits`.
+fn validate_size(h: &Compact, limits: &Limits) -> Result<(), HistoryError> {
+    let over = |path: &str, what: &str, n: usize, most: usize| {
+        Err(HistoryError::at(
+            path.to_string(),
+            format!("the history has {n} {what}; this checker judges at most {most}"),
+        ))
+    };
+    if h.txns.len() > limits.txns {
+        return over("$.transactions", "transactions", h.txns.len(), limits.txns);
+    }
+    if h.ops.len() > limits.ops {
+        return over("$.transactions", "operations", h.ops.len(), limits.ops);
+    }
+    if h.versions.len() > limits.versions {
+        let n = h.versions.len();
+        return over("$.final_state", "store versions", n, limits.versions);
+    }
+    Ok(())
 }
 
 /// Observer names are unique; returns each one's index.
@@ -561,6 +599,20 @@ mod tests {
             c.push_txn(t);
         }
         c
+    }
+
+    #[test]
+    fn a_history_beyond_the_limits_is_refused_by_name() {
+        let c = with_ids(&[1, 2, 3]);
+        let limits = |txns| Limits {
+            txns,
+            ops: 10,
+            versions: 10,
+        };
+        assert!(validate_size(&c, &limits(3)).is_ok());
+        let e = validate_size(&c, &limits(2)).unwrap_err();
+        assert!(e.to_string().contains("3 transactions"), "{e}");
+        assert!(e.to_string().contains("at most 2"), "{e}");
     }
 
     #[test]

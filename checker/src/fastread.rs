@@ -88,6 +88,17 @@ const BATCH: usize = 64;
 struct Mark([usize; 5]);
 
 impl Scratch {
+    /// Ends a store cell of row and column `row`, `col` (indices into
+    /// `strs`) whose versions were pushed last.
+    fn end_cell(&mut self, row: u32, col: u32) {
+        let versions_end = self.versions.len();
+        self.cells.push(RawCell {
+            row,
+            col,
+            versions_end,
+        });
+    }
+
     /// Empties what one batch collects.
     fn clear(&mut self) {
         self.strs.clear();
@@ -616,12 +627,7 @@ fn cell_keyed(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     if seen != 0b111 {
         return Err(Miss::Other);
     }
-    let versions_end = s.versions.len();
-    s.cells.push(RawCell {
-        row,
-        col,
-        versions_end,
-    });
+    s.end_cell(row, col);
     Ok(())
 }
 

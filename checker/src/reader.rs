@@ -552,18 +552,21 @@ mod tests {
         }
     }
 
+    /// The JSON files among the checker's test fixtures.
+    fn json_fixtures() -> impl Iterator<Item = std::path::PathBuf> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let entries = std::fs::read_dir(dir).expect("fixtures");
+        let paths = entries.map(|entry| entry.expect("entry").path());
+        paths.filter(|path| path.extension().is_some_and(|x| x == "json"))
+    }
+
     /// Every valid fixture written again as the writer writes it (compact:
     /// the scanners' exact shape, see `fastread/exact.rs`) reads as
     /// [`parse`] reads it.
     #[test]
     fn the_writers_text_of_every_fixture_reads_as_parse_reads_it() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut checked = 0;
-        for entry in std::fs::read_dir(&dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|x| x != "json") {
-                continue;
-            }
+        for path in json_fixtures() {
             let Ok(h) = parse(&std::fs::read_to_string(&path).expect("readable")) else {
                 continue;
             };
@@ -595,13 +598,8 @@ mod tests {
     /// when read whole.
     #[test]
     fn short_reads_change_nothing() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut checked = 0;
-        for entry in std::fs::read_dir(&dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|x| x != "json") {
-                continue;
-            }
+        for path in json_fixtures() {
             let text = std::fs::read(&path).expect("readable");
             let whole = super::read(text.as_slice(), 0);
             let trickled = super::read(Trickle(&text), 0);

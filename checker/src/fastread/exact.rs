@@ -12,7 +12,7 @@
 //! it accepts: the general scanner accepts all of it too, with the same
 //! result (the same fields, the same strings in the same order).
 
-use super::{Cur, RawCell, RawOp, Scratch, stops};
+use super::{Cur, RawOp, Scratch, stops};
 use crate::compact::{CVersion, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
 
@@ -256,12 +256,7 @@ pub(super) fn cell(cur: &mut Cur, s: &mut Scratch) -> Option<()> {
         }
     }
     cur.lit(b"}")?;
-    let versions_end = s.versions.len();
-    s.cells.push(RawCell {
-        row,
-        col,
-        versions_end,
-    });
+    s.end_cell(row, col);
     Some(())
 }
 

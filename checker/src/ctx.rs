@@ -217,7 +217,9 @@ fn store_records(h: &Compact, store: Store, by_start: &[(u64, u32)]) -> StoreInd
     let mut i = 0;
     while i < recs.len() {
         let ts = keys[i].0;
-        let j = i + keys[i..].partition_point(|x| x.0 == ts);
+        // A start_ts's records are few and adjacent: a scan, not a binary
+        // search over all the records left (one cache miss a step).
+        let j = i + keys[i..].iter().take_while(|x| x.0 == ts).count();
         recs[i..j].sort_by_key(|r| (r.cell, r.commit_ts, r.kind));
         while k < by_start.len() && by_start[k].0 < ts {
             k += 1;

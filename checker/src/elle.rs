@@ -119,6 +119,10 @@ fn non_negative(n: Option<&Node>, what: &str) -> Result<Option<u64>, EdnError> {
     }
 }
 
+/// The most operations an Elle history may have: its transactions must fit
+/// the dependency graph's 29-bit node ids, as `parse`'s limits say for JSON.
+const MAX_OPS: usize = (1 << 27) - 1;
+
 /// Reads an Elle list-append history: EDN operation maps (`:type`,
 /// `:process`, `:f :txn`, `:value`, optional `:time` and `:index`), one per
 /// top-level form or all in one vector. Operations whose `:f` is not `:txn`
@@ -134,6 +138,15 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
         ] => xs,
         xs => xs,
     };
+    if let Some(op) = ops.get(MAX_OPS) {
+        return Err(EdnError::at(
+            op.pos,
+            format!(
+                "the history has {} operations; this checker judges at most {MAX_OPS}",
+                ops.len()
+            ),
+        ));
+    }
     let mut b = Builder::default();
     for (i, op) in ops.iter().enumerate() {
         b.op(i, op)?;

@@ -75,8 +75,9 @@ use std::io::Write;
 use std::path::Path;
 
 /// Judges a history against every rule. Never panics on a history within
-/// the sizes [`parse`] accepts (fewer than 2^27 transactions and 2^30
-/// operations and store versions, far beyond what memory holds): one that
+/// the sizes [`parse`] accepts (fewer than 2^27 transactions and 2^29
+/// operations, store versions and store cells, far beyond what memory
+/// holds): one that
 /// was not produced by [`parse`] (and so may break its references) is judged
 /// as well as it can be.
 pub fn check(history: &History) -> Report {
@@ -170,8 +171,8 @@ fn check_compact(mut history: compact::Compact) -> Report {
 /// machines percsim is measured on (Firecracker, with free-page reporting),
 /// a huge page first touched costs far more system time than its 512 small
 /// pages do: on a 1M-transaction file 1.6 s of system time with huge pages
-/// against 0.3-0.4 s without, for 0.1-0.2 s more user time (README,
-/// "Measured on this machine"). On a machine where huge pages are cheap to
+/// against 0.3-0.4 s without, for 0.1-0.2 s more user time
+/// (docs/measurements.md, session 9). On a machine where huge pages are cheap to
 /// fault in, `PERCSIM_HUGE_PAGES=1` keeps them.
 pub fn use_small_pages() -> bool {
     if std::env::var_os("PERCSIM_HUGE_PAGES").is_some_and(|v| v == "1") {
@@ -221,14 +222,14 @@ fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
 /// The regular file `file`, mapped into memory (read without a copy), or
 /// `None` where it cannot be (it is then read the ordinary way).
 ///
-/// The map assumes that nobody shortens the file while it is checked: a
-/// page cut off after the map was made cannot be read, and the process
-/// would be stopped by the system (as any program reading a mapped file
-/// would be, ripgrep for one).
+/// The map assumes that nobody writes or shortens the file while it is
+/// checked (as any program reading a mapped file does, ripgrep for one): the
+/// bytes read would change under the reader, and a page cut off after the
+/// map was made cannot be read (the system stops the process).
 fn map_file(file: &std::fs::File) -> Option<memmap2::Mmap> {
-    // SAFETY: the map is private and read-only; the checker never writes
-    // the file, and its contents are only read while the map lives (see
-    // the function's docs for a file shortened meanwhile).
+    // SAFETY: the map is read-only and the checker never writes the file;
+    // that nobody else does while it is checked is the assumption stated
+    // in the function's docs.
     unsafe { memmap2::Mmap::map(file) }.ok()
 }
 

@@ -380,18 +380,22 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
 
 /// The largest history the checker judges: its indices are 32 bits wide (a
 /// dependency-graph node takes 29 bits of one, for a transaction and its
-/// completion point). At these sizes it would need about 50 GB of memory.
+/// completion point; a graph's edges, and the strings and cells the ops,
+/// versions and store cells name, stay under 2^32). At these sizes it would
+/// need far more memory than it could be given.
 struct Limits {
     txns: usize,
     ops: usize,
     versions: usize,
+    cells: usize,
 }
 
 /// The checker's limits.
 const LIMITS: Limits = Limits {
     txns: (1 << 27) - 1,
-    ops: 1 << 30,
-    versions: 1 << 30,
+    ops: (1 << 29) - 1,
+    versions: (1 << 29) - 1,
+    cells: (1 << 29) - 1,
 };
 
 /// The history is within `limits`.
@@ -411,6 +415,10 @@ fn validate_size(h: &Compact, limits: &Limits) -> Result<(), HistoryError> {
     if h.versions.len() > limits.versions {
         let n = h.versions.len();
         return over("$.final_state", "store versions", n, limits.versions);
+    }
+    if h.state.len() > limits.cells {
+        let n = h.state.len();
+        return over("$.final_state", "store cells", n, limits.cells);
     }
     Ok(())
 }
@@ -608,6 +616,7 @@ mod tests {
             txns,
             ops: 10,
             versions: 10,
+            cells: 10,
         };
         assert!(validate_size(&c, &limits(3)).is_ok());
         let e = validate_size(&c, &limits(2)).unwrap_err();

@@ -51,7 +51,7 @@ pub(crate) fn refuse(what: &str) -> ReadError {
     ReadError::Json(<serde_json::Error as serde::de::Error>::custom(what))
 }
 
-/// How many bytes already read a mapped window keeps mapped before it
+/// How many bytes already read a mapped window keeps resident before it
 /// hands them back to the kernel.
 const DROP_BYTES: usize = 64 << 20;
 
@@ -112,8 +112,8 @@ impl<R: Read> Window<R> {
         // SAFETY: no borrow of the map is alive (this takes `&mut self`, and
         // every slice the window hands out borrows it), and the bytes
         // dropped are all before the position, never needed again. The map
-        // is a private, read-only mapping of a file: were a page touched
-        // again, it would be read from the file, not zeroed.
+        // is a read-only mapping of a file: were a page touched again, it
+        // would be read from the file, not zeroed.
         #[cfg(unix)]
         let _refused_pages_stay = unsafe {
             map.unchecked_advise_range(

@@ -26,12 +26,14 @@ pub(super) const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
 /// committed versions are already exactly that (the usual case) borrows
 /// them from the index rather than holding a copy (16 bytes a version).
 pub(super) struct Order<'c> {
+    /// The index whose committed versions a borrowed order is.
     pub(super) ctx: &'c Ctx<'c>,
     /// Bit `c`: cell `c`'s order is [`Ctx::versions`] as it stands.
     pub(super) same: Vec<u64>,
     /// Cell `c`'s own order, when it is not the same, is
     /// `own[own_off[c]..own_off[c + 1]]` (empty for a cell outside the graph).
     pub(super) own_off: Vec<u32>,
+    /// The orders of the cells that do not borrow theirs, one after another.
     pub(super) own: Vec<Cv>,
 }
 

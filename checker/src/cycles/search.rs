@@ -195,7 +195,7 @@ fn sub<'g>(
                 eid.push(e as u32);
             }
         }
-        off.push(to.len() as u32);
+        off.push(local_offset(to.len()));
     }
     Local {
         g,
@@ -231,7 +231,7 @@ fn state_graph<'g>(g: &'g Graph, nodes: &'g [u32], local_id: &[u32]) -> Local<'g
                     eid.push(e as u32);
                 }
             }
-            off.push(to.len() as u32);
+            off.push(local_offset(to.len()));
         }
     }
     Local {
@@ -487,6 +487,14 @@ fn classify(steps: &[Step]) -> FindingClass {
     }
 }
 
+/// An offset into a component's own edge list. Within the sizes `parse`
+/// accepts (fewer than 2^29 ops and store versions) a component has fewer
+/// than 2^32 edges even when doubled, so this never fails on a history
+/// that was read; it refuses to wrap around silently on one that was not.
+fn local_offset(len: usize) -> u32 {
+    u32::try_from(len).expect("a component of fewer than 2^32 edges")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,7 +582,7 @@ mod tests {
                     };
                     to.push(w as u32);
                 }
-                off.push(to.len() as u32);
+                off.push(local_offset(to.len()));
             }
             assert_eq!(
                 tarjan(n, &off, &to),

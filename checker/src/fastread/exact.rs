@@ -151,9 +151,10 @@ fn digit_run(word: u64) -> (u64, usize) {
     if len == 0 {
         return (0, 0);
     }
-    // The digits' values, the first in the highest byte of those kept and
-    // zeros (leading zeros of the number) below them; then pairs, fours
-    // and the eight combined by multiplying.
+    // The digits' values shifted up so that the last digit sits in the
+    // highest byte and zeros (leading zeros of the number) fill the bytes
+    // below the first; then pairs, fours and the eight combined by
+    // multiplying.
     let mut v = low << (8 * (8 - len));
     v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
     v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;

@@ -335,14 +335,22 @@ fn committed_versions(
         h.txns.len() < STORED as usize,
         "fewer than 2^31 transactions"
     );
-    let (mut off, mut all) = group_by(n_cells, fill, each);
+    let (off, all) = group_by(n_cells, fill, each);
+    pack_versions(off, all)
+}
+
+/// [`committed_versions`]' grouped versions (`all[off[c]..off[c + 1]]` are
+/// cell `c`'s, each writer marked [`STORED`] when the store holds it), each
+/// cell's sorted by commit_ts and one kept per commit_ts (the store's
+/// first, then the smallest writer), packed down in place; the marks move
+/// to a bitmap.
+fn pack_versions(mut off: Vec<usize>, mut all: Vec<Cv>) -> CommittedVersions {
+    let n_cells = off.len() - 1;
     // (writer, whether the store holds it) of a version as emitted.
     let source = |v: &Cv| match v.writer {
         NONE => (NONE, true),
         w => (w & !STORED, w & STORED != 0),
     };
-    // Each cell's versions by commit_ts, one per commit_ts (the store's
-    // first, then the smallest writer), packed down in place.
     let mut kept = 0;
     for c in 0..n_cells {
         let (lo, hi) = (off[c], off[c + 1]);

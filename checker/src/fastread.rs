@@ -188,22 +188,11 @@ impl Cur<'_> {
     fn str(&mut self) -> Scan<(usize, usize)> {
         self.eat(b'"')?;
         let start = self.i;
-        let mut i = start;
-        while let Some(word) = self.b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-            let found = stops(u64::from_le_bytes(*word));
-            if found != 0 {
-                i += (found.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
-        loop {
-            match self.b.get(i) {
-                None => return Err(Miss::Short),
-                Some(b'"') => break,
-                Some(&c) if !(0x20..0x80).contains(&c) || c == b'\\' => return Err(Miss::Other),
-                Some(_) => i += 1,
-            }
+        let i = plain_end(self.b, start);
+        match self.b.get(i) {
+            None => return Err(Miss::Short),
+            Some(b'"') => {}
+            Some(_) => return Err(Miss::Other),
         }
         self.i = i + 1;
         Ok((start, i))
@@ -364,6 +353,29 @@ impl Cur<'_> {
 
 /// Bytes 0x80 in every byte of a word.
 const HIGH: u64 = 0x8080_8080_8080_8080;
+/// Where the plain string (printable ASCII without `"` or `\\`) starting at
+/// `start` in `b` ends: the index of its first other byte, or `b.len()`.
+/// Eight bytes at a time while eight are left (see [`stops`]), then byte by
+/// byte.
+#[inline(always)]
+fn plain_end(b: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while let Some(word) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let found = stops(u64::from_le_bytes(*word));
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b
+        .get(i)
+        .is_some_and(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\')
+    {
+        i += 1;
+    }
+    i
+}
+
 /// Bytes 0x01 in every byte of a word.
 const ONES: u64 = 0x0101_0101_0101_0101;
 

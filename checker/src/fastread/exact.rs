@@ -12,7 +12,7 @@
 //! it accepts: the general scanner accepts all of it too, with the same
 //! result (the same fields, the same strings in the same order).
 
-use super::{Cur, RawOp, Scratch, stops};
+use super::{Cur, RawOp, Scratch, plain_end};
 use crate::compact::{CVersion, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
 
@@ -79,23 +79,8 @@ impl Cur<'_> {
     #[inline(always)]
     fn rest_of_str(&mut self) -> Option<(usize, usize)> {
         let start = self.i;
-        let mut i = start;
-        while let Some(word) = self.b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-            let found = stops(u64::from_le_bytes(*word));
-            if found != 0 {
-                i += (found.trailing_zeros() / 8) as usize;
-                return self.closing_quote(start, i);
-            }
-            i += 8;
-        }
-        while self
-            .b
-            .get(i)
-            .is_some_and(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\')
-        {
-            i += 1;
-        }
-        self.closing_quote(start, i)
+        let end = plain_end(self.b, start);
+        self.closing_quote(start, end)
     }
 
     /// The string from `start` if its first stop, at `end`, is its closing

@@ -175,13 +175,19 @@ fn check_compact(mut history: compact::Compact) -> Report {
 /// (docs/measurements.md, session 9). On a machine where huge pages are cheap to
 /// fault in, `PERCSIM_HUGE_PAGES=1` keeps them.
 pub fn use_small_pages() -> bool {
-    if std::env::var_os("PERCSIM_HUGE_PAGES").is_some_and(|v| v == "1") {
+    if huge_pages_asked_for(std::env::var_os("PERCSIM_HUGE_PAGES").as_deref()) {
         return false;
     }
     #[cfg(target_os = "linux")]
     return nix::sys::prctl::set_thp_disable(true).is_ok();
     #[cfg(not(target_os = "linux"))]
     return false;
+}
+
+/// Whether `PERCSIM_HUGE_PAGES`, of value `value`, asks for huge pages: only
+/// `1` does.
+fn huge_pages_asked_for(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| v == "1")
 }
 
 /// Why a history file could not be read.
@@ -418,4 +424,27 @@ fn run_check_edn(path: &Path, text: &str, json: bool, out: &mut dyn Write) -> i3
         )
     };
     if report.passed() { 0 } else { 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_one_asks_for_huge_pages() {
+        let asked = |v: Option<&str>| huge_pages_asked_for(v.map(std::ffi::OsStr::new));
+        assert!(asked(Some("1")));
+        assert!(!asked(Some("0")));
+        assert!(!asked(Some("")));
+        assert!(!asked(None));
+    }
+
+    /// A regular file is read through a map holding its bytes.
+    #[test]
+    fn a_regular_file_is_mapped_whole() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let file = std::fs::File::open(&path).unwrap();
+        let map = map_file(&file).expect("a regular file maps");
+        assert_eq!(&map[..], std::fs::read(&path).unwrap());
+    }
 }

@@ -383,6 +383,7 @@ pub(crate) fn validate(h: &Compact) -> Result<(), HistoryError> {
 /// completion point; a graph's edges, and the strings and cells the ops,
 /// versions and store cells name, stay under 2^32). At these sizes it would
 /// need far more memory than it could be given.
+#[derive(Clone, Copy)]
 struct Limits {
     txns: usize,
     ops: usize,
@@ -609,19 +610,65 @@ mod tests {
         c
     }
 
+    /// Each limit holds exactly up to its value, and one more is refused
+    /// with the count and the limit named.
     #[test]
     fn a_history_beyond_the_limits_is_refused_by_name() {
-        let c = with_ids(&[1, 2, 3]);
-        let limits = |txns| Limits {
-            txns,
-            ops: 10,
-            versions: 10,
-            cells: 10,
+        use crate::compact::{COp, CState, CVersion};
+        use crate::history::VersionKind;
+        let mut c = with_ids(&[1, 2, 3]);
+        let op = COp {
+            kind: OpKind::Read,
+            cell: 0,
+            value: NIL,
         };
-        assert!(validate_size(&c, &limits(3)).is_ok());
-        let e = validate_size(&c, &limits(2)).unwrap_err();
-        assert!(e.to_string().contains("3 transactions"), "{e}");
-        assert!(e.to_string().contains("at most 2"), "{e}");
+        c.ops = vec![op; 4];
+        let version = CVersion {
+            start_ts: 1,
+            commit_ts: 2,
+            kind: VersionKind::Put,
+            value: NIL,
+            data_missing: false,
+        };
+        c.versions = vec![version; 5];
+        c.state = vec![
+            CState {
+                cell: 0,
+                lo: 0,
+                hi: 0
+            };
+            6
+        ];
+        let exact = Limits {
+            txns: 3,
+            ops: 4,
+            versions: 5,
+            cells: 6,
+        };
+        assert!(validate_size(&c, &exact).is_ok());
+        let refused = |limits: Limits, what: &str| {
+            let e = validate_size(&c, &limits).unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        };
+        refused(
+            Limits { txns: 2, ..exact },
+            "3 transactions; this checker judges at most 2",
+        );
+        refused(
+            Limits { ops: 3, ..exact },
+            "4 operations; this checker judges at most 3",
+        );
+        refused(
+            Limits {
+                versions: 4,
+                ..exact
+            },
+            "5 store versions; this checker judges at most 4",
+        );
+        refused(
+            Limits { cells: 5, ..exact },
+            "6 store cells; this checker judges at most 5",
+        );
     }
 
     #[test]

@@ -68,6 +68,8 @@ enum Bytes {
     Mapped {
         map: memmap2::Mmap,
         dropped: usize,
+        /// How many times pages were handed back.
+        drops: usize,
         /// How far past `dropped` the position goes before more is dropped.
         stride: usize,
     },
@@ -100,6 +102,7 @@ impl<R: Read> Window<R> {
         let Bytes::Mapped {
             map,
             dropped,
+            drops,
             stride,
         } = &mut self.bytes
         else {
@@ -123,6 +126,7 @@ impl<R: Read> Window<R> {
             )
         };
         *dropped = upto;
+        *drops += 1;
     }
 
     /// The bytes held, read or not.
@@ -292,6 +296,7 @@ impl Window<std::io::Empty> {
             bytes: Bytes::Mapped {
                 map,
                 dropped: 0,
+                drops: 0,
                 stride,
             },
             pos: 0,
@@ -405,10 +410,12 @@ mod tests {
         let want = values(&text);
         assert_eq!(got.len(), want.len());
         assert!(got.iter().zip(&want).all(|(g, w)| g == w.as_bytes()));
-        let Bytes::Mapped { dropped, .. } = w.bytes else {
+        let Bytes::Mapped { dropped, drops, .. } = w.bytes else {
             panic!("not mapped")
         };
         assert_eq!(dropped, text.len() & !((1 << 20) - 1), "{}", text.len());
+        // Once a stride (1 MiB here) was passed each time, not at every step.
+        assert_eq!(drops, text.len() >> 20, "{}", text.len());
         assert!(w.value(0).is_err(), "past the end");
     }
 

@@ -439,6 +439,23 @@ mod tests {
         assert!(!asked(None));
     }
 
+    /// A history read through the map is the one read the ordinary way
+    /// (the reading does not fall back: a mapped read that failed would be
+    /// hidden by the fallback).
+    #[test]
+    fn a_mapped_history_reads_as_a_streamed_one() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let path = dir.join("valid_basic.json");
+        let file = std::fs::File::open(&path).unwrap();
+        let map = map_file(&file).expect("a regular file maps");
+        let len = map.len() as u64;
+        let mapped =
+            reader::read_window(window::Window::mapped(map), len).unwrap_or_else(|e| panic!("{e}"));
+        let streamed = reader::read(std::fs::File::open(&path).unwrap(), len).unwrap();
+        assert!(!mapped.txns.is_empty());
+        assert_eq!(check_compact(mapped), check_compact(streamed));
+    }
+
     /// A regular file is read through a map holding its bytes.
     #[test]
     fn a_regular_file_is_mapped_whole() {

@@ -6,11 +6,15 @@
 
 use percsim_scenarios::Scenario;
 use percsim_scenarios::campaign::{self, DEFAULT_WORKLOADS, Mix};
+use percsim_scenarios::pulsar_campaign::{self, PULSAR_SEED_BASE};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
 /// Seeds per workload of the default mix (5 workloads, 200 runs).
 const SEEDS_PER_WORKLOAD: u64 = 40;
+
+/// Generated Pulsar scenarios (the `i`-th Pulsar seed of a campaign).
+const PULSAR_SEEDS: u64 = 40;
 
 fn digests_file() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/digests.txt")
@@ -64,6 +68,12 @@ fn runs() -> Vec<(String, Scenario)> {
                 campaign::generate(seed, &mix),
             ));
         }
+    }
+    for i in 0..PULSAR_SEEDS {
+        runs.push((
+            format!("campaign pulsar {}", PULSAR_SEED_BASE + i),
+            pulsar_campaign::generate(PULSAR_SEED_BASE + i, Default::default()),
+        ));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let mut files = Vec::new();

@@ -49,6 +49,7 @@ mod elle;
 mod fastread;
 mod fx;
 mod history;
+mod keys;
 mod notifications;
 mod observer_once;
 mod observers;

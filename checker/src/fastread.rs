@@ -21,8 +21,7 @@
 
 use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
-// The keys the visitors of `reader.rs` know, in their order (a bit per key).
-use crate::reader::{CELL, KINDS, OP, TXN, VERSION};
+use crate::keys::{CELL, KINDS, OP, TXN, VERSION};
 
 mod exact;
 

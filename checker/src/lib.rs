@@ -49,12 +49,14 @@ mod elle;
 mod fastread;
 mod fx;
 mod history;
+mod keys;
 mod notifications;
 mod observer_once;
 mod observers;
 mod parse;
 mod reader;
 mod report;
+mod rules;
 mod scans;
 mod snapshot;
 mod sort;
@@ -69,7 +71,7 @@ pub use history::*;
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};
 
-use report::{REPORT_FORMAT, Sink};
+use report::REPORT_FORMAT;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -90,40 +92,12 @@ fn check_compact(mut history: compact::Compact) -> Report {
     let store = history.take_store();
     let ctx = ctx::Ctx::build(&history, store);
 
-    // The dependency graph first: the largest rule's memory is then taken
-    // before the other rules' temporaries have been freed (an allocator
-    // keeps freed pages a while, and the peak is the largest sum), and
-    // theirs fit in what it freed. Each rule has its own sink: the order
-    // they run in changes nothing in the report.
-    let mut s5 = Sink::new(cycles::ID);
-    let mut allowed = Sink::new(cycles::ID);
-    let graph = cycles::check(&ctx, &mut s5, &mut allowed);
-    let mut s1 = Sink::new(snapshot::ID);
-    snapshot::check(&ctx, &mut s1);
-    let mut s2 = Sink::new(conflicts::ID);
-    conflicts::check(&ctx, &mut s2);
-    let mut s3 = Sink::new(timestamps::ID);
-    timestamps::check(&ctx, &mut s3);
-    let mut s4 = Sink::new(atomicity::ID);
-    atomicity::check(&ctx, &mut s4);
-    let obs = observers::Observers::build(&ctx);
-    let mut s6 = Sink::new(observer_once::ID);
-    observer_once::check(&ctx, &obs, &mut s6);
-    let mut s7 = Sink::new(notifications::ID);
-    notifications::check(&ctx, &obs, &mut s7);
-    let mut s8 = Sink::new(scans::ID);
-    scans::check(&ctx, &mut s8);
-
-    let rules = vec![
-        s1.into_rule(snapshot::NAME),
-        s2.into_rule(conflicts::NAME),
-        s3.into_rule(timestamps::NAME),
-        s4.into_rule(atomicity::NAME),
-        s5.into_rule(cycles::NAME),
-        s6.into_rule(observer_once::NAME),
-        s7.into_rule(notifications::NAME),
-        s8.into_rule(scans::NAME),
-    ];
+    // Each rule into its own sink, the dependency graph first (see `rules.rs`).
+    let rules::Verdicts {
+        rules,
+        allowed,
+        graph,
+    } = rules::run_all(&ctx);
 
     let txns = &history.txns;
     let count = |o: Outcome| txns.iter().filter(|t| t.outcome == o).count() as u64;
@@ -159,7 +133,7 @@ fn check_compact(mut history: compact::Compact) -> Report {
         seed: history.seed,
         stats,
         rules,
-        allowed: allowed.into_allowed(),
+        allowed,
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::compact::{CLock, COp, CState, CVersion, Compact, Mark, NIL, OpKind, Txn};
 use crate::fastread::{self, Miss};
 use crate::history::{CellRef, LockState, ObserverRun, Scan, VersionKind};
+use crate::keys::{CELL, KINDS, OP, TXN, VERSION};
 use crate::window::{ReadError, Window, refuse};
 use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -219,20 +220,6 @@ impl<'de> Visitor<'de> for Str<'_> {
     }
 }
 
-pub(crate) const TXN: &[&str] = &[
-    "id",
-    "client",
-    "start_ts",
-    "commit_ts",
-    "invoke_ns",
-    "complete_ns",
-    "outcome",
-    "abort_reason",
-    "ops",
-    "observer",
-    "scans",
-];
-
 struct OneTxn<'c>(&'c mut Compact);
 
 impl<'de> DeserializeSeed<'de> for OneTxn<'_> {
@@ -323,9 +310,6 @@ impl<'de> Visitor<'de> for Ops<'_> {
     }
 }
 
-pub(crate) const OP: &[&str] = &["f", "row", "col", "value"];
-pub(crate) const KINDS: &[&str] = &["read", "write", "delete"];
-
 struct OneOp<'c>(&'c mut Compact);
 
 impl<'de> DeserializeSeed<'de> for OneOp<'_> {
@@ -406,8 +390,6 @@ fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(
     Ok(require::<serde_json::Error>(seen, &[0], FINAL)?)
 }
 
-pub(crate) const CELL: &[&str] = &["row", "col", "versions"];
-
 struct OneCell<'c>(&'c mut Compact);
 
 impl<'de> DeserializeSeed<'de> for OneCell<'_> {
@@ -469,8 +451,6 @@ impl<'de> Visitor<'de> for Versions<'_> {
         Ok(())
     }
 }
-
-pub(crate) const VERSION: &[&str] = &["start_ts", "commit_ts", "kind", "value", "data_missing"];
 
 struct OneVersion<'c>(&'c mut Compact);
 

@@ -30,6 +30,7 @@ pub(crate) const ID: Rule = Rule::NoDependencyCycles;
 pub(crate) const NAME: &str = "the dependency graph of committed transactions (on cells with unique written values) has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
 
 /// What the rule found besides findings, for the report's statistics.
+#[derive(Default)]
 pub(crate) struct GraphStats {
     pub unique_cells: u64,
     pub edges: u64,

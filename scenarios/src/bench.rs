@@ -5,10 +5,13 @@ use crate::campaign;
 use crate::faultmix;
 use crate::judge::{Verdict, judge, verdict_of};
 use crate::scenario::Scenario;
+use crate::systems::percolator;
 use crate::workloads::{Register, WorkloadSpec};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::Transport;
-use percsim_sim::{BoxFuture, Client, PercolatorCounter, SimConfig, Worker, Workload};
+use percsim_sim::{
+    BoxFuture, Client, PercolatorConfig, PercolatorCounter, Worker, Workload, WorldConfig,
+};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::sync::Arc;
@@ -39,26 +42,29 @@ impl Workload for Timestamps {
 
 /// The register scenario the throughput numbers use.
 fn register_scenario(seed: u64, run_ms: u64, faults: bool, costs: bool) -> Scenario {
-    let mut cluster = SimConfig {
+    let mut cluster = PercolatorConfig {
         tablet_servers: 4,
         tablets: 8,
         clients: 8,
         workers_per_client: 4,
+        ..PercolatorConfig::default()
+    };
+    let mut world = WorldConfig {
         run_ms,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
     cluster.costs.enabled = costs;
     if faults {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for class in faultmix::CLASSES {
-            let _ = faultmix::enable(&mut cluster, class, 0.3, &mut rng);
+            let _ = percolator::faults::enable(&mut world, &mut cluster, class, 0.3, &mut rng);
         }
     }
     let register = Register {
         keys: 256,
         ..Register::default()
     };
-    Scenario::new(seed, cluster, WorkloadSpec::Register(register))
+    percolator::scenario(seed, world, cluster, WorkloadSpec::Register(register))
 }
 
 /// A request that does nothing, for the no-op RPC baseline.
@@ -209,14 +215,18 @@ fn versus_noop(t: Throughput, noop: f64) {
 
 /// Timestamps the oracle serves per wall second (and per simulated second).
 fn oracle_throughput(run_ms: u64) {
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         clients: 16,
         workers_per_client: 8,
+        ..PercolatorConfig::default()
+    };
+    let world = WorldConfig {
         run_ms,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
     let t = Instant::now();
-    let out = match percsim_sim::run(&cluster, 1, Arc::new(Timestamps), serde_json::Value::Null) {
+    let timestamps = Arc::new(Timestamps);
+    let out = match percsim_sim::run(&world, &cluster, 1, timestamps, serde_json::Value::Null) {
         Ok(o) => o,
         Err(e) => {
             println!("  oracle: {e}");
@@ -273,12 +283,15 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
     let (mut parsed, mut wall, mut sim_ns) = (0u64, 0f64, 0u64);
     let mut latencies_ms: Vec<f64> = Vec::new();
     for seed in 0..seeds {
-        let cluster = SimConfig {
+        let cluster = PercolatorConfig {
             clients: 4,
             workers_per_client: 1,
             scanners_per_client: 2,
+            ..PercolatorConfig::default()
+        };
+        let world = WorldConfig {
             run_ms,
-            ..SimConfig::default()
+            ..WorldConfig::default()
         };
         let p = crate::workloads::Pipeline {
             documents: 32,
@@ -286,7 +299,7 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
             load_interval_ms: 50,
             audit: false,
         };
-        let s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(p));
+        let s = percolator::scenario(seed, world, cluster, WorkloadSpec::Pipeline(p));
         let t = Instant::now();
         let Ok(out) = s.run() else {
             println!("  pipeline: seed {seed} failed to run");

@@ -90,6 +90,14 @@ percsim_sim::identities! {
     }
 }
 
+impl Scope {
+    /// The system whose seeds exercise the scope (the world's scope: any
+    /// system's; its name is not a system's).
+    pub fn system(self) -> &'static str {
+        self.name()
+    }
+}
+
 impl Coverage {
     /// Which seeds can exercise it.
     pub fn scope(self) -> Scope {

@@ -1,12 +1,9 @@
-//! Fault classes by name, and how each turns into cluster settings. The
-//! fuzz generator switches classes on and off per seed (swarm testing);
-//! the tests run every workload under every class.
+//! The world's fault classes by name, and how each turns into the world's
+//! settings. A campaign switches classes on and off per seed (swarm
+//! testing); a system adds its own classes (crashes at its named points)
+//! and says which classes it honours.
 
-use percsim_protocol::client::{Point, PointNode, StepPoint};
-use percsim_sim::{
-    ClockSkew, CrashAt, EventKind, FaultClass, FaultKind, PauseAt, PercolatorEvent, PointAction,
-    PointFault, SimConfig,
-};
+use percsim_sim::{ClockSkew, FaultClass, FaultKind, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -31,36 +28,13 @@ pub const CLASSES: &[&str] = &[
     "pause_at_step",
 ];
 
-/// The history event (kind) that shows a class really fired, and for kills
-/// the node-name prefix it must name.
-pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
-    let Some(kind) = FaultKind::from_name(class) else {
-        return (EventKind::Kill.name(), None);
-    };
-    let (event, prefix) = match kind {
-        FaultKind::KillClient => (EventKind::Kill, Some("client-")),
-        FaultKind::KillDataServer => (EventKind::Kill, Some("tablet-")),
-        FaultKind::KillCoordinator => (EventKind::Kill, Some("oracle")),
-        FaultKind::KillLiveness => (EventKind::Kill, Some("liveness")),
-        FaultKind::KillMaster => (EventKind::Kill, Some("master")),
-        FaultKind::Pause => (EventKind::Pause, None),
-        FaultKind::Stall => (EventKind::Stall, None),
-        FaultKind::Partition => (EventKind::Partition, None),
-        FaultKind::PacketLoss => (EventKind::PacketLoss, None),
-        FaultKind::Latency => (EventKind::Latency, None),
-        FaultKind::Duplicate => (EventKind::Duplicate, None),
-        FaultKind::SessionExpiry => (EventKind::SessionExpired, None),
-        FaultKind::ClockSkew => (EventKind::ClockSkew, None),
-        // Percolator's own events at its named protocol steps.
-        FaultKind::PauseAtStep => return (PercolatorEvent::PauseAtStep.name(), None),
-        FaultKind::CrashAtStep => return (PercolatorEvent::CrashAtStep.name(), None),
-    };
-    (event.name(), prefix)
-}
-
-/// Switch fault class `class` on in `cluster` with an intensity in (0, 1].
-pub fn enable(
-    cluster: &mut SimConfig,
+/// Switch the world's fault class `class` on in `world` (whose system runs
+/// `clients` clients) with an intensity in (0, 1]. A class of the world's
+/// list that a system implements itself (a crash at a named step) is an
+/// error here: the system switches it on.
+pub fn enable_world(
+    world: &mut WorldConfig,
+    clients: usize,
     class: &str,
     intensity: f64,
     rng: &mut ChaCha8Rng,
@@ -78,7 +52,7 @@ pub fn enable(
             CLASSES.join(", ")
         ));
     };
-    let r = &mut cluster.faults.random;
+    let r = &mut world.faults.random;
     match kind {
         FaultKind::KillClient => r.kill_client = Some(class_of(100, 1_500)),
         FaultKind::KillDataServer => r.kill_tablet_server = Some(class_of(100, 1_500)),
@@ -109,119 +83,25 @@ pub fn enable(
             })
         }
         FaultKind::SessionExpiry => r.session_expiry = Some(class_of(0, 0)),
-        FaultKind::ClockSkew => skew_clocks(cluster, intensity, rng),
-        FaultKind::CrashAtStep => crash_at_steps(cluster, intensity, rng),
-        FaultKind::PauseAtStep => pause_at_steps(cluster, intensity, rng),
+        FaultKind::ClockSkew => skew_clocks(world, clients, intensity, rng),
+        FaultKind::CrashAtStep | FaultKind::PauseAtStep => {
+            return Err(format!(
+                "fault class {class:?} is a system's own: its system switches it on"
+            ));
+        }
     }
     Ok(())
 }
 
 /// Skew every client's clock by up to 0.5-4.5 s and drift by up to 5%.
-fn skew_clocks(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+fn skew_clocks(world: &mut WorldConfig, clients: usize, intensity: f64, rng: &mut ChaCha8Rng) {
     let spread = (500.0 + 4_000.0 * intensity) as i64;
-    cluster.clocks = (0..cluster.clients)
+    world.clocks = (0..clients)
         .map(|_| ClockSkew {
             offset_ms: rng.random_range(-spread..=spread),
             drift_ppm: rng.random_range(-50_000..=50_000),
         })
         .collect();
-}
-
-/// A client's commit step, the k-th secondary's for k up to 3. The two
-/// "sent" steps stop the client while its request is the network's: a
-/// prewrite or commit of the primary that may land after the client died.
-fn commit_step(rng: &mut ChaCha8Rng) -> StepPoint {
-    let k = rng.random_range(1..=3);
-    match rng.random_range(0..8) {
-        0 => StepPoint::BeforePrewrite,
-        1 => StepPoint::PrewritePrimarySent,
-        2 => StepPoint::AfterPrewritePrimary,
-        3 => StepPoint::AfterPrewriteSecondary(k),
-        4 => StepPoint::BeforeCommitPrimary,
-        5 => StepPoint::CommitPrimarySent,
-        6 => StepPoint::AfterCommitPrimary,
-        _ => StepPoint::AfterCommitSecondary(k),
-    }
-}
-
-/// A point outside a client's commit (a cleaning reader, an observer, the
-/// oracle, a tablet server), with a node that reaches it and an occurrence
-/// early enough to come in most runs.
-fn other_point(cluster: &SimConfig, rng: &mut ChaCha8Rng) -> (Point, usize, u64) {
-    let points = [
-        Point::RollForwardBetweenCells,
-        Point::RollBackBetweenCells,
-        Point::ObserverAfterWrites,
-        Point::ObserverBeforeClear,
-        Point::OracleAfterPersist,
-        Point::TabletAfterApply,
-    ];
-    let point = points[rng.random_range(0..points.len())];
-    let (node, nth) = match point.node() {
-        PointNode::Client => (
-            rng.random_range(0..cluster.clients),
-            rng.random_range(1..=3),
-        ),
-        PointNode::Oracle => (0, rng.random_range(1..=2)),
-        PointNode::TabletServer => (
-            rng.random_range(0..cluster.tablet_servers),
-            rng.random_range(1..=100),
-        ),
-    };
-    (point, node, nth)
-}
-
-/// Kill nodes at named points: half at a client's commit step (by
-/// transaction number), half at any other point (by occurrence).
-fn crash_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
-    let n = 1 + (intensity * 3.0) as usize;
-    for _ in 0..n {
-        if rng.random_bool(0.5) {
-            let step = commit_step(rng);
-            cluster.crashes.push(CrashAt {
-                client: rng.random_range(0..cluster.clients),
-                txn: rng.random_range(1..=8),
-                step,
-                restart_after_ms: rng.random_bool(0.7).then(|| rng.random_range(100..=2_000)),
-            });
-        } else {
-            let (point, node, nth) = other_point(cluster, rng);
-            let restart_after_ms = rng.random_bool(0.7).then(|| rng.random_range(100..=2_000));
-            cluster.point_faults.push(PointFault {
-                point,
-                node,
-                nth,
-                fault: PointAction::Crash { restart_after_ms },
-            });
-        }
-    }
-}
-
-/// A live node frozen at a named point while its locks age (a client
-/// mid-commit or mid-cleanup) or its reply waits (a server): readers clean
-/// up, and late messages from before the pause may still arrive.
-fn pause_at_steps(cluster: &mut SimConfig, intensity: f64, rng: &mut ChaCha8Rng) {
-    let n = 1 + (intensity * 4.0) as usize;
-    for _ in 0..n {
-        let duration_ms = rng.random_range(300..=4_000);
-        if rng.random_bool(0.5) {
-            let step = commit_step(rng);
-            cluster.pauses.push(PauseAt {
-                client: rng.random_range(0..cluster.clients),
-                txn: rng.random_range(1..=8),
-                step,
-                duration_ms,
-            });
-        } else {
-            let (point, node, nth) = other_point(cluster, rng);
-            cluster.point_faults.push(PointFault {
-                point,
-                node,
-                nth,
-                fault: PointAction::Pause { duration_ms },
-            });
-        }
-    }
 }
 
 #[cfg(test)]
@@ -234,49 +114,17 @@ mod tests {
         assert_eq!(CLASSES, kinds.as_slice());
     }
 
-    /// The crash and pause classes target every named point: each commit
-    /// step (secondaries past the first too) and each other point.
     #[test]
-    fn the_step_classes_pick_every_point() {
-        let mut c = SimConfig::default();
-        let mut rng = rand_core::SeedableRng::seed_from_u64(7);
-        for _ in 0..200 {
-            enable(&mut c, "crash_at_step", 1.0, &mut rng).unwrap();
-            enable(&mut c, "pause_at_step", 1.0, &mut rng).unwrap();
-        }
-        let steps = c
-            .crashes
-            .iter()
-            .map(|x| x.step)
-            .chain(c.pauses.iter().map(|x| x.step));
-        let mut hit: Vec<Point> = steps.clone().map(|s| s.point()).collect();
-        hit.extend(c.point_faults.iter().map(|f| f.point));
-        for p in Point::ALL {
-            assert!(hit.contains(&p), "{} never picked", p.name());
-        }
-        assert!(
-            steps
-                .clone()
-                .any(|s| s == StepPoint::AfterPrewriteSecondary(3))
-        );
-        assert!(
-            steps
-                .clone()
-                .any(|s| s == StepPoint::AfterCommitSecondary(2))
-        );
-        let crash = |f: &&PointFault| matches!(f.fault, PointAction::Crash { .. });
-        assert!(c.point_faults.iter().any(|f| crash(&f)));
-        assert!(c.point_faults.iter().any(|f| !crash(&f)));
-        c.validate().unwrap();
-    }
-
-    #[test]
-    fn an_unknown_class_is_refused() {
-        let mut c = SimConfig::default();
+    fn an_unknown_class_and_a_systems_own_class_are_refused() {
+        let mut w = WorldConfig::default();
         let mut rng = rand_core::SeedableRng::seed_from_u64(1);
-        let e = enable(&mut c, "kill_everything", 0.5, &mut rng).unwrap_err();
+        let e = enable_world(&mut w, 2, "kill_everything", 0.5, &mut rng).unwrap_err();
         assert!(e.contains("unknown fault class \"kill_everything\""), "{e}");
-        enable(&mut c, "kill_oracle", 0.5, &mut rng).unwrap();
-        assert!(c.faults.random.kill_oracle.is_some());
+        let e = enable_world(&mut w, 2, "crash_at_step", 0.5, &mut rng).unwrap_err();
+        assert!(e.contains("a system's own"), "{e}");
+        enable_world(&mut w, 2, "kill_oracle", 0.5, &mut rng).unwrap();
+        assert!(w.faults.random.kill_oracle.is_some());
+        enable_world(&mut w, 3, "clock_skew", 0.5, &mut rng).unwrap();
+        assert_eq!(w.clocks.len(), 3);
     }
 }

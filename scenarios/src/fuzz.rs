@@ -9,6 +9,8 @@ pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
 pub use crate::summary::{Failure, Summary, Transactions};
+use crate::system::SystemDef;
+use crate::systems;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,11 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The commit percsim was built from (or "unknown").
-pub const COMMIT: &str = match option_env!("PERCSIM_COMMIT") {
-    Some(c) => c,
-    None => "unknown",
-};
+pub use crate::capsule::COMMIT;
 
 /// How a campaign runs.
 #[derive(Debug, Clone)]
@@ -78,56 +76,56 @@ impl Options {
         }
     }
 
-    /// The `i`-th seed this shard runs (`i < seed_count()`).
-    pub fn seed_at(&self, i: u64) -> u64 {
+    /// The `i`-th seed this shard runs (`i < seed_count()`): its system
+    /// and its seed.
+    pub fn seed_at(&self, i: u64) -> (&'static dyn SystemDef, u64) {
         let (k, n) = (self.shard.index, self.shard.count);
-        let j = (k - 1) + i * n;
-        let (percolator, _) = self.mix.systems.split(self.end - self.start.min(self.end));
-        if j < percolator {
-            self.start + j
-        } else {
-            crate::pulsar_campaign::PULSAR_SEED_BASE + self.start + (j - percolator)
+        let mut j = (k - 1) + i * n;
+        for (system, count) in self.split() {
+            if j < count {
+                return (system, self.start + j);
+            }
+            j -= count;
         }
+        // Past the end: the last system's seeds go on.
+        let (system, count) = self.split().pop().unwrap_or((systems::default_system(), 0));
+        (system, self.start + count + j)
     }
 
-    /// How many seeds the whole campaign (every shard) runs: the range's
-    /// Percolator seeds, then its Pulsar seeds.
+    /// How many seeds of the range each system runs, in the mix's order:
+    /// the whole range for a campaign of one system; for several, each
+    /// system's share of it.
+    pub fn split(&self) -> Vec<(&'static dyn SystemDef, u64)> {
+        let n = self.end.saturating_sub(self.start);
+        let chosen = self.mix.systems().unwrap_or_default();
+        let one = chosen.len() == 1;
+        chosen
+            .into_iter()
+            .map(|s| {
+                let (num, den) = s.campaign_share();
+                let count = if one { n } else { n * num / den.max(1) };
+                (s, count)
+            })
+            .collect()
+    }
+
+    /// How many seeds the whole campaign (every shard) runs: each system's
+    /// seeds of the range, one system after the other.
     fn campaign_len(&self) -> u64 {
-        let (a, b) = self.mix.systems.split(self.end.saturating_sub(self.start));
-        a + b
+        self.split().iter().map(|(_, c)| c).sum()
     }
 }
 
 /// Save a failing seed as a capsule: the scenario (and its shrunk form),
-/// version, history (and a Pulsar run's stream history, which its verdict
-/// was judged on), explanation and the command that replays it.
+/// version, history (and the stream history of a system that records
+/// one), explanation and the command that replays it.
 pub fn save_capsule(
     out: &Path,
     scenario: &Scenario,
     judged: &Judged,
     shrunk: Option<(&Scenario, usize)>,
 ) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(out)?;
-    let path = out.join(format!("seed-{}.json", scenario.seed));
-    let replay_target = if shrunk.is_some() { " --shrunk" } else { "" };
-    let capsule = serde_json::json!({
-        "format": "percsim-capsule/1",
-        "percsim_version": env!("CARGO_PKG_VERSION"),
-        "percsim_commit": COMMIT,
-        "verdict": judged.result.verdict,
-        "violated_rules": judged.result.violated_rules,
-        "explanation": judged.result.explanation,
-        "replay": format!("percsim replay {}", path.display()),
-        "replay_shrunk": shrunk.map(|_| format!("percsim replay {}{replay_target}", path.display())),
-        "scenario": scenario,
-        "shrunk": shrunk.map(|(s, _)| s),
-        "shrink_runs": shrunk.map(|(_, n)| n),
-        "history": judged.history,
-        // A system that records a stream history (Pulsar) is judged on it.
-        "stream_history": judged.stream,
-    });
-    std::fs::write(&path, serde_json::to_string_pretty(&capsule)?)?;
-    Ok(path)
+    crate::capsule::save(out, scenario, judged, shrunk)
 }
 
 /// What the campaign threads share: the aggregates, and the JSON lines
@@ -194,13 +192,13 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
         total,
         |_| opts.time_limit.is_none_or(|t| started.elapsed() < t),
         |i| {
-            let seed = opts.seed_at(i);
+            let (system, seed) = opts.seed_at(i);
             // A panic outside the simulation (which has its own thread) is
             // this seed's crash, not the campaign's end.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_seed(opts, seed, &bar, &failures)
+                run_seed(opts, system, seed, &bar, &failures)
             }))
-            .unwrap_or_else(|p| crashed(seed, p.as_ref()))
+            .unwrap_or_else(|p| crashed(system.name(), seed, p.as_ref()))
         },
         |i, result| {
             shared
@@ -225,8 +223,8 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
 }
 
 /// The result of a seed whose judging panicked.
-fn crashed(seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
-    let mut r = SeedResult::empty(seed, "unknown");
+fn crashed(system: &str, seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
+    let mut r = SeedResult::empty(system, seed, "unknown");
     r.verdict = Verdict::Crash;
     r.explanation = Some(format!(
         "judging the seed panicked: {}",
@@ -236,8 +234,14 @@ fn crashed(seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
 }
 
 /// Run, judge and (on failure) shrink and save one seed.
-fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) -> SeedResult {
-    let scenario = campaign::generate(seed, &opts.mix);
+fn run_seed(
+    opts: &Options,
+    system: &'static dyn SystemDef,
+    seed: u64,
+    bar: &ProgressBar,
+    failures: &AtomicU64,
+) -> SeedResult {
+    let scenario = system.generate(seed, &opts.mix);
     let judged = judge(&scenario, opts.check_determinism);
     if judged.result.verdict == Verdict::Pass {
         return judged.result;
@@ -251,7 +255,7 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
         Verdict::Nondeterministic | Verdict::Stuck
     );
     let shrunk = (opts.shrink_budget > 0 && shrinkable)
-        .then(|| campaign::shrink(seed, &opts.mix, &judged.result, opts.shrink_budget));
+        .then(|| campaign::shrink(system, seed, &opts.mix, &judged.result, opts.shrink_budget));
     let saved = save_capsule(
         &opts.out,
         &scenario,
@@ -262,14 +266,18 @@ fn run_seed(opts: &Options, seed: u64, bar: &ProgressBar, failures: &AtomicU64) 
     match saved {
         Ok(p) => {
             bar.println(format!(
-                "seed {seed}: {:?} [{}] -> percsim replay {}",
+                "{} seed {seed}: {:?} [{}] -> percsim replay {}",
+                system.name(),
                 result.verdict,
                 result.violated_rules.join(", "),
                 p.display()
             ));
             result.capsule = Some(p.display().to_string());
         }
-        Err(e) => bar.println(format!("seed {seed}: cannot save its capsule: {e}")),
+        Err(e) => bar.println(format!(
+            "{} seed {seed}: cannot save its capsule: {e}",
+            system.name()
+        )),
     }
     result
 }

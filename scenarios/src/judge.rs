@@ -3,7 +3,6 @@
 //! the tests all call [`judge`].
 
 use crate::scenario::{Scenario, ScenarioError};
-use crate::workloads::WorkloadSpec;
 use percsim_checker::stream::{StreamHistory, StreamReport};
 use percsim_checker::{History, Report};
 use percsim_sim::RunOutput;
@@ -11,27 +10,30 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How a seed ended.
+/// How a seed ended, declared from best to worst: the derived order is the
+/// ranking a campaign's summary reports its worst verdict by (safety over
+/// crash over nondeterminism over stuck over a failed expectation over
+/// liveness).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every check passed.
     Pass,
-    /// The checker or a workload invariant found a safety violation.
-    Safety,
     /// The cluster did not converge in the healed phase.
     Liveness,
-    /// The simulation itself crashed (a panic, or a tripped invariant).
-    Crash,
-    /// The same seed gave two different histories.
-    Nondeterministic,
-    /// The watchdog ended the run: simulated time ran past the run's phases
-    /// (plus a margin), or the run exceeded its wall-time or memory budget.
-    Stuck,
     /// A script's own expectation did not hold (a value, an outcome, a
     /// stored cell or a count the scenario's author wrote down), while the
     /// checker found no safety violation.
     ExpectationFailed,
+    /// The watchdog ended the run: simulated time ran past the run's phases
+    /// (plus a margin), or the run exceeded its wall-time or memory budget.
+    Stuck,
+    /// The same seed gave two different histories.
+    Nondeterministic,
+    /// The simulation itself crashed (a panic, or a tripped invariant).
+    Crash,
+    /// The checker or a workload invariant found a safety violation.
+    Safety,
 }
 
 impl Verdict {
@@ -54,6 +56,10 @@ impl Verdict {
 /// One seed's result, as a JSON line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeedResult {
+    /// The system the seed ran (lines written before systems were named
+    /// leave it out: the registry's default system).
+    #[serde(default = "default_system_name")]
+    pub system: String,
     /// The seed.
     pub seed: u64,
     /// How it ended.
@@ -81,10 +87,15 @@ pub struct SeedResult {
     pub capsule: Option<String>,
 }
 
+fn default_system_name() -> String {
+    crate::systems::default_system().name().to_string()
+}
+
 impl SeedResult {
-    /// A result for `seed` of `workload` with nothing counted yet.
-    pub fn empty(seed: u64, workload: &str) -> Self {
+    /// A result for `seed` of `system`'s `workload` with nothing counted yet.
+    pub fn empty(system: &str, seed: u64, workload: &str) -> Self {
         SeedResult {
+            system: system.to_string(),
             seed,
             verdict: Verdict::Pass,
             workload: workload.to_string(),
@@ -195,7 +206,7 @@ pub fn verdict_of(
     run: Result<RunOutput, ScenarioError>,
     started: Instant,
 ) -> Judged {
-    let mut result = SeedResult::empty(scenario.seed, scenario.workload.name());
+    let mut result = SeedResult::empty(scenario.system(), scenario.seed, scenario.workload_name());
     let out = match run {
         Ok(out) => out,
         Err(e) => {
@@ -248,7 +259,7 @@ pub fn verdict_of(
             .extend(sr.rules.iter().filter(|r| !r.passed).map(|r| r.id.clone()));
     }
     // A script's violations are its author's expectations, not invariants.
-    let expectations = matches!(scenario.workload, WorkloadSpec::Script(_));
+    let expectations = scenario.spec.expectations();
     let safety = !result.violated_rules.is_empty();
     if !s.workload_violations.is_empty() {
         let rule = if expectations {
@@ -294,5 +305,34 @@ pub fn verdict_of(
         stream: out.stream,
         stream_report,
         timing: Timing { simulate, check },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    /// The derived order is the severity ranking: every verdict is worse
+    /// than the one declared before it, and a pass is the best.
+    #[test]
+    fn the_derived_order_ranks_by_severity() {
+        let ranked = [
+            Verdict::Pass,
+            Verdict::Liveness,
+            Verdict::ExpectationFailed,
+            Verdict::Stuck,
+            Verdict::Nondeterministic,
+            Verdict::Crash,
+            Verdict::Safety,
+        ];
+        for pair in ranked.windows(2) {
+            assert!(
+                pair[0] < pair[1],
+                "{:?} must rank below {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+        assert_eq!(ranked.iter().max(), Some(&Verdict::Safety));
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::workloads::{Script, WorkloadSpec};
 use crate::{Scenario, ScenarioError};
-use percsim_sim::{RunOutput, SimConfig};
+use percsim_sim::{PercolatorConfig, RunOutput};
 use std::path::{Path, PathBuf};
 
 /// One run of a scenario, judged.
@@ -47,9 +47,9 @@ impl Judged {
 pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     let output = scenario.run()?;
     // A script's violations are its own expectations (as `percsim run` says).
-    let label = match scenario.workload {
-        WorkloadSpec::Script(_) => "expectation failed",
-        _ => "workload invariant",
+    let label = match scenario.spec.expectations() {
+        true => "expectation failed",
+        false => "workload invariant",
     };
     let mut problems: Vec<String> = output
         .summary
@@ -106,15 +106,18 @@ pub fn script_scenario(script: Script, seed: u64) -> Scenario {
         })
         .max()
         .unwrap_or(1);
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         tablet_servers: 2,
         tablets: 2,
         clients,
         workers_per_client: 1,
-        run_ms: 60_000,
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     };
-    Scenario::new(seed, cluster, WorkloadSpec::Script(script))
+    let world = percsim_sim::WorldConfig {
+        run_ms: 60_000,
+        ..percsim_sim::WorldConfig::default()
+    };
+    crate::systems::percolator::scenario(seed, world, cluster, WorkloadSpec::Script(script))
 }
 
 /// The scenario files (`*.json`) of `dir`, sorted by name.

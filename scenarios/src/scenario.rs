@@ -1,38 +1,40 @@
-//! Scenario files (`percsim-scenario/1`): the complete description of a run.
+//! Scenario files (`percsim-scenario/2`): the complete description of a
+//! run. A file names its system (the default system when it names none),
+//! the world's settings (`world`: phases, faults, clocks, RPC timeout), the
+//! system's own section (named after the system: `"percolator": {...}`)
+//! and the workload. Files of the first format (`percsim-scenario/1`, with
+//! one `cluster` object) keep loading: the world's settings in `cluster` go
+//! to `world`, the rest to the system's section.
 
-use crate::workloads::Built;
-use crate::workloads::WorkloadSpec;
-use percsim_sim::{PulsarConfig, RunOutput, SimConfig, SystemKind};
+use crate::system::SystemSpec;
+use crate::systems;
+use percsim_sim::{RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// The format tag of scenario files.
-pub const FORMAT: &str = "percsim-scenario/1";
+pub const FORMAT: &str = "percsim-scenario/2";
 
-/// A run: cluster, workload, seed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The format tag of the first scenario files (one `cluster` object),
+/// still read.
+pub const FORMAT_V1: &str = "percsim-scenario/1";
+
+/// The world's settings as a first-format file's `cluster` held them.
+const WORLD_KEYS: &[&str] = &["run_ms", "quiesce_ms", "rpc_timeout_ms", "clocks", "faults"];
+
+/// A run: the world's settings, a system's cluster and workload, a seed.
+#[derive(Debug, Clone)]
 pub struct Scenario {
-    /// Always [`FORMAT`].
+    /// Always [`FORMAT`] once read.
     pub format: String,
     /// The seed of the run.
-    #[serde(default)]
     pub seed: u64,
-    /// The system under test (`"percolator"` when absent; an unknown name
-    /// is refused).
-    #[serde(default, skip_serializing_if = "is_percolator")]
-    pub system: SystemKind,
     /// What the scenario shows, for people reading it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The cluster and its phases.
-    #[serde(default)]
-    pub cluster: SimConfig,
-    /// The Pulsar cluster (brokers, partitions, ablations, crash points),
-    /// for `"system": "pulsar"`; the world's settings stay in `cluster`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pulsar: Option<PulsarConfig>,
-    /// The workload.
-    pub workload: WorkloadSpec,
+    /// The world's settings: phases, faults, clocks, RPC timeout.
+    pub world: WorldConfig,
+    /// The system's cluster and workload.
+    pub spec: Box<dyn SystemSpec>,
 }
 
 /// The message of a panic payload.
@@ -42,12 +44,6 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic".to_string())
-}
-
-/// Percolator is the default system: files that name no system run it, and
-/// scenarios of it are written as before (without the field).
-fn is_percolator(s: &SystemKind) -> bool {
-    *s == SystemKind::Percolator
 }
 
 /// Why a scenario could not be read or run.
@@ -77,37 +73,32 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
-    /// A scenario for `workload` on `cluster` with `seed`.
-    pub fn new(seed: u64, cluster: SimConfig, workload: WorkloadSpec) -> Self {
+    /// A scenario of `spec` in a world set up by `world`, with `seed`.
+    pub fn of(seed: u64, world: WorldConfig, spec: Box<dyn SystemSpec>) -> Self {
         Scenario {
             format: FORMAT.to_string(),
             seed,
-            system: SystemKind::Percolator,
             description: None,
-            cluster,
-            pulsar: None,
-            workload,
+            world,
+            spec,
         }
+    }
+
+    /// The name of the system it runs.
+    pub fn system(&self) -> &'static str {
+        self.spec.def().name()
+    }
+
+    /// The name of its workload.
+    pub fn workload_name(&self) -> &'static str {
+        self.spec.workload_name()
     }
 
     /// Parse and validate a scenario from JSON text.
     pub fn parse(text: &str) -> Result<Self, ScenarioError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let s: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path.is_empty() || path == "." {
-                ScenarioError::Parse(inner.to_string())
-            } else {
-                ScenarioError::Parse(format!("{path}: {inner}"))
-            }
-        })?;
-        if s.format != FORMAT {
-            return Err(ScenarioError::Invalid(format!(
-                "format: expected {FORMAT:?}, found {:?}",
-                s.format
-            )));
-        }
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        let s = Scenario::from_value(value)?;
         s.validate()?;
         Ok(s)
     }
@@ -121,38 +112,83 @@ impl Scenario {
         Scenario::parse(&text)
     }
 
-    /// Check for impossible values.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
-        if self.workload.system() != self.system {
+    /// A scenario from its JSON form (either format), not yet validated.
+    pub fn from_value(value: Value) -> Result<Self, ScenarioError> {
+        let Value::Object(mut map) = value else {
+            return Err(ScenarioError::Parse(
+                "a scenario is a JSON object".to_string(),
+            ));
+        };
+        let format = take_str(&mut map, "format")?
+            .ok_or_else(|| ScenarioError::Parse("missing field `format`".into()))?;
+        if format != FORMAT && format != FORMAT_V1 {
             return Err(ScenarioError::Invalid(format!(
-                "workload {:?} runs on system {:?}, not {:?}",
-                self.workload.name(),
-                self.workload.system().name(),
-                self.system.name()
+                "format: expected {FORMAT:?} (or {FORMAT_V1:?}), found {format:?}"
             )));
         }
-        if self.pulsar.is_some() && self.system != SystemKind::Pulsar {
-            return Err(ScenarioError::Invalid(
-                "pulsar: only for \"system\": \"pulsar\"".into(),
-            ));
+        let def = match take_str(&mut map, "system")? {
+            Some(name) => {
+                systems::find(&name).map_err(|e| ScenarioError::Parse(format!("system: {e}")))?
+            }
+            None => systems::default_system(),
+        };
+        let seed = match map.remove("seed") {
+            None => 0,
+            Some(v) => typed::<u64>("seed", v)?,
+        };
+        let description = take_str(&mut map, "description")?;
+        let mut section = map.remove(def.name());
+        let mut world = map.remove("world");
+        if let Some(cluster) = map.remove("cluster") {
+            if format != FORMAT_V1 {
+                return Err(ScenarioError::Parse(format!(
+                    "cluster: {FORMAT} has a `world` section and a `{}` section instead",
+                    def.name()
+                )));
+            }
+            split_cluster(cluster, &mut world, &mut section, def.name())?;
         }
-        if self.system == SystemKind::Pulsar {
-            let pulsar = self.pulsar.clone().unwrap_or_default();
-            percsim_sim::validate_pulsar(&self.cluster, &pulsar).map_err(|e| {
-                ScenarioError::Invalid(if e.field == "pulsar" {
-                    e.problem // names its own field
-                } else {
-                    format!("cluster.{}: {}", e.field, e.problem)
-                })
-            })?;
-        } else {
-            self.cluster.validate().map_err(|e| {
-                ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem))
-            })?;
+        let workload = map
+            .remove("workload")
+            .ok_or_else(|| ScenarioError::Parse("missing field `workload`".into()))?;
+        if let Some(key) = map.keys().next() {
+            return Err(ScenarioError::Parse(unknown_key(key, def.name())));
         }
-        self.workload
-            .validate(&self.cluster)
-            .map_err(ScenarioError::Invalid)
+        let world = match world {
+            None => WorldConfig::default(),
+            Some(v) => typed::<WorldConfig>("world", v)?,
+        };
+        let spec = def.parse(section, workload)?;
+        Ok(Scenario {
+            format: FORMAT.to_string(),
+            seed,
+            description,
+            world,
+            spec,
+        })
+    }
+
+    /// Its JSON form, in [`FORMAT`].
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("format".into(), Value::from(FORMAT));
+        map.insert("seed".into(), Value::from(self.seed));
+        map.insert("system".into(), Value::from(self.system()));
+        if let Some(d) = &self.description {
+            map.insert("description".into(), Value::from(d.as_str()));
+        }
+        map.insert(
+            "world".into(),
+            serde_json::to_value(&self.world).unwrap_or_default(),
+        );
+        map.insert(self.system().into(), self.spec.section());
+        map.insert("workload".into(), self.spec.workload());
+        Value::Object(map)
+    }
+
+    /// Check for impossible values.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.spec.validate(&self.world)
     }
 
     /// Run the scenario on a fresh OS thread (each seed gets its own
@@ -160,16 +196,115 @@ impl Scenario {
     pub fn run(&self) -> Result<RunOutput, ScenarioError> {
         self.validate()?;
         let me = self.clone();
-        run_on_thread(self.seed, move || {
-            let description = serde_json::to_value(&me).unwrap_or_default();
-            match me.workload.build() {
-                Built::Percolator(w) => percsim_sim::run(&me.cluster, me.seed, w, description),
-                Built::Pulsar(w) => {
-                    let pulsar = me.pulsar.clone().unwrap_or_default();
-                    percsim_sim::run_pulsar(&me.cluster, &pulsar, me.seed, w, description)
-                }
-            }
+        let system = self.system();
+        run_on_thread(self.seed, system, move || {
+            let description = me.to_value();
+            me.spec.run(&me.world, me.seed, description)
         })
+    }
+}
+
+impl Serialize for Scenario {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scenario {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Scenario::from_value(v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A string field, removed from `map`.
+fn take_str(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, ScenarioError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ScenarioError::Parse(format!(
+            "{key}: expected a string, found {other}"
+        ))),
+    }
+}
+
+/// `value` as a `T`, an error naming the path inside `field`.
+pub fn typed<T: serde::de::DeserializeOwned>(
+    field: &str,
+    value: Value,
+) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path.is_empty() || path == "." {
+            ScenarioError::Parse(format!("{field}: {inner}"))
+        } else {
+            ScenarioError::Parse(format!("{field}.{path}: {inner}"))
+        }
+    })
+}
+
+/// A system's `workload` object as its own workload type `T`. A workload
+/// of another system is refused by name.
+pub fn typed_workload<T: serde::de::DeserializeOwned>(
+    def: &dyn crate::system::SystemDef,
+    value: Value,
+) -> Result<T, ScenarioError> {
+    if let Some(name) = value.get("name").and_then(Value::as_str)
+        && !def.workloads().contains(&name)
+        && let Some(owner) = systems::all()
+            .into_iter()
+            .find(|s| s.workloads().contains(&name))
+    {
+        return Err(ScenarioError::Invalid(format!(
+            "workload {name:?} runs on system {:?}, not {:?}",
+            owner.name(),
+            def.name()
+        )));
+    }
+    typed("workload", value)
+}
+
+/// Split a first-format `cluster` object: the world's settings into
+/// `world`, the rest into the system's section.
+fn split_cluster(
+    cluster: Value,
+    world: &mut Option<Value>,
+    section: &mut Option<Value>,
+    system: &str,
+) -> Result<(), ScenarioError> {
+    let Value::Object(cluster) = cluster else {
+        return Err(ScenarioError::Parse("cluster: expected an object".into()));
+    };
+    for (key, value) in cluster {
+        let target = if WORLD_KEYS.contains(&key.as_str()) {
+            &mut *world
+        } else {
+            &mut *section
+        };
+        let into = target.get_or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(into) = into else {
+            return Err(ScenarioError::Parse(format!(
+                "cluster.{key}: its section is not an object"
+            )));
+        };
+        if into.insert(key.clone(), value).is_some() {
+            return Err(ScenarioError::Parse(format!(
+                "cluster.{key}: also given in the {system} section"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why a top-level key is refused.
+fn unknown_key(key: &str, system: &str) -> String {
+    if systems::find(key).is_ok() {
+        format!("{key}: a section of system {key:?}, but the scenario runs {system:?}")
+    } else {
+        format!(
+            "unknown field `{key}`, expected one of `format`, `seed`, `system`, `description`, `world`, `{system}`, `workload`"
+        )
     }
 }
 
@@ -179,6 +314,7 @@ impl Scenario {
 /// [`ScenarioError::Stuck`] when the watchdog ended the run.
 pub fn run_on_thread(
     seed: u64,
+    system: &'static str,
     run: impl FnOnce() -> Result<RunOutput, percsim_sim::ConfigError> + Send + 'static,
 ) -> Result<RunOutput, ScenarioError> {
     std::thread::Builder::new()
@@ -194,32 +330,67 @@ pub fn run_on_thread(
                 ScenarioError::Crashed(message)
             }
         })?
-        .map_err(|e| ScenarioError::Invalid(format!("cluster.{}: {}", e.field, e.problem)))
+        .map_err(|e| crate::system::config_error(system, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const BANK: &str = r#""format":"percsim-scenario/1","workload":{"name":"bank"}"#;
+    const BANK: &str = r#""workload":{"name":"bank"}"#;
+
+    fn v2(rest: &str) -> String {
+        format!(r#"{{"format":"{FORMAT}",{rest}}}"#)
+    }
 
     #[test]
-    fn the_system_defaults_to_percolator_and_is_written_only_when_named() {
-        let old = Scenario::parse(&format!("{{{BANK}}}")).unwrap();
-        let named = Scenario::parse(&format!(r#"{{"system":"percolator",{BANK}}}"#)).unwrap();
-        assert_eq!(old.system, SystemKind::Percolator);
-        assert_eq!(named.system, SystemKind::Percolator);
-        let text = serde_json::to_string(&old).unwrap();
-        assert!(!text.contains("system"), "{text}");
+    fn the_system_defaults_to_the_registry_default_and_is_always_written() {
+        let s = Scenario::parse(&v2(BANK)).unwrap();
+        assert_eq!(s.system(), systems::default_system().name());
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""system":"#), "{text}");
+        let again = Scenario::parse(&text).unwrap();
+        assert_eq!(again.to_value(), s.to_value());
     }
 
     #[test]
     fn an_unknown_system_is_a_parse_error_naming_it() {
-        let e = Scenario::parse(&format!(r#"{{"system":"tidb",{BANK}}}"#)).unwrap_err();
+        let e = Scenario::parse(&v2(&format!(r#""system":"tidb",{BANK}"#))).unwrap_err();
         assert!(matches!(e, ScenarioError::Parse(_)), "{e}");
         assert!(
             e.to_string().contains("system: unknown system \"tidb\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_first_format_cluster_splits_into_world_and_the_system_section() {
+        let old =
+            format!(r#"{{"format":"{FORMAT_V1}","cluster":{{"run_ms":1234,"clients":3}},{BANK}}}"#);
+        let s = Scenario::parse(&old).unwrap();
+        assert_eq!(s.world.run_ms, 1234);
+        let section = s.spec.section();
+        assert_eq!(section["clients"], 3, "{section}");
+        assert!(section.get("run_ms").is_none(), "{section}");
+    }
+
+    #[test]
+    fn a_cluster_in_the_second_format_and_stray_keys_are_refused() {
+        let e = Scenario::parse(&v2(&format!(r#""cluster":{{}},{BANK}"#))).unwrap_err();
+        assert!(e.to_string().contains("cluster: "), "{e}");
+        let e = Scenario::parse(&v2(&format!(r#""clusterr":{{}},{BANK}"#))).unwrap_err();
+        assert!(e.to_string().contains("unknown field `clusterr`"), "{e}");
+        let e = Scenario::parse(&v2(&format!(r#""world":{{"run_msx":1}},{BANK}"#))).unwrap_err();
+        assert!(e.to_string().contains("world.run_msx"), "{e}");
+    }
+
+    #[test]
+    fn another_systems_section_is_refused_by_name() {
+        let other = systems::all()
+            .into_iter()
+            .find(|s| s.name() != systems::default_system().name())
+            .expect("two systems are registered");
+        let e = Scenario::parse(&v2(&format!(r#""{}":{{}},{BANK}"#, other.name()))).unwrap_err();
+        assert!(e.to_string().contains("a section of system"), "{e}");
     }
 }

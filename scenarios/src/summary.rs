@@ -41,6 +41,8 @@ pub struct Summary {
     pub seeds: u64,
     /// Seeds by verdict.
     pub verdicts: BTreeMap<Verdict, u64>,
+    /// Seeds by system.
+    pub systems: BTreeMap<String, u64>,
     /// Seeds by workload.
     pub workloads: BTreeMap<String, u64>,
     /// Seeds by violated rule.
@@ -51,17 +53,10 @@ pub struct Summary {
     pub sim_ms: u64,
     /// Counters (events, cleanups, aborts by reason) summed over every seed.
     pub counters: BTreeMap<String, u64>,
-    /// Every seed that did not pass, by seed.
-    pub failures: BTreeMap<u64, Failure>,
+    /// Every seed that did not pass, by system and seed.
+    pub failures: BTreeMap<(String, u64), Failure>,
     /// Wall time of the campaign (for a merge: the seeds' wall times summed).
     pub wall: Duration,
-}
-
-/// Which systems' seeds a campaign ran.
-#[derive(Debug, Clone, Copy)]
-struct Ran {
-    percolator: bool,
-    pulsar: bool,
 }
 
 impl Summary {
@@ -69,6 +64,7 @@ impl Summary {
     pub fn add(&mut self, r: &SeedResult) {
         self.seeds += 1;
         *self.verdicts.entry(r.verdict).or_default() += 1;
+        *self.systems.entry(r.system.clone()).or_default() += 1;
         *self.workloads.entry(r.workload.clone()).or_default() += 1;
         for rule in &r.violated_rules {
             *self.rules.entry(rule.clone()).or_default() += 1;
@@ -82,7 +78,7 @@ impl Summary {
         }
         if r.verdict != Verdict::Pass {
             self.failures.insert(
-                r.seed,
+                (r.system.clone(), r.seed),
                 Failure {
                     verdict: r.verdict,
                     violated_rules: r.violated_rules.clone(),
@@ -94,20 +90,9 @@ impl Summary {
 
     /// The worst verdict (safety over crash over nondeterminism over stuck
     /// over a failed expectation over liveness).
+    /// `Verdict`'s own order is this ranking.
     pub fn worst(&self) -> Verdict {
-        self.verdicts
-            .keys()
-            .copied()
-            .min_by_key(|v| match v {
-                Verdict::Safety => 0,
-                Verdict::Crash => 1,
-                Verdict::Nondeterministic => 2,
-                Verdict::Stuck => 3,
-                Verdict::ExpectationFailed => 4,
-                Verdict::Liveness => 5,
-                Verdict::Pass => 6,
-            })
-            .unwrap_or(Verdict::Pass)
+        self.verdicts.keys().copied().max().unwrap_or(Verdict::Pass)
     }
 
     /// Coverage items that never happened (of the systems the campaign ran).
@@ -120,29 +105,14 @@ impl Summary {
     /// The coverage items of the systems the campaign ran: each system's
     /// own only if it ran seeds of that system, the world's always.
     fn coverage(&self) -> impl Iterator<Item = Coverage> + '_ {
-        let ran = self.ran();
+        let ran = &self.systems;
         Coverage::ALL
             .iter()
             .copied()
             .filter(move |c| match c.scope() {
-                Scope::Percolator => ran.percolator,
-                Scope::Pulsar => ran.pulsar,
                 Scope::World => true,
+                scope => ran.contains_key(scope.system()),
             })
-    }
-
-    /// Which systems' seeds the campaign ran.
-    fn ran(&self) -> Ran {
-        let is_pulsar = |w: &str| crate::pulsar_campaign::PULSAR_WORKLOADS.contains(&w);
-        let ran = |pulsar: bool| {
-            self.workloads
-                .iter()
-                .any(|(w, n)| *n > 0 && is_pulsar(w) == pulsar)
-        };
-        Ran {
-            percolator: ran(false),
-            pulsar: ran(true),
-        }
     }
 
     /// Named crash and pause points no node stopped at: each is a finding
@@ -150,7 +120,7 @@ impl Summary {
     /// Percolator's points only: a campaign without Percolator seeds has
     /// none to hit.
     pub fn points_never_hit(&self) -> Vec<Point> {
-        if !self.ran().percolator {
+        if !self.systems.contains_key(Scope::Percolator.system()) {
             return Vec::new();
         }
         Point::ALL
@@ -206,7 +176,7 @@ impl Summary {
             let _ = writeln!(o, "  {:<44} {n:>8}{flag}", c.describe());
         }
         self.render_points(&mut o);
-        for (seed, f) in &self.failures {
+        for ((system, seed), f) in &self.failures {
             let replay = f
                 .capsule
                 .as_ref()
@@ -215,7 +185,7 @@ impl Summary {
                 });
             let _ = writeln!(
                 o,
-                "failure: seed {seed} {:?} [{}] -> {replay}",
+                "failure: {system} seed {seed} {:?} [{}] -> {replay}",
                 f.verdict,
                 f.violated_rules.join(", ")
             );
@@ -226,7 +196,7 @@ impl Summary {
     /// Percolator's crash and pause points, listed only when Percolator
     /// seeds ran (Pulsar's scenarios have none of them to reach).
     fn render_points(&self, o: &mut String) {
-        if !self.ran().percolator {
+        if !self.systems.contains_key(Scope::Percolator.system()) {
             return;
         }
         let _ = writeln!(o, "crash and pause points (nodes stopped at each):");
@@ -278,11 +248,11 @@ impl Summary {
         }
     }
 
-    /// Merge the JSON lines of several shards, read as streams (a seed seen
-    /// twice is counted once, the first time). `inputs` pairs a name for
+    /// Merge the JSON lines of several shards, read as streams (a seed of
+    /// a system seen twice is counted once, the first time). `inputs` pairs a name for
     /// error messages with a reader.
     pub fn merge_jsonl<R: BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
-        let mut seen = SeedSet::default();
+        let mut seen: BTreeMap<String, SeedSet> = BTreeMap::new();
         let mut summary = Summary::default();
         let mut wall_ms = 0u64;
         for (name, reader) in inputs {
@@ -293,7 +263,7 @@ impl Summary {
                 }
                 let r: SeedResult = serde_json::from_str(&line)
                     .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
-                if seen.insert(r.seed) {
+                if seen.entry(r.system.clone()).or_default().insert(r.seed) {
                     wall_ms += r.wall_ms;
                     summary.add(&r);
                 }
@@ -329,6 +299,7 @@ mod tests {
 
     fn result(seed: u64, verdict: Verdict) -> SeedResult {
         SeedResult {
+            system: "percolator".into(),
             seed,
             verdict,
             workload: "bank".into(),
@@ -362,6 +333,7 @@ mod tests {
         let mut pulsar = Summary::default();
         let mut r = result(2, Verdict::Pass);
         r.workload = "stream".into();
+        r.system = "pulsar".into();
         pulsar.add(&r);
         let missing = pulsar.never_happened();
         assert!(missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
@@ -483,7 +455,7 @@ mod tests {
         let text = s.render();
         assert!(
             text.contains(
-                "failure: seed 2 Safety [snapshot_reads] -> percsim replay failures/seed-2.json"
+                "failure: percolator seed 2 Safety [snapshot_reads] -> percsim replay failures/seed-2.json"
             ),
             "{text}"
         );

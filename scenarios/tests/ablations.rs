@@ -3,13 +3,13 @@
 //! fire; the liveness-only ablations must not raise a safety violation.
 //! (`percsim ablations` runs the full table.)
 
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::Ablation;
 use percsim_scenarios::campaign::{self, Mix, Verdict};
 use percsim_scenarios::fuzz;
 
 fn mix(a: Ablation) -> Mix {
     Mix {
-        ablations: Ablations::only(a),
+        ablations: vec![a.name().to_string()],
         ..Mix::default()
     }
 }
@@ -143,7 +143,7 @@ fn notify_cleared_early() {
 #[test]
 fn every_ablation_applies() {
     assert_eq!(
-        percsim_scenarios::ablations::applicable().len(),
+        percsim_scenarios::systems::percolator::ablations::applicable().len(),
         Ablation::ALL.len()
     );
 }
@@ -160,7 +160,8 @@ fn scan_skips_locks() {
 /// thread and two give the same row (seeds, rates), as do Pulsar's rows.
 #[test]
 fn a_rows_rates_do_not_depend_on_the_threads() {
-    use percsim_scenarios::{ablations, pulsar_ablations};
+    use percsim_scenarios::systems::percolator::ablations;
+    use percsim_scenarios::systems::pulsar::ablations as pulsar_ablations;
     let a = Ablation::SecondariesFirst;
     let (one, two) = (
         ablations::measure(Some(a), 50, 1, 0),

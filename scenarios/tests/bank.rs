@@ -5,22 +5,26 @@
 mod common;
 
 use percsim_scenarios::Scenario;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Bank, WorkloadSpec};
-use percsim_sim::SimConfig;
+use percsim_sim::{PercolatorConfig, WorldConfig};
 
 fn scenario(seed: u64) -> Scenario {
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         tablet_servers: 3,
         tablets: 4,
         clients: 4,
+        ..PercolatorConfig::default()
+    };
+    let world = WorldConfig {
         run_ms: 4_000,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
     let bank = Bank {
         accounts: 10,
         ..Bank::default()
     };
-    Scenario::new(seed, cluster, WorkloadSpec::Bank(bank))
+    percolator::scenario(seed, world, cluster, WorkloadSpec::Bank(bank))
 }
 
 #[test]
@@ -61,8 +65,11 @@ fn simulator_is_active() {
     // Ten simulated minutes must pass in a fraction of that wall time: true
     // only when madsim's simulator (not a real-time runtime) is running.
     let mut s = scenario(1);
-    s.cluster.run_ms = 600_000;
-    s.cluster.clients = 1;
+    s.world.run_ms = 600_000;
+    percolator::spec_mut(&mut s)
+        .expect("a Percolator scenario")
+        .cluster
+        .clients = 1;
     let wall = std::time::Instant::now();
     let out = s.run().expect("run");
     assert!(

@@ -15,7 +15,7 @@ fn sweep(workload: &str) {
     let mut committed = 0;
     for seed in common::seeds(40) {
         let scenario = campaign::generate(seed, &mix);
-        assert_eq!(scenario.workload.name(), workload);
+        assert_eq!(scenario.workload_name(), workload);
         committed += common::run_and_check(&scenario, "campaign")
             .summary
             .committed;
@@ -60,7 +60,7 @@ fn generated_scenarios_are_a_function_of_the_seed() {
         assert_eq!(a, b);
     }
     let distinct: std::collections::BTreeSet<String> = (0..20)
-        .map(|s| serde_json::to_string(&campaign::generate(s, &mix).cluster).unwrap())
+        .map(|s| serde_json::to_string(&campaign::generate(s, &mix).spec.section()).unwrap())
         .collect();
     assert!(
         distinct.len() > 15,
@@ -90,10 +90,11 @@ fn faulty_runs_are_deterministic() {
 
 #[test]
 fn a_failure_shrinks_to_a_smaller_scenario_that_fails_the_same_way() {
-    use percsim_protocol::{Ablation, Ablations};
+    use percsim_protocol::Ablation;
+    use percsim_scenarios::systems::percolator::{self, PERCOLATOR};
     // A broken protocol gives a failure to shrink: start_ts from wall clocks.
     let mix = Mix {
-        ablations: Ablations::only(Ablation::WallClockStartTs),
+        ablations: vec![Ablation::WallClockStartTs.name().to_string()],
         ..Mix::default()
     };
     let (seed, failed) = (0..20)
@@ -101,11 +102,11 @@ fn a_failure_shrinks_to_a_smaller_scenario_that_fails_the_same_way() {
         .find(|(_, r)| r.verdict == Verdict::Safety)
         .expect("the ablation is caught within 20 seeds");
     let original = campaign::generate(seed, &mix);
-    let (shrunk, runs) = campaign::shrink(seed, &mix, &failed, 30);
+    let (shrunk, runs) = campaign::shrink(&PERCOLATOR, seed, &mix, &failed, 30);
     assert!(runs > 0, "shrinking ran nothing");
     let size = |s: &percsim_scenarios::Scenario| {
-        let c = &s.cluster;
-        (c.clients * c.workers_per_client) as u64 * 100_000 + c.run_ms
+        let c = &percolator::spec(s).expect("a Percolator scenario").cluster;
+        (c.clients * c.workers_per_client) as u64 * 100_000 + s.world.run_ms
     };
     assert!(
         size(&shrunk) <= size(&original),

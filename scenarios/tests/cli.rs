@@ -153,6 +153,26 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
         "format",
     );
     bad_scenario("{ not json", "line 1");
+    // The second format: a `world` section and the system's own.
+    let v2 = |rest: &str| format!(r#"{{"format":"percsim-scenario/2","seed":1,{rest}}}"#);
+    let bank_w = r#""workload":{"name":"bank"}"#;
+    bad_scenario(&v2(&format!(r#""cluster":{{}},{bank_w}"#)), "cluster");
+    bad_scenario(
+        &v2(&format!(r#""world":{{"run_ms":999999999999}},{bank_w}"#)),
+        "world.run_ms",
+    );
+    bad_scenario(
+        &v2(&format!(r#""percolator":{{"clients":0}},{bank_w}"#)),
+        "percolator.clients",
+    );
+    bad_scenario(
+        &v2(&format!(r#""pulsar":{{"brokers":1}},{bank_w}"#)),
+        "a section of system \"pulsar\"",
+    );
+    bad_scenario(
+        &v2(r#""system":"pulsar","workload":{"name":"bank"}"#),
+        "runs on system \"percolator\", not \"pulsar\"",
+    );
     bad_scenario(
         r#"{"format":"percsim-scenario/1","system":"pulsr","workload":{"name":"bank"}}"#,
         "unknown system \"pulsr\" (known: percolator, pulsar)",
@@ -413,7 +433,7 @@ fn four_shard_processes_merge_to_the_unsharded_campaign() {
     );
     let body = summary_body(&whole);
     assert!(
-        body.contains("failure: seed"),
+        body.contains("failure: percolator seed"),
         "no failure to compare: {body}"
     );
     assert_eq!(summary_body(&merged), body);
@@ -487,4 +507,54 @@ fn a_run_past_its_watchdog_budget_is_stuck_and_the_campaign_goes_on() {
         let saved = std::fs::read_to_string(capsule).expect("read the capsule");
         assert!(saved.contains("percsim replay"), "{saved}");
     }
+}
+
+/// Every `fuzz` flag is obeyed for every system or refused naming the
+/// problem: a class Pulsar does not honour, a workload of another system,
+/// an unknown system; without `--system`, the named workloads choose it.
+#[test]
+fn fuzz_flags_are_obeyed_for_every_system_or_refused() {
+    for (args, mention) in [
+        (
+            &["--system", "pulsar", "--faults", "kill_liveness"][..],
+            "does not honour fault class \"kill_liveness\"",
+        ),
+        (&["--system", "pulsar", "--workload", "bank"][..], "bank"),
+        (&["--system", "nosuch"][..], "unknown system \"nosuch\""),
+        (
+            &[
+                "--system",
+                "percolator",
+                "--ablate",
+                "marker-by-producer-epoch",
+            ][..],
+            "is system pulsar's",
+        ),
+    ] {
+        let mut a = vec!["fuzz", "--count", "1", "--quiet"];
+        a.extend(args);
+        let o = percsim(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", text(&o));
+        assert!(text(&o).contains(mention), "{a:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+    let out = tmp("stream-only");
+    let o = percsim(&[
+        "fuzz",
+        "--count",
+        "2",
+        "--workload",
+        "stream",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o).contains("(2 pulsar seeds;"),
+        "the named workload chooses its system: {}",
+        text(&o)
+    );
+    assert!(text(&o).contains("stream=2"), "{}", text(&o));
+    let o = percsim(&["ablations", "--system", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

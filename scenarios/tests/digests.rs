@@ -5,8 +5,9 @@
 //! digests`) and says so in its commit message.
 
 use percsim_scenarios::Scenario;
-use percsim_scenarios::campaign::{self, DEFAULT_WORKLOADS, Mix};
-use percsim_scenarios::pulsar_campaign::{self, PULSAR_SEED_BASE};
+use percsim_scenarios::campaign::{self, Mix};
+use percsim_scenarios::systems::percolator::campaign::DEFAULT_WORKLOADS;
+use percsim_scenarios::systems::pulsar::campaign::{self as pulsar_campaign, PULSAR_SEED_BASE};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +73,7 @@ fn runs() -> Vec<(String, Scenario)> {
     for i in 0..PULSAR_SEEDS {
         runs.push((
             format!("campaign pulsar {}", PULSAR_SEED_BASE + i),
-            pulsar_campaign::generate(PULSAR_SEED_BASE + i, Default::default()),
+            pulsar_campaign::generate(PULSAR_SEED_BASE + i, &Mix::default()),
         ));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");

@@ -5,10 +5,10 @@
 
 mod common;
 
-use percsim_scenarios::Scenario;
 use percsim_scenarios::faultmix;
+use percsim_scenarios::systems::percolator::{self, faults};
 use percsim_scenarios::workloads::{Bank, Dedup, ListAppend, Register, WorkloadSpec};
-use percsim_sim::SimConfig;
+use percsim_sim::{PercolatorConfig, WorldConfig};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -22,7 +22,7 @@ fn workloads() -> Vec<WorkloadSpec> {
 }
 
 fn sweep(class: &str) {
-    let (kind, node_prefix) = faultmix::evidence(class);
+    let (kind, node_prefix) = faults::evidence(class);
     for workload in workloads() {
         let mut fired = 0;
         let mut committed = 0;
@@ -30,16 +30,19 @@ fn sweep(class: &str) {
         // that transaction gets there: give those classes a third seed.
         let per_step = class.ends_with("_at_step");
         for seed in common::seeds(if per_step { 3 } else { 2 }) {
-            let mut cluster = SimConfig {
+            let mut cluster = PercolatorConfig {
                 tablet_servers: 3,
                 tablets: 4,
                 clients: 3,
+                ..PercolatorConfig::default()
+            };
+            let mut world = WorldConfig {
                 run_ms: 2_500,
-                ..SimConfig::default()
+                ..WorldConfig::default()
             };
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            faultmix::enable(&mut cluster, class, 0.8, &mut rng).expect("known class");
-            let scenario = Scenario::new(seed, cluster, workload.clone());
+            faults::enable(&mut world, &mut cluster, class, 0.8, &mut rng).expect("known class");
+            let scenario = percolator::scenario(seed, world, cluster, workload.clone());
             let out = common::run_and_check(&scenario, "faults");
             committed += out.summary.committed;
             fired += out

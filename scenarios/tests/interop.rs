@@ -16,7 +16,11 @@ use std::collections::BTreeSet;
 fn list_append(ablations: Ablations) -> Mix {
     Mix {
         workloads: vec!["list-append".to_string()],
-        ablations,
+        ablations: Ablation::ALL
+            .iter()
+            .filter(|a| ablations.has(**a))
+            .map(|a| a.name().to_string())
+            .collect(),
         ..Mix::default()
     }
 }

@@ -3,11 +3,11 @@
 //! the seed and the invariant.
 
 use percsim_protocol::CellKey;
-use percsim_scenarios::Scenario;
 use percsim_scenarios::judge::{Verdict, verdict_of};
 use percsim_scenarios::scenario::run_on_thread;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Register, WorkloadSpec};
-use percsim_sim::{BoxFuture, Client, SimConfig, Worker, Workload};
+use percsim_sim::{BoxFuture, Client, PercolatorConfig, Worker, Workload, WorldConfig};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,15 +31,17 @@ impl Workload for Trips {
 
 #[test]
 fn a_tripped_invariant_is_a_crash_verdict_with_the_seed() {
-    let scenario = Scenario::new(
+    let scenario = percolator::scenario(
         7,
-        SimConfig::default(),
+        WorldConfig::default(),
+        PercolatorConfig::default(),
         WorkloadSpec::Register(Register::default()),
     );
     let started = Instant::now();
-    let run = run_on_thread(7, || {
+    let run = run_on_thread(7, "percolator", || {
         percsim_sim::run(
-            &SimConfig::default(),
+            &WorldConfig::default(),
+            &PercolatorConfig::default(),
             7,
             Arc::new(Trips),
             serde_json::Value::Null,
@@ -56,9 +58,10 @@ fn a_tripped_invariant_is_a_crash_verdict_with_the_seed() {
 
 #[test]
 fn the_same_run_without_the_hook_passes() {
-    let scenario = Scenario::new(
+    let scenario = percolator::scenario(
         7,
-        SimConfig::default(),
+        WorldConfig::default(),
+        PercolatorConfig::default(),
         WorkloadSpec::Register(Register::default()),
     );
     let judged = verdict_of(&scenario, scenario.run(), Instant::now());

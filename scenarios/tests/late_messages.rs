@@ -8,8 +8,9 @@ use percsim_protocol::{Ablation, Ablations};
 use percsim_scenarios::campaign::{self, Mix};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Register, WorkloadSpec};
-use percsim_sim::{CrashAt, Fault, SimConfig, TimedFault};
+use percsim_sim::{CrashAt, Fault, PercolatorConfig, TimedFault, WorldConfig};
 use serde_json::Value;
 
 /// Run `scenario` and return its history as JSON and its counters.
@@ -27,19 +28,29 @@ fn events<'a>(h: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 
         .filter(move |e| e["kind"] == kind)
 }
 
+/// The Percolator cluster of `s`.
+fn cluster(s: &mut Scenario) -> &mut PercolatorConfig {
+    &mut percolator::spec_mut(s)
+        .expect("a Percolator scenario")
+        .cluster
+}
+
 /// Client 0 dies (never restarted) after locking its first transaction's
 /// primary, while the network duplicates or holds back every request for
 /// up to 3 s: a reader rolls the dead owner's lock back, and a late copy
 /// of its prewrite arrives afterwards (and meets the rollback record).
 fn dead_owner(seed: u64) -> Scenario {
-    let mut cluster = SimConfig {
+    let mut cluster = PercolatorConfig {
         clients: 2,
         workers_per_client: 1,
         tablet_servers: 1,
         tablets: 1,
-        run_ms: 3_000,
         session_ttl_ms: 300,
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
+    };
+    let mut world = WorldConfig {
+        run_ms: 3_000,
+        ..WorldConfig::default()
     };
     cluster.client.lock_ttl_ms = 300;
     cluster.crashes.push(CrashAt {
@@ -48,7 +59,7 @@ fn dead_owner(seed: u64) -> Scenario {
         step: StepPoint::AfterPrewritePrimary,
         restart_after_ms: None,
     });
-    cluster.faults.schedule.push(TimedFault {
+    world.faults.schedule.push(TimedFault {
         at_ms: 0,
         fault: Fault::Duplicate {
             rate: 1.0,
@@ -61,7 +72,7 @@ fn dead_owner(seed: u64) -> Scenario {
         write_ratio: 1.0,
         ..Register::default()
     });
-    Scenario::new(seed, cluster, workload)
+    percolator::scenario(seed, world, cluster, workload)
 }
 
 /// About 3% of seeds line the three events up (5 of seeds 0..200 before
@@ -109,11 +120,11 @@ fn a_prewrite_after_its_rollback_is_counted_on_delivery() {
         with_late += after;
 
         let mut quiet = late.clone();
-        quiet.cluster.faults.schedule.clear();
+        quiet.world.faults.schedule.clear();
         assert_eq!(count(&quiet), (0, 0), "seed {seed} without late copies");
 
         let mut no_record = late;
-        no_record.cluster.ablations = Ablations::only(Ablation::NoRollbackRecord);
+        cluster(&mut no_record).ablations = Ablations::only(Ablation::NoRollbackRecord);
         let (after, rejected) = count(&no_record);
         assert_eq!(rejected, 0, "seed {seed}: no record can refuse a prewrite");
         ablated += after;
@@ -175,13 +186,16 @@ fn a_commit_can_land_while_every_reply_is_lost_and_a_request_can_be_lost_alone()
 /// The only client dies at `step` of its first transaction (restarted
 /// when the run heals), in a quiet network: no other writer competes.
 fn dies_at(seed: u64, step: StepPoint) -> Scenario {
-    let mut cluster = SimConfig {
+    let mut cluster = PercolatorConfig {
         clients: 1,
         workers_per_client: 1,
         tablet_servers: 1,
         tablets: 1,
+        ..PercolatorConfig::default()
+    };
+    let world = WorldConfig {
         run_ms: 1_000,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
     cluster.crashes.push(CrashAt {
         client: 0,
@@ -194,7 +208,7 @@ fn dies_at(seed: u64, step: StepPoint) -> Scenario {
         write_ratio: 1.0,
         ..Register::default()
     });
-    Scenario::new(seed, cluster, workload)
+    percolator::scenario(seed, world, cluster, workload)
 }
 
 /// Whether the store committed the transaction client 0 died in.
@@ -261,13 +275,13 @@ fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record(
     let mut failed = Vec::new();
     for seed in seeds.clone() {
         let mut s = dead_owner(seed);
-        s.cluster.crashes[0].step = StepPoint::CommitPrimarySent;
+        cluster(&mut s).crashes[0].step = StepPoint::CommitPrimarySent;
         let faithful = fuzz::judge(&s, false).result;
         assert_eq!(faithful.verdict, campaign::Verdict::Pass, "seed {seed}");
         let n = |k: &str| faithful.counters.get(k).copied().unwrap_or(0);
         assert_eq!(n("store.late_prewrite_relocked"), 0, "seed {seed}");
         assert_eq!(n("store.commit_after_rollback"), 0, "seed {seed}");
-        s.cluster.ablations = Ablations::only(Ablation::NoRollbackRecord);
+        cluster(&mut s).ablations = Ablations::only(Ablation::NoRollbackRecord);
         let ablated = fuzz::judge(&s, false).result;
         if ablated.verdict == campaign::Verdict::Safety {
             let n = |k: &str| ablated.counters.get(k).copied().unwrap_or(0);

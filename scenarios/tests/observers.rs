@@ -10,9 +10,11 @@ use percsim_protocol::CellKey;
 use percsim_protocol::client::{
     BodyFuture, ObserverBody, ObserverSpec, StepPoint, Transaction, run_observer, weak_notify,
 };
-use percsim_scenarios::Scenario;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Pipeline, WorkloadSpec};
-use percsim_sim::{Armed, BoxFuture, Client, PercolatorCounter, SimConfig, Worker, Workload};
+use percsim_sim::{
+    Armed, BoxFuture, Client, PercolatorConfig, PercolatorCounter, Worker, Workload, WorldConfig,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -139,9 +141,18 @@ impl Workload for Harness {
     }
 }
 
+/// The world of [`run`]'s runs: a 2 s workload phase.
+fn world() -> WorldConfig {
+    WorldConfig {
+        run_ms: 2_000,
+        ..WorldConfig::default()
+    }
+}
+
 /// Run `w` and check the history; panics with the explanation on failure.
-fn run(w: Harness, cluster: SimConfig, seed: u64) -> History {
-    let out = percsim_sim::run(&cluster, seed, Arc::new(w), serde_json::Value::Null).expect("run");
+fn run(w: Harness, cluster: PercolatorConfig, seed: u64) -> History {
+    let w = Arc::new(w);
+    let out = percsim_sim::run(&world(), &cluster, seed, w, serde_json::Value::Null).expect("run");
     assert_eq!(out.summary.liveness_failure, None);
     let report = percsim_checker::check(&out.history);
     assert!(report.passed(), "seed {seed}:\n{}", report.render_text());
@@ -180,15 +191,14 @@ fn final_value(h: &History, row: &str, col: &str) -> Option<String> {
     v.value.clone()
 }
 
-fn small() -> SimConfig {
-    SimConfig {
+fn small() -> PercolatorConfig {
+    PercolatorConfig {
         tablet_servers: 1,
         tablets: 1,
         clients: 2,
         workers_per_client: 1,
         scanners_per_client: 1,
-        run_ms: 2_000,
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     }
 }
 
@@ -219,7 +229,7 @@ fn two_workers_race_on_one_notification() {
     for seed in common::seeds(3) {
         let mut w = Harness::new(1, 1);
         w.race = true;
-        let cluster = SimConfig {
+        let cluster = PercolatorConfig {
             clients: 3,
             scanners_per_client: 0,
             ..small()
@@ -297,14 +307,18 @@ fn scanners_with_and_without_the_jump_rule() {
     for jump in [true, false] {
         let (mut collisions, mut jumps, mut rows) = (0, 0, 0);
         for seed in common::seeds(3) {
-            let cluster = SimConfig {
+            let cluster = PercolatorConfig {
                 clients: 3,
                 scanners_per_client: 4,
                 scanner_jump: jump,
-                run_ms: 3_000,
-                ..SimConfig::default()
+                ..PercolatorConfig::default()
             };
-            let s = Scenario::new(seed, cluster, WorkloadSpec::Pipeline(Pipeline::default()));
+            let world = WorldConfig {
+                run_ms: 3_000,
+                ..WorldConfig::default()
+            };
+            let pipeline = WorkloadSpec::Pipeline(Pipeline::default());
+            let s = percolator::scenario(seed, world, cluster, pipeline);
             let out = common::run_and_check(&s, "observers");
             let c = &out.summary.counters;
             collisions += c

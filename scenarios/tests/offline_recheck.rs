@@ -5,7 +5,7 @@
 //! it (never exit 2) and give the in-process report exactly, with the rules
 //! the run counted.
 
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::Ablation;
 use percsim_scenarios::campaign::{self, Mix, Verdict};
 use percsim_scenarios::fuzz;
 use std::path::{Path, PathBuf};
@@ -102,7 +102,7 @@ fn every_failing_capsule_of_an_ablation_campaign_rechecks_the_same_offline() {
     let (mut failing, mut data_missing) = (0, 0);
     for (a, seeds) in campaign {
         let mix = Mix {
-            ablations: Ablations::only(a),
+            ablations: vec![a.name().to_string()],
             ..Mix::default()
         };
         for seed in seeds {

@@ -5,19 +5,25 @@
 mod common;
 
 use percsim_protocol::client::Point;
-use percsim_scenarios::Scenario;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Register, WorkloadSpec};
-use percsim_sim::{FaultKind, PointAction, PointFault, SimConfig, point_counter};
+use percsim_sim::{
+    FaultKind, PercolatorConfig, PointAction, PointFault, WorldConfig, point_counter,
+};
 
 fn run_with(faults: Vec<PointFault>, seed: u64) -> percsim_sim::RunOutput {
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         clients: 2,
         oracle_range: 20,
-        run_ms: 1_500,
         point_faults: faults,
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     };
-    let scenario = Scenario::new(seed, cluster, WorkloadSpec::Register(Register::default()));
+    let world = WorldConfig {
+        run_ms: 1_500,
+        ..WorldConfig::default()
+    };
+    let register = WorkloadSpec::Register(Register::default());
+    let scenario = percolator::scenario(seed, world, cluster, register);
     common::run_and_check(&scenario, "points")
 }
 
@@ -75,16 +81,19 @@ fn without_point_faults_no_node_stops_at_a_point() {
 
 #[test]
 fn a_point_fault_naming_a_missing_node_is_refused() {
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         point_faults: vec![PointFault {
             point: Point::TabletAfterApply,
             node: 9,
             nth: 1,
             fault: PointAction::Pause { duration_ms: 1 },
         }],
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     };
-    let e = cluster.validate().unwrap_err().to_string();
+    let e = cluster
+        .validate(&WorldConfig::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("point_faults[0].node"), "{e}");
     assert!(e.contains("tablet_after_apply"), "{e}");
 }

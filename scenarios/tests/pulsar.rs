@@ -75,15 +75,15 @@ fn a_pipeline_seed_processes_every_document_exactly_once() {
 
 #[test]
 fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
-    let mut s = example("stream.json");
-    s.workload = percsim_scenarios::workloads::WorkloadSpec::Bank(Default::default());
-    let e = s.validate().unwrap_err().to_string();
-    assert!(e.contains("runs on system \"percolator\""), "{e}");
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/stream.json"),
     )
-    .unwrap()
-    .replace("\"brokers\": 3", "\"brokers\": 0");
+    .unwrap();
+    let bank = text.replace(r#""name": "stream""#, r#""name": "bank""#);
+    assert_ne!(bank, text);
+    let e = Scenario::parse(&bank).unwrap_err().to_string();
+    assert!(e.contains("runs on system \"percolator\""), "{e}");
+    let text = text.replace("\"brokers\": 3", "\"brokers\": 0");
     let e = Scenario::parse(&text).unwrap_err().to_string();
     assert!(e.contains("pulsar.brokers: 0"), "{e}");
 }
@@ -93,10 +93,10 @@ fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
 /// see them (they were delivered but never counted before session 6).
 #[test]
 fn pulsar_brokers_count_the_late_and_duplicated_copies_they_receive() {
-    use percsim_scenarios::pulsar_campaign::{PULSAR_SEED_BASE, generate};
+    use percsim_scenarios::systems::pulsar::campaign::{PULSAR_SEED_BASE, generate};
     let (mut copies, mut late) = (0, 0);
     for seed in PULSAR_SEED_BASE..PULSAR_SEED_BASE + 30 {
-        let s = generate(seed, Default::default());
+        let s = generate(seed, &Default::default());
         let out = s.run().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let count = |name: &str| out.summary.counters.get(name).copied().unwrap_or(0);
         copies += count(percsim_sim::Counter::NetDuplicated.name());

@@ -3,7 +3,7 @@
 //! faithful protocol passes the same seeds.
 
 use percsim_protocol::pulsar::PulsarAblation;
-use percsim_scenarios::pulsar_ablations::measure;
+use percsim_scenarios::systems::pulsar::ablations::measure;
 
 /// `a` must fail with a safety verdict naming `rule` within `seeds` seeds.
 fn caught(a: PulsarAblation, seeds: u64, rule: &str) {

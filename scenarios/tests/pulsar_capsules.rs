@@ -11,10 +11,11 @@ use percsim_protocol::pulsar::PulsarAblation;
 use percsim_scenarios::campaign::{self, Verdict};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::histfile::{Document, check_capsule, is_capsule_file, load, load_document};
-use percsim_scenarios::pulsar_ablations::mix;
-use percsim_scenarios::pulsar_campaign::PULSAR_SEED_BASE;
 use percsim_scenarios::report;
 use percsim_scenarios::scenario::Scenario;
+use percsim_scenarios::systems::pulsar::PULSAR;
+use percsim_scenarios::systems::pulsar::ablations::mix;
+use percsim_scenarios::systems::pulsar::campaign::PULSAR_SEED_BASE;
 use std::path::{Path, PathBuf};
 
 /// Runs `percsim check --json CAPSULE` in-process: (exit code, report).
@@ -235,13 +236,13 @@ fn a_pulsar_capsule_without_its_stream_history_is_refused() {
 fn size(s: &Scenario) -> u64 {
     let v = serde_json::to_value(s).expect("JSON");
     let count = |p: &str| v.pointer(p).and_then(|x| x.as_u64()).unwrap_or(0);
-    let classes = v["cluster"]["faults"]["random"]
+    let classes = v["world"]["faults"]["random"]
         .as_object()
         .map_or(0, |r| r.values().filter(|c| !c.is_null()).count()) as u64;
     let crashes = v["pulsar"]["crashes"].as_array().map_or(0, Vec::len) as u64;
     classes
         + crashes
-        + count("/cluster/clients")
+        + count("/pulsar/clients")
         + count("/pulsar/brokers")
         + count("/pulsar/partitions")
 }
@@ -259,10 +260,10 @@ fn a_failing_pulsar_seed_shrinks() {
         .find(|(_, j)| j.result.verdict == Verdict::Safety)
         .expect("replay-ignores-aborted caught within 20 seeds");
     let original = campaign::generate(seed, &mix);
-    let (same, runs) = campaign::shrink(seed, &mix, &judged.result, 0);
+    let (same, runs) = campaign::shrink(&PULSAR, seed, &mix, &judged.result, 0);
     assert_eq!((size(&same), runs), (size(&original), 0));
 
-    let (shrunk, runs) = campaign::shrink(seed, &mix, &judged.result, 40);
+    let (shrunk, runs) = campaign::shrink(&PULSAR, seed, &mix, &judged.result, 40);
     assert!(runs > 0 && runs <= 40, "{runs} runs");
     assert!(
         size(&shrunk) < size(&original),
@@ -282,7 +283,7 @@ fn a_failing_pulsar_seed_shrinks() {
         judged.result.violated_rules
     );
     // Deterministic: the same failure shrinks to the same scenario.
-    let (twice, _) = campaign::shrink(seed, &mix, &judged.result, 40);
+    let (twice, _) = campaign::shrink(&PULSAR, seed, &mix, &judged.result, 40);
     assert_eq!(
         serde_json::to_string(&twice).expect("JSON"),
         serde_json::to_string(&shrunk).expect("JSON")

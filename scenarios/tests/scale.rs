@@ -5,9 +5,18 @@
 
 mod common;
 
-use percsim_scenarios::Scenario;
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Register, Tpce, WorkloadSpec};
-use percsim_sim::{CostModel, PercolatorCounter, SimConfig};
+use percsim_sim::{CostModel, PercolatorConfig, PercolatorCounter, WorldConfig};
+
+/// A world of `run_ms` with replies awaited for `rpc_timeout_ms`.
+fn world(run_ms: u64, rpc_timeout_ms: u64) -> WorldConfig {
+    WorldConfig {
+        run_ms,
+        rpc_timeout_ms,
+        ..WorldConfig::default()
+    }
+}
 
 fn counter(out: &percsim_sim::RunOutput, key: &str) -> u64 {
     out.summary.counters.get(key).copied().unwrap_or(0)
@@ -20,19 +29,23 @@ fn counter(out: &percsim_sim::RunOutput, key: &str) -> u64 {
 /// second in flight: all must be served, none may time out.
 #[test]
 fn the_oracle_serves_more_than_one_request_per_simulated_ms() {
-    let cluster = SimConfig {
+    let cluster = PercolatorConfig {
         tablet_servers: 8,
         tablets: 16,
         clients: 96,
         workers_per_client: 2,
-        run_ms: 1_500,
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     };
     let register = Register {
         keys: 4_000,
         ..Register::default()
     };
-    let scenario = Scenario::new(3, cluster, WorkloadSpec::Register(register));
+    let scenario = percolator::scenario(
+        3,
+        world(1_500, 100),
+        cluster,
+        WorkloadSpec::Register(register),
+    );
     let out = common::run_and_check(&scenario, "scale");
     let per_s = counter(&out, PercolatorCounter::OracleRequests.name()) as f64
         / (out.summary.sim_ns as f64 / 1e9);
@@ -53,26 +66,26 @@ fn the_oracle_serves_more_than_one_request_per_simulated_ms() {
 #[test]
 fn a_saturated_tablet_server_works_exactly_as_much_as_its_cores_allow() {
     let run_ms = 1_000;
-    let mut cluster = SimConfig {
+    let mut cluster = PercolatorConfig {
         tablet_servers: 1,
         tablets: 1,
         clients: 32,
         workers_per_client: 16,
-        rpc_timeout_ms: 2_000,
-        run_ms,
         costs: CostModel {
             enabled: true,
             tablet_cores: 1,
             ..CostModel::default()
         },
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     };
     let register = Register {
         keys: 5_000,
         max_ops: 2,
         ..Register::default()
     };
-    let scenario = Scenario::new(5, cluster.clone(), WorkloadSpec::Register(register.clone()));
+    let w = world(run_ms, 2_000);
+    let spec = WorkloadSpec::Register(register.clone());
+    let scenario = percolator::scenario(5, w.clone(), cluster.clone(), spec);
     let out = common::run_and_check(&scenario, "scale");
     let busy_us = counter(&out, "cpu.busy_us.tablet");
     let capacity_us = run_ms * 1_000;
@@ -86,24 +99,22 @@ fn a_saturated_tablet_server_works_exactly_as_much_as_its_cores_allow() {
     );
 
     cluster.costs.enabled = false;
-    let scenario = Scenario::new(5, cluster, WorkloadSpec::Register(register));
+    let scenario = percolator::scenario(5, w, cluster, WorkloadSpec::Register(register));
     let out = common::run_and_check(&scenario, "scale");
     assert_eq!(counter(&out, "cpu.busy_us.tablet"), 0);
 }
 
-fn tpce_cluster() -> SimConfig {
-    SimConfig {
+fn tpce_cluster() -> PercolatorConfig {
+    PercolatorConfig {
         tablet_servers: 3,
         tablets: 6,
         clients: 3,
         workers_per_client: 32,
-        run_ms: 4_000,
-        rpc_timeout_ms: 2_000,
         costs: CostModel {
             enabled: true,
             ..CostModel::default()
         },
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
     }
 }
 
@@ -115,7 +126,12 @@ fn tpce_lite_trades_and_keeps_balances_and_holdings_consistent() {
         trade_interval_ms: 50_000,
         ..Tpce::default()
     };
-    let scenario = Scenario::new(7, tpce_cluster(), WorkloadSpec::Tpce(tpce));
+    let scenario = percolator::scenario(
+        7,
+        world(4_000, 2_000),
+        tpce_cluster(),
+        WorkloadSpec::Tpce(tpce),
+    );
     let out = common::run_and_check(&scenario, "scale");
     assert!(
         out.summary.committed > 600,
@@ -141,7 +157,8 @@ fn the_broker_commission_write_shows_the_conflicts_the_paper_predicts() {
             broker_commission,
             ..Tpce::default()
         };
-        let scenario = Scenario::new(11, tpce_cluster(), WorkloadSpec::Tpce(tpce));
+        let world = world(4_000, 2_000);
+        let scenario = percolator::scenario(11, world, tpce_cluster(), WorkloadSpec::Tpce(tpce));
         let out = common::run_and_check(&scenario, "scale");
         assert!(
             out.summary.workload_violations.is_empty(),

@@ -11,8 +11,9 @@ use percsim_protocol::client::{
     BodyFuture, ObserverBody, ObserverSpec, RpcError, Transaction, TxnError,
 };
 use percsim_scenarios::campaign::{self, Mix};
+use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::WorkloadSpec;
-use percsim_sim::{BoxFuture, Client, SimConfig, Worker, Workload};
+use percsim_sim::{BoxFuture, Client, PercolatorConfig, Worker, Workload, WorldConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -105,18 +106,22 @@ fn an_observer_whose_run_aborted_still_processes_the_change() {
                 fail_first: AtomicBool::new(true),
             }),
         };
-        let cluster = SimConfig {
+        let cluster = PercolatorConfig {
             tablet_servers: 1,
             tablets: 1,
             clients: 1,
             workers_per_client: 1,
             scanners_per_client: 1,
+            ..PercolatorConfig::default()
+        };
+        let world = WorldConfig {
             run_ms: 1_000,
-            ..SimConfig::default()
+            ..WorldConfig::default()
         };
         let second = w.second.clone();
+        let w = Arc::new(w);
         let out =
-            percsim_sim::run(&cluster, seed, Arc::new(w), serde_json::Value::Null).expect("run");
+            percsim_sim::run(&world, &cluster, seed, w, serde_json::Value::Null).expect("run");
         assert!(
             !second.fail_first.load(Ordering::SeqCst),
             "seed {seed}: second never ran"
@@ -146,7 +151,8 @@ fn pipeline_with_two_observers_on_raw_passes_under_faults() {
     };
     for seed in common::seeds(12) {
         let mut scenario = campaign::generate(seed, &mix);
-        let WorkloadSpec::Pipeline(p) = &mut scenario.workload else {
+        let spec = percolator::spec_mut(&mut scenario).expect("a Percolator scenario");
+        let WorkloadSpec::Pipeline(p) = &mut spec.workload else {
             panic!("seed {seed}: not a pipeline");
         };
         p.audit = true;

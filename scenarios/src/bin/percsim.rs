@@ -7,6 +7,8 @@
 use clap::{Parser, Subcommand};
 use percsim_scenarios::campaign::{Mix, SeedResult};
 use percsim_scenarios::fuzz::{self, Options, Summary};
+use percsim_scenarios::system::{KillTable, SystemDef};
+use percsim_scenarios::systems;
 use percsim_scenarios::{Scenario, Shard, ShardSource};
 use percsim_sim::PercolatorCounter;
 use std::path::{Path, PathBuf};
@@ -113,14 +115,15 @@ enum Command {
         /// Only these fault classes (comma-separated).
         #[arg(long, value_delimiter = ',')]
         faults: Vec<String>,
-        /// Switch off these protocol mechanisms (comma-separated ablation
-        /// names, Percolator's or Pulsar's).
+        /// Switch off these protocol mechanisms (comma-separated planted
+        /// bug names; each is one system's, see `percsim systems`).
         #[arg(long, value_delimiter = ',')]
         ablate: Vec<String>,
-        /// Which systems: percolator, pulsar, or all (Percolator's seeds of
-        /// the range, then a tenth as many Pulsar seeds).
-        #[arg(long, default_value = "all")]
-        system: String,
+        /// Which systems: a name, several comma-separated, or all. Without
+        /// it: every system the named workloads, fault classes and planted
+        /// bugs apply to, each running its share of the range's seeds.
+        #[arg(long, value_parser = parse_systems)]
+        system: Option<Systems>,
         /// Where failure capsules go.
         #[arg(long, default_value = "failures")]
         out: PathBuf,
@@ -158,10 +161,10 @@ enum Command {
         /// Only these ablations (comma-separated); default: all that apply.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
-        /// Whose planted bugs: percolator (default) or pulsar (its 6
-        /// ablations through the default Pulsar campaign).
-        #[arg(long, default_value = "percolator")]
-        system: String,
+        /// Whose planted bugs: a system's name (default: the default
+        /// system; `percsim systems` lists them).
+        #[arg(long, value_parser = parse_systems)]
+        system: Option<Systems>,
     },
     /// Print throughput numbers measured on this machine.
     Bench {
@@ -180,9 +183,10 @@ enum Command {
     /// Run each system on the same pipeline job under the same fault
     /// mixes and print one table of measured metrics (docs/compare.md).
     Compare {
-        /// The system: a name, or `all` (every system, one column group each).
-        #[arg(long, default_value = "all")]
-        system: String,
+        /// The systems: a name, several comma-separated, or `all` (the
+        /// default: every system with a comparison job, one column group each).
+        #[arg(long, value_parser = parse_systems)]
+        system: Option<Systems>,
         /// Fault mixes (comma-separated; default: all of them).
         #[arg(long, value_delimiter = ',', value_parser = percsim_scenarios::compare::parse_mix)]
         mixes: Vec<percsim_scenarios::compare::FaultMix>,
@@ -209,6 +213,22 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+}
+
+/// The systems `--system` chose.
+#[derive(Clone)]
+struct Systems(Vec<&'static dyn SystemDef>);
+
+impl Systems {
+    fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|s| s.name()).collect()
+    }
+}
+
+/// `--system`: a registered system's name, several comma-separated, or
+/// `all`; parsed here once for every command.
+fn parse_systems(s: &str) -> Result<Systems, String> {
+    systems::select(s).map(Systems)
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), String> {
@@ -262,26 +282,21 @@ fn main() -> ExitCode {
             only,
             system,
         } => {
-            match system.as_str() {
-                "percolator" => {}
-                "pulsar" => return ExitCode::from(cmd_pulsar_ablations(&only, budget, jobs) as u8),
-                other => {
-                    return fail(&format!(
-                        "unknown system {other:?} for ablations (choose percolator or pulsar)"
-                    ));
+            let systems = system.map_or_else(|| vec![systems::default_system()], |s| s.0);
+            let opts = KillTable {
+                only,
+                budget,
+                jobs: jobs.max(1),
+                shrink_budget,
+            };
+            let mut code = 0;
+            for s in systems {
+                match s.kill_table(&opts) {
+                    Ok(c) => code = code.max(c),
+                    Err(e) => return fail(&e),
                 }
             }
-            let mut chosen = Vec::new();
-            for name in &only {
-                match percsim_protocol::Ablation::from_name(name) {
-                    Some(a) => chosen.push(a),
-                    None => return fail(&format!("unknown ablation {name:?}")),
-                }
-            }
-            if chosen.is_empty() {
-                chosen = percsim_scenarios::ablations::applicable();
-            }
-            cmd_ablations(&chosen, budget, jobs.max(1), shrink_budget)
+            code
         }
         Command::Bench {
             quick,
@@ -298,7 +313,7 @@ fn main() -> ExitCode {
             0
         }
         Command::Paper { quick } => {
-            percsim_scenarios::paper::run_all(quick);
+            percsim_scenarios::systems::percolator::paper::run_all(quick);
             0
         }
         cmd @ Command::Compare { .. } => match compare_command(cmd) {
@@ -334,7 +349,10 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
     if jobs == 0 {
         return Err("--jobs must be at least 1".to_string());
     }
-    let systems = percsim_scenarios::compare::parse_systems(&system)?;
+    let systems = match system {
+        Some(s) => s.0,
+        None => percsim_scenarios::compare::Options::default().systems,
+    };
     let mixes = if mixes.is_empty() {
         percsim_scenarios::compare::FaultMix::ALL.to_vec()
     } else {
@@ -390,32 +408,22 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
     if jobs == 0 || jobs > 256 {
         return Err("--jobs must be between 1 and 256".into());
     }
-    let systems = percsim_scenarios::campaign::Systems::from_name(&system).ok_or_else(|| {
-        format!("unknown system {system:?} for --system (choose from percolator, pulsar, all)")
-    })?;
-    let mut ablations = percsim_protocol::Ablations::NONE;
-    let mut pulsar_ablations = percsim_protocol::pulsar::PulsarAblations::NONE;
-    for name in &ablate {
-        match (
-            percsim_protocol::Ablation::from_name(name),
-            percsim_protocol::pulsar::PulsarAblation::from_name(name),
-        ) {
-            (Some(a), _) => ablations.insert(a),
-            (None, Some(a)) => pulsar_ablations.insert(a),
-            (None, None) => {
-                return Err(format!(
-                    "unknown ablation {name:?}; `percsim ablations --help` lists them"
-                ));
-            }
-        }
-    }
     let (shard, source) = percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok())?;
     let mix = Mix {
-        systems,
-        pulsar_ablations,
+        systems: system
+            .as_ref()
+            .map_or_else(systems::names, |s| s.names())
+            .into_iter()
+            .map(String::from)
+            .collect(),
         workloads: workload,
         faults,
-        ablations,
+        ablations: ablate,
+    };
+    let mix = if system.is_some() {
+        mix
+    } else {
+        mix.narrowed()?
     };
     mix.validate()?;
     let opts = Options {
@@ -528,40 +536,32 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
 }
 
 fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let capsule = match percsim_scenarios::capsule::Capsule::load(path) {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
+            eprintln!("error: {e}");
             return 2;
         }
     };
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("error: {} is not JSON: {e}", path.display());
-            return 2;
+    let scenario = if shrunk {
+        match capsule.shrunk {
+            Some(s) => s,
+            None => {
+                eprintln!("error: {} has no \"shrunk\" scenario", path.display());
+                return 2;
+            }
         }
+    } else {
+        capsule.scenario
     };
-    let field = if shrunk { "shrunk" } else { "scenario" };
-    let Some(scenario) = value.get(field).filter(|v| !v.is_null()) else {
-        eprintln!("error: {} has no {field:?} scenario", path.display());
+    if let Err(e) = scenario.validate() {
+        eprintln!("error: the capsule's scenario: {e}");
         return 2;
-    };
-    let scenario = match Scenario::parse(&scenario.to_string()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: the capsule's {field}: {e}");
-            return 2;
-        }
-    };
-    if let Some(v) = value.get("verdict") {
-        println!(
-            "recorded verdict: {v}, rules {}",
-            value
-                .get("violated_rules")
-                .unwrap_or(&serde_json::Value::Null)
-        );
     }
+    println!(
+        "recorded verdict: {:?}, rules {:?}",
+        capsule.verdict, capsule.violated_rules
+    );
     run_and_report(&scenario, history)
 }
 
@@ -576,11 +576,16 @@ fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {
             return 2;
         }
     };
-    let (percolator, pulsar) = opts.mix.systems.split(opts.end.saturating_sub(opts.start));
+    let split: Vec<String> = opts
+        .split()
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.name()))
+        .collect();
     println!(
-        "percsim fuzz: seeds {}..{} ({percolator} Percolator, {pulsar} Pulsar seeds; shard {} from {}: {} seeds), {} jobs, commit {}",
+        "percsim fuzz: seeds {}..{} ({} seeds; shard {} from {}: {} seeds), {} jobs, commit {}",
         opts.start,
         opts.end,
+        split.join(", "),
         opts.shard,
         source.name(),
         opts.seed_count(),
@@ -622,92 +627,6 @@ fn cmd_merge(files: &[PathBuf]) -> i32 {
             eprintln!("error: {e}");
             2
         }
-    }
-}
-
-/// Pulsar's kill table; exit 0 when the baseline passed and every planted
-/// bug was caught, 1 otherwise, 2 for an unknown name.
-fn cmd_pulsar_ablations(only: &[String], budget: u64, jobs: usize) -> i32 {
-    use percsim_protocol::pulsar::PulsarAblation;
-    use percsim_scenarios::pulsar_ablations::{measure, render};
-    let mut chosen = Vec::new();
-    for name in only {
-        match PulsarAblation::from_name(name) {
-            Some(a) => chosen.push(a),
-            None => {
-                eprintln!("error: unknown pulsar ablation {name:?}");
-                return 2;
-            }
-        }
-    }
-    if chosen.is_empty() {
-        chosen = PulsarAblation::ALL.to_vec();
-    }
-    let jobs = jobs.max(1);
-    let mut rows = vec![measure(None, budget, jobs)];
-    for a in chosen {
-        let row = measure(Some(a), budget, jobs);
-        eprintln!(
-            "{}: {}",
-            a.name(),
-            row.seeds_to_failure
-                .map_or("not caught".to_string(), |n| format!(
-                    "caught after {n} seeds"
-                ))
-        );
-        rows.push(row);
-    }
-    print!("{}", render(&rows, budget));
-    let ok =
-        rows[0].first_failure.is_none() && rows.iter().skip(1).all(|r| r.first_failure.is_some());
-    if ok { 0 } else { 1 }
-}
-
-fn cmd_ablations(
-    chosen: &[percsim_protocol::Ablation],
-    budget: u64,
-    jobs: usize,
-    shrink_budget: usize,
-) -> i32 {
-    use percsim_scenarios::ablations::{measure, render};
-    let mut rows = vec![measure(None, budget, jobs, 0)];
-    eprintln!(
-        "baseline: {} seeds, {} failures",
-        rows[0].seeds,
-        rows[0].first_failure.is_some() as u8
-    );
-    for a in chosen {
-        let row = measure(Some(*a), budget, jobs, shrink_budget);
-        eprintln!(
-            "{}: {}",
-            a.name(),
-            row.seeds_to_failure
-                .map_or("not caught".to_string(), |n| format!(
-                    "caught at seed {}",
-                    n - 1
-                ))
-        );
-        rows.push(row);
-    }
-    print!("{}", render(&rows, budget));
-    let baseline_clean = rows[0].first_failure.is_none();
-    let all_caught = rows
-        .iter()
-        .skip(1)
-        .all(|r| r.ablation.is_some_and(|a| !a.is_safety()) || r.first_failure.is_some());
-    let no_false_alarm = rows
-        .iter()
-        .skip(1)
-        .filter(|r| r.ablation.is_some_and(|a| !a.is_safety()))
-        .all(|r| {
-            r.first_failure
-                .as_ref()
-                .is_none_or(|f| f.violated_rules.is_empty())
-        });
-    if baseline_clean && all_caught && no_false_alarm {
-        0
-    } else {
-        1
     }
 }
 

@@ -4,18 +4,15 @@
 //! definition). One table: rows are metrics, columns system x fault mix.
 
 mod facts;
-mod percolator;
-mod pulsar;
 mod table;
 
 pub use facts::{DeathFact, DocFact, Ending, Metrics, RunFacts, Samples, TxnFact, quantile};
-pub use percolator::facts as percolator_facts;
-pub use pulsar::facts as pulsar_facts;
 pub use table::{Cell, Table};
 
 use crate::scenario::Scenario;
-use crate::workloads::{Pipeline, StreamPipeline, WorkloadSpec};
-use percsim_sim::{FaultClass, RandomFaults, SimConfig, SystemKind};
+use crate::system::SystemDef;
+use crate::systems;
+use percsim_sim::{FaultClass, RandomFaults, WorldConfig};
 use std::sync::Mutex;
 
 percsim_sim::identities! {
@@ -59,17 +56,6 @@ impl FaultMix {
     }
 }
 
-/// The systems named by `--system`: one system's name, or `all`.
-pub fn parse_systems(name: &str) -> Result<Vec<SystemKind>, String> {
-    if name == "all" {
-        return Ok(SystemKind::ALL.to_vec());
-    }
-    SystemKind::from_name(name).map(|s| vec![s]).ok_or_else(|| {
-        let known: Vec<&str> = SystemKind::ALL.iter().map(|s| s.name()).collect();
-        format!("unknown system {name:?} (known: {}, all)", known.join(", "))
-    })
-}
-
 /// The fault mix named `name`.
 pub fn parse_mix(name: &str) -> Result<FaultMix, String> {
     FaultMix::from_name(name).ok_or_else(|| {
@@ -78,22 +64,18 @@ pub fn parse_mix(name: &str) -> Result<FaultMix, String> {
     })
 }
 
-/// The pipeline job both systems run: documents loaded, parsed, clustered,
-/// exported.
-pub fn job() -> Pipeline {
-    Pipeline {
-        documents: 1_000,
-        contents: 400,
-        load_interval_ms: 100,
-        audit: false,
-    }
-}
+/// How many documents the comparison's job loads (each system's job is
+/// the document pipeline: loaded, parsed, clustered, exported).
+pub const DOCUMENTS: usize = 1_000;
+
+/// How many distinct contents those documents have.
+pub const CONTENTS: usize = 400;
 
 /// What `percsim compare` runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// The systems, in column order.
-    pub systems: Vec<SystemKind>,
+    pub systems: Vec<&'static dyn SystemDef>,
     /// The fault mixes, in column order.
     pub mixes: Vec<FaultMix>,
     /// First seed (included).
@@ -109,7 +91,10 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            systems: SystemKind::ALL.to_vec(),
+            systems: systems::all()
+                .into_iter()
+                .filter(|s| s.compare_scenario(0, WorldConfig::default()).is_some())
+                .collect(),
             mixes: FaultMix::ALL.to_vec(),
             start: 0,
             end: 20,
@@ -119,53 +104,37 @@ impl Default for Options {
     }
 }
 
-/// The same job as Pulsar's `stream-pipeline`: one loader sending the
-/// documents to the input topic every 50 ms (about the rate of
-/// Percolator's three loaders, each waiting 100 ms after a ~80 ms commit),
-/// processors that die only by the fault mix.
-pub fn stream_job() -> StreamPipeline {
-    let p = job();
-    StreamPipeline {
-        documents: p.documents,
-        contents: p.contents,
-        load_interval_ms: 50,
-        crash_rate: 0.0,
-    }
-}
-
-/// The scenario of one run: `system` on the job under `mix` with `seed`.
-pub fn scenario(system: SystemKind, mix: FaultMix, seed: u64, run_ms: u64) -> Scenario {
-    let (clients, workload) = match system {
-        SystemKind::Percolator => (3, WorkloadSpec::Pipeline(job())),
-        // Client 0 loads and audits; three processors.
-        SystemKind::Pulsar => (4, WorkloadSpec::StreamPipeline(stream_job())),
-    };
-    let cluster = SimConfig {
-        tablet_servers: 3,
-        clients,
-        workers_per_client: 1,
-        scanners_per_client: 4,
+/// The scenario of one run: `system` on the job under `mix` with `seed`,
+/// or why the system cannot take part.
+pub fn scenario(
+    system: &dyn SystemDef,
+    mix: FaultMix,
+    seed: u64,
+    run_ms: u64,
+) -> Result<Scenario, String> {
+    let mut world = WorldConfig {
         run_ms,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
-    let mut s = Scenario::new(seed, cluster, workload);
-    s.system = system;
-    s.cluster.faults.random = mix.faults();
-    s
+    world.faults.random = mix.faults();
+    system
+        .compare_scenario(seed, world)
+        .ok_or_else(|| format!("system {} has no comparison job", system.name()))
 }
 
 /// The facts of one run, or why it produced none.
-fn run_one(system: SystemKind, mix: FaultMix, seed: u64, run_ms: u64) -> Result<RunFacts, String> {
-    let out = scenario(system, mix, seed, run_ms)
+fn run_one(
+    system: &dyn SystemDef,
+    mix: FaultMix,
+    seed: u64,
+    run_ms: u64,
+) -> Result<RunFacts, String> {
+    let out = scenario(system, mix, seed, run_ms)?
         .run()
         .map_err(|e| format!("seed {seed}: {e}"))?;
-    match (system, &out.stream) {
-        (SystemKind::Percolator, _) => Ok(percolator::facts(&out.history)),
-        (SystemKind::Pulsar, Some(stream)) => Ok(pulsar::facts(&out.history.events, stream)),
-        (SystemKind::Pulsar, None) => {
-            Err(format!("seed {seed}: the run recorded no stream history"))
-        }
-    }
+    system
+        .compare_facts(&out)
+        .map_err(|e| format!("seed {seed}: {e}"))
 }
 
 /// Run every (system, mix, seed) and measure each (system, mix) cell.
@@ -182,7 +151,14 @@ pub fn run(opts: &Options) -> Result<Table, String> {
     if opts.systems.is_empty() || opts.mixes.is_empty() {
         return Err("no system or no fault mix to compare".to_string());
     }
-    let columns: Vec<(SystemKind, FaultMix)> = opts
+    if let Some(s) = opts
+        .systems
+        .iter()
+        .find(|s| s.compare_scenario(0, WorldConfig::default()).is_none())
+    {
+        return Err(format!("system {} has no comparison job", s.name()));
+    }
+    let columns: Vec<(&'static dyn SystemDef, FaultMix)> = opts
         .systems
         .iter()
         .flat_map(|&s| opts.mixes.iter().map(move |&m| (s, m)))
@@ -215,7 +191,7 @@ pub fn run(opts: &Options) -> Result<Table, String> {
             let (samples, mut failed) = c.into_inner().unwrap_or_else(|p| p.into_inner());
             failed.sort();
             Cell {
-                system,
+                system: system.name(),
                 mix,
                 metrics: samples.metrics(),
                 failed,

@@ -1,20 +1,20 @@
-//! The workloads percsim ships.
+//! Percolator's workloads.
 
 mod bank;
 mod dedup;
 mod list_append;
 mod pipeline;
-mod pulsar;
 mod register;
 mod script;
 mod tpce;
 mod util;
 
+pub(crate) use util::fnv1a;
+
 pub use bank::Bank;
 pub use dedup::Dedup;
 pub use list_append::ListAppend;
 pub use pipeline::Pipeline;
-pub use pulsar::{Stream, StreamPipeline};
 pub use register::Register;
 pub use script::{
     AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
@@ -23,7 +23,7 @@ pub use script::{
 };
 pub use tpce::Tpce;
 
-use percsim_sim::{PulsarWorkload, SimConfig, SystemKind, Workload};
+use percsim_sim::{PercolatorConfig, Workload};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -45,19 +45,18 @@ pub enum WorkloadSpec {
     Script(Script),
     /// TPC-E-lite: the paper's brokerage benchmark (trade order and result).
     Tpce(Tpce),
-    /// Pulsar: transactional producers and read-committed consumers.
-    Stream(Stream),
-    /// Pulsar: the document job as an exactly-once stream processor.
-    StreamPipeline(StreamPipeline),
 }
 
-/// A runnable workload of one system.
-pub enum Built {
-    /// A Percolator workload.
-    Percolator(Arc<dyn Workload>),
-    /// A Pulsar workload.
-    Pulsar(Arc<dyn PulsarWorkload>),
-}
+/// Every workload's name, as a scenario file spells it.
+pub const NAMES: &[&str] = &[
+    "bank",
+    "register",
+    "list-append",
+    "dedup",
+    "pipeline",
+    "script",
+    "tpce",
+];
 
 impl WorkloadSpec {
     /// The workload's name.
@@ -70,21 +69,11 @@ impl WorkloadSpec {
             WorkloadSpec::Pipeline(_) => "pipeline",
             WorkloadSpec::Script(_) => "script",
             WorkloadSpec::Tpce(_) => "tpce",
-            WorkloadSpec::Stream(_) => "stream",
-            WorkloadSpec::StreamPipeline(_) => "stream-pipeline",
-        }
-    }
-
-    /// The system the workload runs on.
-    pub fn system(&self) -> SystemKind {
-        match self {
-            WorkloadSpec::Stream(_) | WorkloadSpec::StreamPipeline(_) => SystemKind::Pulsar,
-            _ => SystemKind::Percolator,
         }
     }
 
     /// Check the parameters.
-    pub fn validate(&self, cluster: &SimConfig) -> Result<(), String> {
+    pub fn validate(&self, cluster: &PercolatorConfig) -> Result<(), String> {
         match self {
             WorkloadSpec::Script(s) => s.validate(cluster.clients, &cluster.node_names()),
             WorkloadSpec::Register(r) => r.validate(),
@@ -92,8 +81,6 @@ impl WorkloadSpec {
             WorkloadSpec::Dedup(d) => d.validate(),
             WorkloadSpec::Pipeline(p) => p.validate(),
             WorkloadSpec::Tpce(t) => t.validate(),
-            WorkloadSpec::Stream(s) => s.validate(),
-            WorkloadSpec::StreamPipeline(p) => p.validate(),
             WorkloadSpec::Bank(b) => {
                 if b.accounts < 2 || b.accounts > 100_000 {
                     return Err(format!(
@@ -116,8 +103,8 @@ impl WorkloadSpec {
     }
 
     /// The runnable workload.
-    pub fn build(&self) -> Built {
-        let p: Arc<dyn Workload> = match self {
+    pub fn build(&self) -> Arc<dyn Workload> {
+        match self {
             WorkloadSpec::Bank(b) => Arc::new(b.clone()),
             WorkloadSpec::Script(s) => Arc::new(s.fresh()),
             WorkloadSpec::Register(r) => Arc::new(r.clone()),
@@ -125,9 +112,6 @@ impl WorkloadSpec {
             WorkloadSpec::Dedup(d) => Arc::new(d.clone()),
             WorkloadSpec::Pipeline(p) => Arc::new(p.clone()),
             WorkloadSpec::Tpce(t) => Arc::new(t.clone()),
-            WorkloadSpec::Stream(s) => return Built::Pulsar(Arc::new(s.clone())),
-            WorkloadSpec::StreamPipeline(p) => return Built::Pulsar(Arc::new(p.clone())),
-        };
-        Built::Percolator(p)
+        }
     }
 }

@@ -1,8 +1,7 @@
 //! What a simulated cluster is made of and how it behaves.
 
 pub use crate::percolator::points::{PointAction, PointFault};
-use crate::world::ClockSkew;
-use crate::world::faults::FaultConfig;
+use crate::world::{NodeNames, WorldConfig};
 use percsim_protocol::Ablations;
 use percsim_protocol::client::{ClientConfig, PointNode, StepPoint};
 use serde::{Deserialize, Serialize};
@@ -86,10 +85,11 @@ impl Default for CostModel {
     }
 }
 
-/// The cluster, its timing and its phases.
+/// Percolator's cluster: a scenario file's `percolator` section (the
+/// world's own settings, phases, faults and clocks, are its `world` section).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct SimConfig {
+pub struct PercolatorConfig {
     /// Number of tablet servers.
     pub tablet_servers: usize,
     /// Number of tablets (contiguous row ranges), spread over the servers.
@@ -101,8 +101,6 @@ pub struct SimConfig {
     pub workers_per_client: usize,
     /// Client protocol settings.
     pub client: ClientConfig,
-    /// Timeout of one RPC attempt.
-    pub rpc_timeout_ms: u64,
     /// Attempts per row request before the client gives up on it.
     pub rpc_attempts: u32,
     /// Liveness sessions expire after this long without a keep-alive.
@@ -116,8 +114,6 @@ pub struct SimConfig {
     pub heartbeat_misses: u32,
     /// Time a moved tablet stays unavailable while it loads on its new server.
     pub tablet_load_ms: u64,
-    /// Per-client clock skew (missing entries: a perfect clock).
-    pub clocks: Vec<ClockSkew>,
     /// Clients to kill at named protocol steps.
     pub crashes: Vec<CrashAt>,
     /// Clients to freeze at named protocol steps.
@@ -125,8 +121,6 @@ pub struct SimConfig {
     /// Nodes to kill or freeze the n-th time they reach a named point.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub point_faults: Vec<PointFault>,
-    /// Timed and random faults of the workload phase.
-    pub faults: FaultConfig,
     /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
     pub ablations: Ablations,
     /// Notify scanners per client (used when the workload has observers).
@@ -135,39 +129,30 @@ pub struct SimConfig {
     /// new random position (the paper's cure for "bus clumping"); without
     /// it, it follows the other scanner.
     pub scanner_jump: bool,
-    /// Length of the workload phase in simulated ms (faults active).
-    pub run_ms: u64,
-    /// Bound on the healed phase in which all locks must be resolved.
-    pub quiesce_ms: u64,
     /// Simulated CPU costs (off by default).
     pub costs: CostModel,
 }
 
-impl Default for SimConfig {
+impl Default for PercolatorConfig {
     fn default() -> Self {
-        SimConfig {
+        PercolatorConfig {
             tablet_servers: 3,
             tablets: 6,
             clients: 4,
             workers_per_client: 2,
             client: ClientConfig::default(),
-            rpc_timeout_ms: 100,
             rpc_attempts: 4,
             session_ttl_ms: 1_000,
             oracle_range: 1_000,
             heartbeat_ms: 100,
             heartbeat_misses: 3,
             tablet_load_ms: 50,
-            clocks: Vec::new(),
             crashes: Vec::new(),
             pauses: Vec::new(),
             point_faults: Vec::new(),
-            faults: FaultConfig::default(),
             ablations: Ablations::NONE,
             scanners_per_client: 2,
             scanner_jump: true,
-            run_ms: 5_000,
-            quiesce_ms: 60_000,
             costs: CostModel::default(),
         }
     }
@@ -183,14 +168,24 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-impl SimConfig {
-    /// Check the configuration for impossible settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl PercolatorConfig {
+    /// Check the configuration, and the world's settings it runs in, for
+    /// impossible settings. A problem with the world's settings names its
+    /// field as `world.<path>`, one of the cluster's as its field.
+    pub fn validate(&self, world: &WorldConfig) -> Result<(), ConfigError> {
         self.check_sizes()?;
         self.check_steps()?;
         self.check_point_faults()?;
-        self.check_faults()?;
-        self.check_costs()
+        self.check_costs()?;
+        let names = self.node_names();
+        let nodes = NodeNames {
+            names: &names,
+            clients: self.clients,
+        };
+        world.validate(nodes).map_err(|e| ConfigError {
+            field: format!("world.{}", e.field),
+            problem: e.problem,
+        })
     }
 
     /// Node counts, timeouts and clocks.
@@ -212,9 +207,6 @@ impl SimConfig {
         if self.scanners_per_client > 64 {
             return err("scanners_per_client", "more than the supported 64");
         }
-        if self.rpc_timeout_ms == 0 {
-            return err("rpc_timeout_ms", "must be at least 1");
-        }
         if self.rpc_attempts == 0 {
             return err("rpc_attempts", "must be at least 1");
         }
@@ -223,9 +215,6 @@ impl SimConfig {
                 "session_ttl_ms/heartbeat_ms/oracle_range",
                 "must be at least 1",
             );
-        }
-        if self.clocks.len() > self.clients {
-            return err("clocks", "more clock entries than clients");
         }
         Ok(())
     }
@@ -283,41 +272,7 @@ impl SimConfig {
         Ok(())
     }
 
-    /// Timed faults name existing nodes and clients with sensible values;
-    /// random classes have sensible probabilities and durations.
-    fn check_faults(&self) -> Result<(), ConfigError> {
-        let nodes = self.node_names();
-        for (i, t) in self.faults.schedule.iter().enumerate() {
-            let field = format!("faults.schedule[{i}]");
-            for n in t.fault.nodes() {
-                if !nodes.iter().any(|m| m == n) {
-                    return err(
-                        &field,
-                        &format!("no node named {n:?} (nodes: {})", nodes.join(", ")),
-                    );
-                }
-            }
-            if let Some(c) = t.fault.client()
-                && c >= self.clients
-            {
-                return err(
-                    &field,
-                    &format!("client {c} does not exist ({} clients)", self.clients),
-                );
-            }
-            if let Some(p) = t.fault.problem() {
-                return err(&field, &p);
-            }
-        }
-        for (name, class) in self.faults.random.classes() {
-            if let Some(p) = class.problem() {
-                return err(&format!("faults.random.{name}"), &p);
-            }
-        }
-        Ok(())
-    }
-
-    /// Cores of the cost model and the phases' lengths.
+    /// Cores of the cost model.
     fn check_costs(&self) -> Result<(), ConfigError> {
         let c = &self.costs;
         for (field, cores) in [
@@ -328,9 +283,6 @@ impl SimConfig {
             if cores == 0 || cores > 1_024 {
                 return err(field, "must be between 1 and 1024");
             }
-        }
-        if self.run_ms > 3_600_000 || self.quiesce_ms > 3_600_000 {
-            return err("run_ms/quiesce_ms", "more than one simulated hour");
         }
         Ok(())
     }
@@ -344,7 +296,7 @@ fn err(field: &str, problem: &str) -> Result<(), ConfigError> {
     })
 }
 
-impl SimConfig {
+impl PercolatorConfig {
     /// The names of the cluster's nodes, as faults name them.
     pub fn node_names(&self) -> Vec<String> {
         let mut names = vec![

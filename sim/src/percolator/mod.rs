@@ -1,7 +1,7 @@
 //! Percolator, the world's first tenant: the timestamp oracle, the
 //! liveness (lock) service, the master, tablet servers, clients with their
 //! observers and notify scanners. [`Percolator`] is the [`System`]: a
-//! cluster configuration ([`SimConfig`]) and a [`Workload`]. Installed in a
+//! cluster configuration ([`PercolatorConfig`]) and a [`Workload`]. Installed in a
 //! world, it becomes a [`Cluster`], which its nodes share.
 
 use ids::{PercolatorCounter, PercolatorEvent};
@@ -22,7 +22,7 @@ use crate::world::ids::Role;
 use crate::world::net::PORT;
 use crate::world::serve::Server;
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
-use config::SimConfig;
+use config::PercolatorConfig;
 use madsim::time::{Duration, Instant, sleep};
 use nodes::client::Client;
 use percsim_checker as history;
@@ -112,28 +112,29 @@ pub(crate) fn client_addr(i: usize) -> SocketAddr {
     )
 }
 
-/// Percolator as a system under test: a cluster and a workload.
+/// Percolator as a system under test: the world's settings, a cluster and
+/// a workload.
 pub struct Percolator {
-    cfg: SimConfig,
+    world: WorldConfig,
+    cfg: PercolatorConfig,
     workload: Arc<dyn Workload>,
 }
 
 impl Percolator {
-    /// Percolator on cluster `cfg` running `workload`.
-    pub fn new(cfg: SimConfig, workload: Arc<dyn Workload>) -> Self {
-        Percolator { cfg, workload }
+    /// Percolator on cluster `cfg` in a world set up by `world`, running
+    /// `workload`.
+    pub fn new(world: WorldConfig, cfg: PercolatorConfig, workload: Arc<dyn Workload>) -> Self {
+        Percolator {
+            world,
+            cfg,
+            workload,
+        }
     }
 }
 
 impl System for Percolator {
     fn world_config(&self) -> WorldConfig {
-        WorldConfig {
-            run_ms: self.cfg.run_ms,
-            quiesce_ms: self.cfg.quiesce_ms,
-            faults: self.cfg.faults.clone(),
-            clocks: self.cfg.clocks.clone(),
-            rpc_timeout_ms: self.cfg.rpc_timeout_ms,
-        }
+        self.world.clone()
     }
 
     fn install(&self, world: &Arc<World>) -> Arc<dyn Tenant> {
@@ -170,7 +171,7 @@ impl System for Percolator {
 /// so that a fault can expire one.
 pub(crate) struct Cluster {
     pub world: Arc<World>,
-    pub cfg: SimConfig,
+    pub cfg: PercolatorConfig,
     pub durable: Mutex<Durable>,
     pub tablets: Tablets,
     pub workload: Arc<dyn Workload>,

@@ -31,11 +31,13 @@ fn default_restart_ms() -> u64 {
 }
 
 /// The Pulsar cluster of a scenario (`"pulsar"` in a scenario file). The
-/// world's own settings (phases, faults, clocks, clients, RPC timeout) come
-/// from the scenario's `cluster`.
+/// world's own settings (phases, faults, clocks, RPC timeout) are the
+/// scenario's `world` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PulsarConfig {
+    /// Number of client processes (producers, consumers, processors).
+    pub clients: usize,
     /// Number of brokers. Which broker serves the coordinator and each
     /// partition is the metadata service's choice (see `docs/pulsar.md`).
     pub brokers: usize,
@@ -61,6 +63,7 @@ pub struct PulsarConfig {
 impl Default for PulsarConfig {
     fn default() -> Self {
         PulsarConfig {
+            clients: 4,
             brokers: 3,
             partitions: 3,
             log_write_ms: 2,
@@ -79,17 +82,23 @@ impl Default for PulsarConfig {
 }
 
 impl PulsarConfig {
-    /// The names of the cluster's nodes with `clients` clients, as faults
-    /// name them: `metadata`, `broker-N`, `client-N`.
-    pub fn node_names(&self, clients: usize) -> Vec<String> {
+    /// The names of the cluster's nodes, as faults name them: `metadata`,
+    /// `broker-N`, `client-N`.
+    pub fn node_names(&self) -> Vec<String> {
         let mut names = vec!["metadata".to_string()];
         names.extend((0..self.brokers).map(|i| format!("broker-{i}")));
-        names.extend((0..clients).map(|i| format!("client-{i}")));
+        names.extend((0..self.clients).map(|i| format!("client-{i}")));
         names
     }
 
     /// Check for impossible settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
+        if !(1..=200).contains(&self.clients) {
+            return Err(format!(
+                "pulsar.clients: {} is outside 1..=200",
+                self.clients
+            ));
+        }
         if !(1..=50).contains(&self.brokers) {
             return Err(format!(
                 "pulsar.brokers: {} is outside 1..=50",

@@ -68,17 +68,12 @@ pub struct Pulsar {
 }
 
 impl Pulsar {
-    /// Pulsar on cluster `cfg` with `clients` clients running `workload`;
+    /// Pulsar on cluster `cfg` running `workload`;
     /// `world` gives the phases, faults, clocks and RPC timeout.
-    pub fn new(
-        world: WorldConfig,
-        clients: usize,
-        cfg: PulsarConfig,
-        workload: Arc<dyn PulsarWorkload>,
-    ) -> Self {
+    pub fn new(world: WorldConfig, cfg: PulsarConfig, workload: Arc<dyn PulsarWorkload>) -> Self {
         Pulsar {
             world,
-            clients,
+            clients: cfg.clients,
             cfg,
             workload,
         }

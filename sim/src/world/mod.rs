@@ -24,7 +24,10 @@ pub mod watchdog;
 pub use clock::ClockSkew;
 pub use driver::FaultControl;
 pub use net::{Carried, NetFaults};
-pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled, WorldConfig};
+pub use system::{
+    BoxFuture, MAX_PHASE_MS, NodeInit, NodeNames, NodeSpec, System, Tenant, Unsettled, WorldConfig,
+    WorldError,
+};
 
 use crate::world::ids::EventKind;
 use crate::world::recorder::Recorder;

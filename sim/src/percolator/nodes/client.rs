@@ -266,7 +266,7 @@ impl Client {
         req: R,
     ) -> Result<R::Response, RpcError> {
         self.cluster.world.watchdog_tick();
-        let timeout = Duration::from_millis(self.cluster.cfg.rpc_timeout_ms);
+        let timeout = Duration::from_millis(self.cluster.world.config().rpc_timeout_ms);
         let world = &self.cluster.world;
         if world.intercepting() {
             let tag = req.tag(self.node_name());
@@ -342,7 +342,10 @@ impl Client {
                 Carried::Late => {
                     // The network holds the request: no reply comes in time.
                     self.cluster.world.watchdog_tick();
-                    sleep(Duration::from_millis(self.cluster.cfg.rpc_timeout_ms)).await;
+                    sleep(Duration::from_millis(
+                        self.cluster.world.config().rpc_timeout_ms,
+                    ))
+                    .await;
                     Err(RpcError::Timeout)
                 }
             };
@@ -595,7 +598,13 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
         inc[index]
     };
     let ep = Port::bind(&cluster.world, client_addr(index));
-    let clock = cluster.cfg.clocks.get(index).copied().unwrap_or_default();
+    let clock = cluster
+        .world
+        .config()
+        .clocks
+        .get(index)
+        .copied()
+        .unwrap_or_default();
     let client = Arc::new(Client {
         cluster: cluster.clone(),
         index,

@@ -3,13 +3,24 @@
 //! observers, and each dead client's orphaned locks followed to their
 //! cleanup (the `roll_forward`/`roll_back` events of readers).
 
-use super::facts::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
+use crate::compare::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
 use percsim_checker::{History, Op, Outcome, Transaction};
 use percsim_sim::EventKind;
 use std::collections::BTreeMap;
 
 /// The event kinds that resolve a lock (a reader's or the sweeper's cleanup).
 const CLEANUPS: &[&str] = &["roll_forward", "roll_back", "roll_back_before_prewrite"];
+
+/// The comparison's job on Percolator: the paper's pipeline, documents
+/// loaded, parsed, clustered, exported.
+pub fn job() -> crate::workloads::Pipeline {
+    crate::workloads::Pipeline {
+        documents: crate::compare::DOCUMENTS,
+        contents: crate::compare::CONTENTS,
+        load_interval_ms: 100,
+        audit: false,
+    }
+}
 
 /// Read a Percolator history.
 pub fn facts(h: &History) -> RunFacts {

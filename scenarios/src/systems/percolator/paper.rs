@@ -19,7 +19,8 @@ use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{CommitOutcome, Transaction};
 use percsim_sim::{
-    BoxFuture, Client, CostModel, PercolatorCounter, RunOutput, SimConfig, Worker, Workload,
+    BoxFuture, Client, CostModel, PercolatorConfig, PercolatorCounter, RunOutput, Worker, Workload,
+    WorldConfig,
 };
 use rand::RngExt;
 use std::collections::BTreeMap;
@@ -30,31 +31,43 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// saturated server delays requests instead of failing them.
 const PAPER_RPC_TIMEOUT_MS: u64 = 2_000;
 
+/// A cluster with the cost model on, and the world it runs in.
+struct Costed {
+    world: WorldConfig,
+    cluster: PercolatorConfig,
+}
+
 /// A cluster with the cost model on.
-fn costed(
-    tablet_servers: usize,
-    clients: usize,
-    workers_per_client: usize,
-    run_ms: u64,
-) -> SimConfig {
-    SimConfig {
+fn costed(tablet_servers: usize, clients: usize, workers_per_client: usize, run_ms: u64) -> Costed {
+    let cluster = PercolatorConfig {
         tablet_servers,
         tablets: tablet_servers * 2,
         clients,
         workers_per_client,
-        run_ms,
-        rpc_timeout_ms: PAPER_RPC_TIMEOUT_MS,
         costs: CostModel {
             enabled: true,
             ..CostModel::default()
         },
-        ..SimConfig::default()
+        ..PercolatorConfig::default()
+    };
+    let world = WorldConfig {
+        run_ms,
+        rpc_timeout_ms: PAPER_RPC_TIMEOUT_MS,
+        ..WorldConfig::default()
+    };
+    Costed { world, cluster }
+}
+
+impl Costed {
+    /// The scenario of `workload` on it.
+    fn scenario(self, workload: WorkloadSpec) -> Scenario {
+        super::scenario(1, self.world, self.cluster, workload)
     }
 }
 
-/// Run `workload` on `cluster`, or print why it could not run.
-fn run(label: &str, cluster: &SimConfig, workload: Arc<dyn Workload>) -> Option<RunOutput> {
-    match percsim_sim::run(cluster, 1, workload, serde_json::Value::Null) {
+/// Run `workload` on `c`, or print why it could not run.
+fn run(label: &str, c: &Costed, workload: Arc<dyn Workload>) -> Option<RunOutput> {
+    match percsim_sim::run(&c.world, &c.cluster, 1, workload, serde_json::Value::Null) {
         Ok(out) => Some(out),
         Err(e) => {
             println!("  {label}: {e}");
@@ -185,8 +198,8 @@ fn figure8(quick: bool) {
         Micro::TxnRead,
     ] {
         let mut cluster = costed(1, 32, 32, run_ms);
-        cluster.tablets = 1;
-        cluster.costs.tablet_cores = 1;
+        cluster.cluster.tablets = 1;
+        cluster.cluster.costs.tablet_cores = 1;
         let done = Arc::new(AtomicU64::new(0));
         let load = MicroLoad {
             micro,
@@ -275,7 +288,7 @@ fn figure9(quick: bool) {
             ..Tpce::default()
         };
         let customers = tpce.customers;
-        let scenario = Scenario::new(1, cluster, WorkloadSpec::Tpce(tpce));
+        let scenario = cluster.scenario(WorkloadSpec::Tpce(tpce));
         let out = match scenario.run() {
             Ok(out) => out,
             Err(e) => return println!("  {n} servers: {e}"),
@@ -377,14 +390,14 @@ fn pipeline_delay(quick: bool) {
     let run_ms = if quick { 10_000 } else { 20_000 };
     for &n in loaders {
         let mut cluster = costed(4, n, 1, run_ms);
-        cluster.scanners_per_client = 4;
+        cluster.cluster.scanners_per_client = 4;
         let p = Pipeline {
             documents: 64 * n,
             contents: 48 * n,
             load_interval_ms: 200,
             audit: false,
         };
-        let scenario = Scenario::new(1, cluster, WorkloadSpec::Pipeline(p));
+        let scenario = cluster.scenario(WorkloadSpec::Pipeline(p));
         let out = match scenario.run() {
             Ok(out) => out,
             Err(e) => return println!("  {n} loaders: {e}"),

@@ -1,21 +1,21 @@
-//! The Pulsar part of a campaign: each Pulsar seed generates a whole
-//! scenario (cluster size, workload, which fault classes are on and how
-//! hard, crashes at the servers' named points), as the Percolator campaign
-//! does. Pulsar seeds live at [`PULSAR_SEED_BASE`] and above, so a seed
-//! names its system and Percolator's seeds stay what they were.
+//! Pulsar's campaign: each seed generates a whole scenario (cluster size,
+//! workload, which fault classes are on and how hard, crashes at the
+//! servers' named points), as the Percolator campaign does.
 
+use super::workloads::{Stream, StreamPipeline};
+use super::{PulsarSpec, PulsarWorkloadSpec};
+use crate::campaign::Mix;
 use crate::faultmix;
 use crate::scenario::Scenario;
-use crate::workloads::{Stream, StreamPipeline, WorkloadSpec};
-use percsim_protocol::pulsar::PulsarAblations;
 use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_sim::{PulsarConfig, ServerCrashAt, SimConfig, SystemKind};
+use percsim_sim::{PulsarConfig, ServerCrashAt, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-/// The first Pulsar seed: seed `PULSAR_SEED_BASE + i` is the `i`-th Pulsar
-/// scenario.
+/// Where Pulsar's kill table and its behaviour fingerprints take their
+/// seeds from (`PULSAR_SEED_BASE + i` is their `i`-th seed): the seeds the
+/// kill table's figures were first measured on.
 pub const PULSAR_SEED_BASE: u64 = 1 << 40;
 
 /// The Pulsar workloads of the default mix.
@@ -38,22 +38,21 @@ pub const PULSAR_CLASSES: &[&str] = &[
     "crash_at_step",
 ];
 
-/// Whether `seed` is a Pulsar seed.
-pub fn is_pulsar_seed(seed: u64) -> bool {
-    seed >= PULSAR_SEED_BASE
-}
-
-/// The Pulsar scenario of `seed` (`seed` at or above [`PULSAR_SEED_BASE`]),
-/// with `ablations` switched off.
-pub fn generate(seed: u64, ablations: PulsarAblations) -> Scenario {
+/// The Pulsar scenario of `seed`, drawn from `mix`: only its fault classes
+/// and workloads (every one of them when it names none), its planted bugs
+/// switched off. The draws are the same whichever are named, so a class
+/// left out leaves the rest of the scenario as it was.
+pub fn generate(seed: u64, mix: &Mix) -> Scenario {
+    let ablations = super::ablations_of(&mix.ablations);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7075_6c73_6172);
-    let mut cluster = SimConfig {
-        clients: rng.random_range(2..=6),
+    let clients = rng.random_range(2..=6);
+    let mut world = WorldConfig {
         run_ms: rng.random_range(1_000..=5_000),
         quiesce_ms: 30_000,
-        ..SimConfig::default()
+        ..WorldConfig::default()
     };
     let mut pulsar = PulsarConfig {
+        clients,
         brokers: rng.random_range(1..=4),
         partitions: rng.random_range(1..=4),
         ablations,
@@ -67,30 +66,42 @@ pub fn generate(seed: u64, ablations: PulsarAblations) -> Scenario {
             continue;
         }
         let intensity = rng.random_range(0.0..1.0);
+        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| f == class) {
+            // Drawn all the same, so the other classes keep their draws.
+            continue;
+        }
         if *class == "crash_at_step" {
             server_crashes(&mut pulsar, intensity, &mut rng);
         } else {
-            // Every name in the list is a class of the mix.
-            let _ = faultmix::enable(&mut cluster, class, intensity, &mut rng);
+            // Every name in the list is a world class of the mix.
+            let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
         }
     }
-    let workload = if rng.random_bool(0.5) {
-        WorkloadSpec::Stream(Stream {
+    let stream = rng.random_bool(0.5);
+    let named = |w: &str| mix.workloads.is_empty() || mix.workloads.iter().any(|n| n == w);
+    let stream = match (named("stream"), named("stream-pipeline")) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => stream,
+    };
+    let workload = if stream {
+        PulsarWorkloadSpec::Stream(Stream {
             subscriptions: rng.random_range(1..=3),
             max_batch: rng.random_range(1..=4),
             ..Stream::default()
         })
     } else {
-        WorkloadSpec::StreamPipeline(StreamPipeline {
+        PulsarWorkloadSpec::StreamPipeline(StreamPipeline {
             documents: rng.random_range(10..=80),
             crash_rate: rng.random_range(0.0..0.05),
             ..StreamPipeline::default()
         })
     };
-    let mut s = Scenario::new(seed, cluster, workload);
-    s.system = SystemKind::Pulsar;
-    s.pulsar = Some(pulsar);
-    s
+    let spec = PulsarSpec {
+        cluster: pulsar,
+        workload,
+    };
+    Scenario::of(seed, world, Box::new(spec))
 }
 
 /// Kill the coordinator's broker or a broker at some of their named

@@ -45,14 +45,11 @@ pub(crate) fn shrink(
 /// first. Some may be invalid (the caller skips what does not parse).
 fn edits(s: &Value) -> Vec<Value> {
     let mut out = Vec::new();
-    if let Some(random) = s
-        .pointer("/cluster/faults/random")
-        .and_then(Value::as_object)
-    {
+    if let Some(random) = s.pointer("/world/faults/random").and_then(Value::as_object) {
         for class in random.iter().filter(|(_, v)| !v.is_null()).map(|(k, _)| k) {
             out.push(with(
                 s,
-                &format!("/cluster/faults/random/{class}"),
+                &format!("/world/faults/random/{class}"),
                 Value::Null,
             ));
         }
@@ -64,11 +61,11 @@ fn edits(s: &Value) -> Vec<Value> {
             out.push(with(s, "/pulsar/crashes", Value::Array(fewer)));
         }
     }
-    if s.pointer("/cluster/clocks")
+    if s.pointer("/world/clocks")
         .and_then(Value::as_array)
         .is_some_and(|c| !c.is_empty())
     {
-        out.push(with(s, "/cluster/clocks", json!([])));
+        out.push(with(s, "/world/clocks", json!([])));
     }
     for (field, smaller) in [
         ("documents", half as fn(u64) -> u64),
@@ -87,11 +84,11 @@ fn edits(s: &Value) -> Vec<Value> {
         out.push(with(s, "/workload/crash_rate", json!(0.0)));
     }
     if let Some(ms) = s
-        .pointer("/cluster/run_ms")
+        .pointer("/world/run_ms")
         .and_then(Value::as_u64)
         .filter(|&ms| ms >= 1_000)
     {
-        out.push(with(s, "/cluster/run_ms", json!(half(ms))));
+        out.push(with(s, "/world/run_ms", json!(half(ms))));
     }
     out.extend(fewer_clients(s));
     for field in ["/pulsar/brokers", "/pulsar/partitions"] {
@@ -113,12 +110,12 @@ fn less(n: u64) -> u64 {
 /// One client fewer (the last), with its clock.
 fn fewer_clients(s: &Value) -> Option<Value> {
     let n = s
-        .pointer("/cluster/clients")
+        .pointer("/pulsar/clients")
         .and_then(Value::as_u64)
         .filter(|&n| n > 1)?;
-    let mut out = with(s, "/cluster/clients", json!(n - 1));
+    let mut out = with(s, "/pulsar/clients", json!(n - 1));
     if let Some(clocks) = out
-        .pointer_mut("/cluster/clocks")
+        .pointer_mut("/world/clocks")
         .and_then(Value::as_array_mut)
     {
         clocks.truncate((n - 1) as usize);
@@ -166,27 +163,26 @@ mod tests {
     #[test]
     fn edits_switch_off_each_class_and_crash_then_shrink_sizes() {
         let s = json!({
-            "cluster": {
-                "clients": 3,
+            "world": {
                 "run_ms": 4000,
                 "clocks": [{"offset_ms": 5}, {"offset_ms": 6}, {"offset_ms": 7}],
                 "faults": {"random": {"duplicate": {"rate": 0.5}, "kill_client": null, "pause": {"rate": 0.0}}}
             },
-            "pulsar": {"brokers": 2, "partitions": 1, "crashes": [{"nth": 1}, {"nth": 2}]},
+            "pulsar": {"clients": 3, "brokers": 2, "partitions": 1, "crashes": [{"nth": 1}, {"nth": 2}]},
             "workload": {"name": "stream-pipeline", "documents": 44, "crash_rate": 0.01}
         });
         assert_eq!(
             changes(&s),
             [
-                "/cluster/faults/random/duplicate=null",
-                "/cluster/faults/random/pause=null",
+                "/world/faults/random/duplicate=null",
+                "/world/faults/random/pause=null",
                 "/pulsar/crashes=[{\"nth\":2}]",
                 "/pulsar/crashes=[{\"nth\":1}]",
-                "/cluster/clocks=[]",
+                "/world/clocks=[]",
                 "/workload/documents=22",
                 "/workload/crash_rate=0.0",
-                "/cluster/run_ms=2000",
-                "/cluster/clients=2 /cluster/clocks=[{\"offset_ms\":5},{\"offset_ms\":6}]",
+                "/world/run_ms=2000",
+                "/pulsar/clients=2 /world/clocks=[{\"offset_ms\":5},{\"offset_ms\":6}]",
                 "/pulsar/brokers=1",
             ]
         );
@@ -195,8 +191,8 @@ mod tests {
     #[test]
     fn a_minimal_scenario_has_no_edits() {
         let s = json!({
-            "cluster": {"clients": 1, "run_ms": 500, "clocks": [], "faults": {"random": {"pause": null}}},
-            "pulsar": {"brokers": 1, "partitions": 1, "crashes": []},
+            "world": {"run_ms": 500, "clocks": [], "faults": {"random": {"pause": null}}},
+            "pulsar": {"clients": 1, "brokers": 1, "partitions": 1, "crashes": []},
             "workload": {"name": "stream", "subscriptions": 1, "max_batch": 1}
         });
         assert!(edits(&s).is_empty(), "{:?}", changes(&s));

@@ -1,12 +1,12 @@
-//! The kill table: for each ablation, run the default campaign until the
+//! Percolator's kill table: for each ablation, run the default campaign until the
 //! first failure or a seed budget, and report whether (and how fast) the
 //! checker caught it. Without any ablation the same budget must show no
 //! failure.
 
 use crate::campaign::{self, Mix, SeedResult, Verdict};
 use crate::judge::judge;
+use percsim_protocol::Ablation;
 use percsim_protocol::client::AbortReason;
-use percsim_protocol::{Ablation, Ablations};
 use percsim_sim::{PointAction, PointFault};
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -71,7 +71,10 @@ pub fn measure(
     shrink_budget: usize,
 ) -> KillRow {
     let mix = Mix {
-        ablations: ablation.map(Ablations::only).unwrap_or_default(),
+        systems: vec![super::NAME.to_string()],
+        ablations: ablation
+            .map(|a| vec![a.name().to_string()])
+            .unwrap_or_default(),
         ..Mix::default()
     };
     let stop = ablation.is_some_and(|a| a.is_safety());
@@ -106,18 +109,19 @@ pub fn measure(
     let crashes = |f: &PointFault| matches!(f.fault, PointAction::Crash { .. });
     let shrunk = match (&first, shrink_budget) {
         (Some(f), b) if b > 0 => {
-            let (s, runs) = campaign::shrink(f.seed, &mix, f, b);
-            let c = &s.cluster;
-            let on = c.faults.random.classes().len()
+            let (s, runs) = campaign::shrink(&super::PERCOLATOR, f.seed, &mix, f, b);
+            let p = super::spec(&s).expect("Percolator's campaign makes Percolator scenarios");
+            let (c, w) = (&p.cluster, &s.world);
+            let on = w.faults.random.classes().len()
                 + usize::from(!c.crashes.is_empty() || c.point_faults.iter().any(crashes))
                 + usize::from(!c.pauses.is_empty() || c.point_faults.iter().any(|f| !crashes(f)))
-                + usize::from(!c.clocks.is_empty());
+                + usize::from(!w.clocks.is_empty());
             Some(format!(
                 "{} {}c x{}w {}ms {}f ({runs} runs)",
-                s.workload.name(),
+                p.workload.name(),
                 c.clients,
                 c.workers_per_client,
-                c.run_ms,
+                w.run_ms,
                 on
             ))
         }
@@ -188,4 +192,58 @@ pub(crate) fn fired(rules: &[String], verdict: &impl std::fmt::Debug) -> String 
     } else {
         rules.join(", ")
     }
+}
+
+/// Percolator's kill table as `percsim ablations` prints it (see
+/// [`crate::system::SystemDef::kill_table`]).
+pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
+    let mut chosen = Vec::new();
+    for name in &opts.only {
+        match Ablation::from_name(name) {
+            Some(a) => chosen.push(a),
+            None => return Err(format!("unknown percolator ablation {name:?}")),
+        }
+    }
+    if chosen.is_empty() {
+        chosen = applicable();
+    }
+    let (budget, jobs) = (opts.budget, opts.jobs.max(1));
+    let mut rows = vec![measure(None, budget, jobs, 0)];
+    eprintln!(
+        "baseline: {} seeds, {} failures",
+        rows[0].seeds,
+        rows[0].first_failure.is_some() as u8
+    );
+    for a in chosen {
+        let row = measure(Some(a), budget, jobs, opts.shrink_budget);
+        eprintln!(
+            "{}: {}",
+            a.name(),
+            row.seeds_to_failure
+                .map_or("not caught".to_string(), |n| format!(
+                    "caught at seed {}",
+                    n - 1
+                ))
+        );
+        rows.push(row);
+    }
+    print!("{}", render(&rows, budget));
+    Ok(i32::from(!table_passed(&rows)))
+}
+
+/// The faithful protocol passed, every safety ablation was caught, and no
+/// liveness ablation raised a safety finding.
+fn table_passed(rows: &[KillRow]) -> bool {
+    let baseline_clean = rows[0].first_failure.is_none();
+    let liveness = |r: &&KillRow| r.ablation.is_some_and(|a| !a.is_safety());
+    let all_caught = rows
+        .iter()
+        .skip(1)
+        .all(|r| liveness(&r) || r.first_failure.is_some());
+    let no_false_alarm = rows.iter().skip(1).filter(liveness).all(|r| {
+        r.first_failure
+            .as_ref()
+            .is_none_or(|f| f.violated_rules.is_empty())
+    });
+    baseline_clean && all_caught && no_false_alarm
 }

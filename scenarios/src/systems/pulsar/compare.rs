@@ -4,11 +4,24 @@
 //! produced their output, and the transactions open at a death followed
 //! to the first recorded fact that shows them ended.
 
-use super::facts::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
+use crate::compare::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
 use percsim_checker::stream::{MarkerKind, OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
 use percsim_sim::{EventKind, Role};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The same job as Percolator's pipeline, as Pulsar's `stream-pipeline`:
+/// one loader sending the documents to the input topic every 50 ms (about
+/// the rate of Percolator's three loaders, each waiting 100 ms after a
+/// ~80 ms commit), processors that die only by the fault mix.
+pub fn job() -> super::workloads::StreamPipeline {
+    super::workloads::StreamPipeline {
+        documents: crate::compare::DOCUMENTS,
+        contents: crate::compare::CONTENTS,
+        load_interval_ms: 50,
+        crash_rate: 0.0,
+    }
+}
 
 /// Read a Pulsar run: `events` are the world's (kills, the healed phase),
 /// `h` the tenant's stream history.

@@ -1,14 +1,15 @@
 //! Pulsar's kill table: for each planted bug of `PulsarAblation`, run the
-//! default Pulsar campaign (seeds `PULSAR_SEED_BASE + 0..budget`) until the
+//! default Pulsar campaign (seeds `PULSAR_SEED_BASE + 0..budget`, the seeds
+//! its figures were first measured on) until the
 //! first safety failure or the budget, and report whether the stream
 //! checker caught it. The faithful protocol must show no failure in the
 //! same budget.
 
-use crate::ablations::fired;
-use crate::campaign::{self, Mix, SeedResult, Systems, Verdict};
+use super::campaign::{self, PULSAR_SEED_BASE};
+use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
-use crate::pulsar_campaign::PULSAR_SEED_BASE;
-use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
+use crate::systems::percolator::ablations::fired;
+use percsim_protocol::pulsar::PulsarAblation;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,8 +36,10 @@ pub struct PulsarKillRow {
 /// The mix of the default Pulsar campaign with `ablation` switched off.
 pub fn mix(ablation: Option<PulsarAblation>) -> Mix {
     Mix {
-        systems: Systems::Pulsar,
-        pulsar_ablations: ablation.map(PulsarAblations::only).unwrap_or_default(),
+        systems: vec![super::NAME.to_string()],
+        ablations: ablation
+            .map(|a| vec![a.name().to_string()])
+            .unwrap_or_default(),
         ..Mix::default()
     }
 }
@@ -127,4 +130,37 @@ pub fn render(rows: &[PulsarKillRow], budget: u64) -> String {
         );
     }
     o
+}
+
+/// Pulsar's kill table as `percsim ablations --system pulsar` prints it
+/// (see [`crate::system::SystemDef::kill_table`]).
+pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
+    let mut chosen = Vec::new();
+    for name in &opts.only {
+        match PulsarAblation::from_name(name) {
+            Some(a) => chosen.push(a),
+            None => return Err(format!("unknown pulsar ablation {name:?}")),
+        }
+    }
+    if chosen.is_empty() {
+        chosen = PulsarAblation::ALL.to_vec();
+    }
+    let (budget, jobs) = (opts.budget, opts.jobs.max(1));
+    let mut rows = vec![measure(None, budget, jobs)];
+    for a in chosen {
+        let row = measure(Some(a), budget, jobs);
+        eprintln!(
+            "{}: {}",
+            a.name(),
+            row.seeds_to_failure
+                .map_or("not caught".to_string(), |n| format!(
+                    "caught after {n} seeds"
+                ))
+        );
+        rows.push(row);
+    }
+    print!("{}", render(&rows, budget));
+    let ok =
+        rows[0].first_failure.is_none() && rows.iter().skip(1).all(|r| r.first_failure.is_some());
+    Ok(i32::from(!ok))
 }

@@ -1,0 +1,150 @@
+//! The interface a system implements to live in the testbed.
+//!
+//! The core (scenario files, the run path, campaigns, shrinking, the CLI)
+//! knows no system: it asks the registry ([`crate::systems`]) for a
+//! [`SystemDef`] by name and works through it. A system brings:
+//! - its section of a scenario file and its workloads, parsed into a
+//!   [`SystemSpec`] that validates itself against the world's settings and
+//!   runs;
+//! - what a campaign may draw for it: its workloads, the fault classes it
+//!   honours, its planted bugs, and how a seed becomes a scenario;
+//! - how a failing scenario of its own shrinks.
+//!
+//! See `docs/adding-a-system.md` for a walk-through.
+
+use crate::campaign::Mix;
+use crate::scenario::{Scenario, ScenarioError};
+use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use std::any::Any;
+use std::fmt::Debug;
+
+/// A system the testbed can run, by name: what its scenarios look like and
+/// what a campaign may draw for it.
+pub trait SystemDef: Send + Sync + 'static {
+    /// Its name: a scenario file's `"system"`, the key of its section, and
+    /// what `--system` takes.
+    fn name(&self) -> &'static str;
+    /// What it is, in a sentence.
+    fn describe(&self) -> &'static str;
+    /// Parse its section of a scenario file (`None` when the file has none:
+    /// the defaults) and the scenario's `workload` object. Errors name the
+    /// field by its path in the file (`<name>.brokers`, `workload.keys`).
+    fn parse(
+        &self,
+        section: Option<serde_json::Value>,
+        workload: serde_json::Value,
+    ) -> Result<Box<dyn SystemSpec>, ScenarioError>;
+    /// Every workload it runs, by name.
+    fn workloads(&self) -> &'static [&'static str];
+    /// The workloads a campaign draws from when none are named.
+    fn campaign_workloads(&self) -> &'static [&'static str];
+    /// The world's fault classes its campaign honours (`--faults`), plus
+    /// its own (crashes at its named points). A class outside this list is
+    /// refused for it, never silently ignored.
+    fn fault_classes(&self) -> &'static [&'static str];
+    /// Its planted bugs (ablations): name and what each removes.
+    fn ablations(&self) -> Vec<(&'static str, &'static str)>;
+    /// Seeds of it a campaign over several systems runs per seed of the
+    /// range, as (numerator, denominator): (1, 1) as many, (1, 10) a tenth.
+    fn campaign_share(&self) -> (u64, u64) {
+        (1, 1)
+    }
+    /// The campaign scenario of `seed`, drawn from `mix` (its workloads,
+    /// fault classes and planted bugs, already checked to be its own).
+    fn generate(&self, seed: u64, mix: &Mix) -> Scenario;
+    /// Its kill table: run its default campaign under each planted bug of
+    /// `opts.only` (every one when empty) and without any, print the table
+    /// to standard output; the exit code is 0 when the faithful protocol
+    /// passed and every planted bug was caught, 1 otherwise. An unknown
+    /// name is an error.
+    fn kill_table(&self, opts: &KillTable) -> Result<i32, String>;
+    /// Its scenario of `percsim compare`'s job (the document pipeline of
+    /// [`crate::compare::DOCUMENTS`] documents) in a world set up by
+    /// `world` (the comparison's fault mix and phase), with `seed`; `None`
+    /// (the default): it takes no part in the comparison.
+    fn compare_scenario(&self, _seed: u64, _world: WorldConfig) -> Option<Scenario> {
+        None
+    }
+    /// The comparison's facts of one run of its comparison scenario.
+    fn compare_facts(&self, _out: &RunOutput) -> Result<crate::compare::RunFacts, String> {
+        Err(format!("system {} has no comparison job", self.name()))
+    }
+    /// Shrink the failing campaign scenario of `seed`: simplify it while
+    /// `still_fails` holds, within `budget` runs; returns the smallest
+    /// scenario found and the runs it took.
+    fn shrink(
+        &self,
+        seed: u64,
+        mix: &Mix,
+        still_fails: &mut dyn FnMut(&Scenario) -> bool,
+        budget: usize,
+    ) -> (Scenario, usize);
+}
+
+/// How `percsim ablations` runs a system's kill table.
+#[derive(Debug, Clone, Default)]
+pub struct KillTable {
+    /// Only these planted bugs (empty: every one).
+    pub only: Vec<String>,
+    /// Seeds per planted bug at most.
+    pub budget: u64,
+    /// Parallel threads.
+    pub jobs: usize,
+    /// Runs spent shrinking each first failure.
+    pub shrink_budget: usize,
+}
+
+/// One system's part of a scenario: its cluster and workload, typed by the
+/// system. The core sees it through this trait; the system's own tools
+/// reach the typed value with [`SystemSpec::as_any`].
+pub trait SystemSpec: Send + Sync + Debug + 'static {
+    /// The system it belongs to.
+    fn def(&self) -> &'static dyn SystemDef;
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn SystemSpec>;
+    /// Its section of a scenario file, as JSON.
+    fn section(&self) -> serde_json::Value;
+    /// Its workload, as a scenario file's `workload` object.
+    fn workload(&self) -> serde_json::Value;
+    /// The workload's name.
+    fn workload_name(&self) -> &'static str;
+    /// Check it, and the world's settings it runs in, for impossible
+    /// values; the error names the field.
+    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError>;
+    /// Run it in a world set up by `world` with `seed` (on the calling
+    /// thread); `description` is stored in the history.
+    fn run(
+        &self,
+        world: &WorldConfig,
+        seed: u64,
+        description: serde_json::Value,
+    ) -> Result<RunOutput, ConfigError>;
+    /// Whether the workload's own violations are its author's expectations
+    /// (a script) rather than invariants of the workload.
+    fn expectations(&self) -> bool {
+        false
+    }
+    /// The typed value, for the system's own tools.
+    fn as_any(&self) -> &dyn Any;
+    /// The typed value, mutable.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl Clone for Box<dyn SystemSpec> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+/// A configuration error of a run as a scenario error. A field named
+/// `world.<path>` is the world's; a field named as the system is a problem
+/// that names its own field; any other is the system's section's.
+pub fn config_error(system: &str, e: ConfigError) -> ScenarioError {
+    if e.field == system {
+        ScenarioError::Invalid(e.problem)
+    } else if e.field.starts_with("world.") {
+        ScenarioError::Invalid(format!("{}: {}", e.field, e.problem))
+    } else {
+        ScenarioError::Invalid(format!("{system}.{}: {}", e.field, e.problem))
+    }
+}

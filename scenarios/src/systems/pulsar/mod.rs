@@ -1,0 +1,226 @@
+//! Apache Pulsar's transactions as a system of the testbed: its section of
+//! a scenario file (`"pulsar": {...}`, a [`PulsarConfig`]), its workloads
+//! (`stream`, `stream-pipeline`), its campaign, its planted bugs and how
+//! its scenarios shrink. See `docs/pulsar.md`.
+
+pub mod ablations;
+pub mod campaign;
+pub mod compare;
+mod shrink;
+pub mod workloads;
+
+use crate::campaign::Mix;
+use crate::compare::RunFacts;
+use crate::scenario::{Scenario, ScenarioError, typed};
+use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
+use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
+use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, RunOutput, WorldConfig};
+use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::sync::Arc;
+use workloads::{Stream, StreamPipeline};
+
+/// Pulsar in the registry.
+pub static PULSAR: PulsarDef = PulsarDef;
+
+/// Pulsar's [`SystemDef`].
+pub struct PulsarDef;
+
+/// The name Pulsar is known by.
+const NAME: &str = "pulsar";
+
+/// Pulsar's workloads, as a scenario file names them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PulsarWorkloadSpec {
+    /// Transactional producers and read-committed consumers.
+    Stream(Stream),
+    /// The document job as an exactly-once stream processor.
+    StreamPipeline(StreamPipeline),
+}
+
+impl PulsarWorkloadSpec {
+    /// The workload's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PulsarWorkloadSpec::Stream(_) => "stream",
+            PulsarWorkloadSpec::StreamPipeline(_) => "stream-pipeline",
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        match self {
+            PulsarWorkloadSpec::Stream(s) => s.validate(),
+            PulsarWorkloadSpec::StreamPipeline(p) => p.validate(),
+        }
+    }
+
+    fn build(&self) -> Arc<dyn PulsarWorkload> {
+        match self {
+            PulsarWorkloadSpec::Stream(s) => Arc::new(s.clone()),
+            PulsarWorkloadSpec::StreamPipeline(p) => Arc::new(p.clone()),
+        }
+    }
+}
+
+/// A Pulsar scenario's own part: the cluster and the workload.
+#[derive(Debug, Clone)]
+pub struct PulsarSpec {
+    /// The cluster (a scenario file's `pulsar` section).
+    pub cluster: PulsarConfig,
+    /// The workload.
+    pub workload: PulsarWorkloadSpec,
+}
+
+/// The Pulsar part of `s`, if it runs Pulsar.
+pub fn spec(s: &Scenario) -> Option<&PulsarSpec> {
+    s.spec.as_any().downcast_ref()
+}
+
+/// The Pulsar part of `s`, mutable, if it runs Pulsar.
+pub fn spec_mut(s: &mut Scenario) -> Option<&mut PulsarSpec> {
+    s.spec.as_any_mut().downcast_mut()
+}
+
+/// The planted bugs among `names` that are Pulsar's (others are other
+/// systems').
+fn ablations_of(names: &[String]) -> PulsarAblations {
+    let mut a = PulsarAblations::NONE;
+    for n in names {
+        if let Some(x) = PulsarAblation::from_name(n) {
+            a.insert(x);
+        }
+    }
+    a
+}
+
+impl SystemDef for PulsarDef {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self) -> &'static str {
+        "Apache Pulsar's transactions (2.8): a coordinator with a durable log, brokers with transaction buffers and pending acks, exactly-once processors"
+    }
+
+    fn parse(
+        &self,
+        section: Option<serde_json::Value>,
+        workload: serde_json::Value,
+    ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
+        let cluster = match section {
+            None => PulsarConfig::default(),
+            Some(v) => typed(NAME, v)?,
+        };
+        let workload = crate::scenario::typed_workload(self, workload)?;
+        Ok(Box::new(PulsarSpec { cluster, workload }))
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["stream", "stream-pipeline"]
+    }
+
+    fn campaign_workloads(&self) -> &'static [&'static str] {
+        self.workloads()
+    }
+
+    fn fault_classes(&self) -> &'static [&'static str] {
+        campaign::PULSAR_CLASSES
+    }
+
+    fn ablations(&self) -> Vec<(&'static str, &'static str)> {
+        PulsarAblation::ALL
+            .iter()
+            .map(|a| (a.name(), a.describe()))
+            .collect()
+    }
+
+    fn campaign_share(&self) -> (u64, u64) {
+        (1, 10)
+    }
+
+    fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
+        campaign::generate(seed, mix)
+    }
+
+    fn compare_scenario(&self, seed: u64, world: WorldConfig) -> Option<Scenario> {
+        // Client 0 loads and audits; three processors.
+        let spec = PulsarSpec {
+            cluster: PulsarConfig {
+                clients: 4,
+                ..PulsarConfig::default()
+            },
+            workload: PulsarWorkloadSpec::StreamPipeline(compare::job()),
+        };
+        Some(Scenario::of(seed, world, Box::new(spec)))
+    }
+
+    fn compare_facts(&self, out: &RunOutput) -> Result<RunFacts, String> {
+        let stream = out
+            .stream
+            .as_ref()
+            .ok_or("the run recorded no stream history")?;
+        Ok(compare::facts(&out.history.events, stream))
+    }
+
+    fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {
+        ablations::kill_table(opts)
+    }
+
+    fn shrink(
+        &self,
+        seed: u64,
+        mix: &Mix,
+        still_fails: &mut dyn FnMut(&Scenario) -> bool,
+        budget: usize,
+    ) -> (Scenario, usize) {
+        // Pulsar scenarios are drawn without a shrinkable tree: they shrink
+        // by editing the scenario.
+        shrink::shrink(&campaign::generate(seed, mix), still_fails, budget)
+    }
+}
+
+impl SystemSpec for PulsarSpec {
+    fn def(&self) -> &'static dyn SystemDef {
+        &PULSAR
+    }
+
+    fn clone_box(&self) -> Box<dyn SystemSpec> {
+        Box::new(self.clone())
+    }
+
+    fn section(&self) -> serde_json::Value {
+        serde_json::to_value(&self.cluster).unwrap_or_default()
+    }
+
+    fn workload(&self) -> serde_json::Value {
+        serde_json::to_value(&self.workload).unwrap_or_default()
+    }
+
+    fn workload_name(&self) -> &'static str {
+        self.workload.name()
+    }
+
+    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
+        percsim_sim::validate_pulsar(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
+        self.workload.validate().map_err(ScenarioError::Invalid)
+    }
+
+    fn run(
+        &self,
+        world: &WorldConfig,
+        seed: u64,
+        description: serde_json::Value,
+    ) -> Result<RunOutput, ConfigError> {
+        let w = self.workload.build();
+        percsim_sim::run_pulsar(world, &self.cluster, seed, w, description)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

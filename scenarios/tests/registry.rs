@@ -1,0 +1,148 @@
+//! The system registry and the one interface behind every system: a
+//! campaign obeys `--faults`, `--workload` and `--ablate` for every system
+//! or refuses them by name, seeds are keyed by system, and a scenario file
+//! names its system's section.
+
+use percsim_scenarios::campaign::Mix;
+use percsim_scenarios::fuzz::Options;
+use percsim_scenarios::system::SystemDef;
+use percsim_scenarios::systems;
+
+fn mix(systems: &[&str], workloads: &[&str], faults: &[&str], ablations: &[&str]) -> Mix {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    Mix {
+        systems: strings(systems),
+        workloads: strings(workloads),
+        faults: strings(faults),
+        ablations: strings(ablations),
+    }
+}
+
+fn pulsar() -> &'static dyn SystemDef {
+    systems::find("pulsar").expect("registered")
+}
+
+#[test]
+fn a_fault_class_a_system_does_not_honour_is_refused_by_name() {
+    let e = mix(&["pulsar"], &[], &["kill_liveness"], &[])
+        .validate()
+        .unwrap_err();
+    assert!(
+        e.contains("system pulsar does not honour fault class \"kill_liveness\""),
+        "{e}"
+    );
+    let e = mix(&["percolator"], &[], &["kill_everything"], &[])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("unknown fault class \"kill_everything\""), "{e}");
+    mix(&["pulsar"], &[], &["kill_client"], &[])
+        .validate()
+        .unwrap();
+}
+
+#[test]
+fn a_workload_of_another_system_is_refused_and_an_unknown_one_named() {
+    let e = mix(&["pulsar"], &["bank"], &[], &[])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("no workload named for system pulsar"), "{e}");
+    let e = mix(&["percolator"], &["nosuch"], &[], &[])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("unknown workload \"nosuch\""), "{e}");
+}
+
+#[test]
+fn a_planted_bug_of_another_system_is_refused_by_owner() {
+    let e = mix(&["percolator"], &[], &[], &["marker-by-producer-epoch"])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("is system pulsar's"), "{e}");
+    let e = mix(&["percolator"], &[], &[], &["nosuch-bug"])
+        .validate()
+        .unwrap_err();
+    assert!(e.contains("unknown planted bug \"nosuch-bug\""), "{e}");
+}
+
+#[test]
+fn every_system_by_default_narrows_to_those_the_flags_apply_to() {
+    let all: Vec<&str> = systems::names();
+    let narrowed = mix(&all, &["stream"], &[], &[]).narrowed().unwrap();
+    assert_eq!(narrowed.systems, vec!["pulsar".to_string()]);
+    let narrowed = mix(&all, &[], &["kill_liveness"], &[]).narrowed().unwrap();
+    assert!(!narrowed.systems.contains(&"pulsar".to_string()));
+    let narrowed = mix(&all, &[], &[], &["no-rollback-record"])
+        .narrowed()
+        .unwrap();
+    assert_eq!(narrowed.systems, vec!["percolator".to_string()]);
+    assert!(
+        mix(&all, &["stream"], &["kill_liveness"], &[])
+            .narrowed()
+            .is_err()
+    );
+}
+
+/// `--faults` reaches Pulsar's generated scenarios: only the named class
+/// is ever on, and without the names the campaign is what it was.
+#[test]
+fn pulsar_campaigns_obey_the_named_fault_classes_and_workloads() {
+    let only = mix(&["pulsar"], &["stream"], &["kill_client"], &[]);
+    let mut on = 0;
+    for seed in 0..40 {
+        let s = pulsar().generate(seed, &only);
+        assert_eq!(s.workload_name(), "stream", "seed {seed}");
+        let classes: Vec<&str> = s
+            .world
+            .faults
+            .random
+            .classes()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(classes.iter().all(|c| *c == "kill_client"), "{classes:?}");
+        on += classes.len();
+        let section = s.spec.section();
+        assert_eq!(section["crashes"], serde_json::json!([]), "seed {seed}");
+        assert!(s.world.clocks.is_empty(), "seed {seed}");
+    }
+    assert!(on > 5, "kill_client was on in {on} of 40 seeds");
+    // Every class and workload named is the same as none named.
+    let none = mix(&["pulsar"], &[], &[], &[]);
+    let every = mix(
+        &["pulsar"],
+        pulsar().workloads(),
+        pulsar().fault_classes(),
+        &[],
+    );
+    for seed in 0..10 {
+        assert_eq!(
+            pulsar().generate(seed, &none).to_value(),
+            pulsar().generate(seed, &every).to_value()
+        );
+    }
+}
+
+/// A campaign over every system runs each system's share of the range, one
+/// system after the other, and says which system each seed is.
+#[test]
+fn a_campaign_keys_its_seeds_by_system() {
+    let opts = Options {
+        start: 0,
+        end: 20,
+        mix: mix(&systems::names(), &[], &[], &[]),
+        ..Options::default()
+    };
+    let split: Vec<(&str, u64)> = opts.split().iter().map(|(s, n)| (s.name(), *n)).collect();
+    assert_eq!(split[0], ("percolator", 20));
+    assert_eq!(split[1], ("pulsar", 2));
+    assert_eq!(opts.seed_count(), 22);
+    let (s, seed) = opts.seed_at(21);
+    assert_eq!((s.name(), seed), ("pulsar", 1));
+    let (s, seed) = opts.seed_at(3);
+    assert_eq!((s.name(), seed), ("percolator", 3));
+    let one = Options {
+        mix: mix(&["pulsar"], &[], &[], &[]),
+        ..opts
+    };
+    assert_eq!(one.seed_count(), 20, "one system runs the whole range");
+}

@@ -6,7 +6,7 @@ use crate::faultmix;
 use crate::judge::{Verdict, judge, verdict_of};
 use crate::scenario::Scenario;
 use crate::systems::percolator;
-use crate::workloads::{Register, WorkloadSpec};
+use crate::systems::percolator::workloads::{Register, WorkloadSpec};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::Transport;
 use percsim_sim::{
@@ -293,7 +293,7 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
             run_ms,
             ..WorldConfig::default()
         };
-        let p = crate::workloads::Pipeline {
+        let p = crate::systems::percolator::workloads::Pipeline {
             documents: 32,
             contents: 8,
             load_interval_ms: 50,

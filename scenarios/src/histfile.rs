@@ -41,13 +41,13 @@ pub struct LoadedStream {
 }
 
 /// Reads `path`: a history, or a capsule holding one. The error names the
-/// file and what is wrong with it; a Pulsar stream history (a file, or a
+/// file and what is wrong with it; a stream history (a file, or a
 /// capsule carrying one) is refused, naming the commands that read it.
 pub fn load(path: &Path) -> Result<Loaded, String> {
     match load_document(path)? {
         Document::Transactions(l) => Ok(l),
         Document::Stream(l) => Err(format!(
-            "{} {} a Pulsar stream history ({}), and this reads transaction histories \
+            "{} {} a stream history ({}), and this reads transaction histories \
              (percsim-history/1) only; `percsim check {p}` judges it and `percsim report {p}` draws it",
             path.display(),
             if l.capsule.is_some() {
@@ -195,10 +195,10 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
                 return fail(out, m);
             }
         },
-        None if is_stream_scenario(&value) => {
+        None if let Some(system) = stream_system(&value) => {
             let m = format!(
-                "the capsule {} is of a Pulsar run but holds no stream_history (saved by an older \
-                 percsim); re-run it with `percsim replay`",
+                "the capsule {} is of a {system} run, judged on its stream history, but holds no \
+                 stream_history (saved by an older percsim); re-run it with `percsim replay`",
                 path.display()
             );
             return fail(out, m);
@@ -215,13 +215,12 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
     if passed { 0 } else { 1 }
 }
 
-/// Whether a capsule's scenario is of a system that records a stream
-/// history (it has a `pulsar` section).
-fn is_stream_scenario(capsule: &serde_json::Value) -> bool {
-    capsule
-        .get("scenario")
-        .and_then(|s| s.get("pulsar"))
-        .is_some_and(|p| !p.is_null())
+/// The system of a capsule's scenario, if its runs are judged on a stream
+/// history.
+fn stream_system(capsule: &serde_json::Value) -> Option<&'static str> {
+    let scenario = crate::Scenario::from_value(capsule.get("scenario")?.clone()).ok()?;
+    let def = scenario.spec.def();
+    (def.history_format() == percsim_checker::stream::STREAM_FORMAT).then(|| def.name())
 }
 
 /// A report as `percsim check` prints it: pretty JSON or text.

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod campaign;
 pub mod capsule;
+mod common;
 pub mod compare;
 pub mod coverage;
 pub mod export;
@@ -19,7 +20,9 @@ mod shard;
 mod summary;
 pub mod system;
 pub mod systems;
-pub mod workloads;
 
 pub use scenario::{Scenario, ScenarioError};
 pub use shard::{Shard, ShardSource, resolve as resolve_shard};
+/// Percolator's workloads and its script language, at the path tests and
+/// users have always imported them from.
+pub use systems::percolator::workloads;

@@ -3,7 +3,7 @@
 //! scenario files into one test per file (with `libtest-mimic`, in a test
 //! target that sets `harness = false`).
 
-use crate::workloads::{Script, WorkloadSpec};
+use crate::systems::percolator::workloads::{Script, WorkloadSpec};
 use crate::{Scenario, ScenarioError};
 use percsim_sim::{PercolatorConfig, RunOutput};
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ pub fn script_scenario(script: Script, seed: u64) -> Scenario {
         .steps
         .iter()
         .filter_map(|s| match s {
-            crate::workloads::Step::Begin { client, .. } => Some(client + 1),
+            crate::systems::percolator::workloads::Step::Begin { client, .. } => Some(client + 1),
             _ => None,
         })
         .max()

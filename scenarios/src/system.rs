@@ -34,6 +34,12 @@ pub trait SystemDef: Send + Sync + 'static {
         section: Option<serde_json::Value>,
         workload: serde_json::Value,
     ) -> Result<Box<dyn SystemSpec>, ScenarioError>;
+    /// The format of the history its runs are judged on: the transaction
+    /// history (`percsim-history/1`, the default) or the stream history
+    /// (`percsim-stream-history/1`) a run returns beside the world's events.
+    fn history_format(&self) -> &'static str {
+        percsim_checker::FORMAT
+    }
     /// Every workload it runs, by name.
     fn workloads(&self) -> &'static [&'static str];
     /// The workloads a campaign draws from when none are named.
@@ -52,6 +58,21 @@ pub trait SystemDef: Send + Sync + 'static {
     /// The campaign scenario of `seed`, drawn from `mix` (its workloads,
     /// fault classes and planted bugs, already checked to be its own).
     fn generate(&self, seed: u64, mix: &Mix) -> Scenario;
+    /// Lines of its own for a run's summary (`percsim run`), from the run's
+    /// counters: (label, value), such as Percolator's cleanups. None by
+    /// default.
+    fn summary_lines(
+        &self,
+        _counters: &std::collections::BTreeMap<String, u64>,
+    ) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Reproduce its published evaluation in simulated time (`percsim
+    /// paper`), printing each result beside the published figure; `quick`
+    /// runs fewer and shorter runs. False (the default): it has none.
+    fn evaluation(&self, _quick: bool) -> bool {
+        false
+    }
     /// Its kill table: run its default campaign under each planted bug of
     /// `opts.only` (every one when empty) and without any, print the table
     /// to standard output; the exit code is 0 when the faithful protocol

@@ -129,16 +129,13 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
 /// timeline, each broken rule's findings, the capsule's faults as bands.
 fn export_refuses_and_report_draws(capsule: &Path, stream: &serde_json::Value, rules: &[String]) {
     let e = load(capsule).err().expect("a Pulsar capsule is refused");
-    assert!(
-        e.contains("is a capsule holding a Pulsar stream history"),
-        "{e}"
-    );
+    assert!(e.contains("is a capsule holding a stream history"), "{e}");
     assert!(e.contains("`percsim report "), "{e}");
     let file = capsule.with_extension("stream.json");
     std::fs::write(&file, stream.to_string()).expect("written");
     let e = load(&file).err().expect("a stream history is refused");
     assert!(
-        e.contains("is a Pulsar stream history (percsim-stream-history/1)"),
+        e.contains("is a stream history (percsim-stream-history/1)"),
         "{e}"
     );
 
@@ -220,7 +217,13 @@ fn a_pulsar_capsule_without_its_stream_history_is_refused() {
     let capsule = serde_json::json!({
         "format": "percsim-capsule/1",
         "verdict": "safety",
-        "scenario": {"pulsar": {"brokers": 1}},
+        "scenario": {
+            "format": "percsim-scenario/1",
+            "system": "pulsar",
+            "cluster": {"clients": 2},
+            "pulsar": {"brokers": 1},
+            "workload": {"name": "stream"}
+        },
         "history": null,
     });
     std::fs::write(&path, capsule.to_string()).expect("written");

@@ -10,7 +10,6 @@ use percsim_scenarios::fuzz::{self, Options, Summary};
 use percsim_scenarios::system::{KillTable, SystemDef};
 use percsim_scenarios::systems;
 use percsim_scenarios::{Scenario, Shard, ShardSource};
-use percsim_sim::PercolatorCounter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,7 +26,7 @@ const DEFAULT_SEEDS: u64 = 12_000;
 #[command(
     name = "percsim",
     version,
-    about = "Deterministic simulation testbed for Percolator"
+    about = "Deterministic simulation testbed for distributed transaction protocols"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -212,6 +211,9 @@ enum Command {
         /// Fewer and shorter runs.
         #[arg(long)]
         quick: bool,
+        /// Whose published evaluation (default: every system that has one).
+        #[arg(long, value_parser = parse_systems)]
+        system: Option<Systems>,
     },
 }
 
@@ -312,8 +314,22 @@ fn main() -> ExitCode {
             run(length, simulator);
             0
         }
-        Command::Paper { quick } => {
-            percsim_scenarios::systems::percolator::paper::run_all(quick);
+        Command::Paper { quick, system } => {
+            let chosen = match system {
+                Some(s) => s.0,
+                None => systems::all(),
+            };
+            let mut ran = 0;
+            for s in chosen {
+                if s.evaluation(quick) {
+                    ran += 1;
+                } else {
+                    eprintln!("system {} reproduces no published evaluation", s.name());
+                }
+            }
+            if ran == 0 {
+                return fail("no chosen system reproduces a published evaluation");
+            }
             0
         }
         cmd @ Command::Compare { .. } => match compare_command(cmd) {
@@ -447,6 +463,7 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 fn print_summary(r: &SeedResult) {
+    println!("system        {}", r.system);
     println!("seed          {}", r.seed);
     println!("workload      {}", r.workload);
     println!(
@@ -468,19 +485,11 @@ fn print_summary(r: &SeedResult) {
         }
     };
     println!("faults        {}", pick("fault."));
-    let cleanups: Vec<String> = PercolatorCounter::CLEANUPS
-        .iter()
-        .filter_map(|c| {
-            let n = r.counters.get(c.name()).copied().filter(|n| *n > 0)?;
-            Some(format!("{}={n}", c.name().trim_start_matches("cleanup.")))
-        })
-        .collect();
-    let cleanups = if cleanups.is_empty() {
-        "none".to_string()
-    } else {
-        cleanups.join(" ")
-    };
-    println!("cleanups      {cleanups}");
+    if let Ok(system) = systems::find(&r.system) {
+        for (label, value) in system.summary_lines(&r.counters) {
+            println!("{label:<13} {value}");
+        }
+    }
     println!("aborts        {}", pick("abort."));
     println!("events        {}", pick("event."));
     println!("verdict       {:?}", r.verdict);

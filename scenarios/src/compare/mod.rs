@@ -25,7 +25,7 @@ percsim_sim::identities! {
         /// Clients killed at random moments (about one kill per simulated second), restarted after 0.5-1.5 s.
         CrashClients => ("crash-clients", "clients killed at random moments (about one per simulated second), restarted after 0.5-1.5 s"),
         /// The coordinator-side server killed at random moments (about one kill per 2 simulated seconds), restarted after 0.2-1 s.
-        CrashCoordinator => ("crash-coordinator", "the coordinator-side server (Percolator: the timestamp oracle) killed about once per 2 simulated s, restarted after 0.2-1 s"),
+        CrashCoordinator => ("crash-coordinator", "the coordinator-side server (the node of the coordinator role) killed about once per 2 simulated s, restarted after 0.2-1 s"),
         /// Lossy network: periods of 0.5-2 s in which 10% of messages are lost.
         Lossy => ("lossy", "lossy network: periods of 0.5-2 s losing 10% of messages, starting about once per simulated second"),
     }

@@ -7,7 +7,9 @@ use super::PercolatorSpec;
 use crate::campaign::Mix;
 use crate::faultmix;
 use crate::scenario::Scenario;
-use crate::workloads::{Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec};
+use crate::systems::percolator::workloads::{
+    Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec,
+};
 use percsim_protocol::{Ablation, Ablations};
 use percsim_sim::{PercolatorConfig, WorldConfig};
 use proptest::prelude::{Strategy, any};
@@ -26,7 +28,7 @@ fn workloads(mix: &Mix) -> Vec<String> {
     let named: Vec<String> = mix
         .workloads
         .iter()
-        .filter(|w| crate::workloads::NAMES.contains(&w.as_str()))
+        .filter(|w| crate::systems::percolator::workloads::NAMES.contains(&w.as_str()))
         .cloned()
         .collect();
     if named.is_empty() {

@@ -13,8 +13,8 @@ const CLEANUPS: &[&str] = &["roll_forward", "roll_back", "roll_back_before_prewr
 
 /// The comparison's job on Percolator: the paper's pipeline, documents
 /// loaded, parsed, clustered, exported.
-pub fn job() -> crate::workloads::Pipeline {
-    crate::workloads::Pipeline {
+pub fn job() -> crate::systems::percolator::workloads::Pipeline {
+    crate::systems::percolator::workloads::Pipeline {
         documents: crate::compare::DOCUMENTS,
         contents: crate::compare::CONTENTS,
         load_interval_ms: 100,

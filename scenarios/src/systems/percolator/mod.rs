@@ -8,15 +8,17 @@ pub mod campaign;
 pub mod compare;
 pub mod faults;
 pub mod paper;
+pub mod workloads;
 
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
 use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
-use crate::workloads::WorkloadSpec;
+use crate::systems::percolator::workloads::WorkloadSpec;
 use percsim_protocol::Ablation;
-use percsim_sim::{ConfigError, PercolatorConfig, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, RunOutput, WorldConfig};
 use std::any::Any;
+use std::collections::BTreeMap;
 
 /// Percolator in the registry.
 pub static PERCOLATOR: PercolatorDef = PercolatorDef;
@@ -80,7 +82,7 @@ impl SystemDef for PercolatorDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        crate::workloads::NAMES
+        crate::systems::percolator::workloads::NAMES
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
@@ -120,6 +122,27 @@ impl SystemDef for PercolatorDef {
 
     fn compare_facts(&self, out: &RunOutput) -> Result<RunFacts, String> {
         Ok(compare::facts(&out.history))
+    }
+
+    fn summary_lines(&self, counters: &BTreeMap<String, u64>) -> Vec<(&'static str, String)> {
+        let cleanups: Vec<String> = PercolatorCounter::CLEANUPS
+            .iter()
+            .filter_map(|c| {
+                let n = counters.get(c.name()).copied().filter(|n| *n > 0)?;
+                Some(format!("{}={n}", c.name().trim_start_matches("cleanup.")))
+            })
+            .collect();
+        let cleanups = if cleanups.is_empty() {
+            "none".to_string()
+        } else {
+            cleanups.join(" ")
+        };
+        vec![("cleanups", cleanups)]
+    }
+
+    fn evaluation(&self, quick: bool) -> bool {
+        paper::run_all(quick);
+        true
     }
 
     fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {

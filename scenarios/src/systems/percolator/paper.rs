@@ -14,7 +14,7 @@
 
 use crate::bench::Timestamps;
 use crate::scenario::Scenario;
-use crate::workloads::{Pipeline, Tpce, WorkloadSpec};
+use crate::systems::percolator::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{CommitOutcome, Transaction};

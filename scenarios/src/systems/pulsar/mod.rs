@@ -116,6 +116,10 @@ impl SystemDef for PulsarDef {
         Ok(Box::new(PulsarSpec { cluster, workload }))
     }
 
+    fn history_format(&self) -> &'static str {
+        percsim_checker::stream::STREAM_FORMAT
+    }
+
     fn workloads(&self) -> &'static [&'static str] {
         &["stream", "stream-pipeline"]
     }

@@ -13,7 +13,7 @@
 //! indexed exactly once (`exactly_once` rule).
 
 use super::{consume_forever, consumers};
-use crate::workloads::fnv1a;
+use crate::common::fnv1a;
 use percsim_checker::stream::{Source, SubscriptionDecl};
 use percsim_protocol::pulsar::client::{ClientPoint, process_one, send};
 use percsim_protocol::pulsar::types::Partition;

@@ -5,12 +5,7 @@ use percsim_protocol::client::Transaction;
 use percsim_sim::Client;
 use std::collections::BTreeSet;
 
-/// FNV-1a, written out so a hash never depends on the platform.
-pub(crate) fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+pub(crate) use crate::common::fnv1a;
 
 /// A comma-separated member list as a set.
 pub(crate) fn split(list: &str) -> BTreeSet<String> {

@@ -9,8 +9,6 @@ mod script;
 mod tpce;
 mod util;
 
-pub(crate) use util::fnv1a;
-
 pub use bank::Bank;
 pub use dedup::Dedup;
 pub use list_append::ListAppend;

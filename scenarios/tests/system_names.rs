@@ -1,0 +1,149 @@
+//! The core knows no system: outside the registry and the systems' own
+//! folders, no code names a system. Comments may (they explain); code may
+//! not, except in the places listed below, each with its reason. A listed
+//! place that no longer names a system must leave the list.
+
+use std::path::{Path, PathBuf};
+
+/// The systems' names, as identifiers and strings spell them.
+const NAMES: &[&str] = &["percolator", "pulsar"];
+
+/// Where systems live: each system's own folders.
+const SYSTEM_FOLDERS: &[&str] = &[
+    "protocol/src/percolator/",
+    "protocol/src/pulsar/",
+    "sim/src/percolator/",
+    "sim/src/pulsar/",
+    "scenarios/src/systems/",
+];
+
+/// Files outside the systems' folders that still name a system, and why.
+const EXCEPTIONS: &[(&str, &str)] = &[
+    (
+        "protocol/src/lib.rs",
+        "the protocol crate's registry: one module per system",
+    ),
+    (
+        "sim/src/lib.rs",
+        "the sim crate's registry: one module per system and its public exports",
+    ),
+    (
+        "scenarios/src/lib.rs",
+        "re-exports Percolator's workloads at `percsim_scenarios::workloads`, the path users' tests import them from",
+    ),
+    (
+        "scenarios/src/bench.rs",
+        "`percsim bench` measures Percolator's register workload; benchmarks are not yet part of the system interface",
+    ),
+    (
+        "scenarios/src/coverage.rs",
+        "the campaign's coverage items are one closed list with a scope per system; they are not yet part of the system interface",
+    ),
+    (
+        "scenarios/src/summary.rs",
+        "the summary flags coverage items and Percolator's named points by the systems that ran; see coverage.rs",
+    ),
+    (
+        "scenarios/src/regress.rs",
+        "`regress::script_scenario` builds a Percolator script scenario: scripts are not yet part of the system interface",
+    ),
+    (
+        "scenarios/src/report/stream.rs",
+        "the stream history's drawing labels transaction ids as Pulsar's TxnIDs",
+    ),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The lines of `text`'s code (comments dropped) that name a system.
+fn naming_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .filter(|code| {
+            let lower = code.to_lowercase();
+            NAMES.iter().any(|n| lower.contains(n))
+        })
+        .map(|code| code.trim().to_string())
+        .collect()
+}
+
+/// Every file of the four crates' `src/` outside the systems' folders
+/// whose code names a system, with its lines.
+fn offenders() -> Vec<(String, Vec<String>)> {
+    let root = root();
+    let mut files = Vec::new();
+    for krate in ["protocol", "sim", "checker", "scenarios"] {
+        rust_files(&root.join(krate).join("src"), &mut files);
+    }
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let rel = f
+                .strip_prefix(&root)
+                .expect("under root")
+                .display()
+                .to_string();
+            if SYSTEM_FOLDERS.iter().any(|d| rel.starts_with(d)) {
+                return None;
+            }
+            let text = std::fs::read_to_string(&f).expect("read");
+            let lines = naming_lines(&text);
+            (!lines.is_empty()).then_some((rel, lines))
+        })
+        .collect()
+}
+
+#[test]
+fn no_code_outside_the_registry_and_the_systems_names_a_system() {
+    let found = offenders();
+    let unlisted: Vec<String> = found
+        .iter()
+        .filter(|(f, _)| !EXCEPTIONS.iter().any(|(e, _)| e == f))
+        .map(|(f, lines)| format!("{f}:\n    {}", lines.join("\n    ")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "code outside the systems' folders names a system (move it into the system, or list it with its reason):\n{}",
+        unlisted.join("\n")
+    );
+    let stale: Vec<&str> = EXCEPTIONS
+        .iter()
+        .map(|(e, _)| *e)
+        .filter(|e| !found.iter().any(|(f, _)| f == e))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "listed as naming a system but no longer does: {stale:?}"
+    );
+}
+
+#[test]
+fn the_scan_sees_code_and_skips_comments() {
+    let text =
+        "// Percolator explained\nlet x = 1; // pulsar too\nuse crate::systems::percolator;\n";
+    assert_eq!(naming_lines(text), vec!["use crate::systems::percolator;"]);
+    assert!(naming_lines("/// Pulsar docs\nfn f() {}\n").is_empty());
+}

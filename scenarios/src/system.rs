@@ -10,7 +10,7 @@
 //!   honours, its planted bugs, and how a seed becomes a scenario;
 //! - how a failing scenario of its own shrinks.
 //!
-//! See `docs/adding-a-system.md` for a walk-through.
+//! See "Adding a system" in `docs/architecture.md`.
 
 use crate::campaign::Mix;
 use crate::scenario::{Scenario, ScenarioError};

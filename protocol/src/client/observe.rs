@@ -15,8 +15,9 @@
 //! never run again. (Apache Fluo avoids the question by refusing a second
 //! observer on a column.)
 
+use super::error::TxnError;
 use super::transport::{StepPoint, Transport};
-use super::txn::{CommitOutcome, Transaction, TxnError};
+use super::txn::{CommitOutcome, Transaction};
 use crate::ablation::Ablation;
 use crate::actions::RowRequest;
 use crate::types::Ts;

@@ -5,8 +5,8 @@
 //! the transaction's fate (roll back if still locked), then the lock met is
 //! rolled forward with the primary's commit_ts or rolled back.
 
+use super::error::TxnError;
 use super::transport::{CleanupEvent, CleanupKind, RpcError, StepPoint, Suspicion, Transport};
-use super::txn::TxnError;
 use crate::ablation::Ablation;
 use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
 use crate::types::{CellKey, LockInfo, Ts};

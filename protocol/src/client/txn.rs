@@ -8,28 +8,13 @@
 //! (`actions::cleanup`, TiKV's protected rollback; the paper does not
 //! discuss the case), which refuses the late prewrite.
 
+use super::error::TxnError;
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
 use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
 use crate::ablation::Ablation;
 use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
 use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
 use serde::{Deserialize, Serialize};
-
-/// Why a read failed; its transaction should abort.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum TxnError {
-    /// A live owner's lock blocked the read for too long.
-    #[error("waited too long on the lock of the transaction started at {start_ts} on {cell}")]
-    LockWaitTimeout {
-        /// The blocked cell.
-        cell: CellKey,
-        /// The lock's start_ts.
-        start_ts: Ts,
-    },
-    /// The store or the oracle did not answer.
-    #[error("rpc: {0}")]
-    Rpc(#[from] RpcError),
-}
 
 /// Why a transaction aborted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,6 @@ use crate::percolator::rpc::{
     ScanNotify, TsCall,
 };
 use crate::percolator::tags::Tagged;
-use crate::percolator::workload::Worker;
 use crate::percolator::{
     Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
     record, tablet_server_addr,
@@ -26,6 +25,8 @@ use percsim_protocol::client::{
     run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -583,6 +584,39 @@ impl Transport for Client {
     }
 }
 
+/// One transaction thread of a client.
+pub struct Worker {
+    /// The client process it runs in (a [`percsim_protocol::client::Transport`]).
+    pub client: Arc<Client>,
+    /// Its index within the client.
+    pub index: usize,
+    /// Which life of its client this is (1 for the first, +1 per restart).
+    pub incarnation: u32,
+    /// Its random source, seeded from the run's seed.
+    pub rng: ChaCha8Rng,
+}
+
+impl Worker {
+    /// A name unique to this worker in the run, for unique values.
+    pub fn tag(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            self.client.index(),
+            self.incarnation,
+            self.index
+        )
+    }
+
+    pub(crate) fn new(client: Arc<Client>, index: usize, incarnation: u32, seed: u64) -> Self {
+        Worker {
+            client,
+            index,
+            incarnation,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
 /// Start one incarnation of client `index`: open a session, keep it alive,
 /// and (unless `workers` is false) run the workload's threads.
 pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) -> Arc<Client> {
@@ -689,8 +723,7 @@ pub(crate) async fn start_on_new_node(cluster: Arc<Cluster>, index: usize) -> Ar
 /// row is already taken (if the jump rule is on).
 async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
     use rand::RngExt;
-    use rand_core::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let cluster = client.cluster.clone();
     let holder = ((client.index as u64) << 32) | scanner as u64;
     let tablets = cluster.tablets.count();

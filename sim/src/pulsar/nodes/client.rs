@@ -9,7 +9,6 @@ use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
-use crate::pulsar::workload::PulsarTask;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
 use crate::world::port::Port;
 use crate::world::{Carried, Control, deadline};
@@ -73,6 +72,18 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
         madsim::task::spawn(cluster.workload.task(t));
     }
     std::future::pending::<()>().await
+}
+
+/// One task of a client.
+pub struct PulsarTask {
+    /// Its connection to the cluster (a
+    /// [`percsim_protocol::pulsar::client::PulsarTransport`] with a
+    /// producer session of its own).
+    pub conn: Conn,
+    /// Its index within the client.
+    pub index: usize,
+    /// Its random source, seeded from the run's seed.
+    pub rng: ChaCha8Rng,
 }
 
 /// One task's connection to the cluster: the protocol's

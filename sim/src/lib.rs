@@ -24,7 +24,6 @@ mod pulsar;
 mod systems;
 pub mod world;
 
-pub use percolator::Percolator;
 pub use percolator::config::{
     ConfigError, CostModel, CrashAt, PauseAt, PointAction, PointFault, SimConfig,
 };
@@ -32,6 +31,7 @@ pub use percolator::ids::{PercolatorCounter, PercolatorEvent};
 pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
 pub use percolator::points::point_counter;
+pub use percolator::system::Percolator;
 pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;

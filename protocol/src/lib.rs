@@ -7,7 +7,8 @@
 //!   touch): each reads a row and returns the mutation to apply atomically.
 //! - [`oracle`]: the timestamp oracle's range persistence.
 //! - [`client`]: transactions, two-phase commit and lock cleanup, written
-//!   against a [`client::Transport`] that the simulator implements.
+//!   against a [`client::Host`] (a [`client::Transport`] and a
+//!   [`client::Ledger`]) that the simulator implements.
 
 pub mod ablation;
 pub mod actions;

@@ -9,8 +9,9 @@
 //! discuss the case), which refuses the late prewrite.
 
 use super::error::TxnError;
+use super::ledger::{Host, Suspicion, TxnEvent};
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
-use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
+use super::transport::{RpcError, StepPoint};
 use crate::ablation::Ablation;
 use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
 use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
@@ -77,7 +78,7 @@ pub enum CommitOutcome {
 
 /// A transaction in progress. Reads see the snapshot at start_ts (not the
 /// transaction's own buffered writes, as in the paper's pseudocode).
-pub struct Transaction<'t, T: Transport> {
+pub struct Transaction<'t, T: Host> {
     t: &'t T,
     id: u64,
     start_ts: Ts,
@@ -85,7 +86,7 @@ pub struct Transaction<'t, T: Transport> {
     writes: Vec<(CellKey, Option<String>)>,
 }
 
-impl<'t, T: Transport> Transaction<'t, T> {
+impl<'t, T: Host> Transaction<'t, T> {
     /// Begin: register the transaction and take a start_ts from the oracle.
     pub async fn begin(t: &'t T) -> Result<Self, TxnError> {
         let id = t.begin_txn();

@@ -21,8 +21,8 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::client::{
-    CleanupEvent, ClientConfig, CommitOutcome, Observed, RpcError, StepPoint, Transport, TxnEvent,
-    run_observer,
+    CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, RpcError, StepPoint, Transport,
+    TxnEvent, run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
 use rand_chacha::ChaCha8Rng;
@@ -52,7 +52,8 @@ struct TsBatch {
 }
 
 /// One incarnation of a client process. It implements the protocol's
-/// [`Transport`], so workloads run [`percsim_protocol::client::Transaction`]s on it.
+/// [`Transport`] and [`Ledger`], so workloads run
+/// [`percsim_protocol::client::Transaction`]s on it.
 pub struct Client {
     cluster: Arc<Cluster>,
     index: usize,
@@ -435,22 +436,6 @@ impl Transport for Client {
         self.cluster.cfg.ablations
     }
 
-    fn observed(&self, col: &str) -> bool {
-        self.cluster
-            .observers
-            .iter()
-            .any(|(spec, _)| !spec.weak && spec.col == col)
-    }
-
-    fn observer_acks(&self, col: &str) -> Vec<String> {
-        self.cluster
-            .observers
-            .iter()
-            .filter(|(spec, _)| !spec.weak && spec.col == col)
-            .map(|(spec, _)| spec.ack_col())
-            .collect()
-    }
-
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }
@@ -518,10 +503,6 @@ impl Transport for Client {
         sleep(Duration::from_millis(ms)).await
     }
 
-    async fn reached(&self, txn: u64, step: StepPoint) {
-        self.reach(txn, step, &mut None).await
-    }
-
     async fn row_at(
         &self,
         txn: u64,
@@ -535,7 +516,9 @@ impl Transport for Client {
         // first call timed out while frozen, so this is its retry.
         self.row(row, req).await
     }
+}
 
+impl Ledger for Client {
     fn begin_txn(&self) -> u64 {
         let now = self.cluster.now_ns();
         let (id, number) = self.cluster.recorder().begin(self.index as u64, now);
@@ -582,11 +565,31 @@ impl Transport for Client {
     fn lock_wait(&self, _lock: &LockInfo) {
         self.cluster.bump(PercolatorCounter::ClientLockWaits);
     }
+
+    async fn reached(&self, txn: u64, step: StepPoint) {
+        self.reach(txn, step, &mut None).await
+    }
+
+    fn observed(&self, col: &str) -> bool {
+        self.cluster
+            .observers
+            .iter()
+            .any(|(spec, _)| !spec.weak && spec.col == col)
+    }
+
+    fn observer_acks(&self, col: &str) -> Vec<String> {
+        self.cluster
+            .observers
+            .iter()
+            .filter(|(spec, _)| !spec.weak && spec.col == col)
+            .map(|(spec, _)| spec.ack_col())
+            .collect()
+    }
 }
 
 /// One transaction thread of a client.
 pub struct Worker {
-    /// The client process it runs in (a [`percsim_protocol::client::Transport`]).
+    /// The client process it runs in (a [`percsim_protocol::client::Host`]).
     pub client: Arc<Client>,
     /// Its index within the client.
     pub index: usize,

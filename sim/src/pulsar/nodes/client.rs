@@ -17,8 +17,8 @@ use madsim::time::{Duration, sleep};
 use percsim_checker::stream::Source;
 use percsim_protocol::client::RpcError;
 use percsim_protocol::pulsar::client::{
-    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarTransport,
-    TcReply, TcRequest,
+    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarLedger,
+    PulsarTransport, TcReply, TcRequest,
 };
 use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
@@ -77,7 +77,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
 /// One task of a client.
 pub struct PulsarTask {
     /// Its connection to the cluster (a
-    /// [`percsim_protocol::pulsar::client::PulsarTransport`] with a
+    /// [`percsim_protocol::pulsar::client::PulsarHost`] with a
     /// producer session of its own).
     pub conn: Conn,
     /// Its index within the client.
@@ -87,7 +87,8 @@ pub struct PulsarTask {
 }
 
 /// One task's connection to the cluster: the protocol's
-/// [`PulsarTransport`] over the world's RPC, with its own producer session.
+/// [`PulsarTransport`] over the world's RPC, with its own producer session,
+/// and its [`PulsarLedger`] into the stream history.
 pub struct Conn {
     process: Arc<Process>,
     task: usize,
@@ -275,7 +276,9 @@ impl PulsarTransport for Conn {
     async fn sleep_ms(&self, ms: u64) {
         sleep(Duration::from_millis(ms)).await;
     }
+}
 
+impl PulsarLedger for Conn {
     async fn reached(&self, txn: Option<TxnId>, point: ClientPoint) {
         let c = &self.process.cluster;
         let rate = c.workload.crash_rate(point);

@@ -1,6 +1,6 @@
 //! The error a transaction's read or write reports when it cannot go on.
 
-use super::transport::RpcError;
+use crate::common::RpcError;
 use crate::types::{CellKey, Ts};
 use serde::{Deserialize, Serialize};
 

@@ -12,9 +12,10 @@ pub(crate) mod test_util;
 mod transport;
 mod txn;
 
+pub use crate::common::RpcError;
 pub use error::TxnError;
 pub use ledger::{CleanupEvent, CleanupKind, Host, Ledger, Suspicion, TxnEvent};
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
 pub use points::{Point, PointNode};
-pub use transport::{ClientConfig, RpcError, StepPoint, Transport};
+pub use transport::{ClientConfig, StepPoint, Transport};
 pub use txn::{AbortReason, CommitOutcome, Transaction};

@@ -7,9 +7,10 @@
 
 use super::error::TxnError;
 use super::ledger::{CleanupEvent, CleanupKind, Host, Suspicion};
-use super::transport::{RpcError, StepPoint, Transport};
+use super::transport::{StepPoint, Transport};
 use crate::ablation::Ablation;
 use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
+use crate::common::RpcError;
 use crate::types::{CellKey, LockInfo, Ts};
 
 /// Waiting state of one read.

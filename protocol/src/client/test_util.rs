@@ -5,9 +5,10 @@
 //! so [`run`] polls a procedure to completion in one go.
 
 use super::ledger::{CleanupEvent, Ledger, TxnEvent};
-use super::transport::{ClientConfig, RpcError, StepPoint, Transport};
+use super::transport::{ClientConfig, StepPoint, Transport};
 use crate::ablation::Ablations;
 use crate::actions::{GetResult, RowReply, RowRequest, execute};
+use crate::common::RpcError;
 use crate::row::Row;
 use crate::types::{CellKey, SessionId, Ts};
 use std::collections::BTreeMap;

@@ -3,21 +3,10 @@
 
 use crate::ablation::Ablations;
 use crate::actions::{GetResult, RowReply, RowRequest};
+use crate::common::RpcError;
 use crate::types::{CellKey, SessionId, Ts};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
-
-/// Why a request got no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum RpcError {
-    /// No reply in time: the request may or may not have been applied.
-    #[error("timed out: outcome unknown")]
-    Timeout,
-    /// The request was refused and not applied (for example no server
-    /// serves the row right now).
-    #[error("unavailable")]
-    Unavailable,
-}
 
 /// Named points of a client's procedures (commit, lock cleanup, observer
 /// runs), where a fault schedule can kill or freeze a client exactly. Each

@@ -11,9 +11,10 @@
 use super::error::TxnError;
 use super::ledger::{Host, Suspicion, TxnEvent};
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
-use super::transport::{RpcError, StepPoint};
+use super::transport::StepPoint;
 use crate::ablation::Ablation;
 use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
+use crate::common::RpcError;
 use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! steps a simulated server runs (see `crate::pulsar::test_util`).
 
 use super::*;
-use crate::client::RpcError;
+use crate::common::RpcError;
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::coordinator::{self, TcAction, TcError};
 use crate::pulsar::test_util::{Broker, Tc};

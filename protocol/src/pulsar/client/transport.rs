@@ -1,7 +1,7 @@
 //! What the Pulsar client procedures reach in the world around them: the
 //! coordinators, the brokers, the client's timers, and their settings.
 
-use crate::client::RpcError;
+use crate::common::RpcError;
 use crate::pulsar::buffer::{AppendError, Delivery, ReadMode};
 use crate::pulsar::coordinator::TcError;
 use crate::pulsar::subscription::AckError;

@@ -5,7 +5,7 @@
 
 use super::ledger::{ClientEvent, ClientPoint, PulsarHost};
 use super::transport::{BrokerReply, BrokerRequest, PulsarTransport, TcReply, TcRequest};
-use crate::client::RpcError;
+use crate::common::RpcError;
 use crate::pulsar::buffer::AppendError;
 use crate::pulsar::coordinator::{TcError, TxnState};
 use crate::pulsar::subscription::AckError;

@@ -15,7 +15,7 @@ use crate::world::{Carried, Control, deadline};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker::stream::Source;
-use percsim_protocol::client::RpcError;
+use percsim_protocol::common::RpcError;
 use percsim_protocol::pulsar::client::{
     BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarLedger,
     PulsarTransport, TcReply, TcRequest,

@@ -6,12 +6,15 @@
 //! - [`actions`]: the row steps (get, prewrite, commit, cleanup, resolve,
 //!   touch): each reads a row and returns the mutation to apply atomically.
 //! - [`oracle`]: the timestamp oracle's range persistence.
+//! - [`common`]: what Percolator and Pulsar share (the RPC error).
 //! - [`client`]: transactions, two-phase commit and lock cleanup, written
-//!   against a [`client::Transport`] that the simulator implements.
+//!   against a [`client::Host`] (a [`client::Transport`] and a
+//!   [`client::Ledger`]) that the simulator implements.
 
 pub mod ablation;
 pub mod actions;
 pub mod client;
+pub mod common;
 pub mod oracle;
 pub mod pulsar;
 pub mod row;

@@ -6,23 +6,9 @@
 
 pub use crate::judge::{Judged, SeedResult, Verdict, judge};
 use crate::scenario::Scenario;
+pub use crate::system::Mix;
 use crate::system::SystemDef;
 use crate::systems;
-
-/// Which systems, workloads, fault classes and planted bugs a campaign
-/// draws from.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Mix {
-    /// Systems by name; empty means the registry's default system.
-    pub systems: Vec<String>,
-    /// Workload names; empty means each system's default workloads.
-    pub workloads: Vec<String>,
-    /// Fault class names; empty means every class each system honours.
-    pub faults: Vec<String>,
-    /// Planted bugs (ablations) switched off, by name: each system takes
-    /// its own.
-    pub ablations: Vec<String>,
-}
 
 impl Mix {
     /// The systems, in the registry's order of the names given.
@@ -89,27 +75,21 @@ impl Mix {
 /// `system` has a workload among `named` (or none are named), and each
 /// named workload is some system's.
 fn check_workloads(system: &dyn SystemDef, named: &[String]) -> Result<(), String> {
-    if let Some(w) = named.iter().find(|w| {
-        !systems::all()
-            .iter()
-            .any(|s| s.workloads().contains(&w.as_str()))
-    }) {
+    let known = all_workloads();
+    if let Some(w) = named.iter().find(|w| !known.contains(&w.as_str())) {
         return Err(format!(
-            "unknown workload {w:?} (choose from {})",
-            all_workloads().join(", ")
+            "unknown workload {w:?} for a campaign (choose from {})",
+            known.join(", ")
         ));
     }
-    if !named.is_empty()
-        && !named
-            .iter()
-            .any(|w| system.workloads().contains(&w.as_str()))
-    {
+    let own = system.campaign_workloads();
+    if !named.is_empty() && !named.iter().any(|w| own.contains(&w.as_str())) {
         return Err(format!(
             "no workload named for system {}: {} {} not its (its workloads: {}); name one, or choose another system with --system",
             system.name(),
             named.join(", "),
             if named.len() == 1 { "is" } else { "are" },
-            system.workloads().join(", ")
+            own.join(", ")
         ));
     }
     Ok(())

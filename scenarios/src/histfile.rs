@@ -219,7 +219,7 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
 /// history.
 fn stream_system(capsule: &serde_json::Value) -> Option<&'static str> {
     let scenario = crate::Scenario::from_value(capsule.get("scenario")?.clone()).ok()?;
-    let def = scenario.spec.def();
+    let def = crate::systems::find(scenario.system()).ok()?;
     (def.history_format() == percsim_checker::stream::STREAM_FORMAT).then(|| def.name())
 }
 

@@ -57,8 +57,8 @@ impl Verdict {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeedResult {
     /// The system the seed ran (lines written before systems were named
-    /// leave it out: the registry's default system).
-    #[serde(default = "default_system_name")]
+    /// leave it out: a merge takes the system whose workload it ran).
+    #[serde(default)]
     pub system: String,
     /// The seed.
     pub seed: u64,
@@ -85,10 +85,6 @@ pub struct SeedResult {
     /// The failure capsule saved for the seed, if one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsule: Option<String>,
-}
-
-fn default_system_name() -> String {
-    crate::systems::default_system().name().to_string()
 }
 
 impl SeedResult {

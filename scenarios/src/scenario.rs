@@ -6,7 +6,8 @@
 //! one `cluster` object) keep loading: the world's settings in `cluster` go
 //! to `world`, the rest to the system's section.
 
-use crate::system::SystemSpec;
+pub use crate::error::ScenarioError;
+use crate::spec::SystemSpec;
 use crate::systems;
 use percsim_sim::{RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
@@ -46,32 +47,6 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".to_string())
 }
 
-/// Why a scenario could not be read or run.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The JSON is malformed or does not fit the format.
-    #[error("bad scenario: {0}")]
-    Parse(String),
-    /// A value is impossible.
-    #[error("bad scenario: {0}")]
-    Invalid(String),
-    /// The simulation panicked (a bug in the simulator or a tripped
-    /// assertion); the message is the panic's.
-    #[error("the simulation crashed: {0}")]
-    Crashed(String),
-    /// The watchdog ended a run that stopped making progress.
-    #[error("the run was stuck: {0}")]
-    Stuck(String),
-}
-
 impl Scenario {
     /// A scenario of `spec` in a world set up by `world`, with `seed`.
     pub fn of(seed: u64, world: WorldConfig, spec: Box<dyn SystemSpec>) -> Self {
@@ -86,7 +61,7 @@ impl Scenario {
 
     /// The name of the system it runs.
     pub fn system(&self) -> &'static str {
-        self.spec.def().name()
+        self.spec.system()
     }
 
     /// The name of its workload.
@@ -146,7 +121,7 @@ impl Scenario {
                     def.name()
                 )));
             }
-            split_cluster(cluster, &mut world, &mut section, def.name())?;
+            split_cluster(cluster, &mut world, &mut section, def)?;
         }
         let workload = map
             .remove("workload")
@@ -271,16 +246,21 @@ fn split_cluster(
     cluster: Value,
     world: &mut Option<Value>,
     section: &mut Option<Value>,
-    system: &str,
+    def: &dyn crate::system::SystemDef,
 ) -> Result<(), ScenarioError> {
     let Value::Object(cluster) = cluster else {
         return Err(ScenarioError::Parse("cluster: expected an object".into()));
     };
+    let own = def.v1_cluster_keys();
     for (key, value) in cluster {
-        let target = if WORLD_KEYS.contains(&key.as_str()) {
-            &mut *world
+        let is_world = WORLD_KEYS.contains(&key.as_str());
+        if !is_world && own.is_some_and(|own| !own.contains(&key.as_str())) {
+            continue;
+        }
+        let (target, name) = if is_world {
+            (&mut *world, "world")
         } else {
-            &mut *section
+            (&mut *section, def.name())
         };
         let into = target.get_or_insert_with(|| Value::Object(Map::new()));
         let Value::Object(into) = into else {
@@ -290,7 +270,7 @@ fn split_cluster(
         };
         if into.insert(key.clone(), value).is_some() {
             return Err(ScenarioError::Parse(format!(
-                "cluster.{key}: also given in the {system} section"
+                "cluster.{key}: also given in the {name} section"
             )));
         }
     }
@@ -372,6 +352,18 @@ mod tests {
         let section = s.spec.section();
         assert_eq!(section["clients"], 3, "{section}");
         assert!(section.get("run_ms").is_none(), "{section}");
+    }
+
+    #[test]
+    fn a_key_given_twice_names_the_section_it_is_also_in() {
+        let old = format!(
+            r#"{{"format":"{FORMAT_V1}","cluster":{{"run_ms":1}},"world":{{"run_ms":2}},{BANK}}}"#
+        );
+        let e = Scenario::parse(&old).unwrap_err();
+        assert!(
+            e.to_string().contains("also given in the world section"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -261,8 +261,11 @@ impl Summary {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let r: SeedResult = serde_json::from_str(&line)
+                let mut r: SeedResult = serde_json::from_str(&line)
                     .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
+                if r.system.is_empty() {
+                    r.system = system_of_workload(&r.workload);
+                }
                 if seen.entry(r.system.clone()).or_default().insert(r.seed) {
                     wall_ms += r.wall_ms;
                     summary.add(&r);
@@ -272,6 +275,18 @@ impl Summary {
         summary.wall = Duration::from_millis(wall_ms);
         Ok(summary)
     }
+}
+
+/// The system a seed line written before lines named their system ran:
+/// the one whose workload it ran (the registry's default if none).
+fn system_of_workload(workload: &str) -> String {
+    let systems = crate::systems::all();
+    let owner = systems
+        .iter()
+        .find(|s| s.workloads().contains(&workload))
+        .copied()
+        .unwrap_or_else(crate::systems::default_system);
+    owner.name().to_string()
 }
 
 /// A set of seeds in about one bit per seed for dense ranges: 4,096-seed
@@ -459,6 +474,16 @@ mod tests {
             ),
             "{text}"
         );
+        // A line written before lines named their system: its workload says.
+        let mut old = serde_json::to_value(result(9, Verdict::Pass)).unwrap();
+        old.as_object_mut().unwrap().remove("system");
+        old["workload"] = "stream".into();
+        let s = Summary::merge_jsonl(vec![(
+            "old.jsonl".to_string(),
+            format!("{old}\n").as_bytes(),
+        )])
+        .unwrap();
+        assert_eq!(s.systems.keys().collect::<Vec<_>>(), vec!["pulsar"]);
         let bad = Summary::merge_jsonl(vec![("c.jsonl".to_string(), "{}\n".as_bytes())]);
         assert!(bad.unwrap_err().starts_with("c.jsonl:1: not a seed result"));
     }

@@ -12,11 +12,10 @@
 //!
 //! See "Adding a system" in `docs/architecture.md`.
 
-use crate::campaign::Mix;
-use crate::scenario::{Scenario, ScenarioError};
+use crate::error::ScenarioError;
+use crate::scenario::Scenario;
+pub use crate::spec::SystemSpec;
 use percsim_sim::{ConfigError, RunOutput, WorldConfig};
-use std::any::Any;
-use std::fmt::Debug;
 
 /// A system the testbed can run, by name: what its scenarios look like and
 /// what a campaign may draw for it.
@@ -39,6 +38,13 @@ pub trait SystemDef: Send + Sync + 'static {
     /// (`percsim-stream-history/1`) a run returns beside the world's events.
     fn history_format(&self) -> &'static str {
         percsim_checker::FORMAT
+    }
+    /// The keys of a first-format file's `cluster` object that belong to
+    /// its section, besides the world's (`None`, the default: every other
+    /// key). Keys outside the list had no effect on its runs and are left
+    /// out when such a file is read.
+    fn v1_cluster_keys(&self) -> Option<&'static [&'static str]> {
+        None
     }
     /// Every workload it runs, by name.
     fn workloads(&self) -> &'static [&'static str];
@@ -102,6 +108,21 @@ pub trait SystemDef: Send + Sync + 'static {
     ) -> (Scenario, usize);
 }
 
+/// Which systems, workloads, fault classes and planted bugs a campaign
+/// draws from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mix {
+    /// Systems by name; empty means the registry's default system.
+    pub systems: Vec<String>,
+    /// Workload names; empty means each system's default workloads.
+    pub workloads: Vec<String>,
+    /// Fault class names; empty means every class each system honours.
+    pub faults: Vec<String>,
+    /// Planted bugs (ablations) switched off, by name: each system takes
+    /// its own.
+    pub ablations: Vec<String>,
+}
+
 /// How `percsim ablations` runs a system's kill table.
 #[derive(Debug, Clone, Default)]
 pub struct KillTable {
@@ -113,48 +134,6 @@ pub struct KillTable {
     pub jobs: usize,
     /// Runs spent shrinking each first failure.
     pub shrink_budget: usize,
-}
-
-/// One system's part of a scenario: its cluster and workload, typed by the
-/// system. The core sees it through this trait; the system's own tools
-/// reach the typed value with [`SystemSpec::as_any`].
-pub trait SystemSpec: Send + Sync + Debug + 'static {
-    /// The system it belongs to.
-    fn def(&self) -> &'static dyn SystemDef;
-    /// A copy.
-    fn clone_box(&self) -> Box<dyn SystemSpec>;
-    /// Its section of a scenario file, as JSON.
-    fn section(&self) -> serde_json::Value;
-    /// Its workload, as a scenario file's `workload` object.
-    fn workload(&self) -> serde_json::Value;
-    /// The workload's name.
-    fn workload_name(&self) -> &'static str;
-    /// Check it, and the world's settings it runs in, for impossible
-    /// values; the error names the field.
-    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError>;
-    /// Run it in a world set up by `world` with `seed` (on the calling
-    /// thread); `description` is stored in the history.
-    fn run(
-        &self,
-        world: &WorldConfig,
-        seed: u64,
-        description: serde_json::Value,
-    ) -> Result<RunOutput, ConfigError>;
-    /// Whether the workload's own violations are its author's expectations
-    /// (a script) rather than invariants of the workload.
-    fn expectations(&self) -> bool {
-        false
-    }
-    /// The typed value, for the system's own tools.
-    fn as_any(&self) -> &dyn Any;
-    /// The typed value, mutable.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-}
-
-impl Clone for Box<dyn SystemSpec> {
-    fn clone(&self) -> Self {
-        self.clone_box()
-    }
 }
 
 /// A configuration error of a run as a scenario error. A field named

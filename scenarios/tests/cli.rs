@@ -558,3 +558,22 @@ fn fuzz_flags_are_obeyed_for_every_system_or_refused() {
     let o = percsim(&["ablations", "--system", "nosuch"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// `percsim systems` lists every registered system with what a campaign
+/// may name for it.
+#[test]
+fn systems_lists_every_system_with_its_workloads_faults_and_planted_bugs() {
+    let o = percsim(&["systems"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    for s in percsim_scenarios::systems::all() {
+        assert!(t.contains(&format!("{}: ", s.name())), "{t}");
+        for (bug, _) in s.ablations() {
+            assert!(t.contains(bug), "{bug}: {t}");
+        }
+    }
+    assert!(
+        t.contains("stream-pipeline") && t.contains("kill_liveness"),
+        "{t}"
+    );
+}

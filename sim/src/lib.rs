@@ -23,7 +23,6 @@ mod percolator;
 mod pulsar;
 pub mod world;
 
-pub use percolator::Percolator;
 pub use percolator::config::{
     ConfigError, CostModel, CrashAt, PauseAt, PercolatorConfig, PointAction, PointFault,
 };
@@ -31,6 +30,7 @@ pub use percolator::ids::{PercolatorCounter, PercolatorEvent};
 pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
 pub use percolator::points::point_counter;
+pub use percolator::system::Percolator;
 pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;

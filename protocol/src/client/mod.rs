@@ -1,6 +1,9 @@
 //! The client's procedures: transactions, commit and lock cleanup, written
-//! against a small [`Transport`] that the simulator implements.
+//! against a [`Host`]: a small [`Transport`] for what they reach and a
+//! [`Ledger`] for what they record, both implemented by the simulator.
 
+mod error;
+mod ledger;
 mod observe;
 mod points;
 mod resolve;
@@ -9,9 +12,10 @@ pub(crate) mod test_util;
 mod transport;
 mod txn;
 
+pub use crate::common::RpcError;
+pub use error::TxnError;
+pub use ledger::{CleanupEvent, CleanupKind, Host, Ledger, Suspicion, TxnEvent};
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
 pub use points::{Point, PointNode};
-pub use transport::{
-    CleanupEvent, CleanupKind, ClientConfig, RpcError, StepPoint, Suspicion, Transport, TxnEvent,
-};
-pub use txn::{AbortReason, CommitOutcome, Transaction, TxnError};
+pub use transport::{ClientConfig, StepPoint, Transport};
+pub use txn::{AbortReason, CommitOutcome, Transaction};

@@ -15,8 +15,10 @@
 //! never run again. (Apache Fluo avoids the question by refusing a second
 //! observer on a column.)
 
-use super::transport::{StepPoint, Transport};
-use super::txn::{CommitOutcome, Transaction, TxnError};
+use super::error::TxnError;
+use super::ledger::Host;
+use super::transport::StepPoint;
+use super::txn::{CommitOutcome, Transaction};
 use crate::ablation::Ablation;
 use crate::actions::RowRequest;
 use crate::types::Ts;
@@ -47,7 +49,7 @@ pub type BodyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), TxnError>> + Se
 
 /// What an observer does with a notified row, inside the observer's
 /// transaction.
-pub trait ObserverBody<T: Transport>: Send + Sync {
+pub trait ObserverBody<T: Host>: Send + Sync {
     /// Run on `row` within `txn`.
     fn run<'a>(&'a self, txn: &'a mut Transaction<'_, T>, row: &'a str) -> BodyFuture<'a>;
 }
@@ -68,7 +70,7 @@ pub enum Observed {
 
 /// A weak notification of `row`/`col`: set its notify entry with a fresh
 /// timestamp, no transaction.
-pub async fn weak_notify<T: Transport>(t: &T, row: &str, col: &str) -> Result<(), TxnError> {
+pub async fn weak_notify<T: Host>(t: &T, row: &str, col: &str) -> Result<(), TxnError> {
     let value = t.timestamp().await?;
     t.row(
         row,
@@ -83,7 +85,7 @@ pub async fn weak_notify<T: Transport>(t: &T, row: &str, col: &str) -> Result<()
 
 /// Clear the notify entry of `row`/`col` if every observer of the column
 /// with an acknowledgment column (`acks`) has acknowledged the version seen.
-async fn clear<T: Transport>(
+async fn clear<T: Host>(
     t: &T,
     row: &str,
     col: &str,
@@ -102,7 +104,7 @@ async fn clear<T: Transport>(
 }
 
 /// Handle the notification of `row`/`spec.col` whose notify entry held `seen`.
-pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
+pub async fn run_observer<T: Host, B: ObserverBody<T> + ?Sized>(
     t: &T,
     spec: &ObserverSpec,
     row: &str,
@@ -179,13 +181,13 @@ pub async fn run_observer<T: Transport, B: ObserverBody<T> + ?Sized>(
 mod tests {
     use super::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
     use crate::client::test_util::{FakeWorld, run};
-    use crate::client::{CommitOutcome, Transaction, Transport};
+    use crate::client::{CommitOutcome, Host, Transaction};
     use crate::types::Ts;
 
     /// The observer's body: write `out`/c = "done" in its transaction.
     struct Done;
 
-    impl<T: Transport> ObserverBody<T> for Done {
+    impl<T: Host> ObserverBody<T> for Done {
         fn run<'a>(&'a self, txn: &'a mut Transaction<'_, T>, row: &'a str) -> BodyFuture<'a> {
             Box::pin(async move {
                 txn.set(row, "out", "done");

@@ -1,6 +1,6 @@
 //! Percolator's named crash and pause points: every place between two
 //! steps of a procedure where a node can die or freeze. Client points are
-//! reached through [`super::Transport::reached`] (as a [`StepPoint`]); the
+//! reached through [`super::Ledger::reached`] (as a [`StepPoint`]); the
 //! oracle's and the tablet servers' points are offered by the simulator
 //! between a durable write and its reply.
 

@@ -5,10 +5,12 @@
 //! the transaction's fate (roll back if still locked), then the lock met is
 //! rolled forward with the primary's commit_ts or rolled back.
 
-use super::transport::{CleanupEvent, CleanupKind, RpcError, StepPoint, Suspicion, Transport};
-use super::txn::TxnError;
+use super::error::TxnError;
+use super::ledger::{CleanupEvent, CleanupKind, Host, Suspicion};
+use super::transport::{StepPoint, Transport};
 use crate::ablation::Ablation;
 use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
+use crate::common::RpcError;
 use crate::types::{CellKey, LockInfo, Ts};
 
 /// Waiting state of one read.
@@ -28,7 +30,7 @@ impl Backoff {
 
 /// A read met `info`: clean it up if its owner is suspect, else back off.
 /// Errors when the read has waited too long.
-pub(crate) async fn wait_or_clean<T: Transport>(
+pub(crate) async fn wait_or_clean<T: Host>(
     t: &T,
     info: &LockInfo,
     (reader, reader_ts): (u64, Ts),
@@ -69,7 +71,7 @@ async fn suspect<T: Transport>(t: &T, info: &LockInfo) -> Result<Option<Suspicio
 
 /// Settle the transaction at `start_ts` whose primary is `primary`, rolling
 /// it back if its primary is still locked. Returns its fate.
-pub(crate) async fn settle_primary<T: Transport>(
+pub(crate) async fn settle_primary<T: Host>(
     t: &T,
     primary: &CellKey,
     start_ts: Ts,
@@ -100,7 +102,7 @@ pub(crate) async fn settle_primary<T: Transport>(
 }
 
 /// Roll one secondary forward or back according to its primary's fate.
-pub(crate) async fn resolve_secondary<T: Transport>(
+pub(crate) async fn resolve_secondary<T: Host>(
     t: &T,
     cell: &CellKey,
     start_ts: Ts,
@@ -143,7 +145,7 @@ pub(crate) async fn resolve_secondary<T: Transport>(
 
 /// Clean up the lock `info` of a suspect owner, met by transaction `reader`
 /// reading at `reader_ts`.
-async fn clean_up<T: Transport>(
+async fn clean_up<T: Host>(
     t: &T,
     info: &LockInfo,
     (reader, reader_ts): (u64, Ts),

@@ -4,9 +4,11 @@
 //! and owners that are alive unless declared dead. Its futures never wait,
 //! so [`run`] polls a procedure to completion in one go.
 
-use super::transport::{CleanupEvent, ClientConfig, RpcError, StepPoint, Transport, TxnEvent};
+use super::ledger::{CleanupEvent, Ledger, TxnEvent};
+use super::transport::{ClientConfig, StepPoint, Transport};
 use crate::ablation::Ablations;
 use crate::actions::{GetResult, RowReply, RowRequest, execute};
+use crate::common::RpcError;
 use crate::row::Row;
 use crate::types::{CellKey, SessionId, Ts};
 use std::collections::BTreeMap;
@@ -175,6 +177,12 @@ impl Transport for FakeWorld {
         self.sleeps_ms.lock().unwrap().push(ms);
         *self.now_ms.lock().unwrap() += ms;
     }
+    fn ablations(&self) -> Ablations {
+        self.ablations
+    }
+}
+
+impl Ledger for FakeWorld {
     async fn reached(&self, txn: u64, point: StepPoint) {
         self.points.lock().unwrap().push((txn, point));
         if let Some(hook) = &self.on_point {
@@ -194,8 +202,5 @@ impl Transport for FakeWorld {
     }
     fn observer_acks(&self, _col: &str) -> Vec<String> {
         self.acks.clone()
-    }
-    fn ablations(&self) -> Ablations {
-        self.ablations
     }
 }

@@ -8,28 +8,15 @@
 //! (`actions::cleanup`, TiKV's protected rollback; the paper does not
 //! discuss the case), which refuses the late prewrite.
 
+use super::error::TxnError;
+use super::ledger::{Host, Suspicion, TxnEvent};
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
-use super::transport::{RpcError, StepPoint, Suspicion, Transport, TxnEvent};
+use super::transport::StepPoint;
 use crate::ablation::Ablation;
 use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
+use crate::common::RpcError;
 use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
 use serde::{Deserialize, Serialize};
-
-/// Why a read failed; its transaction should abort.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum TxnError {
-    /// A live owner's lock blocked the read for too long.
-    #[error("waited too long on the lock of the transaction started at {start_ts} on {cell}")]
-    LockWaitTimeout {
-        /// The blocked cell.
-        cell: CellKey,
-        /// The lock's start_ts.
-        start_ts: Ts,
-    },
-    /// The store or the oracle did not answer.
-    #[error("rpc: {0}")]
-    Rpc(#[from] RpcError),
-}
 
 /// Why a transaction aborted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +79,7 @@ pub enum CommitOutcome {
 
 /// A transaction in progress. Reads see the snapshot at start_ts (not the
 /// transaction's own buffered writes, as in the paper's pseudocode).
-pub struct Transaction<'t, T: Transport> {
+pub struct Transaction<'t, T: Host> {
     t: &'t T,
     id: u64,
     start_ts: Ts,
@@ -100,7 +87,7 @@ pub struct Transaction<'t, T: Transport> {
     writes: Vec<(CellKey, Option<String>)>,
 }
 
-impl<'t, T: Transport> Transaction<'t, T> {
+impl<'t, T: Host> Transaction<'t, T> {
     /// Begin: register the transaction and take a start_ts from the oracle.
     pub async fn begin(t: &'t T) -> Result<Self, TxnError> {
         let id = t.begin_txn();

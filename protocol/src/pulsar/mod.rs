@@ -11,7 +11,8 @@
 //! - [`subscription`]: acks and pending acks of a subscription.
 //! - [`client`]: begin, send, receive, ack, commit, abort and the
 //!   consume-transform-produce step, written against a
-//!   [`client::PulsarTransport`].
+//!   [`client::PulsarHost`] (a [`client::PulsarTransport`] and a
+//!   [`client::PulsarLedger`]).
 //! - [`ownership`]: which broker serves the coordinator and each
 //!   partition (sessions, assignment, lookup) and the fencing of logs.
 //! - [`points`]: named crash and pause points of the servers.

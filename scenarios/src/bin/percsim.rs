@@ -37,7 +37,7 @@ struct Cli {
 enum Command {
     /// Run a scenario file, check its history and print a summary.
     Run {
-        /// The scenario (percsim-scenario/1 JSON).
+        /// The scenario (percsim-scenario/2 JSON; the first format is read too).
         scenario: PathBuf,
         /// Override the scenario's seed.
         #[arg(long)]
@@ -165,6 +165,9 @@ enum Command {
         #[arg(long, value_parser = parse_systems)]
         system: Option<Systems>,
     },
+    /// List the registered systems: what each runs, the fault classes it
+    /// honours, its planted bugs and the history it is judged on.
+    Systems,
     /// Print throughput numbers measured on this machine.
     Bench {
         /// Shorter runs.
@@ -215,6 +218,23 @@ enum Command {
         #[arg(long, value_parser = parse_systems)]
         system: Option<Systems>,
     },
+}
+
+/// `percsim systems`: every registered system, as text.
+fn systems_text() -> String {
+    let mut o = String::new();
+    for s in systems::all() {
+        o += &format!("{}: {}\n", s.name(), s.describe());
+        o += &format!("  history     {}\n", s.history_format());
+        o += &format!("  workloads   {}\n", s.workloads().join(", "));
+        o += &format!("  campaign    {}\n", s.campaign_workloads().join(", "));
+        o += &format!("  faults      {}\n", s.fault_classes().join(", "));
+        o += "  planted bugs\n";
+        for (name, what) in s.ablations() {
+            o += &format!("    {name:<34} {what}\n");
+        }
+    }
+    o
 }
 
 /// The systems `--system` chose.
@@ -299,6 +319,10 @@ fn main() -> ExitCode {
                 }
             }
             code
+        }
+        Command::Systems => {
+            print!("{}", systems_text());
+            0
         }
         Command::Bench {
             quick,

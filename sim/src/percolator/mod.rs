@@ -1,8 +1,9 @@
 //! Percolator, the world's first tenant: the timestamp oracle, the
 //! liveness (lock) service, the master, tablet servers, clients with their
-//! observers and notify scanners. [`Percolator`] is the [`System`]: a
-//! cluster configuration ([`PercolatorConfig`]) and a [`Workload`]. Installed in a
-//! world, it becomes a [`Cluster`], which its nodes share.
+//! observers and notify scanners. [`system::Percolator`] is the
+//! [`System`](crate::world::System): a cluster configuration
+//! ([`PercolatorConfig`]) and a [`Workload`]. Installed in a world, it becomes a
+//! [`Cluster`], which its nodes share.
 
 use ids::{PercolatorCounter, PercolatorEvent};
 pub(crate) mod config;
@@ -14,29 +15,22 @@ pub(crate) mod points;
 mod record;
 pub(crate) mod rpc;
 mod store;
+pub(crate) mod system;
 pub(crate) mod tags;
 pub(crate) mod workload;
 
-use crate::world::driver::FaultControl;
-use crate::world::ids::Role;
+use crate::world::World;
 use crate::world::net::PORT;
 use crate::world::serve::Server;
-use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PercolatorConfig;
-use madsim::time::{Duration, Instant, sleep};
-use nodes::client::Client;
-use percsim_checker as history;
-use percsim_protocol::client::{ObserverBody, ObserverSpec, Point};
+use madsim::time::Instant;
+use percsim_protocol::client::Point;
 use percsim_protocol::{SessionId, Ts};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 pub(crate) use store::{Durable, Tablets};
-use workload::Workload;
-
-/// Timestamps of the initial load: it commits before the oracle's first.
-const LOAD_START_TS: u64 = 1;
-const LOAD_COMMIT_TS: u64 = 2;
+use workload::{Observers, Workload};
 
 /// The kinds of Percolator node that spend CPU time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,59 +106,6 @@ pub(crate) fn client_addr(i: usize) -> SocketAddr {
     )
 }
 
-/// Percolator as a system under test: the world's settings, a cluster and
-/// a workload.
-pub struct Percolator {
-    world: WorldConfig,
-    cfg: PercolatorConfig,
-    workload: Arc<dyn Workload>,
-}
-
-impl Percolator {
-    /// Percolator on cluster `cfg` in a world set up by `world`, running
-    /// `workload`.
-    pub fn new(world: WorldConfig, cfg: PercolatorConfig, workload: Arc<dyn Workload>) -> Self {
-        Percolator {
-            world,
-            cfg,
-            workload,
-        }
-    }
-}
-
-impl System for Percolator {
-    fn world_config(&self) -> WorldConfig {
-        self.world.clone()
-    }
-
-    fn install(&self, world: &Arc<World>) -> Arc<dyn Tenant> {
-        let cfg = &self.cfg;
-        let tablets = Tablets::new(self.workload.split_points(cfg.tablets));
-        let initial = self.workload.initial_data();
-        let mut durable = Durable::new(LOAD_COMMIT_TS, tablets.count(), cfg.tablet_servers);
-        durable.load(&initial, LOAD_START_TS, LOAD_COMMIT_TS);
-        record::bootstrap(world, &initial, LOAD_START_TS, LOAD_COMMIT_TS);
-        Arc::new(Installed(
-            Arc::new(Cluster {
-                world: world.clone(),
-                cfg: cfg.clone(),
-                durable: Mutex::new(durable),
-                tablets,
-                workload: self.workload.clone(),
-                observers: self.workload.observers(),
-                incarnations: Mutex::default(),
-                sessions: Mutex::default(),
-                row_locks: Mutex::default(),
-                granted: Mutex::new(LOAD_COMMIT_TS),
-                point_hits: Mutex::default(),
-                armed_points: Mutex::default(),
-                rolled_back: Mutex::default(),
-            }),
-            Arc::default(),
-        ))
-    }
-}
-
 /// A Percolator cluster installed in a world: what its nodes share. The
 /// durable store survives every crash; the sessions and scanner row locks
 /// are the liveness service's memory (cleared when it restarts), kept here
@@ -176,7 +117,7 @@ pub(crate) struct Cluster {
     pub tablets: Tablets,
     pub workload: Arc<dyn Workload>,
     /// The workload's observers.
-    pub observers: Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)>,
+    pub observers: Observers,
     /// How many lives each client has started.
     pub incarnations: Mutex<Vec<u32>>,
     /// Liveness sessions: owner client and expiry.
@@ -227,150 +168,4 @@ impl Cluster {
     pub(crate) fn bump(&self, counter: PercolatorCounter) {
         self.recorder().bump(counter.name());
     }
-
-    /// A node of `role` as the world starts it.
-    fn node(
-        self: &Arc<Self>,
-        name: String,
-        role: Role,
-        index: usize,
-        addr: SocketAddr,
-    ) -> NodeSpec {
-        let c = self.clone();
-        let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
-            let c = c.clone();
-            match role {
-                Role::Coordinator => Box::pin(nodes::oracle::main(c)),
-                Role::Liveness => Box::pin(nodes::liveness::main(c)),
-                Role::Master => Box::pin(nodes::master::main(c)),
-                Role::DataServer => Box::pin(nodes::tablet::main(c, index)),
-                Role::Client => Box::pin(nodes::client::main(c, index)),
-            }
-        });
-        NodeSpec {
-            name,
-            role,
-            index,
-            ip: addr.ip(),
-            init,
-        }
-    }
 }
-
-/// The installed cluster as the world sees it, with the healed phase's
-/// sweeper and final checker. The sweeper (whose client holds the
-/// cluster) lives here, not in the cluster: that would be a cycle of
-/// `Arc`s, and every run would leak its whole cluster.
-pub(crate) struct Installed(Arc<Cluster>, Arc<OnceLock<Arc<Client>>>);
-
-impl Tenant for Installed {
-    fn nodes(&self) -> Vec<NodeSpec> {
-        let c = &self.0;
-        let mut out = vec![
-            c.node("oracle".into(), Role::Coordinator, 0, oracle_addr()),
-            c.node("liveness".into(), Role::Liveness, 0, liveness_addr()),
-            c.node("master".into(), Role::Master, 0, master_addr()),
-        ];
-        for i in 0..c.cfg.tablet_servers {
-            out.push(c.node(
-                format!("tablet-{i}"),
-                Role::DataServer,
-                i,
-                tablet_server_addr(i),
-            ));
-        }
-        for i in 0..c.cfg.clients {
-            out.push(c.node(format!("client-{i}"), Role::Client, i, client_addr(i)));
-        }
-        out
-    }
-
-    fn expire_session(&self, client: usize) {
-        let c = &self.0;
-        c.lock(&c.sessions).retain(|_, (owner, _)| *owner != client);
-    }
-
-    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
-        let control = inspect::Controller::new(control, self.0.clone());
-        self.0.workload.driver(control)
-    }
-
-    fn begin_healed(&self) -> BoxFuture<()> {
-        let (c, slot) = (self.0.clone(), self.1.clone());
-        Box::pin(async move {
-            let sweeper = nodes::client::start_on_new_node(c.clone(), c.cfg.clients).await;
-            let _ = slot.set(sweeper);
-        })
-    }
-
-    fn unsettled(&self) -> Vec<Unsettled> {
-        let c = &self.0;
-        let (locks, notify) = {
-            let d = c.durable();
-            (d.lock_count(), d.notify_count())
-        };
-        let busy = c.recorder().in_progress() as u64;
-        vec![
-            Unsettled {
-                count: locks,
-                what: "locks left",
-            },
-            Unsettled {
-                count: busy,
-                what: BUSY,
-            },
-            Unsettled {
-                count: notify,
-                what: "notifications unprocessed",
-            },
-        ]
-    }
-
-    fn settle(&self, unsettled: &[Unsettled]) -> BoxFuture<()> {
-        // Sweep even while observers still run: their secondaries may sit
-        // in cells nobody else reads. While transactions still run or late
-        // copies fly, give them time.
-        let wait = unsettled
-            .iter()
-            .any(|u| u.count > 0 && (u.what == BUSY || u.what == Unsettled::IN_FLIGHT));
-        let sweeper = self.1.get().cloned();
-        Box::pin(async move {
-            if let Some(s) = sweeper {
-                store::sweep(&s).await;
-            }
-            if wait {
-                sleep(Duration::from_millis(100)).await;
-            }
-        })
-    }
-
-    fn final_check(&self) -> BoxFuture<Vec<String>> {
-        match self.1.get() {
-            Some(s) => self.0.workload.final_check(s.clone()),
-            None => Box::pin(async { Vec::new() }),
-        }
-    }
-
-    fn dump(&self) -> history::FinalState {
-        self.0.durable().dump()
-    }
-
-    fn observers(&self) -> Vec<history::ObserverDecl> {
-        self.0
-            .observers
-            .iter()
-            .map(|(spec, _)| history::ObserverDecl {
-                name: spec.name.clone(),
-                col: spec.col.clone(),
-                weak: spec.weak,
-            })
-            .collect()
-    }
-
-    fn helper_nodes(&self) -> Vec<String> {
-        vec![SWEEPER_NODE.to_string()]
-    }
-}
-
-/// What the healed phase reports for transactions still running.
-const BUSY: &str = "transactions still running";

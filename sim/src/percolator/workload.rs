@@ -3,12 +3,14 @@
 
 use crate::percolator::inspect::Controller;
 use crate::percolator::nodes::client::Client;
+pub use crate::percolator::nodes::client::Worker;
 pub use crate::world::BoxFuture;
 use percsim_protocol::CellKey;
 use percsim_protocol::client::{ObserverBody, ObserverSpec};
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
 use std::sync::Arc;
+
+/// A workload's observers, each with the body it runs on a client.
+pub(crate) type Observers = Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)>;
 
 /// A workload the simulator can run.
 pub trait Workload: Send + Sync + 'static {
@@ -33,39 +35,6 @@ pub trait Workload: Send + Sync + 'static {
     /// ends early.
     fn driver(&self, _control: Controller) -> Option<BoxFuture<()>> {
         None
-    }
-}
-
-/// One transaction thread of a client.
-pub struct Worker {
-    /// The client process it runs in (a [`percsim_protocol::client::Transport`]).
-    pub client: Arc<Client>,
-    /// Its index within the client.
-    pub index: usize,
-    /// Which life of its client this is (1 for the first, +1 per restart).
-    pub incarnation: u32,
-    /// Its random source, seeded from the run's seed.
-    pub rng: ChaCha8Rng,
-}
-
-impl Worker {
-    /// A name unique to this worker in the run, for unique values.
-    pub fn tag(&self) -> String {
-        format!(
-            "{}.{}.{}",
-            self.client.index(),
-            self.incarnation,
-            self.index
-        )
-    }
-
-    pub(crate) fn new(client: Arc<Client>, index: usize, incarnation: u32, seed: u64) -> Self {
-        Worker {
-            client,
-            index,
-            incarnation,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-        }
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub(crate) mod config;
 pub mod ids;
+mod invariants;
 pub(crate) mod nodes;
 mod record;
 mod rpc;
@@ -26,6 +27,7 @@ use crate::world::net::PORT;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
 use ids::PulsarEvent;
+use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_checker::stream::StreamHistory;
@@ -105,6 +107,7 @@ impl System for Pulsar {
             stream: Mutex::default(),
             points: Mutex::default(),
             incarnations: Mutex::new(vec![0; self.clients]),
+            watch: Mutex::new(Watch::new(self.cfg.ablations)),
         })))
     }
 }
@@ -121,6 +124,7 @@ fn first_sessions(meta: &mut OwnershipTable, brokers: usize) {
         meta.apply(&MetaRecord::Opened { session, now_ms: 0 });
     }
     for r in ownership::assign(meta) {
+        invariants::check_assignment(meta, &r);
         meta.apply(&r);
     }
 }
@@ -143,11 +147,17 @@ pub(crate) struct Cluster {
     pub points: Mutex<BTreeMap<ServerPoint, u64>>,
     /// How many lives each client has started.
     pub incarnations: Mutex<Vec<u32>>,
+    /// What the assertions remember of the durable logs.
+    pub watch: Mutex<Watch>,
 }
 
 impl Cluster {
     pub(crate) fn durable(&self) -> MutexGuard<'_, Durable> {
         crate::world::lock(&self.durable)
+    }
+
+    pub(crate) fn watch(&self) -> MutexGuard<'_, Watch> {
+        crate::world::lock(&self.watch)
     }
 
     pub(crate) fn stream(&self) -> MutexGuard<'_, StreamRecorder> {

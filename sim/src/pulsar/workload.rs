@@ -2,11 +2,10 @@
 //! subscriptions, the loop each client task runs, and where its processors
 //! may crash.
 
-use crate::pulsar::nodes::client::Conn;
+pub use crate::pulsar::nodes::client::PulsarTask;
 pub use crate::world::BoxFuture;
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::client::ClientPoint;
-use rand_chacha::ChaCha8Rng;
 
 /// A workload the Pulsar cluster can run.
 pub trait PulsarWorkload: Send + Sync + 'static {
@@ -19,24 +18,12 @@ pub trait PulsarWorkload: Send + Sync + 'static {
     /// How many tasks client `client` of `clients` runs.
     fn tasks(&self, client: usize, clients: usize) -> usize;
     /// The loop one task runs. Producers should stop once
-    /// [`Conn::stopping`]; consumers keep consuming (the healed phase waits
-    /// for drained subscriptions).
+    /// [`Conn::stopping`](super::nodes::client::Conn::stopping); consumers
+    /// keep consuming (the healed phase waits for drained subscriptions).
     fn task(&self, task: PulsarTask) -> BoxFuture<()>;
     /// The probability that a client dies at `point` (a processor crashing
     /// mid-transaction); none by default.
     fn crash_rate(&self, _point: ClientPoint) -> f64 {
         0.0
     }
-}
-
-/// One task of a client.
-pub struct PulsarTask {
-    /// Its connection to the cluster (a
-    /// [`percsim_protocol::pulsar::client::PulsarTransport`] with a
-    /// producer session of its own).
-    pub conn: Conn,
-    /// Its index within the client.
-    pub index: usize,
-    /// Its random source, seeded from the run's seed.
-    pub rng: ChaCha8Rng,
 }

@@ -1,14 +1,15 @@
 //! Plain producing and consuming: send without a transaction, receive as a
 //! read-committed consumer of one subscription on one partition, and ack.
 
-use super::transport::{BrokerReply, BrokerRequest, ClientEvent, PulsarTransport};
+use super::ledger::{ClientEvent, PulsarHost};
+use super::transport::{BrokerReply, BrokerRequest};
 use super::txn::{ClientError, ack_message, retry, send_message};
 use crate::pulsar::buffer::{Delivered, ReadMode};
 use crate::pulsar::types::{Partition, SubscriptionKey};
 
 /// Send `payload` to `partition` outside any transaction. Returns its
 /// offset. For a transactional send use [`super::PulsarTxn::send`].
-pub async fn send<T: PulsarTransport>(
+pub async fn send<T: PulsarHost>(
     t: &T,
     partition: &Partition,
     payload: &str,
@@ -18,7 +19,7 @@ pub async fn send<T: PulsarTransport>(
 
 /// Acknowledge `offset` on `sub` outside any transaction. For a
 /// transactional ack use [`super::PulsarTxn::ack`].
-pub async fn ack<T: PulsarTransport>(
+pub async fn ack<T: PulsarHost>(
     t: &T,
     sub: &SubscriptionKey,
     offset: u64,
@@ -66,7 +67,7 @@ impl Consumer {
     }
 
     /// Receive at most `max` messages.
-    pub async fn receive<T: PulsarTransport>(
+    pub async fn receive<T: PulsarHost>(
         &mut self,
         t: &T,
         max: usize,
@@ -79,7 +80,7 @@ impl Consumer {
         self.read(t, 0, ReadMode::Replay { until }, max).await
     }
 
-    async fn read<T: PulsarTransport>(
+    async fn read<T: PulsarHost>(
         &mut self,
         t: &T,
         from: u64,

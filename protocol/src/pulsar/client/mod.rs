@@ -1,8 +1,11 @@
 //! The Pulsar client's procedures: begin, send, receive, ack, commit,
-//! abort, and the consume-transform-produce step, written against a small
-//! [`PulsarTransport`] that the simulator implements.
+//! abort, and the consume-transform-produce step, written against a
+//! [`PulsarHost`]: a small [`PulsarTransport`] for what they reach and a
+//! [`PulsarLedger`] for what they record, both implemented by the
+//! simulator.
 
 mod consumer;
+mod ledger;
 mod process;
 mod transport;
 mod txn;
@@ -11,9 +14,9 @@ mod txn;
 mod tests;
 
 pub use consumer::{Consumer, ack, send};
+pub use ledger::{ClientEvent, ClientPoint, PulsarHost, PulsarLedger};
 pub use process::{Processed, process_one};
 pub use transport::{
-    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarTransport,
-    TcReply, TcRequest,
+    BrokerReply, BrokerRequest, PulsarClientConfig, PulsarTransport, TcReply, TcRequest,
 };
 pub use txn::{AbortReason, ClientError, PulsarTxn, TxnOutcome};

@@ -3,7 +3,7 @@
 //! input, and in one transaction produce its outputs and ack the input.
 
 use super::consumer::Consumer;
-use super::transport::{ClientPoint, PulsarTransport};
+use super::ledger::{ClientPoint, PulsarHost};
 use super::txn::{AbortReason, ClientError, PulsarTxn, TxnOutcome};
 use crate::pulsar::types::{Partition, TxnId};
 
@@ -33,7 +33,7 @@ pub async fn process_one<T, F>(
     transform: F,
 ) -> Result<Processed, ClientError>
 where
-    T: PulsarTransport,
+    T: PulsarHost,
     F: Fn(&str) -> Vec<(Partition, String)>,
 {
     let Some(input) = consumer.receive(t, 1).await?.into_iter().next() else {
@@ -76,7 +76,7 @@ where
     })
 }
 
-async fn produce_and_ack<T: PulsarTransport>(
+async fn produce_and_ack<T: PulsarHost>(
     txn: &mut PulsarTxn<'_, T>,
     consumer: &Consumer,
     offset: u64,

@@ -3,7 +3,7 @@
 //! steps a simulated server runs (see `crate::pulsar::test_util`).
 
 use super::*;
-use crate::client::RpcError;
+use crate::common::RpcError;
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::coordinator::{self, TcAction, TcError};
 use crate::pulsar::test_util::{Broker, Tc};
@@ -193,6 +193,9 @@ impl PulsarTransport for Mem {
         self.w().now_ms += ms;
         ready(())
     }
+}
+
+impl PulsarLedger for Mem {
     fn reached(&self, _txn: Option<TxnId>, _point: ClientPoint) -> impl Future<Output = ()> + Send {
         ready(())
     }
@@ -525,6 +528,9 @@ impl PulsarTransport for AbortsCommits {
     fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
         self.0.sleep_ms(ms)
     }
+}
+
+impl PulsarLedger for AbortsCommits {
     fn reached(&self, txn: Option<TxnId>, point: ClientPoint) -> impl Future<Output = ()> + Send {
         self.0.reached(txn, point)
     }

@@ -1,11 +1,12 @@
-//! What the Pulsar client procedures need from the world around them.
+//! What the Pulsar client procedures reach in the world around them: the
+//! coordinators, the brokers, the client's timers, and their settings.
 
-use crate::client::RpcError;
+use crate::common::RpcError;
 use crate::pulsar::buffer::{AppendError, Delivery, ReadMode};
 use crate::pulsar::coordinator::TcError;
 use crate::pulsar::subscription::AckError;
 use crate::pulsar::types::{
-    ConsumerRef, Message, Participant, Partition, ProducerRef, SubscriptionKey, TxnAction, TxnId,
+    ConsumerRef, Message, Participant, Partition, ProducerRef, TxnAction, TxnId,
 };
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -96,21 +97,6 @@ pub enum BrokerReply {
     AckRefused(AckError),
 }
 
-/// Named points of the client procedures where a fault schedule can stop a
-/// client for good (a processor that crashes mid-transaction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientPoint {
-    /// The processor received its input; no transaction yet.
-    AfterReceive,
-    /// Every output is sent inside the transaction; the input is not acked.
-    AfterProduce,
-    /// The input is pending-acked; commit not asked for.
-    AfterAck,
-    /// Commit is about to be asked for.
-    BeforeCommit,
-}
-
 /// Client-side settings. Missing fields take their defaults; unknown ones
 /// are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,57 +122,10 @@ impl Default for PulsarClientConfig {
     }
 }
 
-/// What a client reports, as it happens (the history's raw material).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientEvent {
-    /// A transaction was opened.
-    Begun {
-        /// Its id.
-        txn: TxnId,
-    },
-    /// A send returned (`offset` is `None` if no answer came: the message
-    /// may or may not be in the partition).
-    Sent {
-        /// Its transaction, if any.
-        txn: Option<TxnId>,
-        /// Where it was sent.
-        partition: Partition,
-        /// Its content.
-        payload: String,
-        /// Where it landed.
-        offset: Option<u64>,
-    },
-    /// A consumer received a message.
-    Received {
-        /// The subscription it was read for.
-        subscription: SubscriptionKey,
-        /// Its offset.
-        offset: u64,
-        /// The message.
-        message: Message,
-        /// Whether it came from a replay (redelivery).
-        replay: bool,
-    },
-    /// An ack was accepted.
-    Acked {
-        /// The subscription.
-        subscription: SubscriptionKey,
-        /// The message's offset.
-        offset: u64,
-        /// The transaction it is pending in, if any.
-        txn: Option<TxnId>,
-    },
-    /// The client learnt a transaction's outcome.
-    Finished {
-        /// The transaction.
-        txn: TxnId,
-        /// Its outcome.
-        outcome: super::TxnOutcome,
-    },
-}
-
-/// The world as a Pulsar client sees it. Futures are `Send` so the
-/// simulator can spawn client tasks.
+/// The world a Pulsar client's procedures reach: their settings, the
+/// client's producer and consumer, the coordinators and brokers, and the
+/// client's timers. Futures are `Send` so the simulator can spawn client
+/// tasks. What the procedures record is the client's [`super::PulsarLedger`].
 pub trait PulsarTransport: Send + Sync {
     /// Client-side settings.
     fn config(&self) -> &PulsarClientConfig;
@@ -205,9 +144,4 @@ pub trait PulsarTransport: Send + Sync {
     ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send;
     /// Sleep on this client's timers.
     fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send;
-    /// The client reached `point` (of transaction `txn`, if one is open); a
-    /// fault schedule may stop it here.
-    fn reached(&self, txn: Option<TxnId>, point: ClientPoint) -> impl Future<Output = ()> + Send;
-    /// Record what happened.
-    fn event(&self, event: ClientEvent);
 }

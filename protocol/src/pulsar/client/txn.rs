@@ -3,10 +3,9 @@
 //! ack inside the transaction, then ask the coordinator to commit or abort
 //! (reference text, "事務流程", steps 1-5).
 
-use super::transport::{
-    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarTransport, TcReply, TcRequest,
-};
-use crate::client::RpcError;
+use super::ledger::{ClientEvent, ClientPoint, PulsarHost};
+use super::transport::{BrokerReply, BrokerRequest, PulsarTransport, TcReply, TcRequest};
+use crate::common::RpcError;
 use crate::pulsar::buffer::AppendError;
 use crate::pulsar::coordinator::{TcError, TxnState};
 use crate::pulsar::subscription::AckError;
@@ -102,13 +101,13 @@ where
 }
 
 /// A transaction in progress.
-pub struct PulsarTxn<'t, T: PulsarTransport> {
+pub struct PulsarTxn<'t, T: PulsarHost> {
     t: &'t T,
     id: TxnId,
     participants: BTreeSet<Participant>,
 }
 
-impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
+impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     /// Begin: a coordinator opens the transaction (OPEN is durable) and
     /// hands out its TxnId.
     pub async fn begin(t: &'t T) -> Result<Self, ClientError> {
@@ -239,7 +238,7 @@ impl<'t, T: PulsarTransport> PulsarTxn<'t, T> {
 }
 
 /// Send `payload` to `partition`, inside `txn` if given; not retried.
-pub(super) async fn send_message<T: PulsarTransport>(
+pub(super) async fn send_message<T: PulsarHost>(
     t: &T,
     partition: &Partition,
     payload: &str,
@@ -270,7 +269,7 @@ pub(super) async fn send_message<T: PulsarTransport>(
 
 /// Acknowledge `offset` on `sub`, inside `txn` if given (retried: acks are
 /// idempotent).
-pub(super) async fn ack_message<T: PulsarTransport>(
+pub(super) async fn ack_message<T: PulsarHost>(
     t: &T,
     sub: &SubscriptionKey,
     offset: u64,

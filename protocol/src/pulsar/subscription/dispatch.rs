@@ -12,18 +12,8 @@
 //! memory only: a broker restart forgets it, and every unacknowledged
 //! message can be dispatched again (the consumers reconnect).
 
-use super::state::Subscription;
+use super::state::{Dispatch, Subscription};
 use crate::pulsar::types::ConsumerRef;
-use serde::{Deserialize, Serialize};
-
-/// What a read changes in the dispatcher's memory (nothing durable).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dispatch {
-    /// The consumer that read.
-    pub consumer: ConsumerRef,
-    /// The offsets now handed to it.
-    pub offsets: Vec<u64>,
-}
 
 /// The dispatch state change for `reader` having been handed `offsets` on
 /// `sub`. Apply with [`Subscription::dispatch`]: a newer session of the

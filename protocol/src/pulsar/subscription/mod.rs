@@ -11,7 +11,7 @@ mod recover;
 mod state;
 
 pub use ack::ack;
-pub use dispatch::{Dispatch, dispatch};
+pub use dispatch::dispatch;
 pub use end::end;
 pub use recover::recover;
-pub use state::{AckError, SubMutation, SubRecord, Subscription};
+pub use state::{AckError, Dispatch, SubMutation, SubRecord, Subscription};

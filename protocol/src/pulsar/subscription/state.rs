@@ -1,7 +1,6 @@
 //! A subscription's durable records and the acknowledgment state built
 //! from them.
 
-use super::dispatch::Dispatch;
 use crate::pulsar::types::{ConsumerRef, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,6 +32,15 @@ pub enum SubRecord {
         /// How it ended.
         action: TxnAction,
     },
+}
+
+/// What a read changes in the dispatcher's memory (nothing durable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// The consumer that read.
+    pub consumer: ConsumerRef,
+    /// The offsets now handed to it.
+    pub offsets: Vec<u64>,
 }
 
 /// What an ack or end step changes: `durable` records are appended to the

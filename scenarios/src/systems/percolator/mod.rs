@@ -161,8 +161,8 @@ impl SystemDef for PercolatorDef {
 }
 
 impl SystemSpec for PercolatorSpec {
-    fn def(&self) -> &'static dyn SystemDef {
-        &PERCOLATOR
+    fn system(&self) -> &'static str {
+        NAME
     }
 
     fn clone_box(&self) -> Box<dyn SystemSpec> {

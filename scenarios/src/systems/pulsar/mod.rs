@@ -116,6 +116,12 @@ impl SystemDef for PulsarDef {
         Ok(Box::new(PulsarSpec { cluster, workload }))
     }
 
+    fn v1_cluster_keys(&self) -> Option<&'static [&'static str]> {
+        // The first format kept the whole cluster with every default filled
+        // in; of it, Pulsar's runs used the client count only.
+        Some(&["clients"])
+    }
+
     fn history_format(&self) -> &'static str {
         percsim_checker::stream::STREAM_FORMAT
     }
@@ -185,8 +191,8 @@ impl SystemDef for PulsarDef {
 }
 
 impl SystemSpec for PulsarSpec {
-    fn def(&self) -> &'static dyn SystemDef {
-        &PULSAR
+    fn system(&self) -> &'static str {
+        NAME
     }
 
     fn clone_box(&self) -> Box<dyn SystemSpec> {

@@ -9,7 +9,6 @@ use crate::percolator::rpc::{
     ScanNotify, TsCall,
 };
 use crate::percolator::tags::Tagged;
-use crate::percolator::workload::Worker;
 use crate::percolator::{
     Cluster, SWEEPER_NODE, client_addr, invariants, liveness_addr, master_addr, oracle_addr,
     record, tablet_server_addr,
@@ -22,10 +21,12 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::client::{
-    CleanupEvent, ClientConfig, CommitOutcome, Observed, RpcError, StepPoint, Transport, TxnEvent,
-    run_observer,
+    CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, RpcError, StepPoint, Transport,
+    TxnEvent, run_observer,
 };
 use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -51,7 +52,8 @@ struct TsBatch {
 }
 
 /// One incarnation of a client process. It implements the protocol's
-/// [`Transport`], so workloads run [`percsim_protocol::client::Transaction`]s on it.
+/// [`Transport`] and [`Ledger`], so workloads run
+/// [`percsim_protocol::client::Transaction`]s on it.
 pub struct Client {
     cluster: Arc<Cluster>,
     index: usize,
@@ -437,22 +439,6 @@ impl Transport for Client {
         self.cluster.cfg.ablations
     }
 
-    fn observed(&self, col: &str) -> bool {
-        self.cluster
-            .observers
-            .iter()
-            .any(|(spec, _)| !spec.weak && spec.col == col)
-    }
-
-    fn observer_acks(&self, col: &str) -> Vec<String> {
-        self.cluster
-            .observers
-            .iter()
-            .filter(|(spec, _)| !spec.weak && spec.col == col)
-            .map(|(spec, _)| spec.ack_col())
-            .collect()
-    }
-
     fn session(&self) -> SessionId {
         SessionId(self.session.load(Ordering::Relaxed))
     }
@@ -520,10 +506,6 @@ impl Transport for Client {
         sleep(Duration::from_millis(ms)).await
     }
 
-    async fn reached(&self, txn: u64, step: StepPoint) {
-        self.reach(txn, step, &mut None).await
-    }
-
     async fn row_at(
         &self,
         txn: u64,
@@ -537,7 +519,9 @@ impl Transport for Client {
         // first call timed out while frozen, so this is its retry.
         self.row(row, req).await
     }
+}
 
+impl Ledger for Client {
     fn begin_txn(&self) -> u64 {
         let now = self.cluster.now_ns();
         let (id, number) = self.cluster.recorder().begin(self.index as u64, now);
@@ -583,6 +567,59 @@ impl Transport for Client {
 
     fn lock_wait(&self, _lock: &LockInfo) {
         self.cluster.bump(PercolatorCounter::ClientLockWaits);
+    }
+
+    async fn reached(&self, txn: u64, step: StepPoint) {
+        self.reach(txn, step, &mut None).await
+    }
+
+    fn observed(&self, col: &str) -> bool {
+        self.cluster
+            .observers
+            .iter()
+            .any(|(spec, _)| !spec.weak && spec.col == col)
+    }
+
+    fn observer_acks(&self, col: &str) -> Vec<String> {
+        self.cluster
+            .observers
+            .iter()
+            .filter(|(spec, _)| !spec.weak && spec.col == col)
+            .map(|(spec, _)| spec.ack_col())
+            .collect()
+    }
+}
+
+/// One transaction thread of a client.
+pub struct Worker {
+    /// The client process it runs in (a [`percsim_protocol::client::Host`]).
+    pub client: Arc<Client>,
+    /// Its index within the client.
+    pub index: usize,
+    /// Which life of its client this is (1 for the first, +1 per restart).
+    pub incarnation: u32,
+    /// Its random source, seeded from the run's seed.
+    pub rng: ChaCha8Rng,
+}
+
+impl Worker {
+    /// A name unique to this worker in the run, for unique values.
+    pub fn tag(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            self.client.index(),
+            self.incarnation,
+            self.index
+        )
+    }
+
+    pub(crate) fn new(client: Arc<Client>, index: usize, incarnation: u32, seed: u64) -> Self {
+        Worker {
+            client,
+            index,
+            incarnation,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
     }
 }
 
@@ -698,8 +735,7 @@ pub(crate) async fn start_on_new_node(cluster: Arc<Cluster>, index: usize) -> Ar
 /// row is already taken (if the jump rule is on).
 async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
     use rand::RngExt;
-    use rand_core::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let cluster = client.cluster.clone();
     let holder = ((client.index as u64) << 32) | scanner as u64;
     let tablets = cluster.tablets.count();

@@ -12,6 +12,7 @@
 //! the resource (it then answers [`NotOwner`]).
 
 use crate::pulsar::ids::PulsarEvent;
+use crate::pulsar::invariants::{self, Writer};
 use crate::pulsar::nodes::coordinator::Tc;
 use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
 use crate::pulsar::store::PartitionStore;
@@ -20,14 +21,14 @@ use crate::world::port::Port;
 use crate::world::serve::serve_counting;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
-use percsim_protocol::pulsar::buffer::TbState;
+use percsim_protocol::pulsar::buffer::{Entry, TbState};
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
 use percsim_protocol::pulsar::ownership::{
     Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
 };
 use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_protocol::pulsar::subscription::{self, Subscription};
-use percsim_protocol::pulsar::types::{Participant, Partition};
+use percsim_protocol::pulsar::subscription::{self, SubRecord, Subscription};
+use percsim_protocol::pulsar::types::{Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -170,6 +171,8 @@ impl Broker {
             return; // a later owner holds it already
         };
         store.epoch = e;
+        let resource = Resource::Partition(p.clone());
+        self.cluster.watch().opened(resource, self.writer(epoch));
         let subs = store
             .subs
             .iter()
@@ -196,6 +199,8 @@ impl Broker {
                 return;
             };
             d.tc_epoch = e;
+            let resource = Resource::Coordinator(crate::pulsar::store::COORDINATOR);
+            self.cluster.watch().opened(resource, self.writer(epoch));
             d.tc_log.clone()
         };
         let tc = Tc::start(
@@ -212,6 +217,14 @@ impl Broker {
             &Resource::Coordinator(crate::pulsar::store::COORDINATOR),
             epoch,
         );
+    }
+
+    /// This broker as a writer of logs it opened at `epoch`.
+    fn writer(&self, epoch: u64) -> Writer {
+        Writer {
+            node: self.name.clone(),
+            epoch,
+        }
     }
 
     fn taken(&self, resource: &Resource, epoch: u64) {
@@ -260,6 +273,30 @@ impl Broker {
         }
     }
 
+    /// Make `write` durable and apply it in memory ([`apply`]); whether it
+    /// wrote anything. An accepted append is checked against what the logs
+    /// must keep (see `invariants`).
+    fn write(
+        &self,
+        partition: &Partition,
+        store: &mut PartitionStore,
+        owned: &mut Owned,
+        write: BrokerWrite,
+    ) -> Result<bool, Fenced> {
+        let markers = markers_in(partition, &write);
+        let wrote = apply(store, owned, write)?;
+        if wrote {
+            let resource = Resource::Partition(partition.clone());
+            let mut watch = self.cluster.watch();
+            watch.append(&resource, &self.writer(owned.epoch));
+            invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
+            for (to, txn, action) in markers {
+                watch.marker(&to, txn, action);
+            }
+        }
+        Ok(wrote)
+    }
+
     async fn request(&self, call: BrokerCall) -> Result<BrokerReply, NotOwner> {
         let ablations = self.cluster.cfg.ablations;
         let (reply, wrote) = self.with_partition(&call.partition, |store, owned| {
@@ -269,7 +306,7 @@ impl Broker {
                 subs: &owned.subs,
             };
             let (reply, write) = execute(view, &call.req, ablations);
-            Ok((reply, apply(store, owned, write)?))
+            Ok((reply, self.write(&call.partition, store, owned, write)?))
         })?;
         let point = match &call.req {
             BrokerRequest::Send(m) if m.txn.is_some() => Some(ServerPoint::AfterAppendLogged),
@@ -295,7 +332,7 @@ impl Broker {
                 subs: &owned.subs,
             };
             let write = deliver_marker(view, &call.0, ablations);
-            apply(store, owned, write)
+            self.write(&partition, store, owned, write)
         })?;
         if wrote {
             self.cluster
@@ -303,6 +340,28 @@ impl Broker {
                 .await;
         }
         Ok(())
+    }
+}
+
+/// The markers `write` appends to `partition`'s logs: the participant whose
+/// log gets each, the transaction it ends and how.
+fn markers_in(partition: &Partition, write: &BrokerWrite) -> Vec<(Participant, TxnId, TxnAction)> {
+    match write {
+        BrokerWrite::Partition(Entry::Marker { txn, action }) => {
+            vec![(Participant::Partition(partition.clone()), *txn, *action)]
+        }
+        BrokerWrite::Subscription { name, mutation } => {
+            let to = Participant::Subscription(SubscriptionKey {
+                partition: partition.clone(),
+                name: name.clone(),
+            });
+            let ends = mutation.durable.iter().filter_map(|r| match r {
+                SubRecord::End { txn, action } => Some((to.clone(), *txn, *action)),
+                _ => None,
+            });
+            ends.collect()
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -345,7 +404,6 @@ fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use percsim_protocol::pulsar::buffer::Entry;
     use percsim_protocol::pulsar::types::{Message, ProducerRef};
 
     fn message(payload: &str) -> BrokerWrite {

@@ -9,17 +9,16 @@ use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
-use crate::pulsar::workload::PulsarTask;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
 use crate::world::port::Port;
 use crate::world::{Carried, Control, deadline};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker::stream::Source;
-use percsim_protocol::client::RpcError;
+use percsim_protocol::common::RpcError;
 use percsim_protocol::pulsar::client::{
-    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarTransport,
-    TcReply, TcRequest,
+    BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarLedger,
+    PulsarTransport, TcReply, TcRequest,
 };
 use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
@@ -75,8 +74,21 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     std::future::pending::<()>().await
 }
 
+/// One task of a client.
+pub struct PulsarTask {
+    /// Its connection to the cluster (a
+    /// [`percsim_protocol::pulsar::client::PulsarHost`] with a
+    /// producer session of its own).
+    pub conn: Conn,
+    /// Its index within the client.
+    pub index: usize,
+    /// Its random source, seeded from the run's seed.
+    pub rng: ChaCha8Rng,
+}
+
 /// One task's connection to the cluster: the protocol's
-/// [`PulsarTransport`] over the world's RPC, with its own producer session.
+/// [`PulsarTransport`] over the world's RPC, with its own producer session,
+/// and its [`PulsarLedger`] into the stream history.
 pub struct Conn {
     process: Arc<Process>,
     task: usize,
@@ -264,7 +276,9 @@ impl PulsarTransport for Conn {
     async fn sleep_ms(&self, ms: u64) {
         sleep(Duration::from_millis(ms)).await;
     }
+}
 
+impl PulsarLedger for Conn {
     async fn reached(&self, txn: Option<TxnId>, point: ClientPoint) {
         let c = &self.process.cluster;
         let rate = c.workload.crash_rate(point);

@@ -10,6 +10,7 @@
 //! answers [`NotOwner`] and acts no further.
 
 use crate::pulsar::ids::PulsarCounter;
+use crate::pulsar::invariants::Writer;
 use crate::pulsar::nodes::route::Router;
 use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
@@ -91,6 +92,14 @@ impl Tc {
         self.epoch
     }
 
+    /// This instance as a writer of the log.
+    fn writer(&self) -> Writer {
+        Writer {
+            node: self.node.clone(),
+            epoch: self.epoch,
+        }
+    }
+
     /// Stop acting (the broker no longer owns the coordinator).
     pub(crate) fn stop(&self) {
         self.active.store(false, Ordering::Relaxed);
@@ -119,6 +128,12 @@ impl Tc {
             let resource = Resource::Coordinator(COORDINATOR);
             self.cluster.fenced(&self.node, &resource, f);
             return Err(NotOwner);
+        }
+        {
+            let mut watch = self.cluster.watch();
+            let resource = Resource::Coordinator(COORDINATOR);
+            watch.append(&resource, &self.writer());
+            watch.tc_record(&record);
         }
         d.tc_log.push(record.clone());
         drop(d);

@@ -8,6 +8,7 @@
 //! restarts the session timers).
 
 use crate::pulsar::ids::PulsarEvent;
+use crate::pulsar::invariants;
 use crate::pulsar::rpc::{Heartbeat, Lookup};
 use crate::pulsar::{Cluster, metadata_addr};
 use crate::world::port::Port;
@@ -86,6 +87,7 @@ fn scan(cluster: &Cluster) {
                        "to": session.broker, "generation": session.generation, "epoch": epoch}),
             );
         }
+        invariants::check_assignment(&d.meta, r);
         d.meta.apply(r);
     }
 }

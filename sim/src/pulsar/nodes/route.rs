@@ -8,7 +8,7 @@ use crate::pulsar::rpc::Lookup;
 use crate::pulsar::{Cluster, metadata_addr};
 use crate::world::port::Port;
 use madsim::time::Duration;
-use percsim_protocol::client::RpcError;
+use percsim_protocol::common::RpcError;
 use percsim_protocol::pulsar::ownership::{LookupCache, Resource};
 use std::sync::Mutex;
 

@@ -1,0 +1,49 @@
+//! One system's part of a scenario, as the core sees it.
+
+use crate::error::ScenarioError;
+use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use std::any::Any;
+use std::fmt::Debug;
+
+/// One system's part of a scenario: its cluster and workload, typed by the
+/// system. The core sees it through this trait; the system's own tools
+/// reach the typed value with [`SystemSpec::as_any`].
+pub trait SystemSpec: Send + Sync + Debug + 'static {
+    /// The name of the system it belongs to (its [`crate::system::SystemDef`]
+    /// in the registry).
+    fn system(&self) -> &'static str;
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn SystemSpec>;
+    /// Its section of a scenario file, as JSON.
+    fn section(&self) -> serde_json::Value;
+    /// Its workload, as a scenario file's `workload` object.
+    fn workload(&self) -> serde_json::Value;
+    /// The workload's name.
+    fn workload_name(&self) -> &'static str;
+    /// Check it, and the world's settings it runs in, for impossible
+    /// values; the error names the field.
+    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError>;
+    /// Run it in a world set up by `world` with `seed` (on the calling
+    /// thread); `description` is stored in the history.
+    fn run(
+        &self,
+        world: &WorldConfig,
+        seed: u64,
+        description: serde_json::Value,
+    ) -> Result<RunOutput, ConfigError>;
+    /// Whether the workload's own violations are its author's expectations
+    /// (a script) rather than invariants of the workload.
+    fn expectations(&self) -> bool {
+        false
+    }
+    /// The typed value, for the system's own tools.
+    fn as_any(&self) -> &dyn Any;
+    /// The typed value, mutable.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl Clone for Box<dyn SystemSpec> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}

@@ -5,7 +5,7 @@ use crate::faultmix;
 pub use crate::judge::{Judged, SeedResult, Verdict, judge};
 use crate::scenario::Scenario;
 use crate::workloads::{Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec};
-use percsim_protocol::Ablations;
+use percsim_protocol::percolator::Ablations;
 use percsim_sim::SimConfig;
 use proptest::prelude::{Strategy, any};
 use proptest::strategy::ValueTree;

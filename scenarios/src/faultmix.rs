@@ -2,7 +2,7 @@
 //! fuzz generator switches classes on and off per seed (swarm testing);
 //! the tests run every workload under every class.
 
-use percsim_protocol::client::{Point, PointNode, StepPoint};
+use percsim_protocol::percolator::client::{Point, PointNode, StepPoint};
 use percsim_sim::{
     ClockSkew, CrashAt, EventKind, FaultClass, FaultKind, PauseAt, PercolatorEvent, PointAction,
     PointFault, SimConfig,

@@ -273,7 +273,7 @@ fn main() -> ExitCode {
             }
             let mut chosen = Vec::new();
             for name in &only {
-                match percsim_protocol::Ablation::from_name(name) {
+                match percsim_protocol::percolator::Ablation::from_name(name) {
                     Some(a) => chosen.push(a),
                     None => return fail(&format!("unknown ablation {name:?}")),
                 }
@@ -393,11 +393,11 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
     let systems = percsim_scenarios::campaign::Systems::from_name(&system).ok_or_else(|| {
         format!("unknown system {system:?} for --system (choose from percolator, pulsar, all)")
     })?;
-    let mut ablations = percsim_protocol::Ablations::NONE;
+    let mut ablations = percsim_protocol::percolator::Ablations::NONE;
     let mut pulsar_ablations = percsim_protocol::pulsar::PulsarAblations::NONE;
     for name in &ablate {
         match (
-            percsim_protocol::Ablation::from_name(name),
+            percsim_protocol::percolator::Ablation::from_name(name),
             percsim_protocol::pulsar::PulsarAblation::from_name(name),
         ) {
             (Some(a), _) => ablations.insert(a),
@@ -664,7 +664,7 @@ fn cmd_pulsar_ablations(only: &[String], budget: u64, jobs: usize) -> i32 {
 }
 
 fn cmd_ablations(
-    chosen: &[percsim_protocol::Ablation],
+    chosen: &[percsim_protocol::percolator::Ablation],
     budget: u64,
     jobs: usize,
     shrink_budget: usize,

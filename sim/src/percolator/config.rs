@@ -3,8 +3,8 @@
 pub use crate::percolator::points::{PointAction, PointFault};
 use crate::world::ClockSkew;
 use crate::world::faults::FaultConfig;
-use percsim_protocol::Ablations;
-use percsim_protocol::client::{ClientConfig, PointNode, StepPoint};
+use percsim_protocol::percolator::Ablations;
+use percsim_protocol::percolator::client::{ClientConfig, PointNode, StepPoint};
 use serde::{Deserialize, Serialize};
 
 /// Kill a client at a named step of one of its transactions.
@@ -127,7 +127,7 @@ pub struct SimConfig {
     pub point_faults: Vec<PointFault>,
     /// Timed and random faults of the workload phase.
     pub faults: FaultConfig,
-    /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
+    /// Protocol mechanisms switched off (see `percsim_protocol::percolator::ablation`).
     pub ablations: Ablations,
     /// Notify scanners per client (used when the workload has observers).
     pub scanners_per_client: usize,

@@ -1,24 +1,11 @@
-//! The Percolator protocol (Peng & Dabek, OSDI 2010), with no I/O of its own.
+//! The protocols of percsim's systems under test, as pure steps with no
+//! I/O of their own.
 //!
-//! - [`types`]: timestamps, cells, locks and write records.
-//! - [`row`]: a Bigtable row with Percolator's `data`/`lock`/`write`
-//!   columns, and the mutations a row step returns.
-//! - [`actions`]: the row steps (get, prewrite, commit, cleanup, resolve,
-//!   touch): each reads a row and returns the mutation to apply atomically.
-//! - [`oracle`]: the timestamp oracle's range persistence.
-//! - [`common`]: what Percolator and Pulsar share (the RPC error).
-//! - [`client`]: transactions, two-phase commit and lock cleanup, written
-//!   against a [`client::Host`] (a [`client::Transport`] and a
-//!   [`client::Ledger`]) that the simulator implements.
+//! - [`percolator`]: Percolator (Peng & Dabek, OSDI 2010): row steps,
+//!   transactions, two-phase commit and lock cleanup.
+//! - [`pulsar`]: Apache Pulsar's coordinator-based transactions (2.8).
+//! - [`common`]: what both share (the RPC error).
 
-pub mod ablation;
-pub mod actions;
-pub mod client;
 pub mod common;
-pub mod oracle;
+pub mod percolator;
 pub mod pulsar;
-pub mod row;
-pub mod types;
-
-pub use ablation::{Ablation, Ablations};
-pub use types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts, TxnTs, Write, WriteKind};

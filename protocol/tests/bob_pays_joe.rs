@@ -1,9 +1,9 @@
 //! The Bob-pays-Joe-7 example (`percolator-transaction-model.zh.txt`, paper
 //! Figure 4): the columns of both rows at every step of the transaction.
 
-use percsim_protocol::actions::{Prewrite, RowReply, RowRequest, execute};
-use percsim_protocol::row::Row;
-use percsim_protocol::{Ablations, CellKey, Lock, MutationKind, SessionId, Ts, TxnTs};
+use percsim_protocol::percolator::actions::{Prewrite, RowReply, RowRequest, execute};
+use percsim_protocol::percolator::row::Row;
+use percsim_protocol::percolator::{Ablations, CellKey, Lock, MutationKind, SessionId, Ts, TxnTs};
 use std::collections::BTreeMap;
 
 const COL: &str = "bal";

@@ -7,8 +7,8 @@ use crate::judge::{Verdict, judge, verdict_of};
 use crate::scenario::Scenario;
 use crate::systems::percolator;
 use crate::systems::percolator::workloads::{Register, WorkloadSpec};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::Transport;
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::Transport;
 use percsim_sim::{
     BoxFuture, Client, PercolatorConfig, PercolatorCounter, Worker, Workload, WorldConfig,
 };

@@ -3,7 +3,7 @@
 //! renamed counter breaks the build instead of flagging "never happened"
 //! in every campaign.
 
-use percsim_protocol::client::AbortReason;
+use percsim_protocol::percolator::client::AbortReason;
 use percsim_sim::{Counter, FaultKind, PercolatorCounter as P, PercolatorEvent, PulsarEvent};
 
 percsim_sim::identities! {

@@ -5,7 +5,7 @@
 
 use crate::campaign::{SeedResult, Verdict};
 use crate::coverage::{Coverage, Scope};
-use percsim_protocol::client::Point;
+use percsim_protocol::percolator::client::Point;
 use percsim_sim::{PercolatorCounter, point_counter};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -3,7 +3,7 @@
 //! fire; the liveness-only ablations must not raise a safety violation.
 //! (`percsim ablations` runs the full table.)
 
-use percsim_protocol::Ablation;
+use percsim_protocol::percolator::Ablation;
 use percsim_scenarios::campaign::{self, Mix, Verdict};
 use percsim_scenarios::fuzz;
 

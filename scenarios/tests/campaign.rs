@@ -90,7 +90,7 @@ fn faulty_runs_are_deterministic() {
 
 #[test]
 fn a_failure_shrinks_to_a_smaller_scenario_that_fails_the_same_way() {
-    use percsim_protocol::Ablation;
+    use percsim_protocol::percolator::Ablation;
     use percsim_scenarios::systems::percolator::{self, PERCOLATOR};
     // A broken protocol gives a failure to shrink: start_ts from wall clocks.
     let mix = Mix {

@@ -7,7 +7,7 @@
 mod common;
 
 use percsim_checker::{History, Report, check, check_elle, parse_elle};
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::percolator::{Ablation, Ablations};
 use percsim_scenarios::campaign::{self, Mix, Verdict};
 use percsim_scenarios::export::{ExportFormat, export};
 use percsim_scenarios::fuzz;

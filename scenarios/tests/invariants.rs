@@ -2,7 +2,7 @@
 //! release builds) ends the run with a crash verdict, exit code 4, naming
 //! the seed and the invariant.
 
-use percsim_protocol::CellKey;
+use percsim_protocol::percolator::CellKey;
 use percsim_scenarios::judge::{Verdict, verdict_of};
 use percsim_scenarios::scenario::run_on_thread;
 use percsim_scenarios::systems::percolator;

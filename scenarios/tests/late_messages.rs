@@ -3,8 +3,8 @@
 //! reply to it is lost (the client says unknown, the store says committed),
 //! and a commit's request can be lost on its own.
 
-use percsim_protocol::client::StepPoint;
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::percolator::client::StepPoint;
+use percsim_protocol::percolator::{Ablation, Ablations};
 use percsim_scenarios::campaign::{self, Mix};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;

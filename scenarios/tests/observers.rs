@@ -6,8 +6,8 @@
 mod common;
 
 use percsim_checker::{History, Outcome};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{
     BodyFuture, ObserverBody, ObserverSpec, StepPoint, Transaction, run_observer, weak_notify,
 };
 use percsim_scenarios::systems::percolator;
@@ -115,7 +115,7 @@ impl Workload for Harness {
                         txn.set("x", "in", format!("v{i}"));
                         if matches!(
                             txn.commit().await,
-                            percsim_protocol::client::CommitOutcome::Committed { .. }
+                            percsim_protocol::percolator::client::CommitOutcome::Committed { .. }
                         ) && i == 0
                         {
                             me.first.store(start, Ordering::SeqCst);

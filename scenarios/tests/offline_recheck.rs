@@ -5,7 +5,7 @@
 //! it (never exit 2) and give the in-process report exactly, with the rules
 //! the run counted.
 
-use percsim_protocol::Ablation;
+use percsim_protocol::percolator::Ablation;
 use percsim_scenarios::campaign::{self, Mix, Verdict};
 use percsim_scenarios::fuzz;
 use std::path::{Path, PathBuf};

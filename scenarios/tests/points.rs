@@ -4,7 +4,7 @@
 
 mod common;
 
-use percsim_protocol::client::Point;
+use percsim_protocol::percolator::client::Point;
 use percsim_scenarios::systems::percolator;
 use percsim_scenarios::workloads::{Register, WorkloadSpec};
 use percsim_sim::{

@@ -6,8 +6,8 @@
 mod common;
 
 use percsim_checker::History;
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{
     BodyFuture, ObserverBody, ObserverSpec, RpcError, Transaction, TxnError,
 };
 use percsim_scenarios::campaign::{self, Mix};
@@ -58,7 +58,7 @@ impl Workload for Shared {
                 txn.set("x", "in", "v".to_string());
                 if matches!(
                     txn.commit().await,
-                    percsim_protocol::client::CommitOutcome::Committed { .. }
+                    percsim_protocol::percolator::client::CommitOutcome::Committed { .. }
                 ) {
                     return;
                 }

@@ -1,6 +1,6 @@
 //! Ablations of the Pulsar model: each plants one bug from a real incident
 //! into one step, so the checker can show it catches the loss. Off by
-//! default. Separate from Percolator's [`crate::Ablation`]: the two systems
+//! default. Separate from Percolator's [`crate::percolator::Ablation`]: the two systems
 //! share no mechanism.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -1,7 +1,7 @@
 //! One request to the broker owning a partition, run against the
 //! partition's transaction buffer and its subscriptions: the reply and the
 //! single durable write to make before replying (the counterpart of
-//! [`crate::actions::execute`] for this system).
+//! [`crate::percolator::actions::execute`] for this system).
 
 use super::ablation::PulsarAblations;
 use super::buffer::{self, Entry, TbState};

@@ -1,6 +1,6 @@
 //! A second system under test: Apache Pulsar's coordinator-based
 //! transactions (2.8), as pure steps with no I/O of their own, in the house
-//! style of [`crate::actions`] and [`crate::client`]. The model and each
+//! style of [`crate::percolator::actions`] and [`crate::percolator::client`]. The model and each
 //! choice where the reference text is silent are in `docs/pulsar.md`.
 //!
 //! - [`types`]: TxnIds, partitions, subscriptions, messages and markers.

@@ -2,8 +2,8 @@
 
 pub use crate::percolator::points::{PointAction, PointFault};
 use crate::world::{NodeNames, WorldConfig};
-use percsim_protocol::Ablations;
-use percsim_protocol::client::{ClientConfig, PointNode, StepPoint};
+use percsim_protocol::percolator::Ablations;
+use percsim_protocol::percolator::client::{ClientConfig, PointNode, StepPoint};
 use serde::{Deserialize, Serialize};
 
 /// Kill a client at a named step of one of its transactions.
@@ -121,7 +121,7 @@ pub struct PercolatorConfig {
     /// Nodes to kill or freeze the n-th time they reach a named point.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub point_faults: Vec<PointFault>,
-    /// Protocol mechanisms switched off (see `percsim_protocol::ablation`).
+    /// Protocol mechanisms switched off (see `percsim_protocol::percolator::ablation`).
     pub ablations: Ablations,
     /// Notify scanners per client (used when the workload has observers).
     pub scanners_per_client: usize,

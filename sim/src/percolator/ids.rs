@@ -4,7 +4,7 @@
 //! code names the variants, so a rename cannot silently break a coverage
 //! item, a script's count assertion or a summary.
 
-use percsim_protocol::client::{CleanupKind, Suspicion};
+use percsim_protocol::percolator::client::{CleanupKind, Suspicion};
 
 crate::identities! {
     /// Counters bumped by Percolator's nodes.

@@ -9,8 +9,8 @@ use crate::percolator::tags::MessageFault;
 use crate::world::FaultControl;
 use crate::world::faults::Fault;
 use crate::world::intercept::RuleId;
-use percsim_protocol::client::{Point, PointNode};
-use percsim_protocol::row::Column;
+use percsim_protocol::percolator::client::{Point, PointNode};
+use percsim_protocol::percolator::row::Column;
 use std::sync::Arc;
 
 /// One cell as the durable store holds it now.

@@ -5,7 +5,7 @@
 //! ablated protocol.
 
 use crate::invariant;
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::percolator::{Ablation, Ablations};
 
 /// Whether the oracle's grants are monotone in this run (the oracle
 /// persists its range).

@@ -8,7 +8,7 @@ use crate::percolator::ids::PercolatorEvent;
 use crate::world::Control;
 use crate::world::ids::FaultKind;
 use crate::world::serve::AfterHandler;
-use percsim_protocol::client::{Point, PointNode};
+use percsim_protocol::percolator::client::{Point, PointNode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 

@@ -5,8 +5,8 @@ use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
 use crate::world::World;
 use crate::world::recorder::{Finish, Recorder};
 use percsim_checker as history;
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{CleanupEvent, CommitOutcome, TxnEvent};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{CleanupEvent, CommitOutcome, TxnEvent};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

@@ -3,8 +3,8 @@
 //! state travels in one.
 
 use madsim::net::rpc::Request;
-use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
-use percsim_protocol::{CellKey, SessionId, Ts};
+use percsim_protocol::percolator::actions::{GetResult, RowReply, RowRequest};
+use percsim_protocol::percolator::{CellKey, SessionId, Ts};
 use serde::{Deserialize, Serialize};
 
 macro_rules! request {

@@ -6,9 +6,9 @@
 use crate::percolator::nodes::client::Client;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
-use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
-use percsim_protocol::row::{Row, RowMutation, RowOp};
-use percsim_protocol::{CellKey, Ts, Write, WriteKind};
+use percsim_protocol::percolator::client::{CommitOutcome, Transaction, Transport};
+use percsim_protocol::percolator::row::{Row, RowMutation, RowOp};
+use percsim_protocol::percolator::{CellKey, Ts, Write, WriteKind};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -154,7 +154,11 @@ impl Durable {
 }
 
 /// One write record of a cell as the history has it.
-fn version(c: &percsim_protocol::row::Column, commit_ts: Ts, w: &Write) -> history::Version {
+fn version(
+    c: &percsim_protocol::percolator::row::Column,
+    commit_ts: Ts,
+    w: &Write,
+) -> history::Version {
     let value = match w.kind {
         WriteKind::Put => c.data.get(&w.start_ts).cloned(),
         _ => None,

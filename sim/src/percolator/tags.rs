@@ -9,8 +9,8 @@ use crate::percolator::rpc::{
     TsCall,
 };
 use crate::world::intercept::{Fate, Leg, MsgTag, Rule};
-use percsim_protocol::actions::RowRequest;
-use percsim_protocol::{CellKey, Ts};
+use percsim_protocol::percolator::actions::RowRequest;
+use percsim_protocol::percolator::{CellKey, Ts};
 
 crate::identities! {
     /// The kinds of call a Percolator client makes, as message faults name them.

@@ -5,8 +5,8 @@ use crate::percolator::inspect::Controller;
 use crate::percolator::nodes::client::Client;
 pub use crate::percolator::nodes::client::Worker;
 pub use crate::world::BoxFuture;
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{ObserverBody, ObserverSpec};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{ObserverBody, ObserverSpec};
 use std::sync::Arc;
 
 /// A workload's observers, each with the body it runs on a client.

@@ -1,6 +1,6 @@
 //! Identities of the world as closed enums, each with the name the history,
 //! counters and scenario files spell and a one-line description (as
-//! `percsim_protocol::Ablation` does). A rename happens in one place: the
+//! `percsim_protocol::percolator::Ablation` does). A rename happens in one place: the
 //! compiler then finds every use, and the serialized names stay as they are.
 
 /// Declare a closed enum of identities with `ALL`, `name()`, `describe()`

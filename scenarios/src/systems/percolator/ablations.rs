@@ -5,8 +5,8 @@
 
 use crate::campaign::{self, Mix, SeedResult, Verdict};
 use crate::judge::judge;
-use percsim_protocol::Ablation;
-use percsim_protocol::client::AbortReason;
+use percsim_protocol::percolator::Ablation;
+use percsim_protocol::percolator::client::AbortReason;
 use percsim_sim::{PointAction, PointFault};
 use std::fmt::Write as _;
 use std::sync::Mutex;

@@ -10,7 +10,7 @@ use crate::scenario::Scenario;
 use crate::systems::percolator::workloads::{
     Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec,
 };
-use percsim_protocol::{Ablation, Ablations};
+use percsim_protocol::percolator::{Ablation, Ablations};
 use percsim_sim::{PercolatorConfig, WorldConfig};
 use proptest::prelude::{Strategy, any};
 use proptest::strategy::ValueTree;

@@ -2,7 +2,7 @@
 //! at Percolator's named protocol steps and points.
 
 use crate::faultmix;
-use percsim_protocol::client::{Point, PointNode, StepPoint};
+use percsim_protocol::percolator::client::{Point, PointNode, StepPoint};
 use percsim_sim::{
     CrashAt, EventKind, FaultKind, PauseAt, PercolatorConfig, PercolatorEvent, PointAction,
     PointFault, WorldConfig,

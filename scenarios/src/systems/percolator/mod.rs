@@ -15,7 +15,7 @@ use crate::compare::RunFacts;
 use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
 use crate::systems::percolator::workloads::WorkloadSpec;
-use percsim_protocol::Ablation;
+use percsim_protocol::percolator::Ablation;
 use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, RunOutput, WorldConfig};
 use std::any::Any;
 use std::collections::BTreeMap;

@@ -16,8 +16,8 @@ use crate::bench::Timestamps;
 use crate::scenario::Scenario;
 use crate::systems::percolator::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{CommitOutcome, Transaction};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{CommitOutcome, Transaction};
 use percsim_sim::{
     BoxFuture, Client, CostModel, PercolatorConfig, PercolatorCounter, RunOutput, Worker, Workload,
     WorldConfig,

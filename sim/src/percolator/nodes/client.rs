@@ -19,12 +19,12 @@ use crate::world::{Carried, ClockSkew, Control, deadline};
 use futures::channel::oneshot;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
-use percsim_protocol::actions::{GetResult, RowReply, RowRequest};
-use percsim_protocol::client::{
+use percsim_protocol::percolator::actions::{GetResult, RowReply, RowRequest};
+use percsim_protocol::percolator::client::{
     CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, RpcError, StepPoint, Transport,
     TxnEvent, run_observer,
 };
-use percsim_protocol::{CellKey, LockInfo, SessionId, Ts};
+use percsim_protocol::percolator::{CellKey, LockInfo, SessionId, Ts};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
@@ -53,7 +53,7 @@ struct TsBatch {
 
 /// One incarnation of a client process. It implements the protocol's
 /// [`Transport`] and [`Ledger`], so workloads run
-/// [`percsim_protocol::client::Transaction`]s on it.
+/// [`percsim_protocol::percolator::client::Transaction`]s on it.
 pub struct Client {
     cluster: Arc<Cluster>,
     index: usize,
@@ -435,7 +435,7 @@ impl Transport for Client {
         &self.cluster.cfg.client
     }
 
-    fn ablations(&self) -> percsim_protocol::Ablations {
+    fn ablations(&self) -> percsim_protocol::percolator::Ablations {
         self.cluster.cfg.ablations
     }
 
@@ -592,7 +592,7 @@ impl Ledger for Client {
 
 /// One transaction thread of a client.
 pub struct Worker {
-    /// The client process it runs in (a [`percsim_protocol::client::Host`]).
+    /// The client process it runs in (a [`percsim_protocol::percolator::client::Host`]).
     pub client: Arc<Client>,
     /// Its index within the client.
     pub index: usize,

@@ -7,7 +7,7 @@ use crate::percolator::{Cluster, CpuKind, liveness_addr};
 use crate::world::port::Port;
 use crate::world::serve::serve_costed;
 use madsim::time::{Duration, Instant};
-use percsim_protocol::SessionId;
+use percsim_protocol::percolator::SessionId;
 use std::sync::Arc;
 
 /// How long a scanner's row lock lasts if its holder never releases it.

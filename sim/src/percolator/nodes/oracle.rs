@@ -1,14 +1,14 @@
 //! The timestamp oracle: serves from memory inside a range whose upper end
-//! it persisted first (see `percsim_protocol::oracle`).
+//! it persisted first (see `percsim_protocol::percolator::oracle`).
 
 use crate::percolator::ids::PercolatorCounter;
 use crate::percolator::rpc::TsCall;
 use crate::percolator::{Cluster, CpuKind, invariants, oracle_addr};
 use crate::world::port::Port;
 use crate::world::serve::{AfterHandler, serve_costed_at_points};
-use percsim_protocol::Ablation;
-use percsim_protocol::client::Point;
-use percsim_protocol::oracle::Oracle;
+use percsim_protocol::percolator::Ablation;
+use percsim_protocol::percolator::client::Point;
+use percsim_protocol::percolator::oracle::Oracle;
 use std::sync::{Arc, Mutex};
 
 pub(crate) async fn main(cluster: Arc<Cluster>) {

@@ -9,12 +9,12 @@ use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanC
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
 use crate::world::port::Port;
 use crate::world::serve::{AfterHandler, serve, serve_costed, serve_costed_at_points};
-use percsim_protocol::actions::{
+use percsim_protocol::percolator::actions::{
     CleanupAction, GetResult, PrewriteError, ResolveAction, RowReply, RowRequest, execute, get::get,
 };
-use percsim_protocol::client::Point;
-use percsim_protocol::row::Row;
-use percsim_protocol::{CellKey, Ts};
+use percsim_protocol::percolator::client::Point;
+use percsim_protocol::percolator::row::Row;
+use percsim_protocol::percolator::{CellKey, Ts};
 use std::sync::Arc;
 
 /// A request handler's result and the CPU time it cost (µs).

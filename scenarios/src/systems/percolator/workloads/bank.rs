@@ -1,8 +1,8 @@
 //! `bank`: accounts, random transfers and full snapshot reads. Every
 //! snapshot read and the final store must sum to the initial total.
 
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{AbortReason, Transaction};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{AbortReason, Transaction};
 use percsim_sim::{BoxFuture, Client, Worker, Workload, even_splits};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -78,7 +78,7 @@ async fn transfer(client: &Client, from: usize, to: usize, amount: u64) {
     let balances = async {
         let x = txn.get(&a, COL).await?;
         let y = txn.get(&b, COL).await?;
-        Ok::<_, percsim_protocol::client::TxnError>((x, y))
+        Ok::<_, percsim_protocol::percolator::client::TxnError>((x, y))
     }
     .await;
     match balances {

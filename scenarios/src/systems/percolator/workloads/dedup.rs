@@ -9,8 +9,8 @@
 //! row is left.
 
 use super::util::{fnv1a, in_range, join, judge_whole_store, split};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{Transaction, TxnError};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,8 @@
 
 use super::util::read_snapshot;
 use super::util::{in_range, probability};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{CommitOutcome, Transaction, TxnError};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{CommitOutcome, Transaction, TxnError};
 use percsim_sim::{BoxFuture, Client, Worker, Workload, even_splits};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};

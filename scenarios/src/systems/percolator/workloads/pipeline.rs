@@ -16,8 +16,10 @@
 //! as a batch job would, independently of the observers, and compares.
 
 use super::util::{fnv1a, in_range, join, judge_whole_store, split};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{BodyFuture, ObserverBody, ObserverSpec, Transaction, TxnError};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{
+    BodyFuture, ObserverBody, ObserverSpec, Transaction, TxnError,
+};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};

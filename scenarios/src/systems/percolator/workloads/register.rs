@@ -2,8 +2,8 @@
 //! space. Unique values let the checker rebuild the dependency graph.
 
 use super::util::{in_range, probability};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::Transaction;
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::Transaction;
 use percsim_sim::{BoxFuture, Client, Worker, Workload, even_splits};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};

@@ -21,8 +21,8 @@
 //! commission and count agree with its customers' settled trades.
 
 use super::util::{in_range, read_snapshot};
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{CommitOutcome, Transaction, Transport};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{CommitOutcome, Transaction, Transport};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -194,7 +194,7 @@ impl Tpce {
         txn: &mut Transaction<'_, Client>,
         c: usize,
         id: &str,
-    ) -> Result<bool, percsim_protocol::client::TxnError> {
+    ) -> Result<bool, percsim_protocol::percolator::client::TxnError> {
         let row = trade_row(c, id);
         let status = txn.get(&row, STATUS).await?;
         let order = txn.get(&row, ORDER).await?.and_then(|o| Order::decode(&o));
@@ -274,7 +274,7 @@ async fn read_int(
     row: &str,
     col: &str,
     default: i64,
-) -> Result<i64, percsim_protocol::client::TxnError> {
+) -> Result<i64, percsim_protocol::percolator::client::TxnError> {
     Ok(txn
         .get(row, col)
         .await?

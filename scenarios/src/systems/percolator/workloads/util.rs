@@ -1,7 +1,7 @@
 //! Helpers the workloads share.
 
-use percsim_protocol::CellKey;
-use percsim_protocol::client::Transaction;
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::Transaction;
 use percsim_sim::Client;
 use std::collections::BTreeSet;
 

@@ -3,8 +3,8 @@
 //! write records, data versions, notify entries), how many protocol
 //! events happened, and how an interrupted commit ended in the store.
 
-use percsim_protocol::WriteKind;
-use percsim_protocol::client::{AbortReason, RpcError, TxnError};
+use percsim_protocol::percolator::WriteKind;
+use percsim_protocol::percolator::client::{AbortReason, RpcError, TxnError};
 use percsim_sim::{CellView, Controller, Counter, EventKind, FaultKind, PercolatorEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -354,7 +354,7 @@ impl View<'_> {
 
     /// Check an acknowledgment entry; what happened, if it does not match.
     fn check_ack(&self, a: &CellAssert, ack: &AckExpect) -> Option<String> {
-        let col = percsim_protocol::client::ObserverSpec {
+        let col = percsim_protocol::percolator::client::ObserverSpec {
             name: ack.observer.clone(),
             col: a.col.clone(),
             weak: false,
@@ -436,12 +436,18 @@ impl View<'_> {
         let mut open = Vec::new();
         for c in cells {
             let cell = self.control.cell(&c.row, &c.col);
-            if let Some((ts, w)) = cell.column.write_of(percsim_protocol::Ts(start))
+            if let Some((ts, w)) = cell
+                .column
+                .write_of(percsim_protocol::percolator::Ts(start))
                 && w.kind != WriteKind::Rollback
             {
                 committed.push((format!("{}/{}", c.row, c.col), ts.0));
             }
-            if cell.column.lock.contains_key(&percsim_protocol::Ts(start)) {
+            if cell
+                .column
+                .lock
+                .contains_key(&percsim_protocol::percolator::Ts(start))
+            {
                 open.push(format!("{}/{}", c.row, c.col));
             }
         }

@@ -19,8 +19,10 @@ pub use expect::{
 pub use intercept::{Call, MessageRule, MsgFate, MsgLeg, Target};
 pub use observe::ScriptObserver;
 
-use percsim_protocol::CellKey;
-use percsim_protocol::client::{ObserverBody, ObserverSpec, Point, PointNode, StepPoint};
+use percsim_protocol::percolator::CellKey;
+use percsim_protocol::percolator::client::{
+    ObserverBody, ObserverSpec, Point, PointNode, StepPoint,
+};
 use percsim_sim::{BoxFuture, Client, Controller, PointAction, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! entries: an observer watches one column and, in its own transaction,
 //! copies the changed cell's value to another column of the row.
 
-use percsim_protocol::client::{BodyFuture, ObserverBody, ObserverSpec, Transaction};
+use percsim_protocol::percolator::client::{BodyFuture, ObserverBody, ObserverSpec, Transaction};
 use percsim_sim::Client;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 use super::expect::{Counted, ErrorClass, TxnTs, View};
 use super::intercept::{MessageRule, Target};
 use super::{ExpectOutcome, Script, Step};
-use percsim_protocol::client::{AbortReason, CommitOutcome, Transaction, TxnError};
-use percsim_protocol::{CellKey, Ts};
+use percsim_protocol::percolator::client::{AbortReason, CommitOutcome, Transaction, TxnError};
+use percsim_protocol::percolator::{CellKey, Ts};
 use percsim_sim::{Armed, Client, Controller, Fault, MessageFault, RuleId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -19,9 +19,9 @@ use super::error::TxnError;
 use super::ledger::Host;
 use super::transport::StepPoint;
 use super::txn::{CommitOutcome, Transaction};
-use crate::ablation::Ablation;
-use crate::actions::RowRequest;
-use crate::types::Ts;
+use crate::percolator::ablation::Ablation;
+use crate::percolator::actions::RowRequest;
+use crate::percolator::types::Ts;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -180,9 +180,9 @@ pub async fn run_observer<T: Host, B: ObserverBody<T> + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
-    use crate::client::test_util::{FakeWorld, run};
-    use crate::client::{CommitOutcome, Host, Transaction};
-    use crate::types::Ts;
+    use crate::percolator::client::test_util::{FakeWorld, run};
+    use crate::percolator::client::{CommitOutcome, Host, Transaction};
+    use crate::percolator::types::Ts;
 
     /// The observer's body: write `out`/c = "done" in its transaction.
     struct Done;
@@ -272,7 +272,7 @@ mod tests {
             .unwrap()
             .iter()
             .filter_map(|(_, req)| match req {
-                crate::actions::RowRequest::ClearNotify {
+                crate::percolator::actions::RowRequest::ClearNotify {
                     acks,
                     observed_commit_ts,
                     ..

@@ -12,10 +12,12 @@ use super::error::TxnError;
 use super::ledger::{Host, Suspicion, TxnEvent};
 use super::resolve::{Backoff, resolve_secondary, settle_primary, wait_or_clean};
 use super::transport::StepPoint;
-use crate::ablation::Ablation;
-use crate::actions::{GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus};
 use crate::common::RpcError;
-use crate::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
+use crate::percolator::ablation::Ablation;
+use crate::percolator::actions::{
+    GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus,
+};
+use crate::percolator::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
 use serde::{Deserialize, Serialize};
 
 /// Why a transaction aborted.
@@ -501,11 +503,11 @@ fn prewrite_failure(sent: Result<RowReply, RpcError>) -> Option<AbortReason> {
 #[cfg(test)]
 mod tests {
     use super::{AbortReason, CommitOutcome, StepPoint, Transaction};
-    use crate::ablation::{Ablation, Ablations};
-    use crate::actions::RowRequest;
-    use crate::client::test_util::{FakeWorld, run};
-    use crate::client::{ClientConfig, TxnEvent};
-    use crate::types::{CellKey, SessionId, Ts, WriteKind};
+    use crate::percolator::ablation::{Ablation, Ablations};
+    use crate::percolator::actions::RowRequest;
+    use crate::percolator::client::test_util::{FakeWorld, run};
+    use crate::percolator::client::{ClientConfig, TxnEvent};
+    use crate::percolator::types::{CellKey, SessionId, Ts, WriteKind};
 
     /// Begin a transaction on `w`, buffer `writes` (row, value; `None`
     /// deletes) in column `c` and commit it.

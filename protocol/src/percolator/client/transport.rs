@@ -1,10 +1,10 @@
 //! What the client procedures reach in the world around them: the
 //! servers, the oracle, the client's clock and timers, and their settings.
 
-use crate::ablation::Ablations;
-use crate::actions::{GetResult, RowReply, RowRequest};
 use crate::common::RpcError;
-use crate::types::{CellKey, SessionId, Ts};
+use crate::percolator::ablation::Ablations;
+use crate::percolator::actions::{GetResult, RowReply, RowRequest};
+use crate::percolator::types::{CellKey, SessionId, Ts};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 
@@ -89,7 +89,7 @@ impl Default for ClientConfig {
 pub trait Transport: Send + Sync {
     /// Settings of the client procedures.
     fn config(&self) -> &ClientConfig;
-    /// Mechanisms switched off (see [`crate::ablation`]); none by default.
+    /// Mechanisms switched off (see [`crate::percolator::ablation`]); none by default.
     fn ablations(&self) -> Ablations {
         Ablations::NONE
     }

@@ -3,8 +3,8 @@
 //! notification sets it directly, and an observer clears it only after its
 //! transaction committed, and only if nothing newer arrived meanwhile.
 
-use crate::row::{Row, RowMutation, RowOp};
-use crate::types::{Ts, WriteKind};
+use crate::percolator::row::{Row, RowMutation, RowOp};
+use crate::percolator::types::{Ts, WriteKind};
 
 /// Set the notify entry of `col` without a transactional write (a weak
 /// notification), keeping the larger value.
@@ -72,8 +72,8 @@ fn acknowledged(row: &Row, ack: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use crate::actions::test_util::*;
-    use crate::actions::{RowReply, RowRequest};
+    use crate::percolator::actions::test_util::*;
+    use crate::percolator::actions::{RowReply, RowRequest};
 
     fn notify_of(s: &MemStore, row: &str) -> Option<u64> {
         s.rows.get(row).and_then(|r| r.notify.get(COL).copied())
@@ -160,9 +160,9 @@ mod tests {
 
     /// Commit `value` to column `col` of `row` in a one-cell transaction.
     fn put_col(s: &mut MemStore, row: &str, col: &str, value: &str, start: u64, commit: u64) {
-        use crate::actions::Prewrite;
-        use crate::types::{Lock, MutationKind, TxnTs};
-        use crate::{CellKey, SessionId};
+        use crate::percolator::actions::Prewrite;
+        use crate::percolator::types::{Lock, MutationKind, TxnTs};
+        use crate::percolator::{CellKey, SessionId};
         let req = RowRequest::Prewrite(Prewrite {
             col: col.into(),
             start_ts: ts(start),

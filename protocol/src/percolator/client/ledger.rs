@@ -4,7 +4,7 @@
 //! with it. The simulator turns these into the run's history.
 
 use super::transport::{StepPoint, Transport};
-use crate::types::{CellKey, LockInfo, Ts};
+use crate::percolator::types::{CellKey, LockInfo, Ts};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 
@@ -52,7 +52,7 @@ pub enum TxnEvent {
         commit_ts: Ts,
     },
     /// The client learnt the outcome.
-    Finished(crate::client::CommitOutcome),
+    Finished(crate::percolator::client::CommitOutcome),
     /// The transaction runs an observer for a notification of `cell`.
     Observer {
         /// The observer.

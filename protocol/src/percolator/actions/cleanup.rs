@@ -9,9 +9,9 @@
 //! prewrite has not arrived yet), a rollback record is written so that a late
 //! prewrite fails.
 
-use crate::ablation::{Ablation, Ablations};
-use crate::row::{Column, Row, RowMutation, RowOp};
-use crate::types::{Ts, Write, WriteKind};
+use crate::percolator::ablation::{Ablation, Ablations};
+use crate::percolator::row::{Column, Row, RowMutation, RowOp};
+use crate::percolator::types::{Ts, Write, WriteKind};
 use serde::{Deserialize, Serialize};
 
 /// The fate of a transaction as its primary records it.
@@ -104,8 +104,8 @@ pub(crate) fn rollback(c: &Column, col: &str, start_ts: Ts, ablations: Ablations
 #[cfg(test)]
 mod tests {
     use super::{CleanupAction, TxnStatus};
-    use crate::actions::test_util::*;
-    use crate::types::WriteKind;
+    use crate::percolator::actions::test_util::*;
+    use crate::percolator::types::WriteKind;
 
     #[test]
     fn locked_primary_is_rolled_back() {
@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn ablated_rollback_leaves_no_record_and_a_late_prewrite_relocks() {
-        let mut s = MemStore::ablated(crate::ablation::Ablation::NoRollbackRecord);
+        let mut s = MemStore::ablated(crate::percolator::ablation::Ablation::NoRollbackRecord);
         s.must_prewrite_put("p", "v", "p", 10);
         s.must_cleanup_rolled_back("p", 10);
         assert!(s.column("p").write.is_empty());

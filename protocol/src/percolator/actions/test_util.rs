@@ -4,8 +4,8 @@
 #![allow(clippy::result_large_err)]
 
 use super::*;
-use crate::row::Column;
-use crate::types::{CellKey, Lock, MutationKind, SessionId};
+use crate::percolator::row::Column;
+use crate::percolator::types::{CellKey, Lock, MutationKind, SessionId};
 use std::collections::BTreeMap;
 
 pub const COL: &str = "c";
@@ -23,14 +23,14 @@ pub fn cell(row: &str) -> CellKey {
 pub struct MemStore {
     pub rows: BTreeMap<String, Row>,
     /// Mechanisms switched off for every step.
-    pub ablations: crate::ablation::Ablations,
+    pub ablations: crate::percolator::ablation::Ablations,
 }
 
 impl MemStore {
     /// A store whose steps run with `a` switched off.
-    pub fn ablated(a: crate::ablation::Ablation) -> Self {
+    pub fn ablated(a: crate::percolator::ablation::Ablation) -> Self {
         MemStore {
-            ablations: crate::ablation::Ablations::only(a),
+            ablations: crate::percolator::ablation::Ablations::only(a),
             ..MemStore::default()
         }
     }

@@ -7,10 +7,10 @@
 //! leaves a rollback record so a late prewrite of this cell fails. Both are
 //! idempotent.
 
-use crate::ablation::Ablations;
-use crate::actions::cleanup::rollback;
-use crate::row::{Row, RowMutation, RowOp};
-use crate::types::{Ts, Write, WriteKind};
+use crate::percolator::ablation::Ablations;
+use crate::percolator::actions::cleanup::rollback;
+use crate::percolator::row::{Row, RowMutation, RowOp};
+use crate::percolator::types::{Ts, Write, WriteKind};
 use serde::{Deserialize, Serialize};
 
 /// What to do with a secondary.
@@ -104,8 +104,8 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::{Resolution, ResolveAction, ResolveError};
-    use crate::actions::cleanup::TxnStatus;
-    use crate::actions::test_util::*;
+    use crate::percolator::actions::cleanup::TxnStatus;
+    use crate::percolator::actions::test_util::*;
 
     /// Prewrite primary `p` and secondary `s` for the transaction at 10.
     fn two_cell_txn() -> MemStore {

@@ -1,16 +1,16 @@
 //! A fake world for trace tests of the client procedures: rows in memory
-//! (every step goes through [`crate::actions::execute`], as a tablet
+//! (every step goes through [`crate::percolator::actions::execute`], as a tablet
 //! server's would), a wall clock that moves only when a procedure sleeps,
 //! and owners that are alive unless declared dead. Its futures never wait,
 //! so [`run`] polls a procedure to completion in one go.
 
 use super::ledger::{CleanupEvent, Ledger, TxnEvent};
 use super::transport::{ClientConfig, StepPoint, Transport};
-use crate::ablation::Ablations;
-use crate::actions::{GetResult, RowReply, RowRequest, execute};
 use crate::common::RpcError;
-use crate::row::Row;
-use crate::types::{CellKey, SessionId, Ts};
+use crate::percolator::ablation::Ablations;
+use crate::percolator::actions::{GetResult, RowReply, RowRequest, execute};
+use crate::percolator::row::Row;
+use crate::percolator::types::{CellKey, SessionId, Ts};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::pin;

@@ -6,9 +6,9 @@
 //! transaction back. A repeat after success finds its own commit record and
 //! succeeds again with the same commit_ts (idempotent commit).
 
-use crate::ablation::{Ablation, Ablations};
-use crate::row::{Row, RowMutation, RowOp};
-use crate::types::{Ts, TxnTs, Write, WriteKind};
+use crate::percolator::ablation::{Ablation, Ablations};
+use crate::percolator::row::{Row, RowMutation, RowOp};
+use crate::percolator::types::{Ts, TxnTs, Write, WriteKind};
 use serde::{Deserialize, Serialize};
 
 /// Why a commit failed.
@@ -80,8 +80,8 @@ pub fn commit(
 #[cfg(test)]
 mod tests {
     use super::CommitError;
-    use crate::actions::test_util::*;
-    use crate::types::WriteKind;
+    use crate::percolator::actions::test_util::*;
+    use crate::percolator::types::WriteKind;
 
     #[test]
     fn lock_present_commits() {
@@ -137,7 +137,8 @@ mod tests {
 
     #[test]
     fn ablated_commit_succeeds_after_a_rollback() {
-        let mut s = MemStore::ablated(crate::ablation::Ablation::CommitWithoutLockCheck);
+        let mut s =
+            MemStore::ablated(crate::percolator::ablation::Ablation::CommitWithoutLockCheck);
         s.must_prewrite_put("k", "v", "k", 10);
         s.must_cleanup_rolled_back("k", 10);
         // The commit point no longer races safely with the cleanup.

@@ -12,9 +12,9 @@ pub mod touch;
 #[cfg(test)]
 pub(crate) mod test_util;
 
-use crate::ablation::Ablations;
-use crate::row::{Row, RowMutation};
-use crate::types::{Ts, TxnTs};
+use crate::percolator::ablation::Ablations;
+use crate::percolator::row::{Row, RowMutation};
+use crate::percolator::types::{Ts, TxnTs};
 use serde::{Deserialize, Serialize};
 
 pub use cleanup::{CleanupAction, TxnStatus};
@@ -123,7 +123,7 @@ pub enum RowReply {
 
 /// Run one row step: read `row` (whose key is `row_key`), decide, and return
 /// the reply with the mutation the tablet server must apply atomically.
-/// `ablations` switches off mechanisms (see [`crate::ablation`]).
+/// `ablations` switches off mechanisms (see [`crate::percolator::ablation`]).
 pub fn execute(
     row: &Row,
     row_key: &str,

@@ -8,10 +8,12 @@
 use super::error::TxnError;
 use super::ledger::{CleanupEvent, CleanupKind, Host, Suspicion};
 use super::transport::{StepPoint, Transport};
-use crate::ablation::Ablation;
-use crate::actions::{CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus};
 use crate::common::RpcError;
-use crate::types::{CellKey, LockInfo, Ts};
+use crate::percolator::ablation::Ablation;
+use crate::percolator::actions::{
+    CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus,
+};
+use crate::percolator::types::{CellKey, LockInfo, Ts};
 
 /// Waiting state of one read.
 pub(crate) struct Backoff {
@@ -184,12 +186,14 @@ async fn clean_up<T: Host>(
 #[cfg(test)]
 mod tests {
     use super::{Backoff, wait_or_clean};
-    use crate::ablation::{Ablation, Ablations};
-    use crate::actions::{Prewrite, RowReply, RowRequest};
-    use crate::client::CleanupKind;
-    use crate::client::test_util::{FakeWorld, run};
-    use crate::client::{ClientConfig, Suspicion, TxnError};
-    use crate::types::{CellKey, Lock, LockInfo, MutationKind, SessionId, Ts, TxnTs, WriteKind};
+    use crate::percolator::ablation::{Ablation, Ablations};
+    use crate::percolator::actions::{Prewrite, RowReply, RowRequest};
+    use crate::percolator::client::CleanupKind;
+    use crate::percolator::client::test_util::{FakeWorld, run};
+    use crate::percolator::client::{ClientConfig, Suspicion, TxnError};
+    use crate::percolator::types::{
+        CellKey, Lock, LockInfo, MutationKind, SessionId, Ts, TxnTs, WriteKind,
+    };
 
     const OWNER: SessionId = SessionId(1);
 

@@ -1,7 +1,7 @@
 //! The error a transaction's read or write reports when it cannot go on.
 
 use crate::common::RpcError;
-use crate::types::{CellKey, Ts};
+use crate::percolator::types::{CellKey, Ts};
 use serde::{Deserialize, Serialize};
 
 /// Why a read failed; its transaction should abort.

@@ -1,8 +1,8 @@
 //! Touch: refresh the wall time in a primary lock while a long commit runs
 //! (paper: "workers periodically update this wall time while committing").
 
-use crate::row::{Row, RowMutation, RowOp};
-use crate::types::{Lock, Ts};
+use crate::percolator::row::{Row, RowMutation, RowOp};
+use crate::percolator::types::{Lock, Ts};
 
 /// Raise the wall time of the lock at `start_ts` on `col` to `wall_ms`.
 /// Returns whether the lock is still there.
@@ -26,7 +26,7 @@ pub fn touch(row: &Row, col: &str, start_ts: Ts, wall_ms: u64) -> (RowMutation, 
 
 #[cfg(test)]
 mod tests {
-    use crate::actions::test_util::*;
+    use crate::percolator::actions::test_util::*;
 
     #[test]
     fn touch_raises_wall_time_only_forward() {

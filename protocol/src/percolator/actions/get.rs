@@ -5,9 +5,9 @@
 //! the client backs off or cleans up. Otherwise the newest commit record at
 //! or below start_ts (rollback records are skipped) names the data to return.
 
-use crate::ablation::{Ablation, Ablations};
-use crate::row::Row;
-use crate::types::{CellKey, LockInfo, Ts, WriteKind};
+use crate::percolator::ablation::{Ablation, Ablations};
+use crate::percolator::row::Row;
+use crate::percolator::types::{CellKey, LockInfo, Ts, WriteKind};
 use serde::{Deserialize, Serialize};
 
 /// What a get found.
@@ -67,7 +67,7 @@ pub fn get_version(
 #[cfg(test)]
 mod tests {
     use super::GetResult;
-    use crate::actions::test_util::*;
+    use crate::percolator::actions::test_util::*;
 
     #[test]
     fn no_write_reads_nothing() {
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn ablated_get_reads_past_a_lock() {
-        let mut s = MemStore::ablated(crate::ablation::Ablation::GetIgnoresLocks);
+        let mut s = MemStore::ablated(crate::percolator::ablation::Ablation::GetIgnoresLocks);
         s.must_put("k", "v1", 5, 6);
         s.must_prewrite_put("k", "v2", "k", 8);
         // The writer at 8 may commit below 10, yet the reader does not wait.

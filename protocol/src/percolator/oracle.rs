@@ -5,7 +5,7 @@
 //! resumes above the persisted upper end, so it never hands out a timestamp
 //! twice and never goes backwards.
 
-use crate::types::Ts;
+use crate::percolator::types::Ts;
 
 /// A batch of consecutive timestamps `first..first + count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! A tablet server applies a [`RowMutation`] atomically: that is the only
 //! atomic unit the store offers (a single-row transaction).
 
-use crate::types::{Lock, Ts, Write, WriteKind};
+use crate::percolator::types::{Lock, Ts, Write, WriteKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

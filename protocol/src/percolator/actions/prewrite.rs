@@ -6,9 +6,9 @@
 //! A repeat of a prewrite that already succeeded (a retried or duplicated
 //! message) finds its own lock and succeeds without changing anything.
 
-use crate::ablation::{Ablation, Ablations};
-use crate::row::{RowMutation, RowOp};
-use crate::types::{CellKey, Lock, LockInfo, MutationKind, Ts, WriteKind};
+use crate::percolator::ablation::{Ablation, Ablations};
+use crate::percolator::row::{RowMutation, RowOp};
+use crate::percolator::types::{CellKey, Lock, LockInfo, MutationKind, Ts, WriteKind};
 use serde::{Deserialize, Serialize};
 
 /// A request to prewrite one cell.
@@ -53,7 +53,7 @@ pub enum PrewriteError {
 /// [`Ablation::NoWriteConflictCheck`] and [`Ablation::PrewriteIgnoresLocks`]
 /// switch off the two conflict checks.
 pub fn prewrite(
-    row: &crate::row::Row,
+    row: &crate::percolator::row::Row,
     row_key: &str,
     req: &Prewrite,
     ablations: Ablations,
@@ -125,7 +125,7 @@ pub fn prewrite(
 #[cfg(test)]
 mod tests {
     use super::PrewriteError;
-    use crate::actions::test_util::*;
+    use crate::percolator::actions::test_util::*;
 
     #[test]
     fn prewrite_writes_lock_and_data() {
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn ablated_prewrite_misses_a_newer_write() {
-        let mut s = MemStore::ablated(crate::ablation::Ablation::NoWriteConflictCheck);
+        let mut s = MemStore::ablated(crate::percolator::ablation::Ablation::NoWriteConflictCheck);
         s.must_put("k", "v1", 12, 15);
         s.must_prewrite_put("k", "v2", "k", 10);
         assert_eq!(s.column("k").lock.len(), 1);
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn ablated_prewrite_locks_over_another_lock() {
-        let mut s = MemStore::ablated(crate::ablation::Ablation::PrewriteIgnoresLocks);
+        let mut s = MemStore::ablated(crate::percolator::ablation::Ablation::PrewriteIgnoresLocks);
         s.must_prewrite_put("k", "v1", "k", 20);
         s.must_prewrite_put("k", "v2", "k", 10);
         assert_eq!(s.column("k").lock.len(), 2);

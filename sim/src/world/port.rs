@@ -575,7 +575,11 @@ mod tests {
                 .build();
             world.register_node("server", server.id());
             sleep(Duration::from_millis(1)).await;
-            let client = Handle::current().create_node().name("client").ip(addr(2).ip()).build();
+            let client = Handle::current()
+                .create_node()
+                .name("client")
+                .ip(addr(2).ip())
+                .build();
             let w = world.clone();
             client
                 .spawn(async move {

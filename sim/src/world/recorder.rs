@@ -295,8 +295,15 @@ mod tests {
             fields: BTreeMap::new(),
         });
         r.event(30, "kill", json!({}));
-        let at: Vec<(u64, &str)> = r.events().iter().map(|e| (e.t_ns, e.kind.as_str())).collect();
-        assert_eq!(at, [(10, "kill"), (10, "pause"), (12, "cleanup"), (30, "kill")]);
+        let at: Vec<(u64, &str)> = r
+            .events()
+            .iter()
+            .map(|e| (e.t_ns, e.kind.as_str()))
+            .collect();
+        assert_eq!(
+            at,
+            [(10, "kill"), (10, "pause"), (12, "cleanup"), (30, "kill")]
+        );
         assert_eq!(r.events()[0].fields["node"], json!("client-0"));
         // `event` counts by kind; `push_event` does not.
         assert_eq!(r.counters().get("event.kill"), Some(&2));

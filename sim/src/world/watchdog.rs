@@ -213,7 +213,11 @@ mod tests {
             // Here `std::time::Instant` is simulated: 3,000 s have passed,
             // five times the default wall budget.
             let simulated_s = t0.elapsed().as_secs();
-            (simulated_s, w.exceeded(1, true), w.wall_ms().unwrap() / 1000)
+            (
+                simulated_s,
+                w.exceeded(1, true),
+                w.wall_ms().unwrap() / 1000,
+            )
         });
         assert!(simulated_s >= 3_000, "{simulated_s}");
         assert_eq!(why, None);

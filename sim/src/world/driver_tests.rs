@@ -2,6 +2,7 @@
 //! phase undoes them all.
 
 use super::*;
+use crate::world::lock;
 use crate::world::toy::with_faults;
 
 fn kill(node: &str) -> Fault {
@@ -13,7 +14,12 @@ fn kill(node: &str) -> Fault {
 
 /// The kinds of the events recorded so far.
 fn event_kinds(world: &World) -> Vec<String> {
-    world.recorder().events().iter().map(|e| e.kind.clone()).collect()
+    world
+        .recorder()
+        .events()
+        .iter()
+        .map(|e| e.kind.clone())
+        .collect()
 }
 
 #[test]
@@ -98,4 +104,161 @@ fn a_node_left_down_at_the_healed_phase_trips_the_assertion() {
         f.killed.insert("ghost".into());
         f.heal();
     });
+}
+
+/// A random class firing with `probability` at every tick.
+fn class(probability: f64) -> Option<FaultClass> {
+    Some(FaultClass {
+        probability,
+        min_duration_ms: 50,
+        max_duration_ms: 100,
+        rate: 0.1,
+    })
+}
+
+/// How many faults of each class `rolls` rolls of `random` start, by the
+/// world's counter name (kills by kind).
+fn roll_counts(random: RandomFaults, rolls: usize) -> BTreeMap<&'static str, usize> {
+    let roles = [Role::Client, Role::Client, Role::DataServer];
+    with_faults(&roles, move |faults, _| async move {
+        let f = lock_faults(&faults);
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut counts = BTreeMap::new();
+        for _ in 0..rolls {
+            for fault in roll(&random, &f.ids, f.tenant.as_ref(), &mut rng) {
+                let name = match fault {
+                    Fault::Kill { .. } => "kill",
+                    Fault::Pause { .. } => "pause",
+                    Fault::PacketLoss { .. } => "packet_loss",
+                    _ => "other",
+                };
+                *counts.entry(name).or_default() += 1;
+            }
+        }
+        counts
+    })
+}
+
+#[test]
+fn random_classes_fire_in_proportion_to_their_probability() {
+    let random = RandomFaults {
+        kill_client: class(0.05),
+        pause: class(0.2),
+        packet_loss: class(0.5),
+        ..RandomFaults::default()
+    };
+    let counts = roll_counts(random.clone(), 2_000);
+    // Expected 100, 400 and 1,000 of 2,000 rolls; the bands are more than
+    // four standard deviations wide.
+    let within = |name: &str, lo: usize, hi: usize| {
+        let n = counts.get(name).copied().unwrap_or(0);
+        assert!((lo..=hi).contains(&n), "{name}: {n} not in {lo}..={hi}");
+    };
+    within("kill", 60, 140);
+    within("pause", 320, 480);
+    within("packet_loss", 900, 1_100);
+    assert_eq!(counts.get("other"), None);
+    // The same seed rolls the same faults.
+    assert_eq!(roll_counts(random, 2_000), counts);
+}
+
+#[test]
+fn a_class_off_or_at_probability_zero_never_fires_and_one_always_does() {
+    let random = RandomFaults {
+        pause: class(0.0),
+        packet_loss: class(1.0),
+        ..RandomFaults::default()
+    };
+    let counts = roll_counts(random, 500);
+    assert_eq!(counts.get("pause"), None);
+    assert_eq!(counts.get("kill"), None);
+    assert_eq!(counts.get("packet_loss"), Some(&500));
+}
+
+#[test]
+fn heal_restarts_resumes_and_reconnects_everything() {
+    let roles = [Role::Client, Role::Client, Role::DataServer];
+    let nodes = roles.len();
+    let healed = with_faults(&roles, move |faults, world| async move {
+        let mut f = lock_faults(&faults);
+        let long = 3_600_000;
+        f.apply(&kill("client-0"));
+        f.apply(&Fault::Pause {
+            node: "client-1".into(),
+            duration_ms: long,
+        });
+        for (a, one_way) in [("data_server-0", false), ("client-1", true)] {
+            f.apply(&Fault::Partition {
+                a: vec![a.into()],
+                b: vec!["client-0".into(), "client-1".into()],
+                one_way,
+                duration_ms: long,
+            });
+        }
+        f.apply(&Fault::Stall {
+            client: 1,
+            duration_ms: long,
+        });
+        f.apply(&Fault::PacketLoss {
+            rate: 0.5,
+            duration_ms: long,
+        });
+        f.apply(&Fault::Duplicate {
+            rate: 0.5,
+            max_delay_ms: 10,
+            duration_ms: long,
+        });
+        let before = (
+            f.is_down("client-0"),
+            f.is_down("client-1"),
+            world.cut().len(),
+        );
+        assert_eq!(before, (true, true, 5), "the faults are in force");
+        world.set_stopping();
+        f.heal();
+        let up = nodes == f.ids.names().iter().filter(|n| !f.is_down(n)).count();
+        let link = *lock(&world.link);
+        let duplicates = lock(&world.net).duplicate_rate;
+        (
+            up,
+            world.cut().len(),
+            world.stalled().len(),
+            link,
+            duplicates,
+            f.undo.len(),
+        )
+    });
+    assert_eq!(healed, (true, 0, 0, LinkFaults::default(), 0.0, 0));
+}
+
+#[test]
+fn overlapping_partitions_keep_a_link_cut_until_the_last_heals() {
+    let cut = with_faults(
+        &[Role::Client, Role::DataServer],
+        |faults, world| async move {
+            let cut_off = |ms| Fault::Partition {
+                a: vec!["client-0".into()],
+                b: vec!["data_server-0".into()],
+                one_way: true,
+                duration_ms: ms,
+            };
+            let (from, to) = {
+                let mut f = lock_faults(&faults);
+                f.apply(&cut_off(10));
+                f.apply(&cut_off(1_000));
+                (
+                    f.ids.id("client-0").unwrap(),
+                    f.ids.id("data_server-0").unwrap(),
+                )
+            };
+            let counted = world.cut().get(&(from, to)).copied();
+            sleep(Duration::from_millis(20)).await;
+            lock_faults(&faults).undo_due();
+            let after_first = world.cut().get(&(from, to)).copied();
+            sleep(Duration::from_millis(1_000)).await;
+            lock_faults(&faults).undo_due();
+            (counted, after_first, world.cut().len())
+        },
+    );
+    assert_eq!(cut, (Some(2), Some(1), 0));
 }

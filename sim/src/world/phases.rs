@@ -351,3 +351,7 @@ pub(crate) async fn start_wire(world: &Arc<World>) {
         .expect("wire: start");
     world.set_wire(Wire { node, copies, late });
 }
+
+#[cfg(test)]
+#[path = "phases_tests.rs"]
+mod tests;

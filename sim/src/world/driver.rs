@@ -165,7 +165,22 @@ impl Faults {
             .world_event(EventKind::Restart, json!({"node": node}));
     }
 
+    /// Inject `fault` now: from the fault driver or a workload's driver,
+    /// only in the workload phase. A fault other than a restart or a
+    /// resume in the healed phase, which must be fault-free, is a bug of
+    /// the world, and the run stops.
     pub(crate) fn apply(&mut self, fault: &Fault) {
+        if self.world.stopping() && !fault.heals() {
+            crate::invariant::violated(&format!(
+                "fault {fault:?} injected after the workload phase"
+            ));
+        }
+        self.apply_point(fault);
+    }
+
+    /// Inject `fault` now, in any phase: a system's own pause point may
+    /// fire in the healed phase too (its node is resumed then).
+    pub(crate) fn apply_point(&mut self, fault: &Fault) {
         if let Some(class) = fault.kind() {
             self.world.recorder().bump(&class.counter());
         }
@@ -348,7 +363,12 @@ impl Faults {
                 let net = NetSim::current();
                 let mut cut = self.world.cut();
                 for (x, y) in links {
-                    let left = cut.get(&(x, y)).copied().unwrap_or(1) - 1;
+                    let Some(left) = cut.get(&(x, y)).map(|n| n - 1) else {
+                        drop(cut);
+                        crate::invariant::violated(&format!(
+                            "a partition heals the link {x} -> {y}, which no partition cuts"
+                        ));
+                    };
                     if left == 0 {
                         cut.remove(&(x, y));
                         net.unclog_link(x, y);
@@ -421,6 +441,24 @@ impl Faults {
         self.net.clear();
         self.sync_net();
         self.world.clear_intercepts();
+        self.check_healed();
+    }
+
+    /// The healed phase starts with every node up, every link whole and no
+    /// fault pending; else the world failed to heal, and the run stops.
+    fn check_healed(&self) {
+        let cut = self.world.cut().len();
+        crate::invariant::check(
+            self.killed.is_empty() && self.paused.is_empty() && cut == 0 && self.undo.is_empty(),
+            || {
+                format!(
+                    "the healed phase starts with killed nodes {:?}, paused nodes {:?}, {cut} cut links and {} faults to undo",
+                    self.killed,
+                    self.paused,
+                    self.undo.len()
+                )
+            },
+        );
     }
 }
 
@@ -626,9 +664,20 @@ impl FaultControl {
         FaultControl { faults }
     }
 
-    /// Apply `fault` now.
+    /// Apply `fault` now. After the workload phase only restarts and
+    /// resumes are applied (the healed phase is fault-free): any other
+    /// fault is refused and recorded as a `fault_refused` event.
     pub fn inject(&self, fault: &Fault) {
-        lock_faults(&self.faults).apply(fault);
+        let mut faults = lock_faults(&self.faults);
+        if faults.world.stopping() && !fault.heals() {
+            let fields = json!({
+                "fault": serde_json::to_value(fault).unwrap_or_default(),
+                "why": "the workload phase is over",
+            });
+            faults.world.world_event(EventKind::FaultRefused, fields);
+            return;
+        }
+        faults.apply(fault);
     }
 
     /// Whether `node` is up: neither killed nor paused.
@@ -648,3 +697,7 @@ impl FaultControl {
         lock_faults(&self.faults).heal_partitions();
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

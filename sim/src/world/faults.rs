@@ -227,6 +227,12 @@ impl Fault {
         }
     }
 
+    /// Whether the fault undoes another (a restart, a resume) rather than
+    /// disturbing the system: only these belong in the healed phase.
+    pub(crate) fn heals(&self) -> bool {
+        matches!(self, Fault::Restart { .. } | Fault::Resume { .. })
+    }
+
     /// The nodes the fault names.
     pub fn nodes(&self) -> Vec<&str> {
         match self {

@@ -172,6 +172,8 @@ identities! {
         WorkloadViolation => ("workload_violation", "a workload invariant failed"),
         /// A targeted rule acted on a message.
         Intercepted => ("intercepted", "a targeted rule dropped, delayed, held or duplicated a message"),
+        /// A workload's driver asked for a fault after the workload phase.
+        FaultRefused => ("fault_refused", "a fault asked for after the workload phase was not injected"),
     }
 }
 

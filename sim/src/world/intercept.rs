@@ -338,7 +338,7 @@ impl World {
         let ep = if copy { wire.copies } else { wire.late };
         let from = madsim::plugin::node();
         let world = self.clone();
-        world.in_flight.fetch_add(1, Ordering::Relaxed);
+        world.copy_sent();
         wire.node.spawn(async move {
             sleep(delay).await;
             if let Some(release) = release {
@@ -350,7 +350,7 @@ impl World {
                     let _ = tx.send(reply);
                 }
             }
-            world.in_flight.fetch_sub(1, Ordering::Relaxed);
+            world.copy_landed();
         });
         rx
     }

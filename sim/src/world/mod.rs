@@ -19,6 +19,8 @@ pub mod port;
 pub mod recorder;
 pub(crate) mod serve;
 mod system;
+#[cfg(test)]
+mod toy;
 pub mod watchdog;
 
 pub use clock::ClockSkew;
@@ -95,6 +97,11 @@ pub struct World {
     watchdog: watchdog::Watchdog,
     /// Each node's latest incarnation and whether it runs now.
     running: Mutex<BTreeMap<String, (u32, bool)>>,
+    /// The names of the nodes whose incarnations the world tracks, by id.
+    node_names: Mutex<BTreeMap<NodeId, String>>,
+    /// The latest simulated time [`World::now_ns`] returned: time never
+    /// goes backwards.
+    latest_ns: AtomicU64,
     /// The transport's bound ports, by address (see [`port`]).
     ports: Mutex<BTreeMap<std::net::SocketAddr, std::sync::Weak<port::PortInner>>>,
     /// Packet loss and latency in force on the transport.
@@ -124,6 +131,8 @@ impl World {
             intercepting: AtomicBool::new(false),
             watchdog: watchdog::Watchdog::from_env(),
             running: Mutex::default(),
+            node_names: Mutex::default(),
+            latest_ns: AtomicU64::new(0),
             ports: Mutex::default(),
             link: Mutex::default(),
             messages: AtomicU64::new(0),
@@ -136,9 +145,16 @@ impl World {
         &self.cfg
     }
 
-    /// Simulated time since the run started, in ns.
+    /// Simulated time since the run started, in ns. Time never goes
+    /// backwards: a time earlier than one already returned is a bug of
+    /// the world, and the run stops.
     pub fn now_ns(&self) -> u64 {
-        (Instant::now() - self.start).as_nanos() as u64
+        let now = (Instant::now() - self.start).as_nanos() as u64;
+        let latest = self.latest_ns.fetch_max(now, Ordering::Relaxed);
+        if now < latest {
+            crate::invariant::violated(&format!("time went backwards: {now} ns after {latest} ns"));
+        }
+        now
     }
 
     /// When the run started.
@@ -223,6 +239,50 @@ impl World {
             *live = false;
         }
     }
+
+    /// Track the incarnations of node `id`, named `name` (see
+    /// [`World::node_started`]).
+    pub(crate) fn register_node(&self, name: &str, id: NodeId) {
+        lock(&self.node_names).insert(id, name.to_string());
+    }
+
+    /// The latest incarnation of node `id`, if the world tracks the node
+    /// (not the network's own node, nor a test's).
+    pub(crate) fn incarnation(&self, id: NodeId) -> Option<Incarnation> {
+        let name = lock(&self.node_names).get(&id)?.clone();
+        let number = lock(&self.running).get(&name).map_or(0, |(n, _)| *n);
+        Some(Incarnation { node: name, number })
+    }
+
+    /// A message reached incarnation `to` of its destination: that
+    /// incarnation must run now. A message taken in by a dead incarnation,
+    /// or by an older one than runs now, is a bug of the world (a message
+    /// is lost with its receiver's memory), and the run stops.
+    pub(crate) fn check_receiver(&self, to: &Incarnation) {
+        let running = lock(&self.running);
+        let (now, live) = running.get(&to.node).copied().unwrap_or((0, false));
+        drop(running);
+        let Incarnation { node, number } = to;
+        if now != *number {
+            crate::invariant::violated(&format!(
+                "a message reached incarnation {number} of node {node} while incarnation {now} runs"
+            ));
+        }
+        if !live {
+            crate::invariant::violated(&format!(
+                "a message reached incarnation {number} of node {node}, which is dead"
+            ));
+        }
+    }
+}
+
+/// One incarnation of a node: its name and its number (1 for the first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Incarnation {
+    /// The node's name.
+    pub node: String,
+    /// Which incarnation.
+    pub number: u32,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking node does not stop the world).
@@ -250,6 +310,67 @@ mod tests {
             w.node_stopped("client-0");
             w.node_started("client-0");
             assert_eq!(lock(&w.running).get("client-0"), Some(&(2, true)));
+        });
+    }
+
+    #[test]
+    fn time_stands_still_within_a_step() {
+        in_world(|w| assert_eq!(w.now_ns(), w.now_ns()));
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant violated: time went backwards: ")]
+    fn time_going_backwards_trips_the_assertion() {
+        in_world(|w| {
+            let now = w.now_ns();
+            w.latest_ns.store(now + 1, Ordering::Relaxed);
+            w.now_ns();
+        });
+    }
+
+    /// A tracked node "server-0" in its first incarnation, in world `w`.
+    fn tracked_server(w: &World) -> Incarnation {
+        let id = madsim::runtime::Handle::current()
+            .create_node()
+            .name("server-0")
+            .build()
+            .id();
+        w.register_node("server-0", id);
+        w.node_started("server-0");
+        w.incarnation(id).expect("the world tracks server-0")
+    }
+
+    #[test]
+    fn the_running_incarnation_takes_messages() {
+        in_world(|w| {
+            let first = tracked_server(w);
+            assert_eq!(first.number, 1);
+            w.check_receiver(&first);
+        });
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: a message reached incarnation 1 of node server-0, which is dead"
+    )]
+    fn a_message_to_a_dead_incarnation_trips_the_assertion() {
+        in_world(|w| {
+            let first = tracked_server(w);
+            w.node_stopped("server-0");
+            w.check_receiver(&first);
+        });
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: a message reached incarnation 1 of node server-0 while incarnation 2 runs"
+    )]
+    fn a_message_to_an_older_incarnation_trips_the_assertion() {
+        in_world(|w| {
+            let first = tracked_server(w);
+            w.node_stopped("server-0");
+            w.node_started("server-0");
+            w.check_receiver(&first);
         });
     }
 

@@ -113,6 +113,21 @@ impl World {
         self.in_flight.load(Ordering::Relaxed)
     }
 
+    /// The network took a late or duplicated copy to carry.
+    pub(crate) fn copy_sent(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The network is done with a copy (delivered or lost). It never lands
+    /// more copies than it took: that would hide copies still in flight
+    /// from the healed phase, and the run stops.
+    pub(crate) fn copy_landed(&self) {
+        let before = self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if before == 0 {
+            crate::invariant::violated("the network landed a copy it was not carrying");
+        }
+    }
+
     pub(crate) fn set_wire(&self, wire: Wire) {
         let _ = self.wire.set(wire);
     }
@@ -160,12 +175,12 @@ impl World {
         };
         let copy = req.clone();
         let world = self.clone();
-        world.in_flight.fetch_add(1, Ordering::Relaxed);
+        world.copy_sent();
         wire.node.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
             let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
             let _ = crate::world::deadline::call(&ep, dst, copy, timeout).await;
-            world.in_flight.fetch_sub(1, Ordering::Relaxed);
+            world.copy_landed();
         });
         carried
     }

@@ -149,3 +149,28 @@ fn without_the_fault_nothing_is_late_or_reordered() {
     });
     assert_eq!(world_faults, 0);
 }
+
+#[test]
+fn copies_in_flight_are_counted_until_they_land() {
+    let rt = Runtime::with_seed_and_config(1, madsim::Config::default());
+    let left = rt.block_on(async {
+        let (tx, _rx) = futures::channel::mpsc::unbounded();
+        let world = World::new(WorldConfig::default(), tx);
+        world.copy_sent();
+        world.copy_sent();
+        world.copy_landed();
+        world.in_flight()
+    });
+    assert_eq!(left, 1);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated: the network landed a copy it was not carrying")]
+fn landing_a_copy_never_sent_trips_the_assertion() {
+    let rt = Runtime::with_seed_and_config(1, madsim::Config::default());
+    rt.block_on(async {
+        let (tx, _rx) = futures::channel::mpsc::unbounded();
+        let world = World::new(WorldConfig::default(), tx);
+        world.copy_landed();
+    });
+}

@@ -135,7 +135,7 @@ async fn simulate(system: &dyn System, seed: u64, scenario: serde_json::Value) -
 
 /// Create the tenant's nodes (clients one millisecond after the others, so
 /// servers bind first); returns the registry the fault driver uses.
-async fn start_nodes(world: &Arc<World>, tenant: &dyn Tenant) -> Registry {
+pub(crate) async fn start_nodes(world: &Arc<World>, tenant: &dyn Tenant) -> Registry {
     let handle = Handle::current();
     let mut registry = Registry::default();
     let mut waited = false;
@@ -159,6 +159,7 @@ async fn start_nodes(world: &Arc<World>, tenant: &dyn Tenant) -> Registry {
             role: spec.role,
             index: spec.index,
         };
+        world.register_node(&spec.name, node.id());
         registry.add(spec.name, known);
         world.register_ip(spec.ip, node.id());
     }
@@ -201,7 +202,7 @@ async fn serve_control(
                 }
             }
             Control::Pause { node, duration_ms } => {
-                guard.apply(&Fault::Pause {
+                guard.apply_point(&Fault::Pause {
                     node: node.clone(),
                     duration_ms: duration_ms.unwrap_or(3_600_000),
                 });
@@ -350,3 +351,7 @@ pub(crate) async fn start_wire(world: &Arc<World>) {
         .expect("wire: start");
     world.set_wire(Wire { node, copies, late });
 }
+
+#[cfg(test)]
+#[path = "phases_tests.rs"]
+mod tests;

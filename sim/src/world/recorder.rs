@@ -177,11 +177,17 @@ impl Recorder {
         }
     }
 
-    /// Transaction `id` ended as its client learnt it.
+    /// Transaction `id` ended as its client learnt it. A transaction never
+    /// ends before it began: that is a bug of the world's clock, and the
+    /// run stops.
     pub fn finish(&mut self, id: u64, finish: Finish<'_>, now_ns: u64) {
         let Some(t) = self.txns.get_mut(id as usize) else {
             return;
         };
+        let invoke_ns = t.invoke_ns;
+        crate::invariant::check(now_ns >= invoke_ns, || {
+            format!("transaction {id} ends at {now_ns} ns, before it began at {invoke_ns} ns")
+        });
         t.complete_ns = Some(now_ns);
         let name = match finish {
             Finish::Committed { commit_ts } => {
@@ -204,13 +210,18 @@ impl Recorder {
         self.bump(&name);
     }
 
-    /// Record an event without counting it.
+    /// Record an event without counting it. Events are recorded in time
+    /// order (see [`Recorder::event`]).
     pub fn push_event(&mut self, event: history::Event) {
+        self.in_time_order(event.t_ns, &event.kind);
         self.events.push(event);
     }
 
-    /// Record a fault or cluster event (counted as `event.<kind>`).
+    /// Record a fault or cluster event (counted as `event.<kind>`). Events
+    /// are recorded in time order: one earlier than the last recorded is a
+    /// bug of the world's clock, and the run stops.
     pub fn event(&mut self, now_ns: u64, kind: &str, fields: Value) {
+        self.in_time_order(now_ns, kind);
         self.bump(&format!("event.{kind}"));
         let fields = match fields {
             Value::Object(m) => m.into_iter().collect(),
@@ -220,6 +231,21 @@ impl Recorder {
             t_ns: now_ns,
             kind: kind.to_string(),
             fields,
+        });
+    }
+
+    /// Stop the run if an event of `kind` at `t_ns` would come before the
+    /// last one recorded.
+    fn in_time_order(&self, t_ns: u64, kind: &str) {
+        let Some(last) = self.events.last() else {
+            return;
+        };
+        let last_ns = last.t_ns;
+        crate::invariant::check(t_ns >= last_ns, || {
+            format!(
+                "event {kind} at {t_ns} ns recorded after event {} at {last_ns} ns",
+                last.kind
+            )
         });
     }
 
@@ -250,5 +276,71 @@ impl Recorder {
 
     pub(crate) fn events(&self) -> &[history::Event] {
         &self.events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_at_the_same_time_or_later_are_kept_in_order() {
+        let mut r = Recorder::default();
+        r.event(10, "kill", json!({"node": "client-0"}));
+        r.event(10, "pause", json!({}));
+        r.push_event(history::Event {
+            t_ns: 12,
+            kind: "cleanup".into(),
+            fields: BTreeMap::new(),
+        });
+        r.event(30, "kill", json!({}));
+        let at: Vec<(u64, &str)> = r
+            .events()
+            .iter()
+            .map(|e| (e.t_ns, e.kind.as_str()))
+            .collect();
+        assert_eq!(
+            at,
+            [(10, "kill"), (10, "pause"), (12, "cleanup"), (30, "kill")]
+        );
+        assert_eq!(r.events()[0].fields["node"], json!("client-0"));
+        // `event` counts by kind; `push_event` does not.
+        assert_eq!(r.counters().get("event.kill"), Some(&2));
+        assert_eq!(r.counters().get("event.cleanup"), None);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: event late at 5 ns recorded after event kill at 10 ns"
+    )]
+    fn an_event_earlier_than_the_last_trips_the_assertion() {
+        let mut r = Recorder::default();
+        r.event(10, "kill", json!({}));
+        r.event(5, "late", json!({}));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: event cleanup at 5 ns recorded after event kill at 10 ns"
+    )]
+    fn a_pushed_event_earlier_than_the_last_trips_the_assertion() {
+        let mut r = Recorder::default();
+        r.event(10, "kill", json!({}));
+        r.push_event(history::Event {
+            t_ns: 5,
+            kind: "cleanup".into(),
+            fields: BTreeMap::new(),
+        });
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant violated: transaction 0 ends at 4 ns, before it began at 9 ns"
+    )]
+    fn a_transaction_ending_before_it_began_trips_the_assertion() {
+        let mut r = Recorder::default();
+        let (id, _) = r.begin(1, 9);
+        r.finish(id, Finish::Unknown, 4);
     }
 }

@@ -5,6 +5,7 @@
 //! systems, workloads, fault classes and planted bugs are a [`Mix`].
 
 pub use crate::judge::{Judged, SeedResult, Verdict, judge};
+use crate::faultmix;
 use crate::scenario::Scenario;
 pub use crate::system::Mix;
 use crate::system::SystemDef;
@@ -95,12 +96,14 @@ fn check_workloads(system: &dyn SystemDef, named: &[String]) -> Result<(), Strin
     Ok(())
 }
 
-/// `system` honours every class in `named`.
+/// `system` honours every class in `named` (an old name of a class, see
+/// [`faultmix::canonical`], stands for the class).
 fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> {
     for f in named {
+        let class = faultmix::canonical(f);
         let known = systems::all()
             .iter()
-            .any(|s| s.fault_classes().contains(&f.as_str()));
+            .any(|s| s.fault_classes().contains(&class));
         if !known {
             let mut all: Vec<&str> = systems::all()
                 .iter()
@@ -113,7 +116,7 @@ fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> 
                 all.join(", ")
             ));
         }
-        if !system.fault_classes().contains(&f.as_str()) {
+        if !system.fault_classes().contains(&class) {
             return Err(format!(
                 "system {} does not honour fault class {f:?} (its classes: {})",
                 system.name(),

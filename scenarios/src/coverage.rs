@@ -40,10 +40,10 @@ percsim_sim::identities! {
         PauseAtStep => ("pause_at_step", "node frozen at a named protocol point"),
         /// A client was killed.
         KillClient => ("kill_client", "client killed"),
-        /// A tablet server was killed.
-        KillTabletServer => ("kill_tablet_server", "tablet server killed"),
-        /// The oracle restarted.
-        KillOracle => ("kill_oracle", "oracle restart"),
+        /// A data server was killed.
+        KillDataServer => ("kill_data_server", "data server killed"),
+        /// The coordinator restarted.
+        KillCoordinator => ("kill_coordinator", "coordinator restart"),
         /// The liveness service restarted.
         KillLiveness => ("kill_liveness", "liveness service restart"),
         /// A tablet moved to a live server.
@@ -104,7 +104,7 @@ impl Coverage {
         use Coverage::*;
         match self {
             OwnershipMoved | StaleOwnerFenced => Scope::Pulsar,
-            Duplicated | Late | KillClient | KillTabletServer | KillOracle | Pause | Partition
+            Duplicated | Late | KillClient | KillDataServer | KillCoordinator | Pause | Partition
             | PauseAtStep => Scope::World,
             _ => Scope::Percolator,
         }
@@ -129,8 +129,8 @@ impl Coverage {
             Coverage::CrashAtStep => PercolatorEvent::CrashAtStep.counter(),
             Coverage::PauseAtStep => fault(FaultKind::PauseAtStep),
             Coverage::KillClient => fault(FaultKind::KillClient),
-            Coverage::KillTabletServer => fault(FaultKind::KillDataServer),
-            Coverage::KillOracle => fault(FaultKind::KillCoordinator),
+            Coverage::KillDataServer => fault(FaultKind::KillDataServer),
+            Coverage::KillCoordinator => fault(FaultKind::KillCoordinator),
             Coverage::KillLiveness => fault(FaultKind::KillLiveness),
             Coverage::TabletMoved => PercolatorEvent::TabletMoved.counter(),
             Coverage::Pause => fault(FaultKind::Pause),
@@ -183,7 +183,7 @@ mod tests {
             "txn.unknown.reply_lost",
             "event.crash_at_step",
             "fault.pause_at_step",
-            "fault.kill_tablet_server",
+            "fault.kill_data_server",
             "event.tablet_moved",
             "event.session_reopened",
             "client.lock_waits",

@@ -12,8 +12,8 @@ use rand_chacha::ChaCha8Rng;
 /// part of what a campaign seed means).
 pub const CLASSES: &[&str] = &[
     "kill_client",
-    "kill_tablet_server",
-    "kill_oracle",
+    "kill_data_server",
+    "kill_coordinator",
     "kill_liveness",
     "kill_master",
     "pause",
@@ -27,6 +27,22 @@ pub const CLASSES: &[&str] = &[
     "crash_at_step",
     "pause_at_step",
 ];
+
+/// The names fault classes had before they were named by the role they
+/// kill, each with its name now; `--faults` still accepts them.
+pub const OLD_NAMES: &[(&str, &str)] = &[
+    ("kill_tablet_server", "kill_data_server"),
+    ("kill_oracle", "kill_coordinator"),
+];
+
+/// The class `name` means: its name now if it is an old name of a class,
+/// else `name` itself (an unknown name stays unknown, for its error).
+pub fn canonical(name: &str) -> &str {
+    OLD_NAMES
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
 
 /// Switch the world's fault class `class` on in `world` (whose system runs
 /// `clients` clients) with an intensity in (0, 1]. A class of the world's
@@ -46,7 +62,7 @@ pub fn enable_world(
         max_duration_ms: max,
         rate: 0.0,
     };
-    let Some(kind) = FaultKind::from_name(class) else {
+    let Some(kind) = FaultKind::from_name(canonical(class)) else {
         return Err(format!(
             "unknown fault class {class:?} (classes: {})",
             CLASSES.join(", ")
@@ -55,8 +71,8 @@ pub fn enable_world(
     let r = &mut world.faults.random;
     match kind {
         FaultKind::KillClient => r.kill_client = Some(class_of(100, 1_500)),
-        FaultKind::KillDataServer => r.kill_tablet_server = Some(class_of(100, 1_500)),
-        FaultKind::KillCoordinator => r.kill_oracle = Some(class_of(50, 800)),
+        FaultKind::KillDataServer => r.kill_data_server = Some(class_of(100, 1_500)),
+        FaultKind::KillCoordinator => r.kill_coordinator = Some(class_of(50, 800)),
         FaultKind::KillLiveness => r.kill_liveness = Some(class_of(50, 800)),
         FaultKind::KillMaster => r.kill_master = Some(class_of(100, 1_500)),
         FaultKind::Pause => r.pause = Some(class_of(100, 2_500)),
@@ -115,6 +131,23 @@ mod tests {
     }
 
     #[test]
+    fn an_old_name_means_its_class_now() {
+        assert_eq!(canonical("kill_oracle"), "kill_coordinator");
+        assert_eq!(canonical("kill_tablet_server"), "kill_data_server");
+        assert_eq!(canonical("pause"), "pause");
+        assert_eq!(canonical("kill_everything"), "kill_everything");
+        for (old, new) in OLD_NAMES {
+            assert!(!CLASSES.contains(old), "{old}");
+            assert!(CLASSES.contains(new), "{new}");
+        }
+        let mut w = WorldConfig::default();
+        let mut rng = rand_core::SeedableRng::seed_from_u64(1);
+        enable_world(&mut w, 2, "kill_tablet_server", 0.5, &mut rng).unwrap();
+        assert!(w.faults.random.kill_data_server.is_some());
+        assert!(w.faults.random.kill_coordinator.is_none());
+    }
+
+    #[test]
     fn an_unknown_class_and_a_systems_own_class_are_refused() {
         let mut w = WorldConfig::default();
         let mut rng = rand_core::SeedableRng::seed_from_u64(1);
@@ -122,8 +155,8 @@ mod tests {
         assert!(e.contains("unknown fault class \"kill_everything\""), "{e}");
         let e = enable_world(&mut w, 2, "crash_at_step", 0.5, &mut rng).unwrap_err();
         assert!(e.contains("a system's own"), "{e}");
-        enable_world(&mut w, 2, "kill_oracle", 0.5, &mut rng).unwrap();
-        assert!(w.faults.random.kill_oracle.is_some());
+        enable_world(&mut w, 2, "kill_coordinator", 0.5, &mut rng).unwrap();
+        assert!(w.faults.random.kill_coordinator.is_some());
         enable_world(&mut w, 3, "clock_skew", 0.5, &mut rng).unwrap();
         assert_eq!(w.clocks.len(), 3);
     }

@@ -577,3 +577,43 @@ fn systems_lists_every_system_with_its_workloads_faults_and_planted_bugs() {
         "{t}"
     );
 }
+
+/// A fault class's old name on `--faults` still works and means the class
+/// by its name now: `kill_oracle` runs the same campaign as
+/// `kill_coordinator`, whose kills are counted as `fault.kill_coordinator`.
+#[test]
+fn an_old_fault_class_name_means_its_class_now() {
+    let run = |class: &str| {
+        let out = tmp(&format!("old-name-{class}"));
+        let jsonl = tmp(&format!("old-name-{class}.jsonl"));
+        let _ = std::fs::remove_file(&jsonl);
+        let o = percsim(&[
+            "fuzz",
+            "--system",
+            "percolator",
+            "--workload",
+            "register",
+            "--faults",
+            class,
+            "--count",
+            "8",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--jsonl",
+            jsonl.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{class}: {}", text(&o));
+        seed_lines(&[&jsonl])
+    };
+    let old = run("kill_oracle");
+    assert_eq!(old, run("kill_coordinator"));
+    let counted = |name: &str| {
+        old.values()
+            .filter(|l| l["counters"].get(name).is_some_and(|n| n.as_u64() > Some(0)))
+            .count()
+    };
+    assert!(counted("fault.kill_coordinator") > 0, "{old:?}");
+    assert_eq!(counted("fault.kill_oracle"), 0, "{old:?}");
+    assert_ne!(old, run("kill_data_server"), "the class is not ignored");
+}

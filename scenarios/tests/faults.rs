@@ -88,8 +88,8 @@ macro_rules! classes {
 
 classes!(
     kill_client,
-    kill_tablet_server,
-    kill_oracle,
+    kill_data_server,
+    kill_coordinator,
     kill_liveness,
     kill_master,
     pause,

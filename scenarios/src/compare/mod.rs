@@ -49,7 +49,7 @@ impl FaultMix {
         match self {
             FaultMix::None => {}
             FaultMix::CrashClients => r.kill_client = per_s(1.0, 500, 1_500, 0.0),
-            FaultMix::CrashCoordinator => r.kill_oracle = per_s(0.5, 200, 1_000, 0.0),
+            FaultMix::CrashCoordinator => r.kill_coordinator = per_s(0.5, 200, 1_000, 0.0),
             FaultMix::Lossy => r.packet_loss = per_s(1.0, 500, 2_000, 0.1),
         }
         r

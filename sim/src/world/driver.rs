@@ -536,7 +536,7 @@ fn roll_kills(
 ) {
     for (class, role) in [
         (&r.kill_client, Role::Client),
-        (&r.kill_tablet_server, Role::DataServer),
+        (&r.kill_data_server, Role::DataServer),
     ] {
         if let Some(c) = fire(class, rng)
             && let Some(node) = pick(nodes, role, rng)
@@ -548,7 +548,7 @@ fn roll_kills(
         }
     }
     for (class, role) in [
-        (&r.kill_oracle, Role::Coordinator),
+        (&r.kill_coordinator, Role::Coordinator),
         (&r.kill_liveness, Role::Liveness),
         (&r.kill_master, Role::Master),
     ] {

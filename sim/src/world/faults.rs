@@ -126,10 +126,14 @@ pub struct FaultClass {
 pub struct RandomFaults {
     /// Kill a random client (restarted after the duration).
     pub kill_client: Option<FaultClass>,
-    /// Kill a random tablet server (its tablets move; restarted after).
-    pub kill_tablet_server: Option<FaultClass>,
-    /// Kill the oracle (restarted after the duration).
-    pub kill_oracle: Option<FaultClass>,
+    /// Kill a random data server (its data moves; restarted after). The
+    /// name it had before, `kill_tablet_server`, still loads.
+    #[serde(alias = "kill_tablet_server")]
+    pub kill_data_server: Option<FaultClass>,
+    /// Kill the coordinator (restarted after the duration). The name it
+    /// had before, `kill_oracle`, still loads.
+    #[serde(alias = "kill_oracle")]
+    pub kill_coordinator: Option<FaultClass>,
     /// Kill the liveness service (all sessions lost).
     pub kill_liveness: Option<FaultClass>,
     /// Kill the master.
@@ -163,8 +167,8 @@ impl RandomFaults {
     pub fn kinds(&self) -> Vec<(FaultKind, &FaultClass)> {
         [
             (FaultKind::KillClient, &self.kill_client),
-            (FaultKind::KillDataServer, &self.kill_tablet_server),
-            (FaultKind::KillCoordinator, &self.kill_oracle),
+            (FaultKind::KillDataServer, &self.kill_data_server),
+            (FaultKind::KillCoordinator, &self.kill_coordinator),
             (FaultKind::KillLiveness, &self.kill_liveness),
             (FaultKind::KillMaster, &self.kill_master),
             (FaultKind::Pause, &self.pause),
@@ -185,8 +189,8 @@ impl RandomFaults {
     pub fn class_mut(&mut self, kind: FaultKind) -> Option<&mut Option<FaultClass>> {
         Some(match kind {
             FaultKind::KillClient => &mut self.kill_client,
-            FaultKind::KillDataServer => &mut self.kill_tablet_server,
-            FaultKind::KillCoordinator => &mut self.kill_oracle,
+            FaultKind::KillDataServer => &mut self.kill_data_server,
+            FaultKind::KillCoordinator => &mut self.kill_coordinator,
             FaultKind::KillLiveness => &mut self.kill_liveness,
             FaultKind::KillMaster => &mut self.kill_master,
             FaultKind::Pause => &mut self.pause,
@@ -290,5 +294,29 @@ impl FaultClass {
             ));
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kill class by the role it kills; the names the classes had before
+    /// still load, and save as the new names.
+    #[test]
+    fn kill_classes_load_by_their_old_names_too() {
+        let class = r#"{"probability": 0.1, "min_duration_ms": 1, "max_duration_ms": 2}"#;
+        let old = format!(r#"{{"kill_tablet_server": {class}, "kill_oracle": {class}}}"#);
+        let new = format!(r#"{{"kill_data_server": {class}, "kill_coordinator": {class}}}"#);
+        let a: RandomFaults = serde_json::from_str(&old).unwrap();
+        let b: RandomFaults = serde_json::from_str(&new).unwrap();
+        assert_eq!(a, b);
+        assert!(a.kill_data_server.is_some() && a.kill_coordinator.is_some());
+        let saved = serde_json::to_string(&a).unwrap();
+        assert!(saved.contains("\"kill_data_server\""), "{saved}");
+        assert!(!saved.contains("kill_tablet_server"), "{saved}");
+        let names: Vec<&str> = a.classes().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["kill_data_server", "kill_coordinator"]);
+        assert!(serde_json::from_str::<RandomFaults>(r#"{"kill_tablets": null}"#).is_err());
     }
 }

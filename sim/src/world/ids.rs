@@ -75,9 +75,9 @@ identities! {
         /// Kill a client.
         KillClient => ("kill_client", "kill a client (restarted later)"),
         /// Kill a data server.
-        KillDataServer => ("kill_tablet_server", "kill a data server (its data moves; restarted later)"),
+        KillDataServer => ("kill_data_server", "kill a data server (its data moves; restarted later)"),
         /// Kill the coordinator.
-        KillCoordinator => ("kill_oracle", "kill the coordinator (restarted later)"),
+        KillCoordinator => ("kill_coordinator", "kill the coordinator (restarted later)"),
         /// Kill the liveness service.
         KillLiveness => ("kill_liveness", "kill the liveness service (all sessions lost)"),
         /// Kill the master.

@@ -39,12 +39,15 @@ fn workloads(mix: &Mix) -> Vec<String> {
 }
 
 /// The fault classes a campaign of `mix` draws from: the named ones, else
-/// every class Percolator honours.
+/// every class Percolator honours (by their names now, old names mapped).
 fn faults(mix: &Mix) -> Vec<String> {
     if mix.faults.is_empty() {
         faultmix::CLASSES.iter().map(|s| s.to_string()).collect()
     } else {
-        mix.faults.clone()
+        mix.faults
+            .iter()
+            .map(|f| faultmix::canonical(f).to_string())
+            .collect()
     }
 }
 

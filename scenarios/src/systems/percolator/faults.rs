@@ -19,7 +19,7 @@ pub fn enable(
     intensity: f64,
     rng: &mut ChaCha8Rng,
 ) -> Result<(), String> {
-    match FaultKind::from_name(class) {
+    match FaultKind::from_name(faultmix::canonical(class)) {
         Some(FaultKind::CrashAtStep) => crash_at_steps(cluster, intensity, rng),
         Some(FaultKind::PauseAtStep) => pause_at_steps(cluster, intensity, rng),
         _ => return faultmix::enable_world(world, cluster.clients, class, intensity, rng),
@@ -30,7 +30,7 @@ pub fn enable(
 /// The history event (kind) that shows a class really fired, and for kills
 /// the node-name prefix it must name.
 pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
-    let Some(kind) = FaultKind::from_name(class) else {
+    let Some(kind) = FaultKind::from_name(faultmix::canonical(class)) else {
         return (EventKind::Kill.name(), None);
     };
     let (event, prefix) = match kind {
@@ -199,7 +199,7 @@ mod tests {
         let mut rng = rand_core::SeedableRng::seed_from_u64(1);
         let e = enable(&mut w, &mut c, "kill_everything", 0.5, &mut rng).unwrap_err();
         assert!(e.contains("unknown fault class \"kill_everything\""), "{e}");
-        enable(&mut w, &mut c, "kill_oracle", 0.5, &mut rng).unwrap();
-        assert!(w.faults.random.kill_oracle.is_some());
+        enable(&mut w, &mut c, "kill_coordinator", 0.5, &mut rng).unwrap();
+        assert!(w.faults.random.kill_coordinator.is_some());
     }
 }

@@ -26,8 +26,8 @@ pub const PULSAR_WORKLOADS: &[&str] = &["stream", "stream-pipeline"];
 /// its named points.
 pub const PULSAR_CLASSES: &[&str] = &[
     "kill_client",
-    "kill_tablet_server",
-    "kill_oracle",
+    "kill_data_server",
+    "kill_coordinator",
     "pause",
     "stall",
     "partition",
@@ -66,7 +66,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
             continue;
         }
         let intensity = rng.random_range(0.0..1.0);
-        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| f == class) {
+        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
             // Drawn all the same, so the other classes keep their draws.
             continue;
         }

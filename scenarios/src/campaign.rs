@@ -4,8 +4,8 @@
 //! ([`crate::system::SystemDef::generate`]); the campaign's choices of
 //! systems, workloads, fault classes and planted bugs are a [`Mix`].
 
-pub use crate::judge::{Judged, SeedResult, Verdict, judge};
 use crate::faultmix;
+pub use crate::judge::{Judged, SeedResult, Verdict, judge};
 use crate::scenario::Scenario;
 pub use crate::system::Mix;
 use crate::system::SystemDef;

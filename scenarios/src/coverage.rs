@@ -104,8 +104,8 @@ impl Coverage {
         use Coverage::*;
         match self {
             OwnershipMoved | StaleOwnerFenced => Scope::Pulsar,
-            Duplicated | Late | KillClient | KillDataServer | KillCoordinator | Pause | Partition
-            | PauseAtStep => Scope::World,
+            Duplicated | Late | KillClient | KillDataServer | KillCoordinator | Pause
+            | Partition | PauseAtStep => Scope::World,
             _ => Scope::Percolator,
         }
     }

@@ -610,7 +610,11 @@ fn an_old_fault_class_name_means_its_class_now() {
     assert_eq!(old, run("kill_coordinator"));
     let counted = |name: &str| {
         old.values()
-            .filter(|l| l["counters"].get(name).is_some_and(|n| n.as_u64() > Some(0)))
+            .filter(|l| {
+                l["counters"]
+                    .get(name)
+                    .is_some_and(|n| n.as_u64() > Some(0))
+            })
             .count()
     };
     assert!(counted("fault.kill_coordinator") > 0, "{old:?}");

@@ -266,6 +266,7 @@ impl Summary {
                 if r.system.is_empty() {
                     r.system = system_of_workload(&r.workload);
                 }
+                rename_old_counters(&mut r);
                 if seen.entry(r.system.clone()).or_default().insert(r.seed) {
                     wall_ms += r.wall_ms;
                     summary.add(&r);
@@ -274,6 +275,16 @@ impl Summary {
         }
         summary.wall = Duration::from_millis(wall_ms);
         Ok(summary)
+    }
+}
+
+/// A seed line written before the fault classes were named by role counts
+/// their kills under the old names: count them under the new ones.
+fn rename_old_counters(r: &mut SeedResult) {
+    for (old, new) in crate::faultmix::OLD_NAMES {
+        if let Some(n) = r.counters.remove(&format!("fault.{old}")) {
+            *r.counters.entry(format!("fault.{new}")).or_default() += n;
+        }
     }
 }
 
@@ -484,6 +495,16 @@ mod tests {
         )])
         .unwrap();
         assert_eq!(s.systems.keys().collect::<Vec<_>>(), vec!["pulsar"]);
+        // Its kills under a class's old name count under the new one.
+        let mut old = serde_json::to_value(result(10, Verdict::Pass)).unwrap();
+        old["counters"] = serde_json::json!({"fault.kill_oracle": 2});
+        let s = Summary::merge_jsonl(vec![(
+            "old.jsonl".to_string(),
+            format!("{old}\n").as_bytes(),
+        )])
+        .unwrap();
+        assert_eq!(s.counters.get("fault.kill_coordinator"), Some(&2));
+        assert!(!s.counters.contains_key("fault.kill_oracle"));
         let bad = Summary::merge_jsonl(vec![("c.jsonl".to_string(), "{}\n".as_bytes())]);
         assert!(bad.unwrap_err().starts_with("c.jsonl:1: not a seed result"));
     }

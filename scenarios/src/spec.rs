@@ -7,13 +7,11 @@ use std::fmt::Debug;
 
 /// One system's part of a scenario: its cluster and workload, typed by the
 /// system. The core sees it through this trait; the system's own tools
-/// reach the typed value with [`SystemSpec::as_any`].
-pub trait SystemSpec: Send + Sync + Debug + 'static {
+/// reach the typed value with [`SpecValue::as_any`].
+pub trait SystemSpec: SpecValue + Send + Sync + Debug + 'static {
     /// The name of the system it belongs to (its [`crate::system::SystemDef`]
     /// in the registry).
     fn system(&self) -> &'static str;
-    /// A copy.
-    fn clone_box(&self) -> Box<dyn SystemSpec>;
     /// Its section of a scenario file, as JSON.
     fn section(&self) -> serde_json::Value;
     /// Its workload, as a scenario file's `workload` object.
@@ -36,10 +34,32 @@ pub trait SystemSpec: Send + Sync + Debug + 'static {
     fn expectations(&self) -> bool {
         false
     }
+}
+
+/// What every [`SystemSpec`] has by being a cloneable value: a copy, and
+/// the typed value for the system's own tools. Implemented for every
+/// `SystemSpec` that is `Clone`, so a system writes none of it.
+pub trait SpecValue {
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn SystemSpec>;
     /// The typed value, for the system's own tools.
     fn as_any(&self) -> &dyn Any;
     /// The typed value, mutable.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: SystemSpec + Clone> SpecValue for T {
+    fn clone_box(&self) -> Box<dyn SystemSpec> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
 impl Clone for Box<dyn SystemSpec> {

@@ -14,7 +14,7 @@
 
 use crate::error::ScenarioError;
 use crate::scenario::Scenario;
-pub use crate::spec::SystemSpec;
+pub use crate::spec::{SpecValue, SystemSpec};
 use percsim_sim::{ConfigError, RunOutput, WorldConfig};
 
 /// A system the testbed can run, by name: what its scenarios look like and

@@ -17,7 +17,6 @@ use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
 use crate::systems::percolator::workloads::WorkloadSpec;
 use percsim_protocol::percolator::Ablation;
 use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, RunOutput, WorldConfig};
-use std::any::Any;
 use std::collections::BTreeMap;
 
 /// Percolator in the registry.
@@ -165,10 +164,6 @@ impl SystemSpec for PercolatorSpec {
         NAME
     }
 
-    fn clone_box(&self) -> Box<dyn SystemSpec> {
-        Box::new(self.clone())
-    }
-
     fn section(&self) -> serde_json::Value {
         serde_json::to_value(&self.cluster).unwrap_or_default()
     }
@@ -202,13 +197,5 @@ impl SystemSpec for PercolatorSpec {
 
     fn expectations(&self) -> bool {
         matches!(self.workload, WorkloadSpec::Script(_))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -16,7 +16,6 @@ use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
 use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
-use std::any::Any;
 use std::sync::Arc;
 use workloads::{Stream, StreamPipeline};
 
@@ -195,10 +194,6 @@ impl SystemSpec for PulsarSpec {
         NAME
     }
 
-    fn clone_box(&self) -> Box<dyn SystemSpec> {
-        Box::new(self.clone())
-    }
-
     fn section(&self) -> serde_json::Value {
         serde_json::to_value(&self.cluster).unwrap_or_default()
     }
@@ -224,13 +219,5 @@ impl SystemSpec for PulsarSpec {
     ) -> Result<RunOutput, ConfigError> {
         let w = self.workload.build();
         percsim_sim::run_pulsar(world, &self.cluster, seed, w, description)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

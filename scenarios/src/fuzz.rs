@@ -81,15 +81,16 @@ impl Options {
     pub fn seed_at(&self, i: u64) -> (&'static dyn SystemDef, u64) {
         let (k, n) = (self.shard.index, self.shard.count);
         let mut j = (k - 1) + i * n;
+        let mut last = (systems::default_system(), 0);
         for (system, count) in self.split() {
             if j < count {
                 return (system, self.start + j);
             }
             j -= count;
+            last = (system, count);
         }
-        // Past the end: the last system's seeds go on.
-        let (system, count) = self.split().pop().unwrap_or((systems::default_system(), 0));
-        (system, self.start + count + j)
+        // Past the end (`i` beyond `seed_count()`): the last system's seeds go on.
+        (last.0, self.start + last.1 + j)
     }
 
     /// How many seeds of the range each system runs, in the mix's order:

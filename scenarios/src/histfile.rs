@@ -218,8 +218,10 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
 /// The system of a capsule's scenario, if its runs are judged on a stream
 /// history.
 fn stream_system(capsule: &serde_json::Value) -> Option<&'static str> {
-    let scenario = crate::Scenario::from_value(capsule.get("scenario")?.clone()).ok()?;
-    let def = crate::systems::find(scenario.system()).ok()?;
+    let def = match capsule.pointer("/scenario/system") {
+        Some(name) => crate::systems::find(name.as_str()?).ok()?,
+        None => crate::systems::default_system(),
+    };
     (def.history_format() == percsim_checker::stream::STREAM_FORMAT).then(|| def.name())
 }
 

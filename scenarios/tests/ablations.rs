@@ -72,12 +72,12 @@ fn roll_forward_reader_ts() {
 /// Losing rollback records harms only if a prewrite of the primary lands
 /// after a reader rolled the transaction back, and its owner then commits
 /// there while a secondary stays rolled back (or a reader's snapshot read
-/// around the rollback). Since session 8 a commit requests every lock at
-/// once and a caller may wait up to 3 s for a reply, so a reader can meet
+/// around the rollback). Since commits 39ce4da and 53539cc a commit requests every lock
+/// at once and a caller may wait up to 3 s for a reply, so a reader can meet
 /// a secondary's lock and roll the transaction back while the primary's
 /// prewrite is still on its way: 102 of seeds 0..5000 fail (2%; was about
 /// 0.1%), the first at seed 0. At 2% a seed, 89 of the 500 runs of ten
-/// seeds in 0..5000 hold a failure: the bound of 10 (issue 10's target)
+/// seeds in 0..5000 hold a failure: the bound of 10 (the target)
 /// holds for seeds 0..10 mostly by luck, and a change of schedules can
 /// move it (the mean gap between failures is 49 seeds).
 #[test]

@@ -76,7 +76,7 @@ fn dead_owner(seed: u64) -> Scenario {
 }
 
 /// About 3% of seeds line the three events up (5 of seeds 0..200 before
-/// issue 15's time-out change, the first at 14; 6 after it, the first at 69).
+/// the change to one timer per time-out, 53c530e, the first at 14; 6 after it, the first at 69).
 #[test]
 fn a_dead_clients_late_prewrite_reaches_the_tablet_server() {
     for seed in 0..100 {
@@ -267,7 +267,7 @@ fn a_prewrite_sent_before_the_client_died_still_locks() {
 /// store never re-locks a rolled-back cell nor commits on one) and every
 /// seed passes; without them some seed commits a transaction that a
 /// reader already rolled back, and the counters show the re-lock and the
-/// commit on it. (Seeds 0..400 since the world's own transport, session 7:
+/// commit on it. (Seeds 0..400 since the world's own transport, 4243c04:
 /// one fails, seed 320; 0..60 held one before it.)
 #[test]
 fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record() {

@@ -89,8 +89,8 @@ fn every_failing_capsule_of_an_ablation_campaign_rechecks_the_same_offline() {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("percsim-offline-recheck-{}", std::process::id()));
     // no-write-conflict-check loses a put's data in about one failing seed
-    // in five: seeds 5 and 12 before issue 15's time-out change, 32 and 34
-    // first after it.
+    // in five: seeds 5 and 12 before the change to one timer per time-out
+    // (53c530e), 32 and 34 first after it.
     let campaign = [
         (Ablation::NoWriteConflictCheck, 0..36),
         (Ablation::CommitWithoutLockCheck, 0..6),

@@ -90,7 +90,7 @@ fn a_pulsar_scenario_refuses_a_percolator_workload_and_bad_settings() {
 
 /// The world's network carries Pulsar's requests too: duplicated and
 /// held-back copies that reach a broker are counted there, so coverage can
-/// see them (they were delivered but never counted before session 6).
+/// see them (they were delivered but never counted before commit 0fbdb7b).
 #[test]
 fn pulsar_brokers_count_the_late_and_duplicated_copies_they_receive() {
     use percsim_scenarios::systems::pulsar::campaign::{PULSAR_SEED_BASE, generate};

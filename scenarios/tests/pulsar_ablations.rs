@@ -72,8 +72,8 @@ fn commit_before_log_durable_is_a_lost_write() {
 
 /// The markers' race tears the transaction, which a processor's
 /// transaction shows as an exactly-once violation (a committed input whose
-/// output is not committed exactly once). Since issue 15's time-out change
-/// the first failure (seed 67) shows only the latter; before, both at once.
+/// output is not committed exactly once). Since the change to one timer
+/// per time-out (53c530e) the first failure (seed 67) shows only the latter; before, both at once.
 #[test]
 fn timeout_races_commit_tears_a_transaction() {
     caught_as(

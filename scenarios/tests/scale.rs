@@ -25,7 +25,7 @@ fn counter(out: &percsim_sim::RunOutput, key: &str) -> u64 {
 /// madsim's own RPC handler takes in one request of a kind per simulated
 /// ms; with it, the oracle and the master capped the cluster near 1,000
 /// requests per simulated second and time-outs cascaded into "unavailable"
-/// aborts (issue 16). 48 clients keep more than 2,000 oracle requests per
+/// aborts (fixed in 051291d). 48 clients keep more than 2,000 oracle requests per
 /// second in flight: all must be served, none may time out.
 #[test]
 fn the_oracle_serves_more_than_one_request_per_simulated_ms() {

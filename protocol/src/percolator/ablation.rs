@@ -43,7 +43,7 @@ pub enum Ablation {
 }
 
 impl Ablation {
-    /// Every ablation, in the order of the issue that defined them.
+    /// Every ablation, in the order they were defined.
     pub const ALL: [Ablation; 15] = [
         Ablation::GetIgnoresLocks,
         Ablation::NoWriteConflictCheck,

@@ -25,7 +25,7 @@ pub enum PulsarAblation {
 }
 
 impl PulsarAblation {
-    /// Every ablation, in the order of the issue that defined them.
+    /// Every ablation, in the order they were defined.
     pub const ALL: [PulsarAblation; 6] = [
         PulsarAblation::MarkerByProducerEpoch,
         PulsarAblation::ReplayIgnoresAborted,

@@ -26,6 +26,7 @@ pub mod watchdog;
 pub use clock::ClockSkew;
 pub use driver::FaultControl;
 pub use net::{Carried, NetFaults};
+pub use serve::{serve, serve_counting};
 pub use system::{
     BoxFuture, MAX_PHASE_MS, NodeInit, NodeNames, NodeSpec, System, Tenant, Unsettled, WorldConfig,
     WorldError,

@@ -126,6 +126,21 @@ fn the_toy_section_and_workload_errors_name_the_field() {
             "toy.ablations[0]: unknown planted bug \"no-such-bug\"",
         ),
         (
+            "/toy/crashes/0/restart_after_ms",
+            serde_json::json!(4_000_000),
+            "toy.crashes[0].restart_after_ms: more than one simulated hour",
+        ),
+        (
+            "/workload/key",
+            serde_json::json!(""),
+            "workload.key: must not be empty",
+        ),
+        (
+            "/workload/think_ms",
+            serde_json::json!(4_000_000),
+            "workload.think_ms: more than one simulated hour",
+        ),
+        (
             "/workload/write_fraction",
             serde_json::json!(1.5),
             "workload.write_fraction: must be between 0 and 1, found 1.5",

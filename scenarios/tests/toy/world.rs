@@ -308,12 +308,12 @@ async fn primary(shared: Arc<Shared>) {
         gate: futures::lock::Mutex::new(()),
     });
     let m = me.clone();
-    percsim_sim::world::serve_counting(&port, move |req: WriteReq| {
+    percsim_sim::world::serve::serve_counting(&port, move |req: WriteReq| {
         let m = m.clone();
         async move { m.write(req).await }
     });
     let m = me.clone();
-    percsim_sim::world::serve_counting(&port, move |_: ReadReq| {
+    percsim_sim::world::serve::serve_counting(&port, move |_: ReadReq| {
         let m = m.clone();
         async move { m.read() }
     });

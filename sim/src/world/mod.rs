@@ -17,7 +17,7 @@ mod net_tests;
 pub mod phases;
 pub mod port;
 pub mod recorder;
-pub(crate) mod serve;
+pub mod serve;
 mod system;
 #[cfg(test)]
 mod toy;
@@ -26,7 +26,6 @@ pub mod watchdog;
 pub use clock::ClockSkew;
 pub use driver::FaultControl;
 pub use net::{Carried, NetFaults};
-pub use serve::{serve, serve_counting};
 pub use system::{
     BoxFuture, MAX_PHASE_MS, NodeInit, NodeNames, NodeSpec, System, Tenant, Unsettled, WorldConfig,
     WorldError,

@@ -10,7 +10,8 @@ mod toy;
 use percsim_scenarios::campaign::{Mix, Verdict};
 use percsim_scenarios::capsule::Capsule;
 use percsim_scenarios::fuzz::{self, Options};
-use percsim_scenarios::histfile::check_capsule;
+use percsim_scenarios::histfile::{self, check_capsule};
+use percsim_scenarios::report;
 use percsim_scenarios::scenario::Scenario;
 use percsim_scenarios::system::SystemDef;
 use percsim_scenarios::systems;
@@ -44,6 +45,8 @@ fn out_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// Run a campaign of seeds `0..seeds`; without shrinking, each seed runs
+/// twice and a difference in the history is a nondeterministic verdict.
 fn campaign(seeds: u64, mix: Mix, out: PathBuf, shrink_budget: usize) -> fuzz::Summary {
     let opts = Options {
         start: 0,
@@ -52,6 +55,7 @@ fn campaign(seeds: u64, mix: Mix, out: PathBuf, shrink_budget: usize) -> fuzz::S
         mix,
         out,
         shrink_budget,
+        check_determinism: shrink_budget == 0,
         progress: false,
         ..Options::default()
     };
@@ -292,6 +296,11 @@ fn the_planted_bug_is_caught_capsuled_and_shrunk() {
     assert_eq!(replayed.result.violated_rules, failure.violated_rules);
     let mut report = Vec::new();
     assert_eq!(check_capsule(&path, false, &mut report), 1);
+    let page = report::html(&histfile::load(&path).unwrap(), &path.display().to_string());
+    assert!(page.contains("<svg"), "the report draws the timeline");
+    for rule in &failure.violated_rules {
+        assert!(page.contains(rule.as_str()), "the report names {rule}");
+    }
     // The generic shrink kept a scenario that fails the same way and is no
     // bigger than the one drawn.
     let shrunk = capsule.shrunk.expect("a shrunk scenario");

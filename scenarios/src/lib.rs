@@ -18,6 +18,7 @@ pub mod regress;
 pub mod report;
 pub mod scenario;
 mod shard;
+pub mod shrink;
 mod spec;
 mod summary;
 pub mod system;

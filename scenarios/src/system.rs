@@ -83,8 +83,11 @@ pub trait SystemDef: Send + Sync + 'static {
     /// `opts.only` (every one when empty) and without any, print the table
     /// to standard output; the exit code is 0 when the faithful protocol
     /// passed and every planted bug was caught, 1 otherwise. An unknown
-    /// name is an error.
-    fn kill_table(&self, opts: &KillTable) -> Result<i32, String>;
+    /// name is an error. Optional: by default an error saying the system
+    /// has none (`percsim ablations` then refuses it by name).
+    fn kill_table(&self, _opts: &KillTable) -> Result<i32, String> {
+        Err(format!("system {} has no kill table", self.name()))
+    }
     /// Its scenario of `percsim compare`'s job (the document pipeline of
     /// [`crate::compare::DOCUMENTS`] documents) in a world set up by
     /// `world` (the comparison's fault mix and phase), with `seed`; `None`
@@ -98,14 +101,19 @@ pub trait SystemDef: Send + Sync + 'static {
     }
     /// Shrink the failing campaign scenario of `seed`: simplify it while
     /// `still_fails` holds, within `budget` runs; returns the smallest
-    /// scenario found and the runs it took.
+    /// scenario found and the runs it took. By default the generic shrink
+    /// ([`crate::shrink::world`]) of the scenario [`SystemDef::generate`]
+    /// draws: it simplifies the `world` section only (timed faults, random
+    /// fault classes, clocks, the workload phase's length).
     fn shrink(
         &self,
         seed: u64,
         mix: &Mix,
         still_fails: &mut dyn FnMut(&Scenario) -> bool,
         budget: usize,
-    ) -> (Scenario, usize);
+    ) -> (Scenario, usize) {
+        crate::shrink::world(&self.generate(seed, mix), still_fails, budget)
+    }
 }
 
 /// Which systems, workloads, fault classes and planted bugs a campaign

@@ -140,6 +140,22 @@ fn no_code_outside_the_registry_and_the_systems_names_a_system() {
     );
 }
 
+/// The test toy (`scenarios/tests/toy/`, outside the scanned `src/`
+/// folders: it is no system of the crates) reaches the testbed through the
+/// generic interface only: its code names no built-in system.
+#[test]
+fn the_test_toy_names_no_built_in_system() {
+    let root = root();
+    let mut files = Vec::new();
+    rust_files(&root.join("scenarios/tests/toy"), &mut files);
+    assert!(!files.is_empty(), "the toy's folder has its code");
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read");
+        let lines = naming_lines(&text);
+        assert!(lines.is_empty(), "{}: {lines:?}", f.display());
+    }
+}
+
 #[test]
 fn the_scan_sees_code_and_skips_comments() {
     let text =

@@ -17,7 +17,7 @@ mod net_tests;
 pub mod phases;
 pub mod port;
 pub mod recorder;
-pub(crate) mod serve;
+pub mod serve;
 mod system;
 #[cfg(test)]
 mod toy;

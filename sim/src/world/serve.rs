@@ -26,8 +26,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 /// Serve requests of kind `R` at `ep` with `handler`, in a task of this
-/// node (see the module's docs).
-pub(crate) fn serve<R, F, Fut>(ep: &Port, handler: F)
+/// node (see the module's docs). Public for systems that live outside this
+/// crate (a test's system).
+pub fn serve<R, F, Fut>(ep: &Port, handler: F)
 where
     R: Request,
     F: Fn(R) -> Fut + Send + Sync + 'static,
@@ -38,7 +39,8 @@ where
 
 /// [`serve`] that counts, as [`serve_costed`] does, a late or duplicated
 /// copy of a request when it reaches this receiver ([`World::delivered`]).
-pub(crate) fn serve_counting<R, F, Fut>(ep: &Port, handler: F)
+/// Public for systems that live outside this crate.
+pub fn serve_counting<R, F, Fut>(ep: &Port, handler: F)
 where
     R: Request,
     F: Fn(R) -> Fut + Send + Sync + 'static,

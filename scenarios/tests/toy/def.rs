@@ -1,0 +1,192 @@
+//! The toy as a system of the testbed: its [`SystemDef`] (what its
+//! scenarios look like, what a campaign draws for it) and its
+//! [`SystemSpec`] (its part of one scenario). Shrinking and the kill table
+//! are the interface's defaults: the generic shrink of the `world` section,
+//! and no kill table.
+
+use super::config::{CrashAt, ReadWrite, ToyConfig, ToyWorkload};
+use super::protocol::{ToyAblation, ToyPoint};
+use super::world;
+use percsim_scenarios::campaign::Mix;
+use percsim_scenarios::faultmix;
+use percsim_scenarios::scenario::{Scenario, ScenarioError, typed, typed_workload};
+use percsim_scenarios::system::{SystemDef, SystemSpec, config_error};
+use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+/// The toy in a registry (registered at run time by its test).
+pub static TOY: ToyDef = ToyDef;
+
+/// The toy's [`SystemDef`].
+pub struct ToyDef;
+
+/// The name the toy is known by: a scenario file's `"system"` and the key
+/// of its section.
+pub const NAME: &str = "toy";
+
+/// The world's fault classes the toy honours, and its own `crash_at_step`
+/// (the primary killed at one of its named points). It has no coordinator,
+/// liveness service, master, sessions or clocks.
+pub const TOY_CLASSES: &[&str] = &[
+    "kill_client",
+    "kill_data_server",
+    "pause",
+    "stall",
+    "partition",
+    "packet_loss",
+    "latency",
+    "duplicate",
+    "crash_at_step",
+];
+
+/// A toy scenario's own part: the cluster and the workload.
+#[derive(Debug, Clone)]
+pub struct ToySpec {
+    /// The cluster (a scenario file's `toy` section).
+    pub cluster: ToyConfig,
+    /// The workload.
+    pub workload: ToyWorkload,
+}
+
+/// The toy part of `s`, if it runs the toy.
+pub fn spec(s: &Scenario) -> Option<&ToySpec> {
+    s.spec.as_any().downcast_ref()
+}
+
+impl SystemDef for ToyDef {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self) -> &'static str {
+        "a single-key register behind one primary: the example system of docs/adding-a-system.md"
+    }
+
+    fn parse(
+        &self,
+        section: Option<serde_json::Value>,
+        workload: serde_json::Value,
+    ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
+        let cluster = match section {
+            None => ToyConfig::default(),
+            Some(v) => typed(NAME, v)?,
+        };
+        let workload = typed_workload(self, workload)?;
+        Ok(Box::new(ToySpec { cluster, workload }))
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["read-write"]
+    }
+
+    fn campaign_workloads(&self) -> &'static [&'static str] {
+        self.workloads()
+    }
+
+    fn fault_classes(&self) -> &'static [&'static str] {
+        TOY_CLASSES
+    }
+
+    fn ablations(&self) -> Vec<(&'static str, &'static str)> {
+        ToyAblation::ALL
+            .iter()
+            .map(|a| (a.name(), a.describe()))
+            .collect()
+    }
+
+    fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
+        generate(seed, mix)
+    }
+}
+
+impl SystemSpec for ToySpec {
+    fn system(&self) -> &'static str {
+        NAME
+    }
+
+    fn section(&self) -> serde_json::Value {
+        serde_json::to_value(&self.cluster).unwrap_or_default()
+    }
+
+    fn workload(&self) -> serde_json::Value {
+        serde_json::to_value(&self.workload).unwrap_or_default()
+    }
+
+    fn workload_name(&self) -> &'static str {
+        self.workload.name()
+    }
+
+    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
+        world::validate(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
+        self.workload.validate().map_err(ScenarioError::Invalid)
+    }
+
+    fn run(
+        &self,
+        world: &WorldConfig,
+        seed: u64,
+        description: serde_json::Value,
+    ) -> Result<RunOutput, ConfigError> {
+        world::run(world, &self.cluster, &self.workload, seed, description)
+    }
+}
+
+/// The toy scenario of `seed`, drawn from `mix`: 1-4 clients, a workload
+/// phase of 0.5-2 s, each fault class of the mix (every one of
+/// [`TOY_CLASSES`] when it names none) on with probability one half, the
+/// mix's planted bugs of the toy switched on. Every draw is made whichever
+/// classes are named, so leaving one out leaves the rest as they were.
+pub fn generate(seed: u64, mix: &Mix) -> Scenario {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x746f_79);
+    let clients = rng.random_range(1..=4);
+    let mut world = WorldConfig {
+        run_ms: rng.random_range(500..=2_000),
+        quiesce_ms: 10_000,
+        ..WorldConfig::default()
+    };
+    let mut cluster = ToyConfig {
+        clients,
+        persist_ms: rng.random_range(1..=10),
+        ablations: ToyAblation::ALL
+            .iter()
+            .copied()
+            .filter(|a| mix.ablations.iter().any(|n| n == a.name()))
+            .collect(),
+        ..ToyConfig::default()
+    };
+    for class in TOY_CLASSES {
+        if !rng.random_bool(0.5) {
+            continue;
+        }
+        let intensity = rng.random_range(0.0..1.0);
+        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
+            continue;
+        }
+        if *class == "crash_at_step" {
+            cluster.crashes = crashes(intensity, &mut rng);
+        } else {
+            // Every other class of the list is one of the world's.
+            let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+        }
+    }
+    let workload = ToyWorkload::ReadWrite(ReadWrite {
+        write_fraction: rng.random_range(0.2..0.8),
+        think_ms: rng.random_range(1..=20),
+        ..ReadWrite::default()
+    });
+    Scenario::of(seed, world, Box::new(ToySpec { cluster, workload }))
+}
+
+/// One to three crashes of the primary at its named points.
+fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
+    let n = 1 + (intensity * 2.0) as usize;
+    (0..n)
+        .map(|_| CrashAt {
+            point: ToyPoint::ALL[rng.random_range(0..ToyPoint::ALL.len())],
+            nth: rng.random_range(1..=10),
+            restart_after_ms: rng.random_range(20..=500),
+        })
+        .collect()
+}

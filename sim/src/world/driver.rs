@@ -2,6 +2,8 @@
 //! tick, undoes faults when their time is up, and heals everything at the
 //! end of the workload phase. Every fault is recorded as a history event.
 
+pub use crate::world::control::FaultControl;
+use crate::world::control::Injector;
 use crate::world::faults::{FAULT_TICK_MS, Fault, FaultClass, RandomFaults};
 use crate::world::ids::{EventKind, FaultKind, Role};
 use crate::world::port::LinkFaults;
@@ -651,24 +653,19 @@ fn roll(
     out
 }
 
-/// Lets a system's driver task inject faults and look at the world while
-/// it runs (the `script` workload pauses, resumes and kills nodes at exact
-/// steps and waits for nodes to be up). Reading never changes the
-/// schedule: no message is sent, no task is woken.
-pub struct FaultControl {
-    faults: SharedFaults,
+impl FaultControl {
+    /// A control over the faults of one run.
+    pub(crate) fn new(faults: SharedFaults) -> Self {
+        FaultControl::over(Arc::new(Controls(faults)))
+    }
 }
 
-impl FaultControl {
-    pub(crate) fn new(faults: SharedFaults) -> Self {
-        FaultControl { faults }
-    }
+/// What a [`FaultControl`] does, on the run's shared fault state.
+struct Controls(SharedFaults);
 
-    /// Apply `fault` now. After the workload phase only restarts and
-    /// resumes are applied (the healed phase is fault-free): any other
-    /// fault is refused and recorded as a `fault_refused` event.
-    pub fn inject(&self, fault: &Fault) {
-        let mut faults = lock_faults(&self.faults);
+impl Injector for Controls {
+    fn inject(&self, fault: &Fault) {
+        let mut faults = lock_faults(&self.0);
         if faults.world.stopping() && !fault.heals() {
             let fields = json!({
                 "fault": serde_json::to_value(fault).unwrap_or_default(),
@@ -680,21 +677,18 @@ impl FaultControl {
         faults.apply(fault);
     }
 
-    /// Whether `node` is up: neither killed nor paused.
-    pub fn node_up(&self, node: &str) -> bool {
-        !lock_faults(&self.faults).is_down(node)
+    fn node_up(&self, node: &str) -> bool {
+        !lock_faults(&self.0).is_down(node)
     }
 
-    /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
-    pub fn counter(&self, name: &str) -> u64 {
-        let faults = lock_faults(&self.faults);
+    fn counter(&self, name: &str) -> u64 {
+        let faults = lock_faults(&self.0);
         let n = faults.world().recorder().counters().get(name).copied();
         n.unwrap_or(0)
     }
 
-    /// Heal every partition in force now.
-    pub fn heal_partitions(&self) {
-        lock_faults(&self.faults).heal_partitions();
+    fn heal_partitions(&self) {
+        lock_faults(&self.0).heal_partitions();
     }
 }
 

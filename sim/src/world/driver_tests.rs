@@ -218,7 +218,7 @@ fn heal_restarts_resumes_and_reconnects_everything() {
         f.heal();
         let up = nodes == f.ids.names().iter().filter(|n| !f.is_down(n)).count();
         let link = *lock(&world.link);
-        let duplicates = lock(&world.net).duplicate_rate;
+        let duplicates = world.net.faults().duplicate_rate;
         (
             up,
             world.cut().len(),

@@ -6,9 +6,12 @@
 //! it. The world's only view of the history format is the checker's types.
 
 mod clock;
+mod config;
+mod control;
 pub(crate) mod deadline;
 pub mod driver;
 pub mod faults;
+mod guard;
 pub mod ids;
 pub mod intercept;
 pub(crate) mod net;
@@ -24,22 +27,23 @@ mod toy;
 pub mod watchdog;
 
 pub use clock::ClockSkew;
-pub use driver::FaultControl;
+pub use config::{MAX_PHASE_MS, NodeNames, WorldConfig, WorldError};
+pub use control::FaultControl;
+pub use guard::lock;
 pub use net::{Carried, NetFaults};
-pub use system::{
-    BoxFuture, MAX_PHASE_MS, NodeInit, NodeNames, NodeSpec, System, Tenant, Unsettled, WorldConfig,
-    WorldError,
-};
+pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 
 use crate::world::ids::EventKind;
+use crate::world::net::{Delivery, Network};
 use crate::world::recorder::Recorder;
 use futures::channel::mpsc::UnboundedSender;
+use madsim::net::rpc::Request;
 use madsim::task::NodeId;
 use madsim::time::Instant;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Requests to the world from inside nodes (a node reached a named crash
 /// or pause point of its system).
@@ -75,24 +79,16 @@ pub struct World {
     workload_done: AtomicBool,
     /// Clients whose transaction threads are stalled, until when.
     stalled: Mutex<BTreeMap<usize, Instant>>,
-    /// Message faults applied by senders (duplication).
-    net: Mutex<NetFaults>,
+    /// The network: message faults, partitions, addresses, copies in flight.
+    net: Arc<Network>,
     /// The network's own node, which carries late and duplicated copies of
     /// messages: once sent, a copy is the network's, and its sender's death
     /// or pause neither recalls nor freezes it. Set once the node exists.
     wire: OnceLock<net::Wire>,
-    /// Links cut by partitions, (from, to) by node, with how many partitions
-    /// cut each (partitions may overlap).
-    cut: Mutex<BTreeMap<(NodeId, NodeId), u32>>,
-    /// Late and duplicated copies the network still carries: the healed
-    /// phase is over only when none is left.
-    in_flight: AtomicU64,
     /// Targeted message faults in force (see [`intercept`]).
     intercepts: Mutex<intercept::Intercepts>,
     /// Whether any targeted message fault is in force.
     intercepting: AtomicBool,
-    /// Which node has which address.
-    node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
     /// Ends the run if it stops making progress.
     watchdog: watchdog::Watchdog,
     /// Each node's latest incarnation and whether it runs now.
@@ -122,11 +118,8 @@ impl World {
             control,
             workload_done: AtomicBool::new(false),
             stalled: Mutex::default(),
-            net: Mutex::default(),
+            net: Arc::default(),
             wire: OnceLock::new(),
-            cut: Mutex::default(),
-            in_flight: AtomicU64::new(0),
-            node_ips: Mutex::default(),
             intercepts: Mutex::default(),
             intercepting: AtomicBool::new(false),
             watchdog: watchdog::Watchdog::from_env(),
@@ -276,6 +269,72 @@ impl World {
     }
 }
 
+/// The network's part of the world (see [`net`]).
+impl World {
+    /// Whether a partition cuts the link from node `from` to the node at `to`.
+    pub fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
+        self.net.link_cut(from, to)
+    }
+
+    /// The links cut now, with how many partitions cut each.
+    pub(crate) fn cut(&self) -> MutexGuard<'_, BTreeMap<(NodeId, NodeId), u32>> {
+        self.net.cut()
+    }
+
+    /// Put message faults in force.
+    pub(crate) fn set_net(&self, net: NetFaults) {
+        self.net.set_faults(net);
+    }
+
+    /// Remember which node has address `ip` (for partitions).
+    pub(crate) fn register_ip(&self, ip: IpAddr, id: NodeId) {
+        self.net.register_ip(ip, id);
+    }
+
+    /// Late and duplicated copies still in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.net.in_flight()
+    }
+
+    /// The network took a late or duplicated copy to carry.
+    pub(crate) fn copy_sent(&self) {
+        self.net.copy_sent();
+    }
+
+    /// The network is done with a copy (delivered or lost); see
+    /// [`Network::copy_landed`].
+    pub(crate) fn copy_landed(&self) {
+        self.net.copy_landed();
+    }
+
+    pub(crate) fn set_wire(&self, wire: net::Wire) {
+        let _ = self.wire.set(wire);
+    }
+
+    /// Count a message delivered by the network's own node (a duplicated
+    /// copy or a held-back request) when it reaches its receiver.
+    pub(crate) fn delivered(&self, how: Delivery) {
+        if let Some(counter) = how.counter() {
+            self.recorder().bump(counter.name());
+        }
+    }
+
+    /// What the network does with `req`, which the caller is sending to
+    /// `dst` now. Under a duplication fault it either schedules a copy for
+    /// later (the caller still sends the original: [`Carried::Now`]) or
+    /// holds the request itself and delivers it late ([`Carried::Late`]:
+    /// the caller must not send it). Either way the delayed message is the
+    /// network's from this moment: it travels on the wire node, so killing
+    /// or pausing the sender neither recalls nor freezes it, and it can
+    /// overtake later messages between the same nodes. A link cut by a
+    /// partition carries nothing extra (the original is dropped anyway).
+    /// Counted when delivered (see [`World::delivered`]).
+    pub fn carry<R: Request + Clone>(&self, dst: SocketAddr, req: &R) -> Carried {
+        let timeout_ms = self.cfg.rpc_timeout_ms;
+        self.net.carry(self.wire.get(), dst, req, timeout_ms)
+    }
+}
+
 /// One incarnation of a node: its name and its number (1 for the first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Incarnation {
@@ -283,11 +342,6 @@ pub(crate) struct Incarnation {
     pub node: String,
     /// Which incarnation.
     pub number: u32,
-}
-
-/// Lock a mutex, ignoring poisoning (a panicking node does not stop the world).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

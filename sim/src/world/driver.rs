@@ -6,6 +6,7 @@ pub use crate::world::control::FaultControl;
 use crate::world::control::Injector;
 use crate::world::faults::{FAULT_TICK_MS, Fault, FaultClass, RandomFaults};
 use crate::world::ids::{EventKind, FaultKind, Role};
+use crate::world::node::NodeName;
 use crate::world::port::LinkFaults;
 use crate::world::{NetFaults, Tenant, World};
 use madsim::net::NetSim;
@@ -40,9 +41,10 @@ enum NetFault {
 /// A node as the fault driver knows it.
 #[derive(Debug, Clone)]
 pub(crate) struct Known {
+    /// Its madsim node.
     pub id: NodeId,
-    pub role: Role,
-    pub index: usize,
+    /// Its name (its role and index).
+    pub name: NodeName,
 }
 
 /// The nodes of a run, in the order they started.
@@ -75,7 +77,7 @@ impl Registry {
     fn of(&self, role: Role) -> Vec<&String> {
         self.order
             .iter()
-            .filter(|n| self.nodes[n.as_str()].role == role)
+            .filter(|n| self.nodes[n.as_str()].name.role() == role)
             .collect()
     }
 
@@ -127,18 +129,22 @@ impl Faults {
         let hosts: Vec<Role> = Role::ALL
             .iter()
             .copied()
-            .filter(|r| self.tenant.holder(*r).as_deref() == Some(node))
+            .filter(|r| {
+                self.tenant
+                    .holder(*r)
+                    .is_some_and(|h| h.to_string() == node)
+            })
             .collect();
         Handle::current().kill(known.id);
         self.world.node_stopped(node);
         self.killed.insert(node.to_string());
-        let role = hosts.first().copied().unwrap_or(known.role);
+        let role = hosts.first().copied().unwrap_or(known.name.role());
         self.world
             .recorder()
             .bump(&FaultKind::kill_of(role).counter());
-        if known.role == Role::Client {
+        if let (Role::Client, Some(index)) = (known.name.role(), known.name.index()) {
             // Its transactions in progress will never finish.
-            self.world.recorder().orphan(known.index as u64);
+            self.world.recorder().orphan(index as u64);
         }
         let fields = if hosts.is_empty() {
             json!({"node": node})
@@ -557,6 +563,7 @@ fn roll_kills(
         if let Some(c) = fire(class, rng)
             && let Some(node) = tenant
                 .holder(role)
+                .map(|h| h.to_string())
                 .or_else(|| nodes.of(role).first().map(|n| n.to_string()))
         {
             out.push(Fault::Kill {

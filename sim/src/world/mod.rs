@@ -17,6 +17,7 @@ pub mod intercept;
 pub(crate) mod net;
 #[cfg(test)]
 mod net_tests;
+pub mod node;
 pub mod phases;
 pub mod port;
 pub mod recorder;
@@ -31,6 +32,7 @@ pub use config::{MAX_PHASE_MS, NodeNames, WorldConfig, WorldError};
 pub use control::FaultControl;
 pub use guard::lock;
 pub use net::{Carried, NetFaults};
+pub use node::{NodeKind, NodeName, NodeNameError};
 pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 
 use crate::world::ids::EventKind;

@@ -13,6 +13,7 @@ use crate::world::World;
 use crate::world::config::WorldConfig;
 use crate::world::control::FaultControl;
 use crate::world::ids::Role;
+use crate::world::node::NodeName;
 use percsim_checker as history;
 use std::future::Future;
 use std::net::IpAddr;
@@ -27,12 +28,10 @@ pub type NodeInit = Arc<dyn Fn() -> BoxFuture<()> + Send + Sync>;
 
 /// One node of a system.
 pub struct NodeSpec {
-    /// Its name, as faults and events name it (unique in the run).
-    pub name: String,
-    /// The part it plays, as fault classes target nodes.
-    pub role: Role,
-    /// Its number among the nodes of its role (a client's index).
-    pub index: usize,
+    /// Its name (unique in the run): its kind, with the part it plays as
+    /// fault classes target nodes, and its number among the nodes of its
+    /// kind (a client's index).
+    pub name: NodeName,
     /// Its address.
     pub ip: IpAddr,
     /// What each incarnation runs.
@@ -72,7 +71,7 @@ pub trait Tenant: Send + Sync + 'static {
     /// (Pulsar's coordinator runs on whichever broker owns it). The fault
     /// classes that target `role` hit this node; None (the default): the
     /// role is a node of its own.
-    fn holder(&self, _role: Role) -> Option<String> {
+    fn holder(&self, _role: Role) -> Option<NodeName> {
         None
     }
     /// Expire client `client`'s session with the system's liveness service.

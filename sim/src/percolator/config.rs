@@ -179,15 +179,13 @@ impl PercolatorConfig {
         self.check_steps()?;
         self.check_point_faults()?;
         self.check_costs()?;
-        let names = self.node_names();
-        let nodes = NodeNames {
-            names: &names,
-            clients: self.clients,
-        };
-        world.validate(nodes).map_err(|e| ConfigError {
-            field: format!("world.{}", e.field),
-            problem: e.problem,
-        })
+        let nodes = self.nodes();
+        world
+            .validate(NodeNames { nodes: &nodes })
+            .map_err(|e| ConfigError {
+                field: format!("world.{}", e.field),
+                problem: e.problem,
+            })
     }
 
     /// Node counts, timeouts and clocks.

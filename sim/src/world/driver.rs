@@ -26,7 +26,7 @@ enum Undo {
     Restart(String),
     Resume(String),
     Unclog(Vec<(NodeId, NodeId)>),
-    Unstall(usize),
+    Unstall(NodeName),
     EndNet(u64),
 }
 
@@ -83,6 +83,14 @@ impl Registry {
 
     fn count(&self, role: Role) -> usize {
         self.of(role).len()
+    }
+
+    /// Client `index`, if it runs.
+    fn client(&self, index: usize) -> Option<NodeName> {
+        self.nodes
+            .values()
+            .map(|k| k.name)
+            .find(|n| n.is_client(index))
     }
 }
 
@@ -204,8 +212,9 @@ impl Faults {
             Fault::Pause { node, duration_ms } => self.pause(node, *duration_ms),
             Fault::Stall {
                 client,
+                node,
                 duration_ms,
-            } => self.stall(*client, *duration_ms),
+            } => self.stall(*client, node.as_deref(), *duration_ms),
             Fault::Partition { .. } => self.partition(fault),
             Fault::PacketLoss { rate, duration_ms } => {
                 self.world.world_event(
@@ -264,18 +273,28 @@ impl Faults {
         self.undo.push((until, Undo::Resume(node.to_string())));
     }
 
-    /// Stall `client`'s transaction threads for `duration_ms`.
-    fn stall(&mut self, client: usize, duration_ms: u64) {
+    /// Stall the transaction threads of `client` (by index) or else of
+    /// `node` (by name) for `duration_ms` (nothing if no such node runs).
+    fn stall(&mut self, client: Option<usize>, node: Option<&str>, duration_ms: u64) {
+        let target = match (client, node) {
+            (Some(c), _) => self.ids.client(c),
+            (None, Some(n)) => self.ids.get(n).map(|k| k.name),
+            (None, None) => None,
+        };
+        let Some(target) = target else {
+            return;
+        };
         let until = Instant::now() + Duration::from_millis(duration_ms);
         let mut stalled = self.world.stalled();
-        let end = stalled.entry(client).or_insert(until);
+        let end = stalled.entry(target).or_insert(until);
         *end = (*end).max(until);
         drop(stalled);
-        self.world.world_event(
-            EventKind::Stall,
-            json!({"client": client, "duration_ms": duration_ms}),
-        );
-        self.undo.push((until, Undo::Unstall(client)));
+        let fields = match client {
+            Some(c) => json!({"client": c, "duration_ms": duration_ms}),
+            None => json!({"node": target, "duration_ms": duration_ms}),
+        };
+        self.world.world_event(EventKind::Stall, fields);
+        self.undo.push((until, Undo::Unstall(target)));
     }
 
     /// Cut the links of a [`Fault::Partition`].
@@ -595,7 +614,8 @@ fn roll_nodes(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mu
     {
         let client = rng.random_range(0..clients);
         out.push(Fault::Stall {
-            client,
+            client: Some(client),
+            node: None,
             duration_ms: duration(rng, &c),
         });
     }

@@ -27,7 +27,7 @@ mod system;
 mod toy;
 pub mod watchdog;
 
-pub use clock::ClockSkew;
+pub use clock::{ClockEntry, ClockSkew};
 pub use config::{MAX_PHASE_MS, NodeNames, WorldConfig, WorldError};
 pub use control::FaultControl;
 pub use guard::lock;
@@ -79,8 +79,8 @@ pub struct World {
     control: UnboundedSender<Control>,
     /// The workload's driver finished: the workload phase may end early.
     workload_done: AtomicBool,
-    /// Clients whose transaction threads are stalled, until when.
-    stalled: Mutex<BTreeMap<usize, Instant>>,
+    /// Nodes whose transaction threads are stalled, until when.
+    stalled: Mutex<BTreeMap<NodeName, Instant>>,
     /// The network: message faults, partitions, addresses, copies in flight.
     net: Arc<Network>,
     /// The network's own node, which carries late and duplicated copies of
@@ -190,13 +190,26 @@ impl World {
         let _ = self.control.unbounded_send(c);
     }
 
-    /// Until when client `client`'s transaction threads are stalled.
-    pub fn stalled_until(&self, client: usize) -> Option<Instant> {
-        lock(&self.stalled).get(&client).copied()
+    /// Until when `node`'s transaction threads are stalled.
+    pub fn stalled_until(&self, node: &NodeName) -> Option<Instant> {
+        lock(&self.stalled).get(node).copied()
     }
 
-    pub(crate) fn stalled(&self) -> MutexGuard<'_, BTreeMap<usize, Instant>> {
+    pub(crate) fn stalled(&self) -> MutexGuard<'_, BTreeMap<NodeName, Instant>> {
         lock(&self.stalled)
+    }
+
+    /// `node`'s wall clock: the skew the first entry of the settings'
+    /// `clocks` that is `node`'s gives it (a perfect clock if none does).
+    pub fn clock(&self, node: &NodeName) -> ClockSkew {
+        let mut entries = self.cfg.clocks.iter().enumerate();
+        let entry = entries.find(|(i, c)| c.is_for(*i, node));
+        entry.map(|(_, c)| c.skew()).unwrap_or_default()
+    }
+
+    /// The wall time (ms) `node`'s clock shows now.
+    pub fn wall_ms(&self, node: &NodeName) -> u64 {
+        self.clock(node).wall_ms(self.now_ns())
     }
 
     /// Record a fault or cluster event at the current time.
@@ -367,6 +380,50 @@ mod tests {
             w.node_started("client-0");
             assert_eq!(lock(&w.running).get("client-0"), Some(&(2, true)));
         });
+    }
+
+    #[test]
+    fn a_node_reads_the_clock_its_entry_gives_it() {
+        use crate::world::{ids::Role, node::NodeKind};
+        let kind = |role, label| NodeKind {
+            role,
+            label,
+            numbered: true,
+            reads_clock: true,
+            stalls: true,
+        };
+        let (client, tablet) = (
+            kind(Role::Client, "client"),
+            kind(Role::DataServer, "tablet"),
+        );
+        let entry = |node: Option<&str>, offset_ms| ClockEntry {
+            node: node.map(str::to_string),
+            offset_ms,
+            drift_ppm: 0,
+        };
+        let cfg = WorldConfig {
+            clocks: vec![
+                entry(None, 5),
+                entry(Some("tablet-1"), -7),
+                entry(Some("client-2"), 9),
+            ],
+            ..WorldConfig::default()
+        };
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let offsets = rt.block_on(async move {
+            let (tx, _rx) = futures::channel::mpsc::unbounded();
+            let w = World::new(cfg, tx);
+            let nodes = [
+                client.nth(0),
+                client.nth(1),
+                client.nth(2),
+                tablet.nth(1),
+                tablet.nth(0),
+            ];
+            let base = w.wall_ms(&client.nth(1));
+            nodes.map(|n| w.wall_ms(&n) as i64 - base as i64)
+        });
+        assert_eq!(offsets, [5, 0, 9, -7, 0]);
     }
 
     #[test]

@@ -171,10 +171,7 @@ fn record_clock_skew(world: &World) {
     for (i, c) in world.config().clocks.iter().enumerate() {
         if c.is_skewed() {
             world.recorder().bump(&FaultKind::ClockSkew.counter());
-            world.world_event(
-                EventKind::ClockSkew,
-                json!({"client": i, "offset_ms": c.offset_ms, "drift_ppm": c.drift_ppm}),
-            );
+            world.world_event(EventKind::ClockSkew, c.event_fields(i));
         }
     }
 }

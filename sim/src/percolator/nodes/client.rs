@@ -316,7 +316,7 @@ impl Client {
     /// Block while a stall fault holds this client's transaction threads.
     async fn wait_if_stalled(&self) {
         loop {
-            let until = self.cluster.world.stalled_until(self.index);
+            let until = self.cluster.world.stalled_until(&self.node_name());
             match until {
                 Some(t) if t > madsim::time::Instant::now() => madsim::time::sleep_until(t).await,
                 _ => return,
@@ -636,13 +636,7 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
         inc[index]
     };
     let ep = Port::bind(&cluster.world, client_addr(index));
-    let clock = cluster
-        .world
-        .config()
-        .clocks
-        .get(index)
-        .copied()
-        .unwrap_or_default();
+    let clock = cluster.world.clock(&kinds::CLIENT.nth(index));
     let client = Arc::new(Client {
         cluster: cluster.clone(),
         index,

@@ -165,7 +165,8 @@ impl Conn {
 
     async fn wait_if_stalled(&self) {
         let world = &self.process.cluster.world;
-        while let Some(t) = world.stalled_until(self.process.index) {
+        let me = kinds::CLIENT.nth(self.process.index);
+        while let Some(t) = world.stalled_until(&me) {
             if t <= madsim::time::Instant::now() {
                 return;
             }

@@ -3,7 +3,7 @@
 //! testing); a system adds its own classes (crashes at its named points)
 //! and says which classes it honours.
 
-use percsim_sim::{ClockSkew, FaultClass, FaultKind, WorldConfig};
+use percsim_sim::{ClockEntry, ClockSkew, FaultClass, FaultKind, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -113,9 +113,11 @@ pub fn enable_world(
 fn skew_clocks(world: &mut WorldConfig, clients: usize, intensity: f64, rng: &mut ChaCha8Rng) {
     let spread = (500.0 + 4_000.0 * intensity) as i64;
     world.clocks = (0..clients)
-        .map(|_| ClockSkew {
-            offset_ms: rng.random_range(-spread..=spread),
-            drift_ppm: rng.random_range(-50_000..=50_000),
+        .map(|_| {
+            ClockEntry::by_position(ClockSkew {
+                offset_ms: rng.random_range(-spread..=spread),
+                drift_ppm: rng.random_range(-50_000..=50_000),
+            })
         })
         .collect();
 }

@@ -45,7 +45,10 @@ pub use world::intercept::{Fate, Leg, RuleId};
 pub use world::phases::{RunOutput, RunSummary, run_system};
 pub use world::recorder::LOADER_CLIENT;
 pub use world::watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
-pub use world::{BoxFuture, ClockSkew, NodeNames, System, Tenant, WorldConfig, WorldError};
+pub use world::{
+    BoxFuture, ClockEntry, ClockSkew, NodeKind, NodeName, NodeNameError, NodeNames, System, Tenant,
+    WorldConfig, WorldError,
+};
 
 use std::sync::Arc;
 
@@ -86,16 +89,82 @@ pub fn validate_pulsar(world: &WorldConfig, pulsar: &PulsarConfig) -> Result<(),
         field: "pulsar".into(),
         problem,
     })?;
-    let names = pulsar.node_names();
-    let nodes = world::NodeNames {
-        names: &names,
-        clients: pulsar.clients,
-    };
-    world.validate(nodes).map_err(|e| ConfigError {
-        field: format!("world.{}", e.field),
-        problem: e.problem,
-    })
+    let nodes = pulsar.nodes();
+    world
+        .validate(world::NodeNames { nodes: &nodes })
+        .map_err(|e| ConfigError {
+            field: format!("world.{}", e.field),
+            problem: e.problem,
+        })
 }
 
 /// Whether this build simulates (always true: the crate does not build otherwise).
 pub const SIMULATED: bool = cfg!(madsim);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A world with `clocks`, given as JSON.
+    fn clocks(json: &str) -> WorldConfig {
+        WorldConfig {
+            clocks: serde_json::from_str(json).expect("clock entries"),
+            ..WorldConfig::default()
+        }
+    }
+
+    #[test]
+    fn each_system_refuses_a_clock_for_a_node_that_reads_none() {
+        let client = r#"[{"node": "client-0", "offset_ms": 5, "drift_ppm": 0}]"#;
+        let tablet = r#"[{"node": "tablet-0", "offset_ms": 5, "drift_ppm": 0}]"#;
+        let by_position = r#"[{"offset_ms": 5, "drift_ppm": 0}]"#;
+        let percolator = PercolatorConfig::default();
+        percolator
+            .validate(&clocks(client))
+            .expect("a client reads a clock");
+        percolator
+            .validate(&clocks(by_position))
+            .expect("the list form");
+        let e = percolator.validate(&clocks(tablet)).unwrap_err();
+        assert_eq!(e.field, "world.clocks[0]");
+        assert!(
+            e.problem
+                .starts_with("tablet-0 does not read a wall clock (nodes that do: client-0"),
+            "{e}"
+        );
+        // Pulsar's nodes run on true time: a clock for one is refused. The
+        // list form still loads (its campaign draws client skews).
+        let pulsar = PulsarConfig::default();
+        let e = validate_pulsar(&clocks(client), &pulsar).unwrap_err();
+        assert_eq!(e.field, "world.clocks[0]");
+        let want = "client-0 does not read a wall clock (none of this system's nodes does)";
+        assert_eq!(e.problem, want);
+        validate_pulsar(&clocks(by_position), &pulsar).expect("the list form");
+    }
+
+    #[test]
+    fn a_stall_of_a_node_that_does_not_stall_is_refused() {
+        let stall = |node: &str| WorldConfig {
+            faults: serde_json::from_value(serde_json::json!({"schedule": [
+                {"at_ms": 10, "fault": {"kind": "stall", "node": node, "duration_ms": 100}}
+            ]}))
+            .expect("a schedule"),
+            ..WorldConfig::default()
+        };
+        let pulsar = PulsarConfig::default();
+        validate_pulsar(&stall("client-0"), &pulsar).expect("a Pulsar client stalls");
+        let e = validate_pulsar(&stall("broker-0"), &pulsar).unwrap_err();
+        assert!(
+            e.problem
+                .starts_with("broker-0 does not stall (nodes that do: client-0"),
+            "{e}"
+        );
+        let percolator = PercolatorConfig::default();
+        let e = percolator.validate(&stall("oracle")).unwrap_err();
+        assert!(
+            e.problem
+                .starts_with("oracle does not stall (nodes that do: client-0"),
+            "{e}"
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! The comparison table: rows are metrics, columns system x fault mix;
 //! as text or JSON.
 
-use super::FaultMix;
 use super::facts::Metrics;
+use super::mix::FaultMix;
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 

@@ -1,6 +1,8 @@
 //! What a simulated cluster is made of and how it behaves.
 
+use crate::percolator::ids::kinds;
 pub use crate::percolator::points::{PointAction, PointFault};
+use crate::world::node::NodeName;
 use crate::world::{NodeNames, WorldConfig};
 use percsim_protocol::percolator::Ablations;
 use percsim_protocol::percolator::client::{ClientConfig, PointNode, StepPoint};
@@ -177,15 +179,13 @@ impl PercolatorConfig {
         self.check_steps()?;
         self.check_point_faults()?;
         self.check_costs()?;
-        let names = self.node_names();
-        let nodes = NodeNames {
-            names: &names,
-            clients: self.clients,
-        };
-        world.validate(nodes).map_err(|e| ConfigError {
-            field: format!("world.{}", e.field),
-            problem: e.problem,
-        })
+        let nodes = self.nodes();
+        world
+            .validate(NodeNames { nodes: &nodes })
+            .map_err(|e| ConfigError {
+                field: format!("world.{}", e.field),
+                problem: e.problem,
+            })
     }
 
     /// Node counts, timeouts and clocks.
@@ -299,13 +299,18 @@ fn err(field: &str, problem: &str) -> Result<(), ConfigError> {
 impl PercolatorConfig {
     /// The names of the cluster's nodes, as faults name them.
     pub fn node_names(&self) -> Vec<String> {
-        let mut names = vec![
-            "oracle".to_string(),
-            "liveness".to_string(),
-            "master".to_string(),
+        self.nodes().iter().map(NodeName::to_string).collect()
+    }
+
+    /// The cluster's nodes, in start order.
+    pub(crate) fn nodes(&self) -> Vec<NodeName> {
+        let mut nodes = vec![
+            kinds::ORACLE.single(),
+            kinds::LIVENESS.single(),
+            kinds::MASTER.single(),
         ];
-        names.extend((0..self.tablet_servers).map(|i| format!("tablet-{i}")));
-        names.extend((0..self.clients).map(|i| format!("client-{i}")));
-        names
+        nodes.extend((0..self.tablet_servers).map(|i| kinds::TABLET.nth(i)));
+        nodes.extend((0..self.clients).map(|i| kinds::CLIENT.nth(i)));
+        nodes
     }
 }

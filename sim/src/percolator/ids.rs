@@ -261,3 +261,43 @@ mod tests {
         }
     }
 }
+
+/// Percolator's kinds of node, as the world names them: the timestamp
+/// oracle (the coordinator role), the liveness service, the master,
+/// tablet servers `tablet-N` and clients `client-N`. Only clients read a
+/// skewed wall clock (lock wall times, the age of a lock) and honour
+/// stalls (their transaction threads wait).
+pub(crate) mod kinds {
+    use crate::world::ids::Role;
+    use crate::world::node::NodeKind;
+
+    /// A single server of `role` labelled `label`, reading no clock.
+    const fn server(role: Role, label: &'static str, numbered: bool) -> NodeKind {
+        NodeKind {
+            role,
+            label,
+            numbered,
+            reads_clock: false,
+            stalls: false,
+        }
+    }
+
+    /// The timestamp oracle.
+    pub(crate) const ORACLE: NodeKind = server(Role::Coordinator, "oracle", false);
+    /// The liveness (lock) service.
+    pub(crate) const LIVENESS: NodeKind = server(Role::Liveness, "liveness", false);
+    /// The master, which assigns tablets to servers.
+    pub(crate) const MASTER: NodeKind = server(Role::Master, "master", false);
+    /// A tablet server.
+    pub(crate) const TABLET: NodeKind = server(Role::DataServer, "tablet", true);
+    /// A client.
+    pub(crate) const CLIENT: NodeKind = NodeKind {
+        role: Role::Client,
+        label: "client",
+        numbered: true,
+        reads_clock: true,
+        stalls: true,
+    };
+    /// Every kind, in start order.
+    pub(crate) const ALL: [NodeKind; 5] = [ORACLE, LIVENESS, MASTER, TABLET, CLIENT];
+}

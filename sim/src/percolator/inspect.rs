@@ -4,11 +4,13 @@
 //! Reading never changes the schedule: no message is sent, no task is woken.
 
 use crate::percolator::Cluster;
-use crate::percolator::points::{PointAction, node_name};
+use crate::percolator::ids::kinds;
+use crate::percolator::points::{PointAction, node_kind};
 use crate::percolator::tags::MessageFault;
 use crate::world::FaultControl;
 use crate::world::faults::Fault;
 use crate::world::intercept::RuleId;
+use crate::world::node::NodeName;
 use percsim_protocol::percolator::client::{Point, PointNode};
 use percsim_protocol::percolator::row::Column;
 use std::sync::Arc;
@@ -59,9 +61,12 @@ impl Controller {
             PointNode::TabletServer => self.cluster.cfg.tablet_servers,
             PointNode::Oracle => 1,
         };
-        let index = (0..count)
-            .find(|i| node_name(point, *i) == node)
-            .ok_or_else(|| format!("node {node:?} never reaches point {}", point.name()))?;
+        let never = || format!("node {node:?} never reaches point {}", point.name());
+        let name = NodeName::parse(node, &kinds::ALL).map_err(|e| format!("{}: {e}", never()))?;
+        let index = name.index().unwrap_or(0);
+        if name.kind() != node_kind(point) || index >= count {
+            return Err(never());
+        }
         self.cluster.arm_point(point, index, action);
         Ok(())
     }

@@ -4,9 +4,10 @@
 //! campaign can tell which points it reached.
 
 use crate::percolator::Cluster;
-use crate::percolator::ids::PercolatorEvent;
+use crate::percolator::ids::{PercolatorEvent, kinds};
 use crate::world::Control;
 use crate::world::ids::FaultKind;
+use crate::world::node::{NodeKind, NodeName};
 use crate::world::serve::AfterHandler;
 use percsim_protocol::percolator::client::{Point, PointNode};
 use serde::{Deserialize, Serialize};
@@ -50,12 +51,21 @@ pub fn point_counter(point: Point) -> String {
     format!("point.{}", point.name())
 }
 
-/// The node name of `node` of the kind that reaches `point`.
-pub(crate) fn node_name(point: Point, node: usize) -> String {
+/// The kind of node that reaches `point`.
+pub(crate) fn node_kind(point: Point) -> NodeKind {
     match point.node() {
-        PointNode::Client => format!("client-{node}"),
-        PointNode::Oracle => "oracle".to_string(),
-        PointNode::TabletServer => format!("tablet-{node}"),
+        PointNode::Client => kinds::CLIENT,
+        PointNode::Oracle => kinds::ORACLE,
+        PointNode::TabletServer => kinds::TABLET,
+    }
+}
+
+/// The node name of `node` of the kind that reaches `point`.
+pub(crate) fn node_name(point: Point, node: usize) -> NodeName {
+    let kind = node_kind(point);
+    match kind.numbered {
+        true => kind.nth(node),
+        false => kind.single(),
     }
 }
 
@@ -121,7 +131,7 @@ impl Cluster {
             PointAction::Crash { restart_after_ms } => {
                 self.record_stop(point, true, fields);
                 self.world.request(Control::Kill {
-                    node: name,
+                    node: name.to_string(),
                     restart_after_ms,
                 });
                 AfterHandler::Halt
@@ -129,7 +139,7 @@ impl Cluster {
             PointAction::Pause { duration_ms } => {
                 self.record_stop(point, false, fields);
                 self.world.request(Control::Pause {
-                    node: name,
+                    node: name.to_string(),
                     duration_ms: Some(duration_ms),
                 });
                 AfterHandler::Yield
@@ -160,8 +170,18 @@ mod tests {
             r#"{"point": "after_lunch", "node": 0, "nth": 1, "fault": {"pause": {"duration_ms": 1}}}"#,
         );
         assert!(bad.unwrap_err().to_string().contains("after_lunch"));
-        assert_eq!(node_name(Point::OracleAfterPersist, 0), "oracle");
-        assert_eq!(node_name(Point::RollBackBetweenCells, 2), "client-2");
+        assert_eq!(
+            node_name(Point::OracleAfterPersist, 0).to_string(),
+            "oracle"
+        );
+        assert_eq!(
+            node_name(Point::RollBackBetweenCells, 2).to_string(),
+            "client-2"
+        );
+        assert_eq!(
+            node_name(Point::TabletAfterApply, 1).to_string(),
+            "tablet-1"
+        );
         assert_eq!(
             point_counter(Point::TabletAfterApply),
             "point.tablet_after_apply"

@@ -11,8 +11,10 @@ use super::{
     Cluster, SWEEPER_NODE, client_addr, inspect, liveness_addr, master_addr, nodes, oracle_addr,
     record, store, tablet_server_addr,
 };
+use crate::percolator::ids::kinds;
 use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
+use crate::world::node::NodeName;
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -76,13 +78,8 @@ impl System for Percolator {
 }
 
 /// A node of `cluster` with `role`, as the world starts it.
-fn node(
-    cluster: &Arc<Cluster>,
-    name: String,
-    role: Role,
-    index: usize,
-    addr: SocketAddr,
-) -> NodeSpec {
+fn node(cluster: &Arc<Cluster>, name: NodeName, addr: SocketAddr) -> NodeSpec {
+    let (role, index) = (name.role(), name.index().unwrap_or(0));
     let c = cluster.clone();
     let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
         let c = c.clone();
@@ -96,8 +93,6 @@ fn node(
     });
     NodeSpec {
         name,
-        role,
-        index,
         ip: addr.ip(),
         init,
     }
@@ -113,27 +108,15 @@ impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
         let c = &self.0;
         let mut out = vec![
-            node(c, "oracle".into(), Role::Coordinator, 0, oracle_addr()),
-            node(c, "liveness".into(), Role::Liveness, 0, liveness_addr()),
-            node(c, "master".into(), Role::Master, 0, master_addr()),
+            node(c, kinds::ORACLE.single(), oracle_addr()),
+            node(c, kinds::LIVENESS.single(), liveness_addr()),
+            node(c, kinds::MASTER.single(), master_addr()),
         ];
         for i in 0..c.cfg.tablet_servers {
-            out.push(node(
-                c,
-                format!("tablet-{i}"),
-                Role::DataServer,
-                i,
-                tablet_server_addr(i),
-            ));
+            out.push(node(c, kinds::TABLET.nth(i), tablet_server_addr(i)));
         }
         for i in 0..c.cfg.clients {
-            out.push(node(
-                c,
-                format!("client-{i}"),
-                Role::Client,
-                i,
-                client_addr(i),
-            ));
+            out.push(node(c, kinds::CLIENT.nth(i), client_addr(i)));
         }
         out
     }

@@ -4,6 +4,7 @@
 //! typed form of such a fault ([`MessageFault`]), which a workload's driver
 //! installs through its [`crate::Controller`].
 
+use crate::percolator::ids::kinds;
 use crate::percolator::rpc::{
     IsAlive, KeepAlive, Locate, OpenSession, RawCall, RowCall, RowLockCall, ScanCall, ScanNotify,
     TsCall,
@@ -143,7 +144,7 @@ impl MessageFault {
                 .cells
                 .as_ref()
                 .map(|cs| cs.iter().map(|c| item(&c.row, &c.col)).collect()),
-            from: self.client.map(|c| format!("client-{c}")),
+            from: self.client.map(|c| kinds::CLIENT.nth(c).to_string()),
             leg: self.leg,
             fate: self.fate,
             times: self.times,

@@ -3,6 +3,8 @@
 //! metadata sessions (heartbeat and timeout), the client
 //! settings, the planted bugs, and the named crash points of its servers.
 
+use crate::pulsar::ids::kinds;
+use crate::world::node::NodeName;
 use percsim_protocol::pulsar::PulsarAblations;
 use percsim_protocol::pulsar::client::PulsarClientConfig;
 use percsim_protocol::pulsar::points::ServerPoint;
@@ -85,10 +87,15 @@ impl PulsarConfig {
     /// The names of the cluster's nodes, as faults name them: `metadata`,
     /// `broker-N`, `client-N`.
     pub fn node_names(&self) -> Vec<String> {
-        let mut names = vec!["metadata".to_string()];
-        names.extend((0..self.brokers).map(|i| format!("broker-{i}")));
-        names.extend((0..self.clients).map(|i| format!("client-{i}")));
-        names
+        self.nodes().iter().map(NodeName::to_string).collect()
+    }
+
+    /// The cluster's nodes, in start order.
+    pub(crate) fn nodes(&self) -> Vec<NodeName> {
+        let mut nodes = vec![kinds::METADATA.single()];
+        nodes.extend((0..self.brokers).map(|i| kinds::BROKER.nth(i)));
+        nodes.extend((0..self.clients).map(|i| kinds::CLIENT.nth(i)));
+        nodes
     }
 
     /// Check for impossible settings; the error names the field.

@@ -58,3 +58,38 @@ mod tests {
         assert_eq!(PulsarCounter::from_name("pulsar.nothing"), None);
     }
 }
+
+/// Pulsar's kinds of node, as the world names them: the metadata service
+/// (the master role), brokers `broker-N` (the data servers; the coordinator
+/// role moves between them) and clients `client-N`. No node reads a
+/// skewed wall clock (deadlines run on true simulated time); clients honour
+/// stalls (their tasks wait before each call).
+pub(crate) mod kinds {
+    use crate::world::ids::Role;
+    use crate::world::node::NodeKind;
+
+    /// The metadata service (ZooKeeper's part: sessions and ownership).
+    pub(crate) const METADATA: NodeKind = NodeKind {
+        role: Role::Master,
+        label: "metadata",
+        numbered: false,
+        reads_clock: false,
+        stalls: false,
+    };
+    /// A broker.
+    pub(crate) const BROKER: NodeKind = NodeKind {
+        role: Role::DataServer,
+        label: "broker",
+        numbered: true,
+        reads_clock: false,
+        stalls: false,
+    };
+    /// A client process.
+    pub(crate) const CLIENT: NodeKind = NodeKind {
+        role: Role::Client,
+        label: "client",
+        numbered: true,
+        reads_clock: false,
+        stalls: true,
+    };
+}

@@ -24,9 +24,10 @@ pub(crate) mod workload;
 use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::net::PORT;
+use crate::world::node::NodeName;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
-use ids::PulsarEvent;
+use ids::{PulsarEvent, kinds};
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -41,9 +42,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use store::Durable;
 use workload::PulsarWorkload;
-
-/// The metadata service's node name.
-const METADATA_NODE: &str = "metadata";
 
 fn metadata_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 3, 0, 1)), PORT)
@@ -238,7 +236,8 @@ impl Cluster {
         sleep(Duration::from_millis(1)).await;
     }
 
-    fn node(self: &Arc<Self>, name: String, role: Role, index: usize, ip: IpAddr) -> NodeSpec {
+    fn node(self: &Arc<Self>, name: NodeName, ip: IpAddr) -> NodeSpec {
+        let (role, index) = (name.role(), name.index().unwrap_or(0));
         let c = self.clone();
         let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
             let c = c.clone();
@@ -248,13 +247,7 @@ impl Cluster {
                 _ => Box::pin(nodes::client::main(c, index)),
             }
         });
-        NodeSpec {
-            name,
-            role,
-            index,
-            ip,
-            init,
-        }
+        NodeSpec { name, ip, init }
     }
 }
 
@@ -267,24 +260,19 @@ const BUSY: &str = "transactions still running";
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
         let c = &self.0;
-        let mut out = vec![c.node(METADATA_NODE.into(), Role::Master, 0, metadata_addr().ip())];
+        let mut out = vec![c.node(kinds::METADATA.single(), metadata_addr().ip())];
         for i in 0..c.cfg.brokers {
-            out.push(c.node(
-                format!("broker-{i}"),
-                Role::DataServer,
-                i,
-                broker_addr(i).ip(),
-            ));
+            out.push(c.node(kinds::BROKER.nth(i), broker_addr(i).ip()));
         }
         for i in 0..c.clients {
-            out.push(c.node(format!("client-{i}"), Role::Client, i, client_addr(i).ip()));
+            out.push(c.node(kinds::CLIENT.nth(i), client_addr(i).ip()));
         }
         out
     }
 
-    fn holder(&self, role: Role) -> Option<String> {
+    fn holder(&self, role: Role) -> Option<NodeName> {
         match role {
-            Role::Coordinator => self.0.coordinator_owner().map(|b| format!("broker-{b}")),
+            Role::Coordinator => self.0.coordinator_owner().map(|b| kinds::BROKER.nth(b)),
             _ => None,
         }
     }

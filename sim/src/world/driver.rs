@@ -2,8 +2,11 @@
 //! tick, undoes faults when their time is up, and heals everything at the
 //! end of the workload phase. Every fault is recorded as a history event.
 
+pub use crate::world::control::FaultControl;
+use crate::world::control::Injector;
 use crate::world::faults::{FAULT_TICK_MS, Fault, FaultClass, RandomFaults};
 use crate::world::ids::{EventKind, FaultKind, Role};
+use crate::world::node::NodeName;
 use crate::world::port::LinkFaults;
 use crate::world::{NetFaults, Tenant, World};
 use madsim::net::NetSim;
@@ -23,7 +26,7 @@ enum Undo {
     Restart(String),
     Resume(String),
     Unclog(Vec<(NodeId, NodeId)>),
-    Unstall(usize),
+    Unstall(NodeName),
     EndNet(u64),
 }
 
@@ -38,9 +41,10 @@ enum NetFault {
 /// A node as the fault driver knows it.
 #[derive(Debug, Clone)]
 pub(crate) struct Known {
+    /// Its madsim node.
     pub id: NodeId,
-    pub role: Role,
-    pub index: usize,
+    /// Its name (its role and index).
+    pub name: NodeName,
 }
 
 /// The nodes of a run, in the order they started.
@@ -73,12 +77,20 @@ impl Registry {
     fn of(&self, role: Role) -> Vec<&String> {
         self.order
             .iter()
-            .filter(|n| self.nodes[n.as_str()].role == role)
+            .filter(|n| self.nodes[n.as_str()].name.role() == role)
             .collect()
     }
 
     fn count(&self, role: Role) -> usize {
         self.of(role).len()
+    }
+
+    /// Client `index`, if it runs.
+    fn client(&self, index: usize) -> Option<NodeName> {
+        self.nodes
+            .values()
+            .map(|k| k.name)
+            .find(|n| n.is_client(index))
     }
 }
 
@@ -125,18 +137,22 @@ impl Faults {
         let hosts: Vec<Role> = Role::ALL
             .iter()
             .copied()
-            .filter(|r| self.tenant.holder(*r).as_deref() == Some(node))
+            .filter(|r| {
+                self.tenant
+                    .holder(*r)
+                    .is_some_and(|h| h.to_string() == node)
+            })
             .collect();
         Handle::current().kill(known.id);
         self.world.node_stopped(node);
         self.killed.insert(node.to_string());
-        let role = hosts.first().copied().unwrap_or(known.role);
+        let role = hosts.first().copied().unwrap_or(known.name.role());
         self.world
             .recorder()
             .bump(&FaultKind::kill_of(role).counter());
-        if known.role == Role::Client {
+        if let (Role::Client, Some(index)) = (known.name.role(), known.name.index()) {
             // Its transactions in progress will never finish.
-            self.world.recorder().orphan(known.index as u64);
+            self.world.recorder().orphan(index as u64);
         }
         let fields = if hosts.is_empty() {
             json!({"node": node})
@@ -196,8 +212,9 @@ impl Faults {
             Fault::Pause { node, duration_ms } => self.pause(node, *duration_ms),
             Fault::Stall {
                 client,
+                node,
                 duration_ms,
-            } => self.stall(*client, *duration_ms),
+            } => self.stall(*client, node.as_deref(), *duration_ms),
             Fault::Partition { .. } => self.partition(fault),
             Fault::PacketLoss { rate, duration_ms } => {
                 self.world.world_event(
@@ -256,18 +273,28 @@ impl Faults {
         self.undo.push((until, Undo::Resume(node.to_string())));
     }
 
-    /// Stall `client`'s transaction threads for `duration_ms`.
-    fn stall(&mut self, client: usize, duration_ms: u64) {
+    /// Stall the transaction threads of `client` (by index) or else of
+    /// `node` (by name) for `duration_ms` (nothing if no such node runs).
+    fn stall(&mut self, client: Option<usize>, node: Option<&str>, duration_ms: u64) {
+        let target = match (client, node) {
+            (Some(c), _) => self.ids.client(c),
+            (None, Some(n)) => self.ids.get(n).map(|k| k.name),
+            (None, None) => None,
+        };
+        let Some(target) = target else {
+            return;
+        };
         let until = Instant::now() + Duration::from_millis(duration_ms);
         let mut stalled = self.world.stalled();
-        let end = stalled.entry(client).or_insert(until);
+        let end = stalled.entry(target).or_insert(until);
         *end = (*end).max(until);
         drop(stalled);
-        self.world.world_event(
-            EventKind::Stall,
-            json!({"client": client, "duration_ms": duration_ms}),
-        );
-        self.undo.push((until, Undo::Unstall(client)));
+        let fields = match client {
+            Some(c) => json!({"client": c, "duration_ms": duration_ms}),
+            None => json!({"node": target, "duration_ms": duration_ms}),
+        };
+        self.world.world_event(EventKind::Stall, fields);
+        self.undo.push((until, Undo::Unstall(target)));
     }
 
     /// Cut the links of a [`Fault::Partition`].
@@ -555,6 +582,7 @@ fn roll_kills(
         if let Some(c) = fire(class, rng)
             && let Some(node) = tenant
                 .holder(role)
+                .map(|h| h.to_string())
                 .or_else(|| nodes.of(role).first().map(|n| n.to_string()))
         {
             out.push(Fault::Kill {
@@ -586,7 +614,8 @@ fn roll_nodes(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mu
     {
         let client = rng.random_range(0..clients);
         out.push(Fault::Stall {
-            client,
+            client: Some(client),
+            node: None,
             duration_ms: duration(rng, &c),
         });
     }
@@ -651,24 +680,19 @@ fn roll(
     out
 }
 
-/// Lets a system's driver task inject faults and look at the world while
-/// it runs (the `script` workload pauses, resumes and kills nodes at exact
-/// steps and waits for nodes to be up). Reading never changes the
-/// schedule: no message is sent, no task is woken.
-pub struct FaultControl {
-    faults: SharedFaults,
+impl FaultControl {
+    /// A control over the faults of one run.
+    pub(crate) fn new(faults: SharedFaults) -> Self {
+        FaultControl::over(Arc::new(Controls(faults)))
+    }
 }
 
-impl FaultControl {
-    pub(crate) fn new(faults: SharedFaults) -> Self {
-        FaultControl { faults }
-    }
+/// What a [`FaultControl`] does, on the run's shared fault state.
+struct Controls(SharedFaults);
 
-    /// Apply `fault` now. After the workload phase only restarts and
-    /// resumes are applied (the healed phase is fault-free): any other
-    /// fault is refused and recorded as a `fault_refused` event.
-    pub fn inject(&self, fault: &Fault) {
-        let mut faults = lock_faults(&self.faults);
+impl Injector for Controls {
+    fn inject(&self, fault: &Fault) {
+        let mut faults = lock_faults(&self.0);
         if faults.world.stopping() && !fault.heals() {
             let fields = json!({
                 "fault": serde_json::to_value(fault).unwrap_or_default(),
@@ -680,21 +704,18 @@ impl FaultControl {
         faults.apply(fault);
     }
 
-    /// Whether `node` is up: neither killed nor paused.
-    pub fn node_up(&self, node: &str) -> bool {
-        !lock_faults(&self.faults).is_down(node)
+    fn node_up(&self, node: &str) -> bool {
+        !lock_faults(&self.0).is_down(node)
     }
 
-    /// The run's counter `name` (0 if never bumped), as `RunSummary` reports them.
-    pub fn counter(&self, name: &str) -> u64 {
-        let faults = lock_faults(&self.faults);
+    fn counter(&self, name: &str) -> u64 {
+        let faults = lock_faults(&self.0);
         let n = faults.world().recorder().counters().get(name).copied();
         n.unwrap_or(0)
     }
 
-    /// Heal every partition in force now.
-    pub fn heal_partitions(&self) {
-        lock_faults(&self.faults).heal_partitions();
+    fn heal_partitions(&self) {
+        lock_faults(&self.0).heal_partitions();
     }
 }
 

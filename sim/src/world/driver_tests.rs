@@ -32,6 +32,43 @@ fn a_fault_after_the_workload_phase_trips_the_assertion() {
 }
 
 #[test]
+fn a_stall_holds_the_node_it_names_by_index_or_by_name() {
+    let roles = [Role::Client, Role::Client, Role::DataServer];
+    let (stalled, events) = with_faults(&roles, |faults, world| async move {
+        let mut f = lock_faults(&faults);
+        let stall = |client: Option<usize>, node: Option<&str>| Fault::Stall {
+            client,
+            node: node.map(str::to_string),
+            duration_ms: 100,
+        };
+        f.apply(&stall(Some(0), None));
+        f.apply(&stall(None, Some("client-1")));
+        let kind = crate::world::toy::kind;
+        let stalled = [
+            kind(Role::Client).nth(0),
+            kind(Role::Client).nth(1),
+            kind(Role::DataServer).nth(0),
+        ]
+        .map(|n| world.stalled_until(&n).is_some());
+        let fields: Vec<serde_json::Value> = world
+            .recorder()
+            .events()
+            .iter()
+            .map(|e| json!(e.fields))
+            .collect();
+        (stalled, fields)
+    });
+    assert_eq!(stalled, [true, true, false]);
+    assert_eq!(
+        events,
+        [
+            json!({"client": 0, "duration_ms": 100}),
+            json!({"node": "client-1", "duration_ms": 100})
+        ]
+    );
+}
+
+#[test]
 fn after_the_workload_phase_restarts_and_pause_points_still_apply() {
     let (restarted, paused) = with_faults(&[Role::Client], |faults, world| async move {
         let mut f = lock_faults(&faults);
@@ -196,7 +233,8 @@ fn heal_restarts_resumes_and_reconnects_everything() {
             });
         }
         f.apply(&Fault::Stall {
-            client: 1,
+            client: Some(1),
+            node: None,
             duration_ms: long,
         });
         f.apply(&Fault::PacketLoss {
@@ -218,7 +256,7 @@ fn heal_restarts_resumes_and_reconnects_everything() {
         f.heal();
         let up = nodes == f.ids.names().iter().filter(|n| !f.is_down(n)).count();
         let link = *lock(&world.link);
-        let duplicates = lock(&world.net).duplicate_rate;
+        let duplicates = world.net.faults().duplicate_rate;
         (
             up,
             world.cut().len(),

@@ -49,11 +49,17 @@ pub enum Fault {
         /// How long.
         duration_ms: u64,
     },
-    /// Stall a client's transaction threads while its liveness session
-    /// stays valid: a live but stuck worker whose locks age.
+    /// Stall a node's transaction threads while its liveness session
+    /// stays valid: a live but stuck worker whose locks age. It names a
+    /// client by index (`client`) or any node whose system lets it stall
+    /// by name (`node`), not both.
     Stall {
-        /// The client.
-        client: usize,
+        /// The client, by index.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<usize>,
+        /// The node, by name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
         /// How long.
         duration_ms: u64,
     },
@@ -245,6 +251,7 @@ impl Fault {
             | Fault::Restart { node }
             | Fault::Resume { node } => vec![node.as_str()],
             Fault::Partition { a, b, .. } => a.iter().chain(b).map(String::as_str).collect(),
+            Fault::Stall { node, .. } => node.iter().map(String::as_str).collect(),
             _ => Vec::new(),
         }
     }
@@ -252,7 +259,8 @@ impl Fault {
     /// The clients the fault names.
     pub(crate) fn client(&self) -> Option<usize> {
         match self {
-            Fault::Stall { client, .. } | Fault::ExpireSession { client } => Some(*client),
+            Fault::Stall { client, .. } => *client,
+            Fault::ExpireSession { client } => Some(*client),
             _ => None,
         }
     }
@@ -270,6 +278,9 @@ impl Fault {
             ),
             Fault::Partition { a, b, .. } if a.is_empty() || b.is_empty() => {
                 Some("a partition needs nodes on both sides".to_string())
+            }
+            Fault::Stall { client, node, .. } if client.is_some() == node.is_some() => {
+                Some("a stall names either a client (by index) or a node (by name)".to_string())
             }
             _ => None,
         }
@@ -318,5 +329,30 @@ mod tests {
         let names: Vec<&str> = a.classes().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["kill_data_server", "kill_coordinator"]);
         assert!(serde_json::from_str::<RandomFaults>(r#"{"kill_tablets": null}"#).is_err());
+    }
+
+    /// A stall names a client by index (as before) or a node by name; the
+    /// client form saves as it always did.
+    #[test]
+    fn a_stall_names_a_client_or_a_node() {
+        let by_client = r#"{"kind":"stall","client":1,"duration_ms":50}"#;
+        let by_node = r#"{"kind":"stall","node":"client-1","duration_ms":50}"#;
+        let a: Fault = serde_json::from_str(by_client).unwrap();
+        let b: Fault = serde_json::from_str(by_node).unwrap();
+        assert_eq!(serde_json::to_string(&a).unwrap(), by_client);
+        assert_eq!(serde_json::to_string(&b).unwrap(), by_node);
+        assert_eq!((a.client(), a.nodes()), (Some(1), vec![]));
+        assert_eq!((b.client(), b.nodes()), (None, vec!["client-1"]));
+        assert_eq!(a.problem(), None);
+        let both = r#"{"kind":"stall","client":1,"node":"client-1","duration_ms":50}"#;
+        let neither = r#"{"kind":"stall","duration_ms":50}"#;
+        for text in [both, neither] {
+            let f: Fault = serde_json::from_str(text).unwrap();
+            let problem = f.problem().expect("refused");
+            assert!(
+                problem.contains("either a client (by index) or a node"),
+                "{problem}"
+            );
+        }
     }
 }

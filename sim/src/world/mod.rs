@@ -6,14 +6,18 @@
 //! it. The world's only view of the history format is the checker's types.
 
 mod clock;
+mod config;
+mod control;
 pub(crate) mod deadline;
 pub mod driver;
 pub mod faults;
+mod guard;
 pub mod ids;
 pub mod intercept;
 pub(crate) mod net;
 #[cfg(test)]
 mod net_tests;
+pub mod node;
 pub mod phases;
 pub mod port;
 pub mod recorder;
@@ -23,23 +27,25 @@ mod system;
 mod toy;
 pub mod watchdog;
 
-pub use clock::ClockSkew;
-pub use driver::FaultControl;
+pub use clock::{ClockEntry, ClockSkew};
+pub use config::{MAX_PHASE_MS, NodeNames, WorldConfig, WorldError};
+pub use control::FaultControl;
+pub use guard::lock;
 pub use net::{Carried, NetFaults};
-pub use system::{
-    BoxFuture, MAX_PHASE_MS, NodeInit, NodeNames, NodeSpec, System, Tenant, Unsettled, WorldConfig,
-    WorldError,
-};
+pub use node::{NodeKind, NodeName, NodeNameError};
+pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 
 use crate::world::ids::EventKind;
+use crate::world::net::{Delivery, Network};
 use crate::world::recorder::Recorder;
 use futures::channel::mpsc::UnboundedSender;
+use madsim::net::rpc::Request;
 use madsim::task::NodeId;
 use madsim::time::Instant;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Requests to the world from inside nodes (a node reached a named crash
 /// or pause point of its system).
@@ -73,26 +79,18 @@ pub struct World {
     control: UnboundedSender<Control>,
     /// The workload's driver finished: the workload phase may end early.
     workload_done: AtomicBool,
-    /// Clients whose transaction threads are stalled, until when.
-    stalled: Mutex<BTreeMap<usize, Instant>>,
-    /// Message faults applied by senders (duplication).
-    net: Mutex<NetFaults>,
+    /// Nodes whose transaction threads are stalled, until when.
+    stalled: Mutex<BTreeMap<NodeName, Instant>>,
+    /// The network: message faults, partitions, addresses, copies in flight.
+    net: Arc<Network>,
     /// The network's own node, which carries late and duplicated copies of
     /// messages: once sent, a copy is the network's, and its sender's death
     /// or pause neither recalls nor freezes it. Set once the node exists.
     wire: OnceLock<net::Wire>,
-    /// Links cut by partitions, (from, to) by node, with how many partitions
-    /// cut each (partitions may overlap).
-    cut: Mutex<BTreeMap<(NodeId, NodeId), u32>>,
-    /// Late and duplicated copies the network still carries: the healed
-    /// phase is over only when none is left.
-    in_flight: AtomicU64,
     /// Targeted message faults in force (see [`intercept`]).
     intercepts: Mutex<intercept::Intercepts>,
     /// Whether any targeted message fault is in force.
     intercepting: AtomicBool,
-    /// Which node has which address.
-    node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
     /// Ends the run if it stops making progress.
     watchdog: watchdog::Watchdog,
     /// Each node's latest incarnation and whether it runs now.
@@ -122,11 +120,8 @@ impl World {
             control,
             workload_done: AtomicBool::new(false),
             stalled: Mutex::default(),
-            net: Mutex::default(),
+            net: Arc::default(),
             wire: OnceLock::new(),
-            cut: Mutex::default(),
-            in_flight: AtomicU64::new(0),
-            node_ips: Mutex::default(),
             intercepts: Mutex::default(),
             intercepting: AtomicBool::new(false),
             watchdog: watchdog::Watchdog::from_env(),
@@ -195,13 +190,26 @@ impl World {
         let _ = self.control.unbounded_send(c);
     }
 
-    /// Until when client `client`'s transaction threads are stalled.
-    pub fn stalled_until(&self, client: usize) -> Option<Instant> {
-        lock(&self.stalled).get(&client).copied()
+    /// Until when `node`'s transaction threads are stalled.
+    pub fn stalled_until(&self, node: &NodeName) -> Option<Instant> {
+        lock(&self.stalled).get(node).copied()
     }
 
-    pub(crate) fn stalled(&self) -> MutexGuard<'_, BTreeMap<usize, Instant>> {
+    pub(crate) fn stalled(&self) -> MutexGuard<'_, BTreeMap<NodeName, Instant>> {
         lock(&self.stalled)
+    }
+
+    /// `node`'s wall clock: the skew the first entry of the settings'
+    /// `clocks` that is `node`'s gives it (a perfect clock if none does).
+    pub fn clock(&self, node: &NodeName) -> ClockSkew {
+        let mut entries = self.cfg.clocks.iter().enumerate();
+        let entry = entries.find(|(i, c)| c.is_for(*i, node));
+        entry.map(|(_, c)| c.skew()).unwrap_or_default()
+    }
+
+    /// The wall time (ms) `node`'s clock shows now.
+    pub fn wall_ms(&self, node: &NodeName) -> u64 {
+        self.clock(node).wall_ms(self.now_ns())
     }
 
     /// Record a fault or cluster event at the current time.
@@ -276,6 +284,72 @@ impl World {
     }
 }
 
+/// The network's part of the world (see [`net`]).
+impl World {
+    /// Whether a partition cuts the link from node `from` to the node at `to`.
+    pub fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
+        self.net.link_cut(from, to)
+    }
+
+    /// The links cut now, with how many partitions cut each.
+    pub(crate) fn cut(&self) -> MutexGuard<'_, BTreeMap<(NodeId, NodeId), u32>> {
+        self.net.cut()
+    }
+
+    /// Put message faults in force.
+    pub(crate) fn set_net(&self, net: NetFaults) {
+        self.net.set_faults(net);
+    }
+
+    /// Remember which node has address `ip` (for partitions).
+    pub(crate) fn register_ip(&self, ip: IpAddr, id: NodeId) {
+        self.net.register_ip(ip, id);
+    }
+
+    /// Late and duplicated copies still in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.net.in_flight()
+    }
+
+    /// The network took a late or duplicated copy to carry.
+    pub(crate) fn copy_sent(&self) {
+        self.net.copy_sent();
+    }
+
+    /// The network is done with a copy (delivered or lost); see
+    /// [`Network::copy_landed`].
+    pub(crate) fn copy_landed(&self) {
+        self.net.copy_landed();
+    }
+
+    pub(crate) fn set_wire(&self, wire: net::Wire) {
+        let _ = self.wire.set(wire);
+    }
+
+    /// Count a message delivered by the network's own node (a duplicated
+    /// copy or a held-back request) when it reaches its receiver.
+    pub(crate) fn delivered(&self, how: Delivery) {
+        if let Some(counter) = how.counter() {
+            self.recorder().bump(counter.name());
+        }
+    }
+
+    /// What the network does with `req`, which the caller is sending to
+    /// `dst` now. Under a duplication fault it either schedules a copy for
+    /// later (the caller still sends the original: [`Carried::Now`]) or
+    /// holds the request itself and delivers it late ([`Carried::Late`]:
+    /// the caller must not send it). Either way the delayed message is the
+    /// network's from this moment: it travels on the wire node, so killing
+    /// or pausing the sender neither recalls nor freezes it, and it can
+    /// overtake later messages between the same nodes. A link cut by a
+    /// partition carries nothing extra (the original is dropped anyway).
+    /// Counted when delivered (see [`World::delivered`]).
+    pub fn carry<R: Request + Clone>(&self, dst: SocketAddr, req: &R) -> Carried {
+        let timeout_ms = self.cfg.rpc_timeout_ms;
+        self.net.carry(self.wire.get(), dst, req, timeout_ms)
+    }
+}
+
 /// One incarnation of a node: its name and its number (1 for the first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Incarnation {
@@ -283,11 +357,6 @@ pub(crate) struct Incarnation {
     pub node: String,
     /// Which incarnation.
     pub number: u32,
-}
-
-/// Lock a mutex, ignoring poisoning (a panicking node does not stop the world).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -311,6 +380,50 @@ mod tests {
             w.node_started("client-0");
             assert_eq!(lock(&w.running).get("client-0"), Some(&(2, true)));
         });
+    }
+
+    #[test]
+    fn a_node_reads_the_clock_its_entry_gives_it() {
+        use crate::world::{ids::Role, node::NodeKind};
+        let kind = |role, label| NodeKind {
+            role,
+            label,
+            numbered: true,
+            reads_clock: true,
+            stalls: true,
+        };
+        let (client, tablet) = (
+            kind(Role::Client, "client"),
+            kind(Role::DataServer, "tablet"),
+        );
+        let entry = |node: Option<&str>, offset_ms| ClockEntry {
+            node: node.map(str::to_string),
+            offset_ms,
+            drift_ppm: 0,
+        };
+        let cfg = WorldConfig {
+            clocks: vec![
+                entry(None, 5),
+                entry(Some("tablet-1"), -7),
+                entry(Some("client-2"), 9),
+            ],
+            ..WorldConfig::default()
+        };
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let offsets = rt.block_on(async move {
+            let (tx, _rx) = futures::channel::mpsc::unbounded();
+            let w = World::new(cfg, tx);
+            let nodes = [
+                client.nth(0),
+                client.nth(1),
+                client.nth(2),
+                tablet.nth(1),
+                tablet.nth(0),
+            ];
+            let base = w.wall_ms(&client.nth(1));
+            nodes.map(|n| w.wall_ms(&n) as i64 - base as i64)
+        });
+        assert_eq!(offsets, [5, 0, 9, -7, 0]);
     }
 
     #[test]

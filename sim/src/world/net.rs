@@ -1,15 +1,16 @@
 //! The network's part of the world: which links partitions cut, and the
 //! late and duplicated copies the network carries on its own `wire` node.
 
+use crate::world::guard::lock;
 use crate::world::ids::Counter;
 use crate::world::port::Port;
-use crate::world::{World, lock};
 use madsim::net::rpc::Request;
 use madsim::task::NodeId;
 use madsim::time::{Duration, sleep};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The port every node listens on.
 pub const PORT: u16 = 1000;
@@ -80,9 +81,39 @@ impl Delivery {
     }
 }
 
-impl World {
+impl Delivery {
+    /// The world's counter of messages delivered this way (none for a
+    /// direct message).
+    pub(crate) fn counter(self) -> Option<Counter> {
+        match self {
+            Delivery::Direct => None,
+            Delivery::Copy => Some(Counter::NetDuplicated),
+            Delivery::Late => Some(Counter::NetLate),
+        }
+    }
+}
+
+/// The network's state in one world: the message faults in force, the
+/// links partitions cut, which node has which address, and the late and
+/// duplicated copies still in flight. It belongs to the world and survives
+/// every crash.
+#[derive(Debug, Default)]
+pub(crate) struct Network {
+    /// Message faults applied by senders (duplication).
+    faults: Mutex<NetFaults>,
+    /// Links cut by partitions, (from, to) by node, with how many partitions
+    /// cut each (partitions may overlap).
+    cut: Mutex<BTreeMap<(NodeId, NodeId), u32>>,
+    /// Late and duplicated copies the network still carries: the healed
+    /// phase is over only when none is left.
+    in_flight: AtomicU64,
+    /// Which node has which address.
+    node_ips: Mutex<BTreeMap<IpAddr, NodeId>>,
+}
+
+impl Network {
     /// Whether a partition cuts the link from node `from` to the node at `to`.
-    pub fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
+    pub(crate) fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
         let cut = lock(&self.cut);
         if cut.is_empty() {
             return false;
@@ -93,14 +124,19 @@ impl World {
         cut.contains_key(&(from, to))
     }
 
-    pub(crate) fn cut(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<(NodeId, NodeId), u32>> {
+    /// The links cut now, with how many partitions cut each.
+    pub(crate) fn cut(&self) -> MutexGuard<'_, BTreeMap<(NodeId, NodeId), u32>> {
         lock(&self.cut)
     }
 
-    pub(crate) fn set_net(&self, net: NetFaults) {
-        *lock(&self.net) = net;
+    /// The message faults in force.
+    pub(crate) fn faults(&self) -> NetFaults {
+        *lock(&self.faults)
+    }
+
+    /// Put message faults in force.
+    pub(crate) fn set_faults(&self, net: NetFaults) {
+        *lock(&self.faults) = net;
     }
 
     /// Remember which node has address `ip` (for partitions).
@@ -109,7 +145,7 @@ impl World {
     }
 
     /// Late and duplicated copies still in flight.
-    pub fn in_flight(&self) -> u64 {
+    pub(crate) fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
     }
 
@@ -128,39 +164,24 @@ impl World {
         }
     }
 
-    pub(crate) fn set_wire(&self, wire: Wire) {
-        let _ = self.wire.set(wire);
-    }
-
-    /// Count a message delivered by the network's own node (a duplicated
-    /// copy or a held-back request) when it reaches its receiver.
-    pub(crate) fn delivered(&self, how: Delivery) {
-        let counter = match how {
-            Delivery::Direct => return,
-            Delivery::Copy => Counter::NetDuplicated,
-            Delivery::Late => Counter::NetLate,
-        };
-        self.recorder().bump(counter.name());
-    }
-
     /// What the network does with `req`, which the caller is sending to
-    /// `dst` now. Under a duplication fault it either schedules a copy for
-    /// later (the caller still sends the original: [`Carried::Now`]) or
-    /// holds the request itself and delivers it late ([`Carried::Late`]:
-    /// the caller must not send it). Either way the delayed message is the
-    /// network's from this moment: it travels on the wire node, so killing
-    /// or pausing the sender neither recalls nor freezes it, and it can
-    /// overtake later messages between the same nodes. A link cut by a
-    /// partition carries nothing extra (the original is dropped anyway).
-    /// Counted when delivered (see [`World::delivered`]).
-    pub fn carry<R: Request + Clone>(self: &Arc<Self>, dst: SocketAddr, req: &R) -> Carried {
-        let net = *lock(&self.net);
+    /// `dst` now, over `wire` (none yet: nothing extra is carried); a
+    /// carried message waits at most `rpc_timeout_ms` for its answer. See
+    /// [`crate::world::World::carry`].
+    pub(crate) fn carry<R: Request + Clone>(
+        self: &Arc<Self>,
+        wire: Option<&Wire>,
+        dst: SocketAddr,
+        req: &R,
+        rpc_timeout_ms: u64,
+    ) -> Carried {
+        let net = self.faults();
         if net.duplicate_rate <= 0.0 || madsim::rand::random::<f64>() >= net.duplicate_rate {
             return Carried::Now;
         }
         let late = madsim::rand::random::<bool>();
         let delay = madsim::rand::random::<u64>() % (net.duplicate_max_delay_ms + 1);
-        let Some(wire) = self.wire.get().cloned() else {
+        let Some(wire) = wire.cloned() else {
             return Carried::Now;
         };
         if self.link_cut(madsim::plugin::node(), dst) {
@@ -168,19 +189,19 @@ impl World {
         }
         let (ep, carried, delay) = if late {
             // Held back past the sender's time-out: it cannot answer in time.
-            let delay = delay.max(self.cfg.rpc_timeout_ms + 1);
+            let delay = delay.max(rpc_timeout_ms + 1);
             (wire.late, Carried::Late, delay)
         } else {
             (wire.copies, Carried::Now, delay)
         };
         let copy = req.clone();
-        let world = self.clone();
-        world.copy_sent();
+        let net = self.clone();
+        net.copy_sent();
         wire.node.spawn(async move {
             sleep(Duration::from_millis(delay)).await;
-            let timeout = Duration::from_millis(world.cfg.rpc_timeout_ms);
+            let timeout = Duration::from_millis(rpc_timeout_ms);
             let _ = crate::world::deadline::call(&ep, dst, copy, timeout).await;
-            world.copy_landed();
+            net.copy_landed();
         });
         carried
     }

@@ -2,12 +2,12 @@
 //! its receiver on the network's schedule whatever happens to its sender,
 //! and messages between the same two nodes can overtake each other.
 
+use crate::world::config::WorldConfig;
 use crate::world::deadline;
 use crate::world::net::{Carried, NetFaults, PORT};
 use crate::world::phases::start_wire;
 use crate::world::port::Port;
 use crate::world::serve::{Server, serve_costed};
-use crate::world::system::WorldConfig;
 use crate::world::{World, lock};
 use madsim::net::rpc::Request;
 use madsim::runtime::{Handle, Runtime};

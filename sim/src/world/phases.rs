@@ -140,14 +140,15 @@ pub(crate) async fn start_nodes(world: &Arc<World>, tenant: &dyn Tenant) -> Regi
     let mut registry = Registry::default();
     let mut waited = false;
     for spec in tenant.nodes() {
-        if spec.role == Role::Client && !waited {
+        if spec.name.role() == Role::Client && !waited {
             sleep(Duration::from_millis(1)).await;
             waited = true;
         }
-        let (w, name, init) = (world.clone(), spec.name.clone(), spec.init.clone());
+        let label = spec.name.to_string();
+        let (w, name, init) = (world.clone(), label.clone(), spec.init.clone());
         let node = handle
             .create_node()
-            .name(spec.name.clone())
+            .name(label.clone())
             .ip(spec.ip)
             .init(move || {
                 w.node_started(&name);
@@ -156,11 +157,10 @@ pub(crate) async fn start_nodes(world: &Arc<World>, tenant: &dyn Tenant) -> Regi
             .build();
         let known = Known {
             id: node.id(),
-            role: spec.role,
-            index: spec.index,
+            name: spec.name,
         };
-        world.register_node(&spec.name, node.id());
-        registry.add(spec.name, known);
+        world.register_node(&label, node.id());
+        registry.add(label, known);
         world.register_ip(spec.ip, node.id());
     }
     registry
@@ -171,10 +171,7 @@ fn record_clock_skew(world: &World) {
     for (i, c) in world.config().clocks.iter().enumerate() {
         if c.is_skewed() {
             world.recorder().bump(&FaultKind::ClockSkew.counter());
-            world.world_event(
-                EventKind::ClockSkew,
-                json!({"client": i, "offset_ms": c.offset_ms, "drift_ppm": c.drift_ppm}),
-            );
+            world.world_event(EventKind::ClockSkew, c.event_fields(i));
         }
     }
 }

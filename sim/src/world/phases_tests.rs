@@ -210,7 +210,8 @@ fn the_recorder_keeps_the_worlds_events_in_time_order() {
         at(
             500,
             Fault::Stall {
-                client: 1,
+                client: Some(1),
+                node: None,
                 duration_ms: 50,
             },
         ),
@@ -223,7 +224,8 @@ fn the_recorder_keeps_the_worlds_events_in_time_order() {
             ..FaultConfig::default()
         },
     );
-    toy.cfg.clocks = vec![crate::world::ClockSkew {
+    toy.cfg.clocks = vec![crate::world::ClockEntry {
+        node: None,
         offset_ms: 5,
         drift_ppm: 0,
     }];

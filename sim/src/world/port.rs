@@ -320,7 +320,7 @@ impl World {
     /// loss).
     fn route(&self, link: Link, now: Instant) -> Option<Instant> {
         {
-            let cut = lock(&self.cut);
+            let cut = self.net.cut();
             if !cut.is_empty() && cut.contains_key(&(link.from, link.to)) {
                 return None;
             }
@@ -388,9 +388,9 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::config::WorldConfig;
     use crate::world::deadline;
     use crate::world::serve::serve;
-    use crate::world::system::WorldConfig;
     use madsim::runtime::{Handle, Runtime};
     use madsim::time::sleep;
     use serde::{Deserialize, Serialize};
@@ -470,11 +470,11 @@ mod tests {
     fn a_partition_or_total_loss_loses_the_call() {
         let lost = with_echo(|port, w, server| async move {
             let me = madsim::plugin::node();
-            lock(&w.cut).insert((me, server), 1);
+            w.cut().insert((me, server), 1);
             let cut = deadline::call(&port, addr(1), Echo(1), TIMEOUT)
                 .await
                 .is_err();
-            lock(&w.cut).clear();
+            w.cut().clear();
             let healed = deadline::call(&port, addr(1), Echo(2), TIMEOUT)
                 .await
                 .is_ok();

@@ -10,12 +10,11 @@
 //! node reaches one, it asks the world through [`World::request`].
 
 use crate::world::World;
-use crate::world::clock::ClockSkew;
-use crate::world::driver::FaultControl;
-use crate::world::faults::FaultConfig;
+use crate::world::config::WorldConfig;
+use crate::world::control::FaultControl;
 use crate::world::ids::Role;
+use crate::world::node::NodeName;
 use percsim_checker as history;
-use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -27,128 +26,12 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// What starts one incarnation of a node (run again on every restart).
 pub type NodeInit = Arc<dyn Fn() -> BoxFuture<()> + Send + Sync>;
 
-/// The world's own settings: a scenario file's `world` section. They are
-/// the same for every system: the phases, the faults, the clocks and how
-/// long one message may take to be answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorldConfig {
-    /// Length of the workload phase in simulated ms (faults active).
-    pub run_ms: u64,
-    /// Bound on the healed phase in which the system must settle.
-    pub quiesce_ms: u64,
-    /// Timeout of one RPC attempt (also of a late copy's delivery).
-    pub rpc_timeout_ms: u64,
-    /// Per-client clock skew (missing entries: a perfect clock).
-    pub clocks: Vec<ClockSkew>,
-    /// Timed and random faults of the workload phase.
-    pub faults: FaultConfig,
-}
-
-impl Default for WorldConfig {
-    fn default() -> Self {
-        WorldConfig {
-            run_ms: 5_000,
-            quiesce_ms: 60_000,
-            rpc_timeout_ms: 100,
-            clocks: Vec::new(),
-            faults: FaultConfig::default(),
-        }
-    }
-}
-
-/// The longest phase a run may have: one simulated hour.
-pub const MAX_PHASE_MS: u64 = 3_600_000;
-
-/// A world setting that cannot run: the field (a path inside the `world`
-/// section) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("world.{field}: {problem}")]
-pub struct WorldError {
-    /// The offending field, as a path inside the `world` section.
-    pub field: String,
-    /// What is wrong with it.
-    pub problem: String,
-}
-
-/// The nodes a system will run, as the world's settings must name them.
-#[derive(Debug, Clone, Copy)]
-pub struct NodeNames<'a> {
-    /// Every node's name.
-    pub names: &'a [String],
-    /// How many clients (timed faults and clocks name clients by index).
-    pub clients: usize,
-}
-
-impl WorldConfig {
-    /// Check the settings against the nodes the system runs: phases of at
-    /// most an hour, a positive RPC timeout, no more clocks than clients,
-    /// timed faults that name existing nodes and clients with sensible
-    /// values, random classes with sensible probabilities and durations.
-    pub fn validate(&self, nodes: NodeNames<'_>) -> Result<(), WorldError> {
-        let err = |field: &str, problem: String| {
-            Err(WorldError {
-                field: field.to_string(),
-                problem,
-            })
-        };
-        if self.rpc_timeout_ms == 0 {
-            return err("rpc_timeout_ms", "must be at least 1".into());
-        }
-        if self.run_ms > MAX_PHASE_MS || self.quiesce_ms > MAX_PHASE_MS {
-            return err("run_ms/quiesce_ms", "more than one simulated hour".into());
-        }
-        if self.clocks.len() > nodes.clients {
-            return err("clocks", "more clock entries than clients".into());
-        }
-        self.check_faults(nodes)
-    }
-
-    fn check_faults(&self, nodes: NodeNames<'_>) -> Result<(), WorldError> {
-        for (i, t) in self.faults.schedule.iter().enumerate() {
-            let field = format!("faults.schedule[{i}]");
-            let problem = if let Some(n) = t
-                .fault
-                .nodes()
-                .into_iter()
-                .find(|n| !nodes.names.iter().any(|m| m == n))
-            {
-                Some(format!(
-                    "no node named {n:?} (nodes: {})",
-                    nodes.names.join(", ")
-                ))
-            } else if let Some(c) = t.fault.client().filter(|c| *c >= nodes.clients) {
-                Some(format!(
-                    "client {c} does not exist ({} clients)",
-                    nodes.clients
-                ))
-            } else {
-                t.fault.problem()
-            };
-            if let Some(problem) = problem {
-                return Err(WorldError { field, problem });
-            }
-        }
-        for (name, class) in self.faults.random.classes() {
-            if let Some(problem) = class.problem() {
-                return Err(WorldError {
-                    field: format!("faults.random.{name}"),
-                    problem,
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
 /// One node of a system.
 pub struct NodeSpec {
-    /// Its name, as faults and events name it (unique in the run).
-    pub name: String,
-    /// The part it plays, as fault classes target nodes.
-    pub role: Role,
-    /// Its number among the nodes of its role (a client's index).
-    pub index: usize,
+    /// Its name (unique in the run): its kind, with the part it plays as
+    /// fault classes target nodes, and its number among the nodes of its
+    /// kind (a client's index).
+    pub name: NodeName,
     /// Its address.
     pub ip: IpAddr,
     /// What each incarnation runs.
@@ -188,7 +71,7 @@ pub trait Tenant: Send + Sync + 'static {
     /// (Pulsar's coordinator runs on whichever broker owns it). The fault
     /// classes that target `role` hit this node; None (the default): the
     /// role is a node of its own.
-    fn holder(&self, _role: Role) -> Option<String> {
+    fn holder(&self, _role: Role) -> Option<NodeName> {
         None
     }
     /// Expire client `client`'s session with the system's liveness service.

@@ -4,6 +4,7 @@
 
 use crate::world::driver::{FaultControl, Faults, SharedFaults};
 use crate::world::ids::Role;
+use crate::world::node::NodeKind;
 use crate::world::phases::{RunOutput, run_system, start_nodes};
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use madsim::runtime::Runtime;
@@ -58,9 +59,17 @@ impl Toy {
     }
 }
 
-/// The name of the `index`th node of `role`.
-pub(crate) fn node_name(role: Role, index: usize) -> String {
-    format!("{}-{index}", role.name())
+/// The toy's kind of node of `role`: labelled by the role's name; clients
+/// read a skewed clock and stall, other nodes do neither.
+pub(crate) fn kind(role: Role) -> NodeKind {
+    let client = role == Role::Client;
+    NodeKind {
+        role,
+        label: role.name(),
+        numbered: true,
+        reads_clock: client,
+        stalls: client,
+    }
 }
 
 impl System for Toy {
@@ -86,9 +95,7 @@ impl Tenant for ToyTenant {
             let (world, tick_ms) = (self.world.clone(), self.toy.tick_ms);
             let ticks = role == Role::Client;
             specs.push(NodeSpec {
-                name: node_name(role, index),
-                role,
-                index,
+                name: kind(role).nth(index),
                 ip: IpAddr::V4(Ipv4Addr::new(10, 9, 0, i as u8 + 1)),
                 init: Arc::new(move || {
                     let world = world.clone();

@@ -2,7 +2,7 @@
 //! requests into one pending oracle RPC, finds tablets through the master,
 //! and runs the workload's transaction threads.
 
-use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
+use crate::percolator::ids::{PercolatorCounter, PercolatorEvent, kinds};
 use crate::percolator::points::PointAction;
 use crate::percolator::rpc::{
     IsAlive, KeepAlive, Locate, NotServing, OpenSession, RawCall, RowCall, RowLockCall, ScanCall,
@@ -14,6 +14,7 @@ use crate::percolator::{
     record, tablet_server_addr,
 };
 use crate::world::ids::EventKind;
+use crate::world::node::NodeName;
 use crate::world::port::Port;
 use crate::world::{Carried, ClockSkew, Control, deadline};
 use futures::channel::oneshot;
@@ -103,8 +104,8 @@ impl Client {
     }
 
     /// This client's node name, as faults name it.
-    fn node_name(&self) -> String {
-        format!("client-{}", self.index)
+    fn node_name(&self) -> NodeName {
+        kinds::CLIENT.nth(self.index)
     }
 
     /// How many transaction threads the cluster runs (clients x workers).
@@ -130,7 +131,7 @@ impl Client {
     /// Freeze this client's node here, for `duration_ms` or until resumed.
     async fn pause_here(&self, duration_ms: Option<u64>) {
         self.cluster.world.request(Control::Pause {
-            node: self.node_name(),
+            node: self.node_name().to_string(),
             duration_ms,
         });
         // The pause takes effect when the harness runs; yield until it does.
@@ -143,7 +144,7 @@ impl Client {
             PointAction::Crash { restart_after_ms } => {
                 self.cluster.record_stop(step.point(), true, fields);
                 self.cluster.world.request(Control::Kill {
-                    node: self.node_name(),
+                    node: self.node_name().to_string(),
                     restart_after_ms,
                 });
                 std::future::pending::<()>().await;
@@ -271,7 +272,7 @@ impl Client {
         let timeout = Duration::from_millis(self.cluster.world.config().rpc_timeout_ms);
         let world = &self.cluster.world;
         if world.intercepting() {
-            let tag = req.tag(self.node_name());
+            let tag = req.tag(self.node_name().to_string());
             let call = world.call_tagged(&self.ep, dst, req, tag, timeout);
             return call.await.map_err(|()| RpcError::Timeout);
         }
@@ -315,7 +316,7 @@ impl Client {
     /// Block while a stall fault holds this client's transaction threads.
     async fn wait_if_stalled(&self) {
         loop {
-            let until = self.cluster.world.stalled_until(self.index);
+            let until = self.cluster.world.stalled_until(&self.node_name());
             match until {
                 Some(t) if t > madsim::time::Instant::now() => madsim::time::sleep_until(t).await,
                 _ => return,
@@ -635,13 +636,7 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
         inc[index]
     };
     let ep = Port::bind(&cluster.world, client_addr(index));
-    let clock = cluster
-        .world
-        .config()
-        .clocks
-        .get(index)
-        .copied()
-        .unwrap_or_default();
+    let clock = cluster.world.clock(&kinds::CLIENT.nth(index));
     let client = Arc::new(Client {
         cluster: cluster.clone(),
         index,

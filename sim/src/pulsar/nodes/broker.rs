@@ -11,7 +11,7 @@
 //! fence, or a heartbeat answered "expired", makes the broker stop serving
 //! the resource (it then answers [`NotOwner`]).
 
-use crate::pulsar::ids::PulsarEvent;
+use crate::pulsar::ids::{PulsarEvent, kinds};
 use crate::pulsar::invariants::{self, Writer};
 use crate::pulsar::nodes::coordinator::Tc;
 use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
@@ -58,7 +58,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     let b = Arc::new(Broker {
         cluster,
         me,
-        name: format!("broker-{me}"),
+        name: kinds::BROKER.nth(me).to_string(),
         ep: ep.clone(),
         session: Mutex::new(session),
         partitions: Mutex::default(),

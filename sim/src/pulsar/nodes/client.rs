@@ -4,7 +4,7 @@
 //! coordinator or a partition and caches the answer; "not owner" or no
 //! answer makes it look up again.
 
-use crate::pulsar::ids::{PulsarCounter, PulsarEvent};
+use crate::pulsar::ids::{PulsarCounter, PulsarEvent, kinds};
 use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
@@ -165,7 +165,8 @@ impl Conn {
 
     async fn wait_if_stalled(&self) {
         let world = &self.process.cluster.world;
-        while let Some(t) = world.stalled_until(self.process.index) {
+        let me = kinds::CLIENT.nth(self.process.index);
+        while let Some(t) = world.stalled_until(&me) {
             if t <= madsim::time::Instant::now() {
                 return;
             }
@@ -227,7 +228,7 @@ impl Conn {
             json!({"client": self.process.index, "point": point}),
         );
         c.world.request(Control::Kill {
-            node: format!("client-{}", self.process.index),
+            node: kinds::CLIENT.nth(self.process.index).to_string(),
             restart_after_ms: Some(300),
         });
         sleep(Duration::from_millis(1)).await;
@@ -247,7 +248,7 @@ impl PulsarTransport for Conn {
     /// process's incarnation (a restart reconnects on a new session).
     fn consumer(&self) -> ConsumerRef {
         ConsumerRef {
-            name: format!("client-{}.{}", self.process.index, self.task),
+            name: format!("{}.{}", kinds::CLIENT.nth(self.process.index), self.task),
             session: self.process.incarnation as u64,
         }
     }

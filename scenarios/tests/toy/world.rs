@@ -25,7 +25,8 @@ use percsim_sim::world::intercept::MsgTag;
 use percsim_sim::world::port::Port;
 use percsim_sim::world::recorder::Finish;
 use percsim_sim::world::{
-    BoxFuture, Carried, Control, NodeNames, NodeSpec, Tenant, Unsettled, World, lock,
+    BoxFuture, Carried, Control, NodeKind, NodeName, NodeNames, NodeSpec, Tenant, Unsettled,
+    World, lock,
 };
 use percsim_sim::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,26 @@ use std::sync::{Arc, Mutex};
 
 /// The primary's node name.
 pub const PRIMARY: &str = "primary";
+
+/// The toy's primary: the one data server. It reads no wall clock and
+/// has no transaction threads to stall.
+const PRIMARY_KIND: NodeKind = NodeKind {
+    role: Role::DataServer,
+    label: PRIMARY,
+    numbered: false,
+    reads_clock: false,
+    stalls: false,
+};
+
+/// The toy's clients, `client-N`: they read no wall clock (their
+/// deadlines run on true simulated time) and honour stalls.
+const CLIENT_KIND: NodeKind = NodeKind {
+    role: Role::Client,
+    label: "client",
+    numbered: true,
+    reads_clock: false,
+    stalls: true,
+};
 
 /// The register's column in the history (its row is the workload's key).
 pub const COLUMN: &str = "v";
@@ -72,13 +93,13 @@ fn client_addr(i: usize) -> SocketAddr {
 }
 
 /// Client `i`'s node name.
-pub fn client_name(i: usize) -> String {
-    format!("client-{i}")
+pub fn client_name(i: usize) -> NodeName {
+    CLIENT_KIND.nth(i)
 }
 
 /// Every node's name: the primary, then the clients.
-pub fn node_names(cfg: &ToyConfig) -> Vec<String> {
-    std::iter::once(PRIMARY.to_string())
+pub fn node_names(cfg: &ToyConfig) -> Vec<NodeName> {
+    std::iter::once(PRIMARY_KIND.single())
         .chain((0..cfg.clients).map(client_name))
         .collect()
 }
@@ -88,10 +109,7 @@ pub fn node_names(cfg: &ToyConfig) -> Vec<String> {
 pub fn validate(world: &WorldConfig, cfg: &ToyConfig) -> Result<(), ConfigError> {
     cfg.validate()?;
     let names = node_names(cfg);
-    let nodes = NodeNames {
-        names: &names,
-        clients: cfg.clients,
-    };
+    let nodes = NodeNames { nodes: &names };
     world.validate(nodes).map_err(|e| ConfigError {
         field: format!("world.{}", e.field),
         problem: e.problem,
@@ -204,9 +222,7 @@ impl Tenant for ToyTenant {
     fn nodes(&self) -> Vec<NodeSpec> {
         let s = self.0.clone();
         let mut nodes = vec![NodeSpec {
-            name: PRIMARY.into(),
-            role: Role::DataServer,
-            index: 0,
+            name: PRIMARY_KIND.single(),
             ip: primary_addr().ip(),
             init: Arc::new(move || Box::pin(primary(s.clone()))),
         }];
@@ -214,8 +230,6 @@ impl Tenant for ToyTenant {
             let s = self.0.clone();
             nodes.push(NodeSpec {
                 name: client_name(i),
-                role: Role::Client,
-                index: i,
                 ip: client_addr(i).ip(),
                 init: Arc::new(move || Box::pin(client(s.clone(), i))),
             });
@@ -432,7 +446,7 @@ async fn client(shared: Arc<Shared>, index: usize) {
     let me = Client {
         shared,
         index,
-        name: client_name(index),
+        name: client_name(index).to_string(),
         port,
     };
     let in_doubt = lock(&me.shared.clients[index]).in_doubt.clone();
@@ -550,7 +564,7 @@ impl Client {
 
     async fn wait_if_stalled(&self) {
         let world = &self.shared.world;
-        while let Some(t) = world.stalled_until(self.index) {
+        while let Some(t) = world.stalled_until(&client_name(self.index)) {
             if t <= Instant::now() {
                 return;
             }

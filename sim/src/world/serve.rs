@@ -3,8 +3,8 @@
 //! madsim's own `add_rpc_handler` ran one receive loop per request kind,
 //! and every receive slept at least 1 ms of simulated time (the timer's
 //! floor): a node took in at most 1,000 requests of one kind per simulated
-//! second, whatever its load (issue 16's scale-out table). On the world's
-//! transport ([`Port`]) a request is taken in when it arrives, however many
+//! second, whatever its load (the scale-out table in docs/measurements.md).
+//! On the world's transport ([`Port`]) a request is taken in when it arrives, however many
 //! arrive at once, so intake is no bottleneck, and what a node can serve is
 //! set by the explicit [`Cpu`] model: a node has cores, every request costs
 //! CPU time, and requests queue when every core is busy.

@@ -101,7 +101,9 @@ pub fn script_scenario(script: Script, seed: u64) -> Scenario {
         .steps
         .iter()
         .filter_map(|s| match s {
-            crate::systems::percolator::workloads::Step::Begin { client, .. } => Some(client + 1),
+            crate::systems::percolator::workloads::Step::System(
+                crate::systems::percolator::workloads::PercolatorVerb::Begin { client, .. },
+            ) => Some(client + 1),
             _ => None,
         })
         .max()

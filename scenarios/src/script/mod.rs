@@ -212,25 +212,6 @@ pub trait ScriptControl: Send + Sync + 'static {
     fn release(&self, rule: Self::RuleId);
 }
 
-impl ScriptControl for percsim_sim::Controller {
-    type RuleId = percsim_sim::RuleId;
-    fn inject(&self, fault: &Fault) {
-        percsim_sim::Controller::inject(self, fault);
-    }
-    fn heal_partitions(&self) {
-        percsim_sim::Controller::heal_partitions(self);
-    }
-    fn node_up(&self, node: &str) -> bool {
-        percsim_sim::Controller::node_up(self, node)
-    }
-    fn counter(&self, name: &str) -> u64 {
-        percsim_sim::Controller::counter(self, name)
-    }
-    fn release(&self, rule: Self::RuleId) {
-        percsim_sim::Controller::release(self, rule);
-    }
-}
-
 /// How errors name a system's thread of steps, such as
 /// `workload.steps[3].txn: transaction "T1" is used after its commit or abort`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

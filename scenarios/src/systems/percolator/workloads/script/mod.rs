@@ -23,12 +23,12 @@ pub use run::RunState;
 
 pub use crate::script::{MsgFate, MsgLeg, Until};
 
-use crate::script::{Env, ScriptSystem, SystemVerb, ThreadWords};
+use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{
     ObserverBody, ObserverSpec, Point, PointNode, StepPoint,
 };
-use percsim_sim::{BoxFuture, Client, Controller, PointAction, Worker, Workload};
+use percsim_sim::{BoxFuture, Client, Controller, Fault, PointAction, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;
 
@@ -414,6 +414,26 @@ impl ScriptSystem for PercolatorScript {
             store: *store,
         };
         run::assert(script, &check, control)
+    }
+}
+
+/// The driver of a Percolator script acts through the cluster's [`Controller`].
+impl ScriptControl for Controller {
+    type RuleId = percsim_sim::RuleId;
+    fn inject(&self, fault: &Fault) {
+        percsim_sim::Controller::inject(self, fault);
+    }
+    fn heal_partitions(&self) {
+        percsim_sim::Controller::heal_partitions(self);
+    }
+    fn node_up(&self, node: &str) -> bool {
+        percsim_sim::Controller::node_up(self, node)
+    }
+    fn counter(&self, name: &str) -> u64 {
+        percsim_sim::Controller::counter(self, name)
+    }
+    fn release(&self, rule: Self::RuleId) {
+        percsim_sim::Controller::release(self, rule);
     }
 }
 

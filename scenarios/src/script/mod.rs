@@ -26,12 +26,10 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use run::Thread;
-pub use validate::Env;
-
 use percsim_sim::{Fate, Fault, Leg};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
@@ -497,4 +495,24 @@ impl<S: ScriptSystem> Debug for Script<S> {
             .field("steps", &self.steps.len())
             .finish()
     }
+}
+
+/// One thread of steps, run in a task of its client: it hands out the
+/// thread's steps one by one, each at its turn.
+pub struct Thread<S: ScriptSystem> {
+    script: Script<S>,
+    name: String,
+    steps: Vec<usize>,
+    next: usize,
+    running: Option<usize>,
+}
+
+/// Where a step is and what exists before it, for a system's checks.
+pub struct Env<'a> {
+    at: &'a str,
+    index: usize,
+    clients: usize,
+    nodes: &'a [String],
+    opened: &'a BTreeMap<&'a str, usize>,
+    words: ThreadWords,
 }

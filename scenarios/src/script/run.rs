@@ -2,7 +2,7 @@
 //! (node actions, waits, assertions, message rules) on the driver, all in
 //! step order; then the end-of-run checks.
 
-use super::{Mismatch, Script, ScriptControl, ScriptSystem, Step, SystemVerb, Until};
+use super::{Mismatch, Script, ScriptControl, ScriptSystem, Step, SystemVerb, Thread, Until};
 use percsim_sim::Fault;
 use std::collections::BTreeMap;
 use std::sync::{Arc, MutexGuard};
@@ -45,16 +45,6 @@ impl<S: ScriptSystem> Default for State<S> {
             system: S::State::default(),
         }
     }
-}
-
-/// One thread of steps, run in a task of its client: it hands out the
-/// thread's steps one by one, each at its turn.
-pub struct Thread<S: ScriptSystem> {
-    script: Script<S>,
-    name: String,
-    steps: Vec<usize>,
-    next: usize,
-    running: Option<usize>,
 }
 
 impl<S: ScriptSystem> Thread<S> {

@@ -3,20 +3,8 @@
 //! closed, rule names are unique and released once, waits are bounded,
 //! `since_step` looks back, `at_end` holds only assertions.
 
-use super::{
-    InterceptRule, MsgFate, MsgLeg, Script, ScriptSystem, Step, SystemVerb, ThreadWords, Until,
-};
+use super::{Env, InterceptRule, MsgFate, MsgLeg, Script, ScriptSystem, Step, SystemVerb, Until};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Where a step is and what exists before it, for a system's checks.
-pub struct Env<'a> {
-    at: &'a str,
-    index: usize,
-    clients: usize,
-    nodes: &'a [String],
-    opened: &'a BTreeMap<&'a str, usize>,
-    words: ThreadWords,
-}
 
 impl Env<'_> {
     /// How errors name the step: `workload.steps[3]`, `workload.at_end[0]`.

@@ -17,8 +17,8 @@ pub use register::Register;
 pub use script::{
     AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
     InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb,
-    RecordKind, RunState, Script, ScriptBuilder, ScriptObserver, Step, Stored, Target, Until,
-    WaitFor, WriteExpect,
+    RecordKind, Script, ScriptBuilder, ScriptObserver, Step, Stored, Target, Until, WaitFor,
+    WriteExpect,
 };
 pub use tpce::Tpce;
 

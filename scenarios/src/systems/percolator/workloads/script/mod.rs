@@ -19,7 +19,6 @@ pub use expect::{
 };
 pub use intercept::{Call, MessageRule, Target};
 pub use observe::ScriptObserver;
-pub use run::RunState;
 
 pub use crate::script::{MsgFate, MsgLeg, Until};
 
@@ -320,7 +319,7 @@ impl ScriptSystem for PercolatorScript {
     type Count = Counted;
     type Wait = WaitFor;
     type Rule = MessageRule;
-    type State = RunState;
+    type State = run::RunState;
     type Control = Controller;
     type Client = Arc<Client>;
     const FIELDS: &'static [&'static str] = &["initial", "observers"];

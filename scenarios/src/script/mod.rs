@@ -11,7 +11,7 @@
 //!
 //! The engine owns what is the same for every system: the file's shape
 //! (`steps`, `at_end`, `step_timeout_ms`, beside the system's own fields),
-//! the verbs of the world (`sleep`, `wait`, `kill`, `restart`, `pause`,
+//! the verbs of the world (`stop_at`, `sleep`, `wait`, `kill`, `restart`, `pause`,
 //! `resume`, `partition`, `heal`, `intercept`, `release`, `assert_count`),
 //! the step cursor, `no_wait`, step timeouts, the `since_step` counter
 //! marks, intercept and release bookkeeping, and the generic validation. A
@@ -43,6 +43,7 @@ pub const FIELDS: &[&str] = &["steps", "at_end", "step_timeout_ms"];
 
 /// The verbs the engine runs itself, for every system.
 pub const VERBS: &[&str] = &[
+    "stop_at",
     "kill",
     "restart",
     "pause",
@@ -81,6 +82,17 @@ pub trait ScriptSystem:
     /// An `intercept` step's rule: its name, leg, fate and times (the
     /// engine's words) and its targets (the system's).
     type Rule: InterceptRule;
+    /// A named point a node reaches, where `stop_at` stops it.
+    type Point: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync + 'static;
+    /// What `stop_at` does to a node at its point (kill, freeze).
+    type PointFault: Serialize
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + PartialEq
+        + Send
+        + Sync
+        + 'static;
     /// The system's state of one run (names learnt, threads finished).
     type State: Default + Send + 'static;
     /// The driver's view of the world while the script runs.
@@ -104,12 +116,22 @@ pub trait ScriptSystem:
     /// Check one of the system's wait conditions.
     fn validate_wait(script: &Script<Self>, wait: &Self::Wait, env: &Env<'_>)
     -> Result<(), String>;
+    /// Check that `node` (an existing node) reaches `point`.
+    fn validate_point(point: &Self::Point, node: &str, env: &Env<'_>) -> Result<(), String>;
     /// Check a rule's targets (the engine checked its times, leg and fate).
     fn validate_rule(script: &Script<Self>, rule: &Self::Rule, env: &Env<'_>)
     -> Result<(), String>;
     /// Run one thread of steps on its client: take each step from
     /// [`Thread::next`] (which waits for its turn) and run it.
     fn run_thread(thread: Thread<Self>, client: Self::Client) -> percsim_sim::BoxFuture<()>;
+    /// Stop `node` with `fault` the next time it reaches `point`; an
+    /// error says why it cannot be armed.
+    fn arm_point(
+        control: &Self::Control,
+        point: &Self::Point,
+        node: &str,
+        fault: &Self::PointFault,
+    ) -> Result<(), String>;
     /// Run one of the system's driver steps (one whose thread is `None`)
     /// that is not an assertion.
     fn driver_step<'a>(
@@ -344,6 +366,16 @@ fn default_wait_timeout_ms() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "do", rename_all = "snake_case", bound = "")]
 pub enum Step<S: ScriptSystem> {
+    /// Kill or freeze `node` the next time it reaches the named `point`
+    /// (whatever it is doing there).
+    StopAt {
+        /// The point.
+        point: S::Point,
+        /// The node.
+        node: String,
+        /// What happens there.
+        fault: S::PointFault,
+    },
     /// Kill a node.
     Kill {
         /// The node.

@@ -15,9 +15,16 @@ use serde_json::{Map, Value};
     tag = "do",
     rename_all = "snake_case",
     deny_unknown_fields,
-    bound(deserialize = "R: DeserializeOwned, C: DeserializeOwned, W: DeserializeOwned")
+    bound(
+        deserialize = "R: DeserializeOwned, C: DeserializeOwned, W: DeserializeOwned, P: DeserializeOwned, F: DeserializeOwned"
+    )
 )]
-enum CoreStep<R, C, W> {
+enum CoreStep<R, C, W, P, F> {
+    StopAt {
+        point: P,
+        node: String,
+        fault: F,
+    },
     Kill {
         node: String,
     },
@@ -52,9 +59,19 @@ enum CoreStep<R, C, W> {
     AssertCount(CountAssert<C>),
 }
 
-impl<S: ScriptSystem> From<CoreStep<S::Rule, S::Count, S::Wait>> for Step<S> {
-    fn from(c: CoreStep<S::Rule, S::Count, S::Wait>) -> Self {
+/// The engine's verbs of a script of `S`, as read.
+type CoreOf<S> = CoreStep<
+    <S as ScriptSystem>::Rule,
+    <S as ScriptSystem>::Count,
+    <S as ScriptSystem>::Wait,
+    <S as ScriptSystem>::Point,
+    <S as ScriptSystem>::PointFault,
+>;
+
+impl<S: ScriptSystem> From<CoreOf<S>> for Step<S> {
+    fn from(c: CoreOf<S>) -> Self {
         match c {
+            CoreStep::StopAt { point, node, fault } => Step::StopAt { point, node, fault },
             CoreStep::Kill { node } => Step::Kill { node },
             CoreStep::Restart { node } => Step::Restart { node },
             CoreStep::Pause { client } => Step::Pause { client },
@@ -98,7 +115,7 @@ fn read<S: ScriptSystem>(value: Value) -> Result<Step<S>, (Option<String>, Strin
         return Err((None, e));
     };
     let parsed = if VERBS.contains(&verb.as_str()) {
-        CoreStep::<S::Rule, S::Count, S::Wait>::deserialize(value).map(Step::from)
+        CoreOf::<S>::deserialize(value).map(Step::from)
     } else if S::VERBS.contains(&verb.as_str()) {
         S::Verb::deserialize(value).map(Step::System)
     } else {

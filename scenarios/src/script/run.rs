@@ -267,6 +267,12 @@ impl<S: ScriptSystem> Script<S> {
                 one_way: *one_way,
                 duration_ms: 3_600_000,
             },
+            Step::StopAt { point, node, fault } => {
+                if let Err(e) = S::arm_point(control, point, node, fault) {
+                    self.fail(i, json(step), e);
+                }
+                return;
+            }
             Step::Heal => return control.heal_partitions(),
             Step::Intercept(rule) => {
                 let words = super::rule_words(rule);

@@ -145,6 +145,10 @@ impl ScriptSystem for Fake {
     type Count = FakeCount;
     type Wait = FakeWait;
     type Rule = FakeRule;
+    /// A point by name; `"never"` is reached by no node.
+    type Point = String;
+    /// A fault by name; `"broken"` cannot be armed.
+    type PointFault = String;
     /// What ran: `<step> start|end|note`.
     type State = Vec<String>;
     type Control = FakeControl;
@@ -169,6 +173,26 @@ impl ScriptSystem for Fake {
     }
     fn validate_rule(_: &Script<Self>, _: &FakeRule, _: &Env<'_>) -> Result<(), String> {
         Ok(())
+    }
+    fn validate_point(point: &String, node: &str, env: &Env<'_>) -> Result<(), String> {
+        match point.as_str() {
+            "never" => Err(format!("{}: {node} never reaches {point}", env.at())),
+            _ => Ok(()),
+        }
+    }
+    fn arm_point(
+        c: &FakeControl,
+        point: &String,
+        node: &str,
+        fault: &String,
+    ) -> Result<(), String> {
+        match fault.as_str() {
+            "broken" => Err("it broke".into()),
+            _ => {
+                c.push(format!("arm {point} {node} {fault}"));
+                Ok(())
+            }
+        }
     }
     fn run_thread(mut thread: Thread<Self>, _client: usize) -> percsim_sim::BoxFuture<()> {
         Box::pin(async move {
@@ -345,7 +369,7 @@ fn unknown_verbs_and_bad_fields_are_refused_by_step() {
     .unwrap_err();
     assert_eq!(
         e,
-        "steps[1]: unknown verb \"jump\" (verbs: kill, restart, pause, resume, partition, heal, intercept, release, sleep, wait, assert_count, open, work, close, note, check)"
+        "steps[1]: unknown verb \"jump\" (verbs: stop_at, kill, restart, pause, resume, partition, heal, intercept, release, sleep, wait, assert_count, open, work, close, note, check)"
     );
     let e = script(steps(
         json!([{"do": "open", "client": 0, "thread": "a", "x": 1}]),
@@ -418,9 +442,16 @@ fn rules_are_installed_released_and_lifted_at_the_end() {
         {"do": "intercept", "name": "s", "leg": "reply", "fate": {"delay": {"ms": 5}}},
         {"do": "release", "name": "r"},
         {"do": "pause", "client": 1},
+        {"do": "stop_at", "point": "p", "node": "n2", "fault": "crash"},
+        {"do": "stop_at", "point": "p", "node": "n2", "fault": "broken"},
     ]));
     let Ran { failures, seen, .. } = run(&script(v).expect("valid"));
-    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(
+        failures,
+        [
+            r#"step 5 {"do":"stop_at","point":"p","node":"n2","fault":"broken"}: expected {"do":"stop_at","point":"p","node":"n2","fault":"broken"}; happened it broke"#
+        ]
+    );
     assert_eq!(
         seen,
         [
@@ -428,6 +459,7 @@ fn rules_are_installed_released_and_lifted_at_the_end() {
             "install s RuleWords { leg: Reply, fate: Delay { delay_ms: 5 }, times: None } as 1",
             "release 0",
             "inject Pause { node: \"client-1\", duration_ms: 3600000 }",
+            "arm p n2 crash",
             "release 1",
         ]
     );
@@ -458,6 +490,14 @@ fn generic_mistakes_are_refused_with_their_place() {
     refused(
         json!([{"do": "kill", "node": "n3"}]),
         "workload.steps[0]: no node named \"n3\" (nodes: n1, n2)",
+    );
+    refused(
+        json!([{"do": "stop_at", "point": "p", "node": "n3", "fault": "crash"}]),
+        "workload.steps[0]: no node named \"n3\"",
+    );
+    refused(
+        json!([{"do": "stop_at", "point": "never", "node": "n1", "fault": "crash"}]),
+        "workload.steps[0]: n1 never reaches never",
     );
     refused(
         json!([{"do": "release", "name": "r"}]),

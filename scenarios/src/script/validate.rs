@@ -128,6 +128,10 @@ impl<S: ScriptSystem> Script<S> {
         };
         match step {
             Step::Pause { client } | Step::Resume { client } => env.client(*client),
+            Step::StopAt { point, node, .. } => {
+                env.node(node)?;
+                S::validate_point(point, node, &env)
+            }
             Step::Kill { node } | Step::Restart { node } => env.node(node),
             Step::Partition { a, b, .. } => a.iter().chain(b).try_for_each(|n| env.node(n)),
             Step::Intercept(r) => {

@@ -1,8 +1,8 @@
 //! `script` for Percolator: the engine ([`crate::script`]) runs the steps;
 //! Percolator brings its verbs (transactions by name, each owned by one
 //! client: `begin`, `get`, `scan`, `set`, `delete`, `commit`, `abort`,
-//! crashes and pauses at commit steps, `stop_at` a named point,
-//! `expire_session`), its store assertions (`assert_cell`,
+//! crashes and pauses at commit steps, `expire_session`), its named points
+//! for `stop_at`, its store assertions (`assert_cell`,
 //! `assert_stored`), its wait conditions, its observers and how its
 //! intercept rules name calls, transactions and cells.
 
@@ -182,18 +182,6 @@ pub enum PercolatorVerb {
         /// The protocol step.
         step: StepPoint,
     },
-    /// Kill or freeze `node` the next time it reaches the named `point`
-    /// (any transaction): a server's points (`tablet_after_apply`,
-    /// `oracle_after_persist`) or a client's.
-    StopAt {
-        /// The point.
-        point: Point,
-        /// The node (`tablet-N` for `tablet_after_apply`, `oracle` for
-        /// `oracle_after_persist`, `client-N` for a client's point).
-        node: String,
-        /// What happens there.
-        fault: PointAction,
-    },
     /// Expire a client's liveness session (it stays alive).
     ExpireSession {
         /// The client.
@@ -308,7 +296,6 @@ const VERBS: &[&str] = &[
     "abort",
     "crash_at",
     "pause_at",
-    "stop_at",
     "expire_session",
     "assert_cell",
     "assert_stored",
@@ -319,6 +306,8 @@ impl ScriptSystem for PercolatorScript {
     type Count = Counted;
     type Wait = WaitFor;
     type Rule = MessageRule;
+    type Point = Point;
+    type PointFault = PointAction;
     type State = run::RunState;
     type Control = Controller;
     type Client = Arc<Client>;
@@ -346,6 +335,26 @@ impl ScriptSystem for PercolatorScript {
         }
     }
 
+    fn validate_point(point: &Point, node: &str, env: &Env<'_>) -> Result<(), String> {
+        match reaches(*point, node) {
+            true => Ok(()),
+            false => Err(format!(
+                "{}: node {node:?} never reaches point {}",
+                env.at(),
+                point.name()
+            )),
+        }
+    }
+
+    fn arm_point(
+        control: &Controller,
+        point: &Point,
+        node: &str,
+        fault: &PointAction,
+    ) -> Result<(), String> {
+        control.arm_point(*point, node, *fault)
+    }
+
     fn validate_rule(script: &Script, rule: &MessageRule, env: &Env<'_>) -> Result<(), String> {
         if let Some(t) = &rule.txn {
             env.thread(t)?;
@@ -363,12 +372,12 @@ impl ScriptSystem for PercolatorScript {
     }
 
     fn driver_step<'a>(
-        script: &'a Script,
-        i: usize,
+        _script: &'a Script,
+        _i: usize,
         verb: &'a PercolatorVerb,
         control: &'a Controller,
     ) -> crate::script::StepFuture<'a> {
-        run::driver_step(script, i, verb, control);
+        run::driver_step(verb, control);
         Box::pin(std::future::ready(()))
     }
 
@@ -464,16 +473,6 @@ fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Resul
     match verb {
         PercolatorVerb::Begin { client, .. } | PercolatorVerb::ExpireSession { client } => {
             env.client(*client)
-        }
-        PercolatorVerb::StopAt { point, node, .. } => {
-            env.node(node)?;
-            match reaches(*point, node) {
-                true => Ok(()),
-                false => Err(format!(
-                    "{at}: node {node:?} never reaches point {}",
-                    point.name()
-                )),
-            }
         }
         PercolatorVerb::AssertCell(CellAssert {
             col, ack: Some(a), ..
@@ -578,6 +577,9 @@ mod tests {
             assert!(e.contains(&format!("(do {verb:?})")), "{verb}: {e}");
         }
         let e = Step::from_value(serde_json::json!({"do": "gett"})).unwrap_err();
-        assert!(e.contains("unknown verb \"gett\" (verbs: kill,"), "{e}");
+        assert!(
+            e.contains("unknown verb \"gett\" (verbs: stop_at, kill,"),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use super::expect::{ErrorClass, TxnTs, View};
 use super::intercept::{MessageRule, Target};
-use super::{ExpectOutcome, PercolatorVerb, Script, Step, WaitFor, cells_of};
+use super::{ExpectOutcome, PercolatorVerb, Script, WaitFor, cells_of};
 use crate::script::{Mismatch, RuleWords, Thread};
 use percsim_protocol::percolator::client::{AbortReason, CommitOutcome, Transaction, TxnError};
 use percsim_protocol::percolator::{CellKey, Ts};
@@ -257,18 +257,9 @@ async fn commit(
 }
 
 /// Run one of Percolator's driver steps that is not an assertion.
-pub(super) fn driver_step(script: &Script, i: usize, verb: &PercolatorVerb, control: &Controller) {
-    match verb {
-        PercolatorVerb::ExpireSession { client } => {
-            control.inject(&Fault::ExpireSession { client: *client });
-        }
-        PercolatorVerb::StopAt { point, node, fault } => {
-            if let Err(e) = control.arm_point(*point, node, *fault) {
-                let step = Step::System(verb.clone());
-                script.fail(i, json(&step), &e);
-            }
-        }
-        _ => {}
+pub(super) fn driver_step(verb: &PercolatorVerb, control: &Controller) {
+    if let PercolatorVerb::ExpireSession { client } = verb {
+        control.inject(&Fault::ExpireSession { client: *client });
     }
 }
 
@@ -344,8 +335,4 @@ pub(super) fn assert(
         }
     });
     found.map(|(expected, happened)| Mismatch { expected, happened })
-}
-
-fn json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
 }

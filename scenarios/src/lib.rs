@@ -17,6 +17,7 @@ mod pool;
 pub mod regress;
 pub mod report;
 pub mod scenario;
+pub mod script;
 mod shard;
 pub mod shrink;
 mod spec;

@@ -100,10 +100,8 @@ pub fn script_scenario(script: Script, seed: u64) -> Scenario {
     let clients = script
         .steps
         .iter()
-        .filter_map(|s| match s {
-            crate::systems::percolator::workloads::Step::Begin { client, .. } => Some(client + 1),
-            _ => None,
-        })
+        .filter_map(crate::script::Step::verb)
+        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
         .max()
         .unwrap_or(1);
     let cluster = PercolatorConfig {

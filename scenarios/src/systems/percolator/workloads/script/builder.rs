@@ -1,7 +1,7 @@
 //! A typed builder for scripts, for `#[test]`s written in Rust.
 
 use super::{CellAssert, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, Script};
-use super::{MessageRule, ScriptObserver, Step, Stored, WaitFor};
+use super::{MessageRule, PercolatorVerb as V, ScriptObserver, Step, Stored, Until, WaitFor};
 
 /// Builds a [`Script`] step by step. Each method appends one step; the
 /// modifiers [`ScriptBuilder::no_wait`] and [`ScriptBuilder::fails`] change
@@ -27,16 +27,13 @@ impl ScriptBuilder {
     /// An empty script.
     pub fn new() -> Self {
         ScriptBuilder {
-            script: Script {
-                step_timeout_ms: super::default_step_timeout_ms(),
-                ..Script::default()
-            },
+            script: Script::default(),
         }
     }
 
     /// Commit `row`/`col` = `value` before the script starts.
     pub fn initial(mut self, row: &str, col: &str, value: &str) -> Self {
-        self.script.initial.push(InitialCell {
+        self.script.system.initial.push(InitialCell {
             row: row.into(),
             col: col.into(),
             value: value.into(),
@@ -46,7 +43,7 @@ impl ScriptBuilder {
 
     /// An observer `name` of column `col` that copies each change to `copy_to`.
     pub fn observer(mut self, name: &str, col: &str, copy_to: &str) -> Self {
-        self.script.observers.push(ScriptObserver {
+        self.script.system.observers.push(ScriptObserver {
             name: name.into(),
             col: col.into(),
             copy_to: copy_to.into(),
@@ -60,9 +57,22 @@ impl ScriptBuilder {
         self
     }
 
+    /// Append one of Percolator's steps.
+    fn verb(self, verb: V) -> Self {
+        self.step(Step::System(verb))
+    }
+
+    /// The last step, if it is one of Percolator's.
+    fn last(&mut self) -> Option<&mut V> {
+        match self.script.steps.last_mut() {
+            Some(Step::System(v)) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Begin transaction `txn` on client `client`.
     pub fn begin(self, client: usize, txn: &str) -> Self {
-        self.step(Step::Begin {
+        self.verb(V::Begin {
             client,
             txn: txn.into(),
             fails: None,
@@ -72,7 +82,7 @@ impl ScriptBuilder {
 
     /// Read a cell; `expect` is the value it must return (`None`: no value).
     pub fn get(self, txn: &str, row: &str, col: &str, expect: Option<&str>) -> Self {
-        self.step(Step::Get {
+        self.verb(V::Get {
             txn: txn.into(),
             row: row.into(),
             col: col.into(),
@@ -84,7 +94,7 @@ impl ScriptBuilder {
 
     /// Buffer a write.
     pub fn set(self, txn: &str, row: &str, col: &str, value: &str) -> Self {
-        self.step(Step::Set {
+        self.verb(V::Set {
             txn: txn.into(),
             row: row.into(),
             col: col.into(),
@@ -94,7 +104,7 @@ impl ScriptBuilder {
 
     /// Buffer a delete.
     pub fn delete(self, txn: &str, row: &str, col: &str) -> Self {
-        self.step(Step::Delete {
+        self.verb(V::Delete {
             txn: txn.into(),
             row: row.into(),
             col: col.into(),
@@ -103,7 +113,7 @@ impl ScriptBuilder {
 
     /// Commit; the client must report `expect`.
     pub fn commit(self, txn: &str, expect: ExpectOutcome) -> Self {
-        self.step(Step::Commit {
+        self.verb(V::Commit {
             txn: txn.into(),
             expect: Some(expect),
             fails: None,
@@ -115,11 +125,11 @@ impl ScriptBuilder {
     /// The last step (a begin, get, scan or commit) must fail with `class`
     /// (a commit: abort with it); its value or outcome expectation is dropped.
     pub fn fails(mut self, class: ErrorClass) -> Self {
-        match self.script.steps.last_mut() {
-            Some(Step::Begin { fails, .. }) => *fails = Some(class),
-            Some(Step::Get { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
-            Some(Step::Scan { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
-            Some(Step::Commit { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+        match self.last() {
+            Some(V::Begin { fails, .. }) => *fails = Some(class),
+            Some(V::Get { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+            Some(V::Scan { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
+            Some(V::Commit { fails, expect, .. }) => (*fails, *expect) = (Some(class), None),
             _ => {}
         }
         self
@@ -128,11 +138,11 @@ impl ScriptBuilder {
     /// Do not wait for the last step (a begin, get, scan or commit) to finish.
     pub fn no_wait(mut self) -> Self {
         if let Some(
-            Step::Begin { no_wait, .. }
-            | Step::Get { no_wait, .. }
-            | Step::Scan { no_wait, .. }
-            | Step::Commit { no_wait, .. },
-        ) = self.script.steps.last_mut()
+            V::Begin { no_wait, .. }
+            | V::Get { no_wait, .. }
+            | V::Scan { no_wait, .. }
+            | V::Commit { no_wait, .. },
+        ) = self.last()
         {
             *no_wait = true;
         }
@@ -142,7 +152,7 @@ impl ScriptBuilder {
     /// The last step (a commit) must have left its transaction `store` in
     /// the store once the run is over, whatever its client was told.
     pub fn store(mut self, want: Stored) -> Self {
-        if let Some(Step::Commit { store, .. }) = self.script.steps.last_mut() {
+        if let Some(V::Commit { store, .. }) = self.last() {
             *store = Some(want);
         }
         self
@@ -158,14 +168,16 @@ impl ScriptBuilder {
         self.step(Step::Release { name: name.into() })
     }
 
-    /// Wait until `until` holds, failing after `timeout_ms`.
-    pub fn wait(self, until: WaitFor, timeout_ms: u64) -> Self {
+    /// Wait until `until` (one of Percolator's conditions, or the world's
+    /// [`Until::NodeUp`]) holds, failing after `timeout_ms`.
+    pub fn wait(self, until: impl Into<Until<WaitFor>>, timeout_ms: u64) -> Self {
+        let until = until.into();
         self.step(Step::Wait { until, timeout_ms })
     }
 
     /// Check one cell of the store now.
     pub fn assert_cell(self, a: CellAssert) -> Self {
-        self.step(Step::AssertCell(a))
+        self.verb(V::AssertCell(a))
     }
 
     /// `count` happened `equals` times since step `since_step` started
@@ -180,7 +192,7 @@ impl ScriptBuilder {
 
     /// Transaction `txn` ended `store` in the store.
     pub fn assert_stored(self, txn: &str, store: Stored) -> Self {
-        self.step(Step::AssertStored {
+        self.verb(V::AssertStored {
             txn: txn.into(),
             store,
         })

@@ -80,7 +80,8 @@ pub struct CellRef {
     pub col: String,
 }
 
-/// A condition a `wait` step waits for.
+/// One of Percolator's conditions a `wait` step waits for (beside the
+/// world's `node_up`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum WaitFor {
@@ -88,8 +89,6 @@ pub enum WaitFor {
     TxnFinished(String),
     /// The cell holds no lock.
     LockGone(CellRef),
-    /// The node is neither killed nor paused.
-    NodeUp(String),
     /// The cell has no notify entry (its observer processed it).
     NotifyCleared(CellRef),
 }
@@ -207,6 +206,12 @@ pub enum Counted {
     Intercepted,
 }
 
+impl crate::script::Countable for Counted {
+    fn counter(self) -> String {
+        Counted::counter(self)
+    }
+}
+
 impl Counted {
     /// The run counter it reads.
     pub fn counter(self) -> String {
@@ -242,19 +247,6 @@ impl Counted {
         Counted::Duplicated,
         Counted::Intercepted,
     ];
-}
-
-/// An assertion on how often something happened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CountAssert {
-    /// What is counted.
-    pub count: Counted,
-    /// How many there must be.
-    pub equals: u64,
-    /// Count only from the start of this step on (else from the run's start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since_step: Option<usize>,
 }
 
 /// How a transaction ended in the store (whatever its client was told).
@@ -464,23 +456,11 @@ impl View<'_> {
         (!ok).then(|| (json(&want), happened))
     }
 
-    /// Check a count against the counters now and at the mark.
-    pub fn check_count(&self, a: &CountAssert, since: u64) -> Option<(String, String)> {
-        let n = self.control.counter(&a.count.counter()) - since;
-        (n != a.equals).then(|| {
-            (
-                format!("{} {}", a.equals, json(&a.count)),
-                format!("{n} {}", json(&a.count)),
-            )
-        })
-    }
-
     /// Whether a wait condition holds now.
     pub fn holds(&self, w: &WaitFor, finished: &std::collections::BTreeSet<String>) -> bool {
         match w {
             WaitFor::TxnFinished(t) => finished.contains(t),
             WaitFor::LockGone(c) => self.control.cell(&c.row, &c.col).column.lock.is_empty(),
-            WaitFor::NodeUp(n) => self.control.node_up(n),
             WaitFor::NotifyCleared(c) => self.control.cell(&c.row, &c.col).notify.is_none(),
         }
     }

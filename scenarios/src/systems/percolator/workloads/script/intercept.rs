@@ -5,7 +5,8 @@
 //! delivers what it holds.
 
 use super::CellRef;
-use percsim_sim::{CallKind, Fate, Leg};
+use crate::script::{InterceptRule, MsgFate, MsgLeg};
+use percsim_sim::CallKind;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A kind of call, by its name in scenario files (`commit`, `prewrite`, ...).
@@ -64,37 +65,6 @@ pub enum Target {
     Cell(CellRef),
 }
 
-/// Request or reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MsgLeg {
-    /// The request, on its way to the server.
-    Request,
-    /// The reply, on its way back.
-    Reply,
-}
-
-/// What happens to a matched message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum MsgFate {
-    /// Lost: a lost request never takes effect; a lost reply after it did.
-    Drop,
-    /// Held until the rule's `release` step (or the healed phase): a held
-    /// request is delivered then, even if its sender gave up long before.
-    Hold,
-    /// Delivered late.
-    Delay {
-        /// By this many simulated ms.
-        ms: u64,
-    },
-    /// Delivered, and a copy this many ms later (requests only).
-    Duplicate {
-        /// When the copy arrives, after the original.
-        after_ms: u64,
-    },
-}
-
 /// An `intercept` step: a named targeted message fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,31 +93,11 @@ pub struct MessageRule {
 }
 
 impl MessageRule {
-    /// The world's leg and fate.
-    pub(super) fn leg_and_fate(&self) -> (Leg, Fate) {
-        let leg = match self.leg {
-            MsgLeg::Request => Leg::Request,
-            MsgLeg::Reply => Leg::Reply,
-        };
-        let fate = match self.fate {
-            MsgFate::Drop => Fate::Drop,
-            MsgFate::Hold => Fate::Hold,
-            MsgFate::Delay { ms } => Fate::Delay { delay_ms: ms },
-            MsgFate::Duplicate { after_ms } => Fate::Duplicate { after_ms },
-        };
-        (leg, fate)
-    }
-
-    /// Check the rule's own fields; `writes` is how many cells its
-    /// transaction writes (if it names one).
+    /// Check the rule's targets (the engine checks its times, leg and
+    /// fate); `writes` is how many cells its transaction writes (if it
+    /// names one).
     pub(super) fn validate(&self, writes: Option<usize>) -> Result<(), String> {
         let call = self.call.0.name();
-        if self.times == Some(0) {
-            return Err(".times: must be at least 1".into());
-        }
-        if self.leg == MsgLeg::Reply && matches!(self.fate, MsgFate::Duplicate { .. }) {
-            return Err(".fate: only requests can be duplicated (a reply is matched to its call, so a second copy would be discarded on arrival)".into());
-        }
         if self.txn.is_some() && !self.call.has_txn() {
             return Err(format!(
                 ".txn: a {call} message carries no transaction (name the sending client instead)"
@@ -166,5 +116,20 @@ impl MessageRule {
             ),
             _ => Ok(()),
         }
+    }
+}
+
+impl InterceptRule for MessageRule {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn leg(&self) -> MsgLeg {
+        self.leg
+    }
+    fn fate(&self) -> MsgFate {
+        self.fate
+    }
+    fn times(&self) -> Option<u32> {
+        self.times
     }
 }

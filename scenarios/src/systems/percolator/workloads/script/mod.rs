@@ -1,9 +1,10 @@
-//! `script`: a user-written interleaving. A global sequence of steps, each
-//! naming a transaction (owned by one client), a node action, a wait
-//! condition or an assertion, with optional expectations. Step `i` starts
-//! only after step `i - 1` finished (or was issued, for `no_wait` steps).
-//! A failed expectation fails the run with the step, what was expected
-//! and what happened.
+//! `script` for Percolator: the engine ([`crate::script`]) runs the steps;
+//! Percolator brings its verbs (transactions by name, each owned by one
+//! client: `begin`, `get`, `scan`, `set`, `delete`, `commit`, `abort`,
+//! crashes and pauses at commit steps, `expire_session`), its named points
+//! for `stop_at`, its store assertions (`assert_cell`,
+//! `assert_stored`), its wait conditions, its observers and how its
+//! intercept rules name calls, transactions and cells.
 
 mod builder;
 mod expect;
@@ -13,29 +14,36 @@ mod run;
 
 pub use builder::ScriptBuilder;
 pub use expect::{
-    AckExpect, CellAssert, CellRef, CountAssert, Counted, ErrorClass, LockExpect, RecordKind,
-    Stored, WaitFor, WriteExpect,
+    AckExpect, CellAssert, CellRef, Counted, ErrorClass, LockExpect, RecordKind, Stored, WaitFor,
+    WriteExpect,
 };
-pub use intercept::{Call, MessageRule, MsgFate, MsgLeg, Target};
+pub use intercept::{Call, MessageRule, Target};
 pub use observe::ScriptObserver;
 
+pub use crate::script::{MsgFate, MsgLeg, Until};
+
+use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{
     ObserverBody, ObserverSpec, Point, PointNode, StepPoint,
 };
-use percsim_sim::{BoxFuture, Client, Controller, PointAction, Worker, Workload};
+use percsim_sim::{BoxFuture, Client, Controller, Fault, PointAction, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+/// A Percolator script: the engine's script with Percolator's fields and verbs.
+pub type Script = crate::script::Script<PercolatorScript>;
+
+/// One step of a Percolator script: the engine's or Percolator's.
+pub type Step = crate::script::Step<PercolatorScript>;
+
+/// An assertion on how often something happened, in Percolator's counts.
+pub type CountAssert = crate::script::CountAssert<Counted>;
 
 /// Deserialize a present field (even `null`) as `Some`, so a missing
 /// expectation and an expected missing value differ.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(d).map(Some)
-}
-
-fn default_wait_timeout_ms() -> u64 {
-    10_000
 }
 
 /// The outcome a commit step expects.
@@ -50,10 +58,11 @@ pub enum ExpectOutcome {
     Unknown,
 }
 
-/// One step of a script.
+/// Percolator's verbs of a script (the engine's verbs are in
+/// [`crate::script::Step`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
+pub enum PercolatorVerb {
     /// Begin transaction `txn` on `client`.
     Begin {
         /// The client that runs the transaction.
@@ -173,81 +182,13 @@ pub enum Step {
         /// The protocol step.
         step: StepPoint,
     },
-    /// Kill or freeze `node` the next time it reaches the named `point`
-    /// (any transaction): a server's points (`tablet_after_apply`,
-    /// `oracle_after_persist`) or a client's.
-    StopAt {
-        /// The point.
-        point: Point,
-        /// The node (`tablet-N` for `tablet_after_apply`, `oracle` for
-        /// `oracle_after_persist`, `client-N` for a client's point).
-        node: String,
-        /// What happens there.
-        fault: PointAction,
-    },
-    /// Kill a node (`oracle`, `liveness`, `master`, `tablet-N`, `client-N`).
-    Kill {
-        /// The node.
-        node: String,
-    },
-    /// Restart a killed node.
-    Restart {
-        /// The node.
-        node: String,
-    },
-    /// Freeze a client's node.
-    Pause {
-        /// The client.
-        client: usize,
-    },
-    /// Unfreeze a client's node.
-    Resume {
-        /// The client.
-        client: usize,
-    },
     /// Expire a client's liveness session (it stays alive).
     ExpireSession {
         /// The client.
         client: usize,
     },
-    /// Cut the links between two groups of nodes until a `heal` step (or
-    /// the healed phase).
-    Partition {
-        /// One side.
-        a: Vec<String>,
-        /// The other side.
-        b: Vec<String>,
-        /// Only messages from `a` to `b` are lost.
-        #[serde(default, skip_serializing_if = "is_false")]
-        one_way: bool,
-    },
-    /// Heal every partition in force.
-    Heal,
-    /// Install a named targeted message fault (until its `release` step
-    /// or the healed phase).
-    Intercept(MessageRule),
-    /// Lift the named message fault and deliver every message it holds.
-    Release {
-        /// The rule's name.
-        name: String,
-    },
-    /// Wait this long.
-    Sleep {
-        /// Simulated milliseconds.
-        ms: u64,
-    },
-    /// Wait until a condition holds; fails after `timeout_ms`.
-    Wait {
-        /// The condition.
-        until: WaitFor,
-        /// How long to wait at most (simulated ms).
-        #[serde(default = "default_wait_timeout_ms")]
-        timeout_ms: u64,
-    },
     /// Check one cell of the store now.
     AssertCell(CellAssert),
-    /// Check how often something happened.
-    AssertCount(CountAssert),
     /// Check how a transaction ended in the store, whatever its client was told.
     AssertStored {
         /// The transaction.
@@ -270,50 +211,58 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-impl Step {
-    /// The transaction a client runs this step for (assertions and waits
-    /// naming a transaction run on the driver, not on its client).
-    fn txn(&self) -> Option<&str> {
+impl SystemVerb for PercolatorVerb {
+    fn thread(&self) -> Option<&str> {
         match self {
-            Step::Begin { txn, .. }
-            | Step::Get { txn, .. }
-            | Step::Scan { txn, .. }
-            | Step::Set { txn, .. }
-            | Step::Delete { txn, .. }
-            | Step::Commit { txn, .. }
-            | Step::Abort { txn }
-            | Step::CrashAt { txn, .. }
-            | Step::PauseAt { txn, .. } => Some(txn),
+            PercolatorVerb::Begin { txn, .. }
+            | PercolatorVerb::Get { txn, .. }
+            | PercolatorVerb::Scan { txn, .. }
+            | PercolatorVerb::Set { txn, .. }
+            | PercolatorVerb::Delete { txn, .. }
+            | PercolatorVerb::Commit { txn, .. }
+            | PercolatorVerb::Abort { txn }
+            | PercolatorVerb::CrashAt { txn, .. }
+            | PercolatorVerb::PauseAt { txn, .. } => Some(txn),
             _ => None,
         }
     }
 
-    /// Whether this step is an assertion (allowed in `at_end`).
-    fn is_assertion(&self) -> bool {
+    fn opens(&self) -> Option<usize> {
+        match self {
+            PercolatorVerb::Begin { client, .. } => Some(*client),
+            _ => None,
+        }
+    }
+
+    fn closes(&self) -> bool {
         matches!(
             self,
-            Step::AssertCell(_) | Step::AssertCount(_) | Step::AssertStored { .. }
+            PercolatorVerb::Commit { .. } | PercolatorVerb::Abort { .. }
         )
     }
 
-    fn describe(&self, i: usize) -> String {
-        let mut s = serde_json::to_string(self).unwrap_or_default();
-        if s.len() > 200 {
-            let mut cut = 200;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            s.truncate(cut);
-            s.push_str("...");
+    fn no_wait(&self) -> bool {
+        match self {
+            PercolatorVerb::Begin { no_wait, .. }
+            | PercolatorVerb::Get { no_wait, .. }
+            | PercolatorVerb::Scan { no_wait, .. }
+            | PercolatorVerb::Commit { no_wait, .. } => *no_wait,
+            _ => false,
         }
-        format!("step {i} {s}")
+    }
+
+    fn is_assertion(&self) -> bool {
+        matches!(
+            self,
+            PercolatorVerb::AssertCell(_) | PercolatorVerb::AssertStored { .. }
+        )
     }
 }
 
-/// Parameters of the script workload.
-#[derive(Clone, Default, Serialize, Deserialize)]
+/// Percolator's fields of a script file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Script {
+pub struct PercolatorScript {
     /// Cells committed before the script starts.
     #[serde(default)]
     pub initial: Vec<InitialCell>,
@@ -322,22 +271,6 @@ pub struct Script {
     /// be asserted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<ScriptObserver>,
-    /// The steps, in global order.
-    pub steps: Vec<Step>,
-    /// Assertions checked after the healed phase and the sweep (the
-    /// store's final contents, counts over the whole run).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub at_end: Vec<Step>,
-    /// A step that has not finished after this long fails the script.
-    #[serde(default = "default_step_timeout_ms")]
-    pub step_timeout_ms: u64,
-    /// Run state shared by the driver and the clients (not part of the file).
-    #[serde(skip)]
-    state: Arc<Mutex<run::State>>,
-}
-
-fn default_step_timeout_ms() -> u64 {
-    30_000
 }
 
 /// A cell of the initial data.
@@ -352,238 +285,252 @@ pub struct InitialCell {
     pub value: String,
 }
 
-impl std::fmt::Debug for Script {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Script")
-            .field("steps", &self.steps.len())
-            .finish()
+/// The do-words of [`PercolatorVerb`].
+const VERBS: &[&str] = &[
+    "begin",
+    "get",
+    "scan",
+    "set",
+    "delete",
+    "commit",
+    "abort",
+    "crash_at",
+    "pause_at",
+    "expire_session",
+    "assert_cell",
+    "assert_stored",
+];
+
+impl ScriptSystem for PercolatorScript {
+    type Verb = PercolatorVerb;
+    type Count = Counted;
+    type Wait = WaitFor;
+    type Rule = MessageRule;
+    type Point = Point;
+    type PointFault = PointAction;
+    type State = run::RunState;
+    type Control = Controller;
+    type Client = Arc<Client>;
+    const FIELDS: &'static [&'static str] = &["initial", "observers"];
+    const VERBS: &'static [&'static str] = VERBS;
+    const THREAD: ThreadWords = ThreadWords {
+        field: "txn",
+        noun: "transaction",
+        opened: "begun",
+        closed: "its commit or abort",
+    };
+
+    fn validate_setup(&self) -> Result<(), String> {
+        observe::validate(&self.observers)
+    }
+
+    fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Result<(), String> {
+        validate_verb(script, verb, env)
+    }
+
+    fn validate_wait(_: &Script, wait: &WaitFor, env: &Env<'_>) -> Result<(), String> {
+        match wait {
+            WaitFor::TxnFinished(t) => env.thread(t),
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_point(point: &Point, node: &str, env: &Env<'_>) -> Result<(), String> {
+        match reaches(*point, node) {
+            true => Ok(()),
+            false => Err(format!(
+                "{}: node {node:?} never reaches point {}",
+                env.at(),
+                point.name()
+            )),
+        }
+    }
+
+    fn arm_point(
+        control: &Controller,
+        point: &Point,
+        node: &str,
+        fault: &PointAction,
+    ) -> Result<(), String> {
+        control.arm_point(*point, node, *fault)
+    }
+
+    fn validate_rule(script: &Script, rule: &MessageRule, env: &Env<'_>) -> Result<(), String> {
+        if let Some(t) = &rule.txn {
+            env.thread(t)?;
+        }
+        if let Some(c) = rule.client {
+            env.client(c)?;
+        }
+        let writes = rule.txn.as_ref().map(|t| cells_of(script, t).len());
+        rule.validate(writes)
+            .map_err(|e| format!("{}{e}", env.at()))
+    }
+
+    fn run_thread(thread: crate::script::Thread<Self>, client: Arc<Client>) -> BoxFuture<()> {
+        Box::pin(run::run_txn(thread, client))
+    }
+
+    fn driver_step<'a>(
+        _script: &'a Script,
+        _i: usize,
+        verb: &'a PercolatorVerb,
+        control: &'a Controller,
+    ) -> crate::script::StepFuture<'a> {
+        run::driver_step(verb, control);
+        Box::pin(std::future::ready(()))
+    }
+
+    fn assert(
+        script: &Script,
+        _i: usize,
+        verb: &PercolatorVerb,
+        control: &Controller,
+    ) -> Option<crate::script::Mismatch> {
+        run::assert(script, verb, control)
+    }
+
+    fn holds(script: &Script, wait: &WaitFor, control: &Controller) -> bool {
+        run::holds(script, wait, control)
+    }
+
+    fn install(
+        script: &Script,
+        rule: &MessageRule,
+        words: crate::script::RuleWords,
+        control: &Controller,
+    ) -> Result<percsim_sim::RuleId, crate::script::Mismatch> {
+        run::install(script, rule, words, control)
+    }
+
+    fn after_run(
+        script: &Script,
+        _i: usize,
+        verb: &PercolatorVerb,
+        control: &Controller,
+    ) -> Option<crate::script::Mismatch> {
+        let PercolatorVerb::Commit {
+            txn,
+            store: Some(store),
+            ..
+        } = verb
+        else {
+            return None;
+        };
+        let check = PercolatorVerb::AssertStored {
+            txn: txn.clone(),
+            store: *store,
+        };
+        run::assert(script, &check, control)
     }
 }
 
-impl Script {
-    /// A copy with fresh run state, for one run.
-    pub fn fresh(&self) -> Script {
-        Script {
-            state: Arc::default(),
-            ..self.clone()
+/// The driver of a Percolator script acts through the cluster's [`Controller`].
+impl ScriptControl for Controller {
+    type RuleId = percsim_sim::RuleId;
+    fn inject(&self, fault: &Fault) {
+        percsim_sim::Controller::inject(self, fault);
+    }
+    fn heal_partitions(&self) {
+        percsim_sim::Controller::heal_partitions(self);
+    }
+    fn node_up(&self, node: &str) -> bool {
+        percsim_sim::Controller::node_up(self, node)
+    }
+    fn counter(&self, name: &str) -> u64 {
+        percsim_sim::Controller::counter(self, name)
+    }
+    fn release(&self, rule: Self::RuleId) {
+        percsim_sim::Controller::release(self, rule);
+    }
+}
+
+/// The cells transaction `txn` writes (its `set` and `delete` steps).
+fn cells_of(script: &Script, txn: &str) -> Vec<CellRef> {
+    let mut cells: Vec<CellRef> = Vec::new();
+    for s in script.steps.iter().filter_map(Step::verb) {
+        if let PercolatorVerb::Set {
+            txn: t, row, col, ..
+        }
+        | PercolatorVerb::Delete { txn: t, row, col } = s
+            && t == txn
+        {
+            let c = CellRef {
+                row: row.clone(),
+                col: col.clone(),
+            };
+            if !cells.contains(&c) {
+                cells.push(c);
+            }
         }
     }
+    cells
+}
 
-    fn state(&self) -> MutexGuard<'_, run::State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The cells transaction `txn` writes (its `set` and `delete` steps).
-    fn cells_of(&self, txn: &str) -> Vec<CellRef> {
-        let mut cells: Vec<CellRef> = Vec::new();
-        for s in &self.steps {
-            if let Step::Set {
-                txn: t, row, col, ..
-            }
-            | Step::Delete { txn: t, row, col } = s
-                && t == txn
-            {
-                let c = CellRef {
-                    row: row.clone(),
-                    col: col.clone(),
-                };
-                if !cells.contains(&c) {
-                    cells.push(c);
-                }
-            }
+/// Check one of Percolator's steps.
+fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Result<(), String> {
+    let at = env.at();
+    match verb {
+        PercolatorVerb::Begin { client, .. } | PercolatorVerb::ExpireSession { client } => {
+            env.client(*client)
         }
-        cells
-    }
-
-    /// Check the script: clients and nodes exist, every transaction is
-    /// begun once before use and by one client, expectations agree.
-    pub fn validate(&self, clients: usize, nodes: &[String]) -> Result<(), String> {
-        observe::validate(&self.observers)?;
-        let mut begun: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut finished: BTreeSet<&str> = BTreeSet::new();
-        let mut rules: BTreeMap<&str, bool> = BTreeMap::new();
-        for (i, step) in self.steps.iter().enumerate() {
-            let at = format!("workload.steps[{i}]");
-            self.validate_step(&at, i, step, clients, nodes, &begun)?;
-            Self::validate_rule_names(&at, step, &mut rules)?;
-            if let Step::Begin { client, txn, .. } = step
-                && begun.insert(txn, *client).is_some()
-            {
-                return Err(format!("{at}.txn: transaction {txn:?} is begun twice"));
-            }
-            if let Some(txn) = step.txn() {
-                if !begun.contains_key(txn) {
-                    return Err(format!(
-                        "{at}.txn: transaction {txn:?} is used before it is begun"
-                    ));
-                }
-                if finished.contains(txn) {
-                    return Err(format!(
-                        "{at}.txn: transaction {txn:?} is used after its commit or abort"
-                    ));
-                }
-                if matches!(step, Step::Commit { .. } | Step::Abort { .. }) {
-                    finished.insert(txn);
-                }
-            }
+        PercolatorVerb::AssertCell(CellAssert {
+            col, ack: Some(a), ..
+        }) if !script
+            .system
+            .observers
+            .iter()
+            .any(|o| o.name == a.observer && o.col == *col) =>
+        {
+            Err(format!(
+                "{at}.ack.observer: no observer named {:?} observes column {col:?}",
+                a.observer
+            ))
         }
-        for (i, step) in self.at_end.iter().enumerate() {
-            let at = format!("workload.at_end[{i}]");
-            if !step.is_assertion() {
-                return Err(format!("{at}: only assert_* steps may run at the end"));
-            }
-            self.validate_step(&at, self.steps.len(), step, clients, nodes, &begun)?;
+        PercolatorVerb::AssertStored { txn, .. } => env.thread(txn),
+        PercolatorVerb::Get {
+            expect: Some(_),
+            fails: Some(_),
+            ..
         }
-        Ok(())
-    }
-
-    /// Intercept rules have unique names; a release names a rule in force.
-    fn validate_rule_names<'s>(
-        at: &str,
-        step: &'s Step,
-        rules: &mut BTreeMap<&'s str, bool>,
-    ) -> Result<(), String> {
-        match step {
-            Step::Intercept(r) if rules.insert(&r.name, true).is_some() => Err(format!(
-                "{at}.name: a message rule named {:?} is installed twice",
-                r.name
-            )),
-            Step::Release { name } => match rules.get_mut(name.as_str()) {
-                Some(live @ true) => {
-                    *live = false;
-                    Ok(())
-                }
-                Some(false) => Err(format!("{at}.name: rule {name:?} is already released")),
-                None => Err(format!(
-                    "{at}.name: no intercept step before this one installs a rule named {name:?}"
-                )),
-            },
-            _ => Ok(()),
+        | PercolatorVerb::Scan {
+            expect: Some(_),
+            fails: Some(_),
+            ..
         }
-    }
-
-    /// Check one step's own fields; `begun` holds the transactions begun before it.
-    fn validate_step(
-        &self,
-        at: &str,
-        i: usize,
-        step: &Step,
-        clients: usize,
-        nodes: &[String],
-        begun: &BTreeMap<&str, usize>,
-    ) -> Result<(), String> {
-        let no_client =
-            |c: &usize| format!("{at}.client: client {c} does not exist ({clients} clients)");
-        let no_node =
-            |n: &String| format!("{at}: no node named {n:?} (nodes: {})", nodes.join(", "));
-        let not_begun = |t: &str| format!("{at}: transaction {t:?} is not begun before this step");
-        match step {
-            Step::Begin { client, .. }
-            | Step::Pause { client }
-            | Step::Resume { client }
-            | Step::ExpireSession { client }
-                if *client >= clients =>
-            {
-                Err(no_client(client))
-            }
-            Step::Kill { node } | Step::Restart { node } if !nodes.contains(node) => {
-                Err(no_node(node))
-            }
-            Step::StopAt { node, .. } if !nodes.contains(node) => Err(no_node(node)),
-            Step::StopAt { point, node, .. } if !reaches(*point, node) => Err(format!(
-                "{at}: node {node:?} never reaches point {}",
-                point.name()
-            )),
-            Step::Partition { a, b, .. } => match a.iter().chain(b).find(|n| !nodes.contains(n)) {
-                Some(n) => Err(no_node(n)),
-                None => Ok(()),
-            },
-            Step::Intercept(r) => {
-                if let Some(t) = &r.txn
-                    && !begun.contains_key(t.as_str())
-                {
-                    return Err(not_begun(t));
-                }
-                if let Some(c) = r.client.filter(|c| *c >= clients) {
-                    return Err(no_client(&c));
-                }
-                let writes = r.txn.as_ref().map(|t| self.cells_of(t).len());
-                r.validate(writes).map_err(|e| format!("{at}{e}"))
-            }
-            Step::AssertCell(CellAssert {
-                col, ack: Some(a), ..
-            }) if !self
-                .observers
-                .iter()
-                .any(|o| o.name == a.observer && o.col == *col) =>
-            {
-                Err(format!(
-                    "{at}.ack.observer: no observer named {:?} observes column {col:?}",
-                    a.observer
-                ))
-            }
-            Step::Sleep { ms } | Step::Wait { timeout_ms: ms, .. } if *ms > 3_600_000 => {
-                Err(format!("{at}: {ms} ms is more than an hour"))
-            }
-            Step::Wait {
-                until: WaitFor::NodeUp(n),
-                ..
-            } if !nodes.contains(n) => Err(no_node(n)),
-            Step::Wait {
-                until: WaitFor::TxnFinished(t),
-                ..
-            }
-            | Step::AssertStored { txn: t, .. }
-                if !begun.contains_key(t.as_str()) =>
-            {
-                Err(not_begun(t))
-            }
-            Step::AssertCount(CountAssert {
-                since_step: Some(s),
-                ..
-            }) if *s >= i => Err(format!(
-                "{at}.since_step: step {s} does not come before this step"
-            )),
-            Step::Get {
-                expect: Some(_),
-                fails: Some(_),
-                ..
-            }
-            | Step::Scan {
-                expect: Some(_),
-                fails: Some(_),
-                ..
-            }
-            | Step::Commit {
-                expect: Some(_),
-                fails: Some(_),
-                ..
-            } => Err(format!(
-                "{at}: a step expects either a result (expect) or a failure (fails), not both"
-            )),
-            Step::Commit {
-                fails: Some(ErrorClass::TimedOut),
-                ..
-            } => Err(format!(
-                "{at}.fails: a commit does not time out; a commit cut short reports \"expect\": \"unknown\""
-            )),
-            _ => Ok(()),
-        }
+        | PercolatorVerb::Commit {
+            expect: Some(_),
+            fails: Some(_),
+            ..
+        } => Err(format!(
+            "{at}: a step expects either a result (expect) or a failure (fails), not both"
+        )),
+        PercolatorVerb::Commit {
+            fails: Some(ErrorClass::TimedOut),
+            ..
+        } => Err(format!(
+            "{at}.fails: a commit does not time out; a commit cut short reports \"expect\": \"unknown\""
+        )),
+        _ => Ok(()),
     }
 }
 
 impl Workload for Script {
     fn initial_data(&self) -> Vec<(CellKey, String)> {
-        self.initial
+        self.system
+            .initial
             .iter()
             .map(|c| (CellKey::new(c.row.clone(), c.col.clone()), c.value.clone()))
             .collect()
     }
 
     fn split_points(&self, tablets: usize) -> Vec<String> {
-        let mut keys: Vec<String> = self.initial.iter().map(|c| c.row.clone()).collect();
-        for s in &self.steps {
-            if let Step::Get { row, .. } | Step::Set { row, .. } | Step::Delete { row, .. } = s {
+        let mut keys: Vec<String> = self.system.initial.iter().map(|c| c.row.clone()).collect();
+        for s in self.steps.iter().filter_map(Step::verb) {
+            if let PercolatorVerb::Get { row, .. }
+            | PercolatorVerb::Set { row, .. }
+            | PercolatorVerb::Delete { row, .. } = s
+            {
                 keys.push(row.clone());
             }
         }
@@ -596,50 +543,43 @@ impl Workload for Script {
             if w.index != 0 {
                 return;
             }
-            let client = w.client.index();
-            // One task per transaction this client runs, each waiting for its turns.
-            let names: Vec<String> = me
-                .steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Begin { client: c, txn, .. } if *c == client => Some(txn.clone()),
-                    _ => None,
-                })
-                .collect();
-            let tasks: Vec<_> = names
-                .into_iter()
-                .map(|name| madsim::task::spawn(me.clone().run_txn(w.client.clone(), name)))
-                .collect();
-            for t in tasks {
-                let _ = t.await;
-            }
+            me.run_client(w.client.index(), w.client.clone()).await;
         })
     }
 
     fn observers(&self) -> Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)> {
-        self.observers.iter().map(ScriptObserver::build).collect()
+        self.system
+            .observers
+            .iter()
+            .map(ScriptObserver::build)
+            .collect()
     }
 
     fn driver(&self, control: Controller) -> Option<BoxFuture<()>> {
-        let control = Arc::new(control);
-        self.state().control = Some(control.clone());
-        let me = self.clone();
-        Some(Box::pin(async move { me.drive(control).await }))
+        Some(self.start_driver(control))
     }
 
     fn final_check(&self, _client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        let mut failures = self.state().failures.clone();
-        let (aborted, cursor) = {
-            let s = self.state();
-            (s.aborted, s.cursor)
-        };
-        if !aborted && cursor < self.steps.len() {
-            failures.push(format!(
-                "the script stopped at step {cursor} of {}: expected every step to run; happened: the workload phase (run_ms) ended first",
-                self.steps.len()
-            ));
-        }
-        failures.extend(self.check_at_end());
+        let failures = self.final_failures();
         Box::pin(async move { failures })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_verb_word_names_a_verb() {
+        for verb in VERBS {
+            let e = Step::from_value(serde_json::json!({"do": verb})).unwrap_err();
+            assert!(!e.contains("unknown verb"), "{verb}: {e}");
+            assert!(e.contains(&format!("(do {verb:?})")), "{verb}: {e}");
+        }
+        let e = Step::from_value(serde_json::json!({"do": "gett"})).unwrap_err();
+        assert!(
+            e.contains("unknown verb \"gett\" (verbs: stop_at, kill,"),
+            "{e}"
+        );
     }
 }

@@ -19,8 +19,10 @@ pub mod port;
 pub mod recorder;
 pub(crate) mod serve;
 mod system;
+pub mod system_history;
 #[cfg(test)]
 mod toy;
+pub mod txn_history;
 pub mod watchdog;
 
 pub use clock::ClockSkew;

@@ -60,7 +60,12 @@ fn a_pulsar_history_carries_no_percolator_field() {
     let out = example("register.json").run().expect("runs");
     let json = serde_json::to_value(&out.history).expect("JSON");
     let found = percolator_fields(&json);
-    for key in ["format", "cells", "transactions[].start_ts", "transactions[].ops"] {
+    for key in [
+        "format",
+        "cells",
+        "transactions[].start_ts",
+        "transactions[].ops",
+    ] {
         assert!(found.iter().any(|f| f == key), "{key} not found: {found:?}");
     }
 }

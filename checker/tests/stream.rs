@@ -764,3 +764,35 @@ fn check_never_panics_on_histories_with_an_op_or_a_log_entry_missing() {
         }
     }
 }
+
+/// The run's events are read (fields kept as written), written back, and
+/// never judged; a history without them (older files) reads as before and
+/// is written without the field.
+#[test]
+fn events_are_kept_and_never_judged() {
+    let plain = value("valid_pipeline");
+    let mut with = plain.clone();
+    with["events"] = json!([
+        {"t_ns": 5, "kind": "kill", "node": "broker-0"},
+        {"t_ns": 9, "kind": "phase_healed"}
+    ]);
+    let h = parse(&with.to_string()).expect("parses");
+    assert_eq!(h.events.len(), 2);
+    assert_eq!(h.events[0].fields["node"], json!("broker-0"));
+    let again = serde_json::to_value(&h).expect("JSON");
+    assert_eq!(again["events"], with["events"]);
+    let (a, b) = (judge(&plain), judge(&with));
+    assert_eq!(
+        (a.passed(), a.violated_rules(), &a.stats),
+        (b.passed(), b.violated_rules(), &b.stats)
+    );
+
+    let old = parse(&plain.to_string()).expect("parses");
+    assert!(old.events.is_empty());
+    let written = serde_json::to_value(&old).expect("JSON");
+    assert!(written.get("events").is_none(), "{written}");
+
+    with["events"][1] = json!({"t_ns": 9});
+    let e = parse(&with.to_string()).expect_err("an event without a kind");
+    assert!(e.to_string().contains("missing field `kind`"), "{e}");
+}

@@ -153,7 +153,7 @@ fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u6
         let run = s.run();
         messages += run.as_ref().map(|o| o.summary.messages).unwrap_or(0);
         let judged = verdict_of(&s, run, started);
-        let Some(history) = &judged.history else {
+        let Some(history) = judged.transactions() else {
             let why = judged.result.explanation.unwrap_or_default();
             println!("  {label}: seed {seed} failed to run: {why}");
             return failed;
@@ -307,7 +307,11 @@ fn pipeline_throughput(run_ms: u64, seeds: u64) {
         };
         wall += t.elapsed().as_secs_f64();
         sim_ns += out.summary.sim_ns;
-        parsed += notification_latencies(&out.history, &mut latencies_ms);
+        let Some(history) = out.transactions() else {
+            println!("  pipeline: seed {seed} wrote no transaction history");
+            return;
+        };
+        parsed += notification_latencies(history, &mut latencies_ms);
     }
     latencies_ms.sort_by(|a, b| a.total_cmp(b));
     let q = |f: f64| {

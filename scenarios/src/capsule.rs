@@ -59,12 +59,15 @@ pub struct Capsule {
     /// Runs spent shrinking.
     #[serde(default)]
     pub shrink_runs: Option<usize>,
-    /// The run's history (none if the run crashed). Kept as JSON: an older
+    /// The run's `percsim-history/1` history (none if the run crashed, or
+    /// if its system writes another format). Kept as JSON: an older
     /// capsule's history may break today's validation and is still read.
+    /// (Capsules of stream runs saved by an older percsim hold the run's
+    /// events here, in a history without transactions.)
     #[serde(default)]
     pub history: Option<serde_json::Value>,
-    /// The stream history of a system that records one, which its verdict
-    /// was judged on.
+    /// The `percsim-stream-history/1` history of a system that writes one
+    /// (with the run's events), which its verdict was judged on.
     #[serde(default)]
     pub stream_history: Option<StreamHistory>,
 }
@@ -79,7 +82,7 @@ impl Capsule {
         judged: &Judged,
         shrunk: Option<(&Scenario, usize)>,
     ) -> Capsule {
-        let history: Option<&History> = judged.history.as_ref();
+        let history: Option<&History> = judged.transactions();
         Capsule {
             format: FORMAT.to_string(),
             percsim_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -94,7 +97,7 @@ impl Capsule {
             shrunk: shrunk.map(|(s, _)| s.clone()),
             shrink_runs: shrunk.map(|(_, n)| n),
             history: history.and_then(|h| serde_json::to_value(h).ok()),
-            stream_history: judged.stream.clone(),
+            stream_history: judged.stream().cloned(),
         }
     }
 

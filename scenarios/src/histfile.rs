@@ -1,7 +1,7 @@
-//! Reads a history from a `percsim-history/1` file or from a failure capsule
-//! (`percsim-capsule/1`, which carries the history of the failing run, and
-//! for a Pulsar run its stream history too), and judges a capsule again
-//! (`percsim check CAPSULE`).
+//! Reads a history from a `percsim-history/1` or `percsim-stream-history/1`
+//! file or from a failure capsule (`percsim-capsule/1`, which carries the
+//! failing run's history: `history` for the first format, `stream_history`
+//! for the second), and judges a capsule again (`percsim check CAPSULE`).
 
 use percsim_checker::History;
 use std::io::Write;
@@ -29,12 +29,14 @@ pub enum Document {
     Stream(LoadedStream),
 }
 
-/// A stream history and, when it came from a capsule, the capsule around it
-/// and the world's events its transaction history recorded (the faults).
+/// A stream history and, when it came from a capsule, the capsule around
+/// it, with the run's events (the faults).
 pub struct LoadedStream {
     /// The stream history.
     pub stream: percsim_checker::stream::StreamHistory,
-    /// The events of the capsule's transaction history (empty without one).
+    /// The run's events: the stream history's own, or, for a capsule saved
+    /// by an older percsim (whose stream history has none), those of the
+    /// capsule's event-only transaction history.
     pub events: Vec<percsim_checker::Event>,
     /// The whole capsule, if the file was one.
     pub capsule: Option<serde_json::Value>,
@@ -111,7 +113,7 @@ pub fn load_document(path: &Path) -> Result<Document, String> {
 }
 
 /// The stream history `stream` (the file's whole value, or a capsule's
-/// `stream_history`), with the capsule's world events if there is one.
+/// `stream_history`), with its events (see [`LoadedStream::events`]).
 fn load_stream(
     path: &Path,
     stream: &serde_json::Value,
@@ -124,12 +126,15 @@ fn load_stream(
     };
     let parsed = percsim_checker::stream::parse(&stream.to_string())
         .map_err(|e| format!("{where_} is not a valid stream history: {e}"))?;
-    let events = capsule
-        .and_then(|c| c.pointer("/history/events"))
-        .map(|e| serde_json::from_value(e.clone()))
-        .transpose()
-        .map_err(|e| format!("the events in capsule {}: {e}", path.display()))?
-        .unwrap_or_default();
+    let older = match capsule.and_then(|c| c.pointer("/history/events")) {
+        Some(e) if parsed.events.is_empty() => serde_json::from_value(e.clone())
+            .map_err(|e| format!("the events in capsule {}: {e}", path.display()))?,
+        _ => Vec::new(),
+    };
+    let events = match older.is_empty() {
+        true => parsed.events.clone(),
+        false => older,
+    };
     Ok(LoadedStream {
         stream: parsed,
         events,

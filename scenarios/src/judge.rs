@@ -5,7 +5,7 @@
 use crate::scenario::{Scenario, ScenarioError};
 use percsim_checker::stream::{StreamHistory, StreamReport};
 use percsim_checker::{History, Report};
-use percsim_sim::RunOutput;
+use percsim_sim::{RunOutput, SystemHistory};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -121,18 +121,29 @@ pub struct Timing {
 pub struct Judged {
     /// The per-seed result.
     pub result: SeedResult,
-    /// The history, kept for capsules (none if the run crashed).
-    pub history: Option<History>,
-    /// The checker's report on the history (judged once, here).
+    /// The system's history, in its own format, kept for capsules (none
+    /// if the run crashed).
+    pub history: Option<SystemHistory>,
+    /// The checker's report on a `percsim-history/1` history (judged once, here).
     pub report: Option<Report>,
-    /// The stream history of a system that records one (Pulsar).
-    pub stream: Option<StreamHistory>,
-    /// The stream checker's report on it.
+    /// The stream checker's report on a `percsim-stream-history/1` history.
     pub stream_report: Option<StreamReport>,
     /// Simulated time of the run, in ns (0 if it crashed).
     pub sim_ns: u64,
     /// Wall time spent simulating and checking.
     pub timing: Timing,
+}
+
+impl Judged {
+    /// The `percsim-history/1` history, if the run wrote that format.
+    pub fn transactions(&self) -> Option<&History> {
+        self.history.as_ref()?.transactions()
+    }
+
+    /// The `percsim-stream-history/1` history, if the run wrote that format.
+    pub fn stream(&self) -> Option<&StreamHistory> {
+        self.history.as_ref()?.stream()
+    }
 }
 
 /// The name a failed script expectation is listed under in
@@ -163,21 +174,10 @@ pub fn judge(scenario: &Scenario, check_determinism: bool) -> Judged {
 
 /// Run a second time and mark the result nondeterministic if the history differs.
 fn compare_with_rerun(scenario: &Scenario, judged: &mut Judged) {
-    let text = |h: Option<&History>, st: Option<&StreamHistory>| {
-        h.map(|h| {
-            let mut t = serde_json::to_string(h).unwrap_or_default();
-            if let Some(st) = st {
-                t.push_str(&serde_json::to_string(st).unwrap_or_default());
-            }
-            t
-        })
-    };
+    let text = |h: Option<&SystemHistory>| h.map(|h| serde_json::to_string(h).unwrap_or_default());
     let again = scenario.run().ok();
-    let a = text(judged.history.as_ref(), judged.stream.as_ref());
-    let b = text(
-        again.as_ref().map(|o| &o.history),
-        again.as_ref().and_then(|o| o.stream.as_ref()),
-    );
+    let a = text(judged.history.as_ref());
+    let b = text(again.as_ref().map(|o| &o.history));
     if a != b {
         judged.result.verdict = Verdict::Nondeterministic;
         judged.result.explanation = Some(format!(
@@ -223,7 +223,6 @@ pub fn verdict_of(
                 result,
                 history: None,
                 report: None,
-                stream: None,
                 stream_report: None,
                 sim_ns: 0,
                 timing,
@@ -231,8 +230,8 @@ pub fn verdict_of(
         }
     };
     let simulate = started.elapsed();
-    let report = percsim_checker::check(&out.history);
-    let stream_report = out.stream.as_ref().map(percsim_checker::stream::check);
+    let report = out.transactions().map(percsim_checker::check);
+    let stream_report = out.stream().map(percsim_checker::stream::check);
     let check = started.elapsed() - simulate;
     let s = &out.summary;
     result.committed = s.committed;
@@ -242,18 +241,11 @@ pub fn verdict_of(
     result.counters = s.counters.clone();
     // Any finding other than a restatement of a liveness failure is a
     // safety violation all the same.
-    result.violated_rules = report
-        .rules
-        .iter()
-        .filter(|r| !r.passed)
-        .filter(|r| s.liveness_failure.is_none() || r.counts.keys().any(|c| !restates_liveness(c)))
-        .map(|r| r.id.clone())
-        .collect();
-    if let Some(sr) = &stream_report {
-        result
-            .violated_rules
-            .extend(sr.rules.iter().filter(|r| !r.passed).map(|r| r.id.clone()));
-    }
+    result.violated_rules = violated(
+        report.as_ref(),
+        stream_report.as_ref(),
+        s.liveness_failure.is_some(),
+    );
     // A script's violations are its author's expectations, not invariants.
     let expectations = scenario.spec.expectations();
     let safety = !result.violated_rules.is_empty();
@@ -271,10 +263,7 @@ pub fn verdict_of(
         } else {
             Verdict::ExpectationFailed
         };
-        let mut text = match &stream_report {
-            Some(sr) => sr.render_text(),
-            None => report.render_text(),
-        };
+        let mut text = render(report.as_ref(), stream_report.as_ref());
         let label = if expectations {
             "expectation failed"
         } else {
@@ -286,10 +275,7 @@ pub fn verdict_of(
         result.explanation = Some(text);
     } else if let Some(l) = &s.liveness_failure {
         result.verdict = Verdict::Liveness;
-        let text = match &stream_report {
-            Some(sr) => sr.render_text(),
-            None => report.render_text(),
-        };
+        let text = render(report.as_ref(), stream_report.as_ref());
         result.explanation = Some(format!("liveness: {l}\n\n{text}"));
     }
     result.wall_ms = started.elapsed().as_millis() as u64;
@@ -297,10 +283,38 @@ pub fn verdict_of(
         result,
         sim_ns: s.sim_ns,
         history: Some(out.history),
-        report: Some(report),
-        stream: out.stream,
+        report,
         stream_report,
         timing: Timing { simulate, check },
+    }
+}
+
+/// The rules a run's history broke, by whichever checker judged it
+/// (findings that restate a liveness failure left out when `liveness`).
+fn violated(report: Option<&Report>, stream: Option<&StreamReport>, liveness: bool) -> Vec<String> {
+    let mut rules: Vec<String> = report
+        .iter()
+        .flat_map(|r| &r.rules)
+        .filter(|r| !r.passed)
+        .filter(|r| !liveness || r.counts.keys().any(|c| !restates_liveness(c)))
+        .map(|r| r.id.clone())
+        .collect();
+    rules.extend(
+        stream
+            .iter()
+            .flat_map(|r| &r.rules)
+            .filter(|r| !r.passed)
+            .map(|r| r.id.clone()),
+    );
+    rules
+}
+
+/// The text of whichever checker's report there is.
+fn render(report: Option<&Report>, stream: Option<&StreamReport>) -> String {
+    match (stream, report) {
+        (Some(sr), _) => sr.render_text(),
+        (None, Some(r)) => r.render_text(),
+        (None, None) => String::new(),
     }
 }
 

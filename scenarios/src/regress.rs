@@ -60,11 +60,13 @@ pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     if let Some(l) = &output.summary.liveness_failure {
         problems.push(format!("liveness: {l}"));
     }
-    let report = percsim_checker::check(&output.history);
-    if !report.passed() {
-        problems.push(report.render_text());
+    if let Some(history) = output.transactions() {
+        let report = percsim_checker::check(history);
+        if !report.passed() {
+            problems.push(report.render_text());
+        }
     }
-    if let Some(stream) = &output.stream {
+    if let Some(stream) = output.stream() {
         let report = percsim_checker::stream::check(stream);
         if !report.passed() {
             problems.push(report.render_text());

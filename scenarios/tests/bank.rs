@@ -50,7 +50,13 @@ fn same_seed_same_history() {
         serde_json::to_string(&a.history).unwrap(),
         serde_json::to_string(&b.history).unwrap(),
     );
-    assert!(a.history.transactions.len() > 100);
+    assert!(
+        a.transactions()
+            .expect("a transaction history")
+            .transactions
+            .len()
+            > 100
+    );
     assert_eq!(ja, jb, "seed 7 gave two different histories");
     let c = scenario(8).run().expect("run");
     assert_ne!(

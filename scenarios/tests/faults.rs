@@ -47,7 +47,7 @@ fn sweep(class: &str) {
             committed += out.summary.committed;
             fired += out
                 .history
-                .events
+                .events()
                 .iter()
                 .filter(|e| e.kind == kind)
                 .filter(|e| match node_prefix {

@@ -56,6 +56,7 @@ fn round_trip_over_list_append_seeds() {
     for seed in common::seeds(50) {
         let h = fuzz::judge(&campaign::generate(seed, &mix), false)
             .history
+            .and_then(|h| h.into_transactions())
             .expect("the run finished");
         let original = check(&h);
         let (o, i) = round_trip(&h);
@@ -87,7 +88,7 @@ fn round_trip_over_ablation_failures() {
         let mix = list_append(Ablations::only(a));
         let failure = (0..40).find_map(|seed| {
             let j = fuzz::judge(&campaign::generate(seed, &mix), false);
-            (j.result.verdict == Verdict::Safety).then_some((seed, j.history?))
+            (j.result.verdict == Verdict::Safety).then_some((seed, j.history?.into_transactions()?))
         });
         let Some((seed, h)) = failure else { continue };
         let original = check(&h);
@@ -119,6 +120,7 @@ fn the_round_trip_comparison_can_fail() {
     // A lost update planted in the exported file is seen by the importer.
     let h = fuzz::judge(&campaign::generate(3, &list_append(Ablations::NONE)), false)
         .history
+        .and_then(|h| h.into_transactions())
         .unwrap();
     let edn = export(&h, ExportFormat::ElleAppend).unwrap();
     let planted = format!(
@@ -150,6 +152,7 @@ fn exports_are_well_formed() {
         false,
     )
     .history
+    .and_then(|h| h.into_transactions())
     .unwrap();
     let e = export(&bank, ExportFormat::ElleAppend).unwrap_err();
     assert!(e.contains("elle-rw"), "{e}");

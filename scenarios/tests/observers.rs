@@ -154,9 +154,13 @@ fn run(w: Harness, cluster: PercolatorConfig, seed: u64) -> History {
     let w = Arc::new(w);
     let out = percsim_sim::run(&world(), &cluster, seed, w, serde_json::Value::Null).expect("run");
     assert_eq!(out.summary.liveness_failure, None);
-    let report = percsim_checker::check(&out.history);
+    let history = out
+        .history
+        .into_transactions()
+        .expect("a transaction history");
+    let report = percsim_checker::check(&history);
     assert!(report.passed(), "seed {seed}:\n{}", report.render_text());
-    out.history
+    history
 }
 
 fn runs(h: &History, committed_only: bool) -> Vec<&percsim_checker::Transaction> {

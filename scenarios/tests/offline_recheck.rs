@@ -44,7 +44,7 @@ fn recheck(capsule: &Path, dir: &Path, judged: &campaign::Judged) -> bool {
     );
 
     // The same report as the run's own check of its history.
-    let in_process = percsim_checker::check(judged.history.as_ref().expect("a history"));
+    let in_process = percsim_checker::check(judged.transactions().expect("a history"));
     let in_process = serde_json::to_value(&in_process).expect("report");
     assert_eq!(
         offline, in_process,

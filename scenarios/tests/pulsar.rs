@@ -16,10 +16,7 @@ fn example(name: &str) -> Scenario {
 fn run_and_check(s: &Scenario) -> RunOutput {
     let out = s.run().unwrap_or_else(|e| panic!("seed {}: {e}", s.seed));
     assert_eq!(out.summary.liveness_failure, None, "seed {}", s.seed);
-    let stream = out
-        .stream
-        .as_ref()
-        .expect("pulsar records a stream history");
+    let stream = out.stream().expect("pulsar records a stream history");
     let report = percsim_checker::stream::check(stream);
     assert!(
         report.passed(),
@@ -33,8 +30,8 @@ fn run_and_check(s: &Scenario) -> RunOutput {
 #[test]
 fn a_stream_seed_passes_the_stream_checker_with_traffic() {
     let out = run_and_check(&example("stream.json"));
-    let st = out.stream.unwrap();
-    let report = percsim_checker::stream::check(&st);
+    let st = out.stream().unwrap();
+    let report = percsim_checker::stream::check(st);
     assert!(report.stats.committed > 5, "{:?}", report.stats);
     assert!(report.stats.aborted > 0, "{:?}", report.stats);
     assert!(report.stats.receives > 10, "{:?}", report.stats);
@@ -45,7 +42,7 @@ fn a_stream_seed_passes_the_stream_checker_with_traffic() {
 #[test]
 fn a_pulsar_seed_replays_byte_for_byte() {
     let s = example("stream.json");
-    let text = |o: RunOutput| serde_json::to_string(&o.stream.unwrap()).unwrap();
+    let text = |o: RunOutput| serde_json::to_string(o.stream().unwrap()).unwrap();
     let (a, b) = (text(s.run().unwrap()), text(s.run().unwrap()));
     assert!(a == b, "two runs of seed {} differ", s.seed);
     let mut other = s.clone();
@@ -56,8 +53,8 @@ fn a_pulsar_seed_replays_byte_for_byte() {
 #[test]
 fn a_pipeline_seed_processes_every_document_exactly_once() {
     let out = run_and_check(&example("pipeline.json"));
-    let st = out.stream.unwrap();
-    let report = percsim_checker::stream::check(&st);
+    let st = out.stream().unwrap();
+    let report = percsim_checker::stream::check(st);
     let exactly_once = report
         .rules
         .iter()

@@ -7,6 +7,7 @@
 //! capsule's scenario, run again) reproduces the same verdict, rules and
 //! stream history.
 
+use percsim_checker::Event;
 use percsim_protocol::pulsar::PulsarAblation;
 use percsim_scenarios::campaign::{self, Verdict};
 use percsim_scenarios::fuzz;
@@ -61,10 +62,7 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
     // The capsule carries the stream history and the explanation.
     let capsule: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
-    let stream = judged
-        .stream
-        .as_ref()
-        .expect("a Pulsar run has a stream history");
+    let stream = judged.stream().expect("a Pulsar run has a stream history");
     assert_eq!(
         capsule["stream_history"],
         serde_json::to_value(stream).expect("JSON"),
@@ -115,7 +113,8 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
         "{a}"
     );
     assert_eq!(
-        replayed.stream, judged.stream,
+        replayed.stream(),
+        judged.stream(),
         "{a}: the replay's stream history differs"
     );
     export_refuses_and_report_draws(&path, &capsule["stream_history"], &run_rules);
@@ -168,13 +167,49 @@ fn export_refuses_and_report_draws(capsule: &Path, stream: &serde_json::Value, r
     let Ok(Document::Stream(plain)) = load_document(&file) else {
         panic!("a stream history file is a stream document");
     };
-    assert!(plain.events.is_empty() && plain.capsule.is_none());
+    assert!(plain.capsule.is_none());
+    assert_eq!(
+        plain.events, from_capsule.events,
+        "a stream history file carries the run's events"
+    );
     let svg = report::stream_report(&plain.stream, &plain.events, None, "s.json", true);
     assert!(
         svg.starts_with("<svg") && svg.contains(" flagged\""),
         "{svg}"
     );
+    assert!(
+        svg.contains("class=\"band\""),
+        "its events draw fault bands"
+    );
+    older_files_read_as_before(capsule, stream, &from_capsule.events);
+}
+
+/// Files written before the stream history carried the run's events: a
+/// stream history without them draws no fault band, and a capsule keeps
+/// them in an event-only transaction history, which is read instead.
+fn older_files_read_as_before(capsule: &Path, stream: &serde_json::Value, events: &[Event]) {
+    let mut bare = stream.clone();
+    bare.as_object_mut().expect("an object").remove("events");
+    let file = capsule.with_extension("bare.json");
+    std::fs::write(&file, bare.to_string()).expect("written");
+    let Ok(Document::Stream(plain)) = load_document(&file) else {
+        panic!("a stream history file without events is a stream document");
+    };
+    assert!(plain.events.is_empty());
+    let svg = report::stream_report(&plain.stream, &plain.events, None, "s.json", true);
     assert!(!svg.contains("class=\"band\""), "no events, no bands");
+
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(capsule).expect("read")).expect("JSON");
+    old["stream_history"] = bare;
+    old["history"] = serde_json::json!({"format": "percsim-history/1", "transactions": [],
+        "events": events, "final_state": {"cells": []}});
+    let file = capsule.with_extension("old.json");
+    std::fs::write(&file, old.to_string()).expect("written");
+    let Ok(Document::Stream(loaded)) = load_document(&file) else {
+        panic!("an older Pulsar capsule is a stream document");
+    };
+    assert_eq!(loaded.events, events, "the older capsule's events");
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn scenario(seed: u64, faults: Value, crashes: Value) -> Scenario {
 fn run(s: &Scenario) -> (RunOutput, StreamHistory) {
     let out = s.run().unwrap_or_else(|e| panic!("seed {}: {e}", s.seed));
     assert_eq!(out.summary.liveness_failure, None, "seed {}", s.seed);
-    let h = out.stream.clone().expect("a stream history");
+    let h = out.stream().cloned().expect("a stream history");
     let report = percsim_checker::stream::check(&h);
     assert!(
         report.passed(),
@@ -42,7 +42,7 @@ fn run(s: &Scenario) -> (RunOutput, StreamHistory) {
 }
 
 fn events<'a>(out: &'a RunOutput, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
-    out.history.events.iter().filter(move |e| e.kind == kind)
+    out.history.events().iter().filter(move |e| e.kind == kind)
 }
 
 fn field<'a>(e: &'a Event, name: &str) -> &'a Value {
@@ -218,8 +218,13 @@ fn a_seed_with_a_move_replays_byte_for_byte() {
     ]});
     let s = scenario(11, faults, json!([]));
     let text = |o: RunOutput| {
-        assert!(o.history.events.iter().any(|e| e.kind == "ownership_moved"));
-        serde_json::to_string(&(o.stream.unwrap(), o.history.events)).unwrap()
+        assert!(
+            o.history
+                .events()
+                .iter()
+                .any(|e| e.kind == "ownership_moved")
+        );
+        serde_json::to_string(&o.history).unwrap()
     };
     let (a, b) = (text(s.run().unwrap()), text(s.run().unwrap()));
     assert!(a == b, "two runs of seed {} differ", s.seed);

@@ -12,7 +12,10 @@ fn run(name: &str) -> History {
         env!("CARGO_MANIFEST_DIR")
     );
     let scenario = Scenario::load(std::path::Path::new(&path)).expect("example scenario");
-    common::run_and_check(&scenario, "recovery").history
+    common::run_and_check(&scenario, "recovery")
+        .history
+        .into_transactions()
+        .expect("a transaction history")
 }
 
 /// The transaction whose first write is to `row`, excluding the initial load.

@@ -168,7 +168,8 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
         );
     }
     let judged = regress::run(&scenario).expect("runs");
-    assert!(judged.output.history.transactions.len() >= 3);
+    let history = judged.output.transactions().expect("a transaction history");
+    assert!(history.transactions.len() >= 3);
     // The same script expecting the second writer to commit must fail.
     let wrong = regress::script_scenario(lost_update(Some(ExpectOutcome::Committed)).build(), 0);
     let judged = regress::run(&wrong).expect("runs");

@@ -126,15 +126,16 @@ fn an_observer_whose_run_aborted_still_processes_the_change() {
             !second.fail_first.load(Ordering::SeqCst),
             "seed {seed}: second never ran"
         );
-        let report = percsim_checker::check(&out.history);
+        let history = out.transactions().expect("a transaction history");
+        let report = percsim_checker::check(history);
         assert!(report.passed(), "seed {seed}:\n{}", report.render_text());
         assert_eq!(out.summary.liveness_failure, None, "seed {seed}");
         assert!(
-            committed(&out.history, "x", "a"),
+            committed(history, "x", "a"),
             "seed {seed}: first did not run"
         );
         assert!(
-            committed(&out.history, "x", "b"),
+            committed(history, "x", "b"),
             "seed {seed}: second never processed the change"
         );
     }

@@ -79,6 +79,7 @@ fn a_scenario_file_of_the_toy_loads_runs_and_passes() {
     assert!(count("fault.kill_data_server") >= 1, "{:?}", r.counters);
     assert!(count("toy.write_repeated") >= 1, "{:?}", r.counters);
     let history = judged.history.expect("a history");
+    let history = history.transactions().expect("a percsim-history/1 history");
     let versions = &history.final_state.cells[0].versions;
     assert!(!versions.is_empty());
     // The file's JSON form reads back as the same scenario.

@@ -43,7 +43,8 @@ pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFau
 pub use world::ids::{Counter, EventKind, FaultKind, Role};
 pub use world::intercept::{Fate, Leg, RuleId};
 pub use world::phases::{RunOutput, RunSummary, run_system};
-pub use world::recorder::LOADER_CLIENT;
+pub use world::system_history::{SystemHistory, TxnTally};
+pub use world::txn_history::LOADER_CLIENT;
 pub use world::watchdog::{STUCK_MARGIN_MS, STUCK_MARKER, is_stuck};
 pub use world::{
     BoxFuture, ClockEntry, ClockSkew, NodeKind, NodeName, NodeNameError, NodeNames, System, Tenant,

@@ -9,7 +9,7 @@ pub const STREAM_FORMAT: &str = "percsim-stream-history/1";
 
 /// A whole stream history: what clients did and observed, and what the
 /// brokers' durable logs and subscriptions hold at the end of the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamHistory {
     /// Exactly [`STREAM_FORMAT`].
     pub format: String,
@@ -28,6 +28,12 @@ pub struct StreamHistory {
     pub ops: Vec<StreamOp>,
     /// The brokers' durable state after the healed phase.
     pub final_state: StreamFinalState,
+    /// Fault, cluster and protocol events (kills, restarts, ownership
+    /// moves, ...) in time order, as the transaction format has them: for
+    /// context only, never judged. Absent in files written before it
+    /// existed, and left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::Event>,
 }
 
 /// A subscription: a named cursor over every partition of one topic,

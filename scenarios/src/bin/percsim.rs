@@ -538,12 +538,8 @@ fn cmd_run(path: &Path, seed: Option<u64>, history: Option<&Path>) -> i32 {
 
 fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
     let judged = fuzz::judge(scenario, false);
-    // A system with a stream history (Pulsar) writes that one.
-    let text = match (&judged.stream, &judged.history) {
-        (Some(st), _) => Some(serde_json::to_string(st)),
-        (None, Some(h)) => Some(serde_json::to_string(h)),
-        (None, None) => None,
-    };
+    // The system's history, in its own format.
+    let text = judged.history.as_ref().map(serde_json::to_string);
     if let (Some(path), Some(text)) = (history, text) {
         let written = text
             .map_err(|e| e.to_string())

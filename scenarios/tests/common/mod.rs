@@ -28,7 +28,8 @@ pub fn run_and_check(scenario: &Scenario, test: &str) -> RunOutput {
     let out = scenario
         .run()
         .unwrap_or_else(|e| panic!("seed {}: {e}", scenario.seed));
-    let report = percsim_checker::check(&out.history);
+    let history = out.transactions().expect("a transaction history");
+    let report = percsim_checker::check(history);
     let mut problems = Vec::new();
     if let Some(l) = &out.summary.liveness_failure {
         problems.push(format!("liveness: {l}"));

@@ -23,10 +23,11 @@ use madsim::time::{Duration, Instant, sleep, sleep_until};
 use percsim_checker as history;
 use percsim_sim::world::intercept::MsgTag;
 use percsim_sim::world::port::Port;
-use percsim_sim::world::recorder::Finish;
+use percsim_sim::world::system_history::SystemHistory;
+use percsim_sim::world::txn_history::{TxnFinish, TxnHistory};
 use percsim_sim::world::{
-    BoxFuture, Carried, Control, NodeKind, NodeName, NodeNames, NodeSpec, Tenant, Unsettled,
-    World, lock,
+    BoxFuture, Carried, Control, NodeKind, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World,
+    lock,
 };
 use percsim_sim::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
 use serde::{Deserialize, Serialize};
@@ -186,6 +187,7 @@ impl System for ToySystem {
             disk: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
+            txns: Mutex::default(),
         })))
     }
 }
@@ -213,6 +215,9 @@ struct Shared {
     /// How often the primary reached each named point (the run's count,
     /// which crashes are keyed on).
     reached: Mutex<BTreeMap<ToyPoint, u64>>,
+    /// The history's transactions: their timestamps and operations (the
+    /// world's recorder keeps who ran them, when and how they ended).
+    txns: Mutex<TxnHistory>,
 }
 
 /// The toy installed in a world.
@@ -264,8 +269,33 @@ impl Tenant for ToyTenant {
         Box::pin(async move { violations })
     }
 
-    fn dump(&self) -> history::FinalState {
-        let disk = lock(&self.0.disk);
+    fn history(
+        &self,
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory {
+        let built = lock(&self.0.txns).build(&mut self.0.world.recorder());
+        SystemHistory::Transactions(history::History {
+            format: history::FORMAT.to_string(),
+            seed,
+            scenario,
+            transactions: built.transactions,
+            events,
+            final_state: final_state(&self.0),
+            observers: Vec::new(),
+        })
+    }
+
+    fn helper_nodes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The register's durable versions as the history's final state.
+fn final_state(shared: &Shared) -> history::FinalState {
+    {
+        let disk = lock(&shared.disk);
         let versions: Vec<history::Version> = disk
             .versions
             .iter()
@@ -282,7 +312,7 @@ impl Tenant for ToyTenant {
             Vec::new()
         } else {
             vec![history::CellState {
-                row: self.0.workload.key.clone(),
+                row: shared.workload.key.clone(),
                 col: COLUMN.into(),
                 versions,
             }]
@@ -291,14 +321,6 @@ impl Tenant for ToyTenant {
             cells,
             ..history::FinalState::default()
         }
-    }
-
-    fn observers(&self) -> Vec<history::ObserverDecl> {
-        Vec::new()
-    }
-
-    fn helper_nodes(&self) -> Vec<String> {
-        Vec::new()
     }
 }
 
@@ -485,17 +507,13 @@ impl Client {
         let world = &self.shared.world;
         let now = world.now_ns();
         let (row, col) = self.cell();
-        let txn = {
-            let mut rec = world.recorder();
-            let (txn, _) = rec.begin(self.index as u64, now);
-            let op = history::Op::Write {
-                row,
-                col,
-                value: value.clone(),
-            };
-            rec.op(txn, op);
-            txn
+        let (txn, _) = world.recorder().begin(self.index as u64, now);
+        let op = history::Op::Write {
+            row,
+            col,
+            value: value.clone(),
         };
+        lock(&self.shared.txns).op(txn, op);
         self.disk().in_doubt = Some((txn, value.clone()));
         self.finish_write(txn, value).await;
     }
@@ -507,10 +525,11 @@ impl Client {
         let world = &self.shared.world;
         let now = world.now_ns();
         {
-            let mut rec = world.recorder();
-            rec.started(txn, protocol::write_start_ts(version));
+            let mut txns = lock(&self.shared.txns);
+            txns.started(txn, protocol::write_start_ts(version));
             let commit_ts = Some(protocol::commit_ts(version));
-            rec.finish(txn, Finish::Committed { commit_ts }, now);
+            let finish = TxnFinish::Committed { commit_ts };
+            txns.finish(&mut world.recorder(), txn, finish, now);
         }
         self.disk().in_doubt = None;
     }
@@ -523,15 +542,16 @@ impl Client {
         let reply = self.call("read", txn, ReadReq).await;
         let now = world.now_ns();
         let (row, col) = self.cell();
-        let mut rec = world.recorder();
-        rec.started(txn, reply.ts);
+        let mut txns = lock(&self.shared.txns);
+        txns.started(txn, reply.ts);
         let op = history::Op::Read {
             row,
             col,
             value: reply.value,
         };
-        rec.op(txn, op);
-        rec.finish(txn, Finish::Committed { commit_ts: None }, now);
+        txns.op(txn, op);
+        let finish = TxnFinish::Committed { commit_ts: None };
+        txns.finish(&mut world.recorder(), txn, finish, now);
     }
 
     /// Send `req` (call `call` of transaction `txn`) to the primary until

@@ -22,6 +22,7 @@ pub(crate) mod workload;
 use crate::world::World;
 use crate::world::net::PORT;
 use crate::world::serve::Server;
+use crate::world::txn_history::TxnHistory;
 use config::PercolatorConfig;
 use madsim::time::Instant;
 use percsim_protocol::percolator::client::Point;
@@ -114,6 +115,9 @@ pub(crate) struct Cluster {
     pub world: Arc<World>,
     pub cfg: PercolatorConfig,
     pub durable: Mutex<Durable>,
+    /// What each transaction did, in the `percsim-history/1` format's
+    /// terms (the world records who ran it, when, and how it ended).
+    pub txn_history: Mutex<TxnHistory>,
     pub tablets: Tablets,
     pub workload: Arc<dyn Workload>,
     /// The workload's observers.
@@ -150,6 +154,12 @@ impl Cluster {
 
     pub(crate) fn recorder(&self) -> MutexGuard<'_, crate::world::recorder::Recorder> {
         self.world.recorder()
+    }
+
+    /// The history builder. Whoever also needs the world's recorder takes
+    /// this lock first.
+    pub(crate) fn txn_history(&self) -> MutexGuard<'_, TxnHistory> {
+        crate::world::lock(&self.txn_history)
     }
 
     pub(crate) fn stopping(&self) -> bool {

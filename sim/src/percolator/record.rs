@@ -1,9 +1,10 @@
-//! Percolator's events in the history: a client's transaction events and
-//! lock cleanups, translated into the world's recorder calls.
+//! Percolator's events in the history: a client's transaction events
+//! (written into the `percsim-history/1` builder, outcomes into the
+//! world's recorder) and lock cleanups (the world's events).
 
 use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
-use crate::world::World;
-use crate::world::recorder::{Finish, Recorder};
+use crate::world::recorder::Recorder;
+use crate::world::txn_history::{TxnFinish, TxnHistory};
 use percsim_checker as history;
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{CleanupEvent, CommitOutcome, TxnEvent};
@@ -12,7 +13,8 @@ use std::collections::BTreeMap;
 
 /// Record the initial load as one committed transaction.
 pub(crate) fn bootstrap(
-    world: &World,
+    h: &mut TxnHistory,
+    rec: &mut Recorder,
     initial: &[(CellKey, String)],
     start_ts: u64,
     commit_ts: u64,
@@ -25,14 +27,20 @@ pub(crate) fn bootstrap(
             value: v.clone(),
         })
         .collect();
-    world.recorder().bootstrap(start_ts, commit_ts, ops);
+    h.bootstrap(rec, start_ts, commit_ts, ops);
 }
 
 /// Record one event of transaction `id`.
-pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u64) {
+pub(crate) fn txn_event(
+    h: &mut TxnHistory,
+    rec: &mut Recorder,
+    id: u64,
+    event: TxnEvent,
+    now_ns: u64,
+) {
     match event {
-        TxnEvent::Started { start_ts } => rec.started(id, start_ts.0),
-        TxnEvent::Observer { name, cell } => rec.observer(
+        TxnEvent::Started { start_ts } => h.started(id, start_ts.0),
+        TxnEvent::Observer { name, cell } => h.observer(
             id,
             history::ObserverRun {
                 name,
@@ -40,7 +48,7 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
                 col: cell.col,
             },
         ),
-        TxnEvent::Read { cell, value } => rec.op(
+        TxnEvent::Read { cell, value } => h.op(
             id,
             history::Op::Read {
                 row: cell.row,
@@ -48,7 +56,7 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
                 value,
             },
         ),
-        TxnEvent::Buffered { cell, value } => rec.op(
+        TxnEvent::Buffered { cell, value } => h.op(
             id,
             match value {
                 Some(value) => history::Op::Write {
@@ -68,7 +76,7 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
             cols,
             start_ts,
             cells,
-        } => rec.scan(
+        } => h.scan(
             id,
             history::Scan {
                 start_row,
@@ -85,18 +93,18 @@ pub(crate) fn txn_event(rec: &mut Recorder, id: u64, event: TxnEvent, now_ns: u6
                     .collect(),
             },
         ),
-        TxnEvent::CommitTs { commit_ts } => rec.commit_ts(id, commit_ts.0),
+        TxnEvent::CommitTs { commit_ts } => h.commit_ts(id, commit_ts.0),
         TxnEvent::Finished(outcome) => {
             let finish = match &outcome {
-                CommitOutcome::Committed { commit_ts } => Finish::Committed {
+                CommitOutcome::Committed { commit_ts } => TxnFinish::Committed {
                     commit_ts: commit_ts.map(|ts| ts.0),
                 },
-                CommitOutcome::Aborted { reason } => Finish::Aborted {
+                CommitOutcome::Aborted { reason } => TxnFinish::Aborted {
                     reason: reason.name(),
                 },
-                CommitOutcome::Unknown => Finish::Unknown,
+                CommitOutcome::Unknown => TxnFinish::Unknown,
             };
-            rec.finish(id, finish, now_ns);
+            h.finish(rec, id, finish, now_ns);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Percolator as a [`System`]: a cluster configuration and a workload,
 //! which, installed in a world, become the shared [`Cluster`] and the
-//! [`Tenant`] the world drives (its nodes, faults, healed phase and final
-//! state).
+//! [`Tenant`] the world drives (its nodes, faults, healed phase and
+//! history).
 
 use super::config::PercolatorConfig;
 use super::nodes::client::Client;
@@ -15,6 +15,8 @@ use crate::percolator::ids::kinds;
 use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
+use crate::world::system_history::SystemHistory;
+use crate::world::txn_history::TxnHistory;
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -55,12 +57,20 @@ impl System for Percolator {
         let initial = self.workload.initial_data();
         let mut durable = Durable::new(LOAD_COMMIT_TS, tablets.count(), cfg.tablet_servers);
         durable.load(&initial, LOAD_START_TS, LOAD_COMMIT_TS);
-        record::bootstrap(world, &initial, LOAD_START_TS, LOAD_COMMIT_TS);
+        let mut txn_history = TxnHistory::default();
+        record::bootstrap(
+            &mut txn_history,
+            &mut world.recorder(),
+            &initial,
+            LOAD_START_TS,
+            LOAD_COMMIT_TS,
+        );
         Arc::new(Installed(
             Arc::new(Cluster {
                 world: world.clone(),
                 cfg: cfg.clone(),
                 durable: Mutex::new(durable),
+                txn_history: Mutex::new(txn_history),
                 tablets,
                 workload: self.workload.clone(),
                 observers: self.workload.observers(),
@@ -187,12 +197,15 @@ impl Tenant for Installed {
         }
     }
 
-    fn dump(&self) -> history::FinalState {
-        self.0.durable().dump()
-    }
-
-    fn observers(&self) -> Vec<history::ObserverDecl> {
-        self.0
+    fn history(
+        &self,
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory {
+        let c = &self.0;
+        let built = c.txn_history().build(&mut c.recorder());
+        let observers = c
             .observers
             .iter()
             .map(|(spec, _)| history::ObserverDecl {
@@ -200,7 +213,16 @@ impl Tenant for Installed {
                 col: spec.col.clone(),
                 weak: spec.weak,
             })
-            .collect()
+            .collect();
+        SystemHistory::Transactions(history::History {
+            format: history::FORMAT.to_string(),
+            seed,
+            scenario,
+            transactions: built.transactions,
+            events,
+            final_state: c.durable().dump(),
+            observers,
+        })
     }
 
     fn helper_nodes(&self) -> Vec<String> {

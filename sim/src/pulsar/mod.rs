@@ -25,17 +25,17 @@ use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::net::PORT;
 use crate::world::node::NodeName;
+use crate::world::system_history::SystemHistory;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
 use ids::{PulsarEvent, kinds};
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
-use percsim_checker::stream::StreamHistory;
 use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, Resource, SessionId};
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::types::Partition;
-use record::StreamRecorder;
+use record::{RunInfo, StreamRecorder};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -330,21 +330,21 @@ impl Tenant for Installed {
         Box::pin(async { Vec::new() })
     }
 
-    fn dump(&self) -> history::FinalState {
-        history::FinalState::default()
-    }
-
-    fn stream_history(&self, seed: u64, scenario: serde_json::Value) -> Option<StreamHistory> {
+    fn history(
+        &self,
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory {
         let c = &self.0;
         let d = c.durable();
-        let h = c
-            .stream()
-            .history(seed, scenario, c.workload.subscriptions(), &d);
-        Some(h)
-    }
-
-    fn observers(&self) -> Vec<history::ObserverDecl> {
-        Vec::new()
+        let run = RunInfo {
+            seed,
+            scenario,
+            events,
+        };
+        let h = c.stream().history(run, c.workload.subscriptions(), &d);
+        SystemHistory::Stream(h)
     }
 
     fn helper_nodes(&self) -> Vec<String> {

@@ -23,6 +23,14 @@ pub(crate) struct Reporter {
     pub worker: usize,
 }
 
+/// What the world gives a run's history: its seed, its description, and
+/// its events in time order.
+pub(crate) struct RunInfo {
+    pub seed: u64,
+    pub scenario: serde_json::Value,
+    pub events: Vec<percsim_checker::Event>,
+}
+
 /// A consumer session as the history names it.
 struct Session {
     name: u64,
@@ -194,11 +202,11 @@ impl StreamRecorder {
         self.live.len() as u64
     }
 
-    /// The finished history: `subscriptions` declared, `durable` dumped.
+    /// The finished history of `run`: `subscriptions` declared, `durable`
+    /// dumped, the world's events kept.
     pub(crate) fn history(
         &self,
-        seed: u64,
-        scenario: serde_json::Value,
+        run: RunInfo,
         subscriptions: Vec<SubscriptionDecl>,
         durable: &Durable,
     ) -> StreamHistory {
@@ -208,12 +216,13 @@ impl StreamRecorder {
         transactions.sort_by_key(|t| (t.invoke_ns, t.id));
         StreamHistory {
             format: STREAM_FORMAT.to_string(),
-            seed,
-            scenario,
+            seed: run.seed,
+            scenario: run.scenario,
             subscriptions,
             transactions,
             ops: self.ops.clone(),
             final_state,
+            events: run.events,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! its own `wire` node for late and duplicated copies, and partitions),
 //! skewed clocks, the fault driver, the history recorder, the phases of a
 //! run and its seed. It knows no system's names: a [`System`] describes
-//! its nodes, crash points, convergence and state dump, and the world runs
+//! its nodes, crash points, convergence and history, and the world runs
 //! it. The world's only view of the history format is the checker's types.
 
 mod clock;
@@ -23,8 +23,10 @@ pub mod port;
 pub mod recorder;
 pub mod serve;
 mod system;
+pub mod system_history;
 #[cfg(test)]
 mod toy;
+pub mod txn_history;
 pub mod watchdog;
 
 pub use clock::{ClockEntry, ClockSkew};

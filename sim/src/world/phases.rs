@@ -2,7 +2,7 @@
 //! the system and start its nodes, run the workload phase with faults, then
 //! the healed phase (faults removed, dead nodes back; the system must
 //! settle within `quiesce_ms`, else a liveness failure), the system's
-//! final check, and a dump of its durable state into the history.
+//! final check, and the system's history of the run.
 
 use crate::world::driver::{
     self, FaultControl, Faults, Known, Registry, SharedFaults, lock_faults,
@@ -11,7 +11,7 @@ use crate::world::faults::Fault;
 use crate::world::ids::{EventKind, FaultKind, Role};
 use crate::world::net::{Wire, wire_addr, wire_late_addr};
 use crate::world::port::Port;
-use crate::world::recorder::LOADER_CLIENT;
+use crate::world::system_history::SystemHistory;
 use crate::world::{Control, System, Tenant, Unsettled, World};
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
@@ -31,14 +31,22 @@ const CONTROL_NODE: &str = "harness-control";
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// The recorded history (for a tenant with a stream history: the
-    /// world's events only, its transactions and final state empty).
-    pub history: history::History,
-    /// The `percsim-stream-history/1` history of a tenant that records one
-    /// (see [`crate::Tenant::stream_history`]).
-    pub stream: Option<history::stream::StreamHistory>,
+    /// The system's history, in its own format (see [`crate::Tenant::history`]).
+    pub history: SystemHistory,
     /// Counts and failures for summaries.
     pub summary: RunSummary,
+}
+
+impl RunOutput {
+    /// The `percsim-history/1` history, if the system writes that format.
+    pub fn transactions(&self) -> Option<&history::History> {
+        self.history.transactions()
+    }
+
+    /// The `percsim-stream-history/1` history, if the system writes that format.
+    pub fn stream(&self) -> Option<&history::stream::StreamHistory> {
+        self.history.stream()
+    }
 }
 
 /// Counts of what happened in a run, and the failures seen outside the checker.
@@ -50,6 +58,13 @@ pub struct RunSummary {
     pub aborted: u64,
     /// Transactions whose outcome the client did not learn.
     pub unknown: u64,
+    /// Transactions clients began that the system's history format could
+    /// not hold (a `percsim-history/1` transaction that never took a start
+    /// timestamp), so left out of the history and of the three counts
+    /// above: counted here rather than lost. Left out of the summary's
+    /// JSON, whose counts are those of the history the checker judges.
+    #[serde(skip)]
+    pub unwritten: u64,
     /// Named counters: events, cleanups, aborts by reason, RPCs.
     pub counters: BTreeMap<String, u64>,
     /// Simulated time the run took, in ns.
@@ -260,38 +275,14 @@ fn collect(
     workload_violations: Vec<String>,
 ) -> RunOutput {
     let sim_ns = world.now_ns();
-    let (transactions, events, counters) = {
-        let rec = world.recorder();
-        (
-            rec.transactions(),
-            rec.events().to_vec(),
-            rec.counters().clone(),
-        )
-    };
-    let final_state = tenant.dump();
-    let stream = tenant.stream_history(seed, scenario.clone());
+    let events = world.recorder().events().to_vec();
     let mut summary = RunSummary {
-        counters,
-        sim_ns,
         liveness_failure,
         workload_violations,
         messages: madsim::net::NetSim::current().stat().msg_count + world.messages(),
+        sim_ns,
         ..Default::default()
     };
-    for t in transactions.iter().filter(|t| t.client != LOADER_CLIENT) {
-        match t.outcome {
-            history::Outcome::Committed => summary.committed += 1,
-            history::Outcome::Aborted => summary.aborted += 1,
-            history::Outcome::Unknown => summary.unknown += 1,
-        }
-    }
-    for t in stream.iter().flat_map(|s| &s.transactions) {
-        match t.outcome {
-            history::Outcome::Committed => summary.committed += 1,
-            history::Outcome::Aborted => summary.aborted += 1,
-            history::Outcome::Unknown => summary.unknown += 1,
-        }
-    }
     // Violations the workload recorded during the run (e.g. a bad snapshot sum).
     let recorded = EventKind::WorkloadViolation.name();
     for e in events.iter().filter(|e| e.kind == recorded) {
@@ -301,19 +292,16 @@ fn collect(
             summary.workload_violations.push(what.to_string());
         }
     }
-    RunOutput {
-        history: history::History {
-            format: history::FORMAT.to_string(),
-            seed,
-            scenario,
-            transactions,
-            events,
-            final_state,
-            observers: tenant.observers(),
-        },
-        stream,
-        summary,
-    }
+    let history = tenant.history(seed, scenario, events);
+    // Read after the history is written: writing it counts what it left out.
+    (summary.counters, summary.unwritten) = {
+        let rec = world.recorder();
+        (rec.counters().clone(), rec.unwritten())
+    };
+    let tally = history.tally();
+    (summary.committed, summary.aborted, summary.unknown) =
+        (tally.committed, tally.aborted, tally.unknown);
+    RunOutput { history, summary }
 }
 
 /// Kill every node of the run and let the executor drop their tasks. A madsim

@@ -1,41 +1,41 @@
-//! Records what clients observed and what happened in the world into a
-//! `percsim-history/1` history, plus named counters for summaries. The
-//! recorder belongs to the world, so a node's crash loses nothing it
-//! already recorded. It knows transactions, operations and events in the
-//! history format's terms only; a system translates its own protocol's
-//! events into these calls.
+//! Records what happened in the world: events (the world's and the
+//! systems'), named counters for summaries, and the transactions clients
+//! began with how each ended, in neutral terms (who ran it, when, and its
+//! outcome). The recorder belongs to the world, so a node's crash loses
+//! nothing it already recorded. It knows no history format: a system whose
+//! history is `percsim-history/1` writes it with
+//! [`crate::world::txn_history::TxnHistory`] from these records; a system
+//! with a history of its own keeps one beside them.
 
 use crate::world::ids::Counter;
 use percsim_checker as history;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The client id the initial load is recorded under.
-pub const LOADER_CLIENT: u64 = 1_000_000;
-
-struct TxnRecord {
-    client: u64,
-    start_ts: Option<u64>,
-    commit_ts: Option<u64>,
-    invoke_ns: u64,
-    complete_ns: Option<u64>,
-    outcome: Option<history::Outcome>,
-    abort_reason: Option<String>,
-    ops: Vec<history::Op>,
-    scans: Vec<history::Scan>,
-    observer: Option<history::ObserverRun>,
+/// One transaction a client began (or a load committed outside any
+/// client), as the world records it: who ran it, when, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientTxn {
+    /// The client that ran it.
+    pub client: u64,
+    /// When it began, in simulated ns.
+    pub invoke_ns: u64,
+    /// When its client learnt the outcome; None if it never did.
+    pub complete_ns: Option<u64>,
+    /// How it ended as its client learnt it; None while it runs, and for
+    /// good if its client died first.
+    pub outcome: Option<history::Outcome>,
+    /// Why it aborted, by the reason's name.
+    pub abort_reason: Option<String>,
     /// Its client died while it ran: it will never finish.
-    orphaned: bool,
+    pub orphaned: bool,
 }
 
 /// How a transaction ended, as its client learnt it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finish<'a> {
-    /// Committed (at `commit_ts`, when the client knows it).
-    Committed {
-        /// The commit timestamp, if known.
-        commit_ts: Option<u64>,
-    },
+    /// Committed.
+    Committed,
     /// Aborted for a named reason.
     Aborted {
         /// The reason's name (also the counter `abort.<reason>`).
@@ -45,15 +45,17 @@ pub enum Finish<'a> {
     Unknown,
 }
 
-/// The history being recorded, plus counters for summaries.
+/// What was recorded: events, counters, and the clients' transactions.
 #[derive(Default)]
 pub struct Recorder {
-    txns: Vec<TxnRecord>,
+    txns: Vec<ClientTxn>,
     events: Vec<history::Event>,
     /// How many transactions each client has begun (over all incarnations).
     per_client: BTreeMap<u64, u64>,
     /// Named counters (event kinds, abort reasons, ...).
     counters: BTreeMap<String, u64>,
+    /// Transactions the system's history could not hold.
+    unwritten: u64,
 }
 
 impl Recorder {
@@ -78,20 +80,16 @@ impl Recorder {
         &self.counters
     }
 
-    /// Register a transaction; returns its id and its 1-based number for its client.
+    /// Register a transaction of `client` begun at `now_ns`; returns its
+    /// id and its 1-based number for its client.
     pub fn begin(&mut self, client: u64, now_ns: u64) -> (u64, u64) {
         let id = self.txns.len() as u64;
-        self.txns.push(TxnRecord {
+        self.txns.push(ClientTxn {
             client,
-            start_ts: None,
-            commit_ts: None,
             invoke_ns: now_ns,
             complete_ns: None,
             outcome: None,
             abort_reason: None,
-            ops: Vec::new(),
-            scans: Vec::new(),
-            observer: None,
             orphaned: false,
         });
         let n = self.per_client.entry(client).or_default();
@@ -99,21 +97,20 @@ impl Recorder {
         (id, *n)
     }
 
-    /// A transaction committed outside any client (the initial load).
-    pub fn bootstrap(&mut self, start_ts: u64, commit_ts: u64, ops: Vec<history::Op>) {
-        self.txns.push(TxnRecord {
-            client: LOADER_CLIENT,
-            start_ts: Some(start_ts),
-            commit_ts: Some(commit_ts),
+    /// A transaction committed outside any client's run (an initial load),
+    /// recorded under the pseudo-client `client` at time 0; returns its id.
+    /// It numbers and counts nowhere.
+    pub fn loaded(&mut self, client: u64) -> u64 {
+        let id = self.txns.len() as u64;
+        self.txns.push(ClientTxn {
+            client,
             invoke_ns: 0,
             complete_ns: Some(0),
             outcome: Some(history::Outcome::Committed),
             abort_reason: None,
-            ops,
-            scans: Vec::new(),
-            observer: None,
             orphaned: false,
         });
+        id
     }
 
     /// Mark the unfinished transactions of a killed client.
@@ -135,51 +132,26 @@ impl Recorder {
             .count()
     }
 
-    /// Transaction `id` got its start timestamp.
-    pub fn started(&mut self, id: u64, start_ts: u64) {
-        if let Some(t) = self.txns.get_mut(id as usize) {
-            t.start_ts = Some(start_ts);
-        }
+    /// The system's history left out `n` transactions its format cannot
+    /// hold: counted for the run's summary rather than lost silently.
+    pub fn note_unwritten(&mut self, n: u64) {
+        self.unwritten += n;
     }
 
-    /// The start timestamp of transaction `id`, once it has one.
-    pub fn start_ts(&self, id: u64) -> Option<u64> {
-        self.txns.get(id as usize)?.start_ts
+    /// Transactions the system's history left out (see [`Recorder::note_unwritten`]).
+    pub fn unwritten(&self) -> u64 {
+        self.unwritten
     }
 
-    /// Transaction `id` is an observer run.
-    pub fn observer(&mut self, id: u64, run: history::ObserverRun) {
-        if let Some(t) = self.txns.get_mut(id as usize) {
-            t.observer = Some(run);
-        }
+    /// Every transaction recorded, by id.
+    pub fn txns(&self) -> &[ClientTxn] {
+        &self.txns
     }
 
-    /// Transaction `id` read or buffered a write.
-    pub fn op(&mut self, id: u64, op: history::Op) {
-        if let Some(t) = self.txns.get_mut(id as usize) {
-            t.ops.push(op);
-        }
-    }
-
-    /// Transaction `id` scanned a range.
-    pub fn scan(&mut self, id: u64, scan: history::Scan) {
-        if let Some(t) = self.txns.get_mut(id as usize) {
-            t.scans.push(scan);
-        }
-    }
-
-    /// Transaction `id` took its commit timestamp. Kept if the outcome
-    /// stays unknown: the store must then hold the transaction at exactly
-    /// this timestamp, or not at all.
-    pub fn commit_ts(&mut self, id: u64, commit_ts: u64) {
-        if let Some(t) = self.txns.get_mut(id as usize) {
-            t.commit_ts = Some(commit_ts);
-        }
-    }
-
-    /// Transaction `id` ended as its client learnt it. A transaction never
-    /// ends before it began: that is a bug of the world's clock, and the
-    /// run stops.
+    /// Transaction `id` ended as its client learnt it (counted as
+    /// `txn.committed`, `abort.<reason>` or `txn.unknown`). A transaction
+    /// never ends before it began: that is a bug of the world's clock, and
+    /// the run stops.
     pub fn finish(&mut self, id: u64, finish: Finish<'_>, now_ns: u64) {
         let Some(t) = self.txns.get_mut(id as usize) else {
             return;
@@ -190,14 +162,12 @@ impl Recorder {
         });
         t.complete_ns = Some(now_ns);
         let name = match finish {
-            Finish::Committed { commit_ts } => {
-                t.commit_ts = commit_ts;
+            Finish::Committed => {
                 t.outcome = Some(history::Outcome::Committed);
                 Counter::TxnCommitted.name().to_string()
             }
             Finish::Aborted { reason } => {
                 t.outcome = Some(history::Outcome::Aborted);
-                t.commit_ts = None;
                 t.abort_reason = Some(reason.to_string());
                 format!("abort.{reason}")
             }
@@ -249,32 +219,8 @@ impl Recorder {
         });
     }
 
-    /// The transactions as the history format has them. Transactions that
-    /// never got a start timestamp did nothing and are left out; ones that
-    /// never learnt an outcome are unknown.
-    pub(crate) fn transactions(&self) -> Vec<history::Transaction> {
-        self.txns
-            .iter()
-            .enumerate()
-            .filter_map(|(id, t)| {
-                Some(history::Transaction {
-                    id: id as u64,
-                    client: t.client,
-                    start_ts: t.start_ts?,
-                    commit_ts: t.commit_ts,
-                    invoke_ns: t.invoke_ns,
-                    complete_ns: t.complete_ns,
-                    outcome: t.outcome.unwrap_or(history::Outcome::Unknown),
-                    abort_reason: t.abort_reason.clone(),
-                    ops: t.ops.clone(),
-                    scans: t.scans.clone(),
-                    observer: t.observer.clone(),
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) fn events(&self) -> &[history::Event] {
+    /// The events recorded, in time order.
+    pub fn events(&self) -> &[history::Event] {
         &self.events
     }
 }
@@ -333,6 +279,45 @@ mod tests {
             fields: BTreeMap::new(),
         });
     }
+
+    #[test]
+    fn client_transactions_are_numbered_counted_and_orphaned_by_client() {
+        let mut r = Recorder::default();
+        assert_eq!(r.loaded(LOADER), 0);
+        assert_eq!(r.begin(7, 1), (1, 1));
+        assert_eq!(r.begin(8, 2), (2, 1));
+        assert_eq!(r.begin(7, 3), (3, 2));
+        assert_eq!(r.in_progress(), 3, "the load is not running");
+        r.finish(1, Finish::Committed, 5);
+        r.finish(3, Finish::Aborted { reason: "conflict" }, 6);
+        r.orphan(8);
+        assert_eq!(r.in_progress(), 0);
+        let t = &r.txns()[3];
+        assert_eq!(
+            (t.outcome, t.complete_ns, t.abort_reason.as_deref()),
+            (Some(history::Outcome::Aborted), Some(6), Some("conflict"))
+        );
+        assert!(r.txns()[2].orphaned && r.txns()[2].outcome.is_none());
+        // The load counts nowhere; each outcome once.
+        let counted: Vec<(&str, u64)> =
+            r.counters().iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(counted, [("abort.conflict", 1), ("txn.committed", 1)]);
+    }
+
+    #[test]
+    fn an_unknown_outcome_has_no_completion_time() {
+        let mut r = Recorder::default();
+        let (id, _) = r.begin(0, 1);
+        r.finish(id, Finish::Unknown, 4);
+        let t = &r.txns()[0];
+        assert_eq!(
+            (t.outcome, t.complete_ns),
+            (Some(history::Outcome::Unknown), None)
+        );
+        assert_eq!(r.counters().get("txn.unknown"), Some(&1));
+    }
+
+    const LOADER: u64 = 1_000_000;
 
     #[test]
     #[should_panic(

@@ -5,8 +5,8 @@
 //! world exists, the system is installed into it and becomes a [`Tenant`]:
 //! it names its nodes (with their roles and how each incarnation starts),
 //! says what is still unsettled in the healed phase and how to help it
-//! settle, checks its workload's invariants, and dumps its durable state
-//! into the history. Crash and pause points are the system's own: when a
+//! settle, checks its workload's invariants, and writes the run's history
+//! in its own format. Crash and pause points are the system's own: when a
 //! node reaches one, it asks the world through [`World::request`].
 
 use crate::world::World;
@@ -14,6 +14,7 @@ use crate::world::config::WorldConfig;
 use crate::world::control::FaultControl;
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
+use crate::world::system_history::SystemHistory;
 use percsim_checker as history;
 use std::future::Future;
 use std::net::IpAddr;
@@ -89,22 +90,16 @@ pub trait Tenant: Send + Sync + 'static {
     fn settle(&self, unsettled: &[Unsettled]) -> BoxFuture<()>;
     /// After convergence: the workload's own invariant violations.
     fn final_check(&self) -> BoxFuture<Vec<String>>;
-    /// The system's durable state, as the history's final state.
-    fn dump(&self) -> history::FinalState;
-    /// A tenant whose clients speak in streams (sends, receipts, acks)
-    /// rather than reads and writes returns its whole
-    /// `percsim-stream-history/1` history here, given the run's seed and
-    /// description; the world then stores it beside the (event-only)
-    /// `percsim-history/1` history. None by default.
-    fn stream_history(
+    /// The run's history, in the system's own format: given the run's
+    /// seed and description, and the world's events (faults, cluster and
+    /// protocol events, in time order), which the history keeps. Called
+    /// once, after the healed phase and the final check.
+    fn history(
         &self,
-        _seed: u64,
-        _scenario: serde_json::Value,
-    ) -> Option<history::stream::StreamHistory> {
-        None
-    }
-    /// The observers the history declares.
-    fn observers(&self) -> Vec<history::ObserverDecl>;
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory;
     /// Names of helper nodes the tenant created itself (freed at the end).
     fn helper_nodes(&self) -> Vec<String>;
 }

@@ -6,6 +6,7 @@ use crate::world::driver::{FaultControl, Faults, SharedFaults};
 use crate::world::ids::Role;
 use crate::world::node::NodeKind;
 use crate::world::phases::{RunOutput, run_system, start_nodes};
+use crate::world::system_history::SystemHistory;
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use madsim::runtime::Runtime;
 use madsim::time::{Duration, sleep};
@@ -141,12 +142,21 @@ impl Tenant for ToyTenant {
         Box::pin(async move { violations })
     }
 
-    fn dump(&self) -> history::FinalState {
-        history::FinalState::default()
-    }
-
-    fn observers(&self) -> Vec<history::ObserverDecl> {
-        Vec::new()
+    fn history(
+        &self,
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory {
+        SystemHistory::Transactions(history::History {
+            format: history::FORMAT.to_string(),
+            seed,
+            scenario,
+            transactions: Vec::new(),
+            events,
+            final_state: history::FinalState::default(),
+            observers: Vec::new(),
+        })
     }
 
     fn helper_nodes(&self) -> Vec<String> {

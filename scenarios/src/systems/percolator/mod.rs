@@ -120,7 +120,10 @@ impl SystemDef for PercolatorDef {
     }
 
     fn compare_facts(&self, out: &RunOutput) -> Result<RunFacts, String> {
-        Ok(compare::facts(&out.history))
+        let history = out
+            .transactions()
+            .ok_or("the run recorded no transaction history")?;
+        Ok(compare::facts(history))
     }
 
     fn summary_lines(&self, counters: &BTreeMap<String, u64>) -> Vec<(&'static str, String)> {

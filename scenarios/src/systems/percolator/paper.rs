@@ -293,7 +293,10 @@ fn figure9(quick: bool) {
             Ok(out) => out,
             Err(e) => return println!("  {n} servers: {e}"),
         };
-        let lat = committed_latencies_ms(&out.history, run_ms);
+        let Some(history) = out.transactions() else {
+            return println!("  {n} servers: no transaction history");
+        };
+        let lat = committed_latencies_ms(history, run_ms);
         let tps = lat.len() as f64 / (run_ms as f64 / 1e3);
         let busy: u64 = ["tablet", "oracle", "liveness", "master"]
             .iter()
@@ -402,7 +405,10 @@ fn pipeline_delay(quick: bool) {
             Ok(out) => out,
             Err(e) => return println!("  {n} loaders: {e}"),
         };
-        let d = load_to_cluster_ms(&out.history);
+        let Some(history) = out.transactions() else {
+            return println!("  {n} loaders: no transaction history");
+        };
+        let d = load_to_cluster_ms(history);
         let mean = d.iter().sum::<f64>() / d.len().max(1) as f64;
         println!(
             "  {n:>8} {:>16.1} {mean:>9.0} {:>9.0} {:>9.0}",

@@ -23,9 +23,10 @@ pub fn job() -> super::workloads::StreamPipeline {
     }
 }
 
-/// Read a Pulsar run: `events` are the world's (kills, the healed phase),
-/// `h` the tenant's stream history.
-pub fn facts(events: &[Event], h: &StreamHistory) -> RunFacts {
+/// Read a Pulsar run from its stream history `h`, whose events are the
+/// world's (kills, the healed phase).
+pub fn facts(h: &StreamHistory) -> RunFacts {
+    let events = &h.events;
     let healed = EventKind::PhaseHealed.name();
     let workload_end_ns = events
         .iter()
@@ -253,7 +254,7 @@ mod tests {
     /// (client 2) has sent nothing and never ends as far as the history
     /// shows; T4 (client 3) is told of its abort at 700 ms. Client 1 dies
     /// at 1500 ms with nothing open.
-    fn run() -> (Vec<Event>, StreamHistory) {
+    fn run() -> StreamHistory {
         let send = |t: u64, txn: Option<u64>, p: &str, m: &str, off: u64, src: Option<&str>| {
             let mut s = json!({"f": "send", "client": 0, "t_ns": t * MS, "txn": txn, "partition": p,
                 "message": m, "result": "ok", "offset": off});
@@ -298,13 +299,14 @@ mod tests {
             event(1_000, "phase_healed", None),
             event(1_500, "kill", Some("client-1")),
         ];
-        (events, serde_json::from_value(h).unwrap())
+        let mut h: StreamHistory = serde_json::from_value(h).unwrap();
+        h.events = events;
+        h
     }
 
     #[test]
     fn documents_are_processed_when_their_output_commits() {
-        let (events, h) = run();
-        let f = facts(&events, &h);
+        let f = facts(&run());
         assert_eq!(f.workload_end_ns, 1_000 * MS);
         let docs: Vec<(u64, Option<u64>)> = f
             .docs
@@ -317,8 +319,7 @@ mod tests {
 
     #[test]
     fn open_transactions_at_the_coordinators_death_end_when_the_history_shows_it() {
-        let (events, h) = run();
-        let f = facts(&events, &h);
+        let f = facts(&run());
         let deaths: Vec<(&str, Vec<Option<u64>>)> = f
             .deaths
             .iter()
@@ -345,10 +346,10 @@ mod tests {
     #[test]
     fn a_timeout_abort_recorded_at_the_coordinator_ends_a_transaction_the_store_agrees_with() {
         let resolved_t3 = |h: &StreamHistory| {
-            let f = facts(&run().0, h);
+            let f = facts(h);
             f.deaths[0].resolved_ns[1].map(|r| r / MS)
         };
-        let (_, mut h) = run();
+        let mut h = run();
         h.transactions[2].coordinator = Some(percsim_checker::stream::CoordinatorDecision {
             outcome: Outcome::Aborted,
             t_ns: 1_400 * MS,

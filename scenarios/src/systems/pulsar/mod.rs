@@ -165,11 +165,8 @@ impl SystemDef for PulsarDef {
     }
 
     fn compare_facts(&self, out: &RunOutput) -> Result<RunFacts, String> {
-        let stream = out
-            .stream
-            .as_ref()
-            .ok_or("the run recorded no stream history")?;
-        Ok(compare::facts(&out.history.events, stream))
+        let stream = out.stream().ok_or("the run recorded no stream history")?;
+        Ok(compare::facts(stream))
     }
 
     fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {

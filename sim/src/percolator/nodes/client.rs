@@ -532,10 +532,11 @@ impl Ledger for Client {
 
     fn txn_event(&self, txn: u64, event: TxnEvent) {
         let now = self.cluster.now_ns();
+        let mut h = self.cluster.txn_history();
         let mut rec = self.cluster.recorder();
         if let TxnEvent::Finished(outcome) = &event {
             lock(&self.numbers).remove(&txn);
-            let primary = rec.start_ts(txn).and_then(|start_ts| {
+            let primary = h.start_ts(txn).and_then(|start_ts| {
                 lock(&self.primaries)
                     .remove(&start_ts)
                     .map(|p| (p, start_ts))
@@ -553,12 +554,12 @@ impl Ledger for Client {
         if let TxnEvent::Finished(CommitOutcome::Committed {
             commit_ts: Some(commit_ts),
         }) = &event
-            && let Some(start_ts) = rec.start_ts(txn)
+            && let Some(start_ts) = h.start_ts(txn)
             && invariants::commit_after_start(self.cluster.cfg.ablations)
         {
             invariants::check_commit(txn, start_ts, commit_ts.0);
         }
-        record::txn_event(&mut rec, txn, event, now);
+        record::txn_event(&mut h, &mut rec, txn, event, now);
     }
 
     fn cleanup_event(&self, event: CleanupEvent) {

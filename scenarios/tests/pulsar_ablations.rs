@@ -135,6 +135,10 @@ fn pending_ack_not_durable_processes_twice_after_a_broker_restart() {
     let r = judge(&pending_ack_scenario(crashes), false).result;
     let explanation = r.explanation.unwrap_or_default();
     assert_eq!(r.verdict, Verdict::Safety, "{:?}", r.violated_rules);
-    assert_eq!(r.violated_rules, vec!["exactly_once".to_string()], "{explanation}");
+    assert_eq!(
+        r.violated_rules,
+        vec!["exactly_once".to_string()],
+        "{explanation}"
+    );
     assert!(explanation.contains("[duplicate_output]"), "{explanation}");
 }

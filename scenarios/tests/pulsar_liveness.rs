@@ -3,8 +3,8 @@
 //! liveness failure, while findings that cannot come from an unfinished run
 //! (an aborted read, a duplicate) stay safety violations.
 
-use percsim_scenarios::judge::{Verdict, judge};
 use percsim_scenarios::Scenario;
+use percsim_scenarios::judge::{Verdict, judge};
 
 /// The exactly-once pipeline, fault free, with every transaction timing out
 /// (after `txn_timeout_ms`) before it can commit: the processors abort and
@@ -67,9 +67,16 @@ fn a_safety_finding_in_a_run_that_never_converges_stays_safety() {
     let judged = judge(&scenario, false);
     let r = &judged.result;
     let explanation = r.explanation.as_deref().unwrap_or("");
-    assert_eq!(r.verdict, Verdict::Safety, "{:?}\n{explanation}", r.violated_rules);
+    assert_eq!(
+        r.verdict,
+        Verdict::Safety,
+        "{:?}\n{explanation}",
+        r.violated_rules
+    );
     assert!(
-        r.violated_rules.iter().any(|id| id == "read_uncommitted" || id == "aborted_read"),
+        r.violated_rules
+            .iter()
+            .any(|id| id == "read_uncommitted" || id == "aborted_read"),
         "{:?}",
         r.violated_rules
     );

@@ -322,7 +322,10 @@ mod tests {
             StreamRule::Duplicate,
             StreamRule::MonotonicOffsets,
         ] {
-            assert!(rule.classes().all(|c| !c.restates_non_convergence()), "{rule}");
+            assert!(
+                rule.classes().all(|c| !c.restates_non_convergence()),
+                "{rule}"
+            );
         }
     }
 

@@ -162,6 +162,15 @@ fn restates_liveness(class: &str) -> bool {
     )
 }
 
+/// Stream findings that restate a liveness failure: what a run that did
+/// not converge leaves undone (`StreamFindingClass::restates_non_convergence`
+/// says which classes, and why the others stay safety violations). A class
+/// this build does not know is a safety finding.
+fn stream_restates_liveness(class: &str) -> bool {
+    percsim_checker::stream::StreamFindingClass::from_name(class)
+        .is_some_and(|c| c.restates_non_convergence())
+}
+
 /// Run `scenario`, check its history, and return the verdict; with
 /// `check_determinism`, run it twice and compare the histories.
 pub fn judge(scenario: &Scenario, check_determinism: bool) -> Judged {
@@ -304,6 +313,7 @@ fn violated(report: Option<&Report>, stream: Option<&StreamReport>, liveness: bo
             .iter()
             .flat_map(|r| &r.rules)
             .filter(|r| !r.passed)
+            .filter(|r| !liveness || r.counts.keys().any(|c| !stream_restates_liveness(c)))
             .map(|r| r.id.clone()),
     );
     rules
@@ -321,6 +331,17 @@ fn render(report: Option<&Report>, stream: Option<&StreamReport>) -> String {
 #[cfg(test)]
 mod tests {
     use super::Verdict;
+
+    /// A missing output restates a failure to converge; a duplicate output,
+    /// an aborted read, or a class this build does not know do not.
+    #[test]
+    fn only_unfinished_work_restates_a_stream_liveness_failure() {
+        assert!(super::stream_restates_liveness("missing_output"));
+        assert!(super::stream_restates_liveness("never_delivered"));
+        assert!(!super::stream_restates_liveness("duplicate_output"));
+        assert!(!super::stream_restates_liveness("aborted_by_client"));
+        assert!(!super::stream_restates_liveness("no_such_class"));
+    }
 
     /// The derived order is the severity ranking: every verdict is worse
     /// than the one declared before it, and a pass is the best.

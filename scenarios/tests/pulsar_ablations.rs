@@ -47,9 +47,15 @@ fn no_max_read_position_is_a_read_uncommitted() {
     caught(PulsarAblation::NoMaxReadPosition, 20, "read_uncommitted");
 }
 
+/// Lost pending acks let a second transaction take the same input after a
+/// broker restart: the input is processed twice.
 #[test]
-fn pending_ack_not_durable_tears_a_transaction() {
-    caught(PulsarAblation::PendingAckNotDurable, 40, "torn_transaction");
+fn pending_ack_not_durable_processes_an_input_twice() {
+    caught_as(
+        PulsarAblation::PendingAckNotDurable,
+        40,
+        &["duplicate", "exactly_once"],
+    );
 }
 
 /// A marker landing on the next transaction of the same producer shows as
@@ -81,4 +87,58 @@ fn timeout_races_commit_tears_a_transaction() {
         100,
         &["torn_transaction", "exactly_once"],
     );
+}
+
+/// The exactly-once pipeline on one broker (it hosts the coordinator and
+/// every partition), with `pending-ack-not-durable` planted and `crashes`
+/// (the cluster's server points); no random fault.
+fn pending_ack_scenario(crashes: serde_json::Value) -> percsim_scenarios::Scenario {
+    let text = serde_json::json!({
+        "format": "percsim-scenario/2",
+        "seed": 2,
+        "system": "pulsar",
+        "world": {"run_ms": 2000, "quiesce_ms": 20000},
+        "pulsar": {"clients": 3, "brokers": 1, "partitions": 2,
+                   "ablations": ["pending-ack-not-durable"], "crashes": crashes},
+        "workload": {"name": "stream-pipeline", "crash_rate": 0.0}
+    });
+    percsim_scenarios::Scenario::parse(&text.to_string()).expect("a valid scenario")
+}
+
+/// `pending-ack-not-durable` removes only the pending ack's durability
+/// across a restart: with no restart, a committed transaction's acks are
+/// as durable as ever and the run passes.
+#[test]
+fn pending_ack_not_durable_without_a_restart_passes() {
+    use percsim_scenarios::judge::{Verdict, judge};
+    let r = judge(&pending_ack_scenario(serde_json::json!([])), false).result;
+    assert_eq!(
+        r.verdict,
+        Verdict::Pass,
+        "{:?}\n{}",
+        r.violated_rules,
+        r.explanation.unwrap_or_default()
+    );
+    assert!(r.committed > 20, "{} committed", r.committed);
+}
+
+/// The broker restarts after COMMITTING is logged, while the transaction's
+/// acks are pending: the restarted broker has forgotten them, so the
+/// commit acknowledges nothing, the input is delivered and processed
+/// again, and it has two committed outputs: `exactly_once`'s
+/// `duplicate_output`, and no other rule (the first transaction's ack is
+/// lost, so only one committed transaction's ack is held).
+#[test]
+fn pending_ack_not_durable_processes_twice_after_a_broker_restart() {
+    use percsim_scenarios::judge::{Verdict, judge};
+    let crashes = serde_json::json!([{"point": "after_ending_logged", "nth": 5}]);
+    let r = judge(&pending_ack_scenario(crashes), false).result;
+    let explanation = r.explanation.unwrap_or_default();
+    assert_eq!(r.verdict, Verdict::Safety, "{:?}", r.violated_rules);
+    assert_eq!(
+        r.violated_rules,
+        vec!["exactly_once".to_string()],
+        "{explanation}"
+    );
+    assert!(explanation.contains("[duplicate_output]"), "{explanation}");
 }

@@ -249,6 +249,36 @@ impl StreamFindingClass {
         }
     }
 
+    /// Whether a finding of this class can come from nothing worse than a
+    /// run that did not converge (work left unfinished when the run ended),
+    /// so that in a run judged not converged it restates the liveness
+    /// failure rather than proving a safety violation:
+    /// * `never_delivered` and `missing_output` judge what drained
+    ///   subscriptions and exactly-once processors had done by the end of
+    ///   the healed phase: unfinished work looks exactly like this;
+    /// * `partly_visible`, `acks_without_messages` and
+    ///   `messages_without_acks` judge the final logs: a transaction whose
+    ///   coordinator decided it but could not yet reach every participant
+    ///   (one with no live owner, say) has some markers and not others.
+    ///
+    /// Every other class is a safety violation whether or not the run
+    /// converged: a receipt of an undecided or aborted message, a message
+    /// the client was told committed and is not in the log, a duplicate, two
+    /// outcomes for one transaction, offsets out of order, an output made
+    /// from an input that did not commit. None of these is a state on the
+    /// way to a converged one.
+    pub fn restates_non_convergence(self) -> bool {
+        use StreamFindingClass::*;
+        matches!(
+            self,
+            NeverDelivered
+                | MissingOutput
+                | PartlyVisible
+                | AcksWithoutMessages
+                | MessagesWithoutAcks
+        )
+    }
+
     /// The class with this name.
     pub fn from_name(name: &str) -> Option<StreamFindingClass> {
         StreamFindingClass::ALL
@@ -266,6 +296,38 @@ impl fmt::Display for StreamFindingClass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only the classes that unfinished work produces restate a run's
+    /// failure to converge; every other class stays a safety finding.
+    #[test]
+    fn only_unfinished_work_restates_non_convergence() {
+        use StreamFindingClass::*;
+        let restating: Vec<_> = StreamFindingClass::ALL
+            .into_iter()
+            .filter(|c| c.restates_non_convergence())
+            .collect();
+        assert_eq!(
+            restating,
+            vec![
+                NeverDelivered,
+                PartlyVisible,
+                AcksWithoutMessages,
+                MessagesWithoutAcks,
+                MissingOutput
+            ]
+        );
+        for rule in [
+            StreamRule::AbortedRead,
+            StreamRule::ReadUncommitted,
+            StreamRule::Duplicate,
+            StreamRule::MonotonicOffsets,
+        ] {
+            assert!(
+                rule.classes().all(|c| !c.restates_non_convergence()),
+                "{rule}"
+            );
+        }
+    }
 
     #[test]
     fn names_round_trip_and_every_variant_is_listed() {

@@ -16,7 +16,8 @@ pub enum PulsarAblation {
     ReplayIgnoresAborted,
     /// Dispatch reads to the end of the partition, past open transactions.
     NoMaxReadPosition,
-    /// Transactional acks are kept in memory only.
+    /// Pending acks are kept in memory only (a commit still logs its acks):
+    /// a broker restart or unload while they are pending forgets them.
     PendingAckNotDurable,
     /// The coordinator answers "committed" before COMMITTING is durable.
     CommitBeforeLogDurable,
@@ -61,7 +62,7 @@ impl PulsarAblation {
                 "Consumers read past the first message of a still-open transaction"
             }
             PulsarAblation::PendingAckNotDurable => {
-                "Transactional acks are not logged, so a broker restart forgets them"
+                "Pending acks are not logged, so a broker restart while they are pending forgets them"
             }
             PulsarAblation::CommitBeforeLogDurable => {
                 "The coordinator answers committed before COMMITTING is durable"

@@ -123,7 +123,8 @@ pub fn deliver_marker(
             None => BrokerWrite::Nothing,
         },
         Participant::Subscription(s) => {
-            let mutation = subscription::end(&view.sub(&s.name), marker.txn, marker.action);
+            let mutation =
+                subscription::end(&view.sub(&s.name), marker.txn, marker.action, ablations);
             if mutation.is_empty() {
                 return BrokerWrite::Nothing;
             }

@@ -72,11 +72,9 @@ impl Default for PulsarConfig {
             timeout_scan_ms: 50,
             heartbeat_ms: 100,
             session_timeout_ms: 400,
-            client: PulsarClientConfig {
-                txn_timeout_ms: 1_000,
-                retries: 3,
-                retry_backoff_ms: 50,
-            },
+            // One source of the client's defaults, so a partial `client`
+            // object and a missing one agree.
+            client: PulsarClientConfig::default(),
             ablations: PulsarAblations::NONE,
             crashes: Vec::new(),
         }
@@ -140,5 +138,40 @@ impl PulsarConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PulsarConfig;
+
+    fn parse(text: &str) -> PulsarConfig {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    /// A `client` object that names one field keeps the cluster's default
+    /// of every other one, whichever field it names.
+    #[test]
+    fn a_partial_client_object_keeps_the_default_of_every_missing_field() {
+        let default = PulsarConfig::default().client;
+        assert_eq!(default.txn_timeout_ms, 1_000);
+        assert_eq!(parse("{}").client, default);
+        assert_eq!(parse(r#"{"client": {}}"#).client, default);
+        let given = [
+            ("txn_timeout_ms", 7, 0),
+            ("retries", 7, 1),
+            ("retry_backoff_ms", 7, 2),
+        ];
+        for (field, value, i) in given {
+            let c = parse(&format!(r#"{{"client": {{"{field}": {value}}}}}"#)).client;
+            let got = [c.txn_timeout_ms, c.retries as u64, c.retry_backoff_ms];
+            let mut want = [
+                default.txn_timeout_ms,
+                default.retries as u64,
+                default.retry_backoff_ms,
+            ];
+            want[i] = value;
+            assert_eq!(got, want, "client with only {field}");
+        }
     }
 }

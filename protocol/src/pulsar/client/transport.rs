@@ -97,8 +97,9 @@ pub enum BrokerReply {
     AckRefused(AckError),
 }
 
-/// Client-side settings. Missing fields take their defaults; unknown ones
-/// are refused.
+/// Client-side settings. A missing field takes its default (the
+/// documented one: `txn_timeout_ms` 1000, `retries` 3, `retry_backoff_ms`
+/// 50), whichever other fields are given; unknown ones are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PulsarClientConfig {
@@ -115,7 +116,7 @@ pub struct PulsarClientConfig {
 impl Default for PulsarClientConfig {
     fn default() -> Self {
         PulsarClientConfig {
-            txn_timeout_ms: 5_000,
+            txn_timeout_ms: 1_000,
             retries: 3,
             retry_backoff_ms: 50,
         }
@@ -144,4 +145,52 @@ pub trait PulsarTransport: Send + Sync {
     ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send;
     /// Sleep on this client's timers.
     fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PulsarClientConfig;
+
+    /// The documented defaults (`docs/scenario-format.md`, the `pulsar`
+    /// section's `client` row).
+    const DOCUMENTED: PulsarClientConfig = PulsarClientConfig {
+        txn_timeout_ms: 1_000,
+        retries: 3,
+        retry_backoff_ms: 50,
+    };
+
+    fn parse(text: &str) -> PulsarClientConfig {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn the_default_is_the_documented_one() {
+        assert_eq!(PulsarClientConfig::default(), DOCUMENTED);
+        assert_eq!(parse("{}"), DOCUMENTED);
+    }
+
+    /// Each field given alone keeps the documented default of the others.
+    #[test]
+    fn a_partial_object_keeps_the_documented_default_of_every_missing_field() {
+        let with = |f: fn(&mut PulsarClientConfig)| {
+            let mut c = DOCUMENTED;
+            f(&mut c);
+            c
+        };
+        assert_eq!(
+            parse(r#"{"txn_timeout_ms": 7}"#),
+            with(|c| c.txn_timeout_ms = 7)
+        );
+        assert_eq!(parse(r#"{"retries": 7}"#), with(|c| c.retries = 7));
+        assert_eq!(
+            parse(r#"{"retry_backoff_ms": 7}"#),
+            with(|c| c.retry_backoff_ms = 7)
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_by_name() {
+        let e = serde_json::from_str::<PulsarClientConfig>(r#"{"retry": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `retry`"), "{e}");
+    }
 }

@@ -15,8 +15,10 @@ use crate::pulsar::types::TxnId;
 /// Pulsar's first pending-ack change did (apache/pulsar#4265).
 ///
 /// With [`PulsarAblation::PendingAckNotDurable`] the pending ack is kept in
-/// memory only: after a broker restart it is gone, another transaction can
-/// ack the same message, and the message is processed twice.
+/// memory only: after a broker restart while it is pending it is gone,
+/// another transaction can ack the same message, and the message is
+/// processed twice. (Its commit, with no restart in between, still logs the
+/// ack: `subscription::end`.)
 pub fn ack(
     sub: &Subscription,
     offset: u64,

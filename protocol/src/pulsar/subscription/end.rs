@@ -4,16 +4,33 @@
 //! `END_TXN_ON_SUBSCRIPTION`).
 
 use super::state::{SubMutation, SubRecord, Subscription};
+use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::types::{TxnAction, TxnId};
 
-/// End `txn` on `sub` with `action`. Returns the durable record to log, or
+/// End `txn` on `sub` with `action`. Returns the durable records to log, or
 /// nothing if it already ended here (a retried marker; the first wins).
-pub fn end(sub: &Subscription, txn: TxnId, action: TxnAction) -> SubMutation {
+///
+/// Under [`PulsarAblation::PendingAckNotDurable`] the transaction's pending
+/// acks were never logged, so a commit logs each of them as an `Ack` before
+/// its end (as Pulsar's commit acknowledges the cursor, a log of its own):
+/// the planted bug loses a pending ack only to a restart while it is
+/// pending, never an ack its transaction has committed.
+pub fn end(
+    sub: &Subscription,
+    txn: TxnId,
+    action: TxnAction,
+    ablations: PulsarAblations,
+) -> SubMutation {
     if sub.ended(txn).is_some() {
         return SubMutation::none();
     }
+    let mut durable = Vec::new();
+    if action == TxnAction::Commit && ablations.has(PulsarAblation::PendingAckNotDurable) {
+        durable.extend(sub.pending_of(txn).map(|offset| SubRecord::Ack { offset }));
+    }
+    durable.push(SubRecord::End { txn, action });
     SubMutation {
-        durable: vec![SubRecord::End { txn, action }],
+        durable,
         volatile: vec![],
     }
 }
@@ -39,5 +56,28 @@ mod tests {
         let s = b.sub("s");
         assert_eq!((s.is_acked(0), s.pending_txn(0)), (false, None));
         assert!(s.is_acked(1));
+    }
+
+    /// `pending-ack-not-durable` loses a pending ack only to a restart
+    /// while it is pending: once its transaction commits here (no restart
+    /// in between), the ack is as durable as a faithful one.
+    #[test]
+    fn ablated_commit_still_makes_the_acks_durable() {
+        use crate::pulsar::ablation::PulsarAblation;
+        for mut b in [
+            Broker::default(),
+            Broker::ablated(PulsarAblation::PendingAckNotDurable),
+        ] {
+            b.must_send(None, "a");
+            b.must_send(None, "b");
+            b.ack("s", 0, Some(txn(1))).unwrap();
+            b.ack("s", 1, Some(txn(2))).unwrap();
+            assert!(b.end_sub("s", txn(1), TxnAction::Commit));
+            assert!(b.end_sub("s", txn(2), TxnAction::Abort));
+            b.restart();
+            let s = b.sub("s");
+            assert!(s.is_acked(0), "the committed ack survives the restart");
+            assert_eq!((s.is_acked(1), s.pending_txn(1)), (false, None));
+        }
     }
 }

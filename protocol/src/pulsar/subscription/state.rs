@@ -116,6 +116,14 @@ impl Subscription {
         self.pending.get(&offset).copied()
     }
 
+    /// The offsets `txn` holds pending here, in order.
+    pub fn pending_of(&self, txn: TxnId) -> impl Iterator<Item = u64> + '_ {
+        self.pending
+            .iter()
+            .filter(move |(_, t)| **t == txn)
+            .map(|(o, _)| *o)
+    }
+
     /// How `txn` ended on this subscription, if it did.
     pub fn ended(&self, txn: TxnId) -> Option<TxnAction> {
         self.ended.get(&txn).copied()
@@ -184,12 +192,7 @@ impl Subscription {
                 self.dispatched.remove(offset);
             }
             SubRecord::End { txn, action } => {
-                let mine: Vec<u64> = self
-                    .pending
-                    .iter()
-                    .filter(|(_, t)| *t == txn)
-                    .map(|(o, _)| *o)
-                    .collect();
+                let mine: Vec<u64> = self.pending_of(*txn).collect();
                 for offset in mine {
                     self.pending.remove(&offset);
                     if *action == TxnAction::Commit {

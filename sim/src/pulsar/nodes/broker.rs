@@ -89,9 +89,17 @@ impl Broker {
 
     /// Send the session's heartbeat every `heartbeat_ms`, and serve what
     /// the answer says the session owns.
+    ///
+    /// A heartbeat waits for its answer at most one heartbeat interval (or
+    /// the RPC timeout, if shorter), as a ZooKeeper client's pings go out a
+    /// fixed fraction of the session timeout apart whatever else the broker
+    /// is waiting for: a lost ping (the first one reaches a metadata node
+    /// that is not listening yet when the broker starts first) must not
+    /// hold back the next past the session timeout.
     async fn heartbeats(self: Arc<Self>) {
         let c = &self.cluster;
-        let timeout = Duration::from_millis(c.world.config().rpc_timeout_ms);
+        let wait_ms = c.world.config().rpc_timeout_ms.min(c.cfg.heartbeat_ms);
+        let timeout = Duration::from_millis(wait_ms);
         loop {
             let session = *crate::world::lock(&self.session);
             let answer = crate::world::deadline::call(

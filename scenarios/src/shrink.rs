@@ -95,7 +95,7 @@ fn with(v: &Value, path: &str, new: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use percsim_sim::{ClockSkew, Fault, FaultClass, TimedFault};
+    use percsim_sim::{ClockEntry, ClockSkew, Fault, FaultClass, TimedFault};
 
     fn class() -> FaultClass {
         FaultClass {
@@ -120,10 +120,10 @@ mod tests {
     fn edits_drop_each_timed_fault_and_class_then_clocks_then_halve_the_run() {
         let mut w = WorldConfig {
             run_ms: 1_000,
-            clocks: vec![ClockSkew {
+            clocks: vec![ClockEntry::by_position(ClockSkew {
                 offset_ms: 5,
                 drift_ppm: 0,
-            }],
+            })],
             ..WorldConfig::default()
         };
         w.faults.schedule = vec![kill("a"), kill("b")];

@@ -78,11 +78,11 @@ impl SystemDef for ToyDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["read-write"]
+        &["read-write", "script"]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
-        self.workloads()
+        &["read-write"]
     }
 
     fn fault_classes(&self) -> &'static [&'static str] {
@@ -120,7 +120,17 @@ impl SystemSpec for ToySpec {
 
     fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
         world::validate(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
-        self.workload.validate().map_err(ScenarioError::Invalid)
+        self.workload.validate().map_err(ScenarioError::Invalid)?;
+        let Some(script) = self.workload.script() else {
+            return Ok(());
+        };
+        let nodes: Vec<String> = world::node_names(&self.cluster)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        script
+            .validate(self.cluster.clients, &nodes)
+            .map_err(ScenarioError::Invalid)
     }
 
     fn run(
@@ -130,6 +140,10 @@ impl SystemSpec for ToySpec {
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
         world::run(world, &self.cluster, &self.workload, seed, description)
+    }
+
+    fn expectations(&self) -> bool {
+        self.workload.script().is_some()
     }
 }
 

@@ -17,6 +17,7 @@
 pub mod config;
 pub mod def;
 pub mod protocol;
+pub mod script;
 pub mod world;
 
 pub use def::{NAME, TOY};

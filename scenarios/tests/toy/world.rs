@@ -18,10 +18,11 @@
 
 use super::config::{ReadWrite, ToyConfig, ToyWorkload};
 use super::protocol::{self, Disk, ToyAblation, ToyPoint};
+use super::script::ToyScriptFile;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use percsim_checker as history;
-use percsim_sim::world::intercept::MsgTag;
+use percsim_sim::world::intercept::{MsgTag, Rule, RuleId};
 use percsim_sim::world::port::Port;
 use percsim_sim::world::recorder::Finish;
 use percsim_sim::world::{
@@ -129,7 +130,8 @@ pub fn run(
     let system = ToySystem {
         world: world.clone(),
         cfg: cfg.clone(),
-        workload: workload.read_write().clone(),
+        workload: workload.read_write(),
+        script: workload.script().map(ToyScriptFile::fresh),
     };
     Ok(percsim_sim::run_system(&system, seed, scenario))
 }
@@ -171,6 +173,7 @@ pub struct ToySystem {
     world: WorldConfig,
     cfg: ToyConfig,
     workload: ReadWrite,
+    script: Option<ToyScriptFile>,
 }
 
 impl System for ToySystem {
@@ -183,9 +186,11 @@ impl System for ToySystem {
             world: world.clone(),
             cfg: self.cfg.clone(),
             workload: self.workload.clone(),
+            script: self.script.clone(),
             disk: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
+            armed: Mutex::default(),
         })))
     }
 }
@@ -206,6 +211,9 @@ struct Shared {
     world: Arc<World>,
     cfg: ToyConfig,
     workload: ReadWrite,
+    /// The script its clients and driver run instead of the read-write
+    /// loop, if the workload is one.
+    script: Option<ToyScriptFile>,
     /// The primary's durable storage.
     disk: Mutex<Disk>,
     /// Each client's durable record.
@@ -213,6 +221,10 @@ struct Shared {
     /// How often the primary reached each named point (the run's count,
     /// which crashes are keyed on).
     reached: Mutex<BTreeMap<ToyPoint, u64>>,
+    /// Points a script armed (`stop_at`): the primary is killed the next
+    /// time it reaches one, and restarted this many ms later (else at the
+    /// healed phase).
+    armed: Mutex<BTreeMap<ToyPoint, Option<u64>>>,
 }
 
 /// The toy installed in a world.
@@ -239,8 +251,12 @@ impl Tenant for ToyTenant {
 
     fn expire_session(&self, _client: usize) {}
 
-    fn driver(&self, _control: FaultControl) -> Option<BoxFuture<()>> {
-        None
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
+        let script = self.0.script.as_ref()?;
+        Some(script.start_driver(ToyControl {
+            faults: control,
+            shared: self.0.clone(),
+        }))
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
@@ -248,7 +264,15 @@ impl Tenant for ToyTenant {
     }
 
     fn unsettled(&self) -> Vec<Unsettled> {
-        let busy = self.0.clients.iter().filter(|c| !lock(c).done).count();
+        let busy = self
+            .0
+            .clients
+            .iter()
+            .filter(|c| {
+                let c = lock(c);
+                !c.done || c.in_doubt.is_some()
+            })
+            .count();
         vec![Unsettled {
             count: busy as u64,
             what: "clients with an operation unfinished",
@@ -260,7 +284,10 @@ impl Tenant for ToyTenant {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        let violations = protocol::stored_twice(&lock(&self.0.disk).versions);
+        let mut violations = protocol::stored_twice(&lock(&self.0.disk).versions);
+        if let Some(script) = &self.0.script {
+            violations.extend(script.final_failures());
+        }
         Box::pin(async move { violations })
     }
 
@@ -405,12 +432,14 @@ impl Primary {
             *n += 1;
             *n
         };
-        let Some(crash) = s
+        let armed = lock(&s.armed).remove(&point);
+        let configured = s
             .cfg
             .crashes
             .iter()
             .find(|c| c.point == point && c.nth == nth)
-        else {
+            .map(|c| Some(c.restart_after_ms));
+        let Some(restart_after_ms) = armed.or(configured) else {
             return;
         };
         self.bump(&FaultKind::CrashAtStep.counter());
@@ -420,7 +449,7 @@ impl Primary {
         );
         s.world.request(Control::Kill {
             node: PRIMARY.into(),
-            restart_after_ms: Some(crash.restart_after_ms),
+            restart_after_ms,
         });
         std::future::pending::<()>().await
     }
@@ -430,8 +459,8 @@ impl Primary {
     }
 }
 
-/// One incarnation of client `index`.
-struct Client {
+/// One incarnation of client `index`: what a script's operations run on.
+pub struct Client {
     shared: Arc<Shared>,
     index: usize,
     name: String,
@@ -443,15 +472,22 @@ struct Client {
 /// ends.
 async fn client(shared: Arc<Shared>, index: usize) {
     let port = Port::bind(&shared.world, client_addr(index));
-    let me = Client {
+    let me = Arc::new(Client {
         shared,
         index,
         name: client_name(index).to_string(),
         port,
-    };
+    });
     let in_doubt = lock(&me.shared.clients[index]).in_doubt.clone();
     if let Some((txn, value)) = in_doubt {
         me.finish_write(txn, value).await;
+    }
+    if let Some(script) = me.shared.script.clone() {
+        // A script's client runs only the script's operations: it has
+        // nothing of its own left to finish (a write it leaves in doubt
+        // keeps it unsettled).
+        lock(&me.shared.clients[index]).done = true;
+        return script.run_client(index, me).await;
     }
     let think = Duration::from_millis(me.shared.workload.think_ms);
     while !me.shared.world.stopping() {
@@ -482,6 +518,12 @@ impl Client {
             d.written += 1;
             format!("c{}-{}", self.index, d.written)
         };
+        self.write_value(value).await;
+    }
+
+    /// Write `value` (unique in the run) and answer the version that holds
+    /// it; the write stays in doubt (durably) until answered.
+    pub async fn write_value(&self, value: String) -> u64 {
         let world = &self.shared.world;
         let now = world.now_ns();
         let (row, col) = self.cell();
@@ -497,12 +539,12 @@ impl Client {
             txn
         };
         self.disk().in_doubt = Some((txn, value.clone()));
-        self.finish_write(txn, value).await;
+        self.finish_write(txn, value).await
     }
 
-    /// Send write `value` of transaction `txn` until answered, and record
-    /// it committed at its version's timestamps.
-    async fn finish_write(&self, txn: u64, value: String) {
+    /// Send write `value` of transaction `txn` until answered, record it
+    /// committed at its version's timestamps, and answer the version.
+    async fn finish_write(&self, txn: u64, value: String) -> u64 {
         let version = self.call("write", txn, WriteReq { value }).await;
         let world = &self.shared.world;
         let now = world.now_ns();
@@ -513,10 +555,11 @@ impl Client {
             rec.finish(txn, Finish::Committed { commit_ts }, now);
         }
         self.disk().in_doubt = None;
+        version
     }
 
-    /// Read the register and record what it saw.
-    async fn read(&self) {
+    /// Read the register, record what it saw and answer it.
+    pub async fn read(&self) -> ReadReply {
         let world = &self.shared.world;
         let now = world.now_ns();
         let (txn, _) = world.recorder().begin(self.index as u64, now);
@@ -528,10 +571,11 @@ impl Client {
         let op = history::Op::Read {
             row,
             col,
-            value: reply.value,
+            value: reply.value.clone(),
         };
         rec.op(txn, op);
         rec.finish(txn, Finish::Committed { commit_ts: None }, now);
+        reply
     }
 
     /// Send `req` (call `call` of transaction `txn`) to the primary until
@@ -570,5 +614,46 @@ impl Client {
             }
             sleep_until(t).await;
         }
+    }
+}
+
+/// What a toy script's driver may do to the world: the world's fault
+/// control, plus the toy's own points and the register's durable state.
+pub struct ToyControl {
+    faults: FaultControl,
+    shared: Arc<Shared>,
+}
+
+impl ToyControl {
+    /// The world's fault control.
+    pub fn faults(&self) -> &FaultControl {
+        &self.faults
+    }
+
+    /// Kill the primary the next time it reaches `point`, and restart it
+    /// `restart_after_ms` later (else at the healed phase). An error if
+    /// that point is armed already.
+    pub fn arm(&self, point: ToyPoint, restart_after_ms: Option<u64>) -> Result<(), String> {
+        let mut armed = lock(&self.shared.armed);
+        if armed.contains_key(&point) {
+            return Err(format!("point {} is armed already", point.name()));
+        }
+        armed.insert(point, restart_after_ms);
+        Ok(())
+    }
+
+    /// Install a targeted message fault.
+    pub fn intercept(&self, rule: Rule) -> RuleId {
+        self.shared.world.intercept(rule)
+    }
+
+    /// Lift a targeted message fault and deliver what it holds.
+    pub fn release(&self, rule: RuleId) {
+        self.shared.world.release(rule);
+    }
+
+    /// The register's durable versions, oldest first.
+    pub fn versions(&self) -> Vec<String> {
+        lock(&self.shared.disk).versions.clone()
     }
 }

@@ -73,19 +73,51 @@ fn a_toy_script_with_an_intercept_and_a_crash_point_runs_and_passes() {
 fn a_failed_expectation_is_named_by_its_step() {
     let cases = [
         // A read that expects what was never written.
-        ("/workload/steps/10/expect", json!("z"), "step 10 ", "expected \"z\"; happened \"c\""),
+        (
+            "/workload/steps/10/expect",
+            json!("z"),
+            "step 10 ",
+            "expected \"z\"; happened \"c\"",
+        ),
         // A write answered another version.
-        ("/workload/steps/0/expect_version", json!(2), "step 0 ", "expected version 2; happened version 1"),
+        (
+            "/workload/steps/0/expect_version",
+            json!(2),
+            "step 0 ",
+            "expected version 2; happened version 1",
+        ),
         // The register's durable versions.
-        ("/workload/steps/11/versions", json!(["a", "c"]), "step 11 ", "expected the register to hold [\"a\", \"c\"]; happened it holds [\"a\", \"b\", \"c\"]"),
+        (
+            "/workload/steps/11/versions",
+            json!(["a", "c"]),
+            "step 11 ",
+            "expected the register to hold [\"a\", \"c\"]; happened it holds [\"a\", \"b\", \"c\"]",
+        ),
         // A counter the engine checks.
-        ("/workload/steps/4/equals", json!(0), "step 4 ", "expected 0 \"write_repeated\"; happened 1 \"write_repeated\""),
+        (
+            "/workload/steps/4/equals",
+            json!(0),
+            "step 4 ",
+            "expected 0 \"write_repeated\"; happened 1 \"write_repeated\"",
+        ),
         // The end-of-run assertions.
-        ("/workload/at_end/1/equals", json!(2), "at_end 1 ", "expected 2 \"crash_at_point\"; happened 1 \"crash_at_point\""),
+        (
+            "/workload/at_end/1/equals",
+            json!(2),
+            "at_end 1 ",
+            "expected 2 \"crash_at_point\"; happened 1 \"crash_at_point\"",
+        ),
     ];
     for (path, value, step, what) in cases {
-        let r = judge(edited(|v| *v.pointer_mut(path).expect(path) = value.clone()));
-        assert_eq!(r.verdict, Verdict::ExpectationFailed, "{path}: {:?}", r.explanation);
+        let r = judge(edited(|v| {
+            *v.pointer_mut(path).expect(path) = value.clone()
+        }));
+        assert_eq!(
+            r.verdict,
+            Verdict::ExpectationFailed,
+            "{path}: {:?}",
+            r.explanation
+        );
         let text = r.explanation.unwrap_or_default();
         let line = text
             .lines()
@@ -99,7 +131,11 @@ fn a_failed_expectation_is_named_by_its_step() {
 fn without_its_crash_point_the_script_sees_no_crash() {
     // The stop_at step removed: no crash, so its counts fail by name.
     let r = judge(edited(|v| {
-        let steps = v.pointer_mut("/workload/steps").unwrap().as_array_mut().unwrap();
+        let steps = v
+            .pointer_mut("/workload/steps")
+            .unwrap()
+            .as_array_mut()
+            .unwrap();
         steps[6] = json!({"do": "sleep", "ms": 1});
     }));
     assert_eq!(r.verdict, Verdict::ExpectationFailed, "{:?}", r.explanation);
@@ -157,7 +193,8 @@ fn a_write_whose_reply_is_held_finishes_when_the_rule_is_released() {
         .collect();
     assert_eq!(failed.len(), 1, "{text}");
     assert!(
-        failed[0].contains("step 2 ") && failed[0].contains("{\"op_finished\":\"w1\"} within 300 ms"),
+        failed[0].contains("step 2 ")
+            && failed[0].contains("{\"op_finished\":\"w1\"} within 300 ms"),
         "{text}"
     );
 }
@@ -200,7 +237,11 @@ fn bad_toy_steps_are_refused_by_step_and_verb() {
     ];
     for (step, want) in cases {
         let e = refused(edited(|v| {
-            let steps = v.pointer_mut("/workload/steps").unwrap().as_array_mut().unwrap();
+            let steps = v
+                .pointer_mut("/workload/steps")
+                .unwrap()
+                .as_array_mut()
+                .unwrap();
             steps.push(step.clone());
         }));
         assert!(e.contains(want), "{step}: {e}");

@@ -153,7 +153,7 @@ impl SystemSpec for ToySpec {
 /// mix's planted bugs of the toy switched on. Every draw is made whichever
 /// classes are named, so leaving one out leaves the rest as they were.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x746f_79);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0074_6f79);
     let clients = rng.random_range(1..=4);
     let mut world = WorldConfig {
         run_ms: rng.random_range(500..=2_000),

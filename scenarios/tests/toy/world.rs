@@ -26,8 +26,8 @@ use percsim_sim::world::intercept::{MsgTag, Rule, RuleId};
 use percsim_sim::world::port::Port;
 use percsim_sim::world::recorder::Finish;
 use percsim_sim::world::{
-    BoxFuture, Carried, Control, NodeKind, NodeName, NodeNames, NodeSpec, Tenant, Unsettled,
-    World, lock,
+    BoxFuture, Carried, Control, NodeKind, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World,
+    lock,
 };
 use percsim_sim::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,7 @@
 //! serde defaults and checks whose errors name the field.
 
 use super::protocol::{ToyAblation, ToyPoint};
+use super::script::ToyScriptFile;
 use percsim_sim::ConfigError;
 use serde::{Deserialize, Serialize};
 
@@ -96,11 +97,14 @@ impl ToyConfig {
 }
 
 /// The toy's workloads, as a scenario file's `workload` object names them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ToyWorkload {
     /// Every client writes and reads the register.
     ReadWrite(ReadWrite),
+    /// A script: the engine's steps with the toy's verbs (see
+    /// [`super::script`]).
+    Script(ToyScriptFile),
 }
 
 /// Every client, in a loop until the workload phase ends: with probability
@@ -131,20 +135,34 @@ impl ToyWorkload {
     pub fn name(&self) -> &'static str {
         match self {
             ToyWorkload::ReadWrite(_) => "read-write",
+            ToyWorkload::Script(_) => "script",
         }
     }
 
-    /// The read-write workload's settings.
-    pub fn read_write(&self) -> &ReadWrite {
+    /// The read-write workload's settings; a script's clients use the
+    /// defaults' key (`x`) and run only the script's operations.
+    pub fn read_write(&self) -> ReadWrite {
         match self {
-            ToyWorkload::ReadWrite(rw) => rw,
+            ToyWorkload::ReadWrite(rw) => rw.clone(),
+            ToyWorkload::Script(_) => ReadWrite::default(),
+        }
+    }
+
+    /// The script, if the workload is one.
+    pub fn script(&self) -> Option<&ToyScriptFile> {
+        match self {
+            ToyWorkload::Script(s) => Some(s),
+            ToyWorkload::ReadWrite(_) => None,
         }
     }
 
     /// Check for impossible values; the error names the field
-    /// (`workload.write_fraction`).
+    /// (`workload.write_fraction`). A script is checked against its
+    /// cluster by [`super::world::validate`].
     pub fn validate(&self) -> Result<(), String> {
-        let rw = self.read_write();
+        let ToyWorkload::ReadWrite(rw) = self else {
+            return Ok(());
+        };
         if !(0.0..=1.0).contains(&rw.write_fraction) {
             return Err(format!(
                 "workload.write_fraction: must be between 0 and 1, found {}",

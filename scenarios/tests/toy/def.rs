@@ -78,11 +78,11 @@ impl SystemDef for ToyDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["read-write"]
+        &["read-write", "script"]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
-        self.workloads()
+        &["read-write"]
     }
 
     fn fault_classes(&self) -> &'static [&'static str] {
@@ -120,7 +120,17 @@ impl SystemSpec for ToySpec {
 
     fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
         world::validate(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
-        self.workload.validate().map_err(ScenarioError::Invalid)
+        self.workload.validate().map_err(ScenarioError::Invalid)?;
+        let Some(script) = self.workload.script() else {
+            return Ok(());
+        };
+        let nodes: Vec<String> = world::node_names(&self.cluster)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        script
+            .validate(self.cluster.clients, &nodes)
+            .map_err(ScenarioError::Invalid)
     }
 
     fn run(
@@ -131,6 +141,10 @@ impl SystemSpec for ToySpec {
     ) -> Result<RunOutput, ConfigError> {
         world::run(world, &self.cluster, &self.workload, seed, description)
     }
+
+    fn expectations(&self) -> bool {
+        self.workload.script().is_some()
+    }
 }
 
 /// The toy scenario of `seed`, drawn from `mix`: 1-4 clients, a workload
@@ -139,7 +153,7 @@ impl SystemSpec for ToySpec {
 /// mix's planted bugs of the toy switched on. Every draw is made whichever
 /// classes are named, so leaving one out leaves the rest as they were.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x746f_79);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0074_6f79);
     let clients = rng.random_range(1..=4);
     let mut world = WorldConfig {
         run_ms: rng.random_range(500..=2_000),

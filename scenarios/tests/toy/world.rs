@@ -18,10 +18,11 @@
 
 use super::config::{ReadWrite, ToyConfig, ToyWorkload};
 use super::protocol::{self, Disk, ToyAblation, ToyPoint};
+use super::script::ToyScriptFile;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use percsim_checker as history;
-use percsim_sim::world::intercept::MsgTag;
+use percsim_sim::world::intercept::{MsgTag, Rule, RuleId};
 use percsim_sim::world::port::Port;
 use percsim_sim::world::system_history::SystemHistory;
 use percsim_sim::world::txn_history::{TxnFinish, TxnHistory};
@@ -130,7 +131,8 @@ pub fn run(
     let system = ToySystem {
         world: world.clone(),
         cfg: cfg.clone(),
-        workload: workload.read_write().clone(),
+        workload: workload.read_write(),
+        script: workload.script().map(ToyScriptFile::fresh),
     };
     Ok(percsim_sim::run_system(&system, seed, scenario))
 }
@@ -172,6 +174,7 @@ pub struct ToySystem {
     world: WorldConfig,
     cfg: ToyConfig,
     workload: ReadWrite,
+    script: Option<ToyScriptFile>,
 }
 
 impl System for ToySystem {
@@ -184,10 +187,12 @@ impl System for ToySystem {
             world: world.clone(),
             cfg: self.cfg.clone(),
             workload: self.workload.clone(),
+            script: self.script.clone(),
             disk: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
             txns: Mutex::default(),
+            armed: Mutex::default(),
         })))
     }
 }
@@ -208,6 +213,9 @@ struct Shared {
     world: Arc<World>,
     cfg: ToyConfig,
     workload: ReadWrite,
+    /// The script its clients and driver run instead of the read-write
+    /// loop, if the workload is one.
+    script: Option<ToyScriptFile>,
     /// The primary's durable storage.
     disk: Mutex<Disk>,
     /// Each client's durable record.
@@ -218,6 +226,10 @@ struct Shared {
     /// The history's transactions: their timestamps and operations (the
     /// world's recorder keeps who ran them, when and how they ended).
     txns: Mutex<TxnHistory>,
+    /// Points a script armed (`stop_at`): the primary is killed the next
+    /// time it reaches one, and restarted this many ms later (else at the
+    /// healed phase).
+    armed: Mutex<BTreeMap<ToyPoint, Option<u64>>>,
 }
 
 /// The toy installed in a world.
@@ -244,8 +256,12 @@ impl Tenant for ToyTenant {
 
     fn expire_session(&self, _client: usize) {}
 
-    fn driver(&self, _control: FaultControl) -> Option<BoxFuture<()>> {
-        None
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
+        let script = self.0.script.as_ref()?;
+        Some(script.start_driver(ToyControl {
+            faults: control,
+            shared: self.0.clone(),
+        }))
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
@@ -253,7 +269,15 @@ impl Tenant for ToyTenant {
     }
 
     fn unsettled(&self) -> Vec<Unsettled> {
-        let busy = self.0.clients.iter().filter(|c| !lock(c).done).count();
+        let busy = self
+            .0
+            .clients
+            .iter()
+            .filter(|c| {
+                let c = lock(c);
+                !c.done || c.in_doubt.is_some()
+            })
+            .count();
         vec![Unsettled {
             count: busy as u64,
             what: "clients with an operation unfinished",
@@ -265,7 +289,10 @@ impl Tenant for ToyTenant {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        let violations = protocol::stored_twice(&lock(&self.0.disk).versions);
+        let mut violations = protocol::stored_twice(&lock(&self.0.disk).versions);
+        if let Some(script) = &self.0.script {
+            violations.extend(script.final_failures());
+        }
         Box::pin(async move { violations })
     }
 
@@ -427,12 +454,14 @@ impl Primary {
             *n += 1;
             *n
         };
-        let Some(crash) = s
+        let armed = lock(&s.armed).remove(&point);
+        let configured = s
             .cfg
             .crashes
             .iter()
             .find(|c| c.point == point && c.nth == nth)
-        else {
+            .map(|c| Some(c.restart_after_ms));
+        let Some(restart_after_ms) = armed.or(configured) else {
             return;
         };
         self.bump(&FaultKind::CrashAtStep.counter());
@@ -442,7 +471,7 @@ impl Primary {
         );
         s.world.request(Control::Kill {
             node: PRIMARY.into(),
-            restart_after_ms: Some(crash.restart_after_ms),
+            restart_after_ms,
         });
         std::future::pending::<()>().await
     }
@@ -452,8 +481,8 @@ impl Primary {
     }
 }
 
-/// One incarnation of client `index`.
-struct Client {
+/// One incarnation of client `index`: what a script's operations run on.
+pub struct Client {
     shared: Arc<Shared>,
     index: usize,
     name: String,
@@ -465,15 +494,22 @@ struct Client {
 /// ends.
 async fn client(shared: Arc<Shared>, index: usize) {
     let port = Port::bind(&shared.world, client_addr(index));
-    let me = Client {
+    let me = Arc::new(Client {
         shared,
         index,
         name: client_name(index).to_string(),
         port,
-    };
+    });
     let in_doubt = lock(&me.shared.clients[index]).in_doubt.clone();
     if let Some((txn, value)) = in_doubt {
         me.finish_write(txn, value).await;
+    }
+    if let Some(script) = me.shared.script.clone() {
+        // A script's client runs only the script's operations: it has
+        // nothing of its own left to finish (a write it leaves in doubt
+        // keeps it unsettled).
+        lock(&me.shared.clients[index]).done = true;
+        return script.run_client(index, me).await;
     }
     let think = Duration::from_millis(me.shared.workload.think_ms);
     while !me.shared.world.stopping() {
@@ -504,6 +540,12 @@ impl Client {
             d.written += 1;
             format!("c{}-{}", self.index, d.written)
         };
+        self.write_value(value).await;
+    }
+
+    /// Write `value` (unique in the run) and answer the version that holds
+    /// it; the write stays in doubt (durably) until answered.
+    pub async fn write_value(&self, value: String) -> u64 {
         let world = &self.shared.world;
         let now = world.now_ns();
         let (row, col) = self.cell();
@@ -515,12 +557,12 @@ impl Client {
         };
         lock(&self.shared.txns).op(txn, op);
         self.disk().in_doubt = Some((txn, value.clone()));
-        self.finish_write(txn, value).await;
+        self.finish_write(txn, value).await
     }
 
-    /// Send write `value` of transaction `txn` until answered, and record
-    /// it committed at its version's timestamps.
-    async fn finish_write(&self, txn: u64, value: String) {
+    /// Send write `value` of transaction `txn` until answered, record it
+    /// committed at its version's timestamps, and answer the version.
+    async fn finish_write(&self, txn: u64, value: String) -> u64 {
         let version = self.call("write", txn, WriteReq { value }).await;
         let world = &self.shared.world;
         let now = world.now_ns();
@@ -532,10 +574,11 @@ impl Client {
             txns.finish(&mut world.recorder(), txn, finish, now);
         }
         self.disk().in_doubt = None;
+        version
     }
 
-    /// Read the register and record what it saw.
-    async fn read(&self) {
+    /// Read the register, record what it saw and answer it.
+    pub async fn read(&self) -> ReadReply {
         let world = &self.shared.world;
         let now = world.now_ns();
         let (txn, _) = world.recorder().begin(self.index as u64, now);
@@ -547,11 +590,12 @@ impl Client {
         let op = history::Op::Read {
             row,
             col,
-            value: reply.value,
+            value: reply.value.clone(),
         };
         txns.op(txn, op);
         let finish = TxnFinish::Committed { commit_ts: None };
         txns.finish(&mut world.recorder(), txn, finish, now);
+        reply
     }
 
     /// Send `req` (call `call` of transaction `txn`) to the primary until
@@ -590,5 +634,46 @@ impl Client {
             }
             sleep_until(t).await;
         }
+    }
+}
+
+/// What a toy script's driver may do to the world: the world's fault
+/// control, plus the toy's own points and the register's durable state.
+pub struct ToyControl {
+    faults: FaultControl,
+    shared: Arc<Shared>,
+}
+
+impl ToyControl {
+    /// The world's fault control.
+    pub fn faults(&self) -> &FaultControl {
+        &self.faults
+    }
+
+    /// Kill the primary the next time it reaches `point`, and restart it
+    /// `restart_after_ms` later (else at the healed phase). An error if
+    /// that point is armed already.
+    pub fn arm(&self, point: ToyPoint, restart_after_ms: Option<u64>) -> Result<(), String> {
+        let mut armed = lock(&self.shared.armed);
+        if armed.contains_key(&point) {
+            return Err(format!("point {} is armed already", point.name()));
+        }
+        armed.insert(point, restart_after_ms);
+        Ok(())
+    }
+
+    /// Install a targeted message fault.
+    pub fn intercept(&self, rule: Rule) -> RuleId {
+        self.shared.world.intercept(rule)
+    }
+
+    /// Lift a targeted message fault and deliver what it holds.
+    pub fn release(&self, rule: RuleId) {
+        self.shared.world.release(rule);
+    }
+
+    /// The register's durable versions, oldest first.
+    pub fn versions(&self) -> Vec<String> {
+        lock(&self.shared.disk).versions.clone()
     }
 }

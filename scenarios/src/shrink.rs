@@ -95,7 +95,7 @@ fn with(v: &Value, path: &str, new: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use percsim_sim::{ClockSkew, Fault, FaultClass, TimedFault};
+    use percsim_sim::{ClockEntry, Fault, FaultClass, TimedFault};
 
     fn class() -> FaultClass {
         FaultClass {
@@ -120,7 +120,8 @@ mod tests {
     fn edits_drop_each_timed_fault_and_class_then_clocks_then_halve_the_run() {
         let mut w = WorldConfig {
             run_ms: 1_000,
-            clocks: vec![ClockSkew {
+            clocks: vec![ClockEntry {
+                node: None,
                 offset_ms: 5,
                 drift_ppm: 0,
             }],

@@ -15,6 +15,8 @@ percsim_sim::identities! {
         StaleOwnerFenced => ("stale_owner_fenced", "a stale owner's append fenced"),
         /// A broker was killed or frozen at one of its named points.
         StopAtPoint => ("stop_at_point", "broker killed or frozen at a named point"),
+        /// A client was killed at one of its procedures' named points.
+        ClientCrashAtPoint => ("client_crash_at_point", "client killed at a named point"),
     }
 }
 
@@ -25,6 +27,7 @@ impl PulsarCoverage {
             PulsarCoverage::OwnershipMoved => PulsarEvent::OwnershipMoved.counter(),
             PulsarCoverage::StaleOwnerFenced => PulsarEvent::StaleOwnerFenced.counter(),
             PulsarCoverage::StopAtPoint => PulsarEvent::CrashAtPoint.counter(),
+            PulsarCoverage::ClientCrashAtPoint => PulsarEvent::ClientCrashAtPoint.counter(),
         }
     }
 }

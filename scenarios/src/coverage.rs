@@ -2,11 +2,10 @@
 //! world's items (faults injected, the network's late and duplicated
 //! deliveries), each applying to the systems that honour the fault class
 //! that produces it, and each campaigned system's own items
-//! ([`SystemDef::coverage`]). Every item reads one typed counter, so a
+//! (`SystemDef::coverage`, gathered by the summary). Every item reads one typed counter, so a
 //! renamed counter breaks the build instead of flagging "never happened"
 //! in every campaign.
 
-use crate::system::SystemDef;
 use percsim_sim::{Counter, FaultKind};
 
 /// An event a campaign is expected to exercise; one whose counter never
@@ -82,7 +81,7 @@ impl WorldCoverage {
     }
 
     /// The items that apply to a system honouring `fault_classes` (the
-    /// default of [`SystemDef::world_coverage`]).
+    /// default of `SystemDef::world_coverage`).
     pub fn for_classes(fault_classes: &[&str]) -> Vec<WorldCoverage> {
         WorldCoverage::ALL
             .iter()
@@ -90,25 +89,6 @@ impl WorldCoverage {
             .filter(|w| fault_classes.contains(&w.fault_class().name()))
             .collect()
     }
-}
-
-/// The coverage items of a campaign over `systems`: the world's items that
-/// apply to at least one of them, in the world's order, then each system's
-/// own in turn (an item two systems declare alike is listed once).
-pub fn items(systems: &[&dyn SystemDef]) -> Vec<CoverageItem> {
-    let mut out: Vec<CoverageItem> = WorldCoverage::ALL
-        .iter()
-        .filter(|w| systems.iter().any(|s| s.world_coverage().contains(w)))
-        .map(|w| w.item())
-        .collect();
-    for s in systems {
-        for item in s.coverage() {
-            if !out.contains(&item) {
-                out.push(item);
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! finishes.
 
 use crate::campaign::{SeedResult, Verdict};
-use crate::coverage::{self, CoverageItem};
+use crate::coverage::{CoverageItem, WorldCoverage};
 use crate::system::{SummarySection, SystemDef};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -119,7 +119,7 @@ impl Summary {
     /// The coverage items of the systems the campaign ran: the world's
     /// that apply to one of them and each one's own.
     fn coverage(&self) -> Vec<CoverageItem> {
-        coverage::items(&self.ran().0)
+        coverage_items(&self.ran().0)
     }
 
     /// Named points no node stopped at, of the systems the campaign ran:
@@ -296,6 +296,25 @@ impl Summary {
     }
 }
 
+/// The coverage items of a campaign over `systems`: the world's items that
+/// apply to at least one of them, in the world's order, then each system's
+/// own in turn (an item two systems declare alike is listed once).
+fn coverage_items(systems: &[&dyn SystemDef]) -> Vec<CoverageItem> {
+    let mut out: Vec<CoverageItem> = WorldCoverage::ALL
+        .iter()
+        .filter(|w| systems.iter().any(|s| s.world_coverage().contains(w)))
+        .map(|w| w.item())
+        .collect();
+    for s in systems {
+        for item in s.coverage() {
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
 /// The counters named `prefix` and one more part, as rows labelled by
 /// that part (a system's campaign section may use it).
 pub fn prefixed_rows(counters: &BTreeMap<String, u64>, prefix: &str) -> Vec<(String, u64)> {
@@ -352,7 +371,6 @@ impl SeedSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::WorldCoverage;
 
     fn result(seed: u64, verdict: Verdict) -> SeedResult {
         SeedResult {

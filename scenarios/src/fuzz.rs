@@ -4,7 +4,7 @@
 //! "sometimes" coverage.
 
 use crate::campaign::{self, Judged, Mix, SeedResult, Verdict};
-pub use crate::coverage::Coverage;
+pub use crate::coverage::{CoverageItem, WorldCoverage};
 pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;

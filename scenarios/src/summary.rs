@@ -4,9 +4,8 @@
 //! finishes.
 
 use crate::campaign::{SeedResult, Verdict};
-use crate::coverage::{Coverage, Scope};
-use percsim_protocol::percolator::client::Point;
-use percsim_sim::{PercolatorCounter, point_counter};
+use crate::coverage::{CoverageItem, WorldCoverage};
+use crate::system::{SummarySection, SystemDef};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -96,37 +95,54 @@ impl Summary {
     }
 
     /// Coverage items that never happened (of the systems the campaign ran).
-    pub fn never_happened(&self) -> Vec<Coverage> {
+    pub fn never_happened(&self) -> Vec<CoverageItem> {
         self.coverage()
-            .filter(|c| self.count(&c.counter()) == 0)
-            .collect()
-    }
-
-    /// The coverage items of the systems the campaign ran: each system's
-    /// own only if it ran seeds of that system, the world's always.
-    fn coverage(&self) -> impl Iterator<Item = Coverage> + '_ {
-        let ran = &self.systems;
-        Coverage::ALL
-            .iter()
-            .copied()
-            .filter(move |c| match c.scope() {
-                Scope::World => true,
-                scope => ran.contains_key(scope.system()),
-            })
-    }
-
-    /// Named crash and pause points no node stopped at: each is a finding
-    /// (a step of the protocol the campaign never tested a failure at).
-    /// Percolator's points only: a campaign without Percolator seeds has
-    /// none to hit.
-    pub fn points_never_hit(&self) -> Vec<Point> {
-        if !self.systems.contains_key(Scope::Percolator.system()) {
-            return Vec::new();
-        }
-        Point::ALL
             .into_iter()
-            .filter(|p| self.count(&point_counter(*p)) == 0)
+            .filter(|c| self.count(&c.counter) == 0)
             .collect()
+    }
+
+    /// The registered systems the campaign ran seeds of, and the names of
+    /// those this build does not know (merged from another build's lines).
+    fn ran(&self) -> (Vec<&'static dyn SystemDef>, Vec<&str>) {
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for name in self.systems.keys() {
+            match crate::systems::find(name) {
+                Ok(s) => known.push(s),
+                Err(_) => unknown.push(name.as_str()),
+            }
+        }
+        (known, unknown)
+    }
+
+    /// The coverage items of the systems the campaign ran: the world's
+    /// that apply to one of them and each one's own.
+    fn coverage(&self) -> Vec<CoverageItem> {
+        coverage_items(&self.ran().0)
+    }
+
+    /// Named points no node stopped at, of the systems the campaign ran:
+    /// each is a finding (a step of the protocol the campaign never tested
+    /// a failure at).
+    pub fn points_never_hit(&self) -> Vec<CoverageItem> {
+        self.points()
+            .into_iter()
+            .filter(|p| self.count(&p.counter) == 0)
+            .collect()
+    }
+
+    /// The named points of the systems the campaign ran.
+    fn points(&self) -> Vec<CoverageItem> {
+        let mut out: Vec<CoverageItem> = Vec::new();
+        for s in self.ran().0 {
+            for p in s.named_points() {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 
     /// The campaign's total of counter `name` (0 if it never moved).
@@ -171,9 +187,15 @@ impl Summary {
         }
         let _ = writeln!(o, "coverage (how often each interesting event happened):");
         for c in self.coverage() {
-            let n = self.count(&c.counter());
+            let n = self.count(&c.counter);
             let flag = if n == 0 { "   <-- never happened" } else { "" };
-            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", c.describe());
+            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", c.description);
+        }
+        for name in self.ran().1 {
+            let _ = writeln!(
+                o,
+                "system {name} is unknown to this build: its coverage, points and sections are not listed"
+            );
         }
         self.render_points(&mut o);
         for ((system, seed), f) in &self.failures {
@@ -193,58 +215,54 @@ impl Summary {
         o
     }
 
-    /// Percolator's crash and pause points, listed only when Percolator
-    /// seeds ran (Pulsar's scenarios have none of them to reach).
+    /// The named points of the systems that ran (listed only when one
+    /// has any), each never hit flagged and reported as a finding.
     fn render_points(&self, o: &mut String) {
-        if !self.systems.contains_key(Scope::Percolator.system()) {
+        let points = self.points();
+        if points.is_empty() {
             return;
         }
         let _ = writeln!(o, "crash and pause points (nodes stopped at each):");
-        for p in Point::ALL {
-            let n = self.count(&point_counter(p));
+        for p in &points {
+            let n = self.count(&p.counter);
             let flag = if n == 0 { "   <-- never hit" } else { "" };
-            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", p.name());
+            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", p.name);
         }
         for p in self.points_never_hit() {
             let _ = writeln!(
                 o,
                 "finding: crash/pause point {} was never hit ({})",
-                p.name(),
-                p.describe()
+                p.name, p.description
             );
         }
     }
 
     fn render_counters(&self, o: &mut String) {
-        let section = |o: &mut String, title: &str, prefix: &str| {
-            let rows: Vec<(&String, &u64)> = self
-                .counters
-                .iter()
-                .filter(|(k, _)| {
-                    k.starts_with(prefix) && k[prefix.len()..].matches('.').count() == 0
-                })
-                .collect();
-            let _ = writeln!(o, "{title}:");
-            if rows.is_empty() {
+        let mut sections = vec![self.faults_section()];
+        for s in self.ran().0 {
+            sections.extend(s.campaign_sections(&self.counters));
+        }
+        let rules = self.rules.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        sections.push(SummarySection {
+            title: "violations by rule",
+            rows: rules,
+        });
+        for section in sections {
+            let _ = writeln!(o, "{}:", section.title);
+            if section.rows.is_empty() {
                 let _ = writeln!(o, "  (none)");
             }
-            for (k, v) in rows {
-                let _ = writeln!(o, "  {:<44} {v:>8}", &k[prefix.len()..]);
+            for (k, v) in section.rows {
+                let _ = writeln!(o, "  {k:<44} {v:>8}");
             }
-        };
-        section(o, "faults injected by class", "fault.");
-        let _ = writeln!(o, "cleanups:");
-        for c in PercolatorCounter::CLEANUPS {
-            let name = c.name().trim_start_matches("cleanup.");
-            let _ = writeln!(o, "  {name:<44} {:>8}", self.count(c.name()));
         }
-        section(o, "aborts by reason", "abort.");
-        let _ = writeln!(o, "violations by rule:");
-        if self.rules.is_empty() {
-            let _ = writeln!(o, "  (none)");
-        }
-        for (k, v) in &self.rules {
-            let _ = writeln!(o, "  {k:<44} {v:>8}");
+    }
+
+    /// The world's faults injected, by class.
+    fn faults_section(&self) -> SummarySection {
+        SummarySection {
+            title: "faults injected by class",
+            rows: prefixed_rows(&self.counters, "fault."),
         }
     }
 
@@ -276,6 +294,37 @@ impl Summary {
         summary.wall = Duration::from_millis(wall_ms);
         Ok(summary)
     }
+}
+
+/// The coverage items of a campaign over `systems`: the world's items that
+/// apply to at least one of them, in the world's order, then each system's
+/// own in turn (an item two systems declare alike is listed once).
+fn coverage_items(systems: &[&dyn SystemDef]) -> Vec<CoverageItem> {
+    let mut out: Vec<CoverageItem> = WorldCoverage::ALL
+        .iter()
+        .filter(|w| systems.iter().any(|s| s.world_coverage().contains(w)))
+        .map(|w| w.item())
+        .collect();
+    for s in systems {
+        for item in s.coverage() {
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+/// The counters named `prefix` and one more part, as rows labelled by
+/// that part (a system's campaign section may use it).
+pub fn prefixed_rows(counters: &BTreeMap<String, u64>, prefix: &str) -> Vec<(String, u64)> {
+    counters
+        .iter()
+        .filter_map(|(k, v)| {
+            let rest = k.strip_prefix(prefix)?;
+            (!rest.contains('.')).then(|| (rest.to_string(), *v))
+        })
+        .collect()
 }
 
 /// A seed line written before the fault classes were named by role counts
@@ -325,7 +374,7 @@ mod tests {
 
     fn result(seed: u64, verdict: Verdict) -> SeedResult {
         SeedResult {
-            system: "percolator".into(),
+            system: crate::systems::default_system().name().into(),
             seed,
             verdict,
             workload: "bank".into(),
@@ -345,99 +394,45 @@ mod tests {
         }
     }
 
+    /// A coverage item whose counter never moved is flagged; one whose
+    /// counter moved is counted.
     #[test]
-    fn each_system_flags_only_its_own_items_and_the_worlds() {
-        let mut percolator = Summary::default();
-        percolator.add(&result(1, Verdict::Pass));
-        let missing = percolator.never_happened();
-        assert!(!missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
-        assert!(
-            !percolator
-                .render()
-                .contains(Coverage::OwnershipMoved.describe())
-        );
-        let mut pulsar = Summary::default();
-        let mut r = result(2, Verdict::Pass);
-        r.workload = "stream".into();
-        r.system = "pulsar".into();
-        pulsar.add(&r);
-        let missing = pulsar.never_happened();
-        assert!(missing.contains(&Coverage::OwnershipMoved), "{missing:?}");
-        assert!(missing.contains(&Coverage::StaleOwnerFenced), "{missing:?}");
-        // Percolator's own items and points are not Pulsar's to exercise;
-        // the world's are.
-        assert!(!missing.contains(&Coverage::RollForward), "{missing:?}");
-        assert!(missing.contains(&Coverage::Duplicated), "{missing:?}");
-        assert!(pulsar.points_never_hit().is_empty());
-        assert!(percolator.never_happened().contains(&Coverage::RollForward));
-        assert!(!percolator.points_never_hit().is_empty());
-        let text = pulsar.render();
-        let line = text
-            .lines()
-            .find(|l| l.contains(Coverage::OwnershipMoved.describe()))
-            .expect("the item is listed");
-        assert!(line.ends_with("0   <-- never happened"), "{line}");
-        assert!(!text.contains("never hit"), "{text}");
-        assert!(!text.contains(Point::TabletAfterApply.name()), "{text}");
-        assert!(percolator.render().contains("tablet_after_apply"));
-        r.counters.insert("event.ownership_moved".into(), 3);
-        pulsar.add(&r);
-        assert!(!pulsar.never_happened().contains(&Coverage::OwnershipMoved));
-    }
-
-    #[test]
-    fn a_point_never_hit_is_printed_as_a_finding() {
+    fn an_item_whose_counter_never_moved_is_flagged() {
+        let mut none = Summary::default();
         let mut r = result(1, Verdict::Pass);
-        for p in Point::ALL {
-            r.counters.insert(point_counter(p), 2);
-        }
-        let mut all = Summary::default();
-        all.add(&r);
-        assert!(all.points_never_hit().is_empty());
-        assert!(!all.render().contains("finding:"), "{}", all.render());
-        r.counters.remove(&point_counter(Point::TabletAfterApply));
-        let mut some = Summary::default();
-        some.add(&r);
-        assert_eq!(some.points_never_hit(), vec![Point::TabletAfterApply]);
-        let text = some.render();
+        r.counters.clear();
+        none.add(&r);
+        let late = WorldCoverage::Late.item();
+        assert!(none.never_happened().contains(&late));
+        let line = |n: u64| format!("  {:<44} {n:>8}", late.description);
+        let text = none.render();
         assert!(
-            text.contains("finding: crash/pause point tablet_after_apply was never hit"),
+            text.contains(&format!("{}   <-- never happened", line(0))),
             "{text}"
         );
-        assert!(text.contains("roll_back_between_cells"), "{text}");
-    }
-
-    /// A campaign in which no late prewrite reached a rolled-back cell says
-    /// so; one in which it happened counts it.
-    #[test]
-    fn a_campaign_without_a_late_prewrite_after_rollback_flags_it() {
-        let line = |n: u64| {
-            format!(
-                "  {:<44} {n:>8}",
-                Coverage::LatePrewriteAfterRollback.describe()
-            )
-        };
-        let mut r = result(1, Verdict::Pass);
-        let mut none = Summary::default();
-        none.add(&r);
-        assert!(
-            none.never_happened()
-                .contains(&Coverage::LatePrewriteAfterRollback)
-        );
-        assert!(
-            none.render()
-                .contains(&format!("{}   <-- never happened", line(0)))
-        );
-        r.counters
-            .insert("store.late_prewrite_after_rollback".into(), 3);
+        r.counters.insert(late.counter.clone(), 3);
         let mut some = Summary::default();
         some.add(&r);
-        assert!(
-            !some
-                .never_happened()
-                .contains(&Coverage::LatePrewriteAfterRollback)
-        );
+        assert!(!some.never_happened().contains(&late));
         assert!(some.render().contains(&format!("{}\n", line(3))));
+    }
+
+    /// A seed of a system this build does not know is said so, not
+    /// silently given another system's coverage.
+    #[test]
+    fn a_system_unknown_to_the_build_is_named() {
+        let mut s = Summary::default();
+        let mut r = result(1, Verdict::Pass);
+        r.system = "elsewhere".into();
+        s.add(&r);
+        assert!(s.never_happened().is_empty());
+        assert!(s.points_never_hit().is_empty());
+        let text = s.render();
+        assert!(
+            text.contains("system elsewhere is unknown to this build"),
+            "{text}"
+        );
+        assert!(!text.contains("never happened"), "{text}");
     }
 
     /// A failed script expectation ranks below a safety violation and
@@ -479,22 +474,22 @@ mod tests {
         assert_eq!(s.worst(), Verdict::Safety);
         assert_eq!(s.wall, Duration::from_millis(15));
         let text = s.render();
-        assert!(
-            text.contains(
-                "failure: percolator seed 2 Safety [snapshot_reads] -> percsim replay failures/seed-2.json"
-            ),
-            "{text}"
+        let default = crate::systems::default_system().name();
+        let want = format!(
+            "failure: {default} seed 2 Safety [snapshot_reads] -> percsim replay failures/seed-2.json"
         );
+        assert!(text.contains(&want), "{text}");
         // A line written before lines named their system: its workload says.
         let mut old = serde_json::to_value(result(9, Verdict::Pass)).unwrap();
         old.as_object_mut().unwrap().remove("system");
-        old["workload"] = "stream".into();
+        let other = crate::systems::all()[1];
+        old["workload"] = other.workloads()[0].into();
         let s = Summary::merge_jsonl(vec![(
             "old.jsonl".to_string(),
             format!("{old}\n").as_bytes(),
         )])
         .unwrap();
-        assert_eq!(s.systems.keys().collect::<Vec<_>>(), vec!["pulsar"]);
+        assert_eq!(s.systems.keys().collect::<Vec<_>>(), vec![other.name()]);
         // Its kills under a class's old name count under the new one.
         let mut old = serde_json::to_value(result(10, Verdict::Pass)).unwrap();
         old["counters"] = serde_json::json!({"fault.kill_oracle": 2});

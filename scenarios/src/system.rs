@@ -8,10 +8,13 @@
 //!   runs;
 //! - what a campaign may draw for it: its workloads, the fault classes it
 //!   honours, its planted bugs, and how a seed becomes a scenario;
-//! - how a failing scenario of its own shrinks.
+//! - how a failing scenario of its own shrinks;
+//! - what a campaign of it should exercise (its coverage items and named
+//!   points) and its own sections of a campaign's summary.
 //!
 //! See "Adding a system" in `docs/architecture.md`.
 
+pub use crate::coverage::{CoverageItem, WorldCoverage};
 use crate::error::ScenarioError;
 use crate::scenario::Scenario;
 pub use crate::spec::{SpecValue, SystemSpec};
@@ -73,6 +76,34 @@ pub trait SystemDef: Send + Sync + 'static {
     ) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// The world's coverage items a campaign of it should exercise: by
+    /// default those whose fault class it honours
+    /// ([`SystemDef::fault_classes`]).
+    fn world_coverage(&self) -> Vec<WorldCoverage> {
+        WorldCoverage::for_classes(self.fault_classes())
+    }
+    /// Its own coverage items: events of its protocol a campaign of it
+    /// should exercise, each with the run counter that shows it happened
+    /// (flagged "never happened" in a campaign of it where it did not).
+    /// None by default.
+    fn coverage(&self) -> Vec<CoverageItem> {
+        Vec::new()
+    }
+    /// Its named points a campaign of it should stop nodes at, each with
+    /// the counter of stops there; a campaign of it lists them and reports
+    /// each never hit as a finding. None by default.
+    fn named_points(&self) -> Vec<CoverageItem> {
+        Vec::new()
+    }
+    /// Sections of its own for a campaign's summary, from the campaign's
+    /// summed counters (such as Percolator's cleanups and aborts by
+    /// reason). None by default.
+    fn campaign_sections(
+        &self,
+        _counters: &std::collections::BTreeMap<String, u64>,
+    ) -> Vec<SummarySection> {
+        Vec::new()
+    }
     /// Reproduce its published evaluation in simulated time (`percsim
     /// paper`), printing each result beside the published figure; `quick`
     /// runs fewer and shorter runs. False (the default): it has none.
@@ -114,6 +145,15 @@ pub trait SystemDef: Send + Sync + 'static {
     ) -> (Scenario, usize) {
         crate::shrink::world(&self.generate(seed, mix), still_fails, budget)
     }
+}
+
+/// A section of a campaign's summary: a title and labelled counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummarySection {
+    /// The title, printed before the rows.
+    pub title: &'static str,
+    /// Its rows: (label, count); none prints `(none)`.
+    pub rows: Vec<(String, u64)>,
 }
 
 /// Which systems, workloads, fault classes and planted bugs a campaign

@@ -146,3 +146,47 @@ fn a_campaign_keys_its_seeds_by_system() {
     };
     assert_eq!(one.seed_count(), 20, "one system runs the whole range");
 }
+
+/// A Pulsar-only campaign whose brokers stop at their named points (killed,
+/// or frozen: the world counts a freeze as a pause) reports those stops as
+/// covered, and prints none of another system's sections or points.
+#[test]
+fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
+    let opts = Options {
+        start: 0,
+        end: 12,
+        jobs: 2,
+        mix: mix(&["pulsar"], &[], &["crash_at_step"], &[]),
+        progress: false,
+        shrink_budget: 0,
+        ..Options::default()
+    };
+    let summary = percsim_scenarios::fuzz::run(&opts, None).expect("no JSON lines to write");
+    let text = summary.render();
+    let count = |k: &str| summary.counters.get(k).copied().unwrap_or(0);
+    assert!(count("event.crash_at_point") > 0, "{text}");
+    assert!(
+        count("fault.pause") > 0,
+        "no broker froze at a point:\n{text}"
+    );
+    for covered in [
+        "broker killed or frozen at a named point",
+        "client killed at a named point",
+        "node paused",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(covered))
+            .unwrap_or_else(|| panic!("{covered} not listed:\n{text}"));
+        assert!(!line.contains("never happened"), "{line}");
+    }
+    for absent in [
+        "cleanups:",
+        "\naborts by reason:",
+        "crash and pause points",
+        "at a named protocol point",
+        "liveness service",
+    ] {
+        assert!(!text.contains(absent), "{absent}:\n{text}");
+    }
+}

@@ -36,14 +36,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "`percsim bench` measures Percolator's register workload; benchmarks are not yet part of the system interface",
     ),
     (
-        "scenarios/src/coverage.rs",
-        "the campaign's coverage items are one closed list with a scope per system; they are not yet part of the system interface",
-    ),
-    (
-        "scenarios/src/summary.rs",
-        "the summary flags coverage items and Percolator's named points by the systems that ran; see coverage.rs",
-    ),
-    (
         "scenarios/src/regress.rs",
         "`regress::script_scenario` builds a Percolator script scenario: scripts are not yet part of the system interface",
     ),

@@ -264,6 +264,24 @@ fn a_campaign_over_the_faithful_toy_passes_and_summarises() {
             .unwrap_or(0);
         assert!(n > 0, "fault class {class} never fired:\n{text}");
     }
+    // Its own coverage item is listed and covered; no other system's
+    // items, points or sections are.
+    let own = toy::def::ToyCoverage::CrashAtPoint.item();
+    assert!(!summary.never_happened().contains(&own), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains(own.description))
+        .unwrap_or_else(|| panic!("{} not listed:\n{text}", own.name));
+    assert!(!line.contains("never happened"), "{line}");
+    for absent in [
+        "cleanups:",
+        "aborts by reason",
+        "crash and pause points",
+        "at a named protocol point",
+        "coordinator restart",
+    ] {
+        assert!(!text.contains(absent), "{absent}:\n{text}");
+    }
     assert!(!out.exists(), "a passing campaign saves no capsule");
 }
 
@@ -360,4 +378,35 @@ fn the_percsim_binary_does_not_know_the_toy() {
         .collect();
     assert!(listed.len() >= 2, "{text}");
     assert!(!listed.contains(&toy::NAME), "{text}");
+}
+
+/// A toy campaign in which the primary never crashed at a point flags the
+/// toy's own item as never happened; one in which it crashed does not.
+#[test]
+fn the_toys_own_item_is_flagged_when_its_counter_never_moved() {
+    toy();
+    let own = toy::def::ToyCoverage::CrashAtPoint.item();
+    let line = |counters: &[(&str, u64)]| -> serde_json::Value {
+        let counters: std::collections::BTreeMap<&str, u64> = counters.iter().copied().collect();
+        serde_json::json!({
+            "system": toy::NAME, "seed": 1, "verdict": "pass", "workload": "read-write",
+            "committed": 1, "aborted": 0, "unknown": 0, "sim_ms": 10,
+            "violated_rules": [], "wall_ms": 1,
+            "counters": counters
+        })
+    };
+    let merged = |v: serde_json::Value| {
+        fuzz::Summary::merge_jsonl(vec![("toy.jsonl".to_string(), format!("{v}\n").as_bytes())])
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let none = merged(line(&[]));
+    assert!(none.never_happened().contains(&own), "{}", none.render());
+    let text = none.render();
+    let flagged = text
+        .lines()
+        .find(|l| l.contains(own.description))
+        .expect("listed");
+    assert!(flagged.ends_with("0   <-- never happened"), "{flagged}");
+    let some = merged(line(&[(own.counter.as_str(), 2)]));
+    assert!(!some.never_happened().contains(&own), "{}", some.render());
 }

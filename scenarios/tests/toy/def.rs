@@ -10,8 +10,8 @@ use super::world;
 use percsim_scenarios::campaign::Mix;
 use percsim_scenarios::faultmix;
 use percsim_scenarios::scenario::{Scenario, ScenarioError, typed, typed_workload};
-use percsim_scenarios::system::{SystemDef, SystemSpec, config_error};
-use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use percsim_scenarios::system::{CoverageItem, SystemDef, SystemSpec, config_error};
+use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -40,6 +40,33 @@ pub const TOY_CLASSES: &[&str] = &[
     "duplicate",
     "crash_at_step",
 ];
+
+percsim_sim::identities! {
+    /// What a toy campaign should exercise of the toy's own.
+    pub enum ToyCoverage {
+        /// The primary was killed at one of its named points.
+        CrashAtPoint => ("primary_crash_at_point", "primary killed at a named point"),
+    }
+}
+
+impl ToyCoverage {
+    /// The run counter this item reads (the toy counts its crashes at
+    /// points as the world's `crash_at_step` faults).
+    pub fn counter(self) -> String {
+        match self {
+            ToyCoverage::CrashAtPoint => FaultKind::CrashAtStep.counter(),
+        }
+    }
+
+    /// As a campaign's coverage item.
+    pub fn item(self) -> CoverageItem {
+        CoverageItem {
+            name: self.name(),
+            description: self.describe(),
+            counter: self.counter(),
+        }
+    }
+}
 
 /// A toy scenario's own part: the cluster and the workload.
 #[derive(Debug, Clone)]
@@ -87,6 +114,10 @@ impl SystemDef for ToyDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         TOY_CLASSES
+    }
+
+    fn coverage(&self) -> Vec<CoverageItem> {
+        ToyCoverage::ALL.iter().map(|c| c.item()).collect()
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {

@@ -6,6 +6,7 @@
 pub mod ablations;
 pub mod campaign;
 pub mod compare;
+pub mod coverage;
 pub mod faults;
 pub mod paper;
 pub mod workloads;
@@ -13,7 +14,7 @@ pub mod workloads;
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
 use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
-use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
+use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
 use crate::systems::percolator::workloads::WorkloadSpec;
 use percsim_protocol::percolator::Ablation;
 use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, RunOutput, WorldConfig};
@@ -140,6 +141,18 @@ impl SystemDef for PercolatorDef {
             cleanups.join(" ")
         };
         vec![("cleanups", cleanups)]
+    }
+
+    fn coverage(&self) -> Vec<CoverageItem> {
+        coverage::items()
+    }
+
+    fn named_points(&self) -> Vec<CoverageItem> {
+        coverage::points()
+    }
+
+    fn campaign_sections(&self, counters: &BTreeMap<String, u64>) -> Vec<SummarySection> {
+        coverage::sections(counters)
     }
 
     fn evaluation(&self, quick: bool) -> bool {

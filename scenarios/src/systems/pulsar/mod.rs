@@ -6,16 +6,18 @@
 pub mod ablations;
 pub mod campaign;
 pub mod compare;
+pub mod coverage;
 mod shrink;
 pub mod workloads;
 
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
 use crate::scenario::{Scenario, ScenarioError, typed};
-use crate::system::{KillTable, SystemDef, SystemSpec, config_error};
+use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
 use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use workloads::{Stream, StreamPipeline};
 
@@ -142,6 +144,14 @@ impl SystemDef for PulsarDef {
             .iter()
             .map(|a| (a.name(), a.describe()))
             .collect()
+    }
+
+    fn coverage(&self) -> Vec<CoverageItem> {
+        coverage::items()
+    }
+
+    fn campaign_sections(&self, counters: &BTreeMap<String, u64>) -> Vec<SummarySection> {
+        coverage::sections(counters)
     }
 
     fn campaign_share(&self) -> (u64, u64) {

@@ -22,7 +22,13 @@ fn expiries_and_moves(workload: &str, seed: u64, rpc_timeout_ms: u64) -> (usize,
         .run()
         .unwrap_or_else(|e| panic!("seed {seed}, rpc timeout {rpc_timeout_ms}: {e}"));
     assert_eq!(out.summary.liveness_failure, None, "seed {seed}");
-    let count = |kind: &str| out.history.events().iter().filter(|e| e.kind == kind).count();
+    let count = |kind: &str| {
+        out.history
+            .events()
+            .iter()
+            .filter(|e| e.kind == kind)
+            .count()
+    };
     (count("broker_session_expired"), count("ownership_moved"))
 }
 

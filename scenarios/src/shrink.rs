@@ -26,15 +26,36 @@ pub fn world(
     still_fails: &mut dyn FnMut(&Scenario) -> bool,
     budget: usize,
 ) -> (Scenario, usize) {
+    let edits = |best: &Scenario| {
+        world_edits(&best.world)
+            .into_iter()
+            .map(|world| {
+                let mut smaller = best.clone();
+                smaller.world = world;
+                smaller
+            })
+            .filter(|smaller| smaller.validate().is_ok())
+            .collect()
+    };
+    greedy(failing, &edits, still_fails, budget)
+}
+
+/// Greedy shrinking: try the candidates `edits` offers for the smallest
+/// failing scenario so far, in order; keep the first that still fails as
+/// `still_fails` says and start again from it; stop when none is kept or
+/// `budget` runs are spent. Returns the smallest scenario and the runs.
+/// Candidates that cannot run must be left out by `edits`: every candidate
+/// tried costs a run.
+pub fn greedy(
+    failing: &Scenario,
+    edits: &dyn Fn(&Scenario) -> Vec<Scenario>,
+    still_fails: &mut dyn FnMut(&Scenario) -> bool,
+    budget: usize,
+) -> (Scenario, usize) {
     let mut best = failing.clone();
     let mut runs = 0;
     'outer: while runs < budget {
-        for world in world_edits(&best.world) {
-            let mut smaller = best.clone();
-            smaller.world = world;
-            if smaller.validate().is_err() {
-                continue;
-            }
+        for smaller in edits(&best) {
             if runs >= budget {
                 break 'outer;
             }

@@ -17,28 +17,16 @@ pub(crate) fn shrink(
     still_fails: &mut dyn FnMut(&Scenario) -> bool,
     budget: usize,
 ) -> (Scenario, usize) {
-    let mut best = failing.clone();
-    let mut runs = 0;
-    'outer: while runs < budget {
-        let Ok(current) = serde_json::to_value(&best) else {
-            break;
+    let candidates = |best: &Scenario| {
+        let Ok(current) = serde_json::to_value(best) else {
+            return Vec::new();
         };
-        for candidate in edits(&current) {
-            let Ok(smaller) = Scenario::parse(&candidate.to_string()) else {
-                continue;
-            };
-            if runs >= budget {
-                break 'outer;
-            }
-            runs += 1;
-            if still_fails(&smaller) {
-                best = smaller;
-                continue 'outer;
-            }
-        }
-        break;
-    }
-    (best, runs)
+        edits(&current)
+            .into_iter()
+            .filter_map(|candidate| Scenario::parse(&candidate.to_string()).ok())
+            .collect()
+    };
+    crate::shrink::greedy(failing, &candidates, still_fails, budget)
 }
 
 /// Every one-step simplification of `s` (a scenario as JSON), biggest

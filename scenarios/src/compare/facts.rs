@@ -3,6 +3,8 @@
 //! history into [`RunFacts`]; everything after that is system-neutral, so
 //! both systems are measured by one piece of code.
 
+use percsim_checker::{Event, Outcome};
+use percsim_sim::EventKind;
 use serde::Serialize;
 
 /// How a transaction ended, as its client was told.
@@ -14,6 +16,26 @@ pub enum Ending {
     Aborted,
     /// The client never learnt (it died, or the reply was lost).
     Unknown,
+}
+
+impl From<Outcome> for Ending {
+    fn from(outcome: Outcome) -> Ending {
+        match outcome {
+            Outcome::Committed => Ending::Committed,
+            Outcome::Aborted => Ending::Aborted,
+            Outcome::Unknown => Ending::Unknown,
+        }
+    }
+}
+
+/// When a run's workload phase ended, by its events: the healed phase's
+/// start, or its last event when the run has no healed phase.
+pub fn workload_end_ns(events: &[Event]) -> u64 {
+    let healed = EventKind::PhaseHealed.name();
+    events
+        .iter()
+        .find(|e| e.kind == healed)
+        .map_or_else(|| events.last().map_or(0, |e| e.t_ns), |e| e.t_ns)
 }
 
 /// One transaction: when it began and ended (simulated ns from the start

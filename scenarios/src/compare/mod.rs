@@ -7,7 +7,9 @@ mod facts;
 mod mix;
 mod table;
 
-pub use facts::{DeathFact, DocFact, Ending, Metrics, RunFacts, Samples, TxnFact, quantile};
+pub use facts::{
+    DeathFact, DocFact, Ending, Metrics, RunFacts, Samples, TxnFact, quantile, workload_end_ns,
+};
 pub use mix::{FaultMix, parse_mix};
 pub use table::{Cell, Table};
 

@@ -3,7 +3,7 @@
 //! observers, and each dead client's orphaned locks followed to their
 //! cleanup (the `roll_forward`/`roll_back` events of readers).
 
-use crate::compare::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
+use crate::compare::{DeathFact, DocFact, RunFacts, TxnFact, workload_end_ns};
 use percsim_checker::{History, Op, Outcome, Transaction};
 use percsim_sim::EventKind;
 use std::collections::BTreeMap;
@@ -24,24 +24,14 @@ pub fn job() -> crate::systems::percolator::workloads::Pipeline {
 
 /// Read a Percolator history.
 pub fn facts(h: &History) -> RunFacts {
-    let healed = EventKind::PhaseHealed.name();
-    let workload_end_ns = h
-        .events
-        .iter()
-        .find(|e| e.kind == healed)
-        .map(|e| e.t_ns)
-        .unwrap_or_else(|| h.events.last().map_or(0, |e| e.t_ns));
+    let workload_end_ns = workload_end_ns(&h.events);
     let txns = h
         .transactions
         .iter()
         .map(|t| TxnFact {
             invoke_ns: t.invoke_ns,
             complete_ns: t.complete_ns,
-            ending: match t.outcome {
-                Outcome::Committed => Ending::Committed,
-                Outcome::Aborted => Ending::Aborted,
-                Outcome::Unknown => Ending::Unknown,
-            },
+            ending: t.outcome.into(),
         })
         .collect();
     RunFacts {
@@ -374,7 +364,7 @@ mod tests {
             .collect();
         assert_eq!(docs, vec![(100, Some(400)), (150, None), (180, Some(260))]);
         assert_eq!(f.txns.len(), 9);
-        assert_eq!(f.txns[6].ending, Ending::Unknown);
+        assert_eq!(f.txns[6].ending, crate::compare::Ending::Unknown);
     }
 
     #[test]

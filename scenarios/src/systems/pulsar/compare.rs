@@ -4,7 +4,7 @@
 //! produced their output, and the transactions open at a death followed
 //! to the first recorded fact that shows them ended.
 
-use crate::compare::{DeathFact, DocFact, Ending, RunFacts, TxnFact};
+use crate::compare::{DeathFact, DocFact, RunFacts, TxnFact, workload_end_ns};
 use percsim_checker::stream::{MarkerKind, OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
 use percsim_sim::{EventKind, Role};
@@ -27,22 +27,14 @@ pub fn job() -> super::workloads::StreamPipeline {
 /// world's (kills, the healed phase).
 pub fn facts(h: &StreamHistory) -> RunFacts {
     let events = &h.events;
-    let healed = EventKind::PhaseHealed.name();
-    let workload_end_ns = events
-        .iter()
-        .find(|e| e.kind == healed)
-        .map_or_else(|| events.last().map_or(0, |e| e.t_ns), |e| e.t_ns);
+    let workload_end_ns = workload_end_ns(events);
     let txns = h
         .transactions
         .iter()
         .map(|t| TxnFact {
             invoke_ns: t.invoke_ns,
             complete_ns: t.complete_ns,
-            ending: match t.outcome {
-                Outcome::Committed => Ending::Committed,
-                Outcome::Aborted => Ending::Aborted,
-                Outcome::Unknown => Ending::Unknown,
-            },
+            ending: t.outcome.into(),
         })
         .collect();
     RunFacts {

@@ -97,7 +97,7 @@ impl<'h> Model<'h> {
             })
             .collect();
         let timeline = Timeline {
-            lanes: lane_labels(&lanes),
+            lanes: lane_labels(&lanes, &[(percsim_sim::LOADER_CLIENT, "initial load")]),
             bars,
             bands: fault_bands(&history.events, &lanes, end_ns),
             healed_ns: healed_at(&history.events),
@@ -137,13 +137,18 @@ pub(crate) fn healed_at(events: &[Event]) -> Option<u64> {
         .map(|e| e.t_ns)
 }
 
-/// Each lane's label: the client and, when it ran several workers, which.
-pub(crate) fn lane_labels(lanes: &[Lane]) -> Vec<String> {
+/// Each lane's label: the client and, when it ran several workers, which;
+/// a client id in `named` (a history's sentinel, such as the initial load's
+/// or a coordinator's own decisions) is labelled by its name instead.
+pub(crate) fn lane_labels(lanes: &[Lane], named: &[(u64, &str)]) -> Vec<String> {
     lanes
         .iter()
         .map(|l| {
             let workers = lanes.iter().filter(|x| x.client == l.client).count();
-            if workers > 1 {
+            let name = named.iter().find(|(c, _)| *c == l.client).map(|n| n.1);
+            if let Some(name) = name {
+                name.to_string()
+            } else if workers > 1 {
                 format!("client {} / {}", l.client, l.slot)
             } else {
                 format!("client {}", l.client)
@@ -307,5 +312,31 @@ fn partition_band(e: &Event, duration_ms: u64, lanes: &[Lane]) -> Band {
         to_ns: e.t_ns + duration_ms * 1_000_000,
         rows,
         label,
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::lane_labels;
+    use crate::histfile::Lane;
+
+    #[test]
+    fn a_sentinel_client_gets_its_name_and_others_their_number() {
+        let lanes = [
+            Lane { client: 0, slot: 0 },
+            Lane { client: 2, slot: 0 },
+            Lane { client: 2, slot: 1 },
+            Lane {
+                client: u64::MAX,
+                slot: 0,
+            },
+        ];
+        let labels = lane_labels(&lanes, &[(u64::MAX, "coordinator")]);
+        assert_eq!(
+            labels,
+            ["client 0", "client 2 / 0", "client 2 / 1", "coordinator"]
+        );
+        let unnamed = lane_labels(&lanes, &[]);
+        assert_eq!(unnamed[3], format!("client {}", u64::MAX));
     }
 }

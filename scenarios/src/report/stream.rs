@@ -117,7 +117,7 @@ fn timeline(src: &StreamSource<'_>, report: &StreamReport) -> Timeline {
         })
         .collect();
     Timeline {
-        lanes: lane_labels(&lanes),
+        lanes: lane_labels(&lanes, &[(percsim_sim::COORDINATOR_CLIENT, "coordinator")]),
         bars,
         bands: fault_bands(src.events, &lanes, end_ns),
         healed_ns: healed_at(src.events),

@@ -92,4 +92,6 @@ pub(crate) mod kinds {
         reads_clock: false,
         stalls: true,
     };
+    /// Every kind of node of a Pulsar cluster.
+    pub(crate) const ALL: [NodeKind; 3] = [METADATA, BROKER, CLIENT];
 }

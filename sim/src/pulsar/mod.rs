@@ -13,10 +13,11 @@
 //! (see `docs/pulsar.md`, "Ownership, lookup and fencing").
 
 pub(crate) mod config;
+pub mod control;
 pub mod ids;
 mod invariants;
 pub(crate) mod nodes;
-mod record;
+pub(crate) mod record;
 mod rpc;
 mod store;
 pub(crate) mod workload;
@@ -28,6 +29,7 @@ use crate::world::node::NodeName;
 use crate::world::system_history::SystemHistory;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
+use control::{ArmedPoint, At, PointAction, PulsarControl};
 use ids::{PulsarEvent, kinds};
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
@@ -106,6 +108,7 @@ impl System for Pulsar {
             points: Mutex::default(),
             incarnations: Mutex::new(vec![0; self.clients]),
             watch: Mutex::new(Watch::new(self.cfg.ablations)),
+            armed: Mutex::default(),
         })))
     }
 }
@@ -147,6 +150,8 @@ pub(crate) struct Cluster {
     pub incarnations: Mutex<Vec<u32>>,
     /// What the assertions remember of the durable logs.
     pub watch: Mutex<Watch>,
+    /// Points a workload's driver armed, in the order it armed them.
+    pub armed: Mutex<Vec<ArmedPoint>>,
 }
 
 impl Cluster {
@@ -201,9 +206,10 @@ impl Cluster {
         ownership::lookup(&d.meta, &Resource::Coordinator(store::COORDINATOR))
     }
 
-    /// Server `node` reached `point`: count it (`pulsar.point.<name>`), and
-    /// kill the server (or freeze it) if that is planned for this time.
-    pub(crate) async fn reached(&self, node: &str, point: ServerPoint) {
+    /// Server `node` reached `point` while handling what `at` says: count
+    /// it (`pulsar.point.<name>`), and kill the server (or freeze it) if
+    /// that is planned for this time or a driver armed the point for it.
+    pub(crate) async fn reached(&self, node: &str, point: ServerPoint, at: At) {
         let n = {
             let mut points = crate::world::lock(&self.points);
             let n = points.entry(point).or_default();
@@ -214,26 +220,48 @@ impl Cluster {
             .cfg
             .crashes
             .iter()
-            .find(|c| c.point == point && c.nth == n);
-        let Some(c) = planned else {
+            .find(|c| c.point == point && c.nth == n)
+            .map(|c| match c.pause_ms {
+                Some(pause_ms) => PointAction::Pause { pause_ms },
+                None => PointAction::Kill {
+                    restart_after_ms: Some(c.restart_after_ms),
+                },
+            });
+        let action = match planned {
+            Some(a) => Some(a),
+            None => self.armed_action(node, point, &at),
+        };
+        let Some(action) = action else {
             return;
+        };
+        let pause_ms = match action {
+            PointAction::Pause { pause_ms } => Some(pause_ms),
+            PointAction::Kill { .. } => None,
         };
         self.event(
             PulsarEvent::CrashAtPoint,
-            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": c.pause_ms}),
+            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": pause_ms}),
         );
-        self.world.request(match c.pause_ms {
-            Some(ms) => Control::Pause {
+        self.world.request(match action {
+            PointAction::Pause { pause_ms } => Control::Pause {
                 node: node.to_string(),
-                duration_ms: Some(ms),
+                duration_ms: Some(pause_ms),
             },
-            None => Control::Kill {
+            PointAction::Kill { restart_after_ms } => Control::Kill {
                 node: node.to_string(),
-                restart_after_ms: Some(c.restart_after_ms),
+                restart_after_ms,
             },
         });
         // The kill takes effect when the world's control task runs.
         sleep(Duration::from_millis(1)).await;
+    }
+
+    /// The action of the first point a driver armed that this reach
+    /// matches (disarmed now).
+    fn armed_action(&self, node: &str, point: ServerPoint, at: &At) -> Option<PointAction> {
+        let mut armed = crate::world::lock(&self.armed);
+        let i = armed.iter().position(|a| a.matches(node, point, at))?;
+        Some(armed.remove(i).action)
     }
 
     fn node(self: &Arc<Self>, name: NodeName, ip: IpAddr) -> NodeSpec {
@@ -281,8 +309,9 @@ impl Tenant for Installed {
         // Pulsar's clients hold no liveness session in this model.
     }
 
-    fn driver(&self, _control: FaultControl) -> Option<BoxFuture<()>> {
-        None
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
+        let control = PulsarControl::new(control, self.0.clone());
+        self.0.workload.driver(control)
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
@@ -327,7 +356,7 @@ impl Tenant for Installed {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        Box::pin(async { Vec::new() })
+        self.0.workload.final_check()
     }
 
     fn history(

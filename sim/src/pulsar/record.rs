@@ -15,6 +15,11 @@ use percsim_protocol::pulsar::client::{ClientEvent, TxnOutcome};
 use percsim_protocol::pulsar::types::{Partition, TxnAction, TxnId};
 use std::collections::BTreeMap;
 
+/// The client id a stream history records a transaction under when no
+/// client is known to have begun it: the coordinator's own decision (a
+/// timeout of a transaction whose open was never answered).
+pub const COORDINATOR_CLIENT: u64 = u64::MAX;
+
 /// Who reported an event: a client, its incarnation and its worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Reporter {
@@ -183,7 +188,7 @@ impl StreamRecorder {
         let t = self
             .txns
             .entry(txn)
-            .or_insert_with(|| new_txn(txn, u64::MAX, 0));
+            .or_insert_with(|| new_txn(txn, COORDINATOR_CLIENT, 0));
         t.coordinator = Some(CoordinatorDecision {
             outcome: Outcome::Aborted,
             t_ns: now_ns,
@@ -264,7 +269,7 @@ fn finish(t: &mut StreamTxn, outcome: TxnOutcome, now_ns: u64) {
 fn dump(durable: &Durable, txns: &mut BTreeMap<TxnId, StreamTxn>) -> StreamFinalState {
     let mut known = |txn: TxnId| {
         txns.entry(txn)
-            .or_insert_with(|| new_txn(txn, u64::MAX, 0))
+            .or_insert_with(|| new_txn(txn, COORDINATOR_CLIENT, 0))
             .id
     };
     let mut state = StreamFinalState {

@@ -5,6 +5,7 @@
 pub use crate::pulsar::nodes::client::PulsarTask;
 pub use crate::world::BoxFuture;
 use percsim_checker::stream::SubscriptionDecl;
+use crate::pulsar::control::PulsarControl;
 use percsim_protocol::pulsar::client::ClientPoint;
 
 /// A workload the Pulsar cluster can run.
@@ -25,5 +26,16 @@ pub trait PulsarWorkload: Send + Sync + 'static {
     /// mid-transaction); none by default.
     fn crash_rate(&self, _point: ClientPoint) -> f64 {
         0.0
+    }
+    /// An optional task on the harness's own node during the workload
+    /// phase (a script's driver), which can inject faults and read the
+    /// durable logs; when it finishes, the workload phase ends early.
+    fn driver(&self, _control: PulsarControl) -> Option<BoxFuture<()>> {
+        None
+    }
+    /// After the healed phase: the workload's own violations (a script's
+    /// failed expectations). None by default.
+    fn final_check(&self) -> BoxFuture<Vec<String>> {
+        Box::pin(async { Vec::new() })
     }
 }

@@ -111,9 +111,16 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     /// Begin: a coordinator opens the transaction (OPEN is durable) and
     /// hands out its TxnId.
     pub async fn begin(t: &'t T) -> Result<Self, ClientError> {
+        Self::begin_with_timeout(t, t.config().txn_timeout_ms).await
+    }
+
+    /// Begin with a timeout of its own (instead of the client's
+    /// configured one): the coordinator aborts the transaction if it is
+    /// still open this long after it opened.
+    pub async fn begin_with_timeout(t: &'t T, timeout_ms: u64) -> Result<Self, ClientError> {
         let req = TcRequest::Open {
             producer: t.producer(),
-            timeout_ms: t.config().txn_timeout_ms,
+            timeout_ms,
         };
         // Not retried: a lost answer leaves an OPEN that times out.
         match t.coordinator(req).await? {

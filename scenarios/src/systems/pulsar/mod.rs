@@ -19,7 +19,7 @@ use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, RunOutput, WorldCon
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use workloads::{Stream, StreamPipeline};
+use workloads::{PulsarScriptFile, ScriptWorkload, Stream, StreamPipeline};
 
 /// Pulsar in the registry.
 pub static PULSAR: PulsarDef = PulsarDef;
@@ -38,6 +38,8 @@ pub enum PulsarWorkloadSpec {
     Stream(Stream),
     /// The document job as an exactly-once stream processor.
     StreamPipeline(StreamPipeline),
+    /// A script: named producers and consumers, steps and expectations.
+    Script(PulsarScriptFile),
 }
 
 impl PulsarWorkloadSpec {
@@ -46,13 +48,20 @@ impl PulsarWorkloadSpec {
         match self {
             PulsarWorkloadSpec::Stream(_) => "stream",
             PulsarWorkloadSpec::StreamPipeline(_) => "stream-pipeline",
+            PulsarWorkloadSpec::Script(_) => "script",
         }
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self, cluster: &PulsarConfig) -> Result<(), String> {
         match self {
             PulsarWorkloadSpec::Stream(s) => s.validate(),
             PulsarWorkloadSpec::StreamPipeline(p) => p.validate(),
+            PulsarWorkloadSpec::Script(s) => {
+                let mut nodes = vec!["metadata".to_string()];
+                nodes.extend((0..cluster.brokers).map(|i| format!("broker-{i}")));
+                nodes.extend((0..cluster.clients).map(|i| format!("client-{i}")));
+                s.validate(cluster.clients, &nodes)
+            }
         }
     }
 
@@ -60,6 +69,7 @@ impl PulsarWorkloadSpec {
         match self {
             PulsarWorkloadSpec::Stream(s) => Arc::new(s.clone()),
             PulsarWorkloadSpec::StreamPipeline(p) => Arc::new(p.clone()),
+            PulsarWorkloadSpec::Script(s) => Arc::new(ScriptWorkload(s.fresh())),
         }
     }
 }
@@ -128,11 +138,11 @@ impl SystemDef for PulsarDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["stream", "stream-pipeline"]
+        &["stream", "stream-pipeline", "script"]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
-        self.workloads()
+        &["stream", "stream-pipeline"]
     }
 
     fn fault_classes(&self) -> &'static [&'static str] {
@@ -215,7 +225,9 @@ impl SystemSpec for PulsarSpec {
 
     fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
         percsim_sim::validate_pulsar(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
-        self.workload.validate().map_err(ScenarioError::Invalid)
+        self.workload
+            .validate(&self.cluster)
+            .map_err(ScenarioError::Invalid)
     }
 
     fn run(
@@ -226,5 +238,9 @@ impl SystemSpec for PulsarSpec {
     ) -> Result<RunOutput, ConfigError> {
         let w = self.workload.build();
         percsim_sim::run_pulsar(world, &self.cluster, seed, w, description)
+    }
+
+    fn expectations(&self) -> bool {
+        matches!(self.workload, PulsarWorkloadSpec::Script(_))
     }
 }

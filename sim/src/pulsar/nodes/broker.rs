@@ -11,6 +11,7 @@
 //! fence, or a heartbeat answered "expired", makes the broker stop serving
 //! the resource (it then answers [`NotOwner`]).
 
+use crate::pulsar::control::At;
 use crate::pulsar::ids::{PulsarEvent, kinds};
 use crate::pulsar::invariants::{self, Writer};
 use crate::pulsar::nodes::coordinator::Tc;
@@ -317,12 +318,16 @@ impl Broker {
             Ok((reply, self.write(&call.partition, store, owned, write)?))
         })?;
         let point = match &call.req {
-            BrokerRequest::Send(m) if m.txn.is_some() => Some(ServerPoint::AfterAppendLogged),
-            BrokerRequest::Ack { txn: Some(_), .. } => Some(ServerPoint::AfterPendingAckLogged),
+            BrokerRequest::Send(m) if m.txn.is_some() => Some((ServerPoint::AfterAppendLogged, m.txn)),
+            BrokerRequest::Ack { txn: Some(t), .. } => Some((ServerPoint::AfterPendingAckLogged, Some(*t))),
             _ => None,
         };
-        if let (true, Some(p)) = (wrote, point) {
-            self.cluster.reached(&self.name, p).await;
+        if let (true, Some((p, txn))) = (wrote, point) {
+            let at = At {
+                txn,
+                partition: Some(call.partition.clone()),
+            };
+            self.cluster.reached(&self.name, p, at).await;
         }
         Ok(reply)
     }
@@ -343,8 +348,12 @@ impl Broker {
             self.write(&partition, store, owned, write)
         })?;
         if wrote {
+            let at = At {
+                txn: Some(call.0.txn),
+                partition: Some(partition),
+            };
             self.cluster
-                .reached(&self.name, ServerPoint::AfterMarkerLogged)
+                .reached(&self.name, ServerPoint::AfterMarkerLogged, at)
                 .await;
         }
         Ok(())

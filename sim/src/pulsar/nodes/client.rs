@@ -4,12 +4,14 @@
 //! coordinator or a partition and caches the answer; "not owner" or no
 //! answer makes it look up again.
 
+use crate::pulsar::control::calls;
 use crate::pulsar::ids::{PulsarCounter, PulsarEvent, kinds};
 use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
+use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
 use crate::world::{Carried, Control, deadline};
 use madsim::net::rpc::Request;
@@ -63,6 +65,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
             process: process.clone(),
             task,
             producer,
+            session: (incarnation as u64) << 32,
         };
         let t = PulsarTask {
             conn,
@@ -93,6 +96,44 @@ pub struct Conn {
     process: Arc<Process>,
     task: usize,
     producer: ProducerRef,
+    /// The consumer session it reads on: the incarnation in the high half,
+    /// how often the task reopened its consumer in the low half.
+    session: u64,
+}
+
+/// What a message says about itself, for the world's message rules.
+struct Tag {
+    call: &'static str,
+    txn: Option<TxnId>,
+    partition: Option<Partition>,
+}
+
+impl Tag {
+    fn of_tc(req: &TcRequest) -> Tag {
+        let (call, txn) = match req {
+            TcRequest::Open { .. } => (calls::OPEN, None),
+            TcRequest::AddParticipant { txn, .. } => (calls::ADD_PARTICIPANT, Some(*txn)),
+            TcRequest::End { txn, .. } => (calls::END_TXN, Some(*txn)),
+        };
+        Tag {
+            call,
+            txn,
+            partition: None,
+        }
+    }
+
+    fn of_broker(partition: &Partition, req: &BrokerRequest) -> Tag {
+        let (call, txn) = match req {
+            BrokerRequest::Send(m) => (calls::SEND, m.txn),
+            BrokerRequest::Ack { txn, .. } => (calls::ACK, *txn),
+            BrokerRequest::Read { .. } => (calls::READ, None),
+        };
+        Tag {
+            call,
+            txn,
+            partition: Some(partition.clone()),
+        }
+    }
 }
 
 impl Conn {
@@ -113,6 +154,33 @@ impl Conn {
             "{}.{}.{}",
             self.process.index, self.process.incarnation, self.task
         )
+    }
+
+    /// Another task's connection on the same client process (a scripted
+    /// actor's): its own producer session and consumer name.
+    pub fn sibling(&self, task: usize) -> Conn {
+        let p = &self.process;
+        Conn {
+            process: p.clone(),
+            task,
+            producer: ProducerRef {
+                producer_id: ((p.index as u64) << 32) | ((p.incarnation as u64) << 16) | task as u64,
+                epoch: 0,
+            },
+            session: self.session,
+        }
+    }
+
+    /// The same connection with its consumer reopened: it reads on a new
+    /// session, which closes the earlier one (the dispatcher takes back
+    /// what that one held).
+    pub fn reopened(&self) -> Conn {
+        Conn {
+            process: self.process.clone(),
+            task: self.task,
+            producer: self.producer,
+            session: self.session + 1,
+        }
     }
 
     /// How many clients the cluster has.
@@ -148,11 +216,23 @@ impl Conn {
         dst: SocketAddr,
         req: R,
         duplicable: bool,
+        tag: &Tag,
     ) -> Result<R::Response, RpcError> {
         let p = &self.process;
         p.cluster.world.watchdog_tick();
         self.wait_if_stalled().await;
         let timeout = Duration::from_millis(p.cluster.world.config().rpc_timeout_ms);
+        let world = &p.cluster.world;
+        if world.intercepting() {
+            let tag = MsgTag {
+                call: tag.call,
+                txn: tag.txn.map(|t| t.seq),
+                item: tag.partition.as_ref().map(|p| p.to_string()),
+                from: kinds::CLIENT.nth(p.index).to_string(),
+            };
+            let call = world.call_tagged(&p.ep, dst, req, tag, timeout);
+            return call.await.map_err(|()| RpcError::Timeout);
+        }
         if duplicable && p.cluster.world.carry(dst, &req) == Carried::Late {
             // The network holds the request back: no reply comes in time.
             madsim::time::sleep(timeout).await;
@@ -184,6 +264,7 @@ impl Conn {
         resource: &Resource,
         make: impl Fn() -> R,
         duplicable: bool,
+        tag: Tag,
     ) -> Result<T, RpcError>
     where
         R: Request<Response = Result<T, NotOwner>> + Clone,
@@ -201,7 +282,7 @@ impl Conn {
                 }
                 Err(e) => return Err(e),
             };
-            match self.call(broker_addr(owner), make(), duplicable).await {
+            match self.call(broker_addr(owner), make(), duplicable, &tag).await {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotOwner)) => {
                     p.cluster.bump(PulsarCounter::NotOwner);
@@ -249,13 +330,15 @@ impl PulsarTransport for Conn {
     fn consumer(&self) -> ConsumerRef {
         ConsumerRef {
             name: format!("{}.{}", kinds::CLIENT.nth(self.process.index), self.task),
-            session: self.process.incarnation as u64,
+            session: self.session,
         }
     }
 
     async fn coordinator(&self, req: TcRequest) -> Result<TcReply, RpcError> {
         let resource = Resource::Coordinator(COORDINATOR);
-        self.routed(&resource, || TcCall(req.clone()), true).await
+        let tag = Tag::of_tc(&req);
+        self.routed(&resource, || TcCall(req.clone()), true, tag)
+            .await
     }
 
     async fn broker(
@@ -271,7 +354,8 @@ impl PulsarTransport for Conn {
             partition: partition.clone(),
             req: req.clone(),
         };
-        self.routed(&resource, make, duplicable).await
+        let tag = Tag::of_broker(partition, &req);
+        self.routed(&resource, make, duplicable, tag).await
     }
 
     async fn sleep_ms(&self, ms: u64) {

@@ -9,6 +9,7 @@
 //! transaction. An append refused by the fence stops this instance: it
 //! answers [`NotOwner`] and acts no further.
 
+use crate::pulsar::control::{At, calls};
 use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::invariants::Writer;
 use crate::pulsar::nodes::route::Router;
@@ -16,6 +17,7 @@ use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr};
 use crate::world::port::Port;
+use crate::world::intercept::MsgTag;
 use crate::world::{Carried, deadline};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -26,7 +28,7 @@ use percsim_protocol::pulsar::coordinator::{
 };
 use percsim_protocol::pulsar::ownership::{Epochs, Resource, check_append};
 use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_protocol::pulsar::types::{Marker, Participant, TxnAction, TxnId};
+use percsim_protocol::pulsar::types::{Marker, Participant, Partition, TxnAction, TxnId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -149,8 +151,12 @@ impl Tc {
         }
     }
 
-    async fn reached(&self, point: ServerPoint) {
-        self.cluster.reached(&self.node, point).await;
+    async fn reached(&self, point: ServerPoint, txn: TxnId, partition: Option<Partition>) {
+        let at = At {
+            txn: Some(txn),
+            partition,
+        };
+        self.cluster.reached(&self.node, point, at).await;
     }
 
     /// Serve one client request.
@@ -168,7 +174,7 @@ impl Tc {
                     self.log(&mut s, record)?;
                     txn
                 };
-                self.reached(ServerPoint::AfterOpenLogged).await;
+                self.reached(ServerPoint::AfterOpenLogged, txn, None).await;
                 Ok(TcReply::Opened(txn))
             }
             TcRequest::AddParticipant { txn, participant } => {
@@ -204,7 +210,7 @@ impl Tc {
             madsim::task::spawn(async move {
                 tc.append_latency().await;
                 if tc.log_end(txn, action) {
-                    tc.reached(ServerPoint::AfterEndingLogged).await;
+                    tc.reached(ServerPoint::AfterEndingLogged, txn, None).await;
                 }
                 tc.complete(txn, action).await;
             });
@@ -226,7 +232,7 @@ impl Tc {
             }
         };
         if plan.iter().any(|a| matches!(a, TcAction::Log(_))) {
-            self.reached(ServerPoint::AfterEndingLogged).await;
+            self.reached(ServerPoint::AfterEndingLogged, txn, None).await;
         }
         self.send_markers(markers_of(&plan)).await;
         self.finish(txn).await
@@ -279,36 +285,38 @@ impl Tc {
                 Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
-        self.reached(ServerPoint::AfterEndLogged).await;
+        self.reached(ServerPoint::AfterEndLogged, txn, None).await;
         Ok(reply)
     }
 
     /// Send every marker until its broker acknowledges it.
     async fn send_markers(&self, markers: Vec<Marker>) {
         let total = markers.len();
+        let Some(txn) = markers.first().map(|m| m.txn) else {
+            return;
+        };
         let mut pending: FuturesUnordered<_> =
             markers.into_iter().map(|m| self.send_marker(m)).collect();
         let mut done = 0;
-        while pending.next().await.is_some() {
+        while let Some(partition) = pending.next().await {
             done += 1;
             if done == 1 && total > 1 {
-                self.reached(ServerPoint::AfterFirstMarker).await;
+                let first = Some(partition);
+                self.reached(ServerPoint::AfterFirstMarker, txn, first).await;
             }
         }
-        if total > 0 {
-            self.reached(ServerPoint::AfterAllMarkers).await;
-        }
+        self.reached(ServerPoint::AfterAllMarkers, txn, None).await;
     }
 
     /// Send `marker` to the broker that owns its partition (looked up,
     /// and looked up again after "not owner" or no answer) until it is
     /// acknowledged, or this instance stops.
-    async fn send_marker(&self, marker: Marker) {
+    async fn send_marker(&self, marker: Marker) -> Partition {
         let partition = match &marker.to {
             Participant::Partition(p) => p.clone(),
             Participant::Subscription(s) => s.partition.clone(),
         };
-        let resource = Resource::Partition(partition);
+        let resource = Resource::Partition(partition.clone());
         let world = &self.cluster.world;
         let timeout = Duration::from_millis(world.config().rpc_timeout_ms);
         while self.active() {
@@ -316,12 +324,24 @@ impl Tc {
                 let dst = broker_addr(owner);
                 world.watchdog_tick();
                 let call = MarkerCall(marker.clone());
-                if world.carry(dst, &call) == Carried::Late {
+                if world.intercepting() {
+                    let tag = MsgTag {
+                        call: calls::MARKER,
+                        txn: Some(marker.txn.seq),
+                        item: Some(partition.to_string()),
+                        from: self.node.clone(),
+                    };
+                    match world.call_tagged(&self.ep, dst, call, tag, timeout).await {
+                        Ok(Ok(())) => return partition,
+                        Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
+                        Err(()) => {}
+                    }
+                } else if world.carry(dst, &call) == Carried::Late {
                     // The network holds this marker back; it lands late, unanswered.
                     sleep(timeout).await;
                 } else {
                     match deadline::call(&self.ep, dst, call, timeout).await {
-                        Ok(Ok(())) => return,
+                        Ok(Ok(())) => return partition,
                         Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
                         Err(_) => {}
                     }
@@ -330,6 +350,7 @@ impl Tc {
             }
             sleep(Duration::from_millis(50)).await;
         }
+        partition
     }
 
     /// Abort transactions past their timeout, every `timeout_scan_ms`.

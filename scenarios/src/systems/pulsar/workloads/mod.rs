@@ -3,9 +3,11 @@
 //! `stream-pipeline` (the exactly-once consume-transform-produce job).
 
 mod pipeline;
+pub mod script;
 mod stream;
 
 pub use pipeline::StreamPipeline;
+pub use script::{PulsarScriptFile, ScriptWorkload};
 pub use stream::Stream;
 
 use percsim_protocol::pulsar::buffer::Delivered;

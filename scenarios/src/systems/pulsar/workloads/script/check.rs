@@ -81,9 +81,9 @@ pub(super) fn validate_verb(
                 + usize::from(expect.expect_set.is_some())
                 + usize::from(expect.expect_none);
             match given {
-                1 => Ok(()),
+                0 | 1 => Ok(()),
                 _ => Err(format!(
-                    "{at}: recv: give exactly one of expect, expect_set, expect_none"
+                    "{at}: recv: give at most one of expect, expect_set, expect_none"
                 )),
             }
         }

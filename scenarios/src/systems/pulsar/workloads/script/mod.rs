@@ -58,12 +58,18 @@ pub struct PulsarScript {
     /// count is the cluster's.
     #[serde(default = "default_topic")]
     pub topic: String,
+    /// Subscriptions the history declares exactly-once (each message
+    /// acknowledged by at most one committed transaction, judged by the
+    /// stream checker's `duplicate` and `exactly_once` rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exactly_once: Vec<String>,
 }
 
 impl Default for PulsarScript {
     fn default() -> Self {
         PulsarScript {
             topic: default_topic(),
+            exactly_once: Vec::new(),
         }
     }
 }
@@ -133,7 +139,7 @@ impl ScriptSystem for PulsarScript {
     type State = PulsarState;
     type Control = ScriptControlOf;
     type Client = Arc<Conn>;
-    const FIELDS: &'static [&'static str] = &["topic"];
+    const FIELDS: &'static [&'static str] = &["topic", "exactly_once"];
     const VERBS: &'static [&'static str] = VERBS;
     const THREAD: ThreadWords = ThreadWords {
         field: "actor",
@@ -294,9 +300,9 @@ impl PulsarWorkload for ScriptWorkload {
         self.subscription_names()
             .into_iter()
             .map(|name| SubscriptionDecl {
-                name,
                 topic: self.0.system.topic.clone(),
-                exactly_once: false,
+                exactly_once: self.0.system.exactly_once.contains(&name),
+                name,
                 drained: false,
             })
             .collect()

@@ -78,7 +78,8 @@ fn default_within_ms() -> u64 {
     2_000
 }
 
-/// A `recv` step's expectation (exactly one of them).
+/// A `recv` step's expectation (at most one of them; none: receive for
+/// `quiet_ms` and leave the judgment to the stream checker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RecvExpect {

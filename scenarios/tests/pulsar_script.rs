@@ -57,7 +57,7 @@ fn read_committed_fails_when_an_expectation_changes() {
     let f = "read-committed.json";
     let cases = [
         ("/workload/steps/3/expect_offset", json!(1), "step 3 {", "expected offset 1; happened offset 0"),
-        ("/workload/steps/5/expect", json!([]), "", "give at most one of"),
+        ("/workload/steps/5", json!({"do": "recv", "actor": "c", "expect_none": true, "expect": []}), "workload.steps[5]", "give at most one of"),
         ("/workload/steps/7/expect", json!("aborted"), "step 7 {", "expected aborted; happened committed"),
         ("/workload/steps/8/expect/1", json!("other"), "step 8 {", "happened received [\"a\", \"plain\"]"),
         ("/workload/steps/16/entries/2", json!("<abort T1>"), "step 16 {", "it holds"),
@@ -102,4 +102,97 @@ fn each_planted_bug_has_a_script_that_catches_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+#[test]
+fn the_fault_and_consumer_cases_pass() {
+    let mut wrong = Vec::new();
+    for f in ["coordinator-crash-points.json", "message-faults.json", "consumers.json"] {
+        let r = judge(example(f));
+        if r.verdict != Verdict::Pass {
+            wrong.push(format!("{f}: {:?} {}", r.verdict, r.explanation.unwrap_or_default()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// Every example script of `examples/pulsar/script/`.
+fn examples() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/script");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the examples")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The step `step` with one of its expectations changed, if it has one.
+fn flipped(step: &Value) -> Option<Value> {
+    let mut s = step.clone();
+    let o = s.as_object_mut()?;
+    let other = |w: &str| match w {
+        "committed" => "aborted",
+        "accepted" => "failed",
+        "failed" => "accepted",
+        "absent" => "open",
+        _ => "committed",
+    };
+    if let Some(e) = o.get_mut("expect") {
+        match e {
+            Value::String(w) => *w = other(w).to_string(),
+            Value::Array(a) => a.push(json!("zz")),
+            _ => return None,
+        }
+    } else if let Some(Value::Array(a)) = o.get_mut("expect_set") {
+        a.push(json!("zz"));
+    } else if o.remove("expect_none").is_some() {
+        o.insert("expect".into(), json!(["zz"]));
+    } else if let Some(Value::String(w)) = o.get_mut("state") {
+        *w = other(w).to_string();
+    } else if let Some(Value::Array(a)) = o.get_mut("entries") {
+        a.push(json!("zz"));
+    } else if let Some(k) = ["expect_offset", "equals", "mark_delete"]
+        .into_iter()
+        .find(|k| o.contains_key(*k))
+    {
+        let n = o[k].as_u64()?;
+        o.insert(k.into(), json!(n + 1));
+    } else {
+        return None;
+    }
+    Some(s)
+}
+
+/// Each example passes, and each of its expectations, changed, fails it.
+#[test]
+fn every_example_passes_and_fails_when_any_expectation_changes() {
+    let mut wrong = Vec::new();
+    let mut flips = 0;
+    for name in examples() {
+        let v = example(&name);
+        let r = judge(v.clone());
+        if r.verdict != Verdict::Pass {
+            wrong.push(format!("{name}: {:?}", r.explanation));
+        }
+        for list in ["steps", "at_end"] {
+            let n = v["workload"][list].as_array().map_or(0, Vec::len);
+            for i in 0..n {
+                let Some(step) = flipped(&v["workload"][list][i]) else {
+                    continue;
+                };
+                let mut m = v.clone();
+                m["workload"][list][i] = step;
+                flips += 1;
+                let r = judge(m);
+                let named = r.explanation.as_deref().unwrap_or("").contains("expectation failed");
+                if r.verdict == Verdict::Pass || !named {
+                    wrong.push(format!("{name} {list}[{i}] changed: {:?}", r.verdict));
+                }
+            }
+        }
+    }
+    assert!(flips >= 50, "{flips} expectations changed");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -196,3 +196,65 @@ fn every_example_passes_and_fails_when_any_expectation_changes() {
     assert!(flips >= 50, "{flips} expectations changed");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Why the example `name`, with `f` applied, is refused.
+fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
+    let mut v = example(name);
+    f(&mut v);
+    let checked = Scenario::from_value(v).and_then(|s| s.validate());
+    checked.expect_err("refused").to_string()
+}
+
+/// What the model does not have is refused by step and verb, as are steps
+/// naming what does not exist.
+#[test]
+fn bad_steps_are_refused_by_step_and_verb() {
+    let f = "consumers.json";
+    let set = |i: usize, step: Value| move |v: &mut Value| v["workload"]["steps"][i] = step;
+    let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+        (
+            Box::new(set(17, json!({"do": "close", "actor": "c1"}))),
+            "workload.steps[17]: close: closing a consumer is not modelled",
+        ),
+        (
+            Box::new(set(16, json!({"do": "ack", "actor": "c1", "value": "m2", "cumulative": true}))),
+            "workload.steps[16].cumulative: ack: cumulative acknowledgment is not modelled",
+        ),
+        (
+            Box::new(|v: &mut Value| v["workload"]["steps"][1]["subscription_type"] = json!("exclusive")),
+            "workload.steps[1].subscription_type: consumer: Exclusive is not modelled",
+        ),
+        (
+            Box::new(set(5, json!({"do": "recv", "actor": "p", "expect_none": true}))),
+            "workload.steps[5].actor: \"p\" is not a consumer",
+        ),
+        (
+            Box::new(set(8, json!({"do": "ack", "actor": "c1", "txn": "T9", "value": "m1"}))),
+            "workload.steps[8].txn: transaction \"T9\" is not begun before this step",
+        ),
+        (
+            Box::new(set(9, json!({"do": "begin", "actor": "c1", "txn": "T1"}))),
+            "workload.steps[9].txn: transaction \"T1\" is begun twice",
+        ),
+        (
+            Box::new(set(3, json!({"do": "send", "actor": "nobody", "partition": 0, "value": "x"}))),
+            "workload.steps[3].actor: actor \"nobody\" is used before it is declared",
+        ),
+        (
+            Box::new(set(3, json!({"do": "stop_at", "point": "after_end_logged", "node": "client-0", "fault": {"kill": {}}}))),
+            "node \"client-0\" never reaches point after_end_logged (only brokers do)",
+        ),
+        (
+            Box::new(set(3, json!({"do": "intercept", "name": "r", "call": "marker", "client": 0, "fate": "drop"}))),
+            "workload.steps[3].client: the coordinator sends markers, not a client",
+        ),
+        (
+            Box::new(|v: &mut Value| v["pulsar"]["clients"] = json!(2)),
+            "workload.steps[2].client: client 2 does not exist (2 clients)",
+        ),
+    ];
+    for (edit, says) in cases {
+        let why = refused(f, edit);
+        assert!(why.contains(says), "expected {says:?} in {why:?}");
+    }
+}

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub enum ServerPoint {
     /// Coordinator: OPEN is durable; the TxnId is not answered yet.
     AfterOpenLogged,
+    /// Coordinator: a commit or abort request arrived; COMMITTING or
+    /// ABORTING is not logged yet (a script's point only: campaigns draw
+    /// from [`ServerPoint::ALL`]).
+    BeforeEndingLogged,
     /// Coordinator: COMMITTING or ABORTING is durable; no marker is sent.
     AfterEndingLogged,
     /// Coordinator: the first participant acknowledged its marker; the
@@ -34,7 +38,10 @@ pub enum ServerPoint {
 }
 
 impl ServerPoint {
-    /// Every point, in the order of a transaction's life.
+    /// The points only a script arms (a campaign's draws stay the same).
+    pub const SCRIPTED: [ServerPoint; 1] = [ServerPoint::BeforeEndingLogged];
+
+    /// Every point a campaign draws from, in the order of a transaction's life.
     pub const ALL: [ServerPoint; 8] = [
         ServerPoint::AfterOpenLogged,
         ServerPoint::AfterEndingLogged,
@@ -50,6 +57,7 @@ impl ServerPoint {
     pub fn name(self) -> &'static str {
         match self {
             ServerPoint::AfterOpenLogged => "after_open_logged",
+            ServerPoint::BeforeEndingLogged => "before_ending_logged",
             ServerPoint::AfterEndingLogged => "after_ending_logged",
             ServerPoint::AfterFirstMarker => "after_first_marker",
             ServerPoint::AfterAllMarkers => "after_all_markers",
@@ -65,6 +73,9 @@ impl ServerPoint {
         match self {
             ServerPoint::AfterOpenLogged => {
                 "an OPEN transaction nobody knows of: the timeout aborts it"
+            }
+            ServerPoint::BeforeEndingLogged => {
+                "the client asked to end, nothing is durable: the transaction stays OPEN until its timeout aborts it"
             }
             ServerPoint::AfterEndingLogged => {
                 "the decision is durable, no participant knows: replay sends every marker"
@@ -92,7 +103,10 @@ impl ServerPoint {
 
     /// The point named `name`.
     pub fn from_name(name: &str) -> Option<ServerPoint> {
-        ServerPoint::ALL.into_iter().find(|p| p.name() == name)
+        ServerPoint::ALL
+            .into_iter()
+            .chain(ServerPoint::SCRIPTED)
+            .find(|p| p.name() == name)
     }
 }
 
@@ -102,7 +116,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for p in ServerPoint::ALL {
+        for p in ServerPoint::ALL.into_iter().chain(ServerPoint::SCRIPTED) {
             assert_eq!(ServerPoint::from_name(p.name()), Some(p));
             assert_eq!(serde_json_name(p), p.name());
         }
@@ -111,10 +125,11 @@ mod tests {
 
     #[test]
     fn every_point_has_its_own_description() {
-        let mut texts: Vec<&str> = ServerPoint::ALL.iter().map(|p| p.describe()).collect();
+        let all = ServerPoint::ALL.iter().chain(&ServerPoint::SCRIPTED);
+        let mut texts: Vec<&str> = all.map(|p| p.describe()).collect();
         texts.sort();
         texts.dedup();
-        assert_eq!(texts.len(), ServerPoint::ALL.len());
+        assert_eq!(texts.len(), ServerPoint::ALL.len() + ServerPoint::SCRIPTED.len());
         assert!(texts.iter().all(|t| !t.is_empty()));
     }
 

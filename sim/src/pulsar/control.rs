@@ -181,3 +181,47 @@ impl PulsarControl {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn txn(seq: u64) -> TxnId {
+        TxnId {
+            coordinator: 0,
+            seq,
+        }
+    }
+
+    fn armed() -> ArmedPoint {
+        ArmedPoint {
+            point: ServerPoint::AfterMarkerLogged,
+            node: "broker-1".into(),
+            txn: Some(txn(3)),
+            partition: Some(Partition::new("t", 1)),
+            action: PointAction::Kill {
+                restart_after_ms: None,
+            },
+        }
+    }
+
+    #[test]
+    fn an_armed_point_matches_only_its_point_node_transaction_and_partition() {
+        let at = |t: u64, p: u32| At {
+            txn: Some(txn(t)),
+            partition: Some(Partition::new("t", p)),
+        };
+        let a = armed();
+        assert!(a.matches("broker-1", ServerPoint::AfterMarkerLogged, &at(3, 1)));
+        assert!(!a.matches("broker-0", ServerPoint::AfterMarkerLogged, &at(3, 1)));
+        assert!(!a.matches("broker-1", ServerPoint::AfterAppendLogged, &at(3, 1)));
+        assert!(!a.matches("broker-1", ServerPoint::AfterMarkerLogged, &at(4, 1)));
+        assert!(!a.matches("broker-1", ServerPoint::AfterMarkerLogged, &at(3, 0)));
+        let any = ArmedPoint {
+            txn: None,
+            partition: None,
+            ..armed()
+        };
+        assert!(any.matches("broker-1", ServerPoint::AfterMarkerLogged, &At::default()));
+    }
+}

@@ -204,6 +204,8 @@ impl Tc {
                 Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
+        self.reached(ServerPoint::BeforeEndingLogged, txn, None)
+            .await;
         if early {
             // The ablated coordinator answers before the record is durable.
             let tc = self.clone();

@@ -45,28 +45,76 @@ fn fails_when_changed(name: &str, pointer: &str, value: Value, step: &str, says:
         Err(e) => e.to_string(),
         Ok(s) => {
             let r = fuzz::judge(&s, false).result;
-            assert_eq!(r.verdict, Verdict::ExpectationFailed, "{name} {pointer}: {:?}", r.explanation);
+            assert_eq!(
+                r.verdict,
+                Verdict::ExpectationFailed,
+                "{name} {pointer}: {:?}",
+                r.explanation
+            );
             r.explanation.unwrap_or_default()
         }
     };
-    assert!(why.contains(step) && why.contains(says), "{name} {pointer}: {why}");
+    assert!(
+        why.contains(step) && why.contains(says),
+        "{name} {pointer}: {why}"
+    );
 }
 
 #[test]
 fn read_committed_fails_when_an_expectation_changes() {
     let f = "read-committed.json";
     let cases = [
-        ("/workload/steps/3/expect_offset", json!(1), "step 3 {", "expected offset 1; happened offset 0"),
-        ("/workload/steps/5", json!({"do": "recv", "actor": "c", "expect_none": true, "expect": []}), "workload.steps[5]", "give at most one of"),
-        ("/workload/steps/7/expect", json!("aborted"), "step 7 {", "expected aborted; happened committed"),
-        ("/workload/steps/8/expect/1", json!("other"), "step 8 {", "happened received [\"a\", \"plain\"]"),
-        ("/workload/steps/16/entries/2", json!("<abort T1>"), "step 16 {", "it holds"),
-        ("/workload/steps/17/mark_delete", json!(1), "step 17 {", "expected events-partition-0/s: mark-delete position 1; happened it is 2"),
-        ("/workload/steps/18/state", json!("committed"), "step 18 {", "to be Committed; happened it is Aborted"),
-        ("/workload/at_end/1/entries", json!(["x"]), "at_end 1 {", "it holds []"),
+        (
+            "/workload/steps/3/expect_offset",
+            json!(1),
+            "step 3 {",
+            "expected offset 1; happened offset 0",
+        ),
+        (
+            "/workload/steps/5",
+            json!({"do": "recv", "actor": "c", "expect_none": true, "expect": []}),
+            "workload.steps[5]",
+            "give at most one of",
+        ),
+        (
+            "/workload/steps/7/expect",
+            json!("aborted"),
+            "step 7 {",
+            "expected aborted; happened committed",
+        ),
+        (
+            "/workload/steps/8/expect/1",
+            json!("other"),
+            "step 8 {",
+            "happened received [\"a\", \"plain\"]",
+        ),
+        (
+            "/workload/steps/16/entries/2",
+            json!("<abort T1>"),
+            "step 16 {",
+            "it holds",
+        ),
+        (
+            "/workload/steps/17/mark_delete",
+            json!(1),
+            "step 17 {",
+            "expected events-partition-0/s: mark-delete position 1; happened it is 2",
+        ),
+        (
+            "/workload/steps/18/state",
+            json!("committed"),
+            "step 18 {",
+            "to be Committed; happened it is Aborted",
+        ),
+        (
+            "/workload/at_end/1/entries",
+            json!(["x"]),
+            "at_end 1 {",
+            "it holds []",
+        ),
     ];
     for (pointer, value, step, says) in cases {
-        fails_when_changed(f, pointer, value, &format!("{step}"), says);
+        fails_when_changed(f, pointer, value, step, says);
     }
 }
 
@@ -98,7 +146,10 @@ fn each_planted_bug_has_a_script_that_catches_it() {
         }
         let r = with_bug(&file, bug);
         if r.verdict != Verdict::Safety || !r.violated_rules.iter().any(|x| x == rule) {
-            wrong.push(format!("{file} with {bug}: {:?} {:?} {:?}", r.verdict, r.violated_rules, r.explanation));
+            wrong.push(format!(
+                "{file} with {bug}: {:?} {:?} {:?}",
+                r.verdict, r.violated_rules, r.explanation
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
@@ -107,10 +158,18 @@ fn each_planted_bug_has_a_script_that_catches_it() {
 #[test]
 fn the_fault_and_consumer_cases_pass() {
     let mut wrong = Vec::new();
-    for f in ["coordinator-crash-points.json", "message-faults.json", "consumers.json"] {
+    for f in [
+        "coordinator-crash-points.json",
+        "message-faults.json",
+        "consumers.json",
+    ] {
         let r = judge(example(f));
         if r.verdict != Verdict::Pass {
-            wrong.push(format!("{f}: {:?} {}", r.verdict, r.explanation.unwrap_or_default()));
+            wrong.push(format!(
+                "{f}: {:?} {}",
+                r.verdict,
+                r.explanation.unwrap_or_default()
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
@@ -121,7 +180,12 @@ fn examples() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/script");
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("the examples")
-        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n.ends_with(".json"))
         .collect();
     names.sort();
@@ -186,7 +250,11 @@ fn every_example_passes_and_fails_when_any_expectation_changes() {
                 m["workload"][list][i] = step;
                 flips += 1;
                 let r = judge(m);
-                let named = r.explanation.as_deref().unwrap_or("").contains("expectation failed");
+                let named = r
+                    .explanation
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("expectation failed");
                 if r.verdict == Verdict::Pass || !named {
                     wrong.push(format!("{name} {list}[{i}] changed: {:?}", r.verdict));
                 }
@@ -196,6 +264,9 @@ fn every_example_passes_and_fails_when_any_expectation_changes() {
     assert!(flips >= 50, "{flips} expectations changed");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A change to a script file.
+type Edit = Box<dyn FnOnce(&mut Value)>;
 
 /// Why the example `name`, with `f` applied, is refused.
 fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
@@ -211,25 +282,36 @@ fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
 fn bad_steps_are_refused_by_step_and_verb() {
     let f = "consumers.json";
     let set = |i: usize, step: Value| move |v: &mut Value| v["workload"]["steps"][i] = step;
-    let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(set(17, json!({"do": "close", "actor": "c1"}))),
             "workload.steps[17]: close: closing a consumer is not modelled",
         ),
         (
-            Box::new(set(16, json!({"do": "ack", "actor": "c1", "value": "m2", "cumulative": true}))),
+            Box::new(set(
+                16,
+                json!({"do": "ack", "actor": "c1", "value": "m2", "cumulative": true}),
+            )),
             "workload.steps[16].cumulative: ack: cumulative acknowledgment is not modelled",
         ),
         (
-            Box::new(|v: &mut Value| v["workload"]["steps"][1]["subscription_type"] = json!("exclusive")),
+            Box::new(|v: &mut Value| {
+                v["workload"]["steps"][1]["subscription_type"] = json!("exclusive")
+            }),
             "workload.steps[1].subscription_type: consumer: Exclusive is not modelled",
         ),
         (
-            Box::new(set(5, json!({"do": "recv", "actor": "p", "expect_none": true}))),
+            Box::new(set(
+                5,
+                json!({"do": "recv", "actor": "p", "expect_none": true}),
+            )),
             "workload.steps[5].actor: \"p\" is not a consumer",
         ),
         (
-            Box::new(set(8, json!({"do": "ack", "actor": "c1", "txn": "T9", "value": "m1"}))),
+            Box::new(set(
+                8,
+                json!({"do": "ack", "actor": "c1", "txn": "T9", "value": "m1"}),
+            )),
             "workload.steps[8].txn: transaction \"T9\" is not begun before this step",
         ),
         (
@@ -237,15 +319,24 @@ fn bad_steps_are_refused_by_step_and_verb() {
             "workload.steps[9].txn: transaction \"T1\" is begun twice",
         ),
         (
-            Box::new(set(3, json!({"do": "send", "actor": "nobody", "partition": 0, "value": "x"}))),
+            Box::new(set(
+                3,
+                json!({"do": "send", "actor": "nobody", "partition": 0, "value": "x"}),
+            )),
             "workload.steps[3].actor: actor \"nobody\" is used before it is declared",
         ),
         (
-            Box::new(set(3, json!({"do": "stop_at", "point": "after_end_logged", "node": "client-0", "fault": {"kill": {}}}))),
+            Box::new(set(
+                3,
+                json!({"do": "stop_at", "point": "after_end_logged", "node": "client-0", "fault": {"kill": {}}}),
+            )),
             "node \"client-0\" never reaches point after_end_logged (only brokers do)",
         ),
         (
-            Box::new(set(3, json!({"do": "intercept", "name": "r", "call": "marker", "client": 0, "fate": "drop"}))),
+            Box::new(set(
+                3,
+                json!({"do": "intercept", "name": "r", "call": "marker", "client": 0, "fate": "drop"}),
+            )),
             "workload.steps[3].client: the coordinator sends markers, not a client",
         ),
         (

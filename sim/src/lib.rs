@@ -34,11 +34,13 @@ pub use percolator::system::Percolator;
 pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;
-pub use pulsar::control::{ArmedPoint, PointAction as PulsarPointAction, PulsarControl, calls as pulsar_calls};
-pub use pulsar::record::COORDINATOR_CLIENT;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt};
+pub use pulsar::control::{
+    ArmedPoint, PointAction as PulsarPointAction, PulsarControl, calls as pulsar_calls,
+};
 pub use pulsar::ids::{PulsarCounter, PulsarEvent};
 pub use pulsar::nodes::client::Conn;
+pub use pulsar::record::COORDINATOR_CLIENT;
 pub use pulsar::workload::{PulsarTask, PulsarWorkload};
 pub use world::driver::FaultControl;
 pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};

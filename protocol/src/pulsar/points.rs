@@ -129,7 +129,10 @@ mod tests {
         let mut texts: Vec<&str> = all.map(|p| p.describe()).collect();
         texts.sort();
         texts.dedup();
-        assert_eq!(texts.len(), ServerPoint::ALL.len() + ServerPoint::SCRIPTED.len());
+        assert_eq!(
+            texts.len(),
+            ServerPoint::ALL.len() + ServerPoint::SCRIPTED.len()
+        );
         assert!(texts.iter().all(|t| !t.is_empty()));
     }
 

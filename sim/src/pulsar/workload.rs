@@ -2,10 +2,10 @@
 //! subscriptions, the loop each client task runs, and where its processors
 //! may crash.
 
+use crate::pulsar::control::PulsarControl;
 pub use crate::pulsar::nodes::client::PulsarTask;
 pub use crate::world::BoxFuture;
 use percsim_checker::stream::SubscriptionDecl;
-use crate::pulsar::control::PulsarControl;
 use percsim_protocol::pulsar::client::ClientPoint;
 
 /// A workload the Pulsar cluster can run.

@@ -318,8 +318,12 @@ impl Broker {
             Ok((reply, self.write(&call.partition, store, owned, write)?))
         })?;
         let point = match &call.req {
-            BrokerRequest::Send(m) if m.txn.is_some() => Some((ServerPoint::AfterAppendLogged, m.txn)),
-            BrokerRequest::Ack { txn: Some(t), .. } => Some((ServerPoint::AfterPendingAckLogged, Some(*t))),
+            BrokerRequest::Send(m) if m.txn.is_some() => {
+                Some((ServerPoint::AfterAppendLogged, m.txn))
+            }
+            BrokerRequest::Ack { txn: Some(t), .. } => {
+                Some((ServerPoint::AfterPendingAckLogged, Some(*t)))
+            }
             _ => None,
         };
         if let (true, Some((p, txn))) = (wrote, point) {

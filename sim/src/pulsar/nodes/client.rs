@@ -164,7 +164,9 @@ impl Conn {
             process: p.clone(),
             task,
             producer: ProducerRef {
-                producer_id: ((p.index as u64) << 32) | ((p.incarnation as u64) << 16) | task as u64,
+                producer_id: ((p.index as u64) << 32)
+                    | ((p.incarnation as u64) << 16)
+                    | task as u64,
                 epoch: 0,
             },
             session: self.session,
@@ -282,7 +284,10 @@ impl Conn {
                 }
                 Err(e) => return Err(e),
             };
-            match self.call(broker_addr(owner), make(), duplicable, &tag).await {
+            match self
+                .call(broker_addr(owner), make(), duplicable, &tag)
+                .await
+            {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotOwner)) => {
                     p.cluster.bump(PulsarCounter::NotOwner);

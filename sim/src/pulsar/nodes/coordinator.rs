@@ -16,8 +16,8 @@ use crate::pulsar::nodes::route::Router;
 use crate::pulsar::rpc::{MarkerCall, NotOwner};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr};
-use crate::world::port::Port;
 use crate::world::intercept::MsgTag;
+use crate::world::port::Port;
 use crate::world::{Carried, deadline};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -234,7 +234,8 @@ impl Tc {
             }
         };
         if plan.iter().any(|a| matches!(a, TcAction::Log(_))) {
-            self.reached(ServerPoint::AfterEndingLogged, txn, None).await;
+            self.reached(ServerPoint::AfterEndingLogged, txn, None)
+                .await;
         }
         self.send_markers(markers_of(&plan)).await;
         self.finish(txn).await
@@ -304,7 +305,8 @@ impl Tc {
             done += 1;
             if done == 1 && total > 1 {
                 let first = Some(partition);
-                self.reached(ServerPoint::AfterFirstMarker, txn, first).await;
+                self.reached(ServerPoint::AfterFirstMarker, txn, first)
+                    .await;
             }
         }
         self.reached(ServerPoint::AfterAllMarkers, txn, None).await;

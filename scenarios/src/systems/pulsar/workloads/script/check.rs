@@ -2,7 +2,9 @@
 //! what the model cannot do, refused by name) and its assertions on the
 //! durable logs while it runs.
 
-use super::{PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, SubscriptionType, TxnRecord};
+use super::{
+    PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, SubscriptionType, TxnRecord,
+};
 use crate::script::{Env, Mismatch, Step};
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::{LogRecord, TxnState};

@@ -41,49 +41,61 @@ struct Reader {
     received: BTreeMap<String, (SubscriptionKey, u64)>,
 }
 
+/// One actor while it runs: its connection, its consumer (if it is one)
+/// and the transactions it has open.
+struct Actor<'c> {
+    script: PulsarScriptFile,
+    conn: &'c Conn,
+    index: usize,
+    reader: Option<Reader>,
+    txns: BTreeMap<String, PulsarTxn<'c, Conn>>,
+}
+
 /// Run one actor's steps on its client.
 pub(super) async fn run_actor(mut thread: Thread<PulsarScript>, first: Arc<Conn>) {
     let script = thread.script().clone();
-    let conn = first.sibling(actor_index(&script, thread.name()));
-    let names = script.with_state(|s| s.txns.clone());
-    let topic = script.system.topic.clone();
-    let mut reader: Option<Reader> = None;
-    let mut txns: BTreeMap<String, PulsarTxn<'_, Conn>> = BTreeMap::new();
+    let index = actor_index(&script, thread.name());
+    let conn = first.sibling(index);
+    let mut actor = Actor {
+        script: script.clone(),
+        conn: &conn,
+        index,
+        reader: None,
+        txns: BTreeMap::new(),
+    };
     while let Some(i) = thread.next().await {
-        let Some(verb) = script.steps[i].verb().cloned() else {
-            continue;
-        };
-        let part = |k: u32| Partition::new(&topic, k);
-        match verb {
+        if let Some(verb) = script.steps[i].verb().cloned() {
+            actor.step(i, verb).await;
+        }
+    }
+}
+
+impl<'c> Actor<'c> {
+    fn partition(&self, k: u32) -> Partition {
+        Partition::new(&self.script.system.topic, k)
+    }
+
+    /// Run step `i`, `verb`, and record what it did not meet.
+    async fn step(&mut self, i: usize, verb: PulsarVerb) {
+        let failed = match verb {
             PulsarVerb::Consumer {
                 partition,
                 subscription,
                 receiver_queue,
                 ..
             } => {
-                let sub = SubscriptionKey::new(part(partition), &subscription);
-                reader = Some(Reader {
-                    conn: conn.sibling(actor_index(&script, thread.name())),
+                let sub = SubscriptionKey::new(self.partition(partition), &subscription);
+                self.reader = Some(Reader {
+                    conn: self.conn.sibling(self.index),
                     consumer: Consumer::new(sub),
                     queue: receiver_queue.unwrap_or(DEFAULT_RECEIVER_QUEUE),
                     received: BTreeMap::new(),
                 });
+                None
             }
             PulsarVerb::Begin {
                 txn, timeout_ms, ..
-            } => {
-                let begun = match timeout_ms {
-                    Some(ms) => PulsarTxn::begin_with_timeout(&conn, ms).await,
-                    None => PulsarTxn::begin(&conn).await,
-                };
-                match begun {
-                    Ok(t) => {
-                        lock(&names).insert(txn.clone(), t.id());
-                        txns.insert(txn, t);
-                    }
-                    Err(e) => script.fail(i, format!("{txn} to begin"), format!("it failed: {e}")),
-                }
-            }
+            } => self.begin(txn, timeout_ms).await,
             PulsarVerb::Send {
                 partition,
                 value,
@@ -92,92 +104,119 @@ pub(super) async fn run_actor(mut thread: Thread<PulsarScript>, first: Arc<Conn>
                 expect_offset,
                 ..
             } => {
-                let p = part(partition);
-                let sent = match &txn {
-                    Some(name) => match txns.get_mut(name) {
-                        Some(t) => t.send(&p, &value).await,
-                        None => {
-                            script.fail(i, format!("{name} open"), "it is not open");
-                            continue;
-                        }
-                    },
-                    None => send(&conn, &p, &value).await,
-                };
-                if let Some((want, got)) = judge_answer(expect, expect_offset, sent) {
-                    script.fail(i, want, got);
-                }
+                let p = self.partition(partition);
+                self.send(&p, &value, txn, expect, expect_offset).await
             }
             PulsarVerb::Recv {
                 expect,
                 quiet_ms,
                 within_ms,
                 ..
-            } => {
-                if let Some(r) = reader.as_mut()
-                    && let Some((want, got)) = receive(r, &expect, quiet_ms, within_ms).await
-                {
-                    script.fail(i, want, got);
-                }
-            }
+            } => match self.reader.as_mut() {
+                Some(r) => receive(r, &expect, quiet_ms, within_ms).await,
+                None => None,
+            },
             PulsarVerb::Ack {
                 value, txn, expect, ..
-            } => {
-                let Some(r) = reader.as_ref() else { continue };
-                let Some((sub, offset)) = r.received.get(&value).cloned() else {
-                    script.fail(i, format!("a received message {value:?}"), "none was received");
-                    continue;
-                };
-                let acked = match &txn {
-                    Some(name) => match txns.get_mut(name) {
-                        Some(t) => t.ack(&sub, offset).await,
-                        None => {
-                            script.fail(i, format!("{name} open"), "it is not open");
-                            continue;
-                        }
-                    },
-                    None => ack(&r.conn, &sub, offset).await,
-                };
-                if let Some((want, got)) = judge_answer(expect, None, acked.map(|()| offset)) {
-                    script.fail(i, want, got);
-                }
-            }
+            } => self.ack(&value, txn, expect).await,
             PulsarVerb::Redeliver { .. } => {
-                if let Some(r) = reader.as_mut() {
+                if let Some(r) = self.reader.as_mut() {
                     r.consumer.redeliver_later();
                 }
+                None
             }
             PulsarVerb::Reopen { .. } => {
-                if let Some(r) = reader.as_mut() {
+                if let Some(r) = self.reader.as_mut() {
                     r.conn = r.conn.reopened();
                     r.consumer = Consumer::new(r.consumer.subscription().clone());
                 }
+                None
             }
             PulsarVerb::Commit {
                 txn,
                 expect,
                 reason,
                 ..
-            } => {
-                let Some(t) = txns.remove(&txn) else {
-                    script.fail(i, format!("{txn} open"), "it is not open");
-                    continue;
-                };
-                let told = t.commit().await;
-                script.with_state(|s| s.told.insert(txn, told));
-                if let Some((want, got)) = judge_told(expect, reason, told) {
-                    script.fail(i, want, got);
-                }
-            }
-            PulsarVerb::Abort { txn, .. } => {
-                let Some(t) = txns.remove(&txn) else {
-                    script.fail(i, format!("{txn} open"), "it is not open");
-                    continue;
-                };
-                let told = t.abort(AbortReason::User).await;
-                script.with_state(|s| s.told.insert(txn, told));
-            }
-            _ => {}
+            } => self.end(txn, Some((expect, reason))).await,
+            PulsarVerb::Abort { txn, .. } => self.end(txn, None).await,
+            _ => None,
+        };
+        if let Some((want, got)) = failed {
+            self.script.fail(i, want, got);
         }
+    }
+
+    async fn begin(&mut self, txn: String, timeout_ms: Option<u64>) -> Option<(String, String)> {
+        let begun = match timeout_ms {
+            Some(ms) => PulsarTxn::begin_with_timeout(self.conn, ms).await,
+            None => PulsarTxn::begin(self.conn).await,
+        };
+        match begun {
+            Ok(t) => {
+                let names = self.script.with_state(|s| s.txns.clone());
+                lock(&names).insert(txn.clone(), t.id());
+                self.txns.insert(txn, t);
+                None
+            }
+            Err(e) => Some((format!("{txn} to begin"), format!("it failed: {e}"))),
+        }
+    }
+
+    async fn send(
+        &mut self,
+        p: &Partition,
+        value: &str,
+        txn: Option<String>,
+        expect: Answered,
+        offset: Option<u64>,
+    ) -> Option<(String, String)> {
+        let sent = match &txn {
+            Some(name) => match self.txns.get_mut(name) {
+                Some(t) => t.send(p, value).await,
+                None => return Some((format!("{name} open"), "it is not open".into())),
+            },
+            None => send(self.conn, p, value).await,
+        };
+        judge_answer(expect, offset, sent)
+    }
+
+    async fn ack(
+        &mut self,
+        value: &str,
+        txn: Option<String>,
+        expect: Answered,
+    ) -> Option<(String, String)> {
+        let r = self.reader.as_ref()?;
+        let Some((sub, offset)) = r.received.get(value).cloned() else {
+            let want = format!("a received message {value:?}");
+            return Some((want, "none was received".into()));
+        };
+        let acked = match &txn {
+            Some(name) => match self.txns.get_mut(name) {
+                Some(t) => t.ack(&sub, offset).await,
+                None => return Some((format!("{name} open"), "it is not open".into())),
+            },
+            None => ack(&r.conn, &sub, offset).await,
+        };
+        judge_answer(expect, None, acked.map(|()| offset))
+    }
+
+    /// Commit (with what the step expects) or abort `txn`.
+    async fn end(
+        &mut self,
+        txn: String,
+        commit: Option<(Option<Told>, Option<AbortReason>)>,
+    ) -> Option<(String, String)> {
+        let Some(t) = self.txns.remove(&txn) else {
+            return Some((format!("{txn} open"), "it is not open".into()));
+        };
+        let told = match commit {
+            Some(_) => t.commit().await,
+            None => t.abort(AbortReason::User).await,
+        };
+        self.script.with_state(|s| s.told.insert(txn, told));
+        let (expect, reason) = commit?;
+        judge_told(expect, reason, told)
     }
 }
 
@@ -249,7 +288,12 @@ async fn poll(r: &mut Reader) -> Vec<String> {
 }
 
 /// Read until `until` holds of what came or `ms` passed; what came.
-async fn read_for(r: &mut Reader, ms: u64, got: &mut Vec<String>, until: impl Fn(&[String]) -> bool) {
+async fn read_for(
+    r: &mut Reader,
+    ms: u64,
+    got: &mut Vec<String>,
+    until: impl Fn(&[String]) -> bool,
+) {
     let deadline = madsim::time::Instant::now() + Duration::from_millis(ms);
     while !until(got) && madsim::time::Instant::now() < deadline {
         let more = poll(r).await;

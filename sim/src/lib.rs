@@ -34,10 +34,9 @@ pub use percolator::system::Percolator;
 pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;
+pub use pulsar::PulsarControl;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt};
-pub use pulsar::control::{
-    ArmedPoint, PointAction as PulsarPointAction, PulsarControl, calls as pulsar_calls,
-};
+pub use pulsar::control::{ArmedPoint, PointAction as PulsarPointAction, calls as pulsar_calls};
 pub use pulsar::ids::{PulsarCounter, PulsarEvent};
 pub use pulsar::nodes::client::Conn;
 pub use pulsar::record::COORDINATOR_CLIENT;

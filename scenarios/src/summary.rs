@@ -465,16 +465,26 @@ mod tests {
         for left_out in [WorldCoverage::KillClient, WorldCoverage::Pause] {
             assert!(!missing.contains(&left_out.item()), "{left_out}");
         }
-        assert!(missing.iter().all(|c| c.class.is_none() || c.name == "partition"));
+        assert!(
+            missing
+                .iter()
+                .all(|c| c.class.is_none() || c.name == "partition")
+        );
         assert!(s.points_never_hit().is_empty());
         let text = s.render();
         assert!(!text.contains("client killed"), "{text}");
         assert!(!text.contains("crash and pause points"), "{text}");
         let s = narrowed(&["pause_at_step"]);
         assert!(!s.points_never_hit().is_empty());
-        assert!(!s.never_happened().contains(&WorldCoverage::Partition.item()));
+        assert!(
+            !s.never_happened()
+                .contains(&WorldCoverage::Partition.item())
+        );
         let all = narrowed(&[]);
-        assert!(all.never_happened().contains(&WorldCoverage::KillClient.item()));
+        assert!(
+            all.never_happened()
+                .contains(&WorldCoverage::KillClient.item())
+        );
     }
 
     /// A seed of a system this build does not know is said so, not

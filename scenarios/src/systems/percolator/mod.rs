@@ -17,9 +17,7 @@ use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
 use crate::systems::percolator::workloads::WorkloadSpec;
 use percsim_protocol::percolator::Ablation;
-use percsim_sim::{
-    ConfigError, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig,
-};
+use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig};
 use std::collections::BTreeMap;
 
 /// Percolator in the registry.

@@ -216,7 +216,9 @@ mod tests {
             assert!(kinds.iter().all(|k| k.name() == "partition"), "{kinds:?}");
             assert!(cluster(&s).crashes.is_empty());
             assert!(s.world.clocks.is_empty());
-            let Some(PulsarWorkloadSpec::StreamPipeline(p)) = super::super::spec(&s).map(|x| &x.workload) else {
+            let Some(PulsarWorkloadSpec::StreamPipeline(p)) =
+                super::super::spec(&s).map(|x| &x.workload)
+            else {
                 panic!("the named workload");
             };
             assert_eq!(p.crash_rate, 0.0);

@@ -182,7 +182,10 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     let started = Instant::now();
     let failures = AtomicU64::new(0);
     let shared = Mutex::new(Shared {
-        summary: Summary::default(),
+        summary: Summary {
+            classes: enabled_classes(&opts.mix),
+            ..Summary::default()
+        },
         pending: BTreeMap::new(),
         next_line: 0,
         sink: jsonl,
@@ -223,6 +226,20 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     Ok(shared.summary)
 }
 
+/// The fault classes a campaign of `mix` enabled, by their names now, as
+/// each of its systems reads them (empty: every class each honours).
+fn enabled_classes(mix: &Mix) -> Vec<String> {
+    let mut classes: Vec<String> = mix
+        .systems()
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|s| mix.for_system(s).faults)
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
+}
+
 /// The result of a seed whose judging panicked.
 fn crashed(system: &str, seed: u64, panic: &(dyn std::any::Any + Send)) -> SeedResult {
     let mut r = SeedResult::empty(system, seed, "unknown");
@@ -242,7 +259,7 @@ fn run_seed(
     bar: &ProgressBar,
     failures: &AtomicU64,
 ) -> SeedResult {
-    let scenario = system.generate(seed, &opts.mix);
+    let scenario = system.generate(seed, &opts.mix.for_system(system));
     let judged = judge(&scenario, opts.check_determinism);
     if judged.result.verdict == Verdict::Pass {
         return judged.result;

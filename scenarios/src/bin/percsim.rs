@@ -228,7 +228,7 @@ fn systems_text() -> String {
         o += &format!("  history     {}\n", s.history_format());
         o += &format!("  workloads   {}\n", s.workloads().join(", "));
         o += &format!("  campaign    {}\n", s.campaign_workloads().join(", "));
-        o += &format!("  faults      {}\n", s.fault_classes().join(", "));
+        o += &format!("  faults      {}\n", s.class_names().join(", "));
         o += "  planted bugs\n";
         for (name, what) in s.ablations() {
             o += &format!("    {name:<34} {what}\n");

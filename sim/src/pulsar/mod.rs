@@ -22,13 +22,13 @@ mod store;
 pub(crate) mod workload;
 
 use crate::world::driver::FaultControl;
-use crate::world::ids::Role;
+use crate::world::ids::{FaultKind, Role};
 use crate::world::net::PORT;
 use crate::world::node::NodeName;
 use crate::world::system_history::SystemHistory;
 use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
 use config::PulsarConfig;
-use ids::{PulsarEvent, kinds};
+use ids::{PulsarCounter, PulsarEvent, kinds};
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -222,6 +222,13 @@ impl Cluster {
             PulsarEvent::CrashAtPoint,
             json!({"node": node, "point": point.name(), "nth": n, "pause_ms": c.pause_ms}),
         );
+        // Counted as the stop it is: a kill or a pause at a named point.
+        let (class, counter) = match c.pause_ms {
+            Some(_) => (FaultKind::PauseAtStep, PulsarCounter::BrokerPausedAtPoint),
+            None => (FaultKind::CrashAtStep, PulsarCounter::BrokerKilledAtPoint),
+        };
+        self.world.recorder().bump(&class.counter());
+        self.bump(counter);
         self.world.request(match c.pause_ms {
             Some(ms) => Control::Pause {
                 node: node.to_string(),

@@ -10,6 +10,7 @@ use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
+use crate::world::ids::FaultKind;
 use crate::world::port::Port;
 use crate::world::{Carried, Control, deadline};
 use madsim::net::rpc::Request;
@@ -18,7 +19,7 @@ use percsim_checker::stream::Source;
 use percsim_protocol::common::RpcError;
 use percsim_protocol::pulsar::client::{
     BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarLedger,
-    PulsarTransport, TcReply, TcRequest,
+    PulsarTransport, TcReply, TcRequest, TxnOutcome,
 };
 use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
@@ -227,6 +228,7 @@ impl Conn {
             PulsarEvent::ClientCrashAtPoint,
             json!({"client": self.process.index, "point": point}),
         );
+        c.world.recorder().bump(&FaultKind::CrashAtStep.counter());
         c.world.request(Control::Kill {
             node: kinds::CLIENT.nth(self.process.index).to_string(),
             restart_after_ms: Some(300),
@@ -293,6 +295,13 @@ impl PulsarLedger for Conn {
 
     fn event(&self, event: ClientEvent) {
         let c = &self.process.cluster;
+        if let ClientEvent::Finished {
+            outcome: TxnOutcome::Aborted { reason },
+            ..
+        } = &event
+        {
+            c.bump(PulsarCounter::abort(*reason));
+        }
         let now = c.world.now_ns();
         c.stream().event(self.reporter(), event, now);
     }

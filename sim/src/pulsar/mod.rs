@@ -22,12 +22,12 @@ mod rpc;
 mod store;
 pub(crate) mod workload;
 
-pub(crate) use cluster::{Cluster, broker_addr, client_addr, metadata_addr};
 use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
 use crate::world::system_history::SystemHistory;
 use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
+pub(crate) use cluster::{Cluster, broker_addr, client_addr, metadata_addr};
 use config::PulsarConfig;
 use ids::kinds;
 use invariants::Watch;
@@ -126,7 +126,8 @@ impl Installed {
     fn node(&self, name: NodeName, ip: IpAddr) -> NodeSpec {
         let (role, index) = (name.role(), name.index().unwrap_or(0));
         let c = self.cluster.clone();
-        let program: Arc<dyn nodes::client::Program> = Arc::new(ClientProgram(self.workload.clone()));
+        let program: Arc<dyn nodes::client::Program> =
+            Arc::new(ClientProgram(self.workload.clone()));
         let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
             let c = c.clone();
             match role {
@@ -174,7 +175,10 @@ impl Tenant for Installed {
 
     fn holder(&self, role: Role) -> Option<NodeName> {
         match role {
-            Role::Coordinator => self.cluster.coordinator_owner().map(|b| kinds::BROKER.nth(b)),
+            Role::Coordinator => self
+                .cluster
+                .coordinator_owner()
+                .map(|b| kinds::BROKER.nth(b)),
             _ => None,
         }
     }

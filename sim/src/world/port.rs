@@ -360,7 +360,6 @@ impl ReplyTo {
 mod tests {
     use super::*;
     use crate::world::World;
-    use std::sync::atomic::Ordering;
     use crate::world::config::WorldConfig;
     use crate::world::deadline;
     use crate::world::serve::serve;
@@ -368,6 +367,7 @@ mod tests {
     use madsim::time::sleep;
     use serde::{Deserialize, Serialize};
     use std::net::{IpAddr, Ipv4Addr};
+    use std::sync::atomic::Ordering;
 
     /// A request answered with its own number.
     #[derive(Debug, Clone, Serialize, Deserialize)]

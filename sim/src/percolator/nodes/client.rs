@@ -22,7 +22,7 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::percolator::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::percolator::client::{
-    CleanupEvent, ClientConfig, CommitOutcome, Ledger, ObserverBody, ObserverSpec, Observed,
+    CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, ObserverBody, ObserverSpec,
     RpcError, StepPoint, Transaction, Transport, TxnEvent, run_observer,
 };
 use percsim_protocol::percolator::{CellKey, LockInfo, SessionId, Ts};
@@ -815,7 +815,12 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
                 continue;
             }
             for (_, col, seen) in mine {
-                for (spec, body) in client.program.observers.iter().filter(|(s, _)| s.col == *col) {
+                for (spec, body) in client
+                    .program
+                    .observers
+                    .iter()
+                    .filter(|(s, _)| s.col == *col)
+                {
                     let outcome =
                         run_observer(client.as_ref(), spec, &row, *seen, body.as_ref()).await;
                     let name = match outcome {

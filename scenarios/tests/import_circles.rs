@@ -758,10 +758,10 @@ fn loop_through<'a>(graph: &'a Graph, inside: &[String], start: &'a str) -> Opti
 fn shortest_loop(graph: &Graph, circle: &[String]) -> Vec<String> {
     let mut best: Option<Vec<String>> = None;
     for start in circle {
-        if let Some(path) = loop_through(graph, circle, start) {
-            if best.as_ref().is_none_or(|b| path.len() < b.len()) {
-                best = Some(path);
-            }
+        if let Some(path) = loop_through(graph, circle, start)
+            && best.as_ref().is_none_or(|b| path.len() < b.len())
+        {
+            best = Some(path);
         }
     }
     best.unwrap_or_default()

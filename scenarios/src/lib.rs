@@ -17,6 +17,7 @@ mod pool;
 pub mod regress;
 pub mod report;
 pub mod scenario;
+mod scenario_read;
 pub mod script;
 mod shard;
 pub mod shrink;

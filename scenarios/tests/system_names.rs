@@ -39,10 +39,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "scenarios/src/regress.rs",
         "`regress::script_scenario` builds a Percolator script scenario: scripts are not yet part of the system interface",
     ),
-    (
-        "scenarios/src/report/stream.rs",
-        "the stream history's drawing labels transaction ids as Pulsar's TxnIDs",
-    ),
 ];
 
 fn root() -> PathBuf {

@@ -12,6 +12,7 @@
 //! recovers from them; clients and the coordinator find owners by lookup
 //! (see `docs/pulsar.md`, "Ownership, lookup and fencing").
 
+mod cluster;
 pub(crate) mod config;
 pub mod ids;
 mod invariants;
@@ -22,42 +23,24 @@ mod store;
 pub(crate) mod workload;
 
 use crate::world::driver::FaultControl;
-use crate::world::ids::{FaultKind, Role};
-use crate::world::net::PORT;
+use crate::world::ids::Role;
 use crate::world::node::NodeName;
 use crate::world::system_history::SystemHistory;
-use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
+use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
+pub(crate) use cluster::{Cluster, broker_addr, client_addr, metadata_addr};
 use config::PulsarConfig;
-use ids::{PulsarCounter, PulsarEvent, kinds};
+use ids::kinds;
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
-use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, Resource, SessionId};
-use percsim_protocol::pulsar::points::ServerPoint;
+use percsim_protocol::pulsar::client::ClientPoint;
+use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, SessionId};
 use percsim_protocol::pulsar::types::Partition;
-use record::{RunInfo, StreamRecorder};
-use serde_json::json;
-use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use record::RunInfo;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use store::Durable;
 use workload::PulsarWorkload;
-
-fn metadata_addr() -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 3, 0, 1)), PORT)
-}
-fn broker_addr(i: usize) -> SocketAddr {
-    SocketAddr::new(
-        IpAddr::V4(Ipv4Addr::new(10, 4, (i / 250) as u8, (i % 250 + 1) as u8)),
-        PORT,
-    )
-}
-fn client_addr(i: usize) -> SocketAddr {
-    SocketAddr::new(
-        IpAddr::V4(Ipv4Addr::new(10, 5, (i / 250) as u8, (i % 250 + 1) as u8)),
-        PORT,
-    )
-}
 
 /// Pulsar as a system under test.
 pub struct Pulsar {
@@ -94,19 +77,22 @@ impl System for Pulsar {
             .collect();
         let mut durable = Durable::new(&partitions);
         first_sessions(&mut durable.meta, self.cfg.brokers);
-        Arc::new(Installed(Arc::new(Cluster {
+        let cluster = Arc::new(Cluster {
             world: world.clone(),
             cfg: self.cfg.clone(),
             clients: self.clients,
             durable: Mutex::new(durable),
             partitions,
             sessions: Mutex::new(vec![0; self.cfg.brokers]),
-            workload: self.workload.clone(),
             stream: Mutex::default(),
             points: Mutex::default(),
             incarnations: Mutex::new(vec![0; self.clients]),
             watch: Mutex::new(Watch::new(self.cfg.ablations)),
-        })))
+        });
+        Arc::new(Installed {
+            cluster,
+            workload: self.workload.clone(),
+        })
     }
 }
 
@@ -127,159 +113,72 @@ fn first_sessions(meta: &mut OwnershipTable, brokers: usize) {
     }
 }
 
-/// A Pulsar cluster installed in a world: what its nodes share. Only
-/// `durable` is the servers' state; the rest is the world's (the history
-/// being recorded, how often each point was reached).
-pub(crate) struct Cluster {
-    pub world: Arc<World>,
-    pub cfg: PulsarConfig,
-    pub clients: usize,
-    pub durable: Mutex<Durable>,
-    /// Every partition of every topic.
-    pub partitions: Vec<Partition>,
-    /// How many metadata sessions each broker has opened.
-    pub sessions: Mutex<Vec<u32>>,
-    pub workload: Arc<dyn PulsarWorkload>,
-    pub stream: Mutex<StreamRecorder>,
-    /// How many times each server point was reached.
-    pub points: Mutex<BTreeMap<ServerPoint, u64>>,
-    /// How many lives each client has started.
-    pub incarnations: Mutex<Vec<u32>>,
-    /// What the assertions remember of the durable logs.
-    pub watch: Mutex<Watch>,
+/// The installed cluster as the world sees it, with the workload it runs.
+pub(crate) struct Installed {
+    /// What the nodes share.
+    cluster: Arc<Cluster>,
+    /// The workload.
+    workload: Arc<dyn PulsarWorkload>,
 }
 
-impl Cluster {
-    pub(crate) fn durable(&self) -> MutexGuard<'_, Durable> {
-        crate::world::lock(&self.durable)
-    }
-
-    pub(crate) fn watch(&self) -> MutexGuard<'_, Watch> {
-        crate::world::lock(&self.watch)
-    }
-
-    pub(crate) fn stream(&self) -> MutexGuard<'_, StreamRecorder> {
-        crate::world::lock(&self.stream)
-    }
-
-    pub(crate) fn now_ms(&self) -> u64 {
-        self.world.now_ns() / 1_000_000
-    }
-
-    /// Record one of Pulsar's events.
-    pub(crate) fn event(&self, kind: PulsarEvent, fields: serde_json::Value) {
-        self.world.event(kind.name(), fields);
-    }
-
-    /// Bump one of Pulsar's counters.
-    pub(crate) fn bump(&self, counter: ids::PulsarCounter) {
-        self.world.recorder().bump(counter.name());
-    }
-
-    /// `node`'s append to `resource`'s logs was refused by the fence: it
-    /// stops serving the resource.
-    pub(crate) fn fenced(&self, node: &str, resource: &Resource, f: ownership::Fenced) {
-        self.event(
-            PulsarEvent::StaleOwnerFenced,
-            json!({"node": node, "resource": resource.to_string(), "log_epoch": f.log, "epoch": f.writer}),
-        );
-    }
-
-    /// Broker `broker` opens a new metadata session: its generation.
-    pub(crate) fn next_session(&self, broker: usize) -> SessionId {
-        let mut s = crate::world::lock(&self.sessions);
-        s[broker] += 1;
-        SessionId {
-            broker,
-            generation: s[broker],
-        }
-    }
-
-    /// The broker the metadata store names as the coordinator's owner.
-    pub(crate) fn coordinator_owner(&self) -> Option<usize> {
-        let d = self.durable();
-        ownership::lookup(&d.meta, &Resource::Coordinator(store::COORDINATOR))
-    }
-
-    /// Server `node` reached `point`: count it (`pulsar.point.<name>`), and
-    /// kill the server (or freeze it) if that is planned for this time.
-    pub(crate) async fn reached(&self, node: &str, point: ServerPoint) {
-        let n = {
-            let mut points = crate::world::lock(&self.points);
-            let n = points.entry(point).or_default();
-            *n += 1;
-            *n
-        };
-        let planned = self
-            .cfg
-            .crashes
-            .iter()
-            .find(|c| c.point == point && c.nth == n);
-        let Some(c) = planned else {
-            return;
-        };
-        self.event(
-            PulsarEvent::CrashAtPoint,
-            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": c.pause_ms}),
-        );
-        // Counted as the stop it is: a kill or a pause at a named point.
-        let (class, counter) = match c.pause_ms {
-            Some(_) => (FaultKind::PauseAtStep, PulsarCounter::BrokerPausedAtPoint),
-            None => (FaultKind::CrashAtStep, PulsarCounter::BrokerKilledAtPoint),
-        };
-        self.world.recorder().bump(&class.counter());
-        self.bump(counter);
-        self.world.request(match c.pause_ms {
-            Some(ms) => Control::Pause {
-                node: node.to_string(),
-                duration_ms: Some(ms),
-            },
-            None => Control::Kill {
-                node: node.to_string(),
-                restart_after_ms: Some(c.restart_after_ms),
-            },
-        });
-        // The kill takes effect when the world's control task runs.
-        sleep(Duration::from_millis(1)).await;
-    }
-
-    fn node(self: &Arc<Self>, name: NodeName, ip: IpAddr) -> NodeSpec {
+impl Installed {
+    /// The node `name` at `ip` and how it starts.
+    fn node(&self, name: NodeName, ip: IpAddr) -> NodeSpec {
         let (role, index) = (name.role(), name.index().unwrap_or(0));
-        let c = self.clone();
+        let c = self.cluster.clone();
+        let program: Arc<dyn nodes::client::Program> =
+            Arc::new(ClientProgram(self.workload.clone()));
         let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
             let c = c.clone();
             match role {
                 Role::Master => Box::pin(nodes::metadata::main(c)),
                 Role::DataServer => Box::pin(nodes::broker::main(c, index)),
-                _ => Box::pin(nodes::client::main(c, index)),
+                _ => Box::pin(nodes::client::main(c, program.clone(), index)),
             }
         });
         NodeSpec { name, ip, init }
     }
 }
 
-/// The installed cluster as the world sees it.
-pub(crate) struct Installed(Arc<Cluster>);
+/// The workload as a client process runs it.
+struct ClientProgram(Arc<dyn PulsarWorkload>);
+
+impl nodes::client::Program for ClientProgram {
+    fn tasks(&self, client: usize, clients: usize) -> usize {
+        self.0.tasks(client, clients)
+    }
+
+    fn task(&self, task: nodes::client::PulsarTask) -> BoxFuture<()> {
+        self.0.task(task)
+    }
+
+    fn crash_rate(&self, point: ClientPoint) -> f64 {
+        self.0.crash_rate(point)
+    }
+}
 
 /// What the healed phase reports for transactions still running.
 const BUSY: &str = "transactions still running";
 
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
-        let c = &self.0;
-        let mut out = vec![c.node(kinds::METADATA.single(), metadata_addr().ip())];
+        let c = &self.cluster;
+        let mut out = vec![self.node(kinds::METADATA.single(), metadata_addr().ip())];
         for i in 0..c.cfg.brokers {
-            out.push(c.node(kinds::BROKER.nth(i), broker_addr(i).ip()));
+            out.push(self.node(kinds::BROKER.nth(i), broker_addr(i).ip()));
         }
         for i in 0..c.clients {
-            out.push(c.node(kinds::CLIENT.nth(i), client_addr(i).ip()));
+            out.push(self.node(kinds::CLIENT.nth(i), client_addr(i).ip()));
         }
         out
     }
 
     fn holder(&self, role: Role) -> Option<NodeName> {
         match role {
-            Role::Coordinator => self.0.coordinator_owner().map(|b| kinds::BROKER.nth(b)),
+            Role::Coordinator => self
+                .cluster
+                .coordinator_owner()
+                .map(|b| kinds::BROKER.nth(b)),
             _ => None,
         }
     }
@@ -297,10 +196,10 @@ impl Tenant for Installed {
     }
 
     fn unsettled(&self) -> Vec<Unsettled> {
-        let c = &self.0;
+        let c = &self.cluster;
         let (orphans, open, held, undrained) = {
             let d = c.durable();
-            let undrained = d.undrained(&c.workload.subscriptions());
+            let undrained = d.undrained(&self.workload.subscriptions());
             let orphans = d.meta.orphans().len() as u64;
             (orphans, d.open_txns(), d.held_partitions(), undrained)
         };
@@ -343,14 +242,14 @@ impl Tenant for Installed {
         scenario: serde_json::Value,
         events: Vec<history::Event>,
     ) -> SystemHistory {
-        let c = &self.0;
+        let c = &self.cluster;
         let d = c.durable();
         let run = RunInfo {
             seed,
             scenario,
             events,
         };
-        let h = c.stream().history(run, c.workload.subscriptions(), &d);
+        let h = c.stream().history(run, self.workload.subscriptions(), &d);
         SystemHistory::Stream(h)
     }
 

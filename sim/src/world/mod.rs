@@ -26,6 +26,7 @@ mod system;
 pub mod system_history;
 #[cfg(test)]
 mod toy;
+mod transport;
 pub mod txn_history;
 pub mod watchdog;
 
@@ -39,6 +40,7 @@ pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 
 use crate::world::ids::EventKind;
 use crate::world::net::{Delivery, Network};
+use crate::world::node::Incarnation;
 use crate::world::recorder::Recorder;
 use futures::channel::mpsc::UnboundedSender;
 use madsim::net::rpc::Request;
@@ -350,15 +352,6 @@ impl World {
         let timeout_ms = self.cfg.rpc_timeout_ms;
         self.net.carry(self.wire.get(), dst, req, timeout_ms)
     }
-}
-
-/// One incarnation of a node: its name and its number (1 for the first).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Incarnation {
-    /// The node's name.
-    pub node: String,
-    /// Which incarnation.
-    pub number: u32,
 }
 
 #[cfg(test)]

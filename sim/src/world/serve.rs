@@ -49,7 +49,7 @@ where
     let world = ep.world();
     serve_from(ep, move |req, from| {
         if let Some(world) = &world {
-            world.delivered(Delivery::of(from));
+            world.count_delivery(from);
         }
         Answer::Later(handler(req))
     })

@@ -19,6 +19,7 @@ pub mod report;
 pub mod scenario;
 pub mod script;
 mod shard;
+pub mod shardfile;
 pub mod shrink;
 mod spec;
 mod summary;

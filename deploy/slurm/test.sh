@@ -114,9 +114,12 @@ wait_job "$merge_id"
 merge_out="$(ls "$tmp"/results/percsim-merge-*.out)"
 merge_code="$(sed -n 's/^merge exit //p' "$merge_out")"
 
+# The unsharded run, in a directory of its own with the same relative
+# capsule paths (failures/...) as the shards'.
 whole_code=0
-"$bin_dir/percsim" fuzz --seeds "$seeds" --shard 1/1 "${flags[@]}" --quiet --out "$tmp/whole-failures" \
-    --jsonl "$tmp/whole.jsonl" > "$tmp/whole.txt" || whole_code=$?
+mkdir -p "$tmp/whole"
+(cd "$tmp/whole" && "$bin_dir/percsim" fuzz --seeds "$seeds" --shard 1/1 "${flags[@]}" --quiet \
+    --out failures --jsonl whole.jsonl > "$tmp/whole.txt") || whole_code=$?
 # The summary without what differs between runs (the header and wall time).
 body() { grep -v '^percsim fuzz:\|^seeds \|^merge exit ' "$1"; }
 failed=0

@@ -129,7 +129,7 @@ fn slurm(
         .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
     let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
     let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-    if id < min || (id - min) % step != 0 {
+    if id < min || !(id - min).is_multiple_of(step) {
         return Err(format!(
             "SLURM_ARRAY_TASK_ID={id} is not in the array starting at {min} with step {step}"
         ));

@@ -77,10 +77,10 @@ use std::io::Write;
 use std::path::Path;
 
 /// Judges a history against every rule. Never panics on a history within
-/// the sizes [`parse`] accepts (fewer than 2^27 transactions and 2^29
+/// the sizes [`parse()`] accepts (fewer than 2^27 transactions and 2^29
 /// operations, store versions and store cells, far beyond what memory
 /// holds): one that
-/// was not produced by [`parse`] (and so may break its references) is judged
+/// was not produced by [`parse()`] (and so may break its references) is judged
 /// as well as it can be.
 pub fn check(history: &History) -> Report {
     check_compact(compact::Compact::from_history(history))
@@ -176,7 +176,7 @@ enum FileError {
 /// cell is parsed from memory on its own (the pages already read are given
 /// back as the reading moves on, and no `String` is made per row, column or
 /// value). When the stream is not a valid history,
-/// it is read again the ordinary way, which names the problem as [`parse`]
+/// it is read again the ordinary way, which names the problem as [`parse()`]
 /// does (with the JSON path of the offending value).
 fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Read)?;

@@ -20,6 +20,7 @@ pub mod scenario;
 mod scenario_read;
 pub mod script;
 mod shard;
+pub mod shardfile;
 pub mod shrink;
 mod spec;
 mod summary;

@@ -294,32 +294,60 @@ impl Summary {
     }
 
     /// Merge the JSON lines of several shards, read as streams (a seed of
-    /// a system seen twice is counted once, the first time). `inputs` pairs a name for
-    /// error messages with a reader.
+    /// a system seen twice is counted once, the first time), with no check
+    /// that they make up a campaign (`percsim merge` checks, see
+    /// [`crate::shardfile::merge`]); header and completion lines are
+    /// skipped. `inputs` pairs a name for error messages with a reader.
     pub fn merge_jsonl<R: BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
-        let mut seen: BTreeMap<String, SeedSet> = BTreeMap::new();
-        let mut summary = Summary::default();
-        let mut wall_ms = 0u64;
+        let mut merge = LineMerge::default();
         for (name, reader) in inputs {
             for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| format!("{name}:{}: cannot read: {e}", i + 1))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let mut r: SeedResult = serde_json::from_str(&line)
-                    .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
-                if r.system.is_empty() {
-                    r.system = system_of_workload(&r.workload);
-                }
-                rename_old_counters(&mut r);
-                if seen.entry(r.system.clone()).or_default().insert(r.seed) {
-                    wall_ms += r.wall_ms;
-                    summary.add(&r);
+                let at = format!("{name}:{}", i + 1);
+                let line = line.map_err(|e| format!("{at}: cannot read: {e}"))?;
+                let marker = line.starts_with("{\"campaign\"") || line.starts_with("{\"complete\"");
+                if !line.trim().is_empty() && !marker {
+                    merge.add_line(&at, &line)?;
                 }
             }
         }
-        summary.wall = Duration::from_millis(wall_ms);
-        Ok(summary)
+        Ok(merge.finish())
+    }
+}
+
+/// Seed lines merged into one summary as they are read: a seed of a
+/// system seen twice is counted once, the first time.
+#[derive(Default)]
+pub(crate) struct LineMerge {
+    seen: BTreeMap<String, SeedSet>,
+    summary: Summary,
+    wall_ms: u64,
+}
+
+impl LineMerge {
+    /// Count one seed line in (`at` names it in errors) and return it.
+    pub(crate) fn add_line(&mut self, at: &str, line: &str) -> Result<SeedResult, String> {
+        let mut r: SeedResult =
+            serde_json::from_str(line).map_err(|e| format!("{at}: not a seed result: {e}"))?;
+        if r.system.is_empty() {
+            r.system = system_of_workload(&r.workload);
+        }
+        rename_old_counters(&mut r);
+        if self
+            .seen
+            .entry(r.system.clone())
+            .or_default()
+            .insert(r.seed)
+        {
+            self.wall_ms += r.wall_ms;
+            self.summary.add(&r);
+        }
+        Ok(r)
+    }
+
+    /// The summary of every line added (its wall time: theirs summed).
+    pub(crate) fn finish(mut self) -> Summary {
+        self.summary.wall = Duration::from_millis(self.wall_ms);
+        self.summary
     }
 }
 

@@ -256,8 +256,9 @@ fn fuzz_shards_merge_and_replay() {
         assert!(text(&o).contains(&line), "{}", text(&o));
         assert!(text(&o).contains("coverage"), "{}", text(&o));
     }
+    // Each seed's line between the campaign's header and the completion line.
     let lines = |p: &PathBuf| std::fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!((lines(&a), lines(&b)), (17, 16));
+    assert_eq!((lines(&a), lines(&b)), (17 + 2, 16 + 2));
     let merged = percsim(&["merge", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged));
     assert!(
@@ -302,6 +303,7 @@ const SHARD_VARS: &[&str] = &[
     "SLURM_ARRAY_TASK_COUNT",
     "SLURM_ARRAY_TASK_MIN",
     "SLURM_ARRAY_TASK_STEP",
+    "SLURM_ARRAY_TASK_MAX",
 ];
 
 fn percsim_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
@@ -325,12 +327,16 @@ fn summary_body(o: &Output) -> String {
         .collect()
 }
 
-/// JSON lines by seed, without the wall time.
+/// JSON lines by seed, without the wall time (nor the header and
+/// completion lines).
 fn seed_lines(paths: &[&PathBuf]) -> std::collections::BTreeMap<u64, serde_json::Value> {
     let mut out = std::collections::BTreeMap::new();
     for p in paths {
         for line in std::fs::read_to_string(p).unwrap().lines() {
             let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v.get("campaign").is_some() || v.get("complete").is_some() {
+                continue;
+            }
             v.as_object_mut().unwrap().remove("wall_ms");
             let seed = v["seed"].as_u64().unwrap();
             assert!(out.insert(seed, v).is_none(), "seed {seed} twice");
@@ -440,6 +446,34 @@ fn four_shard_processes_merge_to_the_unsharded_campaign() {
     assert_eq!(
         seed_lines(&files.iter().collect::<Vec<_>>()),
         seed_lines(&[&whole_file])
+    );
+    merge_refuses_missing_and_cut_short_shards(&names);
+}
+
+/// `percsim merge` of four shards refuses (exit 2, naming the problem) when
+/// one is left out or cut short.
+fn merge_refuses_missing_and_cut_short_shards(names: &[&str]) {
+    let without_third = [names[0], names[1], names[3]];
+    let o = percsim_env(&[&["merge"], &without_third[..]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("shard 3/4 is missing: percolator seeds 202, 206, ..., 238"),
+        "{}",
+        text(&o)
+    );
+    let cut = tmp("shard2-cut.jsonl");
+    let whole = std::fs::read_to_string(names[1]).unwrap();
+    let kept: Vec<&str> = whole.lines().take(4).collect();
+    std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
+    let o = percsim_env(
+        &["merge", names[0], cut.to_str().unwrap(), names[2], names[3]],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("shard 2/4 was cut short (no completion line after 3 of its 10 seeds)"),
+        "{}",
+        text(&o)
     );
 }
 

@@ -50,7 +50,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// Judges a stream history against every rule. Never panics, even on a
-/// history that did not come from [`parse`].
+/// history that did not come from [`parse()`].
 pub fn check(history: &StreamHistory) -> StreamReport {
     let ix = index::Ix::build(history);
     let rules = rules::run_all(&ix);

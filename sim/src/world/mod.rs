@@ -288,7 +288,7 @@ impl World {
     }
 }
 
-/// The network's part of the world (see [`net`]).
+/// The network's part of the world (see `net`).
 impl World {
     /// Whether a partition cuts the link from node `from` to the node at `to`.
     pub fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
@@ -347,7 +347,7 @@ impl World {
     /// or pausing the sender neither recalls nor freezes it, and it can
     /// overtake later messages between the same nodes. A link cut by a
     /// partition carries nothing extra (the original is dropped anyway).
-    /// Counted when delivered (see [`World::delivered`]).
+    /// Counted when delivered (see `World::delivered`).
     pub fn carry<R: Request + Clone>(&self, dst: SocketAddr, req: &R) -> Carried {
         let timeout_ms = self.cfg.rpc_timeout_ms;
         self.net.carry(self.wire.get(), dst, req, timeout_ms)

@@ -181,7 +181,7 @@ impl Port {
     }
 
     /// Send `req` to `dst` and wait for its reply, however long: callers
-    /// bound the wait (see [`crate::world::deadline`]).
+    /// bound the wait (see `crate::world::deadline`).
     pub async fn call<R: Request>(&self, dst: SocketAddr, req: R) -> std::io::Result<R::Response> {
         let slot = Arc::new(Slot::default());
         let reply = ReplyTo {

@@ -138,6 +138,17 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
         ] => xs,
         xs => xs,
     };
+    if ops.is_empty() {
+        let pos = forms
+            .first()
+            .map_or(edn::Pos { line: 1, column: 1 }, |f| f.pos);
+        return Err(EdnError::at(
+            pos,
+            "the history holds no operation: expected a vector of operation maps such as \
+             {:type :ok, :f :txn, :value [[:append :x 1]]}"
+                .to_string(),
+        ));
+    }
     if let Some(op) = ops.get(MAX_OPS) {
         return Err(EdnError::at(
             op.pos,

@@ -3,7 +3,8 @@
 //! near miss of it; bad input is exit code 2 with a message naming the problem.
 
 use percsim_checker::RuleReport;
-use percsim_checker::stream::{StreamReport, check, is_stream_history_file, parse, run_check_file};
+use percsim_checker::stream::{StreamReport, check, parse};
+use percsim_checker::{HistoryFormat, detect_file, run_check_file};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -528,11 +529,12 @@ fn run_check_file_exit_codes_and_reports() {
 
 #[test]
 fn stream_files_are_told_apart_from_other_histories() {
-    assert!(is_stream_history_file(&path("valid_pipeline")));
+    let format = |p: &std::path::Path| detect_file(p).ok();
+    assert_eq!(format(&path("valid_pipeline")), Some(HistoryFormat::Stream));
     let percolator =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid_basic.json");
-    assert!(!is_stream_history_file(&percolator));
-    assert!(!is_stream_history_file(&path("no_such_file")));
+    assert_eq!(format(&percolator), Some(HistoryFormat::Percolator));
+    assert_eq!(format(&path("no_such_file")), None);
     // A wrong version of the stream format is still routed here, and refused.
     let dir = std::env::temp_dir().join(format!("percsim-stream-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -540,7 +542,7 @@ fn stream_files_are_told_apart_from_other_histories() {
     let mut v = value("valid_pipeline");
     v["format"] = json!("percsim-stream-history/2");
     std::fs::write(&f, v.to_string()).unwrap();
-    assert!(is_stream_history_file(&f));
+    assert_eq!(format(&f), Some(HistoryFormat::Stream));
     let mut out = Vec::new();
     assert_eq!(run_check_file(&f, false, &mut out), 2);
     has_all(

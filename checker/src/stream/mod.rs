@@ -38,9 +38,9 @@ mod rules;
 
 pub use class::{StreamFindingClass, StreamRule};
 pub use history::{
-    AckOp, AckedPositions, CoordinatorDecision, LogEntry, MarkerKind, OpResult, PartitionLog,
-    ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn,
-    SubscriptionDecl,
+    AckOp, AckedPositions, ConsumerIsolation, CoordinatorDecision, LogEntry, MarkerKind, OpResult,
+    PartitionLog, ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory,
+    StreamOp, StreamTxn, SubscriptionDecl,
 };
 pub use parse::{StreamHistoryError, parse};
 pub use report::{StreamReport, StreamStats};

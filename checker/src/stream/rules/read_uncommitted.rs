@@ -24,6 +24,9 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     let open = OpenSpans::build(ix);
     for op in &ix.h.ops {
         let StreamOp::Receive(r) = op else { continue };
+        if !r.isolation.is_read_committed() {
+            continue;
+        }
         if let Some(t) = ix.txn_of(&r.message)
             && let Some(l) = ix
                 .in_log

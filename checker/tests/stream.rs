@@ -885,3 +885,26 @@ fn a_read_uncommitted_consumer_is_not_judged_for_aborted_reads() {
         r.render_text()
     );
 }
+
+/// A committed transaction with no recorded commit request was open at
+/// least until its last send: a receipt past its first message before then
+/// reads past an open transaction.
+#[test]
+fn past_open_transaction_without_a_recorded_commit_request() {
+    let mut v = value("read_uncommitted_past_open");
+    v["transactions"][0]["commit_request_ns"] = Value::Null;
+    let i = op_index(&v, "send", "m2", None);
+    ops_mut(&mut v)[i]["t_ns"] = json!(128);
+    ops_mut(&mut v).sort_by_key(|o| o["t_ns"].as_u64());
+    let r = judge(&v);
+    let n = counts(&r, "read_uncommitted");
+    assert!(
+        n.contains(&("past_open_transaction".to_string(), 1)),
+        "{}",
+        r.render_text()
+    );
+    has_all(
+        &class(&r, "read_uncommitted", "past_open_transaction"),
+        &["no commit request was recorded", "at 128 ns"],
+    );
+}

@@ -4,8 +4,9 @@
 //! every other read must be a prefix of it (else `incompatible-order`). From
 //! that order come ww, wr and rw dependencies between committed
 //! transactions, plus real-time order from `:time`, and the cycles are named
-//! as in the white-box rule `no_dependency_cycles` (G0, G1c, G-single,
-//! G2-item-nonadjacent; G2-item, write skew, is allowed under snapshot
+//! as in the white-box rule `no_dependency_cycles`, with Elle's names
+//! (G0, G1c, G-single-item, G-nonadjacent-item; G2-item, write skew, is
+//! allowed under snapshot
 //! isolation), with G1a (a committed read of an aborted append), G1b (a read
 //! of an intermediate list) and lost updates.
 
@@ -584,7 +585,8 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         };
         target.add(class, || explain_cycle(&f, class, steps));
     });
-    let rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
+    let mut rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
+    rules.iter_mut().for_each(elle_names);
     let count = |o: Outcome| h.txns.iter().filter(|x| x.outcome == o).count() as u64;
     let mops = h.txns.iter().flat_map(|x| &x.mops);
     let reads = mops
@@ -819,5 +821,22 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
             let inv = f.h.txns[s.to as usize].invoke_ns.unwrap_or(0);
             format!("T{a} completed (time {done}) before T{b} was invoked (time {inv})")
         }
+    }
+}
+
+/// Renames a rule's classes to Elle's own names ([`FindingClass::elle_name`]).
+fn elle_names(rule: &mut crate::RuleReport) {
+    let rename = |name: &str| {
+        FindingClass::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .map_or(name.to_string(), |c| c.elle_name().to_string())
+    };
+    rule.counts = std::mem::take(&mut rule.counts)
+        .into_iter()
+        .map(|(k, n)| (rename(&k), n))
+        .collect();
+    for f in &mut rule.violations {
+        f.class = rename(&f.class);
     }
 }

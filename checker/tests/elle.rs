@@ -49,7 +49,7 @@ fn each_anomaly_fixture_shows_its_class() {
         ("g1a.edn", "G1a"),
         ("g1b.edn", "G1b"),
         ("g1c.edn", "G1c"),
-        ("g_single.edn", "G-single"),
+        ("g_single.edn", "G-single-item"),
         ("lost_update.edn", "lost-update"),
         ("incompatible_order.edn", "incompatible-order"),
         ("duplicate_elements.edn", "duplicate-elements"),

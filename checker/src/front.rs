@@ -85,15 +85,7 @@ pub fn detect(head: &str) -> Result<HistoryFormat, HistoryError> {
         )));
     }
     if let Some(tag) = format_tag(start) {
-        return HistoryFormat::ALL
-            .into_iter()
-            .find(|f| f.tag_family().is_some_and(|t| tag.starts_with(t)))
-            .ok_or_else(|| {
-                HistoryError::at(
-                    "$.format".into(),
-                    format!("unknown format {tag:?}: {}", expected()),
-                )
-            });
+        return by_tag(tag);
     }
     if elle::is_edn(start) {
         return Ok(HistoryFormat::ElleListAppend);
@@ -105,6 +97,30 @@ pub fn detect(head: &str) -> Result<HistoryFormat, HistoryError> {
         format!("a document starting {first:?}")
     };
     Err(HistoryError::whole(format!("{what}: {}", expected())))
+}
+
+/// The format whose tag family `tag` belongs to.
+fn by_tag(tag: &str) -> Result<HistoryFormat, HistoryError> {
+    HistoryFormat::ALL
+        .into_iter()
+        .find(|f| f.tag_family().is_some_and(|t| tag.starts_with(t)))
+        .ok_or_else(|| {
+            HistoryError::at(
+                "$.format".into(),
+                format!("unknown format {tag:?}: {}", expected()),
+            )
+        })
+}
+
+/// The top-level `format` of the whole JSON document `text`, when it parses
+/// and has one (for a document whose tag lies beyond the head: a writer
+/// that sorts keys puts `final_state` first).
+fn whole_document_tag(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<String>,
+    }
+    serde_json::from_str::<Probe>(text).ok()?.format
 }
 
 /// `text` after leading whitespace and `;` comment lines (EDN's).
@@ -145,7 +161,16 @@ pub fn detect_file(path: &Path) -> Result<HistoryFormat, HistoryError> {
     std::fs::File::open(path)
         .and_then(|f| f.take(HEAD_BYTES).read_to_end(&mut head))
         .map_err(|e| cannot_read(path, &e))?;
-    detect(&String::from_utf8_lossy(&head))
+    let head = String::from_utf8_lossy(&head);
+    let found = detect(&head);
+    let untagged_object = skip_comments(&head).starts_with('{') && found.is_err();
+    if untagged_object && head.len() as u64 >= HEAD_BYTES {
+        let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
+        if let Some(tag) = whole_document_tag(&text) {
+            return by_tag(&tag);
+        }
+    }
+    found
 }
 
 /// The error for a file that cannot be read.

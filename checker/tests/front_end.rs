@@ -124,3 +124,20 @@ fn a_missing_file_is_exit_2() {
     assert_eq!(code, 2);
     assert!(out.contains("cannot read"), "{out}");
 }
+
+/// A writer that sorts keys puts `final_state` before `format`: a tag
+/// beyond the first 64 KiB is still found.
+#[test]
+fn a_tag_after_a_long_final_state_is_found() {
+    let text = std::fs::read_to_string(fixture("valid_basic.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let padding = "p".repeat(100_000);
+    let obj = v.as_object_mut().unwrap();
+    obj.insert("aaa_padding".into(), serde_json::json!(padding));
+    let sorted: std::collections::BTreeMap<_, _> = obj.clone().into_iter().collect();
+    let f = Scratch::new("sorted.json", &serde_json::to_string(&sorted).unwrap());
+    let head = std::fs::read_to_string(&f.0).unwrap();
+    assert!(!head[..1 << 16].contains("\"format\""));
+    let (code, out, _) = run(&f.0);
+    assert_eq!(code, 0, "{out}");
+}

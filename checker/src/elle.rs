@@ -336,6 +336,11 @@ struct Facts<'h> {
     /// Per key, committed writers in version order, and each one's position.
     order: Vec<Vec<u32>>,
     position: HashMap<(u32, u32), u32>,
+    /// Per key, the committed transactions that appended to it an element
+    /// no read shows: each comes after the key's longest read (Elle's
+    /// list-append analysis places them there), in no known order among
+    /// themselves.
+    unobserved: Vec<Vec<u32>>,
 }
 
 fn committed_reads<'h, 'c>(
@@ -352,6 +357,30 @@ fn committed_reads<'h, 'c>(
                 _ => None,
             })
         })
+}
+
+/// Per key, the committed transactions with an append to it that is in no
+/// version order (no read shows it), each once, in history order.
+fn unobserved_appenders(
+    h: &ElleHistory,
+    committed: &[bool],
+    order: &[Vec<u32>],
+    position: &HashMap<(u32, u32), u32>,
+) -> Vec<Vec<u32>> {
+    let mut unobserved = vec![Vec::new(); order.len()];
+    for (t, x) in h.txns.iter().enumerate().filter(|(t, _)| committed[*t]) {
+        for m in &x.mops {
+            if let Mop::Append { key, .. } = *m
+                && !position.contains_key(&(key, t as u32))
+            {
+                let u: &mut Vec<u32> = &mut unobserved[key as usize];
+                if u.last() != Some(&(t as u32)) {
+                    u.push(t as u32);
+                }
+            }
+        }
+    }
+    unobserved
 }
 
 fn is_prefix(a: &[u32], b: &[u32]) -> bool {
@@ -424,6 +453,7 @@ impl<'h> Facts<'h> {
                 }
             }
         }
+        let unobserved = unobserved_appenders(h, &committed, &order, &position);
         Facts {
             h,
             committed,
@@ -432,6 +462,7 @@ impl<'h> Facts<'h> {
             longest,
             order,
             position,
+            unobserved,
         }
     }
 
@@ -627,6 +658,12 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
         for w in ord.windows(2) {
             edges.push((w[0], w[1], k as u32, WW));
         }
+        // An unobserved append comes after every observed one.
+        if let Some(&last) = ord.last() {
+            for &u in f.unobserved[k].iter().filter(|&&u| u != last) {
+                edges.push((last, u, k as u32, WW));
+            }
+        }
     }
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
     for (t, x) in f.h.txns.iter().enumerate() {
@@ -673,6 +710,13 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                 && x != r
             {
                 edges.push((r, x, k, RW));
+            }
+            if next as usize == ord.len() {
+                // It read the last observed version: every unobserved
+                // append to the key came after what it read.
+                for &u in f.unobserved[k as usize].iter().filter(|&&u| u != r) {
+                    edges.push((r, u, k, RW));
+                }
             }
             if next != u32::MAX && f.last_append.contains_key(&(r, k)) {
                 lost.push((k, next, r));
@@ -796,7 +840,23 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
             .get(&(t, k))
             .map_or("?", |e| f.h.elems[*e as usize].as_str())
     };
+    let unseen = f.unobserved[k as usize].contains(&s.to);
     match s.kind {
+        WW if unseen => format!(
+            "T{b}'s append of {} to key {} is in no read, so it comes after every element read, \
+             the last being T{a}'s append of {} in the longest read {}",
+            elem(s.to),
+            f.key(k),
+            elem(s.from),
+            f.list(f.longest[k as usize])
+        ),
+        RW if unseen => format!(
+            "T{a} read key {} = {}, the last version any read shows, and T{b}'s append of {} is in no read, \
+             so it came after that version",
+            f.key(k),
+            read_of(f, s.from, k),
+            elem(s.to)
+        ),
         WW => format!(
             "T{b}'s append of {} to key {} comes right after T{a}'s append of {} in the longest read {}",
             elem(s.to),

@@ -840,7 +840,10 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
             .get(&(t, k))
             .map_or("?", |e| f.h.elems[*e as usize].as_str())
     };
-    let unseen = f.unobserved[k as usize].contains(&s.to);
+    let unseen = f
+        .unobserved
+        .get(k as usize)
+        .is_some_and(|u| u.contains(&s.to));
     match s.kind {
         WW if unseen => format!(
             "T{b}'s append of {} to key {} is in no read, so it comes after every element read, \

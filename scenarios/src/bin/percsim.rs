@@ -281,8 +281,6 @@ fn main() -> ExitCode {
             percsim_checker::use_small_pages();
             if percsim_scenarios::histfile::is_capsule_file(&history) {
                 percsim_scenarios::histfile::check_capsule(&history, json, &mut std::io::stdout())
-            } else if percsim_checker::stream::is_stream_history_file(&history) {
-                percsim_checker::stream::run_check_file(&history, json, &mut std::io::stdout())
             } else {
                 percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
             }

@@ -99,6 +99,7 @@ impl StreamRecorder {
                     },
                     offset,
                     source,
+                    producer: None,
                 }));
             }
             ClientEvent::Received {
@@ -120,6 +121,7 @@ impl StreamRecorder {
                     offset,
                     message: message.payload,
                     t_ns: now_ns,
+                    isolation: Default::default(),
                 }));
             }
             ClientEvent::Acked {
@@ -138,6 +140,7 @@ impl StreamRecorder {
                     t_ns: now_ns,
                     txn: txn.map(|t| t.seq),
                     result: OpResult::Ok,
+                    cumulative: false,
                 }));
             }
             ClientEvent::Finished { txn, outcome } => {

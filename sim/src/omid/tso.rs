@@ -134,40 +134,48 @@ impl Tso {
             Err(AbortReason::BelowLowWatermark { .. }) => return self.fence(req.start_ts).await,
             Err(reason) => return aborted(&reason),
         };
-        self.shared.point(OmidPoint::TsoAfterDecision, &self.name).await;
-        if self.ablated(OmidAblation::ShadowCellsBeforeCommitTable) {
-            // The planted bug: the client writes its shadow cells, then the
-            // commit-table entry itself.
-            return CommitReply::Committed {
-                commit_ts,
-                in_commit_table: false,
-            };
-        }
-        let entry = CtEntry::Committed { commit_ts };
         if self.ablated(OmidAblation::ReplyBeforeCommitTable) {
             // The planted bug: answer now, persist the decision afterwards.
             let me = self.clone();
-            madsim::task::spawn(async move { me.put(req.start_ts, entry).await });
+            madsim::task::spawn(async move { me.persist(req.start_ts, commit_ts).await });
             return CommitReply::Committed {
                 commit_ts,
                 in_commit_table: true,
             };
         }
-        match self.put(req.start_ts, entry).await {
-            CtEntry::Committed { commit_ts } => {
-                self.shared
-                    .point(OmidPoint::TsoAfterCommitTable, &self.name)
-                    .await;
-                CommitReply::Committed {
-                    commit_ts,
-                    in_commit_table: true,
-                }
-            }
+        if self.ablated(OmidAblation::ShadowCellsBeforeCommitTable) {
+            // The planted bug: the client writes its shadow cells, then the
+            // commit-table entry itself.
+            self.shared.point(OmidPoint::TsoAfterDecision, &self.name).await;
+            return CommitReply::Committed {
+                commit_ts,
+                in_commit_table: false,
+            };
+        }
+        match self.persist(req.start_ts, commit_ts).await {
+            CtEntry::Committed { commit_ts } => CommitReply::Committed {
+                commit_ts,
+                in_commit_table: true,
+            },
             CtEntry::Invalid => {
                 self.shared.bump(OmidCounter::CommitInvalidated.name());
                 aborted(&AbortReason::Invalidated)
             }
         }
+    }
+
+    /// Write the decision `commit_ts` of the transaction of `start_ts` to
+    /// the commit table, passing the crash points on either side; answer
+    /// the entry in effect.
+    async fn persist(&self, start_ts: u64, commit_ts: u64) -> CtEntry {
+        self.shared.point(OmidPoint::TsoAfterDecision, &self.name).await;
+        let entry = self.put(start_ts, CtEntry::Committed { commit_ts }).await;
+        if let CtEntry::Committed { .. } = entry {
+            self.shared
+                .point(OmidPoint::TsoAfterCommitTable, &self.name)
+                .await;
+        }
+        entry
     }
 
     /// Abort a transaction that started below the low watermark: it may

@@ -31,6 +31,16 @@ pub enum AbortReason {
 }
 
 impl AbortReason {
+    /// Its short name (the history's abort reason, the counter
+    /// `abort.<name>`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AbortReason::BelowLowWatermark { .. } => "below_low_watermark",
+            AbortReason::Conflict { .. } => "write_conflict",
+            AbortReason::Invalidated => "invalidated",
+        }
+    }
+
     /// The reason as the history's `abort_reason`.
     pub fn describe(&self) -> String {
         match self {
@@ -192,5 +202,7 @@ mod tests {
         let low = AbortReason::BelowLowWatermark { low_watermark: 9 };
         assert_eq!(low.describe(), "started below the low watermark 9");
         assert_eq!(AbortReason::Invalidated.describe(), "invalidated by a reader");
+        assert_eq!(r.name(), "write_conflict");
+        assert_eq!(low.name(), "below_low_watermark");
     }
 }

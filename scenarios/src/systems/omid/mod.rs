@@ -146,24 +146,24 @@ impl SystemSpec for OmidSpec {
     }
 }
 
-/// The Omid scenario of `seed`, drawn from `mix`: 1-4 clients, 1-3 tablet
-/// servers, a conflict map of 2-64 keys at cell or row granularity, a
-/// workload phase of 0.5-2 s, each fault class of the mix (every one of
+/// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
+/// servers, a conflict map of 1-8 keys at cell or row granularity, a
+/// workload phase of 3-8 s, each fault class of the mix (every one of
 /// [`OMID_CLASSES`] when it names none) on with probability one half, the
 /// mix's planted bugs of Omid switched on. Every draw is made whichever
 /// classes are named, so leaving one out leaves the rest as they were.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
-    let clients = rng.random_range(1..=4);
+    let clients = rng.random_range(2..=5);
     let mut world = WorldConfig {
-        run_ms: rng.random_range(500..=2_000),
+        run_ms: rng.random_range(3_000..=8_000),
         quiesce_ms: 10_000,
         ..WorldConfig::default()
     };
     let mut cluster = OmidConfig {
         clients,
         tablets: rng.random_range(1..=3),
-        conflict_map_size: rng.random_range(2..=64),
+        conflict_map_size: rng.random_range(1..=8),
         granularity: if rng.random_bool(0.5) {
             Granularity::Cell
         } else {
@@ -171,7 +171,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         },
         timestamp_batch: rng.random_range(1..=100),
         persist_ms: rng.random_range(1..=5),
-        store_ms: rng.random_range(1..=5),
+        store_ms: rng.random_range(1..=8),
         ablations: OmidAblation::ALL
             .iter()
             .copied()
@@ -206,9 +206,9 @@ fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
     } else {
         mix.workloads.iter().map(String::as_str).collect()
     };
-    let think_ms = rng.random_range(1..=10);
+    let think_ms = rng.random_range(0..=5);
     let fraction = rng.random_range(0.2..0.8);
-    let keys = rng.random_range(2..=8);
+    let keys = rng.random_range(2..=6);
     match names[(seed % names.len() as u64) as usize] {
         "omid-register" => OmidWorkload::Register(Register {
             keys,
@@ -224,13 +224,13 @@ fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
     }
 }
 
-/// One to three crashes at Omid's named points.
+/// One to four crashes at Omid's named points.
 fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
-    let n = 1 + (intensity * 2.0) as usize;
+    let n = 1 + (intensity * 3.0) as usize;
     (0..n)
         .map(|_| CrashAt {
             point: OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())],
-            nth: rng.random_range(1..=10),
+            nth: rng.random_range(1..=6),
             restart_after_ms: rng.random_range(20..=500),
         })
         .collect()

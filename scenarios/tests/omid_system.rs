@@ -57,13 +57,21 @@ fn the_omid_section_and_workload_errors_name_the_field() {
         Scenario::parse(&s.to_string()).unwrap_err().to_string()
     };
     let cases = [
-        ("/omid/tablets", serde_json::json!(0), "omid.tablets: must be 1 to 100, found 0"),
+        (
+            "/omid/tablets",
+            serde_json::json!(0),
+            "omid.tablets: must be 1 to 100, found 0",
+        ),
         (
             "/omid/conflict_map_size",
             serde_json::json!(0),
             "omid.conflict_map_size: must be at least 1, found 0",
         ),
-        ("/omid/crashes/0/nth", serde_json::json!(0), "omid.crashes[0].nth: counts from 1"),
+        (
+            "/omid/crashes/0/nth",
+            serde_json::json!(0),
+            "omid.crashes[0].nth: counts from 1",
+        ),
         (
             "/omid/crashes/1/point",
             serde_json::json!("nowhere"),
@@ -141,7 +149,12 @@ fn each_planted_bug_is_caught_within_a_few_seeds_and_the_faithful_build_passes_t
         let n = found.unwrap_or_else(|| panic!("{name} not caught in 16 seeds: {verdicts:?}"));
         for seed in 0..n {
             let r = fuzz::judge(&omid::generate(seed, &mix(&[])), false).result;
-            assert_eq!(r.verdict, Verdict::Pass, "faithful seed {seed}: {:?}", r.explanation);
+            assert_eq!(
+                r.verdict,
+                Verdict::Pass,
+                "faithful seed {seed}: {:?}",
+                r.explanation
+            );
         }
     }
 }

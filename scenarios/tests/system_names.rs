@@ -153,7 +153,11 @@ fn omid_lines() -> Vec<(String, Vec<String>)> {
     files
         .into_iter()
         .filter_map(|f| {
-            let rel = f.strip_prefix(&root).expect("under root").display().to_string();
+            let rel = f
+                .strip_prefix(&root)
+                .expect("under root")
+                .display()
+                .to_string();
             if OMID_FOLDERS.iter().any(|d| rel.starts_with(d)) {
                 return None;
             }
@@ -176,7 +180,11 @@ fn outside_its_folders_only_the_registry_lines_name_omid() {
     let files: Vec<&str> = found.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(
         files,
-        ["protocol/src/lib.rs", "sim/src/lib.rs", "scenarios/src/systems/mod.rs"],
+        [
+            "protocol/src/lib.rs",
+            "sim/src/lib.rs",
+            "scenarios/src/systems/mod.rs"
+        ],
         "{found:?}"
     );
     let counts: Vec<usize> = found.iter().map(|(_, lines)| lines.len()).collect();
@@ -186,9 +194,11 @@ fn outside_its_folders_only_the_registry_lines_name_omid() {
 #[test]
 fn the_omid_count_sees_a_line_outside_its_folders() {
     assert_eq!(
-        naming_lines("use percsim_sim::omid::run;
+        naming_lines(
+            "use percsim_sim::omid::run;
 // omid explained
-"),
+"
+        ),
         ["use percsim_sim::omid::run;"]
     );
 }

@@ -9,7 +9,9 @@
 //! [`read`]: percsim_protocol::omid::actions::read
 
 use super::config::{Bank, OmidWorkload, Register};
-use super::rpc::{self, BeginReq, CLIENT_KIND, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply};
+use super::rpc::{
+    self, BeginReq, CLIENT_KIND, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply,
+};
 use super::store::{Caller, tablet_of_row, tablet_of_txn};
 use super::{ClientDisk, Shared};
 use crate::world::port::Port;
@@ -75,11 +77,18 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
     let mut total = 0u64;
     for i in 0..bank.accounts {
         let key = (account(i), BALANCE.to_string());
-        let Some((_, _, value)) = committed.get(&key).and_then(|vs| vs.last()) else {
+        let Some(value) = committed
+            .get(&key)
+            .and_then(|vs| vs.last())
+            .map(|v| &v.value)
+        else {
             return vec![format!("account {} has no committed balance", account(i))];
         };
         let Ok(balance) = value.parse::<u64>() else {
-            return vec![format!("account {} holds {value:?}, not a balance", account(i))];
+            return vec![format!(
+                "account {} holds {value:?}, not a balance",
+                account(i)
+            )];
         };
         total += balance;
     }
@@ -255,9 +264,9 @@ impl Client {
         let tablet = tablet_of_txn(start_ts, self.shared.cfg.tablets);
         match self.caller().store(tablet, Some(txn.id), op).await {
             StoreReply::Entry(e) => e,
-            other => crate::invariant::violated(&format!(
-                "a commit-table step was answered {other:?}"
-            )),
+            other => {
+                crate::invariant::violated(&format!("a commit-table step was answered {other:?}"))
+            }
         }
     }
 
@@ -285,7 +294,9 @@ impl Client {
         let mut r = read::from_shadow(v, txn.start_ts, ablations);
         if r == Resolution::AskCommitTable {
             self.shared.bump(OmidCounter::CtLookup.name());
-            let get = StoreOp::CtGet { start_ts: v.start_ts };
+            let get = StoreOp::CtGet {
+                start_ts: v.start_ts,
+            };
             let entry = self.ct(txn, get, v.start_ts).await;
             r = read::from_commit_table(entry, txn.start_ts, ablations);
         }
@@ -297,7 +308,10 @@ impl Client {
             start_ts: v.start_ts,
             entry: CtEntry::Invalid,
         };
-        let entry = self.ct(txn, put, v.start_ts).await.unwrap_or(CtEntry::Invalid);
+        let entry = self
+            .ct(txn, put, v.start_ts)
+            .await
+            .unwrap_or(CtEntry::Invalid);
         let again = self.versions(txn, row, col).await;
         let shadow_ts = again
             .iter()
@@ -374,9 +388,12 @@ impl Client {
         };
         let tablet = tablet_of_txn(txn.start_ts, self.shared.cfg.tablets);
         self.caller().store(tablet, Some(txn.id), delete).await;
-        self.finish(&txn, TxnFinish::Committed {
-            commit_ts: Some(commit_ts),
-        });
+        self.finish(
+            &txn,
+            TxnFinish::Committed {
+                commit_ts: Some(commit_ts),
+            },
+        );
     }
 
     /// The planted bug `shadow-cells-before-commit-table`: the shadow cells
@@ -389,14 +406,20 @@ impl Client {
             entry: CtEntry::Committed { commit_ts },
         };
         match self.ct(&txn, put, txn.start_ts).await {
-            Some(CtEntry::Committed { .. }) => self.finish(&txn, TxnFinish::Committed {
-                commit_ts: Some(commit_ts),
-            }),
+            Some(CtEntry::Committed { .. }) => self.finish(
+                &txn,
+                TxnFinish::Committed {
+                    commit_ts: Some(commit_ts),
+                },
+            ),
             _ => {
                 self.each_write(&txn, None).await;
-                self.finish(&txn, TxnFinish::Aborted {
-                    reason: "invalidated",
-                });
+                self.finish(
+                    &txn,
+                    TxnFinish::Aborted {
+                        reason: "invalidated",
+                    },
+                );
             }
         }
     }

@@ -191,7 +191,9 @@ fn fraction(field: &str, f: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&f) {
         Ok(())
     } else {
-        Err(format!("workload.{field}: must be between 0 and 1, found {f}"))
+        Err(format!(
+            "workload.{field}: must be between 0 and 1, found {f}"
+        ))
     }
 }
 
@@ -234,7 +236,10 @@ impl OmidWorkload {
             }
             OmidWorkload::Register(r) => {
                 if r.keys == 0 || r.keys > 1_000 {
-                    return Err(format!("workload.keys: must be 1 to 1000, found {}", r.keys));
+                    return Err(format!(
+                        "workload.keys: must be 1 to 1000, found {}",
+                        r.keys
+                    ));
                 }
                 fraction("write_fraction", r.write_fraction)
             }
@@ -252,7 +257,8 @@ mod tests {
         let bad = |f: fn(&mut OmidConfig)| {
             let mut c = OmidConfig::default();
             f(&mut c);
-            c.validate().unwrap_err().to_string()
+            let e = c.validate().unwrap_err();
+            format!("{}: {}", e.field, e.problem)
         };
         assert_eq!(bad(|c| c.tablets = 0), "tablets: must be 1 to 100, found 0");
         assert_eq!(
@@ -263,11 +269,13 @@ mod tests {
             bad(|c| c.store_ms = 20_000),
             "store_ms: must be at most 10000, found 20000"
         );
-        let crash = |nth| CrashAt {
-            point: OmidPoint::TsoAfterDecision,
-            nth,
-            restart_after_ms: 10,
-        };
+        fn crash(nth: u64) -> CrashAt {
+            CrashAt {
+                point: OmidPoint::TsoAfterDecision,
+                nth,
+                restart_after_ms: 10,
+            }
+        }
         assert_eq!(
             bad(|c| c.crashes = vec![crash(1), crash(0)]),
             "crashes[1].nth: counts from 1, found 0"

@@ -11,8 +11,8 @@
 //! the TSO's persisted ceiling) and memory in each incarnation (the TSO's
 //! conflict map and low watermark), and records the history.
 
-pub mod config;
 mod client;
+pub mod config;
 mod rpc;
 mod store;
 mod tso;

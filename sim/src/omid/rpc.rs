@@ -1,7 +1,7 @@
 //! Omid's nodes, addresses, messages and identities (counters, events).
 
-use crate::world::{NodeKind, NodeName};
 use crate::Role;
+use crate::world::{NodeKind, NodeName};
 use madsim::net::rpc::Request;
 use percsim_protocol::omid::{CtEntry, DataVersion};
 use serde::{Deserialize, Serialize};

@@ -19,6 +19,20 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+/// A committed version of a cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Committed {
+    /// Its writer's start timestamp.
+    pub start_ts: u64,
+    /// Its commit timestamp.
+    pub commit_ts: u64,
+    /// Its value.
+    pub value: String,
+}
+
+/// Every cell's committed versions, by (row, column), oldest commit first.
+pub(super) type CommittedCells = BTreeMap<(String, String), Vec<Committed>>;
+
 /// The durable store.
 #[derive(Debug, Default)]
 pub(super) struct Store {
@@ -76,7 +90,12 @@ impl Store {
                 let mut out: Vec<DataVersion> = self
                     .cells
                     .get(&key)
-                    .map(|vs| vs.iter().filter(|v| v.start_ts < *below_ts).cloned().collect())
+                    .map(|vs| {
+                        vs.iter()
+                            .filter(|v| v.start_ts < *below_ts)
+                            .cloned()
+                            .collect()
+                    })
                     .unwrap_or_default();
                 out.reverse();
                 StoreReply::Versions(out)
@@ -104,16 +123,21 @@ impl Store {
         })
     }
 
-    /// Each cell's committed versions as (start_ts, commit_ts, value),
-    /// oldest commit first.
-    pub fn committed(&self) -> BTreeMap<(String, String), Vec<(u64, u64, String)>> {
+    /// Each cell's committed versions, oldest commit first.
+    pub fn committed(&self) -> CommittedCells {
         let mut out = BTreeMap::new();
         for (key, versions) in &self.cells {
-            let mut vs: Vec<(u64, u64, String)> = versions
+            let mut vs: Vec<Committed> = versions
                 .iter()
-                .filter_map(|v| Some((v.start_ts, self.commit_ts(v)?, v.value.clone())))
+                .filter_map(|v| {
+                    Some(Committed {
+                        start_ts: v.start_ts,
+                        commit_ts: self.commit_ts(v)?,
+                        value: v.value.clone(),
+                    })
+                })
                 .collect();
-            vs.sort_by_key(|(s, c, _)| (*c, *s));
+            vs.sort_by_key(|v| (v.commit_ts, v.start_ts));
             if !vs.is_empty() {
                 out.insert(key.clone(), vs);
             }
@@ -131,11 +155,11 @@ impl Store {
                 col,
                 versions: vs
                     .into_iter()
-                    .map(|(start_ts, commit_ts, value)| history::Version {
-                        start_ts,
-                        commit_ts,
+                    .map(|v| history::Version {
+                        start_ts: v.start_ts,
+                        commit_ts: v.commit_ts,
                         kind: history::VersionKind::Put,
-                        value: Some(value),
+                        value: Some(v.value),
                         data_missing: false,
                     })
                     .collect(),
@@ -150,11 +174,9 @@ impl Store {
 
 /// The tablet server that holds `row`, of `tablets`.
 pub(super) fn tablet_of_row(row: &str, tablets: usize) -> usize {
-    let h = row
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let h = row.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     (h % tablets as u64) as usize
 }
 
@@ -170,7 +192,6 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
     let me = TABLET_KIND.nth(index);
     crate::world::serve::serve_counting(&port, move |op: StoreOp| {
         let shared = shared.clone();
-        let me = me.clone();
         async move {
             sleep(Duration::from_millis(shared.cfg.store_ms)).await;
             let reply = lock(&shared.store).apply(&op);
@@ -287,8 +308,11 @@ mod tests {
         let key = ("x".to_string(), "v".to_string());
         let committed = s.committed();
         assert_eq!(
-            committed[&key],
-            vec![(3, 4, "a".to_string()), (5, 6, "b".to_string())]
+            committed[&key]
+                .iter()
+                .map(|v| (v.start_ts, v.commit_ts, v.value.as_str()))
+                .collect::<Vec<_>>(),
+            [(3, 4, "a"), (5, 6, "b")]
         );
         let StoreReply::Versions(vs) = s.apply(&StoreOp::Read {
             row: "x".into(),

@@ -8,7 +8,9 @@
 //! commit table.
 
 use super::Shared;
-use super::rpc::{self, BeginReq, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply, TSO_KIND};
+use super::rpc::{
+    self, BeginReq, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply, TSO_KIND,
+};
 use super::store::{Caller, tablet_of_txn};
 use crate::world::port::Port;
 use crate::world::{NodeName, lock};
@@ -104,7 +106,12 @@ impl Tso {
             .iter()
             .map(|(row, col)| conflict::key_of(row, col, g))
             .collect();
-        conflict::check(&lock(&self.map), req.start_ts, &keys, &self.shared.ablations)?;
+        conflict::check(
+            &lock(&self.map),
+            req.start_ts,
+            &keys,
+            &self.shared.ablations,
+        )?;
         let commit_ts = self.timestamp().await;
         let evicted = conflict::record(&mut lock(&self.map), &keys, commit_ts);
         for _ in 0..evicted {
@@ -121,9 +128,9 @@ impl Tso {
         let op = StoreOp::CtPut { start_ts, entry };
         match self.caller().store(tablet, None, op).await {
             StoreReply::Entry(Some(e)) => e,
-            other => crate::invariant::violated(&format!(
-                "a commit-table put was answered {other:?}"
-            )),
+            other => {
+                crate::invariant::violated(&format!("a commit-table put was answered {other:?}"))
+            }
         }
     }
 
@@ -146,7 +153,9 @@ impl Tso {
         if self.ablated(OmidAblation::ShadowCellsBeforeCommitTable) {
             // The planted bug: the client writes its shadow cells, then the
             // commit-table entry itself.
-            self.shared.point(OmidPoint::TsoAfterDecision, &self.name).await;
+            self.shared
+                .point(OmidPoint::TsoAfterDecision, &self.name)
+                .await;
             return CommitReply::Committed {
                 commit_ts,
                 in_commit_table: false,
@@ -168,7 +177,9 @@ impl Tso {
     /// the commit table, passing the crash points on either side; answer
     /// the entry in effect.
     async fn persist(&self, start_ts: u64, commit_ts: u64) -> CtEntry {
-        self.shared.point(OmidPoint::TsoAfterDecision, &self.name).await;
+        self.shared
+            .point(OmidPoint::TsoAfterDecision, &self.name)
+            .await;
         let entry = self.put(start_ts, CtEntry::Committed { commit_ts }).await;
         if let CtEntry::Committed { .. } = entry {
             self.shared

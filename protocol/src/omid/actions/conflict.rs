@@ -201,7 +201,10 @@ mod tests {
         assert_eq!(r.describe(), "write conflict on x (committed at 4)");
         let low = AbortReason::BelowLowWatermark { low_watermark: 9 };
         assert_eq!(low.describe(), "started below the low watermark 9");
-        assert_eq!(AbortReason::Invalidated.describe(), "invalidated by a reader");
+        assert_eq!(
+            AbortReason::Invalidated.describe(),
+            "invalidated by a reader"
+        );
         assert_eq!(r.name(), "write_conflict");
         assert_eq!(low.name(), "below_low_watermark");
     }

@@ -92,7 +92,10 @@ mod tests {
         m.must_write(w, "x", "v1");
         m.must_commit(w, &["x"]);
         m.must_complete(w, &["x"]);
-        assert!(m.ct.is_empty(), "the entry is deleted after the shadow cells");
+        assert!(
+            m.ct.is_empty(),
+            "the entry is deleted after the shadow cells"
+        );
         let r = m.must_begin();
         m.must_read(r, "x", Some("v1"));
         assert_eq!(m.ct_lookups, 0);

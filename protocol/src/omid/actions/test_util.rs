@@ -134,10 +134,6 @@ impl Model {
     }
 
     pub fn must_read(&mut self, start: u64, row: &str, want: Option<&str>) {
-        assert_eq!(
-            self.read(start, row).as_deref(),
-            want,
-            "read {row}@{start}"
-        );
+        assert_eq!(self.read(start, row).as_deref(), want, "read {row}@{start}");
     }
 }

@@ -300,18 +300,20 @@ impl Client {
             let entry = self.ct(txn, get, v.start_ts).await;
             r = read::from_commit_table(entry, txn.start_ts, ablations);
         }
-        if r != Resolution::Invalidate {
-            return r;
-        }
-        self.shared.bump(OmidCounter::Invalidated.name());
-        let put = StoreOp::CtPut {
-            start_ts: v.start_ts,
-            entry: CtEntry::Invalid,
+        let entry = match r {
+            Resolution::Invalidate => {
+                self.shared.bump(OmidCounter::Invalidated.name());
+                let put = StoreOp::CtPut {
+                    start_ts: v.start_ts,
+                    entry: CtEntry::Invalid,
+                };
+                self.ct(txn, put, v.start_ts)
+                    .await
+                    .unwrap_or(CtEntry::Invalid)
+            }
+            Resolution::RereadShadow => CtEntry::Invalid,
+            other => return other,
         };
-        let entry = self
-            .ct(txn, put, v.start_ts)
-            .await
-            .unwrap_or(CtEntry::Invalid);
         let again = self.versions(txn, row, col).await;
         let shadow_ts = again
             .iter()

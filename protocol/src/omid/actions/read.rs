@@ -24,6 +24,10 @@ pub enum Resolution {
     AskCommitTable,
     /// Invalidate its writer in the commit table.
     Invalidate,
+    /// Its writer is invalid in the commit table: read its shadow cell
+    /// once more (an invalidation can land after the writer completed and
+    /// deleted its entry) and resolve with [`after_invalidation`].
+    RereadShadow,
 }
 
 /// The version's commit timestamp `commit_ts` against the snapshot.
@@ -51,7 +55,9 @@ pub fn from_shadow(v: &DataVersion, start_ts: u64, ablations: &OmidAblations) ->
 }
 
 /// Resolve a version without a shadow cell from its writer's commit-table
-/// `entry`. With [`OmidAblation::NoInvalidation`] an absent entry is
+/// `entry`. An invalid entry is not final by itself: a late invalidation
+/// may have landed after the writer wrote its shadow cells and deleted its
+/// entry, so the shadow cell is read once more. With [`OmidAblation::NoInvalidation`] an absent entry is
 /// skipped as in flight, and the writer may still commit below the
 /// snapshot.
 pub fn from_commit_table(
@@ -61,7 +67,7 @@ pub fn from_commit_table(
 ) -> Resolution {
     match entry {
         Some(CtEntry::Committed { commit_ts }) => by_commit(commit_ts, start_ts),
-        Some(CtEntry::Invalid) => Resolution::Invisible,
+        Some(CtEntry::Invalid) => Resolution::RereadShadow,
         None if ablations.has(OmidAblation::NoInvalidation) => Resolution::Invisible,
         None => Resolution::Invalidate,
     }
@@ -149,6 +155,25 @@ mod tests {
         m.must_read(r, "x", None);
         assert_eq!(m.persist(w, c), Err(AbortReason::Invalidated));
         m.must_read(r, "x", None);
+    }
+
+    #[test]
+    fn a_late_invalid_entry_does_not_hide_a_completed_writer() {
+        let mut m = Model::new(100);
+        let w = m.must_begin();
+        m.must_write(w, "x", "v1");
+        let r = m.must_begin();
+        m.must_commit(w, &["x"]);
+        // The reader saw the version before its shadow cell...
+        let stale = m.cells["x"][0].clone();
+        m.must_complete(w, &["x"]);
+        // ...and a late invalidation lands after the entry was deleted.
+        m.ct.insert(w, CtEntry::Invalid);
+        let none = OmidAblations::default();
+        let step = from_commit_table(m.ct.get(&w).copied(), r + 10, &none);
+        assert_eq!(step, Resolution::RereadShadow);
+        assert_eq!(stale.shadow_ts, None);
+        m.must_read(r + 10, "x", Some("v1"));
     }
 
     #[test]

@@ -109,6 +109,15 @@ impl Model {
         self.ct.remove(&start);
     }
 
+    /// The shadow cell of `row`'s version written at `start`, as stored now.
+    fn shadow_of(&self, row: &str, start: u64) -> Option<u64> {
+        self.cells
+            .get(row)?
+            .iter()
+            .find(|v| v.start_ts == start)?
+            .shadow_ts
+    }
+
     /// Read `row` at snapshot `start` as a reader does.
     pub fn read(&mut self, start: u64, row: &str) -> Option<String> {
         let mut versions = self.cells.get(row).cloned().unwrap_or_default();
@@ -124,7 +133,11 @@ impl Model {
                 let mut slot = self.ct.get(&v.start_ts).copied();
                 let entry = put_if_absent(&mut slot, CtEntry::Invalid);
                 self.ct.insert(v.start_ts, entry);
-                r = read::after_invalidation(entry, v.shadow_ts, start);
+                r = read::after_invalidation(entry, self.shadow_of(row, v.start_ts), start);
+            }
+            if r == Resolution::RereadShadow {
+                let shadow = self.shadow_of(row, v.start_ts);
+                r = read::after_invalidation(CtEntry::Invalid, shadow, start);
             }
             if let Resolution::Visible { .. } = r {
                 return Some(v.value);

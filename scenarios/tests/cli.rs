@@ -175,7 +175,7 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
     );
     bad_scenario(
         r#"{"format":"percsim-scenario/1","system":"pulsr","workload":{"name":"bank"}}"#,
-        "unknown system \"pulsr\" (known: percolator, pulsar)",
+        "unknown system \"pulsr\" (known: percolator, pulsar, omid)",
     );
     let o = percsim(&["run", "/nonexistent/scenario.json"]);
     assert_eq!(o.status.code(), Some(2));
@@ -237,8 +237,9 @@ fn fuzz_shards_merge_and_replay() {
     let out = tmp("failures");
     let a = tmp("shard1.jsonl");
     let b = tmp("shard2.jsonl");
-    // The default campaign: seeds 0..30 of Percolator, then 3 Pulsar seeds.
-    for (shard, file, n) in [("1/2", &a, 17), ("2/2", &b, 16)] {
+    // The default campaign: seeds 0..30 of Percolator, then 3 Pulsar seeds,
+    // then 30 Omid seeds.
+    for (shard, file, n) in [("1/2", &a, 32), ("2/2", &b, 31)] {
         let o = percsim(&[
             "fuzz",
             "--seeds",
@@ -258,11 +259,11 @@ fn fuzz_shards_merge_and_replay() {
     }
     // Each seed's line between the campaign's header and the completion line.
     let lines = |p: &PathBuf| std::fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!((lines(&a), lines(&b)), (17 + 2, 16 + 2));
+    assert_eq!((lines(&a), lines(&b)), (32 + 2, 31 + 2));
     let merged = percsim(&["merge", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged));
     assert!(
-        text(&merged).contains("seeds               33 "),
+        text(&merged).contains("seeds               63 "),
         "{}",
         text(&merged)
     );

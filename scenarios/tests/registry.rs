@@ -135,9 +135,12 @@ fn a_campaign_keys_its_seeds_by_system() {
     let split: Vec<(&str, u64)> = opts.split().iter().map(|(s, n)| (s.name(), *n)).collect();
     assert_eq!(split[0], ("percolator", 20));
     assert_eq!(split[1], ("pulsar", 2));
-    assert_eq!(opts.seed_count(), 22);
+    assert_eq!(split[2], ("omid", 20));
+    assert_eq!(opts.seed_count(), 42);
     let (s, seed) = opts.seed_at(21);
     assert_eq!((s.name(), seed), ("pulsar", 1));
+    let (s, seed) = opts.seed_at(22);
+    assert_eq!((s.name(), seed), ("omid", 0));
     let (s, seed) = opts.seed_at(3);
     assert_eq!((s.name(), seed), ("percolator", 3));
     let one = Options {

@@ -60,6 +60,7 @@ fn crash_coverage() -> CoverageItem {
         name: "omid_crash_at_point",
         description: "a node killed at one of Omid's named points",
         counter: FaultKind::CrashAtStep.counter(),
+        class: Some(FaultKind::CrashAtStep),
     }
 }
 

@@ -274,6 +274,18 @@ impl FindingClass {
         }
     }
 
+    /// The class's name in Elle's list-append analysis, where it has its
+    /// own (`G-single-item`, `G-nonadjacent-item`: Elle names a cycle
+    /// through key items by its kind with `-item`); otherwise [`Self::name`].
+    /// Reports on Elle histories use it.
+    pub fn elle_name(self) -> &'static str {
+        match self {
+            FindingClass::GSingle => "G-single-item",
+            FindingClass::G2ItemNonadjacent => "G-nonadjacent-item",
+            other => other.name(),
+        }
+    }
+
     /// What the class means, in a sentence.
     pub fn describe(self) -> &'static str {
         use FindingClass::*;

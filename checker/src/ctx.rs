@@ -628,6 +628,26 @@ impl<'a> Ctx<'a> {
         self.final_write_idx(t, cell).map(|k| &self.fw[k])
     }
 
+    /// Whether version `v` of `cell` is a put whose data the store lost
+    /// (its null stands for what its writer wrote, not for a delete).
+    pub(crate) fn data_missing(&self, cell: u32, v: &Cv) -> bool {
+        v.value.is_none()
+            && v.writer != NONE
+            && self
+                .recs_of(v.writer)
+                .iter()
+                .any(|r| r.cell == cell && r.commit_ts == v.commit_ts && r.kind == VersionKind::Put)
+    }
+
+    /// The committed version of `cell` written by `t` whose data the store
+    /// lost, if there is one.
+    pub(crate) fn lost_version_of(&self, cell: u32, t: u32) -> Option<Cv> {
+        self.versions(cell)
+            .iter()
+            .find(|v| v.writer == t && self.data_missing(cell, v))
+            .copied()
+    }
+
     /// The store records carrying the transaction's start_ts, by cell then commit_ts.
     pub(crate) fn recs_of(&self, t: u32) -> &[StoreRec] {
         let (lo, hi) = self.rec_range[t as usize];

@@ -4,8 +4,9 @@
 //! every other read must be a prefix of it (else `incompatible-order`). From
 //! that order come ww, wr and rw dependencies between committed
 //! transactions, plus real-time order from `:time`, and the cycles are named
-//! as in the white-box rule `no_dependency_cycles` (G0, G1c, G-single,
-//! G2-item-nonadjacent; G2-item, write skew, is allowed under snapshot
+//! as in the white-box rule `no_dependency_cycles`, with Elle's names
+//! (G0, G1c, G-single-item, G-nonadjacent-item; G2-item, write skew, is
+//! allowed under snapshot
 //! isolation), with G1a (a committed read of an aborted append), G1b (a read
 //! of an intermediate list) and lost updates.
 
@@ -138,6 +139,17 @@ pub fn parse_elle(text: &str) -> Result<ElleHistory, EdnError> {
         ] => xs,
         xs => xs,
     };
+    if ops.is_empty() {
+        let pos = forms
+            .first()
+            .map_or(edn::Pos { line: 1, column: 1 }, |f| f.pos);
+        return Err(EdnError::at(
+            pos,
+            "the history holds no operation: expected a vector of operation maps such as \
+             {:type :ok, :f :txn, :value [[:append :x 1]]}"
+                .to_string(),
+        ));
+    }
     if let Some(op) = ops.get(MAX_OPS) {
         return Err(EdnError::at(
             op.pos,
@@ -324,6 +336,11 @@ struct Facts<'h> {
     /// Per key, committed writers in version order, and each one's position.
     order: Vec<Vec<u32>>,
     position: HashMap<(u32, u32), u32>,
+    /// Per key, the committed transactions that appended to it an element
+    /// no read shows: each comes after the key's longest read (Elle's
+    /// list-append analysis places them there), in no known order among
+    /// themselves.
+    unobserved: Vec<Vec<u32>>,
 }
 
 fn committed_reads<'h, 'c>(
@@ -340,6 +357,30 @@ fn committed_reads<'h, 'c>(
                 _ => None,
             })
         })
+}
+
+/// Per key, the committed transactions with an append to it that is in no
+/// version order (no read shows it), each once, in history order.
+fn unobserved_appenders(
+    h: &ElleHistory,
+    committed: &[bool],
+    order: &[Vec<u32>],
+    position: &HashMap<(u32, u32), u32>,
+) -> Vec<Vec<u32>> {
+    let mut unobserved = vec![Vec::new(); order.len()];
+    for (t, x) in h.txns.iter().enumerate().filter(|(t, _)| committed[*t]) {
+        for m in &x.mops {
+            if let Mop::Append { key, .. } = *m
+                && !position.contains_key(&(key, t as u32))
+            {
+                let u: &mut Vec<u32> = &mut unobserved[key as usize];
+                if u.last() != Some(&(t as u32)) {
+                    u.push(t as u32);
+                }
+            }
+        }
+    }
+    unobserved
 }
 
 fn is_prefix(a: &[u32], b: &[u32]) -> bool {
@@ -412,6 +453,7 @@ impl<'h> Facts<'h> {
                 }
             }
         }
+        let unobserved = unobserved_appenders(h, &committed, &order, &position);
         Facts {
             h,
             committed,
@@ -420,6 +462,7 @@ impl<'h> Facts<'h> {
             longest,
             order,
             position,
+            unobserved,
         }
     }
 
@@ -573,7 +616,8 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         };
         target.add(class, || explain_cycle(&f, class, steps));
     });
-    let rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
+    let mut rules = vec![lists.into_rule(LISTS_NAME), sink.into_rule(CYCLES_NAME)];
+    rules.iter_mut().for_each(elle_names);
     let count = |o: Outcome| h.txns.iter().filter(|x| x.outcome == o).count() as u64;
     let mops = h.txns.iter().flat_map(|x| &x.mops);
     let reads = mops
@@ -613,6 +657,12 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
     for (k, ord) in f.order.iter().enumerate() {
         for w in ord.windows(2) {
             edges.push((w[0], w[1], k as u32, WW));
+        }
+        // An unobserved append comes after every observed one.
+        if let Some(&last) = ord.last() {
+            for &u in f.unobserved[k].iter().filter(|&&u| u != last) {
+                edges.push((last, u, k as u32, WW));
+            }
         }
     }
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
@@ -660,6 +710,13 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                 && x != r
             {
                 edges.push((r, x, k, RW));
+            }
+            if next as usize == ord.len() {
+                // It read the last observed version: every unobserved
+                // append to the key came after what it read.
+                for &u in f.unobserved[k as usize].iter().filter(|&&u| u != r) {
+                    edges.push((r, u, k, RW));
+                }
             }
             if next != u32::MAX && f.last_append.contains_key(&(r, k)) {
                 lost.push((k, next, r));
@@ -783,7 +840,26 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
             .get(&(t, k))
             .map_or("?", |e| f.h.elems[*e as usize].as_str())
     };
+    let unseen = f
+        .unobserved
+        .get(k as usize)
+        .is_some_and(|u| u.contains(&s.to));
     match s.kind {
+        WW if unseen => format!(
+            "T{b}'s append of {} to key {} is in no read, so it comes after every element read, \
+             the last being T{a}'s append of {} in the longest read {}",
+            elem(s.to),
+            f.key(k),
+            elem(s.from),
+            f.list(f.longest[k as usize])
+        ),
+        RW if unseen => format!(
+            "T{a} read key {} = {}, the last version any read shows, and T{b}'s append of {} is in no read, \
+             so it came after that version",
+            f.key(k),
+            read_of(f, s.from, k),
+            elem(s.to)
+        ),
         WW => format!(
             "T{b}'s append of {} to key {} comes right after T{a}'s append of {} in the longest read {}",
             elem(s.to),
@@ -808,5 +884,22 @@ fn explain_step(f: &Facts<'_>, s: &Step) -> String {
             let inv = f.h.txns[s.to as usize].invoke_ns.unwrap_or(0);
             format!("T{a} completed (time {done}) before T{b} was invoked (time {inv})")
         }
+    }
+}
+
+/// Renames a rule's classes to Elle's own names ([`FindingClass::elle_name`]).
+fn elle_names(rule: &mut crate::RuleReport) {
+    let rename = |name: &str| {
+        FindingClass::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .map_or(name.to_string(), |c| c.elle_name().to_string())
+    };
+    rule.counts = std::mem::take(&mut rule.counts)
+        .into_iter()
+        .map(|(k, n)| (rename(&k), n))
+        .collect();
+    for f in &mut rule.violations {
+        f.class = rename(&f.class);
     }
 }

@@ -47,6 +47,7 @@ mod cycles;
 mod edn;
 mod elle;
 mod fastread;
+mod front;
 mod fx;
 mod history;
 mod keys;
@@ -67,20 +68,19 @@ mod window;
 pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
+pub use front::{HistoryFormat, detect, detect_file, run_check_file};
 pub use history::*;
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};
 
 use report::REPORT_FORMAT;
-use serde::Serialize;
-use std::io::Write;
 use std::path::Path;
 
 /// Judges a history against every rule. Never panics on a history within
-/// the sizes [`parse`] accepts (fewer than 2^27 transactions and 2^29
+/// the sizes [`parse()`] accepts (fewer than 2^27 transactions and 2^29
 /// operations, store versions and store cells, far beyond what memory
 /// holds): one that
-/// was not produced by [`parse`] (and so may break its references) is judged
+/// was not produced by [`parse()`] (and so may break its references) is judged
 /// as well as it can be.
 pub fn check(history: &History) -> Report {
     check_compact(compact::Compact::from_history(history))
@@ -164,95 +164,6 @@ fn huge_pages_asked_for(value: Option<&std::ffi::OsStr>) -> bool {
     value.is_some_and(|v| v == "1")
 }
 
-/// Why a history file could not be read.
-enum FileError {
-    Read(std::io::Error),
-    Invalid(HistoryError),
-}
-
-/// Read and validate the history at `path` as a stream, straight into the
-/// compact form: the file is mapped into memory (or, where it cannot be,
-/// passes through a window of a few MiB), and each transaction and store
-/// cell is parsed from memory on its own (the pages already read are given
-/// back as the reading moves on, and no `String` is made per row, column or
-/// value). When the stream is not a valid history,
-/// it is read again the ordinary way, which names the problem as [`parse`]
-/// does (with the JSON path of the offending value).
-fn read_file(path: &Path) -> Result<compact::Compact, FileError> {
-    let file = std::fs::File::open(path).map_err(FileError::Read)?;
-    let meta = file.metadata().ok();
-    let len_bytes = meta.as_ref().map_or(0, |m| m.len());
-    let is_file = meta.is_some_and(|m| m.is_file());
-    let read = match is_file.then(|| map_file(&file)).flatten() {
-        Some(map) => reader::read_window(window::Window::mapped(map), len_bytes),
-        None => reader::read(file, len_bytes),
-    };
-    match read {
-        Ok(c) => {
-            parse::validate(&c).map_err(FileError::Invalid)?;
-            Ok(c)
-        }
-        Err(window::ReadError::Io(e)) => Err(FileError::Read(e)),
-        Err(window::ReadError::Json(_)) => {
-            read_file_slowly(path).map(|h| compact::Compact::from_history(&h))
-        }
-    }
-}
-
-/// The regular file `file`, mapped into memory (read without a copy), or
-/// `None` where it cannot be (it is then read the ordinary way).
-///
-/// The map assumes that nobody writes or shortens the file while it is
-/// checked (as any program reading a mapped file does, ripgrep for one): the
-/// bytes read would change under the reader, and a page cut off after the
-/// map was made cannot be read (the system stops the process).
-fn map_file(file: &std::fs::File) -> Option<memmap2::Mmap> {
-    // SAFETY: the map is read-only and the checker never writes the file;
-    // that nobody else does while it is checked is the assumption stated
-    // in the function's docs.
-    unsafe { memmap2::Mmap::map(file) }.ok()
-}
-
-/// [`read_file`] through the public [`History`]: the reference the stream
-/// must agree with, and the source of error messages.
-fn read_file_slowly(path: &Path) -> Result<History, FileError> {
-    let file = std::fs::File::open(path).map_err(FileError::Read)?;
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    match serde_json::from_reader::<_, History>(reader) {
-        Ok(h) => {
-            parse::validate(&compact::Compact::from_history(&h)).map_err(FileError::Invalid)?;
-            Ok(h)
-        }
-        Err(e) if e.is_io() => Err(FileError::Read(std::io::Error::other(e))),
-        Err(_) => {
-            let text = std::fs::read_to_string(path).map_err(FileError::Read)?;
-            parse(&text).map_err(FileError::Invalid)
-        }
-    }
-}
-
-/// Whether the file at `path` starts like an EDN history (judged on its
-/// first 64 KiB, so a large JSON history is never read whole for this).
-fn starts_like_edn(path: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(1 << 16);
-    std::fs::File::open(path)?
-        .take(1 << 16)
-        .read_to_end(&mut head)?;
-    Ok(elle::is_edn(&String::from_utf8_lossy(&head)))
-}
-
-/// The JSON printed when a history cannot be read.
-#[derive(Serialize)]
-struct ErrorReport<'a> {
-    format: &'a str,
-    passed: bool,
-    error: String,
-    path: Option<&'a str>,
-    line: Option<usize>,
-    column: Option<usize>,
-}
-
 /// The top-level `format` of the JSON file at `path`, if the file's first
 /// 64 KiB mention `tag` (a cheap test first, so that a large file of
 /// another format is never read whole for this); `None` if it does not, or
@@ -273,133 +184,6 @@ pub fn file_format(path: &Path, tag: &str) -> Option<String> {
     serde_json::from_str::<Probe>(&text).ok()?.format
 }
 
-/// Reads the history at `path`, checks it, and writes the report to `out`:
-/// text, or JSON when `json` is set. Returns the process exit code: 0 when
-/// every rule holds, 1 when any is broken, 2 when the file cannot be read or
-/// is not a valid history (the message says why and where).
-pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
-    let cannot_read = |out: &mut dyn Write, e: std::io::Error| {
-        let message = format!("cannot read {}: {e}", path.display());
-        write_error(out, json, message, None);
-        2
-    };
-    match starts_like_edn(path) {
-        Ok(true) => {
-            return match std::fs::read_to_string(path) {
-                Ok(text) => run_check_edn(path, &text, json, out),
-                Err(e) => cannot_read(out, e),
-            };
-        }
-        Ok(false) => {}
-        Err(e) => return cannot_read(out, e),
-    }
-    let history = match read_file(path) {
-        Ok(h) => h,
-        Err(FileError::Read(e)) => {
-            let message = format!("cannot read {}: {e}", path.display());
-            write_error(out, json, message, None);
-            return 2;
-        }
-        Err(FileError::Invalid(e)) => {
-            let message = format!("{} is not a valid history: {e}", path.display());
-            write_error(out, json, message, Some(&e));
-            return 2;
-        }
-    };
-    let report = check_compact(history);
-    // A failed write cannot change the verdict, which the exit code carries.
-    let _ = if json {
-        serde_json::to_writer_pretty(&mut *out, &report)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        out.write_all(report.render_text().as_bytes())
-    };
-    if report.passed() { 0 } else { 1 }
-}
-
-pub(crate) fn write_error(
-    out: &mut dyn Write,
-    json: bool,
-    message: String,
-    e: Option<&HistoryError>,
-) {
-    let _ = if json {
-        let r = ErrorReport {
-            format: REPORT_FORMAT,
-            passed: false,
-            error: message,
-            path: e.and_then(HistoryError::path),
-            line: e.and_then(HistoryError::line),
-            column: e.and_then(HistoryError::column),
-        };
-        serde_json::to_writer_pretty(&mut *out, &r)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        writeln!(out, "error: {message}")
-    };
-}
-
-/// The JSON report of an EDN history: the report, and the two models.
-#[derive(Serialize)]
-struct EdnReport<'a> {
-    #[serde(flatten)]
-    report: &'a Report,
-    snapshot_isolated: bool,
-    serializable: bool,
-}
-
-/// `run_check_file` for an Elle list-append history in EDN.
-fn run_check_edn(path: &Path, text: &str, json: bool, out: &mut dyn Write) -> i32 {
-    let history = match parse_elle(text) {
-        Ok(h) => h,
-        Err(e) => {
-            let message = format!(
-                "{} is not a valid Elle list-append history: {e}",
-                path.display()
-            );
-            let _ = if json {
-                let r = ErrorReport {
-                    format: REPORT_FORMAT,
-                    passed: false,
-                    error: message,
-                    path: None,
-                    line: Some(e.line),
-                    column: Some(e.column),
-                };
-                serde_json::to_writer_pretty(&mut *out, &r)
-                    .map_err(std::io::Error::other)
-                    .and_then(|()| writeln!(out))
-            } else {
-                writeln!(out, "error: {message}")
-            };
-            return 2;
-        }
-    };
-    let report = check_elle(&history);
-    let yes_no = |b: bool| if b { "yes" } else { "no" };
-    let _ = if json {
-        let r = EdnReport {
-            report: &report,
-            snapshot_isolated: report.snapshot_isolated(),
-            serializable: report.serializable(),
-        };
-        serde_json::to_writer_pretty(&mut *out, &r)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        writeln!(
-            out,
-            "Elle list-append history (EDN): version orders inferred from the lists read\n{}\nsnapshot isolated: {}\nserializable: {}",
-            report.render_text().trim_end(),
-            yes_no(report.snapshot_isolated()),
-            yes_no(report.serializable())
-        )
-    };
-    if report.passed() { 0 } else { 1 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,31 +195,5 @@ mod tests {
         assert!(!asked(Some("0")));
         assert!(!asked(Some("")));
         assert!(!asked(None));
-    }
-
-    /// A history read through the map is the one read the ordinary way
-    /// (the reading does not fall back: a mapped read that failed would be
-    /// hidden by the fallback).
-    #[test]
-    fn a_mapped_history_reads_as_a_streamed_one() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let path = dir.join("valid_basic.json");
-        let file = std::fs::File::open(&path).unwrap();
-        let map = map_file(&file).expect("a regular file maps");
-        let len = map.len() as u64;
-        let mapped =
-            reader::read_window(window::Window::mapped(map), len).unwrap_or_else(|e| panic!("{e}"));
-        let streamed = reader::read(std::fs::File::open(&path).unwrap(), len).unwrap();
-        assert!(!mapped.txns.is_empty());
-        assert_eq!(check_compact(mapped), check_compact(streamed));
-    }
-
-    /// A regular file is read through a map holding its bytes.
-    #[test]
-    fn a_regular_file_is_mapped_whole() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-        let file = std::fs::File::open(&path).unwrap();
-        let map = map_file(&file).expect("a regular file maps");
-        assert_eq!(&map[..], std::fs::read(&path).unwrap());
     }
 }

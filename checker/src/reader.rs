@@ -499,7 +499,7 @@ impl<'de> Visitor<'de> for OneVersion<'_> {
 mod tests {
     use crate::{check, check_compact, parse, parse::validate};
 
-    /// Every fixture, read by the stream and by [`parse`]: the same verdict
+    /// Every fixture, read by the stream and by [`parse()`]: the same verdict
     /// to the byte, the same acceptance, and the same validation error.
     #[test]
     fn the_stream_agrees_with_parse_on_every_fixture() {
@@ -542,7 +542,7 @@ mod tests {
 
     /// Every valid fixture written again as the writer writes it (compact:
     /// the scanners' exact shape, see `fastread/exact.rs`) reads as
-    /// [`parse`] reads it.
+    /// [`parse()`] reads it.
     #[test]
     fn the_writers_text_of_every_fixture_reads_as_parse_reads_it() {
         let mut checked = 0;

@@ -147,16 +147,12 @@ impl Report {
 
     /// The ids of the rules that were broken, in report order.
     pub fn violated_rules(&self) -> Vec<&str> {
-        self.rules
-            .iter()
-            .filter(|r| !r.passed)
-            .map(|r| r.id.as_str())
-            .collect()
+        violated(&self.rules)
     }
 
     /// The result of the rule with this id, if there is such a rule.
     pub fn rule(&self, id: &str) -> Option<&RuleReport> {
-        self.rules.iter().find(|r| r.id == id)
+        find_rule(&self.rules, id)
     }
 
     /// A human-readable rendering of the whole report.
@@ -204,23 +200,7 @@ impl Report {
                 plural(s.notify_entries, "notify entry", "notify entries")
             );
         }
-        for rule in &self.rules {
-            out.push('\n');
-            let verdict = if rule.passed { "PASS" } else { "FAIL" };
-            let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
-            if let Some(note) = &rule.note {
-                let _ = writeln!(out, "      ({note})");
-            }
-            if !rule.passed {
-                render_findings(
-                    &mut out,
-                    rule.total,
-                    &rule.counts,
-                    &rule.violations,
-                    "violation",
-                );
-            }
-        }
+        render_rules(&mut out, &self.rules, Details::Plain);
         if self.allowed.total > 0 {
             out.push('\n');
             let _ = writeln!(
@@ -233,6 +213,7 @@ impl Report {
                 &self.allowed.counts,
                 &self.allowed.examples,
                 "anomaly",
+                Details::Plain,
             );
         }
         out
@@ -243,12 +224,58 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// How a finding's details are printed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Details {
+    /// One indented line each.
+    Plain,
+    /// One indented line each, numbered from 1 (steps of an explanation).
+    Numbered,
+}
+
+/// The ids of the broken rules among `rules`, in order.
+pub(crate) fn violated(rules: &[RuleReport]) -> Vec<&str> {
+    rules
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.id.as_str())
+        .collect()
+}
+
+/// The report of the rule with this id among `rules`.
+pub(crate) fn find_rule<'a>(rules: &'a [RuleReport], id: &str) -> Option<&'a RuleReport> {
+    rules.iter().find(|r| r.id == id)
+}
+
+/// The text of every rule's verdict, with the findings of the broken ones.
+pub(crate) fn render_rules(out: &mut String, rules: &[RuleReport], details: Details) {
+    for rule in rules {
+        out.push('\n');
+        let verdict = if rule.passed { "PASS" } else { "FAIL" };
+        let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
+        if let Some(note) = &rule.note {
+            let _ = writeln!(out, "      ({note})");
+        }
+        if !rule.passed {
+            render_findings(
+                out,
+                rule.total,
+                &rule.counts,
+                &rule.violations,
+                "violation",
+                details,
+            );
+        }
+    }
+}
+
 fn render_findings(
     out: &mut String,
     total: u64,
     counts: &BTreeMap<String, u64>,
     findings: &[Finding],
     noun: &str,
+    style: Details,
 ) {
     let per_class: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
     let plural = if total == 1 { "" } else { "s" };
@@ -282,8 +309,11 @@ fn render_findings(
                     );
                 }
             }
-            for d in &f.details {
-                let _ = writeln!(out, "        {d}");
+            for (i, d) in f.details.iter().enumerate() {
+                let _ = match style {
+                    Details::Plain => writeln!(out, "        {d}"),
+                    Details::Numbered => writeln!(out, "        {}. {d}", i + 1),
+                };
             }
         }
     }

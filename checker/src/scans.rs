@@ -16,7 +16,10 @@
 //!   one visible at the snapshot.
 //!
 //! A scan reads the snapshot only: the scanning transaction's own buffered
-//! writes are not part of the answer.
+//! writes are not part of the answer. The snapshot is its transaction's
+//! (the transaction's `start_ts`), whatever `start_ts` the scan itself
+//! records: a scan that read at another timestamp than its transaction's
+//! shows as the rows that differ between the two.
 
 use crate::ctx::{Ctx, Cv, NONE, fmt_value};
 use crate::history::{Scan, ScanCell};
@@ -49,7 +52,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink) {
 
 /// The cells a scan should have returned, with the versions it should have
 /// seen, in row then column order.
-fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, Cv)> {
+fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, t: u32, scan: &Scan) -> Vec<(u32, Cv)> {
     let lo = index.partition_point(|e| e.0 < scan.start_row.as_str());
     let hi = index
         .partition_point(|e| e.0 < scan.end_row.as_str())
@@ -57,9 +60,14 @@ fn expected<'a>(ctx: &Ctx<'a>, index: &CellIndex<'a>, scan: &Scan) -> Vec<(u32, 
     index[lo..hi]
         .iter()
         .filter(|e| scan.cols.is_empty() || scan.cols.iter().any(|c| c == e.1))
-        .filter_map(|e| visible(ctx, e.2, scan.start_ts).map(|v| (e.2, v)))
+        .filter_map(|e| visible(ctx, e.2, snapshot(ctx, t)).map(|v| (e.2, v)))
         .filter(|(_, v)| v.value.is_some())
         .collect()
+}
+
+/// The snapshot the scans of transaction `t` must read: its `start_ts`.
+fn snapshot(ctx: &Ctx<'_>, t: u32) -> u64 {
+    ctx.txn(t).start_ts
 }
 
 /// The newest committed version of `cell` below `ts`.
@@ -76,7 +84,7 @@ fn in_predicate(scan: &Scan, row: &str, col: &str) -> bool {
 }
 
 fn judge(ctx: &Ctx<'_>, index: &CellIndex<'_>, t: u32, scan: &Scan, sink: &mut Sink) {
-    let want = expected(ctx, index, scan);
+    let want = expected(ctx, index, t, scan);
     let mut got: Vec<&ScanCell> = scan.returned.iter().collect();
     got.sort_by(|a, b| (&a.row, &a.col).cmp(&(&b.row, &b.col)));
     let cell_of = |row: &str, col: &str| {
@@ -122,12 +130,17 @@ fn scan_name(ctx: &Ctx<'_>, t: u32, scan: &Scan) -> String {
         0 => "every column".to_string(),
         _ => scan.cols.join(", "),
     };
+    let at = snapshot(ctx, t);
+    let own = if scan.start_ts == at {
+        String::new()
+    } else {
+        format!(" (the scan records start_ts {})", scan.start_ts)
+    };
     format!(
-        "T{}'s scan of {cols} in rows [{:?}, {:?}) at start_ts {}",
+        "T{}'s scan of {cols} in rows [{:?}, {:?}) at start_ts {at}{own}",
         ctx.id(t),
         scan.start_row,
         scan.end_row,
-        scan.start_ts
     )
 }
 
@@ -152,7 +165,7 @@ fn missing(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv), sink: &mut Sin
                 scan_name(ctx, t, scan),
                 ctx.cell_name(c),
                 ctx.fmt(v.value),
-                scan.start_ts,
+                snapshot(ctx, t),
                 ctx.tname(v.writer),
                 v.commit_ts
             ),
@@ -186,7 +199,7 @@ fn phantom(
                     .find(|v| ctx.text(v.value) == Some(g.value.as_str()))
                     .copied()
             });
-            let before = cell.and_then(|c| visible(ctx, c, scan.start_ts));
+            let before = cell.and_then(|c| visible(ctx, c, snapshot(ctx, t)));
             match (before, later) {
                 (Some(b), _) if b.value.is_none() => {
                     writer = b.writer;
@@ -229,7 +242,7 @@ fn wrong(ctx: &Ctx<'_>, t: u32, scan: &Scan, (c, v): (u32, Cv), g: &ScanCell, si
                 scan_name(ctx, t, scan),
                 ctx.cell_name(c),
                 fmt_value(Some(&g.value)),
-                scan.start_ts,
+                snapshot(ctx, t),
                 ctx.fmt(v.value),
                 ctx.tname(v.writer),
                 v.commit_ts

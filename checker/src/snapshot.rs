@@ -162,6 +162,12 @@ fn should_have_read(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) ->
             }
             let what = if v.value.is_some() {
                 format!("is {}", ctx.fmt(v.value))
+            } else if ctx.data_missing(c, &v) {
+                let wrote = ctx.final_write(v.writer, c).map(|w| w.value);
+                format!(
+                    "is a put whose data the store lost (its writer wrote {}; the store serves null)",
+                    wrote.map_or("a value not in the history".to_string(), |w| ctx.fmt(w))
+                )
             } else {
                 "is a delete".to_string()
             };
@@ -207,6 +213,15 @@ fn why_not(ctx: &Ctx<'_>, bad: &BadRead, inv: &mut Involved<'_, '_>) -> String {
             }
         }
         (Some(val), None) => match ctx.writer_of(c, observed) {
+            Some(info) if ctx.lost_version_of(c, info.txn).is_some() => {
+                inv.add(info.txn);
+                let lost = ctx.lost_version_of(c, info.txn).map_or(0, |v| v.commit_ts);
+                format!(
+                    "{} is {}'s write, committed at {lost}, whose data the store lost: the store serves null for it",
+                    fmt_value(Some(val)),
+                    ctx.tname(info.txn)
+                )
+            }
             Some(info) => {
                 inv.add(info.txn);
                 format!(

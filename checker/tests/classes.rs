@@ -69,7 +69,7 @@ fn interop_lists_the_elle_rules_classes() {
         let want = sorted(
             rule.classes()
                 .filter(|c| !c.is_allowed())
-                .map(FindingClass::name),
+                .map(FindingClass::elle_name),
         );
         assert_eq!(table.get(rule.name()), Some(&want), "rule {rule}");
     }

@@ -49,7 +49,7 @@ fn each_anomaly_fixture_shows_its_class() {
         ("g1a.edn", "G1a"),
         ("g1b.edn", "G1b"),
         ("g1c.edn", "G1c"),
-        ("g_single.edn", "G-single"),
+        ("g_single.edn", "G-single-item"),
         ("lost_update.edn", "lost-update"),
         ("incompatible_order.edn", "incompatible-order"),
         ("duplicate_elements.edn", "duplicate-elements"),
@@ -135,4 +135,27 @@ fn check_file_detects_edn_and_reports_the_models() {
     assert_eq!(v["serializable"], false);
     assert!(!is_edn("{\"format\": \"percsim-history/1\"}"));
     assert!(is_edn(" ; c\n {:type :invoke}"));
+}
+
+/// An append no read shows comes after the key's longest read (as Elle
+/// orders it): a reader of that last version is anti-dependent on it. Read
+/// skew through such an append is G-single-item; two such reads are write
+/// skew, allowed under snapshot isolation but not serializable.
+#[test]
+fn unobserved_appends_come_after_the_longest_read() {
+    let r = check("g_single_unobserved.edn");
+    assert!(!r.passed() && !r.serializable(), "{}", r.render_text());
+    let (broken, _) = classes(&r);
+    assert_eq!(broken.get("G-single-item"), Some(&1), "{broken:?}");
+    let f = &r.rule("no_dependency_cycles").unwrap().violations[0];
+    assert!(
+        f.cycle
+            .iter()
+            .any(|s| s.edge == "rw" && s.explanation.contains("is in no read")),
+        "{f:?}"
+    );
+    let r = check("g2_unobserved.edn");
+    assert!(r.passed() && r.snapshot_isolated(), "{}", r.render_text());
+    assert!(!r.serializable(), "{}", r.render_text());
+    assert_eq!(classes(&r).1.get("G2-item"), Some(&1));
 }

@@ -233,6 +233,28 @@ fn committed_put_whose_data_is_missing() {
     );
 }
 
+/// A read of the value a put whose data the store lost had written is
+/// explained as that lost put, neither as a delete nor as a write that never
+/// committed.
+#[test]
+fn a_read_of_a_lost_put_is_explained_as_one() {
+    let mut h = load("atomicity_missing_data");
+    let Op::Read { value, .. } = &mut h.transactions[2].ops[0] else {
+        panic!("T3 reads");
+    };
+    *value = Some("b".into());
+    let r = check(&h);
+    let f = &r.rule("snapshot_reads").expect("rule reported").violations[0];
+    let text = format!("{}\n{}", f.summary, f.details.join("\n"));
+    assert!(!text.contains("a delete"), "{text}");
+    assert!(!text.contains("never committed"), "{text}");
+    assert!(
+        text.contains("a put whose data the store lost (its writer wrote \"b\"")
+            && text.contains("committed at 4, whose data the store lost"),
+        "{text}"
+    );
+}
+
 #[test]
 fn data_missing_round_trips() {
     let h = load("atomicity_missing_data");

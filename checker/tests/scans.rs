@@ -181,3 +181,29 @@ fn the_store_not_the_client_decides_what_is_visible() {
     let f = assert_one(&r, SCANS, "missing_row", &[5, 4]);
     assert!(f.summary.contains("d.v"), "{}", f.summary);
 }
+
+/// A scan is judged at its transaction's snapshot, not at the start_ts the
+/// scan records: T3 (start_ts 5) scanning "at 8" and returning T4's row
+/// (committed at 7) returned a phantom.
+#[test]
+fn a_scan_is_judged_at_its_transactions_start_ts() {
+    let mut h = load("valid_scans");
+    let scan = &mut h.transactions[2].scans[1];
+    scan.start_ts = 8;
+    scan.returned.push(cell("d", "v", "4"));
+    let r = check(&h);
+    assert_failed(&r, &[SCANS]);
+    let f = findings(&r, SCANS, "phantom");
+    assert_eq!(f.len(), 1, "{}", r.render_text());
+    assert!(
+        f[0].summary
+            .contains("at start_ts 5 (the scan records start_ts 8)"),
+        "{}",
+        f[0].summary
+    );
+    // The same answer from a scan that records its transaction's start_ts
+    // (5) is the same phantom; returning what start_ts 5 shows passes.
+    let mut h = load("valid_scans");
+    h.transactions[2].scans[1].start_ts = 8;
+    assert_failed(&check(&h), &[]);
+}

@@ -3,7 +3,8 @@
 //! near miss of it; bad input is exit code 2 with a message naming the problem.
 
 use percsim_checker::RuleReport;
-use percsim_checker::stream::{StreamReport, check, is_stream_history_file, parse, run_check_file};
+use percsim_checker::stream::{StreamReport, check, parse};
+use percsim_checker::{HistoryFormat, detect_file, run_check_file};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -528,11 +529,12 @@ fn run_check_file_exit_codes_and_reports() {
 
 #[test]
 fn stream_files_are_told_apart_from_other_histories() {
-    assert!(is_stream_history_file(&path("valid_pipeline")));
+    let format = |p: &std::path::Path| detect_file(p).ok();
+    assert_eq!(format(&path("valid_pipeline")), Some(HistoryFormat::Stream));
     let percolator =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid_basic.json");
-    assert!(!is_stream_history_file(&percolator));
-    assert!(!is_stream_history_file(&path("no_such_file")));
+    assert_eq!(format(&percolator), Some(HistoryFormat::Percolator));
+    assert_eq!(format(&path("no_such_file")), None);
     // A wrong version of the stream format is still routed here, and refused.
     let dir = std::env::temp_dir().join(format!("percsim-stream-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -540,7 +542,7 @@ fn stream_files_are_told_apart_from_other_histories() {
     let mut v = value("valid_pipeline");
     v["format"] = json!("percsim-stream-history/2");
     std::fs::write(&f, v.to_string()).unwrap();
-    assert!(is_stream_history_file(&f));
+    assert_eq!(format(&f), Some(HistoryFormat::Stream));
     let mut out = Vec::new();
     assert_eq!(run_check_file(&f, false, &mut out), 2);
     has_all(
@@ -795,4 +797,114 @@ fn events_are_kept_and_never_judged() {
     with["events"][1] = json!({"t_ns": 9});
     let e = parse(&with.to_string()).expect_err("an event without a kind");
     assert!(e.to_string().contains("missing field `kind`"), "{e}");
+}
+
+/// A broker redelivers an unacknowledged message to the same consumer
+/// without being asked (Pulsar does): not a step back in offsets. Delivered
+/// again after it was acknowledged, it is one.
+#[test]
+fn a_redelivery_of_an_unacknowledged_message_is_not_nonmonotonic() {
+    assert_failed(&report("redelivery"), &[]);
+    let mut v = value("redelivery");
+    let first_ack = v["ops"][4].clone();
+    v["ops"][4] = json!({"f": "ack", "client": 2, "subscription": "s", "partition": "in-0",
+        "offset": 0, "message": "m1", "t_ns": 45, "txn": null, "result": "ok"});
+    v["ops"][6] = first_ack;
+    v["ops"][6]["t_ns"] = json!(60);
+    let r = judge(&v);
+    assert_failed(&r, &["monotonic_offsets"]);
+    assert_eq!(
+        counts(&r, "monotonic_offsets"),
+        [("nonmonotonic_receive".to_string(), 1)]
+    );
+    // A cumulative acknowledgment of offset 1 covers offset 0 as well.
+    let mut v = value("redelivery");
+    v["ops"][4]["cumulative"] = json!(true);
+    assert_failed(&judge(&v), &["monotonic_offsets"]);
+}
+
+/// A transaction told committed whose only effect, an acknowledgment, never
+/// took effect is a lost write; held by the subscription, it passes.
+#[test]
+fn a_committed_acknowledgment_that_never_took_effect_is_lost() {
+    let r = report("lost_ack");
+    assert_failed(&r, &["lost_write"]);
+    has_all(
+        &class(&r, "lost_write", "lost_ack"),
+        &["by T1 never took effect", "txns [1]"],
+    );
+    let mut v = value("lost_ack");
+    v["final_state"]["acks"][0]["acked_below"] = json!(1);
+    assert_failed(&judge(&v), &[]);
+    // An aborted transaction's acknowledgment is not promised.
+    let mut v = value("lost_ack");
+    v["transactions"][0]["outcome"] = json!("aborted");
+    assert_failed(&judge(&v), &[]);
+}
+
+/// Sends of two producers of one client are ordered per producer; without
+/// producer ids they are one producer's, out of order.
+#[test]
+fn send_order_is_judged_per_producer() {
+    let mut v = value("redelivery");
+    v["ops"][0]["offset"] = json!(1);
+    v["ops"][0]["message"] = json!("m2");
+    v["ops"][1]["offset"] = json!(0);
+    v["ops"][1]["message"] = json!("m1");
+    v["ops"][0]["producer"] = json!("p-a");
+    v["ops"][1]["producer"] = json!("p-b");
+    assert_failed(&judge(&v), &[]);
+    v["ops"][1]["producer"] = json!("p-a");
+    let r = judge(&v);
+    assert_eq!(
+        counts(&r, "monotonic_offsets"),
+        [("nonmonotonic_send".to_string(), 1)]
+    );
+}
+
+/// A `read_uncommitted` consumer may see an aborted transaction's message;
+/// a `read_committed` one (the default) may not.
+#[test]
+fn a_read_uncommitted_consumer_is_not_judged_for_aborted_reads() {
+    let mut v = value("valid_pipeline");
+    let receive = json!({"f": "receive", "client": 5, "consumer": "x1", "subscription": "proc",
+        "partition": "in-0", "offset": 4, "message": "m4", "t_ns": 470});
+    v["ops"].as_array_mut().unwrap().push(receive);
+    let r = judge(&v);
+    assert!(
+        r.violated_rules().contains(&"aborted_read"),
+        "{}",
+        r.render_text()
+    );
+    let last = v["ops"].as_array().unwrap().len() - 1;
+    v["ops"][last]["isolation"] = json!("read_uncommitted");
+    let r = judge(&v);
+    assert!(
+        !r.violated_rules().contains(&"aborted_read"),
+        "{}",
+        r.render_text()
+    );
+}
+
+/// A committed transaction with no recorded commit request was open at
+/// least until its last send: a receipt past its first message before then
+/// reads past an open transaction.
+#[test]
+fn past_open_transaction_without_a_recorded_commit_request() {
+    let mut v = value("read_uncommitted_past_open");
+    v["transactions"][0]["commit_request_ns"] = Value::Null;
+    let i = op_index(&v, "send", "m2", None);
+    ops_mut(&mut v)[i]["t_ns"] = json!(128);
+    ops_mut(&mut v).sort_by_key(|o| o["t_ns"].as_u64());
+    let r = judge(&v);
+    let n = counts(&r, "read_uncommitted");
+    assert!(
+        n.contains(&("past_open_transaction".to_string(), 1)),
+        "{}",
+        r.render_text()
+    );
+    has_all(
+        &class(&r, "read_uncommitted", "past_open_transaction"),
+        &["no commit request was recorded", "at 128 ns"],
+    );
 }

@@ -4,8 +4,11 @@
 //! - [`percolator`]: Percolator (Peng & Dabek, OSDI 2010): row steps,
 //!   transactions, two-phase commit and lock cleanup.
 //! - [`pulsar`]: Apache Pulsar's coordinator-based transactions (2.8).
+//! - [`omid`]: Apache Omid's transaction manager: TSO, commit table,
+//!   shadow cells and invalidation.
 //! - [`common`]: what both share (the RPC error).
 
 pub mod common;
+pub mod omid;
 pub mod percolator;
 pub mod pulsar;

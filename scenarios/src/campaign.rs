@@ -20,6 +20,21 @@ impl Mix {
         self.systems.iter().map(|n| systems::find(n)).collect()
     }
 
+    /// The mix as `system` draws from it: each fault class by its name
+    /// now ([`faultmix::resolve`]: a kill named by the role it kills, an
+    /// old name), as its [`SystemDef::generate`] and shrink expect.
+    pub fn for_system(&self, system: &dyn SystemDef) -> Mix {
+        let roles = system.roles();
+        Mix {
+            faults: self
+                .faults
+                .iter()
+                .map(|f| faultmix::resolve(f, &roles))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// The first system (the one a seed of [`generate`] runs).
     pub fn first_system(&self) -> Result<&'static dyn SystemDef, String> {
         Ok(self.systems()?[0])
@@ -96,18 +111,20 @@ fn check_workloads(system: &dyn SystemDef, named: &[String]) -> Result<(), Strin
     Ok(())
 }
 
-/// `system` honours every class in `named` (an old name of a class, see
-/// [`faultmix::canonical`], stands for the class).
+/// `system` honours every class in `named` (a kill named by the role it
+/// kills and an old name of a class, see [`faultmix::resolve`], stand for
+/// the class).
 fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> {
+    let honours = |s: &dyn SystemDef, f: &str| {
+        let class = faultmix::resolve(f, &s.roles());
+        s.fault_classes().contains(&class.as_str())
+    };
     for f in named {
-        let class = faultmix::canonical(f);
-        let known = systems::all()
-            .iter()
-            .any(|s| s.fault_classes().contains(&class));
+        let known = systems::all().iter().any(|s| honours(*s, f));
         if !known {
-            let mut all: Vec<&str> = systems::all()
+            let mut all: Vec<String> = systems::all()
                 .iter()
-                .flat_map(|s| s.fault_classes().iter().copied())
+                .flat_map(|s| s.class_names())
                 .collect();
             all.sort();
             all.dedup();
@@ -116,11 +133,11 @@ fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> 
                 all.join(", ")
             ));
         }
-        if !system.fault_classes().contains(&class) {
+        if !honours(system, f) {
             return Err(format!(
                 "system {} does not honour fault class {f:?} (its classes: {})",
                 system.name(),
-                system.fault_classes().join(", ")
+                system.class_names().join(", ")
             ));
         }
     }
@@ -165,7 +182,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let system = mix
         .first_system()
         .unwrap_or_else(|_| systems::default_system());
-    system.generate(seed, mix)
+    system.generate(seed, &mix.for_system(system))
 }
 
 /// Shrink the failing scenario of `seed` of `system`: simplify it while the
@@ -186,5 +203,5 @@ pub fn shrink(
                     .any(|x| failed.violated_rules.contains(x)))
     };
     let mut still = |s: &Scenario| same(&judge(s, false).result);
-    system.shrink(seed, mix, &mut still, budget)
+    system.shrink(seed, &mix.for_system(system), &mut still, budget)
 }

@@ -19,6 +19,9 @@ pub struct CoverageItem {
     pub description: &'static str,
     /// The run counter whose moving shows it happened.
     pub counter: String,
+    /// The fault class whose injection alone produces it, if one does: a
+    /// campaign whose `--faults` leave the class out does not list it.
+    pub class: Option<FaultKind>,
 }
 
 percsim_sim::identities! {
@@ -77,6 +80,7 @@ impl WorldCoverage {
             name: self.name(),
             description: self.describe(),
             counter: self.counter(),
+            class: Some(self.fault_class()),
         }
     }
 

@@ -541,6 +541,33 @@ struct DbcopTxn {
     committed: bool,
 }
 
+/// Transaction `i`'s events in dbcop's model: its writes (the loader's
+/// first), and of its reads only the first of each key that comes before
+/// the transaction's own write of that key (dbcop reads each variable at
+/// most once, from the snapshot: a repeated read adds nothing, a read of an
+/// own write is not a read of the database).
+fn dbcop_events(vs: &Versions<'_>, i: usize, t: &Transaction) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    let mut touched = std::collections::BTreeSet::new();
+    for &(k, v) in &vs.loads[i] {
+        touched.insert(k);
+        events.push(serde_json::json!({"Write": {"variable": k, "version": v}}));
+    }
+    for (j, op) in t.ops.iter().enumerate() {
+        let k = vs.keys[&op_cell(op)];
+        let v = vs.op_version[i][j];
+        let first = touched.insert(k);
+        match op {
+            Op::Read { .. } if first => {
+                events.push(serde_json::json!({"Read": {"variable": k, "version": v}}))
+            }
+            Op::Read { .. } => {}
+            _ => events.push(serde_json::json!({"Write": {"variable": k, "version": v}})),
+        }
+    }
+    events
+}
+
 fn dbcop(h: &History) -> String {
     let vs = versions(h);
     let in_store: std::collections::HashSet<u64> = h
@@ -557,26 +584,16 @@ fn dbcop(h: &History) -> String {
     order.sort_by_key(|&i| (h.transactions[i].invoke_ns, i));
     for i in order {
         let t = &h.transactions[i];
-        let mut events = Vec::new();
-        for &(k, v) in &vs.loads[i] {
-            events.push(serde_json::json!({"Write": {"variable": k, "version": v}}));
-        }
-        for (j, op) in t.ops.iter().enumerate() {
-            let k = vs.keys[&op_cell(op)];
-            let v = vs.op_version[i][j];
-            events.push(match op {
-                Op::Read { .. } => serde_json::json!({"Read": {"variable": k, "version": v}}),
-                _ => serde_json::json!({"Write": {"variable": k, "version": v}}),
-            });
-        }
-        if events.is_empty() {
-            continue;
-        }
         let committed = match t.outcome {
             Outcome::Committed => true,
             Outcome::Aborted => false,
             Outcome::Unknown => in_store.contains(&t.start_ts),
         };
+        let events = dbcop_events(&vs, i, t);
+        // dbcop's model: only committed transactions are in a session.
+        if events.is_empty() || !committed {
+            continue;
+        }
         sessions
             .entry(procs[i])
             .or_default()

@@ -3,7 +3,7 @@
 //! testing); a system adds its own classes (crashes at its named points)
 //! and says which classes it honours.
 
-use percsim_sim::{ClockEntry, ClockSkew, FaultClass, FaultKind, WorldConfig};
+use percsim_sim::{ClockEntry, ClockSkew, FaultClass, FaultKind, Role, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -42,6 +42,42 @@ pub fn canonical(name: &str) -> &str {
         .iter()
         .find(|(old, _)| *old == name)
         .map_or(name, |(_, new)| new)
+}
+
+/// How a kill class is named by the role it kills: `kill:<role>`, the
+/// role spelled as its system names it (`kill:tablet_server`,
+/// `kill:broker`) or as the world does (`kill:data_server`).
+pub const KILL_PREFIX: &str = "kill:";
+
+/// The class `name` means for a system whose nodes play `roles` (each
+/// with the name the system gives it): `kill:<role>` is the kill class of
+/// that role (the system's name for it or the world's), an old name is its
+/// class now, any other name is itself (an unknown name stays unknown, and
+/// a role the system has not, for their errors).
+pub fn resolve(name: &str, roles: &[(Role, &str)]) -> String {
+    let Some(role) = name.strip_prefix(KILL_PREFIX) else {
+        return canonical(name).to_string();
+    };
+    let found = roles
+        .iter()
+        .find(|(r, label)| *label == role || r.name() == role);
+    match found {
+        Some((r, _)) => FaultKind::kill_of(*r).name().to_string(),
+        None => name.to_string(),
+    }
+}
+
+/// The name a campaign of a system whose nodes play `roles` gives class
+/// `class`: a kill by the system's name for its role (`kill:broker`),
+/// any other class by its own name.
+pub fn display(class: &str, roles: &[(Role, &str)]) -> String {
+    let kill = roles
+        .iter()
+        .find(|(r, _)| FaultKind::kill_of(*r).name() == class);
+    match kill {
+        Some((_, label)) => format!("{KILL_PREFIX}{label}"),
+        None => class.to_string(),
+    }
 }
 
 /// Switch the world's fault class `class` on in `world` (whose system runs
@@ -147,6 +183,22 @@ mod tests {
         enable_world(&mut w, 2, "kill_tablet_server", 0.5, &mut rng).unwrap();
         assert!(w.faults.random.kill_data_server.is_some());
         assert!(w.faults.random.kill_coordinator.is_none());
+    }
+
+    /// A kill is named by the role it kills, as the system names the role
+    /// or as the world does; a role the system has not stays unresolved.
+    #[test]
+    fn a_kill_is_named_by_its_role() {
+        let roles = [(Role::DataServer, "broker"), (Role::Client, "client")];
+        assert_eq!(resolve("kill:broker", &roles), "kill_data_server");
+        assert_eq!(resolve("kill:data_server", &roles), "kill_data_server");
+        assert_eq!(resolve("kill:client", &roles), "kill_client");
+        assert_eq!(resolve("kill:oracle", &roles), "kill:oracle");
+        assert_eq!(resolve("kill_oracle", &roles), "kill_coordinator");
+        assert_eq!(resolve("partition", &roles), "partition");
+        assert_eq!(display("kill_data_server", &roles), "kill:broker");
+        assert_eq!(display("kill_coordinator", &roles), "kill_coordinator");
+        assert_eq!(display("pause", &roles), "pause");
     }
 
     #[test]

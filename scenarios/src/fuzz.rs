@@ -8,6 +8,7 @@ pub use crate::coverage::{CoverageItem, WorldCoverage};
 pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
+use crate::shardfile::{Completion, Header};
 pub use crate::summary::{Failure, Summary, Transactions};
 use crate::system::SystemDef;
 use crate::systems;
@@ -162,9 +163,11 @@ impl Shared<'_> {
     }
 }
 
-/// Run a campaign. Each seed's result is written to `jsonl` (one JSON line
-/// per seed, in seed order) as soon as it and every earlier seed are done;
-/// only aggregates stay in memory. Fails only if writing the lines fails.
+/// Run a campaign. `jsonl` gets a header line naming the campaign and the
+/// shard, then each seed's result (one JSON line per seed, in seed order) as
+/// soon as it and every earlier seed are done, then a completion line
+/// ([`crate::shardfile`]); only aggregates stay in memory. Fails only if
+/// writing the lines fails.
 pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::Result<Summary> {
     let total = opts.seed_count();
     let bar = if opts.progress {
@@ -181,8 +184,15 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     bar.set_message("0 failures");
     let started = Instant::now();
     let failures = AtomicU64::new(0);
+    let mut jsonl = jsonl;
+    if let Some(sink) = jsonl.as_mut() {
+        writeln!(sink, "{}", Header::of(opts).line())?;
+    }
     let shared = Mutex::new(Shared {
-        summary: Summary::default(),
+        summary: Summary {
+            classes: enabled_classes(&opts.mix),
+            ..Summary::default()
+        },
         pending: BTreeMap::new(),
         next_line: 0,
         sink: jsonl,
@@ -211,8 +221,13 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     );
     bar.finish_and_clear();
     let mut shared = shared.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let Some(sink) = shared.sink.as_mut()
-        && let Err(e) = sink.flush()
+    let completion = Completion {
+        seeds: shared.next_line,
+        time_limit_reached: shared.next_line < total,
+    };
+    if shared.error.is_none()
+        && let Some(sink) = shared.sink.as_mut()
+        && let Err(e) = writeln!(sink, "{}", completion.line()).and_then(|_| sink.flush())
     {
         shared.error.get_or_insert(e);
     }
@@ -221,6 +236,20 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     }
     shared.summary.wall = started.elapsed();
     Ok(shared.summary)
+}
+
+/// The fault classes a campaign of `mix` enabled, by their names now, as
+/// each of its systems reads them (empty: every class each honours).
+fn enabled_classes(mix: &Mix) -> Vec<String> {
+    let mut classes: Vec<String> = mix
+        .systems()
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|s| mix.for_system(s).faults)
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
 }
 
 /// The result of a seed whose judging panicked.
@@ -242,7 +271,7 @@ fn run_seed(
     bar: &ProgressBar,
     failures: &AtomicU64,
 ) -> SeedResult {
-    let scenario = system.generate(seed, &opts.mix);
+    let scenario = system.generate(seed, &opts.mix.for_system(system));
     let judged = judge(&scenario, opts.check_determinism);
     if judged.result.verdict == Verdict::Pass {
         return judged.result;

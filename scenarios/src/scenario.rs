@@ -7,8 +7,8 @@
 //! to `world`, the rest to the system's section.
 
 pub use crate::error::ScenarioError;
+pub use crate::scenario_read::typed_workload;
 use crate::spec::SystemSpec;
-use crate::systems;
 use percsim_sim::{RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -19,9 +19,6 @@ pub const FORMAT: &str = "percsim-scenario/2";
 /// The format tag of the first scenario files (one `cluster` object),
 /// still read.
 pub const FORMAT_V1: &str = "percsim-scenario/1";
-
-/// The world's settings as a first-format file's `cluster` held them.
-const WORLD_KEYS: &[&str] = &["run_ms", "quiesce_ms", "rpc_timeout_ms", "clocks", "faults"];
 
 /// A run: the world's settings, a system's cluster and workload, a seed.
 #[derive(Debug, Clone)]
@@ -87,62 +84,6 @@ impl Scenario {
         Scenario::parse(&text)
     }
 
-    /// A scenario from its JSON form (either format), not yet validated.
-    pub fn from_value(value: Value) -> Result<Self, ScenarioError> {
-        let Value::Object(mut map) = value else {
-            return Err(ScenarioError::Parse(
-                "a scenario is a JSON object".to_string(),
-            ));
-        };
-        let format = take_str(&mut map, "format")?
-            .ok_or_else(|| ScenarioError::Parse("missing field `format`".into()))?;
-        if format != FORMAT && format != FORMAT_V1 {
-            return Err(ScenarioError::Invalid(format!(
-                "format: expected {FORMAT:?} (or {FORMAT_V1:?}), found {format:?}"
-            )));
-        }
-        let def = match take_str(&mut map, "system")? {
-            Some(name) => {
-                systems::find(&name).map_err(|e| ScenarioError::Parse(format!("system: {e}")))?
-            }
-            None => systems::default_system(),
-        };
-        let seed = match map.remove("seed") {
-            None => 0,
-            Some(v) => typed::<u64>("seed", v)?,
-        };
-        let description = take_str(&mut map, "description")?;
-        let mut section = map.remove(def.name());
-        let mut world = map.remove("world");
-        if let Some(cluster) = map.remove("cluster") {
-            if format != FORMAT_V1 {
-                return Err(ScenarioError::Parse(format!(
-                    "cluster: {FORMAT} has a `world` section and a `{}` section instead",
-                    def.name()
-                )));
-            }
-            split_cluster(cluster, &mut world, &mut section, def)?;
-        }
-        let workload = map
-            .remove("workload")
-            .ok_or_else(|| ScenarioError::Parse("missing field `workload`".into()))?;
-        if let Some(key) = map.keys().next() {
-            return Err(ScenarioError::Parse(unknown_key(key, def.name())));
-        }
-        let world = match world {
-            None => WorldConfig::default(),
-            Some(v) => typed::<WorldConfig>("world", v)?,
-        };
-        let spec = def.parse(section, workload)?;
-        Ok(Scenario {
-            format: FORMAT.to_string(),
-            seed,
-            description,
-            world,
-            spec,
-        })
-    }
-
     /// Its JSON form, in [`FORMAT`].
     pub fn to_value(&self) -> Value {
         let mut map = Map::new();
@@ -192,17 +133,6 @@ impl<'de> Deserialize<'de> for Scenario {
     }
 }
 
-/// A string field, removed from `map`.
-fn take_str(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, ScenarioError> {
-    match map.remove(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(ScenarioError::Parse(format!(
-            "{key}: expected a string, found {other}"
-        ))),
-    }
-}
-
 /// `value` as a `T`, an error naming the path inside `field`.
 pub fn typed<T: serde::de::DeserializeOwned>(
     field: &str,
@@ -217,75 +147,6 @@ pub fn typed<T: serde::de::DeserializeOwned>(
             ScenarioError::Parse(format!("{field}.{path}: {inner}"))
         }
     })
-}
-
-/// A system's `workload` object as its own workload type `T`. A workload
-/// of another system is refused by name.
-pub fn typed_workload<T: serde::de::DeserializeOwned>(
-    def: &dyn crate::system::SystemDef,
-    value: Value,
-) -> Result<T, ScenarioError> {
-    if let Some(name) = value.get("name").and_then(Value::as_str)
-        && !def.workloads().contains(&name)
-        && let Some(owner) = systems::all()
-            .into_iter()
-            .find(|s| s.workloads().contains(&name))
-    {
-        return Err(ScenarioError::Invalid(format!(
-            "workload {name:?} runs on system {:?}, not {:?}",
-            owner.name(),
-            def.name()
-        )));
-    }
-    typed("workload", value)
-}
-
-/// Split a first-format `cluster` object: the world's settings into
-/// `world`, the rest into the system's section.
-fn split_cluster(
-    cluster: Value,
-    world: &mut Option<Value>,
-    section: &mut Option<Value>,
-    def: &dyn crate::system::SystemDef,
-) -> Result<(), ScenarioError> {
-    let Value::Object(cluster) = cluster else {
-        return Err(ScenarioError::Parse("cluster: expected an object".into()));
-    };
-    let own = def.v1_cluster_keys();
-    for (key, value) in cluster {
-        let is_world = WORLD_KEYS.contains(&key.as_str());
-        if !is_world && own.is_some_and(|own| !own.contains(&key.as_str())) {
-            continue;
-        }
-        let (target, name) = if is_world {
-            (&mut *world, "world")
-        } else {
-            (&mut *section, def.name())
-        };
-        let into = target.get_or_insert_with(|| Value::Object(Map::new()));
-        let Value::Object(into) = into else {
-            return Err(ScenarioError::Parse(format!(
-                "cluster.{key}: its section is not an object"
-            )));
-        };
-        if into.insert(key.clone(), value).is_some() {
-            return Err(ScenarioError::Parse(format!(
-                "cluster.{key}: also given in the {name} section"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Why a top-level key is refused.
-fn unknown_key(key: &str, system: &str) -> String {
-    if systems::find(key).is_ok() {
-        format!("{key}: a section of system {key:?}, but the scenario runs {system:?}")
-    } else {
-        format!(
-            "unknown field `{key}`, expected one of `format`, `seed`, `system`, `description`, `world`, `{system}`, `workload`"
-        )
-    }
 }
 
 /// Run a simulation on a fresh OS thread named after `seed` (so nothing
@@ -316,6 +177,7 @@ pub fn run_on_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::systems;
 
     const BANK: &str = r#""workload":{"name":"bank"}"#;
 

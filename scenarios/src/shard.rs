@@ -27,7 +27,8 @@ pub enum ShardSource {
     /// `PERCSIM_SHARD_COUNT` set to the Job's `completions`.
     Kubernetes,
     /// A Slurm job array: `SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_COUNT`,
-    /// and `SLURM_ARRAY_TASK_MIN`/`_STEP` when set (ids need not start at 0).
+    /// and `SLURM_ARRAY_TASK_MIN`/`_MAX`/`_STEP` when set (ids need not
+    /// start at 0; sparse ids and one-task arrays are refused).
     Slurm,
 }
 
@@ -104,16 +105,7 @@ pub fn resolve(
         return zero_based(ShardSource::Kubernetes, i, "PERCSIM_SHARD_COUNT");
     }
     if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
-        let count = number("SLURM_ARRAY_TASK_COUNT")?
-            .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
-        let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-        let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-        if id < min || (id - min) % step != 0 {
-            return Err(format!(
-                "SLURM_ARRAY_TASK_ID={id} is not in the array starting at {min} with step {step}"
-            ));
-        }
-        return checked(ShardSource::Slurm, (id - min) / step, count);
+        return slurm(id, &number);
     }
     if env("PERCSIM_SHARD_COUNT").is_some() {
         return Err(
@@ -122,6 +114,44 @@ pub fn resolve(
         );
     }
     Ok((Shard::WHOLE, ShardSource::Whole))
+}
+
+/// The shard of Slurm array task `id`: `(id - MIN) / STEP` of the array's
+/// COUNT tasks. Refused when the array cannot say which shard a task is:
+/// sparse ids (`--array=0,3,5`: COUNT is not the span from MIN to MAX) and
+/// a one-task array (a re-run of one index of a larger array would run the
+/// whole range as 1/1); `--shard` names the shard in both cases.
+fn slurm(
+    id: u64,
+    number: &dyn Fn(&str) -> Result<Option<u64>, String>,
+) -> Result<(Shard, ShardSource), String> {
+    let count = number("SLURM_ARRAY_TASK_COUNT")?
+        .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
+    let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+    let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+    if id < min || !(id - min).is_multiple_of(step) {
+        return Err(format!(
+            "SLURM_ARRAY_TASK_ID={id} is not in the array starting at {min} with step {step}"
+        ));
+    }
+    if count == 1 {
+        return Err(format!(
+            "SLURM_ARRAY_TASK_COUNT=1: a one-task array (task {id}) cannot tell which shard it is \
+             (a re-run of one index would run the whole range); pass --shard K/N \
+             (deploy/slurm/shard.sbatch does)"
+        ));
+    }
+    if let Some(max) = number("SLURM_ARRAY_TASK_MAX")?
+        && (max < min || (max - min) / step + 1 != count)
+    {
+        return Err(format!(
+            "SLURM_ARRAY_TASK_COUNT={count} but ids {min}..={max} with step {step} span {}: \
+             sparse array ids cannot name shards; use a range (--array=0-{}) or pass --shard K/N",
+            max.saturating_sub(min) / step + 1,
+            count - 1
+        ));
+    }
+    checked(ShardSource::Slurm, (id - min) / step, count)
 }
 
 /// A 0-based index of `count` shards, checked.
@@ -198,6 +228,17 @@ mod tests {
             ("SLURM_ARRAY_TASK_MIN", "10"),
             ("SLURM_ARRAY_TASK_STEP", "2"),
         ]);
+        let with_max = env(&[
+            ("SLURM_ARRAY_TASK_ID", "16"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_MAX", "16"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+        ]);
+        assert_eq!(
+            resolve(None, with_max),
+            Ok((shard(4, 4), ShardSource::Slurm))
+        );
         assert_eq!(
             resolve(None, stepped),
             Ok((shard(3, 4), ShardSource::Slurm))
@@ -247,6 +288,26 @@ mod tests {
             (
                 &[("SLURM_ARRAY_TASK_ID", "1")],
                 "SLURM_ARRAY_TASK_COUNT is not",
+            ),
+            // A lone re-run of index 2 of a 4-task array (--array=2).
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "2"),
+                    ("SLURM_ARRAY_TASK_COUNT", "1"),
+                    ("SLURM_ARRAY_TASK_MIN", "2"),
+                    ("SLURM_ARRAY_TASK_MAX", "2"),
+                ],
+                "a one-task array (task 2) cannot tell which shard it is",
+            ),
+            // --array=0,3,5: three tasks whose ids span six.
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "3"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                    ("SLURM_ARRAY_TASK_MIN", "0"),
+                    ("SLURM_ARRAY_TASK_MAX", "5"),
+                ],
+                "ids 0..=5 with step 1 span 6: sparse array ids",
             ),
         ];
         for (vars, expected) in cases {

@@ -6,6 +6,7 @@
 use crate::campaign::{SeedResult, Verdict};
 use crate::coverage::{CoverageItem, WorldCoverage};
 use crate::system::{SummarySection, SystemDef};
+use percsim_sim::FaultKind;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -56,6 +57,11 @@ pub struct Summary {
     pub failures: BTreeMap<(String, u64), Failure>,
     /// Wall time of the campaign (for a merge: the seeds' wall times summed).
     pub wall: Duration,
+    /// The fault classes the campaign enabled (`--faults`, by their names
+    /// now); empty: every class each system honours. Coverage items of a
+    /// class left out are not listed, nor named points when neither class
+    /// that stops nodes at them is enabled.
+    pub classes: Vec<String>,
 }
 
 impl Summary {
@@ -117,9 +123,17 @@ impl Summary {
     }
 
     /// The coverage items of the systems the campaign ran: the world's
-    /// that apply to one of them and each one's own.
+    /// that apply to one of them and each one's own, less those of a fault
+    /// class the campaign left out.
     fn coverage(&self) -> Vec<CoverageItem> {
-        coverage_items(&self.ran().0)
+        let mut items = coverage_items(&self.ran().0);
+        items.retain(|c| c.class.is_none_or(|k| self.enabled(k)));
+        items
+    }
+
+    /// Whether the campaign enabled fault class `kind`.
+    fn enabled(&self, kind: FaultKind) -> bool {
+        self.classes.is_empty() || self.classes.iter().any(|c| c == kind.name())
     }
 
     /// Named points no node stopped at, of the systems the campaign ran:
@@ -132,9 +146,13 @@ impl Summary {
             .collect()
     }
 
-    /// The named points of the systems the campaign ran.
+    /// The named points of the systems the campaign ran (none when it
+    /// enabled neither class that stops nodes at them).
     fn points(&self) -> Vec<CoverageItem> {
         let mut out: Vec<CoverageItem> = Vec::new();
+        if !self.enabled(FaultKind::CrashAtStep) && !self.enabled(FaultKind::PauseAtStep) {
+            return out;
+        }
         for s in self.ran().0 {
             for p in s.named_points() {
                 if !out.contains(&p) {
@@ -258,41 +276,78 @@ impl Summary {
         }
     }
 
-    /// The world's faults injected, by class.
+    /// The world's faults injected, by class: a campaign of one system
+    /// names its kills by the role they kill (`kill:broker`).
     fn faults_section(&self) -> SummarySection {
+        let mut rows = prefixed_rows(&self.counters, "fault.");
+        let (known, unknown) = self.ran();
+        if let ([system], true) = (known.as_slice(), unknown.is_empty()) {
+            let roles = system.roles();
+            for (class, _) in &mut rows {
+                *class = crate::faultmix::display(class, &roles);
+            }
+        }
         SummarySection {
             title: "faults injected by class",
-            rows: prefixed_rows(&self.counters, "fault."),
+            rows,
         }
     }
 
     /// Merge the JSON lines of several shards, read as streams (a seed of
-    /// a system seen twice is counted once, the first time). `inputs` pairs a name for
-    /// error messages with a reader.
+    /// a system seen twice is counted once, the first time), with no check
+    /// that they make up a campaign (`percsim merge` checks, see
+    /// [`crate::shardfile::merge`]); header and completion lines are
+    /// skipped. `inputs` pairs a name for error messages with a reader.
     pub fn merge_jsonl<R: BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
-        let mut seen: BTreeMap<String, SeedSet> = BTreeMap::new();
-        let mut summary = Summary::default();
-        let mut wall_ms = 0u64;
+        let mut merge = LineMerge::default();
         for (name, reader) in inputs {
             for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| format!("{name}:{}: cannot read: {e}", i + 1))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let mut r: SeedResult = serde_json::from_str(&line)
-                    .map_err(|e| format!("{name}:{}: not a seed result: {e}", i + 1))?;
-                if r.system.is_empty() {
-                    r.system = system_of_workload(&r.workload);
-                }
-                rename_old_counters(&mut r);
-                if seen.entry(r.system.clone()).or_default().insert(r.seed) {
-                    wall_ms += r.wall_ms;
-                    summary.add(&r);
+                let at = format!("{name}:{}", i + 1);
+                let line = line.map_err(|e| format!("{at}: cannot read: {e}"))?;
+                let marker = line.starts_with("{\"campaign\"") || line.starts_with("{\"complete\"");
+                if !line.trim().is_empty() && !marker {
+                    merge.add_line(&at, &line)?;
                 }
             }
         }
-        summary.wall = Duration::from_millis(wall_ms);
-        Ok(summary)
+        Ok(merge.finish())
+    }
+}
+
+/// Seed lines merged into one summary as they are read: a seed of a
+/// system seen twice is counted once, the first time.
+#[derive(Default)]
+pub(crate) struct LineMerge {
+    seen: BTreeMap<String, SeedSet>,
+    summary: Summary,
+    wall_ms: u64,
+}
+
+impl LineMerge {
+    /// Count one seed line in (`at` names it in errors) and return it.
+    pub(crate) fn add_line(&mut self, at: &str, line: &str) -> Result<SeedResult, String> {
+        let mut r: SeedResult =
+            serde_json::from_str(line).map_err(|e| format!("{at}: not a seed result: {e}"))?;
+        if r.system.is_empty() {
+            r.system = system_of_workload(&r.workload);
+        }
+        rename_old_counters(&mut r);
+        if self
+            .seen
+            .entry(r.system.clone())
+            .or_default()
+            .insert(r.seed)
+        {
+            self.wall_ms += r.wall_ms;
+            self.summary.add(&r);
+        }
+        Ok(r)
+    }
+
+    /// The summary of every line added (its wall time: theirs summed).
+    pub(crate) fn finish(mut self) -> Summary {
+        self.summary.wall = Duration::from_millis(self.wall_ms);
+        self.summary
     }
 }
 
@@ -415,6 +470,49 @@ mod tests {
         some.add(&r);
         assert!(!some.never_happened().contains(&late));
         assert!(some.render().contains(&format!("{}\n", line(3))));
+    }
+
+    /// A campaign narrowed to some fault classes lists only their items:
+    /// a class left out is not reported "never happened", nor are named
+    /// points when no class stops nodes at them.
+    #[test]
+    fn coverage_lists_only_the_enabled_classes_items() {
+        let mut r = result(1, Verdict::Pass);
+        r.counters.clear();
+        let narrowed = |classes: &[&str]| {
+            let mut s = Summary {
+                classes: classes.iter().map(|c| c.to_string()).collect(),
+                ..Summary::default()
+            };
+            s.add(&r);
+            s
+        };
+        let s = narrowed(&["partition"]);
+        let missing = s.never_happened();
+        assert!(missing.contains(&WorldCoverage::Partition.item()));
+        for left_out in [WorldCoverage::KillClient, WorldCoverage::Pause] {
+            assert!(!missing.contains(&left_out.item()), "{left_out}");
+        }
+        assert!(
+            missing
+                .iter()
+                .all(|c| c.class.is_none() || c.name == "partition")
+        );
+        assert!(s.points_never_hit().is_empty());
+        let text = s.render();
+        assert!(!text.contains("client killed"), "{text}");
+        assert!(!text.contains("crash and pause points"), "{text}");
+        let s = narrowed(&["pause_at_step"]);
+        assert!(!s.points_never_hit().is_empty());
+        assert!(
+            !s.never_happened()
+                .contains(&WorldCoverage::Partition.item())
+        );
+        let all = narrowed(&[]);
+        assert!(
+            all.never_happened()
+                .contains(&WorldCoverage::KillClient.item())
+        );
     }
 
     /// A seed of a system this build does not know is said so, not

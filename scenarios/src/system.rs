@@ -18,7 +18,7 @@ pub use crate::coverage::{CoverageItem, WorldCoverage};
 use crate::error::ScenarioError;
 use crate::scenario::Scenario;
 pub use crate::spec::{SpecValue, SystemSpec};
-use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, Role, RunOutput, WorldConfig};
 
 /// A system the testbed can run, by name: what its scenarios look like and
 /// what a campaign may draw for it.
@@ -57,6 +57,21 @@ pub trait SystemDef: Send + Sync + 'static {
     /// its own (crashes at its named points). A class outside this list is
     /// refused for it, never silently ignored.
     fn fault_classes(&self) -> &'static [&'static str];
+    /// The roles its nodes play, each with the name it gives them
+    /// (`tablet_server`, `broker`): `--faults kill:<name>` kills a node of
+    /// the role. By default every role, under the world's name for it.
+    fn roles(&self) -> Vec<(Role, &'static str)> {
+        Role::ALL.iter().map(|r| (*r, r.name())).collect()
+    }
+    /// Its fault classes as a campaign of it names them: its kills by the
+    /// role they kill (`kill:broker`), the others by their own names.
+    fn class_names(&self) -> Vec<String> {
+        let roles = self.roles();
+        self.fault_classes()
+            .iter()
+            .map(|c| crate::faultmix::display(c, &roles))
+            .collect()
+    }
     /// Its planted bugs (ablations): name and what each removes.
     fn ablations(&self) -> Vec<(&'static str, &'static str)>;
     /// Seeds of it a campaign over several systems runs per seed of the

@@ -73,8 +73,9 @@ check_ablation() {
     rm -rf "$dir"
     "$percsim" fuzz --system "$system" --ablate "$a" --count 100 --out "$dir" --quiet \
         --shrink-budget 0 > /dev/null || true
-    for c in $(ls "$dir"/seed-*.json 2> /dev/null | sort -t- -k2 -n); do
-        if grep -q '"verdict": "safety"' "$c"; then capsule="$c"; break; fi
+    # Capsules are named <system>-seed-N.json; the lowest seed first.
+    for c in $(cd "$dir" 2> /dev/null && ls -v -- *-seed-*.json 2> /dev/null); do
+        if grep -q '"verdict": "safety"' "$dir/$c"; then capsule="$dir/$c"; break; fi
     done
     if [ -z "$capsule" ]; then
         echo "FAIL  $a: no safety failure in 100 seeds"

@@ -175,7 +175,7 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
     );
     bad_scenario(
         r#"{"format":"percsim-scenario/1","system":"pulsr","workload":{"name":"bank"}}"#,
-        "unknown system \"pulsr\" (known: percolator, pulsar)",
+        "unknown system \"pulsr\" (known: percolator, pulsar, omid)",
     );
     let o = percsim(&["run", "/nonexistent/scenario.json"]);
     assert_eq!(o.status.code(), Some(2));
@@ -237,8 +237,9 @@ fn fuzz_shards_merge_and_replay() {
     let out = tmp("failures");
     let a = tmp("shard1.jsonl");
     let b = tmp("shard2.jsonl");
-    // The default campaign: seeds 0..30 of Percolator, then 3 Pulsar seeds.
-    for (shard, file, n) in [("1/2", &a, 17), ("2/2", &b, 16)] {
+    // The default campaign: seeds 0..30 of Percolator, then 3 Pulsar seeds,
+    // then 30 Omid seeds.
+    for (shard, file, n) in [("1/2", &a, 32), ("2/2", &b, 31)] {
         let o = percsim(&[
             "fuzz",
             "--seeds",
@@ -256,12 +257,13 @@ fn fuzz_shards_merge_and_replay() {
         assert!(text(&o).contains(&line), "{}", text(&o));
         assert!(text(&o).contains("coverage"), "{}", text(&o));
     }
+    // Each seed's line between the campaign's header and the completion line.
     let lines = |p: &PathBuf| std::fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!((lines(&a), lines(&b)), (17, 16));
+    assert_eq!((lines(&a), lines(&b)), (32 + 2, 31 + 2));
     let merged = percsim(&["merge", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged));
     assert!(
-        text(&merged).contains("seeds               33 "),
+        text(&merged).contains("seeds               63 "),
         "{}",
         text(&merged)
     );
@@ -302,6 +304,7 @@ const SHARD_VARS: &[&str] = &[
     "SLURM_ARRAY_TASK_COUNT",
     "SLURM_ARRAY_TASK_MIN",
     "SLURM_ARRAY_TASK_STEP",
+    "SLURM_ARRAY_TASK_MAX",
 ];
 
 fn percsim_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
@@ -325,12 +328,16 @@ fn summary_body(o: &Output) -> String {
         .collect()
 }
 
-/// JSON lines by seed, without the wall time.
+/// JSON lines by seed, without the wall time (nor the header and
+/// completion lines).
 fn seed_lines(paths: &[&PathBuf]) -> std::collections::BTreeMap<u64, serde_json::Value> {
     let mut out = std::collections::BTreeMap::new();
     for p in paths {
         for line in std::fs::read_to_string(p).unwrap().lines() {
             let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v.get("campaign").is_some() || v.get("complete").is_some() {
+                continue;
+            }
             v.as_object_mut().unwrap().remove("wall_ms");
             let seed = v["seed"].as_u64().unwrap();
             assert!(out.insert(seed, v).is_none(), "seed {seed} twice");
@@ -440,6 +447,34 @@ fn four_shard_processes_merge_to_the_unsharded_campaign() {
     assert_eq!(
         seed_lines(&files.iter().collect::<Vec<_>>()),
         seed_lines(&[&whole_file])
+    );
+    merge_refuses_missing_and_cut_short_shards(&names);
+}
+
+/// `percsim merge` of four shards refuses (exit 2, naming the problem) when
+/// one is left out or cut short.
+fn merge_refuses_missing_and_cut_short_shards(names: &[&str]) {
+    let without_third = [names[0], names[1], names[3]];
+    let o = percsim_env(&[&["merge"], &without_third[..]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("shard 3/4 is missing: percolator seeds 202, 206, ..., 238"),
+        "{}",
+        text(&o)
+    );
+    let cut = tmp("shard2-cut.jsonl");
+    let whole = std::fs::read_to_string(names[1]).unwrap();
+    let kept: Vec<&str> = whole.lines().take(4).collect();
+    std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
+    let o = percsim_env(
+        &["merge", names[0], cut.to_str().unwrap(), names[2], names[3]],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("shard 2/4 was cut short (no completion line after 3 of its 10 seeds)"),
+        "{}",
+        text(&o)
     );
 }
 
@@ -559,6 +594,158 @@ fn fuzz_flags_are_obeyed_for_every_system_or_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+/// A campaign of `system` over seeds `0..n` with `flags`: its exit code,
+/// its output and its seed lines.
+fn campaign_of(
+    system: &str,
+    n: u64,
+    flags: &[&str],
+) -> (
+    Option<i32>,
+    String,
+    std::collections::BTreeMap<u64, serde_json::Value>,
+) {
+    let name = format!("{system}-{}", flags.join("-").replace([':', ','], "_"));
+    let out = tmp(&format!("{name}-failures"));
+    let jsonl = tmp(&format!("{name}.jsonl"));
+    let _ = std::fs::remove_file(&jsonl);
+    let seeds = format!("0..{n}");
+    let mut a = vec!["fuzz", "--system", system, "--seeds", &seeds, "--quiet"];
+    a.extend(flags);
+    a.extend(["--out", out.to_str().unwrap()]);
+    a.extend(["--jsonl", jsonl.to_str().unwrap()]);
+    let o = percsim(&a);
+    let lines = match jsonl.exists() {
+        true => seed_lines(&[&jsonl]),
+        false => Default::default(),
+    };
+    (o.status.code(), text(&o), lines)
+}
+
+/// The fault classes a seed line counts injections of.
+fn classes_injected(line: &serde_json::Value) -> Vec<String> {
+    let counters = line["counters"].as_object().expect("counters");
+    counters
+        .iter()
+        .filter(|(k, v)| k.starts_with("fault.") && v.as_u64() > Some(0))
+        .map(|(k, _)| k["fault.".len()..].to_string())
+        .collect()
+}
+
+/// `--faults` is obeyed by Percolator and by Pulsar: only the named class
+/// is injected, its kills are named by the role they kill, the coverage
+/// lists no item of a class left out, and a class a system cannot honour
+/// is refused naming the class and the system.
+#[test]
+fn faults_are_obeyed_by_each_system() {
+    for (system, n) in [("percolator", 6), ("pulsar", 6)] {
+        let (code, out, lines) = campaign_of(system, n, &["--faults", "partition"]);
+        assert_eq!(code, Some(0), "{system}: {out}");
+        assert_eq!(lines.len() as u64, n, "{out}");
+        let mut partitions = 0;
+        for line in lines.values() {
+            let injected = classes_injected(line);
+            assert!(
+                injected.iter().all(|c| c == "partition"),
+                "{system}: {injected:?}"
+            );
+            partitions += injected.len();
+        }
+        assert!(partitions > 0, "{system}: partition never injected: {out}");
+        for absent in ["client killed", "node paused", "at a named point"] {
+            assert!(!out.contains(absent), "{system}: {absent}: {out}");
+        }
+        assert!(out.contains("network partition"), "{out}");
+    }
+    let (code, out, lines) = campaign_of("pulsar", 6, &["--faults", "kill:broker"]);
+    assert_eq!(code, Some(0), "{out}");
+    let kills = ["kill_data_server", "kill_coordinator"];
+    for line in lines.values() {
+        let injected = classes_injected(line);
+        assert!(
+            injected.iter().all(|c| kills.contains(&c.as_str())),
+            "{injected:?}"
+        );
+    }
+    assert!(out.contains("  kill:broker "), "{out}");
+    let (_, _, same) = campaign_of("pulsar", 6, &["--faults", "kill_data_server"]);
+    assert_eq!(lines, same, "kill:broker is Pulsar's kill_data_server");
+    let (code, out, lines) = campaign_of("percolator", 4, &["--faults", "kill:tablet_server"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (_, _, same) = campaign_of("percolator", 4, &["--faults", "kill_data_server"]);
+    assert_eq!(
+        lines, same,
+        "kill:tablet_server is Percolator's kill_data_server"
+    );
+    for (system, class) in [
+        ("pulsar", "clock_skew"),
+        ("pulsar", "session_expiry"),
+        ("pulsar", "kill:tablet_server"),
+        ("percolator", "kill:broker"),
+    ] {
+        let (code, out, lines) = campaign_of(system, 1, &["--faults", class]);
+        assert_eq!(code, Some(2), "{system} {class}: {out}");
+        let want = format!("system {system} does not honour fault class {class:?}");
+        assert!(out.contains(&want), "{out}");
+        assert!(lines.is_empty(), "{out}");
+    }
+}
+
+/// `--workload` is obeyed by Percolator and by Pulsar (every seed runs a
+/// named workload), and a workload of another system is refused.
+#[test]
+fn workloads_are_obeyed_by_each_system() {
+    for (system, workload, other) in [
+        ("percolator", "register", "stream"),
+        ("pulsar", "stream-pipeline", "bank"),
+    ] {
+        let (code, out, lines) = campaign_of(system, 4, &["--workload", workload]);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(
+            lines.values().all(|l| l["workload"] == workload),
+            "{system}: {lines:?}"
+        );
+        let (code, out, _) = campaign_of(system, 1, &["--workload", other]);
+        assert_eq!(code, Some(2), "{out}");
+        assert!(
+            out.contains(&format!("no workload named for system {system}")),
+            "{out}"
+        );
+    }
+}
+
+/// `--ablate` is obeyed by Percolator and by Pulsar (every seed runs with
+/// the planted bug switched on, and only then), and another system's
+/// planted bug is refused.
+#[test]
+fn planted_bugs_are_obeyed_by_each_system() {
+    use percsim_scenarios::campaign::Mix;
+    for (system, bug, other) in [
+        (
+            "percolator",
+            "no-rollback-record",
+            "marker-by-producer-epoch",
+        ),
+        ("pulsar", "marker-by-producer-epoch", "no-rollback-record"),
+    ] {
+        let (code, out, _) = campaign_of(system, 1, &["--ablate", other]);
+        assert_eq!(code, Some(2), "{out}");
+        assert!(out.contains("choose that system with --system"), "{out}");
+        let def = percsim_scenarios::systems::find(system).unwrap();
+        let ablated = Mix {
+            systems: vec![system.into()],
+            ablations: vec![bug.into()],
+            ..Mix::default()
+        };
+        ablated.validate().unwrap();
+        for seed in 0..5 {
+            let section = |mix: &Mix| def.generate(seed, mix).spec.section().to_string();
+            assert!(section(&ablated).contains(bug), "{system} {seed}");
+            assert!(!section(&Mix::default()).contains(bug), "{system} {seed}");
+        }
+    }
+}
+
 /// `percsim systems` lists every registered system with what a campaign
 /// may name for it.
 #[test]
@@ -573,7 +760,12 @@ fn systems_lists_every_system_with_its_workloads_faults_and_planted_bugs() {
         }
     }
     assert!(
-        t.contains("stream-pipeline") && t.contains("kill_liveness"),
+        t.contains("stream-pipeline") && t.contains("kill:liveness"),
+        "{t}"
+    );
+    // Each system names its kills by its own roles.
+    assert!(
+        t.contains("kill:tablet_server") && t.contains("kill:broker"),
         "{t}"
     );
 }

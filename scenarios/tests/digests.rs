@@ -6,6 +6,7 @@
 
 use percsim_scenarios::Scenario;
 use percsim_scenarios::campaign::{self, Mix};
+use percsim_scenarios::systems::omid;
 use percsim_scenarios::systems::percolator::campaign::DEFAULT_WORKLOADS;
 use percsim_scenarios::systems::pulsar::campaign::{self as pulsar_campaign, PULSAR_SEED_BASE};
 use std::hash::Hasher;
@@ -16,6 +17,9 @@ const SEEDS_PER_WORKLOAD: u64 = 40;
 
 /// Generated Pulsar scenarios (the `i`-th Pulsar seed of a campaign).
 const PULSAR_SEEDS: u64 = 40;
+
+/// Generated Omid scenarios (seeds `0..OMID_SEEDS` of an Omid campaign).
+const OMID_SEEDS: u64 = 20;
 
 fn digests_file() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/digests.txt")
@@ -70,6 +74,12 @@ fn runs() -> Vec<(String, Scenario)> {
         runs.push((
             format!("campaign pulsar {}", PULSAR_SEED_BASE + i),
             pulsar_campaign::generate(PULSAR_SEED_BASE + i, &Mix::default()),
+        ));
+    }
+    for seed in 0..OMID_SEEDS {
+        runs.push((
+            format!("campaign omid {seed}"),
+            omid::generate(seed, &Mix::default()),
         ));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");

@@ -1,10 +1,13 @@
-//! Import circles: no two files of one crate may import each other.
+//! Import circles: no files of one crate may import each other in a
+//! circle, of any length.
 //!
 //! The test reads every `.rs` file under the `src/` of the workspace's
 //! crates, works out which other files of the same crate each one imports
 //! (`use crate::…`, `use super::…`, `use self::…`, a path that starts at a
-//! child module declared in scope, and grouped `{…}` imports), and fails
-//! naming every pair of files that import each other.
+//! child module declared in scope, and grouped `{…}` imports), and finds the
+//! strongly connected components of that file-level import graph. It fails
+//! naming every component of more than one file, with its shortest loop
+//! import by import, so the message says which import to cut.
 //!
 //! A path resolves to the file of the longest module it names (`a/b.rs` or
 //! `a/b/mod.rs`, or the file of an inline module); the item it names is
@@ -14,12 +17,12 @@
 //! `mod child;` does not import its child; a child's `use super::X` that
 //! names an item defined in the parent file does import the parent. An
 //! inline module belongs to its file. A `pub use` whose name the file's own
-//! code never mentions only passes the name on (importers are followed
-//! through it), so it is not an import of its own. Test code (an item under
+//! code never mentions, and a glob `pub use …::*`, only pass names on
+//! (importers are followed through them), so they are not imports of their own. Test code (an item under
 //! `#[cfg(test)]`, such as `mod tests { … }` or `mod test_util;`) is left
 //! out: a file's tests may use any file.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The workspace's crates, by folder.
@@ -27,10 +30,8 @@ const CRATES: [&str; 4] = ["protocol", "sim", "checker", "scenarios"];
 
 /// A known circle that may stay for now, with the reason.
 struct Allowed {
-    /// One file of the pair (the smaller path).
-    a: &'static str,
-    /// The other file.
-    b: &'static str,
+    /// The circle's files, in path order.
+    files: &'static [&'static str],
     /// Why it is still there.
     reason: &'static str,
 }
@@ -605,8 +606,9 @@ fn edges(krate: &Crate) -> BTreeSet<Edge> {
             (0..=module.len()).any(|n| krate.get(&module[..n]).is_some_and(|p| p.test_only));
         // A re-export the module's own code never names only passes the
         // name on: whoever imports it is followed to the defining file.
+        // A glob re-export (`pub use x::*`) passes its names on likewise.
         let passes_on =
-            |u: &UsePath| u.reexport && u.name.as_ref().is_some_and(|n| !m.mentions.contains(n));
+            |u: &UsePath| u.reexport && u.name.as_ref().is_none_or(|n| !m.mentions.contains(n));
         for u in m.uses.iter().filter(|u| !test_only && !passes_on(u)) {
             let Some(to) = resolve(krate, module, &u.segs, 0) else {
                 continue;
@@ -620,40 +622,185 @@ fn edges(krate: &Crate) -> BTreeSet<Edge> {
     out
 }
 
-/// Every pair of files that import each other, as messages keyed by the
-/// pair (smaller path first).
-fn circles(files: &[(String, String)]) -> BTreeMap<(String, String), String> {
+/// The files of one import circle (a strongly connected component of a
+/// crate's file-level import graph), in path order: the key a circle is
+/// known by.
+type Circle = Vec<String>;
+
+/// A crate's imports: importing file, imported file, and the first `use`
+/// that makes the import.
+type Graph = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Every import circle of every crate of `files`: each strongly connected
+/// component of more than one file, with a message naming its files and
+/// its shortest loop.
+fn circles(files: &[(String, String)]) -> BTreeMap<Circle, String> {
     let mut out = BTreeMap::new();
     for krate in crates(files).values() {
-        let all = edges(krate);
-        let mut first: BTreeMap<(&str, &str), &str> = BTreeMap::new();
-        for e in &all {
-            first.entry((&e.from, &e.to)).or_insert(&e.via);
+        let mut graph = Graph::new();
+        for e in edges(krate) {
+            let targets = graph.entry(e.from).or_default();
+            targets.entry(e.to).or_insert(e.via);
         }
-        for (&(a, b), via_ab) in &first {
-            if let (true, Some(via_ba)) = (a < b, first.get(&(b, a))) {
-                let msg = format!("{a} imports {b} (`{via_ab}`) and {b} imports {a} (`{via_ba}`)");
-                out.insert((a.to_string(), b.to_string()), msg);
-            }
+        for circle in components(&graph) {
+            let msg = describe(&graph, &circle);
+            out.insert(circle, msg);
         }
     }
     out
 }
 
+/// The state of Tarjan's strongly-connected-components search.
+struct Tarjan<'g> {
+    /// The graph searched.
+    graph: &'g Graph,
+    /// Each visited file's visiting order.
+    index: BTreeMap<&'g str, usize>,
+    /// The lowest visiting order each file reaches.
+    low: BTreeMap<&'g str, usize>,
+    /// The files visited whose component is not yet closed.
+    stack: Vec<&'g str>,
+    /// The components of more than one file found so far.
+    out: Vec<Circle>,
+}
+
+impl<'g> Tarjan<'g> {
+    /// The files `v` imports.
+    fn targets(&self, v: &str) -> Vec<&'g str> {
+        let graph = self.graph;
+        graph
+            .get(v)
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// Visit `v` and everything it reaches, closing the components rooted there.
+    fn visit(&mut self, v: &'g str) {
+        let order = self.index.len();
+        self.index.insert(v, order);
+        self.low.insert(v, order);
+        self.stack.push(v);
+        for w in self.targets(v) {
+            let reach = match self.index.get(w) {
+                None => {
+                    self.visit(w);
+                    self.low[w]
+                }
+                Some(&i) if self.stack.contains(&w) => i,
+                Some(_) => continue,
+            };
+            let low = self.low.get_mut(v).expect("visited");
+            *low = (*low).min(reach);
+        }
+        if self.low[v] == self.index[v] {
+            let at = self
+                .stack
+                .iter()
+                .rposition(|&s| s == v)
+                .expect("on the stack");
+            let mut circle: Circle = self.stack.drain(at..).map(str::to_string).collect();
+            if circle.len() > 1 {
+                circle.sort();
+                self.out.push(circle);
+            }
+        }
+    }
+}
+
+/// The strongly connected components of `graph` of more than one file,
+/// each in path order, in the order of their first file.
+fn components(graph: &Graph) -> Vec<Circle> {
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.out.sort();
+    t.out
+}
+
+/// The shortest path from `start` back to itself through files of
+/// `inside`: the files in order, `start` first.
+fn loop_through<'a>(graph: &'a Graph, inside: &[String], start: &'a str) -> Option<Vec<String>> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(v) = queue.pop_front() {
+        for w in graph.get(v).into_iter().flat_map(|m| m.keys()) {
+            if w == start {
+                let mut path = vec![v.to_string()];
+                let mut at = v;
+                while at != start {
+                    at = parent[at];
+                    path.push(at.to_string());
+                }
+                path.reverse();
+                return Some(path);
+            }
+            if inside.contains(w) && !parent.contains_key(w.as_str()) {
+                parent.insert(w, v);
+                queue.push_back(w);
+            }
+        }
+    }
+    None
+}
+
+/// The shortest loop inside `circle` (the first in path order among the
+/// shortest): the files in order, each importing the next and the last
+/// importing the first.
+fn shortest_loop(graph: &Graph, circle: &[String]) -> Vec<String> {
+    let mut best: Option<Vec<String>> = None;
+    for start in circle {
+        if let Some(path) = loop_through(graph, circle, start)
+            && best.as_ref().is_none_or(|b| path.len() < b.len())
+        {
+            best = Some(path);
+        }
+    }
+    best.unwrap_or_default()
+}
+
+/// A circle's message: its files, then its shortest loop import by import
+/// (cutting one of those imports breaks that loop).
+fn describe(graph: &Graph, circle: &[String]) -> String {
+    let mut msg = format!(
+        "{} files import each other: {}\n  shortest loop (cut one of its imports):",
+        circle.len(),
+        circle.join(", ")
+    );
+    let path = shortest_loop(graph, circle);
+    for (i, from) in path.iter().enumerate() {
+        let to = &path[(i + 1) % path.len()];
+        msg.push_str(&format!(
+            "\n    {from} imports {to} (`{}`)",
+            graph[from][to]
+        ));
+    }
+    msg
+}
+
 /// The verdict on `found` circles given the `allowed` ones: every circle
 /// not allowed, and every allowed one no longer found, named.
-fn verdict(found: &BTreeMap<(String, String), String>, allowed: &[Allowed]) -> Result<(), String> {
-    let allows = |a: &str, b: &str| allowed.iter().any(|x| x.a == a && x.b == b);
+fn verdict(found: &BTreeMap<Circle, String>, allowed: &[Allowed]) -> Result<(), String> {
+    let allows = |c: &Circle| allowed.iter().any(|x| x.files == c.as_slice());
     let mut problems: Vec<String> = found
         .iter()
-        .filter(|((a, b), _)| !allows(a, b))
+        .filter(|(c, _)| !allows(c))
         .map(|(_, msg)| format!("import circle: {msg}"))
         .collect();
     for x in allowed {
-        if !found.contains_key(&(x.a.to_string(), x.b.to_string())) {
+        if !found.keys().any(|c| x.files == c.as_slice()) {
             problems.push(format!(
-                "allowed circle {} <-> {} is gone ({}): remove it from ALLOWED",
-                x.a, x.b, x.reason
+                "allowed circle {} is gone ({}): remove it from ALLOWED",
+                x.files.join(" <-> "),
+                x.reason
             ));
         }
     }
@@ -698,7 +845,7 @@ fn workspace_files() -> Vec<(String, String)> {
 }
 
 #[test]
-fn no_two_files_of_a_crate_import_each_other() {
+fn no_files_of_a_crate_import_each_other_in_a_circle() {
     let found = circles(&workspace_files());
     if let Err(problems) = verdict(&found, ALLOWED) {
         panic!("{problems}");
@@ -717,11 +864,8 @@ fn the_scan_sees_the_workspace_imports() {
         "sim/src/percolator/nodes/client.rs",
         "sim/src/world/port.rs"
     ));
-    // `use workload::{Observers, Workload}` in a parent: a bare path from a child module.
-    assert!(has(
-        "sim/src/percolator/mod.rs",
-        "sim/src/percolator/workload.rs"
-    ));
+    // `use workload::PulsarWorkload` in a parent: a bare path from a child module.
+    assert!(has("sim/src/pulsar/mod.rs", "sim/src/pulsar/workload.rs"));
     // `use super::nodes::client::Client`.
     assert!(has(
         "sim/src/percolator/system.rs",
@@ -744,18 +888,18 @@ fn demo(files: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The circles of `files`, as pairs of file names under `demo/src/`.
-fn demo_circles(files: &[(&str, &str)]) -> Vec<(String, String)> {
-    let strip = |p: &str| p.trim_start_matches("demo/src/").to_string();
+/// The circles of `files`, as lists of file names under `demo/src/`.
+fn demo_circles(files: &[(&str, &str)]) -> Vec<Vec<String>> {
+    let strip = |p: &String| p.trim_start_matches("demo/src/").to_string();
     circles(&demo(files))
         .into_keys()
-        .map(|(a, b)| (strip(&a), strip(&b)))
+        .map(|c| c.iter().map(strip).collect())
         .collect()
 }
 
-/// A pair of demo file names.
-fn pair(a: &str, b: &str) -> (String, String) {
-    (a.to_string(), b.to_string())
+/// A circle of two demo files.
+fn pair(a: &str, b: &str) -> Vec<String> {
+    vec![a.to_string(), b.to_string()]
 }
 
 #[test]
@@ -871,8 +1015,7 @@ fn an_allowed_circle_passes_and_a_stale_allowance_fails() {
     ];
     let found = circles(&demo(&files));
     let allowed = [Allowed {
-        a: "demo/src/a.rs",
-        b: "demo/src/b.rs",
+        files: &["demo/src/a.rs", "demo/src/b.rs"],
         reason: "test",
     }];
     assert_eq!(verdict(&found, &allowed), Ok(()));
@@ -881,4 +1024,40 @@ fn an_allowed_circle_passes_and_a_stale_allowance_fails() {
         err.contains("demo/src/a.rs <-> demo/src/b.rs is gone"),
         "{err}"
     );
+}
+
+#[test]
+fn a_longer_circle_is_found_with_its_shortest_loop() {
+    // a -> b -> c -> a is a circle; e imports a but nothing imports e, and
+    // d imports nothing: neither is part of it.
+    let files = [
+        ("lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\nmod e;\n"),
+        ("a.rs", "use crate::b::B;\npub struct A;\n"),
+        ("b.rs", "use crate::c::C;\npub struct B;\n"),
+        ("c.rs", "use crate::a::A;\npub struct C;\n"),
+        ("d.rs", "pub struct D;\n"),
+        ("e.rs", "use crate::a::A;\n"),
+    ];
+    let three = ["a.rs", "b.rs", "c.rs"].map(String::from).to_vec();
+    assert_eq!(demo_circles(&files), vec![three]);
+    let found = circles(&demo(&files));
+    let err = verdict(&found, &[]).expect_err("a three-file circle fails");
+    for step in [
+        "demo/src/a.rs imports demo/src/b.rs (`use crate::b::B`)",
+        "demo/src/b.rs imports demo/src/c.rs (`use crate::c::C`)",
+        "demo/src/c.rs imports demo/src/a.rs (`use crate::a::A`)",
+    ] {
+        assert!(err.contains(step), "{err}");
+    }
+    assert!(!err.contains("e.rs"), "{err}");
+    // A shortcut back from b to a makes the shortest loop a pair, inside
+    // the same three-file component.
+    let mut shortcut = files;
+    shortcut[2].1 = "use crate::c::C;\nuse crate::a::A;\npub struct B;\n";
+    let found = circles(&demo(&shortcut));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let msg = found.values().next().expect("one circle");
+    assert!(msg.starts_with("3 files import each other"), "{msg}");
+    assert_eq!(msg.matches(" imports ").count(), 2, "{msg}");
+    assert!(msg.contains("demo/src/b.rs imports demo/src/a.rs"), "{msg}");
 }

@@ -192,7 +192,39 @@ fn exports_are_well_formed() {
             "read of unwritten version {r}"
         );
     }
+    assert_dbcop_model(&doc);
+    assert!(
+        bank.transactions
+            .iter()
+            .any(|t| t.outcome == percsim_checker::Outcome::Aborted),
+        "the bank history has aborted transactions to drop"
+    );
     let keys = rw.lines().filter(|l| l.starts_with(";;   ")).count();
     assert!(keys > 0);
     assert_eq!(doc["params"]["n_variable"], keys as u64);
+}
+
+/// dbcop's model of a history: every transaction committed, each key read
+/// at most once in a transaction, and never after the transaction's own
+/// write of it.
+fn assert_dbcop_model(doc: &serde_json::Value) {
+    for t in doc["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.as_array().unwrap())
+    {
+        assert_eq!(t["committed"], true, "{t}");
+        let mut read = BTreeSet::new();
+        let mut written = BTreeSet::new();
+        for e in t["events"].as_array().unwrap() {
+            if let Some(w) = e.get("Write") {
+                written.insert(w["variable"].as_u64().unwrap());
+            } else {
+                let k = e["Read"]["variable"].as_u64().unwrap();
+                assert!(read.insert(k), "key {k} read twice in {t}");
+                assert!(!written.contains(&k), "key {k} read after its write in {t}");
+            }
+        }
+    }
 }

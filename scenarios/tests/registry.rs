@@ -135,9 +135,12 @@ fn a_campaign_keys_its_seeds_by_system() {
     let split: Vec<(&str, u64)> = opts.split().iter().map(|(s, n)| (s.name(), *n)).collect();
     assert_eq!(split[0], ("percolator", 20));
     assert_eq!(split[1], ("pulsar", 2));
-    assert_eq!(opts.seed_count(), 22);
+    assert_eq!(split[2], ("omid", 20));
+    assert_eq!(opts.seed_count(), 42);
     let (s, seed) = opts.seed_at(21);
     assert_eq!((s.name(), seed), ("pulsar", 1));
+    let (s, seed) = opts.seed_at(22);
+    assert_eq!((s.name(), seed), ("omid", 0));
     let (s, seed) = opts.seed_at(3);
     assert_eq!((s.name(), seed), ("percolator", 3));
     let one = Options {
@@ -147,16 +150,17 @@ fn a_campaign_keys_its_seeds_by_system() {
     assert_eq!(one.seed_count(), 20, "one system runs the whole range");
 }
 
-/// A Pulsar-only campaign whose brokers stop at their named points (killed,
-/// or frozen: the world counts a freeze as a pause) reports those stops as
-/// covered, and prints none of another system's sections or points.
+/// A Pulsar-only campaign whose brokers stop at their named points (killed
+/// or frozen) reports those stops as covered and counts them as what they
+/// are (`crash_at_step`, `pause_at_step`), never as random pauses, and
+/// prints none of another system's sections or points.
 #[test]
 fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
     let opts = Options {
         start: 0,
         end: 12,
         jobs: 2,
-        mix: mix(&["pulsar"], &[], &["crash_at_step"], &[]),
+        mix: mix(&["pulsar"], &[], &["crash_at_step", "pause_at_step"], &[]),
         progress: false,
         shrink_budget: 0,
         ..Options::default()
@@ -166,13 +170,18 @@ fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
     let count = |k: &str| summary.counters.get(k).copied().unwrap_or(0);
     assert!(count("event.crash_at_point") > 0, "{text}");
     assert!(
-        count("fault.pause") > 0,
+        count("fault.pause_at_step") > 0,
         "no broker froze at a point:\n{text}"
     );
+    assert_eq!(
+        count("fault.pause"),
+        0,
+        "a freeze at a point is no pause:\n{text}"
+    );
     for covered in [
-        "broker killed or frozen at a named point",
+        "broker killed at a named point",
+        "broker frozen at a named point",
         "client killed at a named point",
-        "node paused",
     ] {
         let line = text
             .lines()
@@ -180,9 +189,13 @@ fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
             .unwrap_or_else(|| panic!("{covered} not listed:\n{text}"));
         assert!(!line.contains("never happened"), "{line}");
     }
+    assert!(
+        text.contains("\naborts by reason:\n  ack_conflict"),
+        "{text}"
+    );
     for absent in [
         "cleanups:",
-        "\naborts by reason:",
+        "node paused",
         "crash and pause points",
         "at a named protocol point",
         "liveness service",

@@ -229,6 +229,63 @@ fn the_toy_campaign_draws_only_the_named_classes() {
     assert!(crashed > 5, "crash_at_step was on in {crashed} of 30 seeds");
 }
 
+/// Every `fuzz` flag a campaign of the toy takes is obeyed or refused: a
+/// kill named by the toy's own role (`kill:primary`) draws that kill
+/// only; a class it cannot honour (`clock_skew`, another system's role)
+/// and a workload it does not campaign are refused naming them.
+#[test]
+fn the_toy_obeys_every_campaign_flag_or_refuses_it() {
+    let t = toy();
+    let primary = Mix {
+        faults: vec!["kill:primary".into()],
+        ..mix(&[])
+    };
+    primary.validate().unwrap();
+    let drawn = primary.for_system(t);
+    assert_eq!(drawn.faults, ["kill_data_server"]);
+    let mut killed = 0;
+    for seed in 0..30 {
+        let s = t.generate(seed, &drawn);
+        let classes: Vec<&str> = s
+            .world
+            .faults
+            .random
+            .classes()
+            .iter()
+            .map(|c| c.0)
+            .collect();
+        assert!(
+            classes.iter().all(|c| *c == "kill_data_server"),
+            "{classes:?}"
+        );
+        assert!(toy::def::spec(&s).unwrap().cluster.crashes.is_empty());
+        killed += classes.len();
+    }
+    assert!(killed > 5, "kill:primary was on in {killed} of 30 seeds");
+    assert!(t.class_names().contains(&"kill:primary".to_string()));
+    for (faults, workloads, want) in [
+        (
+            &["clock_skew"][..],
+            &[][..],
+            "system toy does not honour fault class \"clock_skew\"",
+        ),
+        (
+            &["kill:broker"][..],
+            &[][..],
+            "system toy does not honour fault class \"kill:broker\"",
+        ),
+        (&[][..], &["script"][..], "no workload named for system toy"),
+    ] {
+        let m = Mix {
+            faults: faults.iter().map(|s| s.to_string()).collect(),
+            workloads: workloads.iter().map(|s| s.to_string()).collect(),
+            ..mix(&[])
+        };
+        let e = m.validate().unwrap_err();
+        assert!(e.contains(want), "{e}");
+    }
+}
+
 /// Seeds of the faithful campaign: 40, or `PERCSIM_SEEDS`.
 fn faithful_seeds() -> u64 {
     std::env::var("PERCSIM_SEEDS")

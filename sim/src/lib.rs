@@ -8,7 +8,8 @@
 //! - the **systems**: a [`System`] names its nodes, its crash and pause
 //!   points, what "converged" means and how its state is dumped.
 //!   [`Percolator`] (timestamp oracle, liveness service, master, tablet
-//!   servers, clients, observers and scanners) is the first.
+//!   servers, clients, observers and scanners) is the first; [`omid`]
+//!   (Apache Omid's TSO, commit table and shadow cells) another.
 //!
 //! Entry points: [`run_system`] runs any system with a seed; [`run`] runs a
 //! Percolator [`Workload`] on a [`PercolatorConfig`].
@@ -19,6 +20,7 @@ compile_error!(
 );
 
 pub mod invariant;
+pub mod omid;
 mod percolator;
 mod pulsar;
 pub mod world;

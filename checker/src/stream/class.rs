@@ -109,6 +109,9 @@ pub enum StreamFindingClass {
     NotVisible,
     /// A committed message never reached a drained subscription.
     NeverDelivered,
+    /// A committed transaction's acknowledgment never took effect, nor did
+    /// any other effect of it.
+    LostAck,
     /// A message is in the logs twice.
     DuplicateInLog,
     /// A message acknowledged by two committed transactions on an exactly-once subscription.
@@ -139,13 +142,14 @@ pub enum StreamFindingClass {
 
 impl StreamFindingClass {
     /// Every class, grouped by rule in report order.
-    pub const ALL: [StreamFindingClass; 19] = [
+    pub const ALL: [StreamFindingClass; 20] = [
         StreamFindingClass::AbortedByClient,
         StreamFindingClass::NotCommitted,
         StreamFindingClass::BeforeCommitRequest,
         StreamFindingClass::PastOpenTransaction,
         StreamFindingClass::NotVisible,
         StreamFindingClass::NeverDelivered,
+        StreamFindingClass::LostAck,
         StreamFindingClass::DuplicateInLog,
         StreamFindingClass::AckedTwice,
         StreamFindingClass::PartlyVisible,
@@ -171,6 +175,7 @@ impl StreamFindingClass {
             PastOpenTransaction => "past_open_transaction",
             NotVisible => "not_visible",
             NeverDelivered => "never_delivered",
+            LostAck => "lost_ack",
             DuplicateInLog => "duplicate_in_log",
             AckedTwice => "acked_twice",
             PartlyVisible => "partly_visible",
@@ -203,6 +208,9 @@ impl StreamFindingClass {
             PastOpenTransaction => "A receipt past a message of a transaction still open",
             NotVisible => "A committed message is not visible in its partition's log",
             NeverDelivered => "A committed message never reached a drained subscription",
+            LostAck => {
+                "A committed transaction's acknowledgment never took effect, nor did any other effect of it"
+            }
             DuplicateInLog => "A message is in the logs twice",
             AckedTwice => {
                 "A message acknowledged by two committed transactions on an exactly-once subscription"
@@ -235,7 +243,7 @@ impl StreamFindingClass {
         match self {
             AbortedByClient | NotCommitted => StreamRule::AbortedRead,
             BeforeCommitRequest | PastOpenTransaction => StreamRule::ReadUncommitted,
-            NotVisible | NeverDelivered => StreamRule::LostWrite,
+            NotVisible | NeverDelivered | LostAck => StreamRule::LostWrite,
             DuplicateInLog | AckedTwice => StreamRule::Duplicate,
             PartlyVisible
             | AcksWithoutMessages
@@ -257,7 +265,7 @@ impl StreamFindingClass {
     ///   subscriptions and exactly-once processors had done by the end of
     ///   the healed phase: unfinished work looks exactly like this;
     /// * `partly_visible`, `acks_without_messages` and
-    ///   `messages_without_acks` judge the final logs: a transaction whose
+    ///   `messages_without_acks` and `lost_ack` judge the final logs: a transaction whose
     ///   coordinator decided it but could not yet reach every participant
     ///   (one with no live owner, say) has some markers and not others.
     ///
@@ -272,6 +280,7 @@ impl StreamFindingClass {
         matches!(
             self,
             NeverDelivered
+                | LostAck
                 | MissingOutput
                 | PartlyVisible
                 | AcksWithoutMessages
@@ -310,6 +319,7 @@ mod tests {
             restating,
             vec![
                 NeverDelivered,
+                LostAck,
                 PartlyVisible,
                 AcksWithoutMessages,
                 MessagesWithoutAcks,

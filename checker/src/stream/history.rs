@@ -154,6 +154,32 @@ pub struct SendOp {
     /// For a processor's output, the input it was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The producer (a client's producer session, Pulsar's producer name)
+    /// that sent it: successive sends are ordered per producer and
+    /// partition. Absent: the client's one producer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<String>,
+}
+
+/// What a consumer may be shown of open and aborted transactions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsumerIsolation {
+    /// Only messages of committed transactions, never past an open one
+    /// (Kafka's `read_committed`, Pulsar's transactional consumers).
+    #[default]
+    ReadCommitted,
+    /// Every message as soon as it is in the log, open or aborted
+    /// transactions' included (Kafka's `read_uncommitted`): the
+    /// `aborted_read` and `read_uncommitted` rules do not judge it.
+    ReadUncommitted,
+}
+
+impl ConsumerIsolation {
+    /// Whether this is the default, [`ConsumerIsolation::ReadCommitted`].
+    pub fn is_read_committed(&self) -> bool {
+        *self == ConsumerIsolation::ReadCommitted
+    }
 }
 
 /// A message delivered to a consumer.
@@ -174,6 +200,9 @@ pub struct ReceiveOp {
     pub message: String,
     /// When it was delivered.
     pub t_ns: u64,
+    /// The consumer's isolation level; absent: `read_committed`.
+    #[serde(default, skip_serializing_if = "ConsumerIsolation::is_read_committed")]
+    pub isolation: ConsumerIsolation,
 }
 
 /// An acknowledgment of one message on one subscription.
@@ -196,6 +225,10 @@ pub struct AckOp {
     pub txn: Option<u64>,
     /// What the consumer was told.
     pub result: OpResult,
+    /// A cumulative acknowledgment: of every offset of the partition up to
+    /// and including `offset`, not only of `offset`. Absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cumulative: bool,
 }
 
 /// The brokers' durable state after the healed phase.

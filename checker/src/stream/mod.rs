@@ -38,19 +38,17 @@ mod rules;
 
 pub use class::{StreamFindingClass, StreamRule};
 pub use history::{
-    AckOp, AckedPositions, CoordinatorDecision, LogEntry, MarkerKind, OpResult, PartitionLog,
-    ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory, StreamOp, StreamTxn,
-    SubscriptionDecl,
+    AckOp, AckedPositions, ConsumerIsolation, CoordinatorDecision, LogEntry, MarkerKind, OpResult,
+    PartitionLog, ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory,
+    StreamOp, StreamTxn, SubscriptionDecl,
 };
 pub use parse::{StreamHistoryError, parse};
 pub use report::{StreamReport, StreamStats};
 
 use crate::Outcome;
-use std::io::Write;
-use std::path::Path;
 
 /// Judges a stream history against every rule. Never panics, even on a
-/// history that did not come from [`parse`].
+/// history that did not come from [`parse()`].
 pub fn check(history: &StreamHistory) -> StreamReport {
     let ix = index::Ix::build(history);
     let rules = rules::run_all(&ix);
@@ -89,48 +87,4 @@ pub fn check(history: &StreamHistory) -> StreamReport {
         stats,
         rules,
     }
-}
-
-/// Whether the file at `path` is a stream history: its top-level `format`
-/// names the `percsim-stream-history` family (any version, so that a wrong
-/// version is reported by [`run_check_file`]). Only the first 64 KiB are
-/// looked at for the tag, and only a file that mentions it is parsed further,
-/// so a large history of another format is never read whole for this.
-pub fn is_stream_history_file(path: &Path) -> bool {
-    crate::file_format(path, "percsim-stream-history")
-        .is_some_and(|f| f.starts_with("percsim-stream-history/"))
-}
-
-/// Reads the stream history at `path`, checks it, and writes the report to
-/// `out`: text, or JSON when `json` is set. Returns the process exit code: 0
-/// when every rule holds, 1 when any is broken, 2 when the file cannot be
-/// read or is not a valid stream history (the message says why and where).
-pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
-    let parsed = std::fs::read_to_string(path)
-        .map_err(|e| (format!("cannot read {}: {e}", path.display()), None))
-        .and_then(|text| {
-            parse(&text).map_err(|e| {
-                (
-                    format!("{} is not a valid stream history: {e}", path.display()),
-                    Some(e),
-                )
-            })
-        });
-    let history = match parsed {
-        Ok(h) => h,
-        Err((message, e)) => {
-            crate::write_error(out, json, message, e.as_ref());
-            return 2;
-        }
-    };
-    let report = check(&history);
-    // A failed write cannot change the verdict, which the exit code carries.
-    let _ = if json {
-        serde_json::to_writer_pretty(&mut *out, &report)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
-    } else {
-        out.write_all(report.render_text().as_bytes())
-    };
-    if report.passed() { 0 } else { 1 }
 }

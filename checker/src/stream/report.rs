@@ -62,16 +62,12 @@ impl StreamReport {
 
     /// The ids of the rules that were broken, in report order.
     pub fn violated_rules(&self) -> Vec<&str> {
-        self.rules
-            .iter()
-            .filter(|r| !r.passed)
-            .map(|r| r.id.as_str())
-            .collect()
+        crate::report::violated(&self.rules)
     }
 
     /// The result of the rule with this id, if there is such a rule.
     pub fn rule(&self, id: &str) -> Option<&RuleReport> {
-        self.rules.iter().find(|r| r.id == id)
+        crate::report::find_rule(&self.rules, id)
     }
 
     /// A human-readable rendering of the whole report.
@@ -105,53 +101,8 @@ impl StreamReport {
             s.log_markers,
             s.subscriptions
         );
-        for rule in &self.rules {
-            out.push('\n');
-            let verdict = if rule.passed { "PASS" } else { "FAIL" };
-            let _ = writeln!(out, "{verdict}  {}: {}", rule.id, rule.name);
-            if let Some(note) = &rule.note {
-                let _ = writeln!(out, "      ({note})");
-            }
-            if !rule.passed {
-                render_violations(&mut out, rule);
-            }
-        }
+        crate::report::render_rules(&mut out, &self.rules, crate::report::Details::Numbered);
         out
-    }
-}
-
-fn render_violations(out: &mut String, rule: &RuleReport) {
-    let per_class: Vec<String> = rule
-        .counts
-        .iter()
-        .map(|(c, n)| format!("{c} {n}"))
-        .collect();
-    let s = if rule.total == 1 { "" } else { "s" };
-    let _ = writeln!(
-        out,
-        "      {} violation{s}: {}",
-        rule.total,
-        per_class.join(", ")
-    );
-    for (class, count) in &rule.counts {
-        let shown: Vec<&Finding> = rule
-            .violations
-            .iter()
-            .filter(|f| &f.class == class)
-            .collect();
-        if (shown.len() as u64) < *count {
-            let _ = writeln!(
-                out,
-                "      {class}: showing the first {} of {count}",
-                shown.len()
-            );
-        }
-        for f in shown {
-            let _ = writeln!(out, "    - [{class}] {}", f.summary);
-            for (i, d) in f.details.iter().enumerate() {
-                let _ = writeln!(out, "        {}. {d}", i + 1);
-            }
-        }
     }
 }
 

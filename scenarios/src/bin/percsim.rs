@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use percsim_scenarios::campaign::{Mix, SeedResult};
-use percsim_scenarios::fuzz::{self, Options, Summary};
+use percsim_scenarios::fuzz::{self, Options};
 use percsim_scenarios::system::{KillTable, SystemDef};
 use percsim_scenarios::systems;
 use percsim_scenarios::{Scenario, Shard, ShardSource};
@@ -139,7 +139,8 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Merge the JSON lines of several campaign shards into one summary.
+    /// Merge the JSON lines of a campaign's shards into one summary (refused,
+    /// exit 2, unless they are every shard of one campaign, each complete).
     Merge {
         /// JSON-lines files written by `fuzz --jsonl`.
         #[arg(required = true)]
@@ -228,7 +229,7 @@ fn systems_text() -> String {
         o += &format!("  history     {}\n", s.history_format());
         o += &format!("  workloads   {}\n", s.workloads().join(", "));
         o += &format!("  campaign    {}\n", s.campaign_workloads().join(", "));
-        o += &format!("  faults      {}\n", s.fault_classes().join(", "));
+        o += &format!("  faults      {}\n", s.class_names().join(", "));
         o += "  planted bugs\n";
         for (name, what) in s.ablations() {
             o += &format!("    {name:<34} {what}\n");
@@ -280,8 +281,6 @@ fn main() -> ExitCode {
             percsim_checker::use_small_pages();
             if percsim_scenarios::histfile::is_capsule_file(&history) {
                 percsim_scenarios::histfile::check_capsule(&history, json, &mut std::io::stdout())
-            } else if percsim_checker::stream::is_stream_history_file(&history) {
-                percsim_checker::stream::run_check_file(&history, json, &mut std::io::stdout())
             } else {
                 percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
             }
@@ -647,13 +646,16 @@ fn cmd_merge(files: &[PathBuf]) -> i32 {
             }
         }
     }
-    match Summary::merge_jsonl(inputs) {
+    match percsim_scenarios::shardfile::merge(inputs) {
         Ok(s) => {
             print!("{}", s.render());
             s.worst().exit_code()
         }
-        Err(e) => {
-            eprintln!("error: {e}");
+        Err(refused) => {
+            eprintln!("error: these files are not one complete campaign; nothing merged:");
+            for p in &refused.problems {
+                eprintln!("  {p}");
+            }
             2
         }
     }

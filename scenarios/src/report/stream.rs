@@ -272,13 +272,13 @@ fn ack_line(a: &AckOp) -> String {
 /// A transaction's panel, as HTML: what its client saw, what the
 /// coordinator decided, its sends and acknowledgments, and its markers in
 /// the partition logs.
-fn details(t: &StreamTxn, lane: &str, by: &ByTxn<'_>) -> String {
+fn details(t: &StreamTxn, lane: &str, by: &ByTxn<'_>, labels: &str) -> String {
     let mut o = format!(
         "<p>{}{}<br>invoked {}, commit requested {}, completed {}{}{}</p><h4>operations</h4><ol>",
         esc(lane),
         t.label
             .as_ref()
-            .map(|l| format!("; Pulsar TxnID {}", esc(l)))
+            .map(|l| format!("; {} {}", esc(labels), esc(l)))
             .unwrap_or_default(),
         ms(Some(t.invoke_ns)),
         ms(t.commit_request_ns),
@@ -316,9 +316,19 @@ fn details(t: &StreamTxn, lane: &str, by: &ByTxn<'_>) -> String {
     o
 }
 
+/// What a transaction's label is, given the history's scenario: the
+/// system's own transaction id, named after the system the scenario runs.
+fn label_name(scenario: &Value) -> String {
+    match scenario.get("system").and_then(Value::as_str) {
+        Some(system) => format!("{system} transaction id"),
+        None => "the system's transaction id".to_string(),
+    }
+}
+
 /// The data the page's script reads: each transaction's panel and tooltip.
 fn data_json(h: &StreamHistory, timeline: &Timeline) -> Value {
     let by = ByTxn::of(h);
+    let labels = label_name(&h.scenario);
     let txns: Vec<Value> = timeline
         .bars
         .iter()
@@ -330,10 +340,22 @@ fn data_json(h: &StreamHistory, timeline: &Timeline) -> Value {
             json!({
                 "id": t.id,
                 "outcome": outcome,
-                "html": details(t, lane, &by),
+                "html": details(t, lane, &by, &labels),
                 "tip": format!("T{} {outcome}, {ops} sends and acknowledgments, {lane}", t.id),
             })
         })
         .collect();
     json!({"txns": txns})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_named_after_the_scenario_s_system() {
+        let named = json!({"system": "toy", "seed": 1});
+        assert_eq!(label_name(&named), "toy transaction id");
+        assert_eq!(label_name(&json!({})), "the system's transaction id");
+    }
 }

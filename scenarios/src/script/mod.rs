@@ -110,6 +110,10 @@ pub trait ScriptSystem:
     fn validate_setup(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The node that runs client `client`'s threads, as the world names
+    /// it: what a `pause` or `resume` step naming the client freezes or
+    /// thaws.
+    fn client_node(client: usize) -> String;
     /// Check one of the system's steps; `env.at()` names it.
     fn validate_verb(script: &Script<Self>, verb: &Self::Verb, env: &Env<'_>)
     -> Result<(), String>;

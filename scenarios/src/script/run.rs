@@ -249,7 +249,7 @@ impl<S: ScriptSystem> Script<S> {
     }
 
     async fn driver_step(&self, i: usize, step: &Step<S>, control: &S::Control) {
-        let node = |c: &usize| format!("client-{c}");
+        let node = |c: &usize| S::client_node(*c);
         let fault = match step {
             Step::Pause { client } => Fault::Pause {
                 node: node(client),

@@ -162,6 +162,10 @@ impl ScriptSystem for Fake {
         closed: "its close",
     };
 
+    /// Client `c` runs on node `n<c>`.
+    fn client_node(client: usize) -> String {
+        format!("n{client}")
+    }
     fn validate_verb(_: &Script<Self>, verb: &FakeVerb, env: &Env<'_>) -> Result<(), String> {
         match verb {
             FakeVerb::Open { client, .. } => env.client(*client),
@@ -458,7 +462,7 @@ fn rules_are_installed_released_and_lifted_at_the_end() {
             "install r RuleWords { leg: Request, fate: Hold, times: Some(2) } as 0",
             "install s RuleWords { leg: Reply, fate: Delay { delay_ms: 5 }, times: None } as 1",
             "release 0",
-            "inject Pause { node: \"client-1\", duration_ms: 3600000 }",
+            "inject Pause { node: \"n1\", duration_ms: 3600000 }",
             "arm p n2 crash",
             "release 1",
         ]

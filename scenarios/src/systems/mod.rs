@@ -6,6 +6,7 @@
 //! the rest through its [`SystemDef`]. Tests and embedders may add systems
 //! of their own at run time with [`register`].
 
+pub mod omid;
 pub mod percolator;
 pub mod pulsar;
 
@@ -14,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 
 /// The systems built in, the default (what a scenario naming no system
 /// runs) first.
-static BUILT_IN: &[&dyn SystemDef] = &[&percolator::PERCOLATOR, &pulsar::PULSAR];
+static BUILT_IN: &[&dyn SystemDef] = &[&percolator::PERCOLATOR, &pulsar::PULSAR, &omid::OMID];
 
 /// Systems added at run time, after the built-in ones.
 static ADDED: Mutex<Vec<&'static dyn SystemDef>> = Mutex::new(Vec::new());

@@ -11,7 +11,7 @@ use percsim_scenarios::campaign::Mix;
 use percsim_scenarios::faultmix;
 use percsim_scenarios::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use percsim_scenarios::system::{CoverageItem, SystemDef, SystemSpec, config_error};
-use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, FaultKind, Role, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -64,6 +64,7 @@ impl ToyCoverage {
             name: self.name(),
             description: self.describe(),
             counter: self.counter(),
+            class: Some(FaultKind::CrashAtStep),
         }
     }
 }
@@ -114,6 +115,10 @@ impl SystemDef for ToyDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         TOY_CLASSES
+    }
+
+    fn roles(&self) -> Vec<(Role, &'static str)> {
+        vec![(Role::Client, "client"), (Role::DataServer, "primary")]
     }
 
     fn coverage(&self) -> Vec<CoverageItem> {

@@ -299,6 +299,10 @@ impl ScriptSystem for ToyScript {
         closed: "its end",
     };
 
+    fn client_node(client: usize) -> String {
+        client_name(client).to_string()
+    }
+
     fn validate_verb(script: &ToyScriptFile, verb: &ToyVerb, env: &Env<'_>) -> Result<(), String> {
         match verb {
             ToyVerb::Write { client, value, .. } => {

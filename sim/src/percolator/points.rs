@@ -3,15 +3,10 @@
 //! transaction), and every stop at a point is counted (`point.<name>`) so a
 //! campaign can tell which points it reached.
 
-use crate::percolator::Cluster;
-use crate::percolator::ids::{PercolatorEvent, kinds};
-use crate::world::Control;
-use crate::world::ids::FaultKind;
+use crate::percolator::ids::kinds;
 use crate::world::node::{NodeKind, NodeName};
-use crate::world::serve::AfterHandler;
 use percsim_protocol::percolator::client::{Point, PointNode};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// What happens to a node at a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,85 +61,6 @@ pub(crate) fn node_name(point: Point, node: usize) -> NodeName {
     match kind.numbered {
         true => kind.nth(node),
         false => kind.single(),
-    }
-}
-
-impl Cluster {
-    /// Node `node` reached `point` once more: the fault armed for its next
-    /// stop there or scheduled for this occurrence, if any, and which
-    /// occurrence it is (0 when no `point_faults` count them).
-    pub(crate) fn point_reached(&self, point: Point, node: usize) -> Option<(PointAction, u64)> {
-        let armed = {
-            let mut armed = self.lock(&self.armed_points);
-            let at = armed.iter().position(|(p, n, _)| *p == point && *n == node);
-            at.map(|i| armed.remove(i).2)
-        };
-        if self.cfg.point_faults.is_empty() {
-            return armed.map(|a| (a, 0));
-        }
-        let nth = {
-            let mut hits = self.lock(&self.point_hits);
-            let n = hits.entry((point, node)).or_default();
-            *n += 1;
-            *n
-        };
-        let scheduled = self
-            .cfg
-            .point_faults
-            .iter()
-            .find(|f| f.point == point && f.node == node && f.nth == nth)
-            .map(|f| f.fault);
-        armed.or(scheduled).map(|a| (a, nth))
-    }
-
-    /// Stop node `node` the next time it reaches `point` (a script's
-    /// `stop_at`).
-    pub(crate) fn arm_point(&self, point: Point, node: usize, action: PointAction) {
-        self.lock(&self.armed_points).push((point, node, action));
-    }
-
-    /// Record a stop at `point` (`fields` say who stopped and where).
-    pub(crate) fn record_stop(&self, point: Point, crash: bool, mut fields: serde_json::Value) {
-        let (kind, event) = if crash {
-            (FaultKind::CrashAtStep, PercolatorEvent::CrashAtStep)
-        } else {
-            (FaultKind::PauseAtStep, PercolatorEvent::PauseAtStep)
-        };
-        {
-            let mut rec = self.recorder();
-            rec.bump(&kind.counter());
-            rec.bump(&point_counter(point));
-        }
-        fields["point"] = json!(point.name());
-        self.event(event, fields);
-    }
-
-    /// A server handler reached `point` (after its durable write, before
-    /// its reply): stop the server if a fault is scheduled here.
-    pub(crate) fn server_point(&self, point: Point, node: usize) -> AfterHandler {
-        let Some((action, nth)) = self.point_reached(point, node) else {
-            return AfterHandler::Reply;
-        };
-        let name = node_name(point, node);
-        let fields = json!({"node": name, "nth": nth});
-        match action {
-            PointAction::Crash { restart_after_ms } => {
-                self.record_stop(point, true, fields);
-                self.world.request(Control::Kill {
-                    node: name.to_string(),
-                    restart_after_ms,
-                });
-                AfterHandler::Halt
-            }
-            PointAction::Pause { duration_ms } => {
-                self.record_stop(point, false, fields);
-                self.world.request(Control::Pause {
-                    node: name.to_string(),
-                    duration_ms: Some(duration_ms),
-                });
-                AfterHandler::Yield
-            }
-        }
     }
 }
 

@@ -3,15 +3,11 @@
 //! survive every crash; tablet boundaries; the healed phase's sweep; and
 //! the dump of the store into the history.
 
-use crate::percolator::nodes::client::Client;
-use madsim::time::{Duration, sleep};
 use percsim_checker as history;
-use percsim_protocol::percolator::client::{CommitOutcome, Transaction, Transport};
 use percsim_protocol::percolator::row::{Row, RowMutation, RowOp};
 use percsim_protocol::percolator::{CellKey, Ts, Write, WriteKind};
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Tablet boundaries: tablet `t` serves rows in `[splits[t-1], splits[t])`.
 pub(crate) struct Tablets {
@@ -175,24 +171,6 @@ fn version(
         // ablations) says so, so the file still parses.
         data_missing: w.kind == WriteKind::Put && value.is_none(),
         value,
-    }
-}
-
-/// Read every cell at a fresh snapshot: a read meeting a lock cleans it up
-/// once its owner is dead or the lock is stale.
-pub(crate) async fn sweep(sweeper: &Arc<Client>) {
-    let Ok(mut txn) = Transaction::begin(sweeper.as_ref()).await else {
-        sleep(Duration::from_millis(100)).await;
-        return;
-    };
-    match txn.scan("", "\u{10ffff}", &[]).await {
-        Ok(_) => {
-            let _: CommitOutcome = txn.commit().await;
-        }
-        Err(e) => {
-            txn.abort((&e).into());
-            sweeper.sleep_ms(100).await;
-        }
     }
 }
 

@@ -4,12 +4,12 @@
 //! history).
 
 use super::config::PercolatorConfig;
-use super::nodes::client::Client;
+use super::nodes::client::{Client, Program};
 use super::store::{Durable, Tablets};
 use super::workload::Workload;
 use super::{
     Cluster, SWEEPER_NODE, client_addr, inspect, liveness_addr, master_addr, nodes, oracle_addr,
-    record, store, tablet_server_addr,
+    record, tablet_server_addr,
 };
 use crate::percolator::ids::kinds;
 use crate::world::driver::FaultControl;
@@ -65,15 +65,20 @@ impl System for Percolator {
             LOAD_START_TS,
             LOAD_COMMIT_TS,
         );
-        Arc::new(Installed(
-            Arc::new(Cluster {
+        let program = Arc::new(Program {
+            worker: {
+                let workload = self.workload.clone();
+                Box::new(move |worker| workload.worker(worker))
+            },
+            observers: self.workload.observers(),
+        });
+        Arc::new(Installed {
+            cluster: Arc::new(Cluster {
                 world: world.clone(),
                 cfg: cfg.clone(),
                 durable: Mutex::new(durable),
                 txn_history: Mutex::new(txn_history),
                 tablets,
-                workload: self.workload.clone(),
-                observers: self.workload.observers(),
                 incarnations: Mutex::default(),
                 sessions: Mutex::default(),
                 row_locks: Mutex::default(),
@@ -82,23 +87,25 @@ impl System for Percolator {
                 armed_points: Mutex::default(),
                 rolled_back: Mutex::default(),
             }),
-            Arc::default(),
-        ))
+            sweeper: Arc::default(),
+            workload: self.workload.clone(),
+            program,
+        })
     }
 }
 
 /// A node of `cluster` with `role`, as the world starts it.
-fn node(cluster: &Arc<Cluster>, name: NodeName, addr: SocketAddr) -> NodeSpec {
+fn node(at: &Installed, name: NodeName, addr: SocketAddr) -> NodeSpec {
     let (role, index) = (name.role(), name.index().unwrap_or(0));
-    let c = cluster.clone();
+    let (c, program) = (at.cluster.clone(), at.program.clone());
     let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
-        let c = c.clone();
+        let (c, program) = (c.clone(), program.clone());
         match role {
             Role::Coordinator => Box::pin(nodes::oracle::main(c)),
             Role::Liveness => Box::pin(nodes::liveness::main(c)),
             Role::Master => Box::pin(nodes::master::main(c)),
             Role::DataServer => Box::pin(nodes::tablet::main(c, index)),
-            Role::Client => Box::pin(nodes::client::main(c, index)),
+            Role::Client => Box::pin(nodes::client::main(c, program, index)),
         }
     });
     NodeSpec {
@@ -112,45 +119,55 @@ fn node(cluster: &Arc<Cluster>, name: NodeName, addr: SocketAddr) -> NodeSpec {
 /// sweeper and final checker. The sweeper (whose client holds the
 /// cluster) lives here, not in the cluster: that would be a cycle of
 /// `Arc`s, and every run would leak its whole cluster.
-pub(crate) struct Installed(Arc<Cluster>, Arc<OnceLock<Arc<Client>>>);
+pub(crate) struct Installed {
+    /// What the nodes share.
+    cluster: Arc<Cluster>,
+    /// The healed phase's sweeper, once it runs.
+    sweeper: Arc<OnceLock<Arc<Client>>>,
+    /// The workload.
+    workload: Arc<dyn Workload>,
+    /// What the clients run of the workload.
+    program: Arc<Program>,
+}
 
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
-        let c = &self.0;
+        let c = &self.cluster;
         let mut out = vec![
-            node(c, kinds::ORACLE.single(), oracle_addr()),
-            node(c, kinds::LIVENESS.single(), liveness_addr()),
-            node(c, kinds::MASTER.single(), master_addr()),
+            node(self, kinds::ORACLE.single(), oracle_addr()),
+            node(self, kinds::LIVENESS.single(), liveness_addr()),
+            node(self, kinds::MASTER.single(), master_addr()),
         ];
         for i in 0..c.cfg.tablet_servers {
-            out.push(node(c, kinds::TABLET.nth(i), tablet_server_addr(i)));
+            out.push(node(self, kinds::TABLET.nth(i), tablet_server_addr(i)));
         }
         for i in 0..c.cfg.clients {
-            out.push(node(c, kinds::CLIENT.nth(i), client_addr(i)));
+            out.push(node(self, kinds::CLIENT.nth(i), client_addr(i)));
         }
         out
     }
 
     fn expire_session(&self, client: usize) {
-        let c = &self.0;
+        let c = &self.cluster;
         c.lock(&c.sessions).retain(|_, (owner, _)| *owner != client);
     }
 
     fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
-        let control = inspect::Controller::new(control, self.0.clone());
-        self.0.workload.driver(control)
+        let control = inspect::Controller::new(control, self.cluster.clone());
+        self.workload.driver(control)
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
-        let (c, slot) = (self.0.clone(), self.1.clone());
+        let (c, slot) = (self.cluster.clone(), self.sweeper.clone());
+        let program = self.program.clone();
         Box::pin(async move {
-            let sweeper = nodes::client::start_on_new_node(c.clone(), c.cfg.clients).await;
+            let sweeper = nodes::client::start_on_new_node(c.clone(), program, c.cfg.clients).await;
             let _ = slot.set(sweeper);
         })
     }
 
     fn unsettled(&self) -> Vec<Unsettled> {
-        let c = &self.0;
+        let c = &self.cluster;
         let (locks, notify) = {
             let d = c.durable();
             (d.lock_count(), d.notify_count())
@@ -179,10 +196,10 @@ impl Tenant for Installed {
         let wait = unsettled
             .iter()
             .any(|u| u.count > 0 && (u.what == BUSY || u.what == Unsettled::IN_FLIGHT));
-        let sweeper = self.1.get().cloned();
+        let sweeper = self.sweeper.get().cloned();
         Box::pin(async move {
             if let Some(s) = sweeper {
-                store::sweep(&s).await;
+                nodes::client::sweep(&s).await;
             }
             if wait {
                 sleep(Duration::from_millis(100)).await;
@@ -191,8 +208,8 @@ impl Tenant for Installed {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        match self.1.get() {
-            Some(s) => self.0.workload.final_check(s.clone()),
+        match self.sweeper.get() {
+            Some(s) => self.workload.final_check(s.clone()),
             None => Box::pin(async { Vec::new() }),
         }
     }
@@ -203,9 +220,10 @@ impl Tenant for Installed {
         scenario: serde_json::Value,
         events: Vec<history::Event>,
     ) -> SystemHistory {
-        let c = &self.0;
+        let c = &self.cluster;
         let built = c.txn_history().build(&mut c.recorder());
-        let observers = c
+        let observers = self
+            .program
             .observers
             .iter()
             .map(|(spec, _)| history::ObserverDecl {

@@ -77,7 +77,7 @@ impl Tagged for RowCall {
             }
             RowRequest::Prewrite(p) => (CallKind::Prewrite, &p.col, Some(p.start_ts)),
             RowRequest::Commit { col, ts } => (CallKind::Commit, col, Some(ts.start_ts)),
-            RowRequest::Cleanup { col, start_ts } => (CallKind::Cleanup, col, Some(*start_ts)),
+            RowRequest::Cleanup { col, start_ts, .. } => (CallKind::Cleanup, col, Some(*start_ts)),
             RowRequest::Resolve { col, start_ts, .. } => (CallKind::Resolve, col, Some(*start_ts)),
             RowRequest::Touch { col, start_ts, .. } => (CallKind::Touch, col, Some(*start_ts)),
             RowRequest::ClearNotify { col, .. } | RowRequest::WeakNotify { col, .. } => {

@@ -9,9 +9,6 @@ use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{ObserverBody, ObserverSpec};
 use std::sync::Arc;
 
-/// A workload's observers, each with the body it runs on a client.
-pub(crate) type Observers = Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)>;
-
 /// A workload the simulator can run.
 pub trait Workload: Send + Sync + 'static {
     /// Cells committed before the run starts (as one transaction).

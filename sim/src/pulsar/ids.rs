@@ -2,6 +2,8 @@
 //! [`crate::world::ids`]): the counters its nodes bump and the kinds of
 //! event they record.
 
+use percsim_protocol::pulsar::client::AbortReason;
+
 crate::identities! {
     /// Counters bumped by Pulsar's nodes.
     pub enum PulsarCounter {
@@ -11,6 +13,33 @@ crate::identities! {
         Lookup => ("pulsar.lookup", "a lookup of a resource's owner"),
         /// A broker answered that it does not own the resource asked for.
         NotOwner => ("pulsar.not_owner", "a broker answered that it does not own a resource"),
+        /// A broker was killed at one of its named points.
+        BrokerKilledAtPoint => ("pulsar.broker_killed_at_point", "a broker was killed at a named point"),
+        /// A broker was frozen at one of its named points.
+        BrokerPausedAtPoint => ("pulsar.broker_paused_at_point", "a broker was frozen at a named point"),
+        /// A client learnt its transaction aborted: an open transaction held a pending ack on its input.
+        AbortAckConflict => ("pulsar.abort.ack_conflict", "aborted: another open transaction held a pending ack on the input"),
+        /// A client learnt its transaction aborted: its input was acknowledged for good already.
+        AbortAlreadyAcked => ("pulsar.abort.already_acked", "aborted: the input was acknowledged for good already"),
+        /// A client learnt its transaction aborted: the coordinator had aborted it on its timeout.
+        AbortTimedOut => ("pulsar.abort.timed_out", "aborted: the coordinator had aborted it on its timeout"),
+        /// A client learnt its transaction aborted: a server did not answer or refused before commit.
+        AbortUnavailable => ("pulsar.abort.unavailable", "aborted: a server did not answer or refused before commit"),
+        /// A client aborted its transaction by its own choice.
+        AbortUser => ("pulsar.abort.user", "aborted by the client's own choice"),
+    }
+}
+
+impl PulsarCounter {
+    /// The counter of aborts a client learnt of for `reason`.
+    pub fn abort(reason: AbortReason) -> PulsarCounter {
+        match reason {
+            AbortReason::AckConflict => PulsarCounter::AbortAckConflict,
+            AbortReason::AlreadyAcked => PulsarCounter::AbortAlreadyAcked,
+            AbortReason::TimedOut => PulsarCounter::AbortTimedOut,
+            AbortReason::Unavailable => PulsarCounter::AbortUnavailable,
+            AbortReason::User => PulsarCounter::AbortUser,
+        }
     }
 }
 
@@ -56,6 +85,10 @@ mod tests {
             "event.stale_owner_fenced"
         );
         assert_eq!(PulsarCounter::from_name("pulsar.nothing"), None);
+        assert_eq!(
+            PulsarCounter::abort(AbortReason::AckConflict).name(),
+            "pulsar.abort.ack_conflict"
+        );
     }
 }
 

@@ -12,8 +12,10 @@
 //! recovers from them; clients and the coordinator find owners by lookup
 //! (see `docs/pulsar.md`, "Ownership, lookup and fencing").
 
+mod cluster;
 pub(crate) mod config;
 pub mod control;
+mod driver;
 pub mod ids;
 mod invariants;
 pub(crate) mod nodes;
@@ -23,48 +25,25 @@ mod store;
 pub(crate) mod workload;
 
 use crate::world::driver::FaultControl;
-use crate::world::faults::Fault;
 use crate::world::ids::Role;
-use crate::world::intercept::{Rule, RuleId};
-use crate::world::net::PORT;
 use crate::world::node::NodeName;
 use crate::world::system_history::SystemHistory;
-use crate::world::{BoxFuture, Control, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
+use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldConfig};
+pub(crate) use cluster::{Cluster, broker_addr, client_addr, metadata_addr};
+pub use driver::PulsarControl;
 use config::PulsarConfig;
-use control::{ArmedPoint, At, PointAction};
-use ids::{PulsarEvent, kinds};
+use ids::kinds;
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
-use percsim_protocol::pulsar::buffer::Entry;
-use percsim_protocol::pulsar::coordinator::LogRecord;
-use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, Resource, SessionId};
-use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_protocol::pulsar::subscription::SubRecord;
+use percsim_protocol::pulsar::client::ClientPoint;
+use percsim_protocol::pulsar::ownership::{self, MetaRecord, OwnershipTable, SessionId};
 use percsim_protocol::pulsar::types::Partition;
-use record::{RunInfo, StreamRecorder};
-use serde_json::json;
-use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use record::RunInfo;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use store::Durable;
 use workload::PulsarWorkload;
-
-fn metadata_addr() -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 3, 0, 1)), PORT)
-}
-fn broker_addr(i: usize) -> SocketAddr {
-    SocketAddr::new(
-        IpAddr::V4(Ipv4Addr::new(10, 4, (i / 250) as u8, (i % 250 + 1) as u8)),
-        PORT,
-    )
-}
-fn client_addr(i: usize) -> SocketAddr {
-    SocketAddr::new(
-        IpAddr::V4(Ipv4Addr::new(10, 5, (i / 250) as u8, (i % 250 + 1) as u8)),
-        PORT,
-    )
-}
 
 /// Pulsar as a system under test.
 pub struct Pulsar {
@@ -101,20 +80,23 @@ impl System for Pulsar {
             .collect();
         let mut durable = Durable::new(&partitions);
         first_sessions(&mut durable.meta, self.cfg.brokers);
-        Arc::new(Installed(Arc::new(Cluster {
+        let cluster = Arc::new(Cluster {
             world: world.clone(),
             cfg: self.cfg.clone(),
             clients: self.clients,
             durable: Mutex::new(durable),
             partitions,
             sessions: Mutex::new(vec![0; self.cfg.brokers]),
-            workload: self.workload.clone(),
             stream: Mutex::default(),
             points: Mutex::default(),
             incarnations: Mutex::new(vec![0; self.clients]),
             watch: Mutex::new(Watch::new(self.cfg.ablations)),
             armed: Mutex::default(),
-        })))
+        });
+        Arc::new(Installed {
+            cluster,
+            workload: self.workload.clone(),
+        })
     }
 }
 
@@ -135,271 +117,72 @@ fn first_sessions(meta: &mut OwnershipTable, brokers: usize) {
     }
 }
 
-/// A Pulsar cluster installed in a world: what its nodes share. Only
-/// `durable` is the servers' state; the rest is the world's (the history
-/// being recorded, how often each point was reached).
-pub(crate) struct Cluster {
-    pub world: Arc<World>,
-    pub cfg: PulsarConfig,
-    pub clients: usize,
-    pub durable: Mutex<Durable>,
-    /// Every partition of every topic.
-    pub partitions: Vec<Partition>,
-    /// How many metadata sessions each broker has opened.
-    pub sessions: Mutex<Vec<u32>>,
-    pub workload: Arc<dyn PulsarWorkload>,
-    pub stream: Mutex<StreamRecorder>,
-    /// How many times each server point was reached.
-    pub points: Mutex<BTreeMap<ServerPoint, u64>>,
-    /// How many lives each client has started.
-    pub incarnations: Mutex<Vec<u32>>,
-    /// What the assertions remember of the durable logs.
-    pub watch: Mutex<Watch>,
-    /// Points a workload's driver armed, in the order it armed them.
-    pub armed: Mutex<Vec<ArmedPoint>>,
+/// The installed cluster as the world sees it, with the workload it runs.
+pub(crate) struct Installed {
+    /// What the nodes share.
+    cluster: Arc<Cluster>,
+    /// The workload.
+    workload: Arc<dyn PulsarWorkload>,
 }
 
-impl Cluster {
-    pub(crate) fn durable(&self) -> MutexGuard<'_, Durable> {
-        crate::world::lock(&self.durable)
-    }
-
-    pub(crate) fn watch(&self) -> MutexGuard<'_, Watch> {
-        crate::world::lock(&self.watch)
-    }
-
-    pub(crate) fn stream(&self) -> MutexGuard<'_, StreamRecorder> {
-        crate::world::lock(&self.stream)
-    }
-
-    pub(crate) fn now_ms(&self) -> u64 {
-        self.world.now_ns() / 1_000_000
-    }
-
-    /// Record one of Pulsar's events.
-    pub(crate) fn event(&self, kind: PulsarEvent, fields: serde_json::Value) {
-        self.world.event(kind.name(), fields);
-    }
-
-    /// Bump one of Pulsar's counters.
-    pub(crate) fn bump(&self, counter: ids::PulsarCounter) {
-        self.world.recorder().bump(counter.name());
-    }
-
-    /// `node`'s append to `resource`'s logs was refused by the fence: it
-    /// stops serving the resource.
-    pub(crate) fn fenced(&self, node: &str, resource: &Resource, f: ownership::Fenced) {
-        self.event(
-            PulsarEvent::StaleOwnerFenced,
-            json!({"node": node, "resource": resource.to_string(), "log_epoch": f.log, "epoch": f.writer}),
-        );
-    }
-
-    /// Broker `broker` opens a new metadata session: its generation.
-    pub(crate) fn next_session(&self, broker: usize) -> SessionId {
-        let mut s = crate::world::lock(&self.sessions);
-        s[broker] += 1;
-        SessionId {
-            broker,
-            generation: s[broker],
-        }
-    }
-
-    /// The broker the metadata store names as the coordinator's owner.
-    pub(crate) fn coordinator_owner(&self) -> Option<usize> {
-        let d = self.durable();
-        ownership::lookup(&d.meta, &Resource::Coordinator(store::COORDINATOR))
-    }
-
-    /// Server `node` reached `point` while handling what `at` says: count
-    /// it (`pulsar.point.<name>`), and kill the server (or freeze it) if
-    /// that is planned for this time or a driver armed the point for it.
-    pub(crate) async fn reached(&self, node: &str, point: ServerPoint, at: At) {
-        let n = {
-            let mut points = crate::world::lock(&self.points);
-            let n = points.entry(point).or_default();
-            *n += 1;
-            *n
-        };
-        let planned = self
-            .cfg
-            .crashes
-            .iter()
-            .find(|c| c.point == point && c.nth == n)
-            .map(|c| match c.pause_ms {
-                Some(pause_ms) => PointAction::Pause { pause_ms },
-                None => PointAction::Kill {
-                    restart_after_ms: Some(c.restart_after_ms),
-                },
-            });
-        let action = match planned {
-            Some(a) => Some(a),
-            None => self.armed_action(node, point, &at),
-        };
-        let Some(action) = action else {
-            return;
-        };
-        let pause_ms = match action {
-            PointAction::Pause { pause_ms } => Some(pause_ms),
-            PointAction::Kill { .. } => None,
-        };
-        self.event(
-            PulsarEvent::CrashAtPoint,
-            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": pause_ms}),
-        );
-        self.world.request(match action {
-            PointAction::Pause { pause_ms } => Control::Pause {
-                node: node.to_string(),
-                duration_ms: Some(pause_ms),
-            },
-            PointAction::Kill { restart_after_ms } => Control::Kill {
-                node: node.to_string(),
-                restart_after_ms,
-            },
-        });
-        // The kill takes effect when the world's control task runs.
-        sleep(Duration::from_millis(1)).await;
-    }
-
-    /// The action of the first point a driver armed that this reach
-    /// matches (disarmed now).
-    fn armed_action(&self, node: &str, point: ServerPoint, at: &At) -> Option<PointAction> {
-        let mut armed = crate::world::lock(&self.armed);
-        let i = armed.iter().position(|a| a.matches(node, point, at))?;
-        Some(armed.remove(i).action)
-    }
-
-    fn node(self: &Arc<Self>, name: NodeName, ip: IpAddr) -> NodeSpec {
+impl Installed {
+    /// The node `name` at `ip` and how it starts.
+    fn node(&self, name: NodeName, ip: IpAddr) -> NodeSpec {
         let (role, index) = (name.role(), name.index().unwrap_or(0));
-        let c = self.clone();
+        let c = self.cluster.clone();
+        let program: Arc<dyn nodes::client::Program> =
+            Arc::new(ClientProgram(self.workload.clone()));
         let init: crate::world::NodeInit = Arc::new(move || -> BoxFuture<()> {
             let c = c.clone();
             match role {
                 Role::Master => Box::pin(nodes::metadata::main(c)),
                 Role::DataServer => Box::pin(nodes::broker::main(c, index)),
-                _ => Box::pin(nodes::client::main(c, index)),
+                _ => Box::pin(nodes::client::main(c, program.clone(), index)),
             }
         });
         NodeSpec { name, ip, init }
     }
 }
 
-/// Lets a Pulsar workload's driver inject faults and read the cluster
-/// while it runs.
-pub struct PulsarControl {
-    faults: FaultControl,
-    cluster: Arc<Cluster>,
-}
+/// The workload as a client process runs it.
+struct ClientProgram(Arc<dyn PulsarWorkload>);
 
-impl PulsarControl {
-    pub(crate) fn new(faults: FaultControl, cluster: Arc<Cluster>) -> Self {
-        PulsarControl { faults, cluster }
+impl nodes::client::Program for ClientProgram {
+    fn tasks(&self, client: usize, clients: usize) -> usize {
+        self.0.tasks(client, clients)
     }
 
-    /// Apply `fault` now.
-    pub fn inject(&self, fault: &Fault) {
-        self.faults.inject(fault);
+    fn task(&self, task: nodes::client::PulsarTask) -> BoxFuture<()> {
+        self.0.task(task)
     }
 
-    /// Whether `node` is up: neither killed nor paused.
-    pub fn node_up(&self, node: &str) -> bool {
-        self.faults.node_up(node)
-    }
-
-    /// The run's counter `name` (0 if never bumped).
-    pub fn counter(&self, name: &str) -> u64 {
-        self.faults.counter(name)
-    }
-
-    /// Heal every partition in force now.
-    pub fn heal_partitions(&self) {
-        self.faults.heal_partitions();
-    }
-
-    /// Install a targeted message rule (its call one of [`calls`], its
-    /// transaction a [`TxnId`]'s `seq`, its items partition names
-    /// `topic-partition-N`); it acts on messages sent from now on.
-    pub fn intercept(&self, rule: Rule) -> RuleId {
-        self.cluster.world.intercept(rule)
-    }
-
-    /// Lift a message rule and deliver what it holds; returns how many
-    /// messages it acted on.
-    pub fn release(&self, rule: RuleId) -> u32 {
-        self.cluster.world.release(rule)
-    }
-
-    /// The partition `index` of `topic`, if the cluster has it.
-    pub fn partition(&self, topic: &str, index: u32) -> Option<Partition> {
-        let p = Partition::new(topic, index);
-        self.cluster.partitions.contains(&p).then_some(p)
-    }
-
-    /// A partition's durable log (messages and markers, by offset).
-    pub fn partition_log(&self, p: &Partition) -> Vec<Entry> {
-        let d = self.cluster.durable();
-        d.partitions
-            .get(p)
-            .map(|s| s.log.clone())
-            .unwrap_or_default()
-    }
-
-    /// A subscription's durable log (acks, pending acks, ends).
-    pub fn subscription_log(&self, p: &Partition, sub: &str) -> Vec<SubRecord> {
-        let d = self.cluster.durable();
-        d.partitions
-            .get(p)
-            .and_then(|s| s.subs.get(sub).cloned())
-            .unwrap_or_default()
-    }
-
-    /// The coordinator's durable transaction log.
-    pub fn coordinator_log(&self) -> Vec<LogRecord> {
-        self.cluster.durable().tc_log.clone()
-    }
-
-    /// Arm a server point. Errors when the node is not a broker of the
-    /// cluster (coordinator and broker points are reached by brokers).
-    pub fn arm(&self, armed: ArmedPoint) -> Result<(), String> {
-        let never = || {
-            format!(
-                "node {:?} never reaches point {} (only brokers do: broker-0..broker-{})",
-                armed.node,
-                armed.point.name(),
-                self.cluster.cfg.brokers.saturating_sub(1)
-            )
-        };
-        let name = NodeName::parse(&armed.node, &kinds::ALL).map_err(|_| never())?;
-        if name.kind() != kinds::BROKER || name.index().unwrap_or(0) >= self.cluster.cfg.brokers {
-            return Err(never());
-        }
-        crate::world::lock(&self.cluster.armed).push(armed);
-        Ok(())
+    fn crash_rate(&self, point: ClientPoint) -> f64 {
+        self.0.crash_rate(point)
     }
 }
-
-/// The installed cluster as the world sees it.
-pub(crate) struct Installed(Arc<Cluster>);
 
 /// What the healed phase reports for transactions still running.
 const BUSY: &str = "transactions still running";
 
 impl Tenant for Installed {
     fn nodes(&self) -> Vec<NodeSpec> {
-        let c = &self.0;
-        let mut out = vec![c.node(kinds::METADATA.single(), metadata_addr().ip())];
+        let c = &self.cluster;
+        let mut out = vec![self.node(kinds::METADATA.single(), metadata_addr().ip())];
         for i in 0..c.cfg.brokers {
-            out.push(c.node(kinds::BROKER.nth(i), broker_addr(i).ip()));
+            out.push(self.node(kinds::BROKER.nth(i), broker_addr(i).ip()));
         }
         for i in 0..c.clients {
-            out.push(c.node(kinds::CLIENT.nth(i), client_addr(i).ip()));
+            out.push(self.node(kinds::CLIENT.nth(i), client_addr(i).ip()));
         }
         out
     }
 
     fn holder(&self, role: Role) -> Option<NodeName> {
         match role {
-            Role::Coordinator => self.0.coordinator_owner().map(|b| kinds::BROKER.nth(b)),
+            Role::Coordinator => self
+                .cluster
+                .coordinator_owner()
+                .map(|b| kinds::BROKER.nth(b)),
             _ => None,
         }
     }
@@ -409,8 +192,8 @@ impl Tenant for Installed {
     }
 
     fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
-        let control = PulsarControl::new(control, self.0.clone());
-        self.0.workload.driver(control)
+        let control = PulsarControl::new(control, self.cluster.clone());
+        self.workload.driver(control)
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
@@ -418,10 +201,10 @@ impl Tenant for Installed {
     }
 
     fn unsettled(&self) -> Vec<Unsettled> {
-        let c = &self.0;
+        let c = &self.cluster;
         let (orphans, open, held, undrained) = {
             let d = c.durable();
-            let undrained = d.undrained(&c.workload.subscriptions());
+            let undrained = d.undrained(&self.workload.subscriptions());
             let orphans = d.meta.orphans().len() as u64;
             (orphans, d.open_txns(), d.held_partitions(), undrained)
         };
@@ -455,7 +238,7 @@ impl Tenant for Installed {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        self.0.workload.final_check()
+        self.workload.final_check()
     }
 
     fn history(
@@ -464,14 +247,14 @@ impl Tenant for Installed {
         scenario: serde_json::Value,
         events: Vec<history::Event>,
     ) -> SystemHistory {
-        let c = &self.0;
+        let c = &self.cluster;
         let d = c.durable();
         let run = RunInfo {
             seed,
             scenario,
             events,
         };
-        let h = c.stream().history(run, c.workload.subscriptions(), &d);
+        let h = c.stream().history(run, self.workload.subscriptions(), &d);
         SystemHistory::Stream(h)
     }
 

@@ -104,6 +104,7 @@ impl StreamRecorder {
                     },
                     offset,
                     source,
+                    producer: None,
                 }));
             }
             ClientEvent::Received {
@@ -125,6 +126,7 @@ impl StreamRecorder {
                     offset,
                     message: message.payload,
                     t_ns: now_ns,
+                    isolation: Default::default(),
                 }));
             }
             ClientEvent::Acked {
@@ -143,6 +145,7 @@ impl StreamRecorder {
                     t_ns: now_ns,
                     txn: txn.map(|t| t.seq),
                     result: OpResult::Ok,
+                    cumulative: false,
                 }));
             }
             ClientEvent::Finished { txn, outcome } => {

@@ -2,7 +2,7 @@
 //! subscriptions, the loop each client task runs, and where its processors
 //! may crash.
 
-use crate::pulsar::PulsarControl;
+use crate::pulsar::driver::PulsarControl;
 pub use crate::pulsar::nodes::client::PulsarTask;
 pub use crate::world::BoxFuture;
 use percsim_checker::stream::SubscriptionDecl;

@@ -123,12 +123,28 @@ impl Faults {
     }
 
     /// Kill `node` now; restart it after `restart_after_ms` (else at heal).
+    /// Counted as a kill of the role it plays (`fault.kill_<role>`).
     pub(crate) fn kill(&mut self, node: &str, restart_after_ms: Option<u64>) {
-        let Some(known) = self.ids.get(node).cloned() else {
-            return;
-        };
+        if let Some(role) = self.kill_node(node, restart_after_ms) {
+            self.world
+                .recorder()
+                .bump(&FaultKind::kill_of(role).counter());
+        }
+    }
+
+    /// Kill `node` now at a named point of its system, which asked for it
+    /// and counts the stop as its own: no kill class is counted.
+    pub(crate) fn kill_at_point(&mut self, node: &str, restart_after_ms: Option<u64>) {
+        self.kill_node(node, restart_after_ms);
+    }
+
+    /// Kill `node` now; restart it after `restart_after_ms` (else at
+    /// heal). Returns the role the kill takes down (the first role that
+    /// moved onto it, else its own), or `None` if no such node is up.
+    fn kill_node(&mut self, node: &str, restart_after_ms: Option<u64>) -> Option<Role> {
+        let known = self.ids.get(node).cloned()?;
         if self.killed.contains(node) {
-            return;
+            return None;
         }
         if self.paused.remove(node) {
             Handle::current().resume(known.id);
@@ -147,9 +163,6 @@ impl Faults {
         self.world.node_stopped(node);
         self.killed.insert(node.to_string());
         let role = hosts.first().copied().unwrap_or(known.name.role());
-        self.world
-            .recorder()
-            .bump(&FaultKind::kill_of(role).counter());
         if let (Role::Client, Some(index)) = (known.name.role(), known.name.index()) {
             // Its transactions in progress will never finish.
             self.world.recorder().orphan(index as u64);
@@ -167,6 +180,7 @@ impl Faults {
                 Undo::Restart(node.to_string()),
             ));
         }
+        Some(role)
     }
 
     fn restart(&mut self, node: &str) {
@@ -191,12 +205,11 @@ impl Faults {
                 "fault {fault:?} injected after the workload phase"
             ));
         }
-        self.apply_point(fault);
+        self.inject_now(fault);
     }
 
-    /// Inject `fault` now, in any phase: a system's own pause point may
-    /// fire in the healed phase too (its node is resumed then).
-    pub(crate) fn apply_point(&mut self, fault: &Fault) {
+    /// Inject `fault` now, counted by its class.
+    fn inject_now(&mut self, fault: &Fault) {
         if let Some(class) = fault.kind() {
             self.world.recorder().bump(&class.counter());
         }
@@ -254,6 +267,14 @@ impl Faults {
                     .world_event(EventKind::SessionExpired, json!({"client": client}));
             }
         }
+    }
+
+    /// Freeze `node` for `duration_ms` at a named point of its system,
+    /// which asked for it and counts the stop as its own: no pause class
+    /// is counted. Applies in any phase (its node is resumed in the healed
+    /// phase too).
+    pub(crate) fn pause_at_point(&mut self, node: &str, duration_ms: u64) {
+        self.pause(node, duration_ms);
     }
 
     /// Freeze `node` for `duration_ms` (not if it is dead or paused already).

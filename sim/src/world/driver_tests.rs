@@ -79,13 +79,38 @@ fn after_the_workload_phase_restarts_and_pause_points_still_apply() {
         });
         let restarted = !f.is_down("client-0");
         // A system's own pause point may fire in the healed phase.
-        f.apply_point(&Fault::Pause {
-            node: "client-0".into(),
-            duration_ms: 10,
-        });
+        f.pause_at_point("client-0", 10);
         (restarted, f.is_down("client-0"))
     });
     assert!(restarted && paused);
+}
+
+/// A kill or pause a system asks for at one of its named points is its
+/// own stop (the system counts it): it is not counted as a fault class,
+/// while the same fault injected is.
+#[test]
+fn a_stop_at_a_point_is_not_counted_as_a_fault_class() {
+    let counts = with_faults(&[Role::Client, Role::Client], |faults, world| async move {
+        let mut f = lock_faults(&faults);
+        f.kill_at_point("client-0", None);
+        f.pause_at_point("client-1", 10);
+        let count = |k: FaultKind| {
+            let n = world.recorder().counters().get(&k.counter()).copied();
+            n.unwrap_or(0)
+        };
+        let at_points = (count(FaultKind::KillClient), count(FaultKind::Pause));
+        f.apply(&Fault::Restart {
+            node: "client-0".into(),
+        });
+        f.apply(&kill("client-0"));
+        f.apply(&Fault::Pause {
+            node: "client-1".into(),
+            duration_ms: 10,
+        });
+        let injected = (count(FaultKind::KillClient), count(FaultKind::Pause));
+        (at_points, injected, f.is_down("client-1"))
+    });
+    assert_eq!(counts, ((0, 0), (1, 1), true));
 }
 
 #[test]

@@ -26,6 +26,7 @@ mod system;
 pub mod system_history;
 #[cfg(test)]
 mod toy;
+mod transport;
 pub mod txn_history;
 pub mod watchdog;
 
@@ -39,6 +40,7 @@ pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 
 use crate::world::ids::EventKind;
 use crate::world::net::{Delivery, Network};
+use crate::world::node::Incarnation;
 use crate::world::recorder::Recorder;
 use futures::channel::mpsc::UnboundedSender;
 use madsim::net::rpc::Request;
@@ -286,7 +288,7 @@ impl World {
     }
 }
 
-/// The network's part of the world (see [`net`]).
+/// The network's part of the world (see `net`).
 impl World {
     /// Whether a partition cuts the link from node `from` to the node at `to`.
     pub fn link_cut(&self, from: NodeId, to: SocketAddr) -> bool {
@@ -345,20 +347,11 @@ impl World {
     /// or pausing the sender neither recalls nor freezes it, and it can
     /// overtake later messages between the same nodes. A link cut by a
     /// partition carries nothing extra (the original is dropped anyway).
-    /// Counted when delivered (see [`World::delivered`]).
+    /// Counted when delivered (see `World::delivered`).
     pub fn carry<R: Request + Clone>(&self, dst: SocketAddr, req: &R) -> Carried {
         let timeout_ms = self.cfg.rpc_timeout_ms;
         self.net.carry(self.wire.get(), dst, req, timeout_ms)
     }
-}
-
-/// One incarnation of a node: its name and its number (1 for the first).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Incarnation {
-    /// The node's name.
-    pub node: String,
-    /// Which incarnation.
-    pub number: u32,
 }
 
 #[cfg(test)]

@@ -150,6 +150,15 @@ impl fmt::Display for NodeName {
     }
 }
 
+/// One incarnation of a node: its name and its number (1 for the first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Incarnation {
+    /// The node's name.
+    pub node: String,
+    /// Which incarnation.
+    pub number: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,7 +205,7 @@ async fn serve_control(
                 node,
                 restart_after_ms,
             } => {
-                guard.kill(&node, restart_after_ms);
+                guard.kill_at_point(&node, restart_after_ms);
                 if world.stopping() {
                     // Healed phase: no fault driver runs restarts any
                     // more, and the cluster must converge: bring it back.
@@ -214,10 +214,7 @@ async fn serve_control(
                 }
             }
             Control::Pause { node, duration_ms } => {
-                guard.apply_point(&Fault::Pause {
-                    node: node.clone(),
-                    duration_ms: duration_ms.unwrap_or(3_600_000),
-                });
+                guard.pause_at_point(&node, duration_ms.unwrap_or(3_600_000));
                 if let (Some(ms), true) = (duration_ms, world.stopping()) {
                     // Healed phase: the fault driver no longer resumes.
                     later(&faults, ms, Fault::Resume { node });

@@ -21,7 +21,8 @@
 //! takes its messages once it resumes. Partitions (the world's `cut`
 //! links) and packet loss are judged when a message is sent, as madsim did.
 
-use crate::world::{Incarnation, World, lock};
+use crate::world::guard::lock;
+use crate::world::node::Incarnation;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use madsim::net::rpc::Request;
@@ -32,16 +33,15 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 
 /// What a message spends on its way besides its link's latency: madsim's
 /// endpoints slept 1 ms on every send and every receive.
-const HANDLING: Duration = Duration::from_millis(2);
+pub(super) const HANDLING: Duration = Duration::from_millis(2);
 
 /// A message's content.
-type Body = Box<dyn Any + Send>;
+pub(crate) type Body = Box<dyn Any + Send>;
 
 /// The link faults in force for every message: packet loss and latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,7 +76,7 @@ pub(crate) enum Answer<T, F> {
 
 /// A request on its way: where it came from, where its reply goes, what
 /// it asks.
-struct Envelope {
+pub(crate) struct Envelope {
     from: SocketAddr,
     reply: ReplyTo,
     body: Body,
@@ -84,7 +84,7 @@ struct Envelope {
 
 /// Where a reply goes: the caller's slot (gone once the caller stopped
 /// waiting or died) and the caller's node (for partitions).
-struct ReplyTo {
+pub(crate) struct ReplyTo {
     slot: Weak<Slot>,
     node: NodeId,
 }
@@ -111,13 +111,31 @@ struct Queue {
 
 /// When a request arrives, and the order of its sending (ties broken in
 /// the order sent).
-type Arrival = (Instant, u64);
+pub(super) type Arrival = (Instant, u64);
 
 /// One direction between two nodes, for partitions.
 #[derive(Debug, Clone, Copy)]
-struct Link {
-    from: NodeId,
-    to: NodeId,
+pub(super) struct Link {
+    /// The sending node.
+    pub from: NodeId,
+    /// The receiving node.
+    pub to: NodeId,
+}
+
+/// The world as its ports see it: where requests and replies go, and
+/// whether a receiver is the incarnation of its node that runs. The world
+/// implements it; a port holds it weakly (see [`Port`]).
+pub(crate) trait Transport: Send + Sync {
+    /// Send a request of kind `kind` from node `from` to the port bound at
+    /// `dst` (lost if none is bound there now).
+    fn send_request(&self, from: NodeId, dst: SocketAddr, kind: u64, e: Envelope, now: Instant);
+    /// Send a reply from node `from` to the caller waiting at `to`.
+    fn send_reply(&self, from: NodeId, to: ReplyTo, body: Body, now: Instant);
+    /// Check that `me`, a receiver, is the incarnation of its node that runs.
+    fn check_receiver(&self, me: &Incarnation);
+    /// Count a request from `from` (a late or duplicated copy, if the
+    /// network's own node sent it) reaching its receiver.
+    fn count_delivery(&self, from: SocketAddr);
 }
 
 /// A bound port's state: its address, its node (and the incarnation of it
@@ -137,7 +155,7 @@ pub(crate) struct PortInner {
 #[derive(Clone)]
 pub struct Port {
     inner: Arc<PortInner>,
-    world: Weak<World>,
+    world: Weak<dyn Transport>,
 }
 
 /// Wake `waker` at `at` (one timer in madsim's heap).
@@ -147,21 +165,9 @@ fn wake_at(at: Instant, waker: &Waker) {
 }
 
 impl Port {
-    /// Bind `addr` for the current node. A later binding of the same
-    /// address (a restarted node) replaces this one.
-    pub fn bind(world: &Arc<World>, addr: SocketAddr) -> Port {
-        let node = madsim::plugin::node();
-        let inner = Arc::new(PortInner {
-            addr,
-            node,
-            incarnation: world.incarnation(node),
-            queues: Mutex::default(),
-        });
-        lock(&world.ports).insert(addr, Arc::downgrade(&inner));
-        Port {
-            inner,
-            world: Arc::downgrade(world),
-        }
+    /// The port of `inner` on `world`'s transport (see `Port::bind`).
+    pub(super) fn from_parts(inner: Arc<PortInner>, world: Weak<dyn Transport>) -> Port {
+        Port { inner, world }
     }
 
     /// This port's address.
@@ -170,12 +176,12 @@ impl Port {
     }
 
     /// The world this port belongs to (`None` once the run is over).
-    pub(crate) fn world(&self) -> Option<Arc<World>> {
+    pub(crate) fn world(&self) -> Option<Arc<dyn Transport>> {
         self.world.upgrade()
     }
 
     /// Send `req` to `dst` and wait for its reply, however long: callers
-    /// bound the wait (see [`crate::world::deadline`]).
+    /// bound the wait (see `crate::world::deadline`).
     pub async fn call<R: Request>(&self, dst: SocketAddr, req: R) -> std::io::Result<R::Response> {
         let slot = Arc::new(Slot::default());
         let reply = ReplyTo {
@@ -230,7 +236,7 @@ impl Port {
         let Some(world) = self.world.upgrade() else {
             return;
         };
-        let (world, node) = (&world, self.inner.node);
+        let (world, node) = (&*world, self.inner.node);
         let mut replies = FuturesUnordered::new();
         std::future::poll_fn(|cx| {
             // Simulated time stands still while a task runs.
@@ -262,9 +268,25 @@ impl Port {
 }
 
 impl PortInner {
+    /// The state of a port bound at `addr` by `node` (its `incarnation`,
+    /// if the world tracks the node), with no request queued.
+    pub(super) fn new(addr: SocketAddr, node: NodeId, incarnation: Option<Incarnation>) -> Self {
+        PortInner {
+            addr,
+            node,
+            incarnation,
+            queues: Mutex::default(),
+        }
+    }
+
+    /// The node that bound the port.
+    pub(super) fn node(&self) -> NodeId {
+        self.node
+    }
+
     /// Queue a request of kind `kind` arriving as `key` says; wake its
     /// server then.
-    fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {
+    pub(super) fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {
         let mut queues = lock(&self.queues);
         let q = queues.entry(kind).or_default();
         let at = key.0;
@@ -314,57 +336,16 @@ impl Slot {
     }
 }
 
-impl World {
-    /// When a message sent on `link` at `now` (the current instant)
-    /// arrives, or `None` if the network loses it (a partition, packet
-    /// loss).
-    fn route(&self, link: Link, now: Instant) -> Option<Instant> {
-        {
-            let cut = self.net.cut();
-            if !cut.is_empty() && cut.contains_key(&(link.from, link.to)) {
-                return None;
-            }
-        }
-        let link = *lock(&self.link);
-        if link.loss_rate > 0.0 && madsim::rand::random::<f64>() < link.loss_rate {
-            return None;
-        }
-        let min_ns = link.min_latency_ms * 1_000_000;
-        let span_ns = link
-            .max_latency_ms
-            .saturating_sub(link.min_latency_ms)
-            .max(1)
-            * 1_000_000;
-        let latency_ns = min_ns + madsim::rand::random::<u64>() % span_ns;
-        self.messages.fetch_add(1, Ordering::Relaxed);
-        Some(now + HANDLING + Duration::from_nanos(latency_ns))
+impl ReplyTo {
+    /// The caller's node.
+    pub(super) fn node(&self) -> NodeId {
+        self.node
     }
 
-    /// Send a request from node `from` to the port bound at `dst` (lost if
-    /// none is bound there now).
-    fn send_request(&self, from: NodeId, dst: SocketAddr, kind: u64, e: Envelope, now: Instant) {
-        let Some(port) = lock(&self.ports).get(&dst).and_then(Weak::upgrade) else {
-            return;
-        };
-        let link = Link {
-            from,
-            to: port.node,
-        };
-        let Some(arrival) = self.route(link, now) else {
-            return;
-        };
-        let seq = self.message_seq.fetch_add(1, Ordering::Relaxed);
-        port.deliver(kind, (arrival, seq), e);
-    }
-
-    /// Send a reply from node `from` to the caller waiting at `to`: carried
-    /// even if the caller no longer waits (it is lost on arrival).
-    fn send_reply(&self, from: NodeId, to: ReplyTo, body: Body, now: Instant) {
-        let link = Link { from, to: to.node };
-        let Some(arrival) = self.route(link, now) else {
-            return;
-        };
-        let Some(slot) = to.slot.upgrade() else {
+    /// Put `body` where the caller waits, arriving at `arrival` (lost if
+    /// the caller no longer waits).
+    pub(super) fn answer(self, arrival: Instant, body: Body) {
+        let Some(slot) = self.slot.upgrade() else {
             return;
         };
         let mut s = lock(&slot.0);
@@ -373,21 +354,12 @@ impl World {
             wake_at(arrival, w);
         }
     }
-
-    /// Messages the transport carried (lost ones not counted, as madsim).
-    pub(crate) fn messages(&self) -> u64 {
-        self.messages.load(Ordering::Relaxed)
-    }
-
-    /// Put the link faults in force.
-    pub(crate) fn set_link(&self, link: LinkFaults) {
-        *lock(&self.link) = link;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::World;
     use crate::world::config::WorldConfig;
     use crate::world::deadline;
     use crate::world::serve::serve;
@@ -395,6 +367,7 @@ mod tests {
     use madsim::time::sleep;
     use serde::{Deserialize, Serialize};
     use std::net::{IpAddr, Ipv4Addr};
+    use std::sync::atomic::Ordering;
 
     /// A request answered with its own number.
     #[derive(Debug, Clone, Serialize, Deserialize)]

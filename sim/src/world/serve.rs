@@ -6,7 +6,7 @@
 //! second, whatever its load (the scale-out table in docs/measurements.md).
 //! On the world's transport ([`Port`]) a request is taken in when it arrives, however many
 //! arrive at once, so intake is no bottleneck, and what a node can serve is
-//! set by the explicit [`Cpu`] model: a node has cores, every request costs
+//! set by the explicit `Cpu` model: a node has cores, every request costs
 //! CPU time, and requests queue when every core is busy.
 //!
 //! One task per request kind serves a node: it runs the handler of each
@@ -14,7 +14,7 @@
 //! itself, so a reply that waits (for CPU time, at a pause point, forever at
 //! a halt point) does not hold up the next request. The node's death drops
 //! the task and every reply not yet sent. Callers use [`Port::call`] under a
-//! time-out from [`crate::world::deadline`].
+//! time-out from `crate::world::deadline`.
 
 use crate::world::World;
 use crate::world::net::Delivery;
@@ -37,8 +37,8 @@ where
     serve_from(ep, move |req, _| Answer::Later(handler(req)))
 }
 
-/// [`serve`] that counts, as [`serve_costed`] does, a late or duplicated
-/// copy of a request when it reaches this receiver ([`World::delivered`]).
+/// [`serve`] that counts, as `serve_costed` does, a late or duplicated
+/// copy of a request when it reaches this receiver (`World::delivered`).
 /// Public for systems that live outside this crate.
 pub fn serve_counting<R, F, Fut>(ep: &Port, handler: F)
 where
@@ -49,7 +49,7 @@ where
     let world = ep.world();
     serve_from(ep, move |req, from| {
         if let Some(world) = &world {
-            world.delivered(Delivery::of(from));
+            world.count_delivery(from);
         }
         Answer::Later(handler(req))
     })

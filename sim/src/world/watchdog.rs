@@ -6,8 +6,8 @@
 //! - simulated time: the run may last at most its workload and healed
 //!   phases plus [`STUCK_MARGIN_MS`]; madsim stops the run past that limit
 //!   (a reader retrying a lock forever, a sweep that never ends);
-//! - wall time, checked every [`CHECK_EVERY`] RPCs a client sends, and
-//!   resident memory, every [`MEMORY_EVERY`] such checks (a retry loop that barely advances simulated time, or a
+//! - wall time, checked every `CHECK_EVERY` RPCs a client sends, and
+//!   resident memory, every `MEMORY_EVERY` such checks (a retry loop that barely advances simulated time, or a
 //!   history that grows without bound). These two are the only places the
 //!   simulator looks at the machine; they decide only whether a run is cut
 //!   short, never what it records before.
@@ -15,7 +15,7 @@
 //! A tripped budget panics with a message starting with [`STUCK_MARKER`],
 //! which the caller turns into the verdict.
 //!
-//! Wall time is the machine's, read by [`real_ms`]: madsim replaces the C
+//! Wall time is the machine's, read by `real_ms`: madsim replaces the C
 //! library's `clock_gettime` and `gettimeofday` on simulation threads, so
 //! `std::time::Instant` there is simulated time (a run of more than 600
 //! simulated seconds would look 600 s old to it within a second of real

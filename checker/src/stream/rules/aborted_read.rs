@@ -18,6 +18,9 @@ pub(crate) const NAME: &str =
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     for op in &ix.h.ops {
         let StreamOp::Receive(r) = op else { continue };
+        if !r.isolation.is_read_committed() {
+            continue;
+        }
         let Some(t) = ix.txn_of(&r.message) else {
             continue;
         };

@@ -19,11 +19,15 @@ pub(crate) const NAME: &str = "no consumer receives a transaction's message befo
 /// * `past_open_transaction`: a message at offset o was received at time t
 ///   while an earlier offset of the same partition held a message of another
 ///   transaction that committed there but whose commit was requested only
-///   after t: the consumer read past a transaction still open.
+///   after t (or, with no commit request recorded, that still sent or
+///   acknowledged after t): the consumer read past a transaction still open.
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     let open = OpenSpans::build(ix);
     for op in &ix.h.ops {
         let StreamOp::Receive(r) = op else { continue };
+        if !r.isolation.is_read_committed() {
+            continue;
+        }
         if let Some(t) = ix.txn_of(&r.message)
             && let Some(l) = ix
                 .in_log
@@ -55,7 +59,27 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     }
 }
 
-/// A committed transaction's first message in one partition.
+/// When each transaction made its last send or acknowledgment: it was
+/// open then, whether or not a commit request was recorded.
+fn last_op_ns(ix: &Ix) -> BTreeMap<u64, u64> {
+    let mut last = BTreeMap::new();
+    for op in &ix.h.ops {
+        let (txn, t_ns) = match op {
+            StreamOp::Send(s) => (s.txn, s.t_ns),
+            StreamOp::Ack(a) => (a.txn, a.t_ns),
+            StreamOp::Receive(_) => continue,
+        };
+        if let Some(t) = txn {
+            let e = last.entry(t).or_insert(t_ns);
+            *e = (*e).max(t_ns);
+        }
+    }
+    last
+}
+
+/// A committed transaction's first message in one partition, and until
+/// when it was certainly open: its commit request, or, when none was
+/// recorded, its last send or acknowledgment.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Span {
     first_offset: u64,
@@ -88,9 +112,15 @@ impl<'a> OpenSpans<'a> {
                 }
             }
         }
+        let last_op = last_op_ns(ix);
         let mut by_part: BTreeMap<&str, PartSpans> = BTreeMap::new();
         for ((p, txn), first_offset) in first {
-            if let Some(commit_request_ns) = ix.txns.get(&txn).and_then(|x| x.commit_request_ns) {
+            let open_until = ix
+                .txns
+                .get(&txn)
+                .and_then(|x| x.commit_request_ns)
+                .or_else(|| last_op.get(&txn).copied());
+            if let Some(commit_request_ns) = open_until {
                 by_part.entry(p).or_default().spans.push(Span {
                     first_offset,
                     txn,
@@ -140,11 +170,25 @@ impl<'a> OpenSpans<'a> {
                 vec![
                     receipt_desc(r),
                     format!("{}@{off} holds a message of {}", r.partition, ix.txn_desc(t)),
-                    format!("T{t} committed in {} later, but its commit was requested only at {asked} ns, after the receipt: \
+                    format!("T{t} committed in {} later, but {}, after the receipt: \
                         at {} ns T{t} was open, and no consumer may read past the first message of an open transaction",
-                        r.partition, r.t_ns),
+                        r.partition, open_until_desc(ix, t, asked), r.t_ns),
                 ],
             )
         });
+    }
+}
+
+/// Why transaction `t` was open until `ns`: its commit request, or its last
+/// send or acknowledgment when no commit request was recorded.
+fn open_until_desc(ix: &Ix, t: u64, ns: u64) -> String {
+    if ix
+        .txns
+        .get(&t)
+        .is_some_and(|x| x.commit_request_ns.is_some())
+    {
+        format!("its commit was requested only at {ns} ns")
+    } else {
+        format!("no commit request was recorded and it still sent or acknowledged at {ns} ns")
     }
 }

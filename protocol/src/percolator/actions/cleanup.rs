@@ -8,6 +8,12 @@
 //! secondaries must be rolled forward. If there is neither (the primary's
 //! prewrite has not arrived yet), a rollback record is written so that a late
 //! prewrite fails.
+//!
+//! A reader that suspects an owner only because a lock's wall time looks old
+//! asks for a rollback [`Staleness`]-conditioned: the primary lock's own wall
+//! time decides, since the owner refreshes the primary alone while it commits
+//! (paper: "workers periodically update this wall time while committing";
+//! TiKV's `check_txn_status` judges the primary lock's TTL likewise).
 
 use crate::percolator::ablation::{Ablation, Ablations};
 use crate::percolator::row::{Column, Row, RowMutation, RowOp};
@@ -24,6 +30,27 @@ pub enum TxnStatus {
     },
     /// The transaction is rolled back: roll secondaries back.
     RolledBack,
+    /// The primary is still locked and its wall time is fresh: the owner is
+    /// alive, nothing was done, and the reader must wait.
+    Live,
+}
+
+/// The condition of a rollback asked for because a lock looked stale: roll
+/// back only if the primary lock's wall time is older than `ttl_ms` as of
+/// `now_wall_ms` (the asking reader's clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Staleness {
+    /// The reader's wall time when it asked.
+    pub now_wall_ms: u64,
+    /// How old a lock's wall time may be before its owner counts as stuck.
+    pub ttl_ms: u64,
+}
+
+impl Staleness {
+    /// Whether a lock written (or last refreshed) at `wall_ms` is still fresh.
+    pub fn is_fresh(&self, wall_ms: u64) -> bool {
+        self.now_wall_ms.saturating_sub(wall_ms) <= self.ttl_ms
+    }
 }
 
 /// What a cleanup did to the row, for the history's event counts.
@@ -37,15 +64,21 @@ pub enum CleanupAction {
     RolledBackBeforePrewrite,
 }
 
-/// Settle the transaction started at `start_ts` whose primary is `col` of `row`.
+/// Settle the transaction started at `start_ts` whose primary is `col` of
+/// `row`. With `stale`, a primary lock whose wall time is still fresh is left
+/// alone ([`TxnStatus::Live`]).
 pub fn cleanup(
     row: &Row,
     col: &str,
     start_ts: Ts,
+    stale: Option<Staleness>,
     ablations: Ablations,
 ) -> (RowMutation, TxnStatus, CleanupAction) {
     let c = row.col(col);
-    if c.lock.contains_key(&start_ts) {
+    if let Some(lock) = c.lock.get(&start_ts) {
+        if stale.is_some_and(|s| s.is_fresh(lock.wall_ms)) {
+            return (RowMutation::none(), TxnStatus::Live, CleanupAction::None);
+        }
         return (
             rollback(c, col, start_ts, ablations),
             TxnStatus::RolledBack,
@@ -106,6 +139,44 @@ mod tests {
     use super::{CleanupAction, TxnStatus};
     use crate::percolator::actions::test_util::*;
     use crate::percolator::types::WriteKind;
+
+    fn stale_check(now_wall_ms: u64) -> Option<super::Staleness> {
+        Some(super::Staleness {
+            now_wall_ms,
+            ttl_ms: 300,
+        })
+    }
+
+    #[test]
+    fn a_refreshed_primary_is_left_to_its_live_owner() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        assert!(s.touch("p", 10, 500));
+        let (status, action) = s.cleanup_if("p", 10, stale_check(800));
+        assert_eq!((status, action), (TxnStatus::Live, CleanupAction::None));
+        assert!(s.column("p").lock.contains_key(&ts(10)));
+    }
+
+    #[test]
+    fn a_primary_stale_by_its_own_wall_time_is_rolled_back() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        assert!(s.touch("p", 10, 500));
+        let (status, action) = s.cleanup_if("p", 10, stale_check(801));
+        assert_eq!(
+            (status, action),
+            (TxnStatus::RolledBack, CleanupAction::RolledBack)
+        );
+        assert!(s.column("p").lock.is_empty());
+    }
+
+    #[test]
+    fn an_unconditioned_cleanup_rolls_back_a_fresh_primary() {
+        let mut s = MemStore::default();
+        s.must_prewrite_put("p", "v", "p", 10);
+        assert!(s.touch("p", 10, 500));
+        assert_eq!(s.cleanup("p", 10).0, TxnStatus::RolledBack);
+    }
 
     #[test]
     fn locked_primary_is_rolled_back() {

@@ -17,7 +17,7 @@ use crate::percolator::row::{Row, RowMutation};
 use crate::percolator::types::{Ts, TxnTs};
 use serde::{Deserialize, Serialize};
 
-pub use cleanup::{CleanupAction, TxnStatus};
+pub use cleanup::{CleanupAction, Staleness, TxnStatus};
 pub use commit::CommitError;
 pub use get::GetResult;
 pub use prewrite::{Prewrite, PrewriteError};
@@ -48,6 +48,10 @@ pub enum RowRequest {
         col: String,
         /// The transaction's start_ts.
         start_ts: Ts,
+        /// Roll back only if the primary lock is stale by this measure
+        /// (absent: roll back whatever the lock's wall time).
+        #[serde(default)]
+        stale: Option<Staleness>,
     },
     /// Roll a secondary forward or back.
     Resolve {
@@ -143,8 +147,12 @@ pub fn execute(
             Ok((m, commit_ts)) => (RowReply::Commit(Ok(commit_ts)), m),
             Err(e) => (RowReply::Commit(Err(e)), RowMutation::none()),
         },
-        RowRequest::Cleanup { col, start_ts } => {
-            let (m, status, action) = cleanup::cleanup(row, col, *start_ts, ablations);
+        RowRequest::Cleanup {
+            col,
+            start_ts,
+            stale,
+        } => {
+            let (m, status, action) = cleanup::cleanup(row, col, *start_ts, *stale, ablations);
             (RowReply::Cleanup(status, action), m)
         }
         RowRequest::Resolve {

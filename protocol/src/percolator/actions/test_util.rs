@@ -168,11 +168,23 @@ impl MemStore {
     }
 
     pub fn cleanup(&mut self, row: &str, start: u64) -> (TxnStatus, CleanupAction) {
+        self.cleanup_if(row, start, None)
+    }
+
+    /// Cleanup conditioned on the primary lock's staleness (a reader that
+    /// suspects the owner only by wall time).
+    pub fn cleanup_if(
+        &mut self,
+        row: &str,
+        start: u64,
+        stale: Option<Staleness>,
+    ) -> (TxnStatus, CleanupAction) {
         match self.step(
             row,
             RowRequest::Cleanup {
                 col: COL.into(),
                 start_ts: ts(start),
+                stale,
             },
         ) {
             RowReply::Cleanup(s, a) => (s, a),

@@ -11,7 +11,7 @@ use super::transport::{StepPoint, Transport};
 use crate::common::RpcError;
 use crate::percolator::ablation::Ablation;
 use crate::percolator::actions::{
-    CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, TxnStatus,
+    CleanupAction, Resolution, ResolveAction, RowReply, RowRequest, Staleness, TxnStatus,
 };
 use crate::percolator::types::{CellKey, LockInfo, Ts};
 
@@ -38,8 +38,9 @@ pub(crate) async fn wait_or_clean<T: Host>(
     (reader, reader_ts): (u64, Ts),
     backoff: &mut Backoff,
 ) -> Result<(), TxnError> {
-    if let Some(suspicion) = suspect(t, info).await? {
-        clean_up(t, info, (reader, reader_ts), suspicion).await?;
+    if let Some(suspicion) = suspect(t, info).await?
+        && clean_up(t, info, (reader, reader_ts), suspicion).await?
+    {
         return Ok(());
     }
     t.lock_wait(info);
@@ -73,15 +74,23 @@ async fn suspect<T: Transport>(t: &T, info: &LockInfo) -> Result<Option<Suspicio
 
 /// Settle the transaction at `start_ts` whose primary is `primary`, rolling
 /// it back if its primary is still locked. Returns its fate.
+/// A suspicion of staleness is checked against the primary lock's own wall
+/// time, which the owner refreshes while it commits: a fresh primary comes
+/// back [`TxnStatus::Live`] and nothing is done.
 pub(crate) async fn settle_primary<T: Host>(
     t: &T,
     primary: &CellKey,
     start_ts: Ts,
     suspicion: Suspicion,
 ) -> Result<TxnStatus, RpcError> {
+    let stale = (suspicion == Suspicion::Stale).then(|| Staleness {
+        now_wall_ms: t.wall_ms(),
+        ttl_ms: t.config().lock_ttl_ms,
+    });
     let req = RowRequest::Cleanup {
         col: primary.col.clone(),
         start_ts,
+        stale,
     };
     let RowReply::Cleanup(status, action) = t.row(&primary.row, req).await? else {
         panic!("tablet server answered Cleanup with another reply");
@@ -114,6 +123,8 @@ pub(crate) async fn resolve_secondary<T: Host>(
     let resolution = match status {
         TxnStatus::Committed { commit_ts } => Resolution::Commit { commit_ts },
         TxnStatus::RolledBack => Resolution::Rollback,
+        // The owner lives: its secondaries are its own to settle.
+        TxnStatus::Live => return Ok(()),
     };
     let req = RowRequest::Resolve {
         col: cell.col.clone(),
@@ -146,25 +157,30 @@ pub(crate) async fn resolve_secondary<T: Host>(
 }
 
 /// Clean up the lock `info` of a suspect owner, met by transaction `reader`
-/// reading at `reader_ts`.
+/// reading at `reader_ts`. Returns whether the lock was settled: `false`
+/// when the primary showed its owner alive after all (the reader waits).
 async fn clean_up<T: Host>(
     t: &T,
     info: &LockInfo,
     (reader, reader_ts): (u64, Ts),
     suspicion: Suspicion,
-) -> Result<(), RpcError> {
+) -> Result<bool, RpcError> {
     let ablations = t.ablations();
     if ablations.has(Ablation::RollbackWithoutPrimaryCheck) && info.cell != info.lock.primary {
-        return resolve_secondary(
+        resolve_secondary(
             t,
             &info.cell,
             info.start_ts,
             TxnStatus::RolledBack,
             suspicion,
         )
-        .await;
+        .await?;
+        return Ok(true);
     }
     let mut status = settle_primary(t, &info.lock.primary, info.start_ts, suspicion).await?;
+    if status == TxnStatus::Live {
+        return Ok(false);
+    }
     if let (true, TxnStatus::Committed { .. }) =
         (ablations.has(Ablation::RollForwardReaderTs), status)
     {
@@ -175,12 +191,12 @@ async fn clean_up<T: Host>(
     if info.cell != info.lock.primary {
         let between = match status {
             TxnStatus::Committed { .. } => StepPoint::RollForwardBetweenCells,
-            TxnStatus::RolledBack => StepPoint::RollBackBetweenCells,
+            TxnStatus::RolledBack | TxnStatus::Live => StepPoint::RollBackBetweenCells,
         };
         t.reached(reader, between).await;
         resolve_secondary(t, &info.cell, info.start_ts, status, suspicion).await?;
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -281,6 +297,12 @@ mod tests {
     /// A dead owner's transaction at 10 with primary `p`/c and secondary
     /// `s`/c, its primary committed at 15; the lock a reader meets on `s`.
     fn committed_primary_locked_secondary(w: &FakeWorld) -> LockInfo {
+        committed_primary_locked_secondary_with(w, true)
+    }
+
+    /// The transaction of [`committed_primary_locked_secondary`], its
+    /// primary committed only if `commit`.
+    fn committed_primary_locked_secondary_with(w: &FakeWorld, commit: bool) -> LockInfo {
         let primary = CellKey::new("p", "c");
         let lock = Lock {
             primary: primary.clone(),
@@ -306,12 +328,55 @@ mod tests {
             col: "c".into(),
             ts,
         };
-        assert_eq!(w.step("p", req), RowReply::Commit(Ok(Ts(15))));
+        if commit {
+            assert_eq!(w.step("p", req), RowReply::Commit(Ok(Ts(15))));
+        }
         LockInfo {
             cell: CellKey::new("s", "c"),
             start_ts: Ts(10),
             lock,
         }
+    }
+
+    /// A live owner's transaction at 10 with primary `p`/c and secondary
+    /// `s`/c, both prewritten at wall time 0, the primary refreshed at 2500;
+    /// the lock a reader meets on `s`.
+    fn refreshed_primary_locked_secondary(w: &FakeWorld) -> LockInfo {
+        let info = committed_primary_locked_secondary_with(w, false);
+        let req = RowRequest::Touch {
+            col: "c".into(),
+            start_ts: Ts(10),
+            wall_ms: 2_500,
+        };
+        assert_eq!(w.step("p", req), RowReply::Touch(true));
+        info
+    }
+
+    #[test]
+    fn a_stale_secondary_waits_while_its_primary_is_refreshed() {
+        let w = world();
+        let info = refreshed_primary_locked_secondary(&w);
+        let mut backoff = Backoff::new(&w);
+        // The secondary's wall time is 3010 ms old, the primary's only 510.
+        *w.now_ms.lock().unwrap() = 3_010;
+        assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        assert!(w.cleanups.lock().unwrap().is_empty(), "a live owner's lock");
+        assert_eq!(w.sleeps(), vec![10], "the reader backs off instead");
+        let rows = w.rows.lock().unwrap().clone();
+        assert!(!rows["p"].col("c").lock.is_empty() && !rows["s"].col("c").lock.is_empty());
+        drop(rows);
+        // Once the primary itself is past its TTL the owner counts as stuck.
+        *w.now_ms.lock().unwrap() = 5_510;
+        assert_eq!(meet(&w, &info, &mut backoff), Ok(()));
+        let cleanups = w.cleanups.lock().unwrap();
+        let kinds: Vec<_> = cleanups.iter().map(|c| (c.kind, c.suspicion)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (CleanupKind::RollBack, Suspicion::Stale),
+                (CleanupKind::RollBack, Suspicion::Stale)
+            ]
+        );
     }
 
     #[test]

@@ -535,6 +535,7 @@ mod tests {
         let req = RowRequest::Cleanup {
             col: "c".into(),
             start_ts: Ts(1),
+            stale: None,
         };
         w.step("a", req);
     }

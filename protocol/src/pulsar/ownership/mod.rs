@@ -14,7 +14,7 @@
 //!   live broker, with the next epoch;
 //! - [`lookup`]: the owner of a resource, as the metadata store answers
 //!   it, and the client's cache of answers;
-//! - [`fence`]: opening a log at an epoch, and checking an append's epoch.
+//! - `fence`: opening a log at an epoch, and checking an append's epoch.
 
 mod assign;
 mod expire;

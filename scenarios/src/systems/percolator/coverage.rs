@@ -95,6 +95,11 @@ pub fn items() -> Vec<CoverageItem> {
             name: c.name(),
             description: c.describe(),
             counter: c.counter(),
+            class: match c {
+                PercolatorCoverage::CrashAtStep => Some(FaultKind::CrashAtStep),
+                PercolatorCoverage::PauseAtStep => Some(FaultKind::PauseAtStep),
+                _ => None,
+            },
         })
         .collect()
 }
@@ -108,6 +113,8 @@ pub fn points() -> Vec<CoverageItem> {
             name: p.name(),
             description: p.describe(),
             counter: point_counter(p),
+            // Stopped at by either class of stops at points.
+            class: None,
         })
         .collect()
 }

@@ -17,7 +17,7 @@ use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
 use crate::systems::percolator::workloads::WorkloadSpec;
 use percsim_protocol::percolator::Ablation;
-use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig};
 use std::collections::BTreeMap;
 
 /// Percolator in the registry.
@@ -91,6 +91,16 @@ impl SystemDef for PercolatorDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         crate::faultmix::CLASSES
+    }
+
+    fn roles(&self) -> Vec<(Role, &'static str)> {
+        vec![
+            (Role::Client, "client"),
+            (Role::DataServer, "tablet_server"),
+            (Role::Coordinator, "oracle"),
+            (Role::Liveness, "liveness"),
+            (Role::Master, "master"),
+        ]
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {

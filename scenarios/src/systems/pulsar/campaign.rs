@@ -21,9 +21,11 @@ pub const PULSAR_SEED_BASE: u64 = 1 << 40;
 /// The Pulsar workloads of the default mix.
 pub const PULSAR_WORKLOADS: &[&str] = &["stream", "stream-pipeline"];
 
-/// The world's fault classes that apply to Pulsar (it has no liveness
-/// service, master or sessions); `crash_at_step` kills a server at one of
-/// its named points.
+/// The fault classes Pulsar honours: the world's that apply to it (it has
+/// no liveness service, master or sessions, and its deadlines run on true
+/// simulated time, so skewed clocks would change nothing: `clock_skew` is
+/// refused), plus its own stops at its servers' named points, a kill
+/// (`crash_at_step`) or a freeze (`pause_at_step`).
 pub const PULSAR_CLASSES: &[&str] = &[
     "kill_client",
     "kill_data_server",
@@ -34,7 +36,27 @@ pub const PULSAR_CLASSES: &[&str] = &[
     "packet_loss",
     "latency",
     "duplicate",
+    "crash_at_step",
+    "pause_at_step",
+];
+
+/// What a seed draws, slot by slot, in this order: each slot is drawn
+/// whichever classes the mix names, so a class left out leaves the rest of
+/// the scenario as it was.
+const SLOTS: &[&str] = &[
+    "kill_client",
+    "kill_data_server",
+    "kill_coordinator",
+    "pause",
+    "stall",
+    "partition",
+    "packet_loss",
+    "latency",
+    "duplicate",
+    // Retired: Pulsar does not honour clock skew; drawn all the same so
+    // that every seed keeps the draws after it.
     "clock_skew",
+    // The servers' stops at named points: kills and freezes.
     "crash_at_step",
 ];
 
@@ -61,42 +83,31 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     pulsar.client.txn_timeout_ms = rng.random_range(300..=2_000);
     // Storage latency varies (a BookKeeper append under load).
     pulsar.log_write_ms = rng.random_range(1..=10);
-    for class in PULSAR_CLASSES {
+    let named = |class: &str| {
+        mix.faults.is_empty() || mix.faults.iter().any(|f| faultmix::canonical(f) == class)
+    };
+    for slot in SLOTS {
         if !rng.random_bool(0.5) {
             continue;
         }
         let intensity = rng.random_range(0.0..1.0);
-        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
-            // Drawn all the same, so the other classes keep their draws.
-            continue;
-        }
-        if *class == "crash_at_step" {
-            server_crashes(&mut pulsar, intensity, &mut rng);
-        } else {
-            // Every name in the list is a world class of the mix.
-            let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+        match *slot {
+            "clock_skew" => {}
+            "crash_at_step" => {
+                let stops = Stops {
+                    kills: named("crash_at_step"),
+                    pauses: named("pause_at_step"),
+                };
+                server_stops(&mut pulsar, intensity, stops, &mut rng);
+            }
+            class if named(class) => {
+                // Every slot left is a world class Pulsar honours.
+                let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+            }
+            _ => {}
         }
     }
-    let stream = rng.random_bool(0.5);
-    let named = |w: &str| mix.workloads.is_empty() || mix.workloads.iter().any(|n| n == w);
-    let stream = match (named("stream"), named("stream-pipeline")) {
-        (true, false) => true,
-        (false, true) => false,
-        _ => stream,
-    };
-    let workload = if stream {
-        PulsarWorkloadSpec::Stream(Stream {
-            subscriptions: rng.random_range(1..=3),
-            max_batch: rng.random_range(1..=4),
-            ..Stream::default()
-        })
-    } else {
-        PulsarWorkloadSpec::StreamPipeline(StreamPipeline {
-            documents: rng.random_range(10..=80),
-            crash_rate: rng.random_range(0.0..0.05),
-            ..StreamPipeline::default()
-        })
-    };
+    let workload = workload(mix, &mut rng);
     let spec = PulsarSpec {
         cluster: pulsar,
         workload,
@@ -104,11 +115,55 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     Scenario::of(seed, world, Box::new(spec))
 }
 
+/// The workload of a seed: one the mix names (either when it names both
+/// or neither). The pipeline's processors crash at their named points
+/// only when the mix honours `crash_at_step`.
+fn workload(mix: &Mix, rng: &mut ChaCha8Rng) -> PulsarWorkloadSpec {
+    let stream = rng.random_bool(0.5);
+    let named = |w: &str| mix.workloads.is_empty() || mix.workloads.iter().any(|n| n == w);
+    let stream = match (named("stream"), named("stream-pipeline")) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => stream,
+    };
+    if stream {
+        return PulsarWorkloadSpec::Stream(Stream {
+            subscriptions: rng.random_range(1..=3),
+            max_batch: rng.random_range(1..=4),
+            ..Stream::default()
+        });
+    }
+    let documents = rng.random_range(10..=80);
+    let mut crash_rate = rng.random_range(0.0..0.05);
+    let crashes = mix.faults.is_empty()
+        || mix
+            .faults
+            .iter()
+            .any(|f| faultmix::canonical(f) == "crash_at_step");
+    if !crashes {
+        crash_rate = 0.0;
+    }
+    PulsarWorkloadSpec::StreamPipeline(StreamPipeline {
+        documents,
+        crash_rate,
+        ..StreamPipeline::default()
+    })
+}
+
+/// Which of the stops at named points a seed keeps: kills
+/// (`crash_at_step`), freezes (`pause_at_step`).
+#[derive(Debug, Clone, Copy)]
+struct Stops {
+    kills: bool,
+    pauses: bool,
+}
+
 /// Kill the coordinator's broker or a broker at some of their named
 /// points, or (one in three) freeze it there: a pause longer than the
 /// session timeout makes a stale owner that wakes up after its resources
-/// moved, in the middle of a step.
-fn server_crashes(pulsar: &mut PulsarConfig, intensity: f64, rng: &mut ChaCha8Rng) {
+/// moved, in the middle of a step. Every stop is drawn; only those `keep`
+/// allows are planned.
+fn server_stops(pulsar: &mut PulsarConfig, intensity: f64, keep: Stops, rng: &mut ChaCha8Rng) {
     let n = 1 + (intensity * 3.0) as usize;
     for _ in 0..n {
         let point = ServerPoint::ALL[rng.random_range(0..ServerPoint::ALL.len())];
@@ -117,11 +172,80 @@ fn server_crashes(pulsar: &mut PulsarConfig, intensity: f64, rng: &mut ChaCha8Rn
         let pause_ms = rng
             .random_bool(1.0 / 3.0)
             .then(|| rng.random_range(200..=1_500));
-        pulsar.crashes.push(ServerCrashAt {
-            point,
-            nth,
-            restart_after_ms,
-            pause_ms,
-        });
+        let kept = match pause_ms {
+            Some(_) => keep.pauses,
+            None => keep.kills,
+        };
+        if kept {
+            pulsar.crashes.push(ServerCrashAt {
+                point,
+                nth,
+                restart_after_ms,
+                pause_ms,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mix(faults: &[&str], workloads: &[&str]) -> Mix {
+        Mix {
+            faults: faults.iter().map(|s| s.to_string()).collect(),
+            workloads: workloads.iter().map(|s| s.to_string()).collect(),
+            ..Mix::default()
+        }
+    }
+
+    fn cluster(s: &Scenario) -> &PulsarConfig {
+        &super::super::spec(s).expect("a Pulsar scenario").cluster
+    }
+
+    /// A narrowed mix injects only its classes: no random class but its
+    /// own, no stop at a point of a class not named, no processor crash
+    /// without `crash_at_step`, and no clock ever skewed.
+    #[test]
+    fn only_the_named_classes_are_injected() {
+        let mut kills = 0;
+        let mut pauses = 0;
+        for seed in 0..200 {
+            let s = generate(seed, &mix(&["partition"], &["stream-pipeline"]));
+            let kinds: Vec<_> = s.world.faults.random.kinds().iter().map(|k| k.0).collect();
+            assert!(kinds.iter().all(|k| k.name() == "partition"), "{kinds:?}");
+            assert!(cluster(&s).crashes.is_empty());
+            assert!(s.world.clocks.is_empty());
+            let Some(PulsarWorkloadSpec::StreamPipeline(p)) =
+                super::super::spec(&s).map(|x| &x.workload)
+            else {
+                panic!("the named workload");
+            };
+            assert_eq!(p.crash_rate, 0.0);
+            let s = generate(seed, &mix(&["pause_at_step"], &[]));
+            assert!(s.world.faults.random.kinds().is_empty());
+            assert!(cluster(&s).crashes.iter().all(|c| c.pause_ms.is_some()));
+            pauses += cluster(&s).crashes.len();
+            let s = generate(seed, &mix(&["crash_at_step"], &[]));
+            assert!(cluster(&s).crashes.iter().all(|c| c.pause_ms.is_none()));
+            kills += cluster(&s).crashes.len();
+            assert!(generate(seed, &Mix::default()).world.clocks.is_empty());
+        }
+        assert!(kills > 0 && pauses > 0, "{kills} {pauses}");
+    }
+
+    /// Leaving a class out changes nothing else of a seed's scenario.
+    #[test]
+    fn a_class_left_out_leaves_the_rest_as_it_was() {
+        for seed in 0..50 {
+            let all = generate(seed, &Mix::default());
+            let mut without: Vec<&str> = PULSAR_CLASSES.to_vec();
+            without.retain(|c| *c != "latency");
+            let some = generate(seed, &mix(&without, &[]));
+            assert_eq!(cluster(&all), cluster(&some));
+            let mut rest = all.world.faults.random.clone();
+            rest.latency = None;
+            assert_eq!(rest, some.world.faults.random);
+        }
     }
 }

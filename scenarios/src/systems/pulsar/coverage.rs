@@ -3,7 +3,7 @@
 
 use crate::coverage::CoverageItem;
 use crate::system::SummarySection;
-use percsim_sim::{PulsarCounter, PulsarEvent};
+use percsim_sim::{FaultKind, PulsarCounter, PulsarEvent};
 use std::collections::BTreeMap;
 
 percsim_sim::identities! {
@@ -13,20 +13,34 @@ percsim_sim::identities! {
         OwnershipMoved => ("ownership_moved", "ownership moved to another broker"),
         /// A stale owner's append was refused by a log's fence.
         StaleOwnerFenced => ("stale_owner_fenced", "a stale owner's append fenced"),
-        /// A broker was killed or frozen at one of its named points.
-        StopAtPoint => ("stop_at_point", "broker killed or frozen at a named point"),
+        /// A broker was killed at one of its named points.
+        KillAtPoint => ("kill_at_point", "broker killed at a named point"),
+        /// A broker was frozen at one of its named points.
+        PauseAtPoint => ("pause_at_point", "broker frozen at a named point"),
         /// A client was killed at one of its procedures' named points.
         ClientCrashAtPoint => ("client_crash_at_point", "client killed at a named point"),
     }
 }
 
 impl PulsarCoverage {
+    /// The fault class whose injection alone produces it, if one does.
+    pub fn fault_class(self) -> Option<FaultKind> {
+        match self {
+            PulsarCoverage::KillAtPoint | PulsarCoverage::ClientCrashAtPoint => {
+                Some(FaultKind::CrashAtStep)
+            }
+            PulsarCoverage::PauseAtPoint => Some(FaultKind::PauseAtStep),
+            PulsarCoverage::OwnershipMoved | PulsarCoverage::StaleOwnerFenced => None,
+        }
+    }
+
     /// The run counter this item reads.
     pub fn counter(self) -> String {
         match self {
             PulsarCoverage::OwnershipMoved => PulsarEvent::OwnershipMoved.counter(),
             PulsarCoverage::StaleOwnerFenced => PulsarEvent::StaleOwnerFenced.counter(),
-            PulsarCoverage::StopAtPoint => PulsarEvent::CrashAtPoint.counter(),
+            PulsarCoverage::KillAtPoint => PulsarCounter::BrokerKilledAtPoint.name().into(),
+            PulsarCoverage::PauseAtPoint => PulsarCounter::BrokerPausedAtPoint.name().into(),
             PulsarCoverage::ClientCrashAtPoint => PulsarEvent::ClientCrashAtPoint.counter(),
         }
     }
@@ -40,19 +54,35 @@ pub fn items() -> Vec<CoverageItem> {
             name: c.name(),
             description: c.describe(),
             counter: c.counter(),
+            class: c.fault_class(),
         })
         .collect()
 }
 
-/// The aborts Pulsar counts by reason: only the coordinator's timeouts
-/// (a client's own aborts are not counted by reason), so the section's
-/// title says so.
+/// The prefix of the counters of aborts by reason
+/// ([`PulsarCounter::abort`]).
+const ABORT_PREFIX: &str = "pulsar.abort.";
+
+/// Pulsar's section of a campaign's summary: the aborts its clients
+/// learnt of, by reason (every reason listed, a zero too), and the
+/// coordinator's own aborts on its timeout (which a client may learn of
+/// later as `timed_out`, or never).
 pub fn sections(counters: &BTreeMap<String, u64>) -> Vec<SummarySection> {
-    let c = PulsarCounter::TxnTimedOut;
-    let n = counters.get(c.name()).copied().unwrap_or(0);
+    let count = |c: PulsarCounter| counters.get(c.name()).copied().unwrap_or(0);
+    let mut rows: Vec<(String, u64)> = PulsarCounter::ALL
+        .iter()
+        .filter_map(|c| {
+            let reason = c.name().strip_prefix(ABORT_PREFIX)?;
+            Some((reason.to_string(), count(*c)))
+        })
+        .collect();
+    rows.push((
+        "coordinator timeout (at the coordinator)".to_string(),
+        count(PulsarCounter::TxnTimedOut),
+    ));
     vec![SummarySection {
-        title: "aborts by reason (only timeouts are counted)",
-        rows: vec![("coordinator timeout".to_string(), n)],
+        title: "aborts by reason",
+        rows,
     }]
 }
 
@@ -90,19 +120,27 @@ mod tests {
 
     use crate::system::SystemDef;
 
-    /// A Pulsar-only campaign: its pauses at named points count as covered,
-    /// no Percolator section or point is printed, and its own items are
-    /// flagged when they never happened.
+    /// A Pulsar-only campaign: its pauses at named points count as pauses
+    /// at points (not as kills), no Percolator section or point is printed,
+    /// its aborts are listed by reason, and its own items are flagged when
+    /// they never happened.
     #[test]
     fn a_pulsar_campaign_counts_its_point_stops_and_prints_no_other_section() {
         let mut s = Summary::default();
         s.add(&result(&[
             ("event.crash_at_point", 4),
+            ("pulsar.broker_paused_at_point", 4),
+            ("fault.pause_at_step", 4),
             ("pulsar.txn_timed_out", 2),
+            ("pulsar.abort.ack_conflict", 5),
         ]));
         let missing = s.never_happened();
         assert!(
-            !missing.contains(&item(PulsarCoverage::StopAtPoint)),
+            !missing.contains(&item(PulsarCoverage::PauseAtPoint)),
+            "{missing:?}"
+        );
+        assert!(
+            missing.contains(&item(PulsarCoverage::KillAtPoint)),
             "{missing:?}"
         );
         assert!(
@@ -120,26 +158,33 @@ mod tests {
         );
         assert!(s.points_never_hit().is_empty());
         let text = s.render();
-        let line = text
-            .lines()
-            .find(|l| l.contains(item(PulsarCoverage::StopAtPoint).description))
-            .expect("listed");
-        assert!(line.ends_with(" 4"), "{line}");
+        let line = |what: &str| {
+            text.lines()
+                .find(|l| l.contains(what))
+                .unwrap_or_else(|| panic!("{what} listed: {text}"))
+                .to_string()
+        };
+        assert!(
+            line(item(PulsarCoverage::PauseAtPoint).description).ends_with(" 4"),
+            "{text}"
+        );
+        assert!(line("  pause_at_step ").ends_with(" 4"), "{text}");
+        assert!(line("  ack_conflict ").ends_with(" 5"), "{text}");
+        assert!(line("  unavailable ").ends_with(" 0"), "{text}");
+        assert!(line("  coordinator timeout").ends_with(" 2"), "{text}");
         for absent in [
             "cleanups:",
-            "\naborts by reason:",
             "crash and pause points",
             "node frozen at a named protocol point",
             "roll forward",
             "never hit",
+            "only timeouts",
         ] {
             assert!(!text.contains(absent), "{absent}: {text}");
         }
-        assert!(text.contains("  coordinator timeout"), "{text}");
-        let line = text
-            .lines()
-            .find(|l| l.contains("ownership moved"))
-            .expect("listed");
-        assert!(line.ends_with("0   <-- never happened"), "{line}");
+        assert!(
+            line("ownership moved").ends_with("0   <-- never happened"),
+            "{text}"
+        );
     }
 }

@@ -15,7 +15,7 @@ use crate::compare::RunFacts;
 use crate::scenario::{Scenario, ScenarioError, typed};
 use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
-use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, Role, RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -147,6 +147,17 @@ impl SystemDef for PulsarDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         campaign::PULSAR_CLASSES
+    }
+
+    fn roles(&self) -> Vec<(Role, &'static str)> {
+        // The coordinator role moves between brokers; the metadata
+        // service plays the master's part.
+        vec![
+            (Role::Client, "client"),
+            (Role::DataServer, "broker"),
+            (Role::Coordinator, "coordinator"),
+            (Role::Master, "metadata"),
+        ]
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {

@@ -16,14 +16,14 @@ use crate::percolator::{
 use crate::world::ids::EventKind;
 use crate::world::node::NodeName;
 use crate::world::port::Port;
-use crate::world::{Carried, ClockSkew, Control, deadline};
+use crate::world::{BoxFuture, Carried, ClockSkew, Control, deadline};
 use futures::channel::oneshot;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_protocol::percolator::actions::{GetResult, RowReply, RowRequest};
 use percsim_protocol::percolator::client::{
-    CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, RpcError, StepPoint, Transport,
-    TxnEvent, run_observer,
+    CleanupEvent, ClientConfig, CommitOutcome, Ledger, Observed, ObserverBody, ObserverSpec,
+    RpcError, StepPoint, Transaction, Transport, TxnEvent, run_observer,
 };
 use percsim_protocol::percolator::{CellKey, LockInfo, SessionId, Ts};
 use rand_chacha::ChaCha8Rng;
@@ -52,11 +52,25 @@ struct TsBatch {
     waiting: Vec<oneshot::Sender<Result<Ts, RpcError>>>,
 }
 
+/// The workload's observers, each with the code it runs.
+pub(crate) type Observers = Vec<(ObserverSpec, Arc<dyn ObserverBody<Client>>)>;
+
+/// What a client runs of its workload: the loop of each transaction
+/// thread and the observers its scanners run. The system builds it from
+/// its [`crate::percolator::workload::Workload`].
+pub(crate) struct Program {
+    /// The loop of one transaction thread.
+    pub worker: Box<dyn Fn(Worker) -> BoxFuture<()> + Send + Sync>,
+    /// The workload's observers.
+    pub observers: Observers,
+}
+
 /// One incarnation of a client process. It implements the protocol's
 /// [`Transport`] and [`Ledger`], so workloads run
 /// [`percsim_protocol::percolator::client::Transaction`]s on it.
 pub struct Client {
     cluster: Arc<Cluster>,
+    program: Arc<Program>,
     index: usize,
     ep: Port,
     session: AtomicU64,
@@ -576,14 +590,14 @@ impl Ledger for Client {
     }
 
     fn observed(&self, col: &str) -> bool {
-        self.cluster
+        self.program
             .observers
             .iter()
             .any(|(spec, _)| !spec.weak && spec.col == col)
     }
 
     fn observer_acks(&self, col: &str) -> Vec<String> {
-        self.cluster
+        self.program
             .observers
             .iter()
             .filter(|(spec, _)| !spec.weak && spec.col == col)
@@ -627,7 +641,12 @@ impl Worker {
 
 /// Start one incarnation of client `index`: open a session, keep it alive,
 /// and (unless `workers` is false) run the workload's threads.
-pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) -> Arc<Client> {
+pub(crate) async fn start(
+    cluster: Arc<Cluster>,
+    program: Arc<Program>,
+    index: usize,
+    workers: bool,
+) -> Arc<Client> {
     let incarnation = {
         let mut inc = lock(&cluster.incarnations);
         if inc.len() <= index {
@@ -640,6 +659,7 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
     let clock = cluster.world.clock(&kinds::CLIENT.nth(index));
     let client = Arc::new(Client {
         cluster: cluster.clone(),
+        program: program.clone(),
         index,
         ep,
         session: AtomicU64::new(0),
@@ -687,7 +707,7 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
             }
         }
     });
-    if workers && !cluster.observers.is_empty() {
+    if workers && !program.observers.is_empty() {
         // Scanners run in the healed phase too: notifications must drain.
         for s in 0..cluster.cfg.scanners_per_client {
             let seed = madsim::rand::random::<u64>();
@@ -698,31 +718,52 @@ pub(crate) async fn start(cluster: Arc<Cluster>, index: usize, workers: bool) ->
         for w in 0..cluster.cfg.workers_per_client {
             let seed = madsim::rand::random::<u64>()
                 ^ ((index as u64) << 32 | (incarnation as u64) << 16 | w as u64);
-            let fut = cluster
-                .workload
-                .worker(Worker::new(client.clone(), w, incarnation, seed));
+            let fut = (program.worker)(Worker::new(client.clone(), w, incarnation, seed));
             madsim::task::spawn(fut);
         }
     }
     client
 }
 
-pub(crate) async fn main(cluster: Arc<Cluster>, index: usize) {
-    let _client = start(cluster, index, true).await;
+/// Client `index`'s process: one life of it, running `program`.
+pub(crate) async fn main(cluster: Arc<Cluster>, program: Arc<Program>, index: usize) {
+    let _client = start(cluster, program, index, true).await;
     std::future::pending::<()>().await
 }
 
 /// Start a client without workload threads on a node of its own (the
 /// harness's sweeper and final checker).
-pub(crate) async fn start_on_new_node(cluster: Arc<Cluster>, index: usize) -> Arc<Client> {
+pub(crate) async fn start_on_new_node(
+    cluster: Arc<Cluster>,
+    program: Arc<Program>,
+    index: usize,
+) -> Arc<Client> {
     let node = madsim::runtime::Handle::current()
         .create_node()
         .name(SWEEPER_NODE)
         .ip(client_addr(index).ip())
         .build();
-    node.spawn(start(cluster, index, false))
+    node.spawn(start(cluster, program, index, false))
         .await
         .expect("sweeper: start")
+}
+
+/// Read every cell at a fresh snapshot: a read meeting a lock cleans it up
+/// once its owner is dead or the lock is stale.
+pub(crate) async fn sweep(sweeper: &Arc<Client>) {
+    let Ok(mut txn) = Transaction::begin(sweeper.as_ref()).await else {
+        sleep(Duration::from_millis(100)).await;
+        return;
+    };
+    match txn.scan("", "\u{10ffff}", &[]).await {
+        Ok(_) => {
+            let _: CommitOutcome = txn.commit().await;
+        }
+        Err(e) => {
+            txn.abort((&e).into());
+            sweeper.sleep_ms(100).await;
+        }
+    }
 }
 
 /// One notify scanner (paper, "Notifications"): start at a random tablet
@@ -774,7 +815,12 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
                 continue;
             }
             for (_, col, seen) in mine {
-                for (spec, body) in cluster.observers.iter().filter(|(s, _)| s.col == *col) {
+                for (spec, body) in client
+                    .program
+                    .observers
+                    .iter()
+                    .filter(|(s, _)| s.col == *col)
+                {
                     let outcome =
                         run_observer(client.as_ref(), spec, &row, *seen, body.as_ref()).await;
                     let name = match outcome {

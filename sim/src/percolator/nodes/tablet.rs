@@ -128,7 +128,7 @@ fn note_rollbacks(cluster: &Cluster, call: &RowCall, reply: &RowReply) {
             return;
         }
         (
-            RowRequest::Cleanup { col, start_ts },
+            RowRequest::Cleanup { col, start_ts, .. },
             RowReply::Cleanup(
                 _,
                 CleanupAction::RolledBack | CleanupAction::RolledBackBeforePrewrite,

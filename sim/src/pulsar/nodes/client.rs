@@ -11,16 +11,17 @@ use crate::pulsar::record::Reporter;
 use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
+use crate::world::ids::FaultKind;
 use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
-use crate::world::{Carried, Control, deadline};
+use crate::world::{BoxFuture, Carried, Control, deadline};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker::stream::Source;
 use percsim_protocol::common::RpcError;
 use percsim_protocol::pulsar::client::{
     BrokerReply, BrokerRequest, ClientEvent, ClientPoint, PulsarClientConfig, PulsarLedger,
-    PulsarTransport, TcReply, TcRequest,
+    PulsarTransport, TcReply, TcRequest, TxnOutcome,
 };
 use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
@@ -30,16 +31,31 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+/// What a client process runs of its workload: how many tasks, the loop
+/// each task runs, and where the process may crash (see
+/// [`crate::pulsar::workload::PulsarWorkload`], which the system hands
+/// its clients as a `Program`).
+pub(crate) trait Program: Send + Sync {
+    /// How many tasks client `client` of `clients` runs.
+    fn tasks(&self, client: usize, clients: usize) -> usize;
+    /// The loop one task runs.
+    fn task(&self, task: PulsarTask) -> BoxFuture<()>;
+    /// The probability that the client dies at `point`.
+    fn crash_rate(&self, point: ClientPoint) -> f64;
+}
+
 /// One incarnation of a client process.
 struct Process {
     cluster: Arc<Cluster>,
+    program: Arc<dyn Program>,
     index: usize,
     incarnation: u32,
     ep: Port,
     router: Router,
 }
 
-pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
+/// Client `me`'s process: one life of it, running `program`'s tasks.
+pub(crate) async fn main(cluster: Arc<Cluster>, program: Arc<dyn Program>, me: usize) {
     let incarnation = {
         let mut inc = crate::world::lock(&cluster.incarnations);
         inc[me] += 1;
@@ -51,12 +67,13 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
     let ep = Port::bind(&cluster.world, client_addr(me));
     let process = Arc::new(Process {
         cluster: cluster.clone(),
+        program: program.clone(),
         index: me,
         incarnation,
         ep,
         router: Router::default(),
     });
-    for task in 0..cluster.workload.tasks(me, cluster.clients) {
+    for task in 0..program.tasks(me, cluster.clients) {
         let producer = ProducerRef {
             producer_id: ((me as u64) << 32) | ((incarnation as u64) << 16) | task as u64,
             epoch: 0,
@@ -72,7 +89,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, me: usize) {
             index: task,
             rng: ChaCha8Rng::seed_from_u64(madsim::rand::random::<u64>()),
         };
-        madsim::task::spawn(cluster.workload.task(t));
+        madsim::task::spawn(program.task(t));
     }
     std::future::pending::<()>().await
 }
@@ -313,6 +330,7 @@ impl Conn {
             PulsarEvent::ClientCrashAtPoint,
             json!({"client": self.process.index, "point": point}),
         );
+        c.world.recorder().bump(&FaultKind::CrashAtStep.counter());
         c.world.request(Control::Kill {
             node: kinds::CLIENT.nth(self.process.index).to_string(),
             restart_after_ms: Some(300),
@@ -371,7 +389,7 @@ impl PulsarTransport for Conn {
 impl PulsarLedger for Conn {
     async fn reached(&self, txn: Option<TxnId>, point: ClientPoint) {
         let c = &self.process.cluster;
-        let rate = c.workload.crash_rate(point);
+        let rate = self.process.program.crash_rate(point);
         if rate > 0.0 && !c.world.stopping() && madsim::rand::random::<f64>() < rate {
             self.crash(point).await;
         }
@@ -382,6 +400,13 @@ impl PulsarLedger for Conn {
 
     fn event(&self, event: ClientEvent) {
         let c = &self.process.cluster;
+        if let ClientEvent::Finished {
+            outcome: TxnOutcome::Aborted { reason },
+            ..
+        } = &event
+        {
+            c.bump(PulsarCounter::abort(*reason));
+        }
         let now = c.world.now_ns();
         c.stream().event(self.reporter(), event, now);
     }

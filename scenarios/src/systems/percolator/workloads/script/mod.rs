@@ -324,6 +324,10 @@ impl ScriptSystem for PercolatorScript {
         observe::validate(&self.observers)
     }
 
+    fn client_node(client: usize) -> String {
+        format!("client-{client}")
+    }
+
     fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Result<(), String> {
         validate_verb(script, verb, env)
     }

@@ -155,6 +155,11 @@ impl ScriptSystem for PulsarScript {
         }
     }
 
+    fn client_node(client: usize) -> String {
+        // Pulsar's client processes, as the world names them (`client-N`).
+        format!("client-{client}")
+    }
+
     fn validate_verb(s: &PulsarScriptFile, verb: &PulsarVerb, env: &Env<'_>) -> Result<(), String> {
         check::validate_verb(s, verb, env)
     }

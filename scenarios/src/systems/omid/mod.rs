@@ -1,0 +1,238 @@
+//! Apache Omid's transaction manager as a system of the testbed: its
+//! section of a scenario file (`"omid": {...}`, an [`OmidConfig`]), its
+//! workloads (`omid-bank`, `omid-register`), its campaign and its planted
+//! bugs. See `docs/omid.md`.
+
+use crate::campaign::Mix;
+use crate::faultmix;
+use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
+use crate::system::{CoverageItem, SystemDef, SystemSpec, config_error};
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
+use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, Register};
+use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+/// Omid in the registry.
+pub static OMID: OmidDef = OmidDef;
+
+/// Omid's [`SystemDef`].
+pub struct OmidDef;
+
+/// The name Omid is known by: a scenario file's `"system"` and the key of
+/// its section.
+pub const NAME: &str = "omid";
+
+/// The world's fault classes Omid honours, and its own `crash_at_step`
+/// (a node killed at one of its named points). It has no liveness
+/// service, master, sessions or clocks.
+pub const OMID_CLASSES: &[&str] = &[
+    "kill_client",
+    "kill_data_server",
+    "kill_coordinator",
+    "pause",
+    "stall",
+    "partition",
+    "packet_loss",
+    "latency",
+    "duplicate",
+    "crash_at_step",
+];
+
+/// An Omid scenario's own part: the cluster and the workload.
+#[derive(Debug, Clone)]
+pub struct OmidSpec {
+    /// The cluster (a scenario file's `omid` section).
+    pub cluster: OmidConfig,
+    /// The workload.
+    pub workload: OmidWorkload,
+}
+
+/// The Omid part of `s`, if it runs Omid.
+pub fn spec(s: &Scenario) -> Option<&OmidSpec> {
+    s.spec.as_any().downcast_ref()
+}
+
+/// What an Omid campaign should exercise of Omid's own.
+fn crash_coverage() -> CoverageItem {
+    CoverageItem {
+        name: "omid_crash_at_point",
+        description: "a node killed at one of Omid's named points",
+        counter: FaultKind::CrashAtStep.counter(),
+        class: Some(FaultKind::CrashAtStep),
+    }
+}
+
+impl SystemDef for OmidDef {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self) -> &'static str {
+        "Apache Omid's transaction manager: a TSO with a bounded conflict map, a commit table, shadow cells and reader invalidation"
+    }
+
+    fn parse(
+        &self,
+        section: Option<serde_json::Value>,
+        workload: serde_json::Value,
+    ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
+        let cluster = match section {
+            None => OmidConfig::default(),
+            Some(v) => typed(NAME, v)?,
+        };
+        let workload = typed_workload(self, workload)?;
+        Ok(Box::new(OmidSpec { cluster, workload }))
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["omid-bank", "omid-register"]
+    }
+
+    fn campaign_workloads(&self) -> &'static [&'static str] {
+        &["omid-bank", "omid-register"]
+    }
+
+    fn fault_classes(&self) -> &'static [&'static str] {
+        OMID_CLASSES
+    }
+
+    fn coverage(&self) -> Vec<CoverageItem> {
+        vec![crash_coverage()]
+    }
+
+    fn ablations(&self) -> Vec<(&'static str, &'static str)> {
+        OmidAblation::ALL
+            .iter()
+            .map(|a| (a.name(), a.describe()))
+            .collect()
+    }
+
+    fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
+        generate(seed, mix)
+    }
+}
+
+impl SystemSpec for OmidSpec {
+    fn system(&self) -> &'static str {
+        NAME
+    }
+
+    fn section(&self) -> serde_json::Value {
+        serde_json::to_value(&self.cluster).unwrap_or_default()
+    }
+
+    fn workload(&self) -> serde_json::Value {
+        serde_json::to_value(&self.workload).unwrap_or_default()
+    }
+
+    fn workload_name(&self) -> &'static str {
+        self.workload.name()
+    }
+
+    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
+        self.workload.validate().map_err(ScenarioError::Invalid)?;
+        percsim_sim::omid::validate(world, &self.cluster, &self.workload)
+            .map_err(|e| config_error(NAME, e))
+    }
+
+    fn run(
+        &self,
+        world: &WorldConfig,
+        seed: u64,
+        description: serde_json::Value,
+    ) -> Result<RunOutput, ConfigError> {
+        percsim_sim::omid::run(world, &self.cluster, &self.workload, seed, description)
+    }
+}
+
+/// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
+/// servers, a conflict map of 1-8 keys at cell or row granularity, a
+/// workload phase of 3-8 s, each fault class of the mix (every one of
+/// [`OMID_CLASSES`] when it names none) on with probability one half, the
+/// mix's planted bugs of Omid switched on. Every draw is made whichever
+/// classes are named, so leaving one out leaves the rest as they were.
+pub fn generate(seed: u64, mix: &Mix) -> Scenario {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
+    let clients = rng.random_range(2..=5);
+    let mut world = WorldConfig {
+        run_ms: rng.random_range(3_000..=8_000),
+        quiesce_ms: 10_000,
+        ..WorldConfig::default()
+    };
+    let mut cluster = OmidConfig {
+        clients,
+        tablets: rng.random_range(1..=3),
+        conflict_map_size: rng.random_range(1..=8),
+        granularity: if rng.random_bool(0.5) {
+            Granularity::Cell
+        } else {
+            Granularity::Row
+        },
+        timestamp_batch: rng.random_range(1..=100),
+        persist_ms: rng.random_range(1..=5),
+        store_ms: rng.random_range(1..=8),
+        ablations: OmidAblation::ALL
+            .iter()
+            .copied()
+            .filter(|a| mix.ablations.iter().any(|n| n == a.name()))
+            .collect(),
+        ..OmidConfig::default()
+    };
+    for class in OMID_CLASSES {
+        if !rng.random_bool(0.5) {
+            continue;
+        }
+        let intensity = rng.random_range(0.0..1.0);
+        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
+            continue;
+        }
+        if *class == "crash_at_step" {
+            cluster.crashes = crashes(intensity, &mut rng);
+        } else {
+            // Every other class of the list is one of the world's.
+            let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+        }
+    }
+    let workload = workload(seed, mix, &mut rng);
+    Scenario::of(seed, world, Box::new(OmidSpec { cluster, workload }))
+}
+
+/// The workload of a campaign seed: the mix's workloads (Omid's two when
+/// it names none) taken in turn by seed.
+fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
+    let names: Vec<&str> = if mix.workloads.is_empty() {
+        OMID.campaign_workloads().to_vec()
+    } else {
+        mix.workloads.iter().map(String::as_str).collect()
+    };
+    let think_ms = rng.random_range(0..=5);
+    let fraction = rng.random_range(0.2..0.8);
+    let keys = rng.random_range(2..=6);
+    match names[(seed % names.len() as u64) as usize] {
+        "omid-register" => OmidWorkload::Register(Register {
+            keys,
+            write_fraction: fraction,
+            think_ms,
+        }),
+        _ => OmidWorkload::Bank(Bank {
+            accounts: keys,
+            read_all_fraction: fraction / 2.0,
+            think_ms,
+            ..Bank::default()
+        }),
+    }
+}
+
+/// One to four crashes at Omid's named points.
+fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
+    let n = 1 + (intensity * 3.0) as usize;
+    (0..n)
+        .map(|_| CrashAt {
+            point: OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())],
+            nth: rng.random_range(1..=6),
+            restart_after_ms: rng.random_range(20..=500),
+        })
+        .collect()
+}

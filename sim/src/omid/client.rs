@@ -1,0 +1,428 @@
+//! Omid's clients: each runs the workload's transactions one at a time.
+//! A transaction takes its start timestamp from the TSO, writes its data
+//! cells at it as it goes, and asks the TSO to commit; once committed it
+//! writes its shadow cells and deletes its commit-table entry; once
+//! aborted it removes its data cells ("Omid, Reloaded", section 3). A read
+//! resolves each version newest first: by its shadow cell, else the commit
+//! table, else it invalidates the writer ([`read`] in the protocol).
+//!
+//! [`read`]: percsim_protocol::omid::actions::read
+
+use super::config::{Bank, OmidWorkload, Register};
+use super::rpc::{
+    self, BeginReq, CLIENT_KIND, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply,
+};
+use super::store::{Caller, tablet_of_row, tablet_of_txn};
+use super::{ClientDisk, Shared};
+use crate::world::port::Port;
+use crate::world::txn_history::TxnFinish;
+use crate::world::{NodeName, lock};
+use madsim::time::{Duration, sleep};
+use percsim_checker as history;
+use percsim_protocol::omid::actions::read::{self, Resolution};
+use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
+use std::sync::Arc;
+
+/// The bank's column.
+const BALANCE: &str = "balance";
+
+/// The registers' column.
+const VALUE: &str = "v";
+
+/// Account `i`'s row.
+fn account(i: usize) -> String {
+    format!("acct-{i}")
+}
+
+/// Register `i`'s row.
+fn register(i: usize) -> String {
+    format!("reg-{i}")
+}
+
+/// The initial load: the bank's accounts, committed at timestamps 1 and 2
+/// with their shadow cells, and the TSO's ceiling above them.
+pub(super) fn load(shared: &Shared) {
+    let OmidWorkload::Bank(bank) = &shared.workload else {
+        return;
+    };
+    let mut store = lock(&shared.store);
+    let mut ops = Vec::new();
+    for i in 0..bank.accounts {
+        let value = bank.initial.to_string();
+        store.cells.insert(
+            (account(i), BALANCE.into()),
+            vec![DataVersion {
+                start_ts: 1,
+                value: value.clone(),
+                shadow_ts: Some(2),
+            }],
+        );
+        ops.push(history::Op::Write {
+            row: account(i),
+            col: BALANCE.into(),
+            value,
+        });
+    }
+    *lock(&shared.tso_ceiling) = 3;
+    lock(&shared.txns).bootstrap(&mut shared.world.recorder(), 1, 2, ops);
+}
+
+/// The workload's own invariant after convergence: the bank's committed
+/// balances still sum to the total.
+pub(super) fn final_check(shared: &Shared) -> Vec<String> {
+    let OmidWorkload::Bank(bank) = &shared.workload else {
+        return Vec::new();
+    };
+    let committed = lock(&shared.store).committed();
+    let mut total = 0u64;
+    for i in 0..bank.accounts {
+        let key = (account(i), BALANCE.to_string());
+        let Some(value) = committed
+            .get(&key)
+            .and_then(|vs| vs.last())
+            .map(|v| &v.value)
+        else {
+            return vec![format!("account {} has no committed balance", account(i))];
+        };
+        let Ok(balance) = value.parse::<u64>() else {
+            return vec![format!(
+                "account {} holds {value:?}, not a balance",
+                account(i)
+            )];
+        };
+        total += balance;
+    }
+    let want = bank.initial * bank.accounts as u64;
+    if total == want {
+        Vec::new()
+    } else {
+        vec![format!("the balances sum to {total}, not {want}")]
+    }
+}
+
+/// One incarnation of client `index`.
+struct Client {
+    shared: Arc<Shared>,
+    index: usize,
+    name: NodeName,
+    port: Port,
+}
+
+/// A transaction in progress.
+struct Txn {
+    /// The history's id.
+    id: u64,
+    /// Its start timestamp.
+    start_ts: u64,
+    /// The cells it wrote.
+    writes: Vec<(String, String)>,
+}
+
+/// Run one incarnation of client `index`: transactions until the workload
+/// phase ends.
+pub(super) async fn run(shared: Arc<Shared>, index: usize) {
+    let port = Port::bind(&shared.world, rpc::client_addr(index));
+    let me = Client {
+        shared,
+        index,
+        name: CLIENT_KIND.nth(index),
+        port,
+    };
+    let think = Duration::from_millis(me.shared.workload.think_ms());
+    while !me.shared.world.stopping() {
+        match me.shared.workload.clone() {
+            OmidWorkload::Bank(b) => me.bank(&b).await,
+            OmidWorkload::Register(r) => me.register(&r).await,
+        }
+        sleep(think).await;
+    }
+    me.disk().done = true;
+}
+
+/// A random number below `n` (at least 1), from the seeded generator.
+fn below(n: u64) -> u64 {
+    madsim::rand::random::<u64>() % n.max(1)
+}
+
+impl Client {
+    fn disk(&self) -> std::sync::MutexGuard<'_, ClientDisk> {
+        lock(&self.shared.clients[self.index])
+    }
+
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            shared: &self.shared,
+            port: &self.port,
+            name: &self.name,
+        }
+    }
+
+    /// A value no other write of the run writes.
+    fn unique_value(&self) -> String {
+        let n = self.disk().begun;
+        format!("c{}-{n}", self.index)
+    }
+
+    /// One bank transaction: a transfer, or a read of every account.
+    async fn bank(&self, b: &Bank) {
+        let mut txn = self.begin().await;
+        if madsim::rand::random::<f64>() < b.read_all_fraction {
+            for i in 0..b.accounts {
+                self.read(&txn, &account(i), BALANCE).await;
+            }
+            return self.commit(txn).await;
+        }
+        let from = below(b.accounts as u64) as usize;
+        let to = (from + 1 + below(b.accounts as u64 - 1) as usize) % b.accounts;
+        let x = self.read(&txn, &account(from), BALANCE).await;
+        let y = self.read(&txn, &account(to), BALANCE).await;
+        let parsed = (
+            x.and_then(|v| v.parse::<u64>().ok()),
+            y.and_then(|v| v.parse::<u64>().ok()),
+        );
+        if let (Some(x), Some(y)) = parsed {
+            let amount = (1 + below(b.max_transfer)).min(x);
+            if amount > 0 {
+                let (x, y) = ((x - amount).to_string(), (y + amount).to_string());
+                self.write(&mut txn, &account(from), BALANCE, x).await;
+                self.write(&mut txn, &account(to), BALANCE, y).await;
+            }
+        }
+        self.commit(txn).await
+    }
+
+    /// One register transaction: a read-modify-write of one register, or
+    /// a read of two.
+    async fn register(&self, r: &Register) {
+        let mut txn = self.begin().await;
+        let k = register(below(r.keys as u64) as usize);
+        if madsim::rand::random::<f64>() < r.write_fraction {
+            self.read(&txn, &k, VALUE).await;
+            let value = self.unique_value();
+            self.write(&mut txn, &k, VALUE, value).await;
+        } else {
+            self.read(&txn, &k, VALUE).await;
+            let other = register(below(r.keys as u64) as usize);
+            self.read(&txn, &other, VALUE).await;
+        }
+        self.commit(txn).await
+    }
+
+    /// Begin a transaction: register it, take its start timestamp.
+    async fn begin(&self) -> Txn {
+        let world = &self.shared.world;
+        self.disk().begun += 1;
+        let (id, _) = world.recorder().begin(self.index as u64, world.now_ns());
+        let start_ts = self
+            .caller()
+            .call(rpc::tso_addr(), "begin", Some(id), None, BeginReq)
+            .await;
+        lock(&self.shared.txns).started(id, start_ts);
+        Txn {
+            id,
+            start_ts,
+            writes: Vec::new(),
+        }
+    }
+
+    /// Write `value` to (`row`, `col`): the data cell goes to the store now,
+    /// at the transaction's start timestamp.
+    async fn write(&self, txn: &mut Txn, row: &str, col: &str, value: String) {
+        let op = history::Op::Write {
+            row: row.into(),
+            col: col.into(),
+            value: value.clone(),
+        };
+        lock(&self.shared.txns).op(txn.id, op);
+        let tablet = tablet_of_row(row, self.shared.cfg.tablets);
+        let write = StoreOp::Write {
+            row: row.into(),
+            col: col.into(),
+            start_ts: txn.start_ts,
+            value,
+        };
+        self.caller().store(tablet, Some(txn.id), write).await;
+        txn.writes.push((row.into(), col.into()));
+    }
+
+    /// The versions of (`row`, `col`) written below `below_ts`, newest first.
+    async fn versions(&self, txn: &Txn, row: &str, col: &str) -> Vec<DataVersion> {
+        let tablet = tablet_of_row(row, self.shared.cfg.tablets);
+        let op = StoreOp::Read {
+            row: row.into(),
+            col: col.into(),
+            below_ts: txn.start_ts,
+        };
+        match self.caller().store(tablet, Some(txn.id), op).await {
+            StoreReply::Versions(vs) => vs,
+            other => crate::invariant::violated(&format!("a read was answered {other:?}")),
+        }
+    }
+
+    /// A commit-table step about the writer of `start_ts`; the entry it answers.
+    async fn ct(&self, txn: &Txn, op: StoreOp, start_ts: u64) -> Option<CtEntry> {
+        let tablet = tablet_of_txn(start_ts, self.shared.cfg.tablets);
+        match self.caller().store(tablet, Some(txn.id), op).await {
+            StoreReply::Entry(e) => e,
+            other => {
+                crate::invariant::violated(&format!("a commit-table step was answered {other:?}"))
+            }
+        }
+    }
+
+    /// Read (`row`, `col`) in `txn`'s snapshot and record what it saw.
+    async fn read(&self, txn: &Txn, row: &str, col: &str) -> Option<String> {
+        let mut seen = None;
+        for v in self.versions(txn, row, col).await {
+            if let Resolution::Visible { .. } = self.resolve(txn, row, col, &v).await {
+                seen = Some(v.value);
+                break;
+            }
+        }
+        let op = history::Op::Read {
+            row: row.into(),
+            col: col.into(),
+            value: seen.clone(),
+        };
+        lock(&self.shared.txns).op(txn.id, op);
+        seen
+    }
+
+    /// Resolve version `v` of (`row`, `col`) for `txn`'s snapshot.
+    async fn resolve(&self, txn: &Txn, row: &str, col: &str, v: &DataVersion) -> Resolution {
+        let ablations = &self.shared.ablations;
+        let mut r = read::from_shadow(v, txn.start_ts, ablations);
+        if r == Resolution::AskCommitTable {
+            self.shared.bump(OmidCounter::CtLookup.name());
+            let get = StoreOp::CtGet {
+                start_ts: v.start_ts,
+            };
+            let entry = self.ct(txn, get, v.start_ts).await;
+            r = read::from_commit_table(entry, txn.start_ts, ablations);
+        }
+        let entry = match r {
+            Resolution::Invalidate => {
+                self.shared.bump(OmidCounter::Invalidated.name());
+                let put = StoreOp::CtPut {
+                    start_ts: v.start_ts,
+                    entry: CtEntry::Invalid,
+                };
+                self.ct(txn, put, v.start_ts)
+                    .await
+                    .unwrap_or(CtEntry::Invalid)
+            }
+            Resolution::RereadShadow => CtEntry::Invalid,
+            other => return other,
+        };
+        let again = self.versions(txn, row, col).await;
+        let shadow_ts = again
+            .iter()
+            .find(|w| w.start_ts == v.start_ts)
+            .and_then(|w| w.shadow_ts);
+        read::after_invalidation(entry, shadow_ts, txn.start_ts)
+    }
+
+    /// Write or remove `txn`'s data cells' companions: its shadow cells at
+    /// `commit_ts`, or (`None`) the data cells themselves.
+    async fn each_write(&self, txn: &Txn, commit_ts: Option<u64>) {
+        for (row, col) in &txn.writes {
+            let (row, col, start_ts) = (row.clone(), col.clone(), txn.start_ts);
+            let tablet = tablet_of_row(&row, self.shared.cfg.tablets);
+            let op = match commit_ts {
+                Some(commit_ts) => StoreOp::Shadow {
+                    row,
+                    col,
+                    start_ts,
+                    commit_ts,
+                },
+                None => StoreOp::Remove { row, col, start_ts },
+            };
+            self.caller().store(tablet, Some(txn.id), op).await;
+        }
+    }
+
+    /// End `txn` as its client learnt it.
+    fn finish(&self, txn: &Txn, finish: TxnFinish<'_>) {
+        let world = &self.shared.world;
+        let now = world.now_ns();
+        lock(&self.shared.txns).finish(&mut world.recorder(), txn.id, finish, now);
+    }
+
+    /// Commit `txn` through the TSO, then complete it.
+    async fn commit(&self, txn: Txn) {
+        if txn.writes.is_empty() {
+            return self.finish(&txn, TxnFinish::Committed { commit_ts: None });
+        }
+        self.shared
+            .point(OmidPoint::ClientAfterDataWrites, &self.name)
+            .await;
+        let req = CommitReq {
+            start_ts: txn.start_ts,
+            cells: txn.writes.clone(),
+        };
+        let reply = self
+            .caller()
+            .call(rpc::tso_addr(), "commit", Some(txn.id), None, req)
+            .await;
+        let (commit_ts, in_commit_table) = match reply {
+            CommitReply::Aborted { reason } => {
+                self.each_write(&txn, None).await;
+                return self.finish(&txn, TxnFinish::Aborted { reason: &reason });
+            }
+            CommitReply::Committed {
+                commit_ts,
+                in_commit_table,
+            } => (commit_ts, in_commit_table),
+        };
+        lock(&self.shared.txns).commit_ts(txn.id, commit_ts);
+        if !in_commit_table {
+            return self.commit_late(txn, commit_ts).await;
+        }
+        self.shared
+            .point(OmidPoint::ClientBeforeShadowCells, &self.name)
+            .await;
+        self.each_write(&txn, Some(commit_ts)).await;
+        self.shared
+            .point(OmidPoint::ClientAfterShadowCells, &self.name)
+            .await;
+        let delete = StoreOp::CtDelete {
+            start_ts: txn.start_ts,
+        };
+        let tablet = tablet_of_txn(txn.start_ts, self.shared.cfg.tablets);
+        self.caller().store(tablet, Some(txn.id), delete).await;
+        self.finish(
+            &txn,
+            TxnFinish::Committed {
+                commit_ts: Some(commit_ts),
+            },
+        );
+    }
+
+    /// The planted bug `shadow-cells-before-commit-table`: the shadow cells
+    /// first, then the commit-table entry; an invalidated transaction
+    /// removes its data cells and aborts.
+    async fn commit_late(&self, txn: Txn, commit_ts: u64) {
+        self.each_write(&txn, Some(commit_ts)).await;
+        let put = StoreOp::CtPut {
+            start_ts: txn.start_ts,
+            entry: CtEntry::Committed { commit_ts },
+        };
+        match self.ct(&txn, put, txn.start_ts).await {
+            Some(CtEntry::Committed { .. }) => self.finish(
+                &txn,
+                TxnFinish::Committed {
+                    commit_ts: Some(commit_ts),
+                },
+            ),
+            _ => {
+                self.each_write(&txn, None).await;
+                self.finish(
+                    &txn,
+                    TxnFinish::Aborted {
+                        reason: "invalidated",
+                    },
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! Omid's settings: its section of a scenario file (`"omid": {...}`, an
+//! [`OmidConfig`]) and its workloads (`bank`, `register`), with defaults and
+//! checks whose errors name the field.
+
+use crate::ConfigError;
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
+use serde::{Deserialize, Serialize};
+
+/// The most clients or tablet servers an Omid cluster runs.
+pub const MAX_NODES: usize = 100;
+
+/// The longest a modelled store or TSO step may take, in ms.
+pub const MAX_STEP_MS: u64 = 10_000;
+
+/// An Omid cluster: a scenario file's `omid` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OmidConfig {
+    /// Client nodes (`client-N`).
+    pub clients: usize,
+    /// Tablet servers (`tablet-N`) holding the data and the commit table.
+    pub tablets: usize,
+    /// Keys the TSO's conflict map holds before it evicts (and raises its
+    /// low watermark).
+    pub conflict_map_size: usize,
+    /// What conflict detection compares: `cell` or `row`.
+    pub granularity: Granularity,
+    /// Timestamps the TSO persists at once as its range's ceiling.
+    pub timestamp_batch: u64,
+    /// Simulated ms the TSO takes to persist a range's ceiling.
+    pub persist_ms: u64,
+    /// Simulated ms a tablet server takes to apply a write or serve a read.
+    pub store_ms: u64,
+    /// Crashes at named points.
+    pub crashes: Vec<CrashAt>,
+    /// Planted bugs switched on, by name.
+    pub ablations: Vec<OmidAblation>,
+}
+
+impl Default for OmidConfig {
+    fn default() -> Self {
+        OmidConfig {
+            clients: 3,
+            tablets: 2,
+            conflict_map_size: 1_000,
+            granularity: Granularity::Cell,
+            timestamp_batch: 100,
+            persist_ms: 2,
+            store_ms: 1,
+            crashes: Vec::new(),
+            ablations: Vec::new(),
+        }
+    }
+}
+
+/// Kill the node that reaches `point` the `nth` time (from 1, counted over
+/// the run across the nodes of its kind), and restart it
+/// `restart_after_ms` later.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashAt {
+    /// The named point.
+    pub point: OmidPoint,
+    /// Which time the point is reached.
+    pub nth: u64,
+    /// When the node comes back.
+    #[serde(default = "default_restart_ms")]
+    pub restart_after_ms: u64,
+}
+
+fn default_restart_ms() -> u64 {
+    200
+}
+
+/// An error naming `field` with `problem`.
+fn err(field: impl Into<String>, problem: impl Into<String>) -> Result<(), ConfigError> {
+    Err(ConfigError {
+        field: field.into(),
+        problem: problem.into(),
+    })
+}
+
+impl OmidConfig {
+    /// Check for impossible values; the error names the field in the
+    /// section (`tablets`, `crashes[1].nth`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (field, n) in [("clients", self.clients), ("tablets", self.tablets)] {
+            if n == 0 || n > MAX_NODES {
+                return err(field, format!("must be 1 to {MAX_NODES}, found {n}"));
+            }
+        }
+        if self.conflict_map_size == 0 {
+            return err("conflict_map_size", "must be at least 1, found 0");
+        }
+        if self.timestamp_batch == 0 {
+            return err("timestamp_batch", "must be at least 1, found 0");
+        }
+        for (field, ms) in [("persist_ms", self.persist_ms), ("store_ms", self.store_ms)] {
+            if ms > MAX_STEP_MS {
+                return err(field, format!("must be at most {MAX_STEP_MS}, found {ms}"));
+            }
+        }
+        for (i, c) in self.crashes.iter().enumerate() {
+            if c.nth == 0 {
+                return err(format!("crashes[{i}].nth"), "counts from 1, found 0");
+            }
+            if c.restart_after_ms > crate::world::MAX_PHASE_MS {
+                return err(
+                    format!("crashes[{i}].restart_after_ms"),
+                    "more than one simulated hour",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether planted bug `a` is on.
+    pub fn ablated(&self, a: OmidAblation) -> bool {
+        self.ablations.contains(&a)
+    }
+}
+
+/// Omid's workloads, as a scenario file's `workload` object names them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum OmidWorkload {
+    /// Transfers between accounts whose total never changes, and reads of
+    /// every account.
+    #[serde(rename = "omid-bank")]
+    Bank(Bank),
+    /// Reads and read-modify-writes of a few registers with unique values.
+    #[serde(rename = "omid-register")]
+    Register(Register),
+}
+
+/// The bank: `accounts` accounts loaded with `initial` each; a transaction
+/// either moves up to `max_transfer` between two of them (read both, write
+/// both) or, with probability `read_all_fraction`, reads every account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bank {
+    /// Accounts.
+    pub accounts: usize,
+    /// Each account's initial balance.
+    pub initial: u64,
+    /// The largest amount one transfer moves.
+    pub max_transfer: u64,
+    /// The share of transactions that read every account.
+    pub read_all_fraction: f64,
+    /// Simulated ms a client waits between two transactions.
+    pub think_ms: u64,
+}
+
+impl Default for Bank {
+    fn default() -> Self {
+        Bank {
+            accounts: 5,
+            initial: 100,
+            max_transfer: 10,
+            read_all_fraction: 0.3,
+            think_ms: 5,
+        }
+    }
+}
+
+/// Registers: `keys` registers; a transaction either reads one and writes
+/// a new unique value to it (probability `write_fraction`) or reads two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Register {
+    /// Registers.
+    pub keys: usize,
+    /// The share of transactions that write.
+    pub write_fraction: f64,
+    /// Simulated ms a client waits between two transactions.
+    pub think_ms: u64,
+}
+
+impl Default for Register {
+    fn default() -> Self {
+        Register {
+            keys: 4,
+            write_fraction: 0.5,
+            think_ms: 5,
+        }
+    }
+}
+
+/// A share (`field`, a probability) between 0 and 1.
+fn fraction(field: &str, f: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&f) {
+        Ok(())
+    } else {
+        Err(format!(
+            "workload.{field}: must be between 0 and 1, found {f}"
+        ))
+    }
+}
+
+impl OmidWorkload {
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OmidWorkload::Bank(_) => "omid-bank",
+            OmidWorkload::Register(_) => "omid-register",
+        }
+    }
+
+    /// Simulated ms a client waits between two transactions.
+    pub fn think_ms(&self) -> u64 {
+        match self {
+            OmidWorkload::Bank(b) => b.think_ms,
+            OmidWorkload::Register(r) => r.think_ms,
+        }
+    }
+
+    /// Check for impossible values; the error names the field
+    /// (`workload.accounts: ...`).
+    pub fn validate(&self) -> Result<(), String> {
+        let think = self.think_ms();
+        if think > crate::world::MAX_PHASE_MS {
+            return Err("workload.think_ms: more than one simulated hour".into());
+        }
+        match self {
+            OmidWorkload::Bank(b) => {
+                if b.accounts < 2 || b.accounts > 1_000 {
+                    return Err(format!(
+                        "workload.accounts: must be 2 to 1000, found {}",
+                        b.accounts
+                    ));
+                }
+                if b.initial.checked_mul(b.accounts as u64).is_none() {
+                    return Err("workload.initial: the total overflows".into());
+                }
+                fraction("read_all_fraction", b.read_all_fraction)
+            }
+            OmidWorkload::Register(r) => {
+                if r.keys == 0 || r.keys > 1_000 {
+                    return Err(format!(
+                        "workload.keys: must be 1 to 1000, found {}",
+                        r.keys
+                    ));
+                }
+                fraction("write_fraction", r.write_fraction)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_pass_and_each_bad_value_names_its_field() {
+        OmidConfig::default().validate().expect("defaults");
+        let bad = |f: fn(&mut OmidConfig)| {
+            let mut c = OmidConfig::default();
+            f(&mut c);
+            let e = c.validate().unwrap_err();
+            format!("{}: {}", e.field, e.problem)
+        };
+        assert_eq!(bad(|c| c.tablets = 0), "tablets: must be 1 to 100, found 0");
+        assert_eq!(
+            bad(|c| c.conflict_map_size = 0),
+            "conflict_map_size: must be at least 1, found 0"
+        );
+        assert_eq!(
+            bad(|c| c.store_ms = 20_000),
+            "store_ms: must be at most 10000, found 20000"
+        );
+        fn crash(nth: u64) -> CrashAt {
+            CrashAt {
+                point: OmidPoint::TsoAfterDecision,
+                nth,
+                restart_after_ms: 10,
+            }
+        }
+        assert_eq!(
+            bad(|c| c.crashes = vec![crash(1), crash(0)]),
+            "crashes[1].nth: counts from 1, found 0"
+        );
+    }
+
+    #[test]
+    fn workloads_read_by_name_and_bad_values_name_the_field() {
+        let w: OmidWorkload =
+            serde_json::from_str(r#"{"name": "omid-bank", "accounts": 3}"#).unwrap();
+        assert_eq!(w.name(), "omid-bank");
+        w.validate().expect("a bank");
+        let w = OmidWorkload::Bank(Bank {
+            accounts: 1,
+            ..Bank::default()
+        });
+        assert_eq!(
+            w.validate().unwrap_err(),
+            "workload.accounts: must be 2 to 1000, found 1"
+        );
+        let w = OmidWorkload::Register(Register {
+            write_fraction: 2.0,
+            ..Register::default()
+        });
+        assert_eq!(
+            w.validate().unwrap_err(),
+            "workload.write_fraction: must be between 0 and 1, found 2"
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! Apache Omid's transaction manager in the simulated world ("Omid,
+//! Reloaded", FAST 2017; "Taking Omid to the Clouds", PVLDB 2018; see
+//! `docs/omid.md`).
+//!
+//! Nodes: the `tso` (role coordinator) hands out timestamps and decides
+//! commits; tablet servers `tablet-N` (role data server) hold the data
+//! cells with their shadow cells and the commit table; clients `client-N`
+//! run the workload's transactions. The steps themselves are
+//! `percsim_protocol::omid`'s; this module moves them over the network,
+//! keeps durable state in the tenant (it survives every crash: the store,
+//! the TSO's persisted ceiling) and memory in each incarnation (the TSO's
+//! conflict map and low watermark), and records the history.
+
+mod client;
+pub mod config;
+mod rpc;
+mod store;
+mod tso;
+
+use crate::world::system_history::SystemHistory;
+use crate::world::txn_history::TxnHistory;
+use crate::world::{
+    BoxFuture, Control, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World, lock,
+};
+use crate::{ConfigError, FaultControl, FaultKind, RunOutput, System, WorldConfig};
+use config::{OmidConfig, OmidWorkload};
+use percsim_checker as history;
+use percsim_protocol::omid::{OmidAblations, OmidPoint};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+pub use rpc::{OmidCounter, OmidEvent};
+
+/// Check an Omid run's settings: the section, the workload, and the
+/// world's settings against its nodes (errors name `world.<field>`,
+/// `workload` or the section's field).
+pub fn validate(
+    world: &WorldConfig,
+    cfg: &OmidConfig,
+    workload: &OmidWorkload,
+) -> Result<(), ConfigError> {
+    cfg.validate()?;
+    workload.validate().map_err(|problem| ConfigError {
+        field: "workload".into(),
+        problem,
+    })?;
+    let names = rpc::node_names(cfg.tablets, cfg.clients);
+    world
+        .validate(NodeNames { nodes: &names })
+        .map_err(|e| ConfigError {
+            field: format!("world.{}", e.field),
+            problem: e.problem,
+        })
+}
+
+/// Every node's name of cluster `cfg`.
+pub fn node_names(cfg: &OmidConfig) -> Vec<String> {
+    rpc::node_names(cfg.tablets, cfg.clients)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Validate, then run `workload` on the Omid cluster `cfg` in a world set
+/// up by `world`, with `seed`; `scenario` is stored in the history.
+pub fn run(
+    world: &WorldConfig,
+    cfg: &OmidConfig,
+    workload: &OmidWorkload,
+    seed: u64,
+    scenario: serde_json::Value,
+) -> Result<RunOutput, ConfigError> {
+    validate(world, cfg, workload)?;
+    let system = Omid {
+        world: world.clone(),
+        cfg: cfg.clone(),
+        workload: workload.clone(),
+    };
+    Ok(crate::run_system(&system, seed, scenario))
+}
+
+/// Omid before it runs.
+pub struct Omid {
+    world: WorldConfig,
+    cfg: OmidConfig,
+    workload: OmidWorkload,
+}
+
+impl System for Omid {
+    fn world_config(&self) -> WorldConfig {
+        self.world.clone()
+    }
+
+    fn install(&self, world: &Arc<World>) -> Arc<dyn Tenant> {
+        let shared = Shared {
+            world: world.clone(),
+            cfg: self.cfg.clone(),
+            workload: self.workload.clone(),
+            ablations: OmidAblations::of(&self.cfg.ablations),
+            store: Mutex::default(),
+            tso_ceiling: Mutex::new(1),
+            clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
+            reached: Mutex::default(),
+            txns: Mutex::default(),
+        };
+        client::load(&shared);
+        Arc::new(OmidTenant(Arc::new(shared)))
+    }
+}
+
+/// A client's durable record.
+#[derive(Debug, Default)]
+struct ClientDisk {
+    /// Transactions begun so far (values it writes are numbered by them).
+    begun: u64,
+    /// It stopped after the workload phase.
+    done: bool,
+}
+
+/// What outlives every incarnation: the world, the settings, durable state.
+struct Shared {
+    world: Arc<World>,
+    cfg: OmidConfig,
+    workload: OmidWorkload,
+    ablations: OmidAblations,
+    /// The tablet servers' durable store: data cells, shadow cells, the
+    /// commit table.
+    store: Mutex<store::Store>,
+    /// The TSO's persisted ceiling: no timestamp at or above it was handed
+    /// out.
+    tso_ceiling: Mutex<u64>,
+    /// Each client's durable record.
+    clients: Vec<Mutex<ClientDisk>>,
+    /// How often each named point was reached over the run.
+    reached: Mutex<BTreeMap<OmidPoint, u64>>,
+    /// The history's transactions.
+    txns: Mutex<TxnHistory>,
+}
+
+impl Shared {
+    fn bump(&self, counter: &str) {
+        self.world.recorder().bump(counter);
+    }
+
+    /// `node` reached `point`: if a crash is set for this time, ask the
+    /// world to kill it and never go on.
+    async fn point(&self, point: OmidPoint, node: &NodeName) {
+        let nth = {
+            let mut reached = lock(&self.reached);
+            let n = reached.entry(point).or_default();
+            *n += 1;
+            *n
+        };
+        let Some(crash) = self
+            .cfg
+            .crashes
+            .iter()
+            .find(|c| c.point == point && c.nth == nth)
+        else {
+            return;
+        };
+        self.bump(&FaultKind::CrashAtStep.counter());
+        self.world.event(
+            OmidEvent::CrashAtPoint.name(),
+            serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth}),
+        );
+        self.world.request(Control::Kill {
+            node: node.to_string(),
+            restart_after_ms: Some(crash.restart_after_ms),
+        });
+        std::future::pending::<()>().await
+    }
+}
+
+/// Omid installed in a world.
+struct OmidTenant(Arc<Shared>);
+
+impl Tenant for OmidTenant {
+    fn nodes(&self) -> Vec<NodeSpec> {
+        let s = self.0.clone();
+        let mut nodes = vec![NodeSpec {
+            name: rpc::TSO_KIND.single(),
+            ip: rpc::tso_addr().ip(),
+            init: Arc::new(move || Box::pin(tso::run(s.clone()))),
+        }];
+        for i in 0..self.0.cfg.tablets {
+            let s = self.0.clone();
+            nodes.push(NodeSpec {
+                name: rpc::TABLET_KIND.nth(i),
+                ip: rpc::tablet_addr(i).ip(),
+                init: Arc::new(move || Box::pin(store::run(s.clone(), i))),
+            });
+        }
+        for i in 0..self.0.cfg.clients {
+            let s = self.0.clone();
+            nodes.push(NodeSpec {
+                name: rpc::CLIENT_KIND.nth(i),
+                ip: rpc::client_addr(i).ip(),
+                init: Arc::new(move || Box::pin(client::run(s.clone(), i))),
+            });
+        }
+        nodes
+    }
+
+    fn expire_session(&self, _client: usize) {}
+
+    fn driver(&self, _control: FaultControl) -> Option<BoxFuture<()>> {
+        None
+    }
+
+    fn begin_healed(&self) -> BoxFuture<()> {
+        Box::pin(async {})
+    }
+
+    fn unsettled(&self) -> Vec<Unsettled> {
+        let busy = self.0.clients.iter().filter(|c| !lock(c).done).count();
+        vec![Unsettled {
+            count: busy as u64,
+            what: "clients with a transaction unfinished",
+        }]
+    }
+
+    fn settle(&self, _unsettled: &[Unsettled]) -> BoxFuture<()> {
+        Box::pin(madsim::time::sleep(std::time::Duration::from_millis(50)))
+    }
+
+    fn final_check(&self) -> BoxFuture<Vec<String>> {
+        let violations = client::final_check(&self.0);
+        Box::pin(async move { violations })
+    }
+
+    fn history(
+        &self,
+        seed: u64,
+        scenario: serde_json::Value,
+        events: Vec<history::Event>,
+    ) -> SystemHistory {
+        let built = lock(&self.0.txns).build(&mut self.0.world.recorder());
+        SystemHistory::Transactions(history::History {
+            format: history::FORMAT.to_string(),
+            seed,
+            scenario,
+            transactions: built.transactions,
+            events,
+            final_state: lock(&self.0.store).final_state(),
+            observers: Vec::new(),
+        })
+    }
+
+    fn helper_nodes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,235 @@
+//! Omid's nodes, addresses, messages and identities (counters, events).
+
+use crate::Role;
+use crate::world::{NodeKind, NodeName};
+use madsim::net::rpc::Request;
+use percsim_protocol::omid::{CtEntry, DataVersion};
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// The port every Omid node binds.
+const PORT: u16 = 7_100;
+
+/// The transaction status oracle: it orders transactions and decides
+/// commits. It reads no wall clock and has no transaction threads.
+pub const TSO_KIND: NodeKind = NodeKind {
+    role: Role::Coordinator,
+    label: "tso",
+    numbered: false,
+    reads_clock: false,
+    stalls: false,
+};
+
+/// The tablet servers, `tablet-N`: they hold the data cells, shadow cells
+/// and the commit table.
+pub const TABLET_KIND: NodeKind = NodeKind {
+    role: Role::DataServer,
+    label: "tablet",
+    numbered: true,
+    reads_clock: false,
+    stalls: false,
+};
+
+/// The clients, `client-N`: they run transactions and honour stalls.
+pub const CLIENT_KIND: NodeKind = NodeKind {
+    role: Role::Client,
+    label: "client",
+    numbered: true,
+    reads_clock: false,
+    stalls: true,
+};
+
+/// The TSO's address.
+pub fn tso_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 11, 0, 1)), PORT)
+}
+
+/// Numbered node `i`'s address in subnet `net`.
+fn numbered(net: u8, i: usize) -> SocketAddr {
+    let ip = Ipv4Addr::new(10, net, (i / 250) as u8, (i % 250 + 1) as u8);
+    SocketAddr::new(IpAddr::V4(ip), PORT)
+}
+
+/// Tablet server `i`'s address.
+pub fn tablet_addr(i: usize) -> SocketAddr {
+    numbered(12, i)
+}
+
+/// Client `i`'s address.
+pub fn client_addr(i: usize) -> SocketAddr {
+    numbered(13, i)
+}
+
+/// Every node's name: the TSO, the tablet servers, the clients.
+pub fn node_names(tablets: usize, clients: usize) -> Vec<NodeName> {
+    std::iter::once(TSO_KIND.single())
+        .chain((0..tablets).map(|i| TABLET_KIND.nth(i)))
+        .chain((0..clients).map(|i| CLIENT_KIND.nth(i)))
+        .collect()
+}
+
+/// Ask the TSO for a start timestamp.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BeginReq;
+
+impl Request for BeginReq {
+    type Response = u64;
+    const ID: u64 = 0x6f6d_6901;
+}
+
+/// Ask the TSO to commit the transaction that started at `start_ts`,
+/// which wrote `cells` (row, column).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitReq {
+    /// The transaction's start timestamp.
+    pub start_ts: u64,
+    /// Its write set.
+    pub cells: Vec<(String, String)>,
+}
+
+/// The TSO's answer to a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommitReply {
+    /// Committed at `commit_ts`; `in_commit_table` says whether the
+    /// decision is already in the commit table (else the client writes it).
+    Committed {
+        /// The commit timestamp.
+        commit_ts: u64,
+        /// The decision is in the commit table.
+        in_commit_table: bool,
+    },
+    /// Aborted, for this reason.
+    Aborted {
+        /// Why, as a sentence.
+        reason: String,
+    },
+}
+
+impl Request for CommitReq {
+    type Response = CommitReply;
+    const ID: u64 = 0x6f6d_6902;
+}
+
+/// One step of a tablet server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum StoreOp {
+    /// Write a data cell at the writer's start timestamp.
+    Write {
+        /// The row.
+        row: String,
+        /// The column.
+        col: String,
+        /// The writer's start timestamp.
+        start_ts: u64,
+        /// The value.
+        value: String,
+    },
+    /// Remove an aborted transaction's data cell.
+    Remove {
+        /// The row.
+        row: String,
+        /// The column.
+        col: String,
+        /// The writer's start timestamp.
+        start_ts: u64,
+    },
+    /// Write a shadow cell.
+    Shadow {
+        /// The row.
+        row: String,
+        /// The column.
+        col: String,
+        /// The writer's start timestamp.
+        start_ts: u64,
+        /// Its commit timestamp.
+        commit_ts: u64,
+    },
+    /// Read a cell's versions written below `below_ts`.
+    Read {
+        /// The row.
+        row: String,
+        /// The column.
+        col: String,
+        /// The reader's start timestamp.
+        below_ts: u64,
+    },
+    /// Look a transaction up in the commit table.
+    CtGet {
+        /// Its start timestamp.
+        start_ts: u64,
+    },
+    /// Put an entry in the commit table if it has none for the transaction.
+    CtPut {
+        /// Its start timestamp.
+        start_ts: u64,
+        /// The entry.
+        entry: CtEntry,
+    },
+    /// Delete a transaction's commit-table entry.
+    CtDelete {
+        /// Its start timestamp.
+        start_ts: u64,
+    },
+}
+
+impl StoreOp {
+    /// The call's name, as intercepts match it.
+    pub fn call(&self) -> &'static str {
+        match self {
+            StoreOp::Write { .. } => "write",
+            StoreOp::Remove { .. } => "remove",
+            StoreOp::Shadow { .. } => "shadow",
+            StoreOp::Read { .. } => "read",
+            StoreOp::CtGet { .. } => "ct_get",
+            StoreOp::CtPut { .. } => "ct_put",
+            StoreOp::CtDelete { .. } => "ct_delete",
+        }
+    }
+
+    /// Whether it changes the store.
+    pub fn writes(&self) -> bool {
+        !matches!(self, StoreOp::Read { .. } | StoreOp::CtGet { .. })
+    }
+}
+
+/// A tablet server's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoreReply {
+    /// Done.
+    Done,
+    /// A cell's versions, newest first.
+    Versions(Vec<DataVersion>),
+    /// A commit-table entry (after a put: the one in effect).
+    Entry(Option<CtEntry>),
+}
+
+impl Request for StoreOp {
+    type Response = StoreReply;
+    const ID: u64 = 0x6f6d_6903;
+}
+
+crate::identities! {
+    /// Omid's counters.
+    pub enum OmidCounter {
+        /// A reader consulted the commit table about a version without a shadow cell.
+        CtLookup => ("omid.ct_lookup", "a reader consulted the commit table about a version without a shadow cell"),
+        /// A reader invalidated an undecided transaction.
+        Invalidated => ("omid.invalidated", "a reader invalidated an undecided transaction in the commit table"),
+        /// The TSO aborted a transaction that started below its low watermark.
+        BelowLowWatermark => ("omid.below_low_watermark", "the TSO aborted a transaction that started below its low watermark"),
+        /// The TSO evicted an entry of its conflict map.
+        Evicted => ("omid.evicted", "the TSO's conflict map evicted an entry and raised the low watermark"),
+        /// A commit found the commit table invalidated.
+        CommitInvalidated => ("omid.commit_invalidated", "a commit found its transaction invalidated in the commit table"),
+        /// A call went unanswered and was sent again.
+        CallRetried => ("omid.call_retried", "a call went unanswered and was sent again"),
+    }
+}
+
+crate::identities! {
+    /// The kinds of event Omid records.
+    pub enum OmidEvent {
+        /// A node stopped at a named crash point and is killed.
+        CrashAtPoint => ("omid_crash_at_point", "a node stopped at a named crash point"),
+    }
+}

@@ -1,0 +1,180 @@
+//! A Pulsar cluster installed in a world: what its nodes share (the
+//! durable state, the history being recorded, the planned crashes) and
+//! where its nodes listen. It knows no workload: the workload reaches the
+//! clients through [`crate::pulsar::nodes::client::Program`].
+
+use crate::pulsar::config::PulsarConfig;
+use crate::pulsar::control::{ArmedPoint, At, PointAction};
+use crate::pulsar::ids::{self, PulsarCounter, PulsarEvent};
+use crate::pulsar::invariants::Watch;
+use crate::pulsar::record::StreamRecorder;
+use crate::pulsar::store::{self, Durable};
+use crate::world::ids::FaultKind;
+use crate::world::net::PORT;
+use crate::world::{Control, World};
+use madsim::time::{Duration, sleep};
+use percsim_protocol::pulsar::ownership::{self, Resource, SessionId};
+use percsim_protocol::pulsar::points::ServerPoint;
+use percsim_protocol::pulsar::types::Partition;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The metadata service's address.
+pub(crate) fn metadata_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 3, 0, 1)), PORT)
+}
+/// Broker `i`'s address.
+pub(crate) fn broker_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(10, 4, (i / 250) as u8, (i % 250 + 1) as u8)),
+        PORT,
+    )
+}
+/// Client `i`'s address.
+pub(crate) fn client_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(10, 5, (i / 250) as u8, (i % 250 + 1) as u8)),
+        PORT,
+    )
+}
+
+/// A Pulsar cluster installed in a world: what its nodes share. Only
+/// `durable` is the servers' state; the rest is the world's (the history
+/// being recorded, how often each point was reached).
+pub(crate) struct Cluster {
+    pub world: Arc<World>,
+    pub cfg: PulsarConfig,
+    pub clients: usize,
+    pub durable: Mutex<Durable>,
+    /// Every partition of every topic.
+    pub partitions: Vec<Partition>,
+    /// How many metadata sessions each broker has opened.
+    pub sessions: Mutex<Vec<u32>>,
+    pub stream: Mutex<StreamRecorder>,
+    /// How many times each server point was reached.
+    pub points: Mutex<BTreeMap<ServerPoint, u64>>,
+    /// How many lives each client has started.
+    pub incarnations: Mutex<Vec<u32>>,
+    /// What the assertions remember of the durable logs.
+    pub watch: Mutex<Watch>,
+    /// Points a workload's driver armed, in the order it armed them.
+    pub armed: Mutex<Vec<ArmedPoint>>,
+}
+
+impl Cluster {
+    pub(crate) fn durable(&self) -> MutexGuard<'_, Durable> {
+        crate::world::lock(&self.durable)
+    }
+
+    pub(crate) fn watch(&self) -> MutexGuard<'_, Watch> {
+        crate::world::lock(&self.watch)
+    }
+
+    pub(crate) fn stream(&self) -> MutexGuard<'_, StreamRecorder> {
+        crate::world::lock(&self.stream)
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.world.now_ns() / 1_000_000
+    }
+
+    /// Record one of Pulsar's events.
+    pub(crate) fn event(&self, kind: PulsarEvent, fields: serde_json::Value) {
+        self.world.event(kind.name(), fields);
+    }
+
+    /// Bump one of Pulsar's counters.
+    pub(crate) fn bump(&self, counter: ids::PulsarCounter) {
+        self.world.recorder().bump(counter.name());
+    }
+
+    /// `node`'s append to `resource`'s logs was refused by the fence: it
+    /// stops serving the resource.
+    pub(crate) fn fenced(&self, node: &str, resource: &Resource, f: ownership::Fenced) {
+        self.event(
+            PulsarEvent::StaleOwnerFenced,
+            json!({"node": node, "resource": resource.to_string(), "log_epoch": f.log, "epoch": f.writer}),
+        );
+    }
+
+    /// Broker `broker` opens a new metadata session: its generation.
+    pub(crate) fn next_session(&self, broker: usize) -> SessionId {
+        let mut s = crate::world::lock(&self.sessions);
+        s[broker] += 1;
+        SessionId {
+            broker,
+            generation: s[broker],
+        }
+    }
+
+    /// The broker the metadata store names as the coordinator's owner.
+    pub(crate) fn coordinator_owner(&self) -> Option<usize> {
+        let d = self.durable();
+        ownership::lookup(&d.meta, &Resource::Coordinator(store::COORDINATOR))
+    }
+
+    /// Server `node` reached `point` while handling what `at` says: count
+    /// it (`pulsar.point.<name>`), and kill the server (or freeze it) if
+    /// that is planned for this time or a driver armed the point for it.
+    pub(crate) async fn reached(&self, node: &str, point: ServerPoint, at: At) {
+        let n = {
+            let mut points = crate::world::lock(&self.points);
+            let n = points.entry(point).or_default();
+            *n += 1;
+            *n
+        };
+        let planned = self
+            .cfg
+            .crashes
+            .iter()
+            .find(|c| c.point == point && c.nth == n)
+            .map(|c| match c.pause_ms {
+                Some(pause_ms) => PointAction::Pause { pause_ms },
+                None => PointAction::Kill {
+                    restart_after_ms: Some(c.restart_after_ms),
+                },
+            });
+        let Some(action) = planned.or_else(|| self.armed_action(node, point, &at)) else {
+            return;
+        };
+        let pause_ms = match action {
+            PointAction::Pause { pause_ms } => Some(pause_ms),
+            PointAction::Kill { .. } => None,
+        };
+        self.event(
+            PulsarEvent::CrashAtPoint,
+            json!({"node": node, "point": point.name(), "nth": n, "pause_ms": pause_ms}),
+        );
+        // Counted as the stop it is: a kill or a pause at a named point.
+        let (class, counter) = match action {
+            PointAction::Pause { .. } => {
+                (FaultKind::PauseAtStep, PulsarCounter::BrokerPausedAtPoint)
+            }
+            PointAction::Kill { .. } => (FaultKind::CrashAtStep, PulsarCounter::BrokerKilledAtPoint),
+        };
+        self.world.recorder().bump(&class.counter());
+        self.bump(counter);
+        self.world.request(match action {
+            PointAction::Pause { pause_ms } => Control::Pause {
+                node: node.to_string(),
+                duration_ms: Some(pause_ms),
+            },
+            PointAction::Kill { restart_after_ms } => Control::Kill {
+                node: node.to_string(),
+                restart_after_ms,
+            },
+        });
+        // The kill takes effect when the world's control task runs.
+        sleep(Duration::from_millis(1)).await;
+    }
+
+    /// The action of the first point a driver armed that this reach
+    /// matches (disarmed now).
+    fn armed_action(&self, node: &str, point: ServerPoint, at: &At) -> Option<PointAction> {
+        let mut armed = crate::world::lock(&self.armed);
+        let i = armed.iter().position(|a| a.matches(node, point, at))?;
+        Some(armed.remove(i).action)
+    }
+}

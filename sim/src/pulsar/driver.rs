@@ -1,0 +1,110 @@
+//! The handle a Pulsar workload's driver (a script) holds while the
+//! workload phase runs: inject faults, install message rules, arm server
+//! points, and read the durable logs.
+
+use crate::pulsar::Cluster;
+use crate::pulsar::control::ArmedPoint;
+use crate::pulsar::ids::kinds;
+use crate::world::driver::FaultControl;
+use crate::world::faults::Fault;
+use crate::world::intercept::{Rule, RuleId};
+use crate::world::node::NodeName;
+use percsim_protocol::pulsar::buffer::Entry;
+use percsim_protocol::pulsar::coordinator::LogRecord;
+use percsim_protocol::pulsar::subscription::SubRecord;
+use percsim_protocol::pulsar::types::Partition;
+use std::sync::Arc;
+
+/// Lets a Pulsar workload's driver inject faults and read the cluster
+/// while it runs.
+pub struct PulsarControl {
+    faults: FaultControl,
+    cluster: Arc<Cluster>,
+}
+
+impl PulsarControl {
+    pub(crate) fn new(faults: FaultControl, cluster: Arc<Cluster>) -> Self {
+        PulsarControl { faults, cluster }
+    }
+
+    /// Apply `fault` now.
+    pub fn inject(&self, fault: &Fault) {
+        self.faults.inject(fault);
+    }
+
+    /// Whether `node` is up: neither killed nor paused.
+    pub fn node_up(&self, node: &str) -> bool {
+        self.faults.node_up(node)
+    }
+
+    /// The run's counter `name` (0 if never bumped).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.faults.counter(name)
+    }
+
+    /// Heal every partition in force now.
+    pub fn heal_partitions(&self) {
+        self.faults.heal_partitions();
+    }
+
+    /// Install a targeted message rule (its call one of `control::calls`, its
+    /// transaction a `TxnId`'s `seq`, its items partition names
+    /// `topic-partition-N`); it acts on messages sent from now on.
+    pub fn intercept(&self, rule: Rule) -> RuleId {
+        self.cluster.world.intercept(rule)
+    }
+
+    /// Lift a message rule and deliver what it holds; returns how many
+    /// messages it acted on.
+    pub fn release(&self, rule: RuleId) -> u32 {
+        self.cluster.world.release(rule)
+    }
+
+    /// The partition `index` of `topic`, if the cluster has it.
+    pub fn partition(&self, topic: &str, index: u32) -> Option<Partition> {
+        let p = Partition::new(topic, index);
+        self.cluster.partitions.contains(&p).then_some(p)
+    }
+
+    /// A partition's durable log (messages and markers, by offset).
+    pub fn partition_log(&self, p: &Partition) -> Vec<Entry> {
+        let d = self.cluster.durable();
+        d.partitions
+            .get(p)
+            .map(|s| s.log.clone())
+            .unwrap_or_default()
+    }
+
+    /// A subscription's durable log (acks, pending acks, ends).
+    pub fn subscription_log(&self, p: &Partition, sub: &str) -> Vec<SubRecord> {
+        let d = self.cluster.durable();
+        d.partitions
+            .get(p)
+            .and_then(|s| s.subs.get(sub).cloned())
+            .unwrap_or_default()
+    }
+
+    /// The coordinator's durable transaction log.
+    pub fn coordinator_log(&self) -> Vec<LogRecord> {
+        self.cluster.durable().tc_log.clone()
+    }
+
+    /// Arm a server point. Errors when the node is not a broker of the
+    /// cluster (coordinator and broker points are reached by brokers).
+    pub fn arm(&self, armed: ArmedPoint) -> Result<(), String> {
+        let never = || {
+            format!(
+                "node {:?} never reaches point {} (only brokers do: broker-0..broker-{})",
+                armed.node,
+                armed.point.name(),
+                self.cluster.cfg.brokers.saturating_sub(1)
+            )
+        };
+        let name = NodeName::parse(&armed.node, &kinds::ALL).map_err(|_| never())?;
+        if name.kind() != kinds::BROKER || name.index().unwrap_or(0) >= self.cluster.cfg.brokers {
+            return Err(never());
+        }
+        crate::world::lock(&self.cluster.armed).push(armed);
+        Ok(())
+    }
+}

@@ -17,7 +17,7 @@ const HEAD_BYTES: u64 = 1 << 16;
 pub enum HistoryFormat {
     /// `percsim-history/1`: key-value transactions with timestamps and the
     /// store's final state, judged by the eight transaction rules.
-    Percolator,
+    Transactions,
     /// `percsim-stream-history/1`: stream and queue transactions, judged by
     /// the seven stream rules ([`crate::stream`]).
     Stream,
@@ -30,14 +30,14 @@ impl HistoryFormat {
     /// Every format, in the order detection tries their tags.
     pub const ALL: [HistoryFormat; 3] = [
         HistoryFormat::Stream,
-        HistoryFormat::Percolator,
+        HistoryFormat::Transactions,
         HistoryFormat::ElleListAppend,
     ];
 
     /// The format's name, as a `format` tag carries it where it has one.
     pub fn name(self) -> &'static str {
         match self {
-            HistoryFormat::Percolator => crate::FORMAT,
+            HistoryFormat::Transactions => crate::FORMAT,
             HistoryFormat::Stream => stream::STREAM_FORMAT,
             HistoryFormat::ElleListAppend => "elle-list-append (EDN)",
         }
@@ -46,7 +46,7 @@ impl HistoryFormat {
     /// What a document of this format is, in the words of an error message.
     pub fn description(self) -> &'static str {
         match self {
-            HistoryFormat::Percolator => "history",
+            HistoryFormat::Transactions => "history",
             HistoryFormat::Stream => "stream history",
             HistoryFormat::ElleListAppend => "Elle list-append history",
         }
@@ -56,7 +56,7 @@ impl HistoryFormat {
     /// format that carries a tag.
     fn tag_family(self) -> Option<&'static str> {
         match self {
-            HistoryFormat::Percolator => Some("percsim-history/"),
+            HistoryFormat::Transactions => Some("percsim-history/"),
             HistoryFormat::Stream => Some("percsim-stream-history/"),
             HistoryFormat::ElleListAppend => None,
         }
@@ -181,7 +181,7 @@ fn cannot_read(path: &Path, e: &std::io::Error) -> HistoryError {
 /// A history judged by its format's rules.
 enum Judged {
     /// A `percsim-history/1` file's report.
-    Percolator(Report),
+    Transactions(Report),
     /// A stream history's report.
     Stream(stream::StreamReport),
     /// An Elle history's report, with the models it satisfies.
@@ -191,14 +191,14 @@ enum Judged {
 impl Judged {
     fn passed(&self) -> bool {
         match self {
-            Judged::Percolator(r) | Judged::Elle(r) => r.passed(),
+            Judged::Transactions(r) | Judged::Elle(r) => r.passed(),
             Judged::Stream(r) => r.passed(),
         }
     }
 
     fn text(&self) -> String {
         match self {
-            Judged::Percolator(r) => r.render_text(),
+            Judged::Transactions(r) => r.render_text(),
             Judged::Stream(r) => r.render_text(),
             Judged::Elle(r) => {
                 let yes_no = |b: bool| if b { "yes" } else { "no" };
@@ -214,7 +214,7 @@ impl Judged {
 
     fn write_json(&self, out: &mut dyn Write) -> serde_json::Result<()> {
         match self {
-            Judged::Percolator(r) => serde_json::to_writer_pretty(out, r),
+            Judged::Transactions(r) => serde_json::to_writer_pretty(out, r),
             Judged::Stream(r) => serde_json::to_writer_pretty(out, r),
             Judged::Elle(r) => serde_json::to_writer_pretty(
                 out,
@@ -241,8 +241,8 @@ struct EdnReport<'a> {
 fn judge(format: HistoryFormat, path: &Path) -> Result<Judged, HistoryError> {
     let invalid = |e: HistoryError| e.in_file(path, format);
     match format {
-        HistoryFormat::Percolator => read_file(path)
-            .map(|h| Judged::Percolator(crate::check_compact(h)))
+        HistoryFormat::Transactions => read_file(path)
+            .map(|h| Judged::Transactions(crate::check_compact(h)))
             .map_err(|e| match e {
                 FileError::Read(e) => cannot_read(path, &e),
                 FileError::Invalid(e) => invalid(e),

@@ -44,8 +44,8 @@ fn run(path: &Path) -> (i32, String, serde_json::Value) {
 #[test]
 fn each_fixture_is_detected_as_its_format() {
     let cases = [
-        ("valid_basic.json", HistoryFormat::Percolator),
-        ("bad_format_tag.json", HistoryFormat::Percolator),
+        ("valid_basic.json", HistoryFormat::Transactions),
+        ("bad_format_tag.json", HistoryFormat::Transactions),
         ("stream/valid_pipeline.json", HistoryFormat::Stream),
         ("elle/valid.edn", HistoryFormat::ElleListAppend),
     ];

@@ -533,7 +533,7 @@ fn stream_files_are_told_apart_from_other_histories() {
     assert_eq!(format(&path("valid_pipeline")), Some(HistoryFormat::Stream));
     let percolator =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid_basic.json");
-    assert_eq!(format(&percolator), Some(HistoryFormat::Percolator));
+    assert_eq!(format(&percolator), Some(HistoryFormat::Transactions));
     assert_eq!(format(&path("no_such_file")), None);
     // A wrong version of the stream format is still routed here, and refused.
     let dir = std::env::temp_dir().join(format!("percsim-stream-test-{}", std::process::id()));

@@ -8,7 +8,7 @@ pub use crate::coverage::{CoverageItem, WorldCoverage};
 pub use crate::judge::judge;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
-use crate::shardfile::{Completion, Header};
+use crate::shardfile::{self, Completion, Header};
 pub use crate::summary::{Failure, Summary, Transactions};
 use crate::system::SystemDef;
 use crate::systems;
@@ -186,7 +186,7 @@ pub fn run(opts: &Options, jsonl: Option<&mut (dyn Write + Send)>) -> std::io::R
     let failures = AtomicU64::new(0);
     let mut jsonl = jsonl;
     if let Some(sink) = jsonl.as_mut() {
-        writeln!(sink, "{}", Header::of(opts).line())?;
+        writeln!(sink, "{}", campaign_header(opts).line())?;
     }
     let shared = Mutex::new(Shared {
         summary: Summary {
@@ -310,4 +310,38 @@ fn run_seed(
         )),
     }
     result
+}
+
+/// The header of a campaign run with `opts`.
+fn campaign_header(opts: &Options) -> Header {
+    let sorted = |v: &[String]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v.dedup();
+        v
+    };
+    Header {
+        format: shardfile::FORMAT.to_string(),
+        seeds: shardfile::SeedRange {
+            start: opts.start,
+            end: opts.end,
+        },
+        shard: shardfile::ShardId {
+            index: opts.shard.index,
+            count: opts.shard.count,
+        },
+        systems: opts
+            .split()
+            .into_iter()
+            .map(|(s, seeds)| shardfile::SystemSeeds {
+                name: s.name().to_string(),
+                seeds,
+            })
+            .collect(),
+        workloads: sorted(&opts.mix.workloads),
+        faults: sorted(&opts.mix.faults),
+        ablations: sorted(&opts.mix.ablations),
+        check_determinism: opts.check_determinism,
+        commit: COMMIT.to_string(),
+    }
 }

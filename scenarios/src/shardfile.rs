@@ -10,7 +10,6 @@
 //! {"complete":{"seeds":25,"time_limit_reached":false}}
 //! ```
 
-use crate::fuzz::Options;
 use crate::summary::{LineMerge, Summary};
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
@@ -96,40 +95,6 @@ struct CompletionLine {
 }
 
 impl Header {
-    /// The header of a campaign run with `opts`.
-    pub fn of(opts: &Options) -> Header {
-        let sorted = |v: &[String]| {
-            let mut v = v.to_vec();
-            v.sort();
-            v.dedup();
-            v
-        };
-        Header {
-            format: FORMAT.to_string(),
-            seeds: SeedRange {
-                start: opts.start,
-                end: opts.end,
-            },
-            shard: ShardId {
-                index: opts.shard.index,
-                count: opts.shard.count,
-            },
-            systems: opts
-                .split()
-                .into_iter()
-                .map(|(s, seeds)| SystemSeeds {
-                    name: s.name().to_string(),
-                    seeds,
-                })
-                .collect(),
-            workloads: sorted(&opts.mix.workloads),
-            faults: sorted(&opts.mix.faults),
-            ablations: sorted(&opts.mix.ablations),
-            check_determinism: opts.check_determinism,
-            commit: crate::fuzz::COMMIT.to_string(),
-        }
-    }
-
     /// The header as one JSON line (without its newline).
     pub fn line(&self) -> String {
         let line = HeaderLine {

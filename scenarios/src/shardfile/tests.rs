@@ -4,12 +4,12 @@ use crate::campaign::{SeedResult, Verdict};
 /// A campaign of seeds 0..10 of one system, or 0..10 then 0..4 of two.
 fn header(k: u64, n: u64, two_systems: bool) -> Header {
     let mut systems = vec![SystemSeeds {
-        name: "percolator".into(),
+        name: "alpha".into(),
         seeds: 10,
     }];
     if two_systems {
         systems.push(SystemSeeds {
-            name: "pulsar".into(),
+            name: "beta".into(),
             seeds: 4,
         });
     }
@@ -81,7 +81,7 @@ fn every_shard_complete_merges_every_seed_once() {
 fn a_missing_shard_names_its_seeds() {
     refused(
         &[("a", file(&header(1, 2, false)))],
-        &["shard 2/2 is missing: percolator seeds 1, 3, ..., 9 (5 seeds, one in every 2)"],
+        &["shard 2/2 is missing: alpha seeds 1, 3, ..., 9 (5 seeds, one in every 2)"],
     );
     // With two systems, the missing shard's seeds of each.
     refused(
@@ -90,7 +90,7 @@ fn a_missing_shard_names_its_seeds() {
             ("c", file(&header(3, 3, true))),
         ],
         &[
-            "shard 2/3 is missing: percolator seeds 1, 4, ..., 7 (3 seeds, one in every 3); pulsar seeds 0, 3",
+            "shard 2/3 is missing: alpha seeds 1, 4, ..., 7 (3 seeds, one in every 3); beta seeds 0, 3",
         ],
     );
 }
@@ -104,7 +104,7 @@ fn a_shard_without_its_completion_line_was_cut_short() {
     refused(
         &[("a", file(&header(1, 2, false))), ("b", cut)],
         &[
-            "b: shard 2/2 was cut short (no completion line after 2 of its 5 seeds); missing: percolator seeds 5, 7, ..., 9 (3 seeds, one in every 2)",
+            "b: shard 2/2 was cut short (no completion line after 2 of its 5 seeds); missing: alpha seeds 5, 7, ..., 9 (3 seeds, one in every 2)",
         ],
     );
     // A completion line that counts more seeds than the file holds.
@@ -126,9 +126,7 @@ fn a_shard_stopped_by_its_time_limit_is_incomplete() {
     let stopped = lines[..5].join("\n") + "\n" + &c.line() + "\n";
     refused(
         &[("a", file(&header(1, 2, false))), ("b", stopped)],
-        &[
-            "b: shard 2/2 ran 4 of its 5 seeds (stopped by --time-limit); missing: percolator seed 9",
-        ],
+        &["b: shard 2/2 ran 4 of its 5 seeds (stopped by --time-limit); missing: alpha seed 9"],
     );
 }
 
@@ -187,7 +185,7 @@ fn lines_without_a_header_or_out_of_place_are_refused() {
     let gap = [lines[0], lines[1], lines[3]].join("\n");
     refused(
         &[("gap", gap)],
-        &["gap:3: percolator seed 2 is not this shard's next seed (percolator seed 1)"],
+        &["gap:3: alpha seed 2 is not this shard's next seed (alpha seed 1)"],
     );
     let after = whole.clone() + lines[1] + "\n";
     refused(

@@ -152,7 +152,9 @@ impl Cluster {
             PointAction::Pause { .. } => {
                 (FaultKind::PauseAtStep, PulsarCounter::BrokerPausedAtPoint)
             }
-            PointAction::Kill { .. } => (FaultKind::CrashAtStep, PulsarCounter::BrokerKilledAtPoint),
+            PointAction::Kill { .. } => {
+                (FaultKind::CrashAtStep, PulsarCounter::BrokerKilledAtPoint)
+            }
         };
         self.world.recorder().bump(&class.counter());
         self.bump(counter);

@@ -80,9 +80,9 @@ fn naming_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every file of the four crates' `src/` outside the systems' folders
-/// whose code names a system, with its lines.
-fn offenders() -> Vec<(String, Vec<String>)> {
+/// Every file of the four crates' `src/` outside `folders` whose code
+/// names a system, with those of its lines that `keep` accepts.
+fn lines_outside(folders: &[&str], keep: impl Fn(&str) -> bool) -> Vec<(String, Vec<String>)> {
     let root = root();
     let mut files = Vec::new();
     for krate in ["protocol", "sim", "checker", "scenarios"] {
@@ -96,14 +96,22 @@ fn offenders() -> Vec<(String, Vec<String>)> {
                 .expect("under root")
                 .display()
                 .to_string();
-            if SYSTEM_FOLDERS.iter().any(|d| rel.starts_with(d)) {
+            if folders.iter().any(|d| rel.starts_with(d)) {
                 return None;
             }
             let text = std::fs::read_to_string(&f).expect("read");
-            let lines = naming_lines(&text);
+            let lines: Vec<String> = naming_lines(&text)
+                .into_iter()
+                .filter(|l| keep(l))
+                .collect();
             (!lines.is_empty()).then_some((rel, lines))
         })
         .collect()
+}
+
+/// Every file outside the systems' folders whose code names a system.
+fn offenders() -> Vec<(String, Vec<String>)> {
+    lines_outside(SYSTEM_FOLDERS, |_| true)
 }
 
 #[test]
@@ -141,30 +149,7 @@ const OMID_FOLDERS: &[&str] = &[
 
 /// The code lines outside [`OMID_FOLDERS`] that name Omid, by file.
 fn omid_lines() -> Vec<(String, Vec<String>)> {
-    let root = root();
-    let mut files = Vec::new();
-    for krate in ["protocol", "sim", "checker", "scenarios"] {
-        rust_files(&root.join(krate).join("src"), &mut files);
-    }
-    files
-        .into_iter()
-        .filter_map(|f| {
-            let rel = f
-                .strip_prefix(&root)
-                .expect("under root")
-                .display()
-                .to_string();
-            if OMID_FOLDERS.iter().any(|d| rel.starts_with(d)) {
-                return None;
-            }
-            let text = std::fs::read_to_string(&f).expect("read");
-            let lines: Vec<String> = naming_lines(&text)
-                .into_iter()
-                .filter(|l| l.to_lowercase().contains("omid"))
-                .collect();
-            (!lines.is_empty()).then_some((rel, lines))
-        })
-        .collect()
+    lines_outside(OMID_FOLDERS, |l| l.to_lowercase().contains("omid"))
 }
 
 /// Omid is one folder per crate plus its registry lines: outside its

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 /// Id of the rule about the lists themselves.
 const LISTS_ID: Rule = Rule::ConsistentLists;
 const LISTS_NAME: &str = "every read of a list is a prefix of the longest read of that list, no element appears twice in a list, and each element is appended once";
-const CYCLES_NAME: &str = "the dependency graph of committed transactions, with each key's version order inferred from the lists read, has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
+const CYCLES_NAME: &str = "the dependency graph of committed transactions, with each key's version order inferred from the lists read, has no cycle, aborted or intermediate read or lost update that the model judged against forbids";
 
 /// Micro-ops shown when a transaction is described.
 const MOPS_SHOWN: usize = 12;
@@ -645,9 +645,13 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         passed: rules.iter().all(|r| r.passed),
         seed: 0,
         stats,
+        model: String::new(),
+        model_source: String::new(),
+        satisfies: Vec::new(),
         rules,
         allowed: allowed.into_allowed(),
     }
+    .judged_by(crate::Model::SnapshotIsolation, crate::ModelSource::FormatDefault)
 }
 
 /// ww, wr and rw edges between committed transactions (real time is added

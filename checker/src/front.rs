@@ -4,7 +4,9 @@
 
 use crate::parse::HistoryError;
 use crate::report::REPORT_FORMAT;
-use crate::{EdnError, History, Report, compact, elle, parse, reader, stream, window};
+use crate::{
+    EdnError, History, Model, ModelSource, Report, compact, elle, parse, reader, stream, window,
+};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -237,17 +239,30 @@ struct EdnReport<'a> {
     serializable: bool,
 }
 
-/// Reads the file at `path` as `format` and judges it by that format's rules.
-fn judge(format: HistoryFormat, path: &Path) -> Result<Judged, HistoryError> {
+/// Reads the file at `path` as `format` and judges it by that format's
+/// rules, against `model` when one is given (else the format's default).
+fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Judged, HistoryError> {
     let invalid = |e: HistoryError| e.in_file(path, format);
+    let modelled = |r: Report| match model {
+        Some(m) => r.judged_by(m, ModelSource::Asked),
+        None => r,
+    };
     match format {
         HistoryFormat::Transactions => read_file(path)
-            .map(|h| Judged::Transactions(crate::check_compact(h)))
+            .map(|h| Judged::Transactions(modelled(crate::check_compact(h))))
             .map_err(|e| match e {
                 FileError::Read(e) => cannot_read(path, &e),
                 FileError::Invalid(e) => invalid(e),
             }),
         HistoryFormat::Stream => {
+            if let Some(m) = model {
+                return Err(HistoryError::whole(format!(
+                    "{} is a {}, judged by the stream rules, which take no consistency model \
+                     (--model {m} was given); leave --model out",
+                    path.display(),
+                    format.description()
+                )));
+            }
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
             let h = stream::parse(&text).map_err(invalid)?;
             Ok(Judged::Stream(stream::check(&h)))
@@ -255,9 +270,19 @@ fn judge(format: HistoryFormat, path: &Path) -> Result<Judged, HistoryError> {
         HistoryFormat::ElleListAppend => {
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
             let h = elle::parse_elle(&text).map_err(|e| invalid(e.into()))?;
-            Ok(Judged::Elle(elle::check_elle(&h)))
+            Ok(Judged::Elle(modelled(elle::check_elle(&h))))
         }
     }
+}
+
+/// How `percsim check` reads and reports a history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Write the JSON report instead of text.
+    pub json: bool,
+    /// Judge against this consistency model instead of the format's
+    /// default (snapshot isolation). A stream history takes none.
+    pub model: Option<Model>,
 }
 
 /// Reads the history at `path` (any format the checker knows, told by
@@ -267,7 +292,15 @@ fn judge(format: HistoryFormat, path: &Path) -> Result<Judged, HistoryError> {
 /// cannot be read, is of no known format, or is not a valid document of its
 /// format (the message says which format, why and where).
 pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
-    let judged = detect_file(path).and_then(|format| judge(format, path));
+    run_check_file_with(path, CheckOptions { json, model: None }, out)
+}
+
+/// [`run_check_file`] with every option: the report judged against
+/// `options.model` when it is given. A model given for a stream history is
+/// bad input (exit code 2).
+pub fn run_check_file_with(path: &Path, options: CheckOptions, out: &mut dyn Write) -> i32 {
+    let json = options.json;
+    let judged = detect_file(path).and_then(|format| judge(format, path, options.model));
     // A failed write cannot change the verdict, which the exit code carries.
     match judged {
         Ok(j) => {

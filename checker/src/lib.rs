@@ -50,7 +50,9 @@ mod fastread;
 mod front;
 mod fx;
 mod history;
+mod judge;
 mod keys;
+mod model;
 mod notifications;
 mod observer_once;
 mod observers;
@@ -68,8 +70,11 @@ mod window;
 pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
-pub use front::{HistoryFormat, detect, detect_file, run_check_file};
+pub use front::{
+    CheckOptions, HistoryFormat, detect, detect_file, run_check_file, run_check_file_with,
+};
 pub use history::*;
+pub use model::{Model, ModelSource, UnknownModel};
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};
 
@@ -132,9 +137,13 @@ fn check_compact(mut history: compact::Compact) -> Report {
         passed: rules.iter().all(|r| r.passed),
         seed: history.seed,
         stats,
+        model: String::new(),
+        model_source: String::new(),
+        satisfies: Vec::new(),
         rules,
         allowed,
     }
+    .judged_by(Model::SnapshotIsolation, ModelSource::FormatDefault)
 }
 
 /// Asks the kernel not to back this process's memory with transparent huge

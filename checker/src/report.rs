@@ -23,9 +23,19 @@ pub struct Report {
     pub seed: u64,
     /// What the history contained.
     pub stats: Stats,
+    /// The consistency model the verdict is judged against (a
+    /// [`crate::Model`] name, `snapshot-isolation` unless asked otherwise).
+    pub model: String,
+    /// Why that model: `asked` or `format_default` (a
+    /// [`crate::ModelSource`] name).
+    pub model_source: String,
+    /// Every model the history satisfies, strongest first (the findings of
+    /// every class, allowed or not, weighed against each model).
+    pub satisfies: Vec<String>,
     /// One entry per rule, in a fixed order, whether it held or not.
     pub rules: Vec<RuleReport>,
-    /// Anomalies snapshot isolation allows (write skew): shown, never a failure.
+    /// Anomalies the model allows (under snapshot isolation, write skew):
+    /// shown, never a failure.
     pub allowed: AllowedAnomalies,
 }
 
@@ -85,7 +95,7 @@ pub struct RuleReport {
     pub note: Option<String>,
 }
 
-/// Anomalies that snapshot isolation permits, reported for information.
+/// Anomalies that the model judged permits, reported for information.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AllowedAnomalies {
     /// Number found, of all classes.
@@ -134,15 +144,21 @@ impl Report {
     }
 
     /// True when the history is snapshot isolated as far as the rules can
-    /// tell: every rule holds (the same as [`Report::passed`]).
+    /// tell: no finding of a class snapshot isolation forbids.
     pub fn snapshot_isolated(&self) -> bool {
-        self.passed()
+        self.satisfies(crate::Model::SnapshotIsolation)
     }
 
     /// True when, in addition, no anomaly snapshot isolation allows (G2-item,
     /// write skew) was found: the dependency graph is acyclic.
     pub fn serializable(&self) -> bool {
-        self.passed() && self.allowed.total == 0
+        self.satisfies(crate::Model::Serializable)
+    }
+
+    /// True when the history satisfies `model` (it is among
+    /// [`Report::satisfies`]).
+    pub fn satisfies(&self, model: crate::Model) -> bool {
+        self.satisfies.iter().any(|m| m == model.name())
     }
 
     /// The ids of the rules that were broken, in report order.
@@ -201,11 +217,23 @@ impl Report {
             );
         }
         render_rules(&mut out, &self.rules, Details::Plain);
+        let _ = writeln!(
+            out,
+            "judged against {} ({}); satisfies: {}",
+            self.model,
+            self.model_source_words(),
+            if self.satisfies.is_empty() {
+                "none of the models".to_string()
+            } else {
+                self.satisfies.join(", ")
+            }
+        );
         if self.allowed.total > 0 {
             out.push('\n');
             let _ = writeln!(
                 out,
-                "Allowed under snapshot isolation (shown for information, not violations):"
+                "Allowed under {} (shown for information, not violations):",
+                self.model_prose()
             );
             render_findings(
                 &mut out,

@@ -27,7 +27,7 @@ use explain::{aborted_read, explain_cycle, intermediate_read, lost_update};
 use graph::Order;
 
 pub(crate) const ID: Rule = Rule::NoDependencyCycles;
-pub(crate) const NAME: &str = "the dependency graph of committed transactions (on cells with unique written values) has no cycle that snapshot isolation forbids, no aborted or intermediate read and no lost update";
+pub(crate) const NAME: &str = "the dependency graph of committed transactions (on cells with unique written values) has no cycle, aborted or intermediate read or lost update that the model judged against forbids";
 
 /// What the rule found besides findings, for the report's statistics.
 #[derive(Default)]

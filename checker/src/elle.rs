@@ -704,6 +704,11 @@ fn dependency_edges(f: &Facts<'_>, sink: &mut Sink) -> Vec<(u32, u32, u32, u8)> 
                     }
                     if f.last_append.get(&(w, k)) != Some(e) {
                         sink.add(FindingClass::G1b, || intermediate_read(f, r, w, k, l));
+                        // As Elle: the read depends on the writer (wr), and
+                        // the writer's later append to the key came after
+                        // the version read (rw): a G-single-item besides.
+                        edges.push((w, r, k, WR));
+                        edges.push((r, w, k, RW));
                         continue;
                     }
                     edges.push((w, r, k, WR));

@@ -356,6 +356,64 @@ fn coordinator_decision_is_checked_against_the_markers() {
     bad(&early, &["coordinator.t_ns", "earlier than invoke_ns"]);
 }
 
+/// A coordinator recovery that aborts a transaction whose COMMITTING was
+/// already durable: without the durable state in the history nothing is
+/// wrong (client unknown, abort markers agreeing with the coordinator's
+/// abort); with it, `logged_commit_reversed`.
+#[test]
+fn recovery_that_aborts_a_durably_committing_transaction() {
+    let v = value("recovery_aborts_committing");
+    let r = judge(&v);
+    assert_failed(&r, &["torn_transaction"]);
+    assert_eq!(
+        counts(&r, "torn_transaction"),
+        [("logged_commit_reversed".to_string(), 1)]
+    );
+    has_all(
+        &class(&r, "torn_transaction", "logged_commit_reversed"),
+        &[
+            "T1 (0,1)",
+            "durably held the decision to commit at 45 ns",
+            "abort markers at out-0@1",
+            "the coordinator recorded an abort at 2000 ns (recovery)",
+        ],
+    );
+    let mut unrecorded = v.clone();
+    unrecorded["transactions"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("commit_logged_ns");
+    assert_failed(&judge(&unrecorded), &[]);
+
+    // Recovery that finishes the commit is right.
+    let mut finished = v.clone();
+    finished["transactions"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("coordinator");
+    finished["final_state"]["partitions"][0]["entries"][1]["marker"] = json!("commit");
+    finished["final_state"]["acks"][0]["acked_below"] = json!(0);
+    let r = judge(&finished);
+    assert!(r.rule("torn_transaction").unwrap().passed, "{}", r.render_text());
+
+    // A client told aborted after the durable decision is a reversal too.
+    let mut told = value("valid_pipeline");
+    told["transactions"][2]["commit_logged_ns"] = json!(1000);
+    assert_failed(&judge(&told), &[]);
+    told["transactions"][2]["outcome"] = json!("aborted");
+    let r = judge(&told);
+    assert_eq!(
+        r.rule("torn_transaction").unwrap().counts.get("logged_commit_reversed"),
+        Some(&1),
+        "{}",
+        r.render_text()
+    );
+
+    let mut early = v;
+    early["transactions"][0]["commit_logged_ns"] = json!(1);
+    bad(&early, &["commit_logged_ns", "earlier than invoke_ns"]);
+}
+
 #[test]
 fn torn_transaction_acks_without_messages() {
     // T5's acknowledgment of m2 fails, so the subscription's ack of offset 1

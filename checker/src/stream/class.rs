@@ -126,6 +126,9 @@ pub enum StreamFindingClass {
     ConflictingMarkers,
     /// The coordinator's recorded decision is contradicted by a marker.
     CoordinatorContradicted,
+    /// A transaction whose decision to commit was durable in the
+    /// coordinator's log was aborted.
+    LoggedCommitReversed,
     /// A consumer received a smaller or equal offset after a larger one.
     NonmonotonicReceive,
     /// A producer was told a smaller or equal offset after a larger one.
@@ -142,7 +145,7 @@ pub enum StreamFindingClass {
 
 impl StreamFindingClass {
     /// Every class, grouped by rule in report order.
-    pub const ALL: [StreamFindingClass; 20] = [
+    pub const ALL: [StreamFindingClass; 21] = [
         StreamFindingClass::AbortedByClient,
         StreamFindingClass::NotCommitted,
         StreamFindingClass::BeforeCommitRequest,
@@ -157,6 +160,7 @@ impl StreamFindingClass {
         StreamFindingClass::MessagesWithoutAcks,
         StreamFindingClass::ConflictingMarkers,
         StreamFindingClass::CoordinatorContradicted,
+        StreamFindingClass::LoggedCommitReversed,
         StreamFindingClass::NonmonotonicReceive,
         StreamFindingClass::NonmonotonicSend,
         StreamFindingClass::InconsistentOffset,
@@ -183,6 +187,7 @@ impl StreamFindingClass {
             MessagesWithoutAcks => "messages_without_acks",
             ConflictingMarkers => "conflicting_markers",
             CoordinatorContradicted => "coordinator_contradicted",
+            LoggedCommitReversed => "logged_commit_reversed",
             NonmonotonicReceive => "nonmonotonic_receive",
             NonmonotonicSend => "nonmonotonic_send",
             InconsistentOffset => "inconsistent_offset",
@@ -226,6 +231,9 @@ impl StreamFindingClass {
             CoordinatorContradicted => {
                 "A marker contradicts the outcome recorded at the coordinator"
             }
+            LoggedCommitReversed => {
+                "A transaction whose decision to commit was durable in the coordinator's log was aborted"
+            }
             NonmonotonicReceive => {
                 "A consumer received a smaller or equal offset after a larger one"
             }
@@ -249,7 +257,8 @@ impl StreamFindingClass {
             | AcksWithoutMessages
             | MessagesWithoutAcks
             | ConflictingMarkers
-            | CoordinatorContradicted => StreamRule::TornTransaction,
+            | CoordinatorContradicted
+            | LoggedCommitReversed => StreamRule::TornTransaction,
             NonmonotonicReceive | NonmonotonicSend | InconsistentOffset => {
                 StreamRule::MonotonicOffsets
             }

@@ -82,6 +82,12 @@ pub struct StreamTxn {
     /// recorded there. `outcome` stays what the client was told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator: Option<CoordinatorDecision>,
+    /// When the coordinator's log durably held its decision to commit
+    /// (Pulsar's COMMITTING, Kafka's PrepareCommit), observed at the
+    /// coordinator; absent if not recorded. From then on the transaction
+    /// must commit: a coordinator that recovers the log finishes the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_logged_ns: Option<u64>,
 }
 
 /// An outcome a transaction coordinator decided and the history recorded at

@@ -246,6 +246,7 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
         outcome: Outcome::Unknown,
         abort_reason: None,
         coordinator: None,
+        commit_logged_ns: None,
     }
 }
 

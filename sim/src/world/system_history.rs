@@ -179,6 +179,7 @@ mod tests {
             outcome: Outcome::Unknown,
             abort_reason: None,
             coordinator: None,
+            commit_logged_ns: None,
         };
         let h = SystemHistory::Stream(StreamHistory {
             format: STREAM_FORMAT.into(),

@@ -28,8 +28,10 @@ struct Part {
 /// and is left out. Classes: `acks_without_messages`,
 /// `messages_without_acks`, `partly_visible` (a mix among messages, or among
 /// acknowledgments), and `conflicting_markers` (a commit and an abort marker
-/// for one transaction), and `coordinator_contradicted` (a marker of the
-/// other outcome than the one the history recorded at the coordinator).
+/// for one transaction), `coordinator_contradicted` (a marker of the
+/// other outcome than the one the history recorded at the coordinator), and
+/// `logged_commit_reversed` (a transaction whose decision to commit was
+/// durable in the coordinator's log, then aborted).
 pub(crate) fn check(ix: &Ix, c: &mut Collector) {
     let parts = collect_parts(ix);
     for (t, ps) in &parts {
@@ -82,6 +84,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
         }
     }
     contradicted_coordinator(ix, &verdicts, c);
+    reversed_commits(ix, &verdicts, c);
     for (t, (commits, aborts)) in verdicts {
         if commits.is_empty() || aborts.is_empty() {
             continue;
@@ -142,6 +145,57 @@ fn contradicted_coordinator(
                     format!("{kind} markers at {}", against.join(", ")),
                     "the partitions' markers must carry the coordinator's decision".to_string(),
                 ],
+            )
+        });
+    }
+}
+
+/// `logged_commit_reversed`: the history records that the coordinator's
+/// log durably held the decision to commit a transaction (Pulsar's
+/// COMMITTING), and the transaction was aborted all the same: by an abort
+/// marker, by an abort decision recorded at the coordinator, or by what its
+/// client was told. A durable decision to commit is final: a coordinator
+/// that recovers the log must finish the commit (Pulsar's transaction log,
+/// `pulsar-transactions.zh-hant.txt`), never abort it.
+fn reversed_commits(
+    ix: &Ix,
+    verdicts: &BTreeMap<u64, (Vec<String>, Vec<String>)>,
+    c: &mut Collector,
+) {
+    for t in &ix.h.transactions {
+        let Some(logged) = t.commit_logged_ns else {
+            continue;
+        };
+        let mut evidence = Vec::new();
+        if let Some((_, aborts)) = verdicts.get(&t.id)
+            && !aborts.is_empty()
+        {
+            evidence.push(format!("abort markers at {}", aborts.join(", ")));
+        }
+        if let Some(d) = t.coordinator.as_ref().filter(|d| d.outcome == Outcome::Aborted) {
+            let why = d.reason.as_deref().unwrap_or("no reason given");
+            evidence.push(format!("the coordinator recorded an abort at {} ns ({why})", d.t_ns));
+        }
+        if t.outcome == Outcome::Aborted {
+            evidence.push("its client was told it aborted".to_string());
+        }
+        if evidence.is_empty() {
+            continue;
+        }
+        let id = t.id;
+        c.add(StreamFindingClass::LoggedCommitReversed, || {
+            let mut details = vec![
+                ix.txn_desc(id),
+                format!("the coordinator's log durably held the decision to commit at {logged} ns"),
+            ];
+            details.extend(evidence);
+            details.push(
+                "a durable decision to commit is final: recovery must finish the commit".to_string(),
+            );
+            (
+                format!("T{id} was aborted after its decision to commit was durable"),
+                vec![id],
+                details,
             )
         });
     }

@@ -651,7 +651,10 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         rules,
         allowed: allowed.into_allowed(),
     }
-    .judged_by(crate::Model::SnapshotIsolation, crate::ModelSource::FormatDefault)
+    .judged_by(
+        crate::Model::SnapshotIsolation,
+        crate::ModelSource::FormatDefault,
+    )
 }
 
 /// ww, wr and rw edges between committed transactions (real time is added

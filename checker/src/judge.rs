@@ -80,7 +80,10 @@ impl Report {
 /// The findings of `counts` and `shown`, class by class, taken out of them.
 /// A class name no class has (which no report made here holds) keeps its
 /// findings where they are.
-fn take_classes(counts: &mut BTreeMap<String, u64>, shown: &mut Vec<Finding>) -> Vec<ClassFindings> {
+fn take_classes(
+    counts: &mut BTreeMap<String, u64>,
+    shown: &mut Vec<Finding>,
+) -> Vec<ClassFindings> {
     let mut out = Vec::new();
     let names: Vec<String> = counts.keys().cloned().collect();
     for name in names {
@@ -88,8 +91,9 @@ fn take_classes(counts: &mut BTreeMap<String, u64>, shown: &mut Vec<Finding>) ->
             continue;
         };
         let count = counts.remove(&name).unwrap_or(0);
-        let (mine, rest): (Vec<Finding>, Vec<Finding>) =
-            std::mem::take(shown).into_iter().partition(|f| f.class == name);
+        let (mine, rest): (Vec<Finding>, Vec<Finding>) = std::mem::take(shown)
+            .into_iter()
+            .partition(|f| f.class == name);
         *shown = rest;
         out.push(ClassFindings {
             class,

@@ -170,9 +170,7 @@ fn weakest_forbidding(class: FindingClass) -> &'static [Model] {
         G2Item => &[RepeatableRead],
         // Timestamps and snapshots: snapshot isolation's own promise.
         StaleRead | FutureRead | OverlappingWrites | DuplicateTimestamp | CommitNotAfterStart
-        | RealtimeOrder | ClientOrder | MissingRow | Phantom | WrongVersion => {
-            &[SnapshotIsolation]
-        }
+        | RealtimeOrder | ClientOrder | MissingRow | Phantom | WrongVersion => &[SnapshotIsolation],
         // The store's integrity and the observers' promises: every model.
         PartialCommit | CommittedNotInStore | AbortedButCommitted | CommitTsMismatch
         | MultipleCommitTs | ValueMismatch | MissingData | CommitAndRollback | UnwrittenData
@@ -222,7 +220,10 @@ mod tests {
             assert!(!m.describe().is_empty() && !m.prose().is_empty());
         }
         let e = Model::from_name("linearizable").unwrap_err().to_string();
-        assert!(e.contains("\"linearizable\"") && e.contains("read-committed"), "{e}");
+        assert!(
+            e.contains("\"linearizable\"") && e.contains("read-committed"),
+            "{e}"
+        );
     }
 
     /// The implications are Elle's: a partial order with serializable on

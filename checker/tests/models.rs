@@ -47,7 +47,10 @@ fn serializable_flags_the_write_skew_snapshot_isolation_allows() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAIL  no_dependency_cycles"), "{text}");
     assert!(text.contains("[G2-item]"), "{text}");
-    assert!(text.contains("judged against serializable (as asked)"), "{text}");
+    assert!(
+        text.contains("judged against serializable (as asked)"),
+        "{text}"
+    );
     let (code, text) = run_as(path, Some(Model::SnapshotIsolation), false);
     assert_eq!(code, 0, "{text}");
     assert!(
@@ -66,7 +69,10 @@ fn serializable_flags_the_write_skew_snapshot_isolation_allows() {
     );
     let (_, json) = run_as(path, Some(Model::Serializable), true);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!((&v["model"], &v["passed"]), (&"serializable".into(), &false.into()));
+    assert_eq!(
+        (&v["model"], &v["passed"]),
+        (&"serializable".into(), &false.into())
+    );
     assert_eq!(v["model_source"], "asked");
     assert_eq!(v["rules"][4]["counts"]["G2-item"], 1);
     assert_eq!(v["allowed"]["total"], 0);
@@ -84,7 +90,10 @@ fn each_model_fails_on_what_it_forbids() {
         ("cycle_g1c.json", &["read-uncommitted"]),
         // G-single (read skew): read committed allows it, snapshot
         // isolation and repeatable read forbid it.
-        ("cycle_g_single.json", &["read-committed", "read-uncommitted"]),
+        (
+            "cycle_g_single.json",
+            &["read-committed", "read-uncommitted"],
+        ),
         // A stale read by timestamps: snapshot isolation's own promise.
         (
             "snapshot_stale_read.json",
@@ -118,18 +127,28 @@ fn each_model_fails_on_what_it_forbids() {
 fn a_weaker_model_files_the_anomaly_as_allowed() {
     let r = report("cycle_g_single");
     assert_failed(&r, &["snapshot_reads", "no_dependency_cycles"]);
-    let rc = r.clone().judged_by(Model::ReadCommitted, ModelSource::Asked);
+    let rc = r
+        .clone()
+        .judged_by(Model::ReadCommitted, ModelSource::Asked);
     assert_failed(&rc, &[]);
     assert_eq!(rc.allowed.counts.get("G-single"), Some(&1));
     assert_eq!(rc.allowed.counts.get("future_read"), Some(&1));
     assert_eq!(rc.allowed.total, 2);
-    let shown: Vec<&str> = rc.allowed.examples.iter().map(|f| f.class.as_str()).collect();
+    let shown: Vec<&str> = rc
+        .allowed
+        .examples
+        .iter()
+        .map(|f| f.class.as_str())
+        .collect();
     assert_eq!(shown, ["G-single", "future_read"]);
     assert!(!rc.allowed.examples[0].cycle.is_empty());
     assert_eq!(rc.satisfies, r.satisfies);
     let text = rc.render_text();
     assert!(text.contains("Allowed under read committed"), "{text}");
-    assert!(text.contains("satisfies: read-committed, read-uncommitted"), "{text}");
+    assert!(
+        text.contains("satisfies: read-committed, read-uncommitted"),
+        "{text}"
+    );
     let back = rc.judged_by(Model::SnapshotIsolation, ModelSource::FormatDefault);
     assert_eq!(back, r);
 }
@@ -162,6 +181,9 @@ fn a_model_for_a_stream_history_is_an_error() {
 #[test]
 fn every_report_names_its_model() {
     let r: Report = report("valid_basic");
-    assert_eq!((r.model.as_str(), r.model_source.as_str()), ("snapshot-isolation", "format_default"));
+    assert_eq!(
+        (r.model.as_str(), r.model_source.as_str()),
+        ("snapshot-isolation", "format_default")
+    );
     assert!(r.satisfies(Model::Serializable) && r.serializable() && r.snapshot_isolated());
 }

@@ -394,7 +394,11 @@ fn recovery_that_aborts_a_durably_committing_transaction() {
     finished["final_state"]["partitions"][0]["entries"][1]["marker"] = json!("commit");
     finished["final_state"]["acks"][0]["acked_below"] = json!(0);
     let r = judge(&finished);
-    assert!(r.rule("torn_transaction").unwrap().passed, "{}", r.render_text());
+    assert!(
+        r.rule("torn_transaction").unwrap().passed,
+        "{}",
+        r.render_text()
+    );
 
     // A client told aborted after the durable decision is a reversal too.
     let mut told = value("valid_pipeline");
@@ -403,7 +407,10 @@ fn recovery_that_aborts_a_durably_committing_transaction() {
     told["transactions"][2]["outcome"] = json!("aborted");
     let r = judge(&told);
     assert_eq!(
-        r.rule("torn_transaction").unwrap().counts.get("logged_commit_reversed"),
+        r.rule("torn_transaction")
+            .unwrap()
+            .counts
+            .get("logged_commit_reversed"),
         Some(&1),
         "{}",
         r.render_text()

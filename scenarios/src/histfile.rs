@@ -160,6 +160,18 @@ pub fn is_capsule_file(path: &Path) -> bool {
 /// or JSON) to `out`; returns the exit code: 0 pass, 1 a rule broken, 2 the
 /// capsule cannot be read or holds no history to judge.
 pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
+    let options = percsim_checker::CheckOptions { json, model: None };
+    check_capsule_with(path, options, out)
+}
+
+/// [`check_capsule`], judged against `options.model` when one is given
+/// (a capsule holding a stream history takes none: exit code 2).
+pub fn check_capsule_with(
+    path: &Path,
+    options: percsim_checker::CheckOptions,
+    out: &mut dyn Write,
+) -> i32 {
+    let json = options.json;
     let fail = |out: &mut dyn Write, message: String| {
         let _ = if json {
             let e =
@@ -190,6 +202,14 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
         );
     }
     let (passed, text) = match value.get("stream_history").filter(|h| !h.is_null()) {
+        Some(_) if let Some(m) = options.model => {
+            let m = format!(
+                "the capsule {} holds a stream history, judged by the stream rules, which take \
+                 no consistency model (--model {m} was given); leave --model out",
+                path.display()
+            );
+            return fail(out, m);
+        }
         Some(stream) => match percsim_checker::stream::parse(&stream.to_string()) {
             Ok(h) => {
                 let r = percsim_checker::stream::check(&h);
@@ -211,6 +231,10 @@ pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
         None => match load(path) {
             Ok(loaded) => {
                 let r = percsim_checker::check(&loaded.history);
+                let r = match options.model {
+                    Some(m) => r.judged_by(m, percsim_checker::ModelSource::Asked),
+                    None => r,
+                };
                 (r.passed(), render(&r, json, |r| r.render_text()))
             }
             Err(e) => return fail(out, e),

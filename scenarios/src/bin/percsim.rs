@@ -65,6 +65,12 @@ enum Command {
         /// Print a machine-readable report.
         #[arg(long)]
         json: bool,
+        /// Judge against this consistency model: serializable,
+        /// snapshot-isolation, repeatable-read, read-committed or
+        /// read-uncommitted (default: snapshot-isolation, what every writer
+        /// of percsim-history/1 promises). Stream histories take none.
+        #[arg(long)]
+        model: Option<percsim_checker::Model>,
     },
     /// Write a history (or a capsule's history) in another checker's format.
     Export {
@@ -277,12 +283,18 @@ fn main() -> ExitCode {
             shrunk,
             history,
         } => cmd_replay(&capsule, shrunk, history.as_deref()),
-        Command::Check { history, json } => {
+        Command::Check {
+            history,
+            json,
+            model,
+        } => {
             percsim_checker::use_small_pages();
+            let options = percsim_checker::CheckOptions { json, model };
+            let out = &mut std::io::stdout();
             if percsim_scenarios::histfile::is_capsule_file(&history) {
-                percsim_scenarios::histfile::check_capsule(&history, json, &mut std::io::stdout())
+                percsim_scenarios::histfile::check_capsule_with(&history, options, out)
             } else {
-                percsim_checker::run_check_file(&history, json, &mut std::io::stdout())
+                percsim_checker::run_check_file_with(&history, options, out)
             }
         }
         fuzz @ Command::Fuzz { .. } => match fuzz_command(fuzz) {

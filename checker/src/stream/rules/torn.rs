@@ -172,9 +172,16 @@ fn reversed_commits(
         {
             evidence.push(format!("abort markers at {}", aborts.join(", ")));
         }
-        if let Some(d) = t.coordinator.as_ref().filter(|d| d.outcome == Outcome::Aborted) {
+        if let Some(d) = t
+            .coordinator
+            .as_ref()
+            .filter(|d| d.outcome == Outcome::Aborted)
+        {
             let why = d.reason.as_deref().unwrap_or("no reason given");
-            evidence.push(format!("the coordinator recorded an abort at {} ns ({why})", d.t_ns));
+            evidence.push(format!(
+                "the coordinator recorded an abort at {} ns ({why})",
+                d.t_ns
+            ));
         }
         if t.outcome == Outcome::Aborted {
             evidence.push("its client was told it aborted".to_string());
@@ -190,7 +197,8 @@ fn reversed_commits(
             ];
             details.extend(evidence);
             details.push(
-                "a durable decision to commit is final: recovery must finish the commit".to_string(),
+                "a durable decision to commit is final: recovery must finish the commit"
+                    .to_string(),
             );
             (
                 format!("T{id} was aborted after its decision to commit was durable"),

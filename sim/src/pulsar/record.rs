@@ -199,6 +199,18 @@ impl StreamRecorder {
         });
     }
 
+    /// The coordinator's log durably holds COMMITTING for `txn` at
+    /// `now_ns`: from then on it must commit (recorded once, the first
+    /// time). A transaction no client heard of is added with an unknown
+    /// outcome.
+    pub(crate) fn commit_logged(&mut self, txn: TxnId, now_ns: u64) {
+        let t = self
+            .txns
+            .entry(txn)
+            .or_insert_with(|| new_txn(txn, COORDINATOR_CLIENT, 0));
+        t.commit_logged_ns.get_or_insert(now_ns);
+    }
+
     /// Client `client` restarted: the transactions its earlier life ran
     /// will never finish (their outcome stays unknown).
     pub(crate) fn orphan(&mut self, client: usize) {

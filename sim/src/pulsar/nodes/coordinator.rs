@@ -139,6 +139,14 @@ impl Tc {
         }
         d.tc_log.push(record.clone());
         drop(d);
+        if let LogRecord::State {
+            txn,
+            state: TxnState::Committing,
+        } = &record
+        {
+            let c = &self.cluster;
+            c.stream().commit_logged(*txn, c.world.now_ns());
+        }
         state.apply(&record);
         Ok(())
     }

@@ -16,9 +16,9 @@ pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{
     AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
-    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb,
-    RecordKind, Script, ScriptBuilder, ScriptObserver, Step, Stored, Target, Until, WaitFor,
-    WriteExpect,
+    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb, Point,
+    PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step, StepPoint, Stored, Target,
+    Until, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 

@@ -352,7 +352,9 @@ mod tests {
         let checked = "percsim check: PASS, all 9 rules hold (seed 1)\n3 transactions";
         let wrong = vec!["step 6 {...}: expected X; happened Y".to_string()];
         let text = super::explain(checked, "expectation failed", &wrong, false);
-        let failed = text.find("expectation failed: step 6").expect("the failure");
+        let failed = text
+            .find("expectation failed: step 6")
+            .expect("the failure");
         let pass = text.find("check: PASS").expect("the checker's report");
         assert!(failed < pass, "{text}");
         assert!(text.contains("found no violation"), "{text}");

@@ -38,16 +38,16 @@ mod summary;
 pub mod system;
 pub mod systems;
 
+/// The test harness [`regress::file_trials`] builds tests for, at the
+/// version it returns.
+pub use libtest_mimic;
+/// The history checker (`percsim-checker`).
+pub use percsim_checker as checker;
 /// The protocols' pure steps (`percsim-protocol`): points such as
 /// Percolator's `StepPoint` and the planted bugs.
 pub use percsim_protocol as protocol;
 /// The simulated world and its systems (`percsim-sim`).
 pub use percsim_sim as sim;
-/// The history checker (`percsim-checker`).
-pub use percsim_checker as checker;
-/// The test harness [`regress::file_trials`] builds tests for, at the
-/// version it returns.
-pub use libtest_mimic;
 
 pub use campaign::Verdict;
 pub use scenario::{Scenario, ScenarioError};

@@ -161,10 +161,8 @@ pub fn assert_sweep(scenario: &Scenario, seeds: Range<u64>, test: &str) {
         Err(e) => panic!("{test}: {e}"),
         Ok(None) => {}
         Ok(Some(judged)) => {
-            let file = std::env::temp_dir().join(format!(
-                "percsim-{test}-seed-{}.json",
-                judged.scenario.seed
-            ));
+            let file = std::env::temp_dir()
+                .join(format!("percsim-{test}-seed-{}.json", judged.scenario.seed));
             panic!("{test}: {}", judged.explain(&file));
         }
     }
@@ -256,14 +254,22 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn the_seed_variables_choose_a_sweeps_seeds_and_bad_values_are_named() {
         assert_eq!(seeds_from(3..9, env(&[])).unwrap(), 3..9);
         assert_eq!(seeds_from(3..9, env(&[(SEED_VAR, "42")])).unwrap(), 42..43);
-        assert_eq!(seeds_from(3..9, env(&[(SEEDS_VAR, "100")])).unwrap(), 3..103);
+        assert_eq!(
+            seeds_from(3..9, env(&[(SEEDS_VAR, "100")])).unwrap(),
+            3..103
+        );
         let both = [(SEED_VAR, "7"), (SEEDS_VAR, "100")];
         assert_eq!(seeds_from(0..1, env(&both)).unwrap(), 7..8);
         let e = seeds_from(0..1, env(&[(SEEDS_VAR, "many")])).unwrap_err();

@@ -70,7 +70,9 @@ fn run_seed(opts: &ScenarioSweep, seed: u64) -> SeedResult {
             let r = judge(s, false).result;
             r.verdict == failed.verdict
                 && (failed.violated_rules.is_empty()
-                    || r.violated_rules.iter().any(|x| failed.violated_rules.contains(x)))
+                    || r.violated_rules
+                        .iter()
+                        .any(|x| failed.violated_rules.contains(x)))
         };
         crate::shrink::world(&scenario, &mut still, opts.shrink_budget)
     });

@@ -132,7 +132,10 @@ mod tests {
             .collect();
         assert_eq!(lines.len(), 3, "{config}");
         for line in lines {
-            assert!(MADSIM_MISSING.contains(line), "{line} missing from:\n{MADSIM_MISSING}");
+            assert!(
+                MADSIM_MISSING.contains(line),
+                "{line} missing from:\n{MADSIM_MISSING}"
+            );
         }
     }
 

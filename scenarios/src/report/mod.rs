@@ -328,10 +328,22 @@ mod replay_tests {
     fn the_replay_line_replays_the_history_drawn_and_names_the_shrunk_one_after() {
         let c = json!({"replay": "percsim replay /f/c.json", "replay_shrunk": "percsim replay /f/c.json --shrunk"});
         let line = replay_line(Some(&c), "fallback");
-        assert!(line.starts_with("percsim replay /f/c.json (the history drawn"), "{line}");
-        assert!(line.ends_with("percsim replay /f/c.json --shrunk)"), "{line}");
+        assert!(
+            line.starts_with("percsim replay /f/c.json (the history drawn"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("percsim replay /f/c.json --shrunk)"),
+            "{line}"
+        );
         let c = json!({"replay": "percsim replay /f/c.json"});
-        assert_eq!(replay_line(Some(&c), "fallback"), "percsim replay /f/c.json");
-        assert_eq!(replay_line(None, "percsim check h.json"), "percsim check h.json");
+        assert_eq!(
+            replay_line(Some(&c), "fallback"),
+            "percsim replay /f/c.json"
+        );
+        assert_eq!(
+            replay_line(None, "percsim check h.json"),
+            "percsim check h.json"
+        );
     }
 }

@@ -356,9 +356,9 @@ impl<S: ScriptSystem> Script<S> {
         let mut armed = self.state().stops.clone();
         let mut never = Vec::new();
         for node in left {
-            let at = armed.iter().rposition(|&i| {
-                matches!(&self.steps[i], Step::StopAt { node: n, .. } if *n == node)
-            });
+            let at = armed.iter().rposition(
+                |&i| matches!(&self.steps[i], Step::StopAt { node: n, .. } if *n == node),
+            );
             if let Some(at) = at {
                 never.push(armed.remove(at));
             }

@@ -17,8 +17,8 @@ pub use register::Register;
 pub use script::{
     AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
     InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb, Point,
-    PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step, StepPoint, Stored, Target,
-    Until, WaitFor, WriteExpect,
+    PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step, StepPoint, Stored,
+    Target, Until, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 

@@ -21,10 +21,10 @@ pub use intercept::{Call, MessageRule, Target};
 pub use observe::ScriptObserver;
 
 pub use crate::script::{MsgFate, MsgLeg, Until};
-/// The protocol steps a commit can be stopped at (`crash_at`, `pause_at`).
-pub use percsim_protocol::percolator::client::StepPoint;
 /// The named points `stop_at` stops a node at, and what it does there.
 pub use percsim_protocol::percolator::client::Point;
+/// The protocol steps a commit can be stopped at (`crash_at`, `pause_at`).
+pub use percsim_protocol::percolator::client::StepPoint;
 pub use percsim_sim::PointAction;
 
 use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
@@ -525,10 +525,7 @@ fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Resul
             "{at}: a step expects either a result (expect) or a failure (fails), not both"
         )),
         PercolatorVerb::Commit {
-            txn,
-            expect,
-            fails,
-            ..
+            txn, expect, fails, ..
         } if (expect.is_some() || fails.is_some()) && crash_armed(script, txn, env.index()) => {
             let field = if expect.is_some() { "expect" } else { "fails" };
             Err(format!(

@@ -232,15 +232,13 @@ fn buffer(
             step,
             restart_after_ms,
             ..
-        } => {
-            match txn.as_ref() {
-                Some(t) => {
-                    let restart_after_ms = *restart_after_ms;
-                    client.arm(t.id(), *step, Armed::Crash { restart_after_ms });
-                }
-                None => not_armed(script, i),
+        } => match txn.as_ref() {
+            Some(t) => {
+                let restart_after_ms = *restart_after_ms;
+                client.arm(t.id(), *step, Armed::Crash { restart_after_ms });
             }
-        }
+            None => not_armed(script, i),
+        },
         PercolatorVerb::PauseAt { step, .. } => match txn.as_ref() {
             Some(t) => client.arm(t.id(), *step, Armed::Pause),
             None => not_armed(script, i),
@@ -248,7 +246,12 @@ fn buffer(
         PercolatorVerb::Abort { txn: name } => {
             if let Some(t) = txn.take() {
                 if client.armed(t.id()) && !client.armed_fired(t.id()) {
-                    never_fired(script, name, i, "the transaction was aborted before its commit");
+                    never_fired(
+                        script,
+                        name,
+                        i,
+                        "the transaction was aborted before its commit",
+                    );
                 }
                 t.abort(AbortReason::User);
             }

@@ -608,3 +608,24 @@ fn the_builder_writes_every_kind_of_step_as_the_file_does() {
     let again = Scenario::parse(&serde_json::to_string(&scenario).unwrap()).expect("reads back");
     assert_eq!(again.to_value(), scenario.to_value());
 }
+
+#[test]
+fn a_script_refuses_the_clusters_crashes_and_pauses_keyed_to_a_transaction_number() {
+    let steps = json!([
+        {"do": "begin", "client": 0, "txn": "T"},
+        {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+        {"do": "commit", "txn": "T", "expect": "committed"}
+    ]);
+    for (field, entry, instead) in [
+        ("crashes", json!({"client": 0, "txn": 3, "step": "after_commit_primary"}), "crash_at"),
+        ("pauses", json!({"client": 0, "txn": 1, "step": "before_commit_primary", "duration_ms": 10}), "pause_at"),
+        ("point_faults", json!({"point": "before_prewrite", "node": 0, "nth": 2, "fault": {"crash": {}}}), "stop_at"),
+    ] {
+        let mut v = script_file(steps.clone());
+        v["percolator"][field] = json!([entry]);
+        let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains(&format!("percolator.{field}[0]")), "{e}");
+        assert!(e.contains(instead), "{e}");
+    }
+    Scenario::parse(&script_file(steps).to_string()).expect("without them it loads");
+}

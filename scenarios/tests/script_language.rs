@@ -617,9 +617,21 @@ fn a_script_refuses_the_clusters_crashes_and_pauses_keyed_to_a_transaction_numbe
         {"do": "commit", "txn": "T", "expect": "committed"}
     ]);
     for (field, entry, instead) in [
-        ("crashes", json!({"client": 0, "txn": 3, "step": "after_commit_primary"}), "crash_at"),
-        ("pauses", json!({"client": 0, "txn": 1, "step": "before_commit_primary", "duration_ms": 10}), "pause_at"),
-        ("point_faults", json!({"point": "before_prewrite", "node": 0, "nth": 2, "fault": {"crash": {}}}), "stop_at"),
+        (
+            "crashes",
+            json!({"client": 0, "txn": 3, "step": "after_commit_primary"}),
+            "crash_at",
+        ),
+        (
+            "pauses",
+            json!({"client": 0, "txn": 1, "step": "before_commit_primary", "duration_ms": 10}),
+            "pause_at",
+        ),
+        (
+            "point_faults",
+            json!({"point": "before_prewrite", "node": 0, "nth": 2, "fault": {"crash": {}}}),
+            "stop_at",
+        ),
     ] {
         let mut v = script_file(steps.clone());
         v["percolator"][field] = json!([entry]);

@@ -125,7 +125,7 @@ impl Capsule {
 }
 
 /// Save a failing seed as a capsule in `out`, named after its system and
-/// seed; returns its path.
+/// seed; returns its absolute path (which its replay commands name).
 pub fn save(
     out: &Path,
     scenario: &Scenario,
@@ -133,7 +133,8 @@ pub fn save(
     shrunk: Option<(&Scenario, usize)>,
 ) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(out)?;
-    let path = out.join(file_name(scenario.system(), scenario.seed));
+    // Absolute, so that the replay command it prints works from anywhere.
+    let path = std::path::absolute(out.join(file_name(scenario.system(), scenario.seed)))?;
     Capsule::new(&path, scenario, judged, shrunk).save(&path)?;
     Ok(path)
 }
@@ -165,7 +166,7 @@ mod tests {
         );
         let path = save(&dir, &s, &judged, Some((&s, 4))).unwrap();
         assert!(
-            path.ends_with(file_name(s.system(), 3)),
+            path.ends_with(file_name(s.system(), 3)) && path.is_absolute(),
             "{}",
             path.display()
         );

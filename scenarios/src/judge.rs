@@ -272,16 +272,13 @@ pub fn verdict_of(
         } else {
             Verdict::ExpectationFailed
         };
-        let mut text = render(report.as_ref(), stream_report.as_ref());
+        let checked = render(report.as_ref(), stream_report.as_ref());
         let label = if expectations {
             "expectation failed"
         } else {
             "workload invariant"
         };
-        for v in &s.workload_violations {
-            text.push_str(&format!("\n{label}: {v}"));
-        }
-        result.explanation = Some(text);
+        result.explanation = Some(explain(&checked, label, &s.workload_violations, safety));
     } else if let Some(l) = &s.liveness_failure {
         result.verdict = Verdict::Liveness;
         let text = render(report.as_ref(), stream_report.as_ref());
@@ -296,6 +293,24 @@ pub fn verdict_of(
         stream_report,
         timing: Timing { simulate, check },
     }
+}
+
+/// A failure's explanation: the checker's report first when it found the
+/// violation; else the workload's own failures (`label: ...`) first, then
+/// the report, introduced so that its PASS is not read as the run's.
+fn explain(checked: &str, label: &str, violations: &[String], safety: bool) -> String {
+    let own: Vec<String> = violations.iter().map(|v| format!("{label}: {v}")).collect();
+    if safety || own.is_empty() {
+        let mut text = checked.to_string();
+        for line in &own {
+            text.push_str(&format!("\n{line}"));
+        }
+        return text;
+    }
+    format!(
+        "{}\n\nthe history checker found no violation of the protocol's rules (the failure is the {label} above):\n{checked}",
+        own.join("\n")
+    )
 }
 
 /// The rules a run's history broke, by whichever checker judged it
@@ -331,6 +346,23 @@ fn render(report: Option<&Report>, stream: Option<&StreamReport>) -> String {
 #[cfg(test)]
 mod tests {
     use super::Verdict;
+
+    #[test]
+    fn a_failed_expectation_comes_before_the_checkers_pass() {
+        let checked = "percsim check: PASS, all 9 rules hold (seed 1)\n3 transactions";
+        let wrong = vec!["step 6 {...}: expected X; happened Y".to_string()];
+        let text = super::explain(checked, "expectation failed", &wrong, false);
+        let failed = text
+            .find("expectation failed: step 6")
+            .expect("the failure");
+        let pass = text.find("check: PASS").expect("the checker's report");
+        assert!(failed < pass, "{text}");
+        assert!(text.contains("found no violation"), "{text}");
+        // A violation the checker found leads.
+        let broken = "percsim check: FAIL, 1 of 9 rules broken (seed 1)";
+        let text = super::explain(broken, "expectation failed", &wrong, true);
+        assert!(text.starts_with("percsim check: FAIL"), "{text}");
+    }
 
     /// A missing output restates a failure to converge; a duplicate output,
     /// an aborted read, or a class this build does not know do not.

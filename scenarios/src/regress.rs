@@ -2,10 +2,16 @@
 //! `#[test]` and get the verdict and the history, or turn a directory of
 //! scenario files into one test per file (with `libtest-mimic`, in a test
 //! target that sets `harness = false`).
+//!
+//! A sweep honours two environment variables: `PERCSIM_SEED=N` runs seed
+//! `N` alone, `PERCSIM_SEEDS=K` runs `K` seeds from the range's start.
+//! Every failure names its seed and the `percsim` command that replays it
+//! from any directory.
 
 use crate::systems::percolator::workloads::{Script, WorkloadSpec};
 use crate::{Scenario, ScenarioError};
 use percsim_sim::{PercolatorConfig, RunOutput};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// One run of a scenario, judged.
@@ -27,19 +33,71 @@ impl Judged {
     }
 
     /// The problems, the seed and how to replay the run from a shell.
-    /// The scenario is written to `replay_file` for that.
+    /// The scenario is written to `replay_file` for that (an error writing
+    /// it is said in the text).
     pub fn explain(&self, replay_file: &Path) -> String {
-        let _ = std::fs::write(
+        let written = std::fs::write(
             replay_file,
             serde_json::to_string_pretty(&self.scenario).unwrap_or_default(),
         );
-        format!(
-            "seed {} failed:\n  {}\nreplay: cargo run --release --bin percsim -- run {} --seed {}",
+        let mut text = format!(
+            "seed {} failed:\n  {}\n{}",
             self.scenario.seed,
             self.problems.join("\n  "),
-            replay_file.display(),
-            self.scenario.seed,
-        )
+            replay_lines(replay_file, self.scenario.seed),
+        );
+        if let Err(e) = written {
+            text += &format!("\n(cannot write {}: {e})", replay_file.display());
+        }
+        text
+    }
+}
+
+/// How to replay seed `seed` of the scenario file `file` from any
+/// directory: the installed `percsim` binary (`cargo install --path
+/// scenarios` in percsim's checkout), or the sweep's test again.
+pub fn replay_lines(file: &Path, seed: u64) -> String {
+    let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    format!(
+        "replay: percsim run {} --seed {seed}\n   or: PERCSIM_SEED={seed} cargo test (the same test)",
+        file.display()
+    )
+}
+
+/// The environment variable that runs one seed of every sweep.
+pub const SEED_VAR: &str = "PERCSIM_SEED";
+
+/// The environment variable that sets how many seeds a sweep runs.
+pub const SEEDS_VAR: &str = "PERCSIM_SEEDS";
+
+/// The seeds a sweep over `seeds` runs, as the environment says:
+/// `PERCSIM_SEED=N` alone, `PERCSIM_SEEDS=K` seeds from the range's start,
+/// else `seeds`. A value that is not a number (or `PERCSIM_SEEDS=0`) is
+/// an error naming the variable.
+pub fn seeds_from_env(seeds: Range<u64>) -> Result<Range<u64>, ScenarioError> {
+    seeds_from(seeds, |k| std::env::var(k).ok())
+}
+
+/// [`seeds_from_env`] with the environment read through `var`.
+fn seeds_from(
+    seeds: Range<u64>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Range<u64>, ScenarioError> {
+    let number = |k: &str| -> Result<Option<u64>, ScenarioError> {
+        let Some(v) = var(k) else { return Ok(None) };
+        v.trim().parse().map(Some).map_err(|_| {
+            ScenarioError::Invalid(format!("{k}={v:?} is not a number of seeds or a seed"))
+        })
+    };
+    if let Some(seed) = number(SEED_VAR)? {
+        return Ok(seed..seed.saturating_add(1));
+    }
+    match number(SEEDS_VAR)? {
+        Some(0) => Err(ScenarioError::Invalid(format!(
+            "{SEEDS_VAR}=0: a sweep needs at least one seed"
+        ))),
+        Some(k) => Ok(seeds.start..seeds.start.saturating_add(k)),
+        None => Ok(seeds),
     }
 }
 
@@ -79,12 +137,11 @@ pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     })
 }
 
-/// Run `scenario` with every seed of `seeds`; the first failing run, if any.
-pub fn sweep(
-    scenario: &Scenario,
-    seeds: std::ops::Range<u64>,
-) -> Result<Option<Judged>, ScenarioError> {
-    for seed in seeds {
+/// Run `scenario` with every seed of `seeds` (or the seeds `PERCSIM_SEED`
+/// or `PERCSIM_SEEDS` choose: [`seeds_from_env`]); the first failing run,
+/// if any.
+pub fn sweep(scenario: &Scenario, seeds: Range<u64>) -> Result<Option<Judged>, ScenarioError> {
+    for seed in seeds_from_env(seeds)? {
         let mut s = scenario.clone();
         s.seed = seed;
         let judged = run(&s)?;
@@ -93,6 +150,22 @@ pub fn sweep(
         }
     }
     Ok(None)
+}
+
+/// Sweep `scenario` over `seeds` (as [`sweep`]) and panic on the first
+/// failure, naming the seed, the problems and the replay command; the
+/// failing scenario is written to the system's temporary directory as
+/// `percsim-<test>-seed-<N>.json`. For a `#[test]`.
+pub fn assert_sweep(scenario: &Scenario, seeds: Range<u64>, test: &str) {
+    match sweep(scenario, seeds) {
+        Err(e) => panic!("{test}: {e}"),
+        Ok(None) => {}
+        Ok(Some(judged)) => {
+            let file = std::env::temp_dir()
+                .join(format!("percsim-{test}-seed-{}.json", judged.scenario.seed));
+            panic!("{test}: {}", judged.explain(&file));
+        }
+    }
 }
 
 /// A scenario running `script` on a small cluster (2 tablet servers, 2
@@ -147,6 +220,18 @@ pub fn file_trials(dir: &Path, prefix: &str) -> Result<Vec<libtest_mimic::Trial>
         .collect())
 }
 
+/// The `main` of a test target with `harness = false`: one test per
+/// scenario file of `dir` ([`file_trials`]), named `PREFIX/FILE`, run with
+/// the command line's test arguments; exits with the tests' status. A
+/// directory that cannot be read fails the target, naming it.
+pub fn file_tests_main(dir: &Path, prefix: &str) -> ! {
+    let trials = file_trials(dir, prefix).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    });
+    libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit()
+}
+
 /// Run one scenario file as a test; the failure names the file, the seed
 /// and the replay command.
 pub fn run_file(path: &Path) -> Result<(), String> {
@@ -156,11 +241,51 @@ pub fn run_file(path: &Path) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "{}: seed {} failed:\n  {}\nreplay: cargo run --release --bin percsim -- run {} --seed {}",
+        "{}: seed {} failed:\n  {}\n{}",
         path.display(),
         scenario.seed,
         judged.problems.join("\n  "),
-        path.display(),
-        scenario.seed
+        replay_lines(path, scenario.seed),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_seed_variables_choose_a_sweeps_seeds_and_bad_values_are_named() {
+        assert_eq!(seeds_from(3..9, env(&[])).unwrap(), 3..9);
+        assert_eq!(seeds_from(3..9, env(&[(SEED_VAR, "42")])).unwrap(), 42..43);
+        assert_eq!(
+            seeds_from(3..9, env(&[(SEEDS_VAR, "100")])).unwrap(),
+            3..103
+        );
+        let both = [(SEED_VAR, "7"), (SEEDS_VAR, "100")];
+        assert_eq!(seeds_from(0..1, env(&both)).unwrap(), 7..8);
+        let e = seeds_from(0..1, env(&[(SEEDS_VAR, "many")])).unwrap_err();
+        assert!(e.to_string().contains("PERCSIM_SEEDS=\"many\""), "{e}");
+        let e = seeds_from(0..1, env(&[(SEEDS_VAR, "0")])).unwrap_err();
+        assert!(e.to_string().contains("at least one seed"), "{e}");
+        let e = seeds_from(0..1, env(&[(SEED_VAR, "-1")])).unwrap_err();
+        assert!(e.to_string().contains("PERCSIM_SEED=\"-1\""), "{e}");
+    }
+
+    #[test]
+    fn a_replay_line_is_an_installed_percsim_command_with_an_absolute_file() {
+        let text = replay_lines(Path::new("tests/scenarios/a.json"), 5);
+        assert!(text.starts_with("replay: percsim run /"), "{text}");
+        assert!(text.contains("tests/scenarios/a.json --seed 5"), "{text}");
+        assert!(!text.contains("cargo run"), "{text}");
+        assert!(text.contains("PERCSIM_SEED=5 cargo test"), "{text}");
+    }
 }

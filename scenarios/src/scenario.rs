@@ -102,6 +102,42 @@ impl Scenario {
         Value::Object(map)
     }
 
+    /// The same scenario with these planted bugs (its system's ablations,
+    /// by name) switched on as well as those it has. An unknown name is an
+    /// error listing the system's (`percsim systems` lists them too).
+    pub fn with_ablations(&self, names: &[String]) -> Result<Scenario, ScenarioError> {
+        if names.is_empty() {
+            return Ok(self.clone());
+        }
+        let system = crate::systems::find(self.system()).map_err(ScenarioError::Invalid)?;
+        let known: Vec<&str> = system.ablations().iter().map(|(n, _)| *n).collect();
+        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            return Err(ScenarioError::Invalid(format!(
+                "--ablate: system {} has no planted bug {bad:?} (its planted bugs: {}; `percsim systems` lists every system's)",
+                self.system(),
+                known.join(", ")
+            )));
+        }
+        let mut value = self.to_value();
+        let section = &mut value[self.system()];
+        if !section.is_object() {
+            *section = Value::Object(Map::new());
+        }
+        let mut list: Vec<Value> = match section.get("ablations") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        for n in names {
+            if !list.iter().any(|v| v.as_str() == Some(n)) {
+                list.push(Value::from(n.as_str()));
+            }
+        }
+        section["ablations"] = Value::Array(list);
+        let s = Scenario::from_value(value)?;
+        s.validate()?;
+        Ok(s)
+    }
+
     /// Check for impossible values.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.spec.validate(&self.world)
@@ -236,6 +272,29 @@ mod tests {
         assert!(e.to_string().contains("unknown field `clusterr`"), "{e}");
         let e = Scenario::parse(&v2(&format!(r#""world":{{"run_msx":1}},{BANK}"#))).unwrap_err();
         assert!(e.to_string().contains("world.run_msx"), "{e}");
+    }
+
+    #[test]
+    fn planted_bugs_are_added_to_a_scenario_by_name_and_unknown_ones_refused() {
+        for system in systems::all() {
+            let Some((bug, _)) = system.ablations().first().copied() else {
+                continue;
+            };
+            let s = system.generate(3, &crate::system::Mix::default());
+            let ablated = s.with_ablations(&[bug.to_string()]).unwrap();
+            let list = ablated.to_value()[system.name()]["ablations"].clone();
+            assert!(
+                list.as_array().is_some_and(|a| a.iter().any(|v| v == bug)),
+                "{}: {list}",
+                system.name()
+            );
+            assert_eq!(ablated.seed, 3);
+            let again = ablated.with_ablations(&[bug.to_string()]).unwrap();
+            assert_eq!(again.to_value(), ablated.to_value(), "no duplicate");
+            let e = s.with_ablations(&["no-such-bug".into()]).unwrap_err();
+            let e = e.to_string();
+            assert!(e.contains("no-such-bug") && e.contains(bug), "{e}");
+        }
     }
 
     #[test]

@@ -204,11 +204,14 @@ fn a_failed_script_expectation_has_its_own_verdict_and_exit_code() {
     let o = percsim(&["run", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     std::fs::write(&path, script("not-a0")).unwrap();
+    let capsules = tmp("expectation-capsules");
     let o = percsim(&[
         "run",
         path.to_str().unwrap(),
         "--history",
         history.to_str().unwrap(),
+        "--out",
+        capsules.to_str().unwrap(),
     ]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(7), "{out}");
@@ -812,4 +815,149 @@ fn an_old_fault_class_name_means_its_class_now() {
     assert!(counted("fault.kill_coordinator") > 0, "{old:?}");
     assert_eq!(counted("fault.kill_oracle"), 0, "{old:?}");
     assert_ne!(old, run("kill_data_server"), "the class is not ignored");
+}
+
+/// A failing script (its read expects a value the cell never had).
+fn failing_script() -> String {
+    r#"{"format":"percsim-scenario/2","seed":1,"world":{"run_ms":5000},
+      "percolator":{"tablet_servers":1,"tablets":1,"clients":1,"workers_per_client":1},
+      "workload":{"name":"script","initial":[{"row":"a","col":"v","value":"a0"}],
+        "steps":[{"do":"begin","client":0,"txn":"R"},
+                 {"do":"get","txn":"R","row":"a","col":"v","expect":"never"},
+                 {"do":"commit","txn":"R","expect":"committed"}]}}"#
+        .to_string()
+}
+
+/// A fresh directory outside percsim's checkout.
+fn elsewhere(name: &str) -> PathBuf {
+    let dir = tmp(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Run a command percsim printed (`percsim ARGS...`) with this build's
+/// binary in `dir`.
+fn run_printed(command: &str, dir: &Path) -> Output {
+    let mut words = command.split_whitespace();
+    assert_eq!(words.next(), Some("percsim"), "{command}");
+    Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(words)
+        .current_dir(dir)
+        .output()
+        .expect("run percsim")
+}
+
+/// The command printed after `label` (a line `label   percsim ...`).
+fn printed(out: &str, label: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix(label))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_else(|| panic!("no {label:?} line in:\n{out}"))
+}
+
+#[test]
+fn a_failed_run_saves_a_capsule_whose_commands_work_from_another_directory() {
+    let here = elsewhere("run-here");
+    let there = elsewhere("run-there");
+    std::fs::write(here.join("s.json"), failing_script()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(["run", "s.json", "--out", "caps"])
+        .current_dir(&here)
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}");
+    assert!(here.join("caps/percolator-seed-1.json").exists(), "{out}");
+    let replay = printed(&out, "replay");
+    assert!(replay.starts_with("percsim replay /"), "{replay}");
+    let again = run_printed(&replay, &there);
+    assert_eq!(again.status.code(), Some(7), "{}", text(&again));
+    assert!(text(&again).contains("recorded verdict: ExpectationFailed"));
+    let draw = run_printed(&printed(&out, "draw"), &there);
+    assert_eq!(draw.status.code(), Some(0), "{}", text(&draw));
+    assert!(there.join("report.html").exists());
+    let capsule = printed(&out, "capsule");
+    let check = run_printed(&format!("percsim check {capsule}"), &there);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}
+
+#[test]
+fn run_takes_planted_bugs_by_name_and_refuses_an_unknown_one() {
+    let bank = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bank.json");
+    let bank = bank.to_str().unwrap();
+    let o = percsim(&["run", bank, "--ablate", "no-such-bug"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("no planted bug \"no-such-bug\""),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("no-rollback-record"), "{}", text(&o));
+    let history = tmp("ablated.history.json");
+    let caps = tmp("ablated-capsules");
+    let o = percsim(&[
+        "run",
+        bank,
+        "--ablate",
+        "no-rollback-record",
+        "--history",
+        history.to_str().unwrap(),
+        "--out",
+        caps.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o));
+    let h = std::fs::read_to_string(&history).unwrap();
+    assert!(
+        h.contains("no-rollback-record"),
+        "the history's scenario names it"
+    );
+}
+
+#[test]
+fn fuzz_sweeps_a_scenario_file_with_capsules_and_shrinking() {
+    let file = tmp("sweep.json");
+    std::fs::write(&file, failing_script()).unwrap();
+    let out_dir = elsewhere("sweep-capsules");
+    let f = file.to_str().unwrap();
+    let o = percsim(&[
+        "fuzz",
+        "--scenario",
+        f,
+        "--count",
+        "2",
+        "--jobs",
+        "1",
+        "--shrink-budget",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}");
+    for seed in [0, 1] {
+        let capsule = out_dir.join(format!("percolator-seed-{seed}.json"));
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&capsule).unwrap()).unwrap();
+        assert_eq!(c["scenario"]["seed"], seed, "{c}");
+        assert!(c["shrink_runs"].as_u64().is_some(), "shrinking ran: {c}");
+        assert!(
+            out.contains(&format!("seed {seed}: ExpectationFailed")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("-> percsim replay /"), "{out}");
+    let o = percsim(&["fuzz", "--scenario", f, "--system", "percolator"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--system does not apply to --scenario"));
+    let o = percsim(&["fuzz", "--scenario", f, "--count", "1", "--ablate", "nope"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no planted bug \"nope\""), "{}", text(&o));
+}
+
+#[test]
+fn a_misspelt_verb_is_named_by_its_step_index() {
+    let json = failing_script().replace(r#""do":"commit""#, r#""do":"comit""#);
+    bad_scenario(&json, "steps[2]");
+    bad_scenario(&json, "unknown verb \"comit\"");
 }

@@ -7,7 +7,7 @@ use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
 use percsim_scenarios::workloads::{
     Call, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
-    ScriptBuilder, Step, Stored, Target,
+    Point, PointAction, ScriptBuilder, Step, StepPoint, Stored, Target,
 };
 use percsim_sim::CallKind;
 use serde_json::{Value, json};
@@ -179,10 +179,9 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
         text.contains("step 7") && text.contains("expected Committed; happened Aborted"),
         "{text}"
     );
-    assert!(
-        text.contains("replay: cargo run --release --bin percsim -- run"),
-        "{text}"
-    );
+    assert!(text.contains("replay: percsim run /"), "{text}");
+    assert!(text.contains("--seed 0"), "{text}");
+    assert!(!text.contains("cargo run"), "{text}");
 }
 
 #[test]
@@ -443,4 +442,202 @@ fn held_and_delayed_replies_reach_a_waiting_caller() {
         text.contains("expected Some(\"1\"); happened Some(\"0\")"),
         "{text}"
     );
+}
+
+/// A Percolator script file of these steps on 2 tablets and 2 clients.
+fn script_file(steps: Value) -> Value {
+    json!({
+        "format": "percsim-scenario/2", "seed": 1, "world": {"run_ms": 20000},
+        "percolator": {"tablet_servers": 2, "tablets": 2, "clients": 2, "workers_per_client": 1},
+        "workload": {"name": "script",
+            "initial": [{"row": "a", "col": "v", "value": "a0"}, {"row": "b", "col": "v", "value": "b0"}],
+            "steps": steps}
+    })
+}
+
+#[test]
+fn a_crash_or_pause_that_never_fires_fails_naming_its_step() {
+    // A transaction that only reads never reaches a commit step.
+    for stop in [
+        json!({"do": "crash_at", "txn": "R", "step": "after_commit_primary"}),
+        json!({"do": "pause_at", "txn": "R", "step": "before_commit_primary"}),
+    ] {
+        let v = script_file(json!([
+            {"do": "begin", "client": 0, "txn": "R"},
+            {"do": "get", "txn": "R", "row": "a", "col": "v", "expect": "a0"},
+            stop,
+            {"do": "commit", "txn": "R"}
+        ]));
+        must_fail(
+            &v,
+            &[
+                "step 2",
+                "the stop never happened: the commit ended (Committed",
+            ],
+        );
+    }
+    // A transaction aborted before its commit.
+    let v = script_file(json!([
+        {"do": "begin", "client": 0, "txn": "T"},
+        {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+        {"do": "crash_at", "txn": "T", "step": "after_commit_primary"},
+        {"do": "abort", "txn": "T"}
+    ]));
+    must_fail(&v, &["step 2", "aborted before its commit"]);
+    // The same crash on a transaction that writes fires: the run passes.
+    let v = script_file(json!([
+        {"do": "begin", "client": 0, "txn": "T"},
+        {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+        {"do": "crash_at", "txn": "T", "step": "after_commit_primary"},
+        {"do": "commit", "txn": "T", "store": "committed"}
+    ]));
+    let judged = regress::run(&Scenario::parse(&v.to_string()).unwrap()).unwrap();
+    assert!(judged.passed(), "{:?}", judged.problems);
+}
+
+#[test]
+fn a_stop_at_that_never_fires_fails_naming_its_step() {
+    // Client 1 runs no transaction: it never reaches the point.
+    let v = script_file(json!([
+        {"do": "stop_at", "point": "before_prewrite", "node": "client-1", "fault": {"crash": {}}},
+        {"do": "begin", "client": 0, "txn": "T"},
+        {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+        {"do": "commit", "txn": "T", "expect": "committed"}
+    ]));
+    must_fail(&v, &["step 0", "the stop never happened"]);
+}
+
+#[test]
+fn an_expectation_on_a_commit_armed_to_crash_is_refused_at_load() {
+    for (field, value) in [
+        ("expect", json!("aborted")),
+        ("fails", json!("write_conflict")),
+    ] {
+        let mut commit = json!({"do": "commit", "txn": "T"});
+        commit[field] = value;
+        let v = script_file(json!([
+            {"do": "begin", "client": 0, "txn": "T"},
+            {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+            {"do": "crash_at", "txn": "T", "step": "after_commit_primary"},
+            commit
+        ]));
+        let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains(&format!("workload.steps[3].{field}")), "{e}");
+        assert!(e.contains("armed to crash"), "{e}");
+    }
+    // The builder's commit takes an expectation: refused the same way;
+    // commit_armed takes none.
+    let armed = ScriptBuilder::new()
+        .begin(0, "T")
+        .set("T", "a", "v", "a1")
+        .crash_at("T", StepPoint::AfterCommitPrimary, None);
+    let wrong =
+        regress::script_scenario(armed.clone().commit("T", ExpectOutcome::Aborted).build(), 0);
+    let e = wrong.validate().unwrap_err().to_string();
+    assert!(e.contains("workload.steps[3].expect"), "{e}");
+    let right = armed.commit_armed("T").store(Stored::Committed).build();
+    let judged = regress::run(&regress::script_scenario(right, 0)).expect("runs");
+    assert!(judged.passed(), "{:?}", judged.problems);
+}
+
+#[test]
+fn the_builder_writes_every_kind_of_step_as_the_file_does() {
+    let script = ScriptBuilder::new()
+        .initial("a", "v", "a0")
+        .stop_at(
+            Point::TabletAfterApply,
+            "tablet-0",
+            PointAction::Crash {
+                restart_after_ms: Some(100),
+            },
+        )
+        .begin(0, "T")
+        .set("T", "a", "v", "a1")
+        .pause_at("T", StepPoint::BeforeCommitPrimary)
+        .commit("T", ExpectOutcome::Committed)
+        .no_wait()
+        .sleep(50)
+        .resume(0)
+        .wait(
+            percsim_scenarios::workloads::WaitFor::TxnFinished("T".into()),
+            5_000,
+        )
+        .pause(1)
+        .resume(1)
+        .partition(&["client-1"], &["tablet-1"])
+        .heal()
+        .kill("client-1")
+        .restart("client-1")
+        .expire_session(1)
+        .begin(1, "S")
+        .scan("S", ("a", "b"), "v", &["a=a1"])
+        .abort("S")
+        .build();
+    let words: Vec<String> = script
+        .steps
+        .iter()
+        .map(|s| {
+            serde_json::to_value(s).unwrap()["do"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for verb in [
+        "stop_at",
+        "pause_at",
+        "sleep",
+        "resume",
+        "wait",
+        "pause",
+        "partition",
+        "heal",
+        "kill",
+        "restart",
+        "expire_session",
+        "scan",
+        "abort",
+    ] {
+        assert!(
+            words.iter().any(|w| w == verb),
+            "{verb} missing from {words:?}"
+        );
+    }
+    let scenario = regress::script_scenario(script, 0);
+    scenario.validate().expect("valid");
+    let again = Scenario::parse(&serde_json::to_string(&scenario).unwrap()).expect("reads back");
+    assert_eq!(again.to_value(), scenario.to_value());
+}
+
+#[test]
+fn a_script_refuses_the_clusters_crashes_and_pauses_keyed_to_a_transaction_number() {
+    let steps = json!([
+        {"do": "begin", "client": 0, "txn": "T"},
+        {"do": "set", "txn": "T", "row": "a", "col": "v", "value": "a1"},
+        {"do": "commit", "txn": "T", "expect": "committed"}
+    ]);
+    for (field, entry, instead) in [
+        (
+            "crashes",
+            json!({"client": 0, "txn": 3, "step": "after_commit_primary"}),
+            "crash_at",
+        ),
+        (
+            "pauses",
+            json!({"client": 0, "txn": 1, "step": "before_commit_primary", "duration_ms": 10}),
+            "pause_at",
+        ),
+        (
+            "point_faults",
+            json!({"point": "before_prewrite", "node": 0, "nth": 2, "fault": {"crash": {}}}),
+            "stop_at",
+        ),
+    ] {
+        let mut v = script_file(steps.clone());
+        v["percolator"][field] = json!([entry]);
+        let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains(&format!("percolator.{field}[0]")), "{e}");
+        assert!(e.contains(instead), "{e}");
+    }
+    Scenario::parse(&script_file(steps).to_string()).expect("without them it loads");
 }

@@ -16,8 +16,12 @@
 
 #[cfg(not(madsim))]
 compile_error!(
-    "percsim-sim needs `--cfg madsim` (set in .cargo/config.toml). An environment RUSTFLAGS replaces that setting: unset it, or add `--cfg madsim` to it."
+    "percsim needs `--cfg madsim`. Add to the `.cargo/config.toml` of the crate you build:\n[build]\nrustflags = [\"--cfg\", \"madsim\"]\nrustdocflags = [\"--cfg\", \"madsim\"]\nAn environment RUSTFLAGS replaces that setting: unset it, or add `--cfg madsim` to it."
 );
+
+/// What a build without `--cfg madsim` is told (by the build script, which
+/// stops it before any other error).
+pub const MADSIM_MISSING: &str = include_str!("../madsim-missing.txt");
 
 pub mod invariant;
 pub mod omid;
@@ -116,6 +120,22 @@ mod tests {
         WorldConfig {
             clocks: serde_json::from_str(json).expect("clock entries"),
             ..WorldConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_missing_madsim_message_gives_the_lines_of_a_working_config() {
+        let config = include_str!("../../.cargo/config.toml");
+        let lines: Vec<&str> = config
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        assert_eq!(lines.len(), 3, "{config}");
+        for line in lines {
+            assert!(
+                MADSIM_MISSING.contains(line),
+                "{line} missing from:\n{MADSIM_MISSING}"
+            );
         }
     }
 

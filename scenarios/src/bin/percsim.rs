@@ -2,7 +2,8 @@
 //! shard results, and benchmark.
 //!
 //! Exit codes: 0 pass, 1 safety violation, 2 bad input, 3 liveness
-//! failure, 4 the simulation itself crashed, 5 nondeterminism.
+//! failure, 4 the simulation itself crashed, 5 nondeterminism, 6 stuck,
+//! 7 a script's own expectation failed.
 
 use clap::{Parser, Subcommand};
 use percsim_scenarios::campaign::{Mix, SeedResult};
@@ -45,6 +46,13 @@ enum Command {
         /// Write the history here.
         #[arg(long)]
         history: Option<PathBuf>,
+        /// Switch on these planted bugs too (comma-separated; the
+        /// scenario's system's, see `percsim systems`).
+        #[arg(long, value_delimiter = ',')]
+        ablate: Vec<String>,
+        /// Where the failure capsule goes when the run fails.
+        #[arg(long, default_value = "failures")]
+        out: PathBuf,
     },
     /// Re-run a failure capsule saved by `fuzz` and show its verdict.
     Replay {
@@ -94,8 +102,14 @@ enum Command {
         #[arg(long)]
         svg: bool,
     },
-    /// Run a fuzzing campaign: one generated scenario per seed.
+    /// Run a fuzzing campaign: one generated scenario per seed (or, with
+    /// --scenario, one scenario file swept over the seeds).
     Fuzz {
+        /// Sweep this scenario file over the seeds instead of generating
+        /// scenarios (with --ablate, capsules and shrinking; --system,
+        /// --workload, --faults and --shard do not apply).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
         /// Number of seeds (from the start of --seeds, or 0).
         #[arg(long)]
         count: Option<u64>,
@@ -277,7 +291,17 @@ fn main() -> ExitCode {
             scenario,
             seed,
             history,
-        } => cmd_run(&scenario, seed, history.as_deref()),
+            ablate,
+            out,
+        } => cmd_run(
+            &scenario,
+            &RunFlags {
+                seed,
+                ablate,
+                out: Some(out),
+            },
+            history.as_deref(),
+        ),
         Command::Replay {
             capsule,
             shrunk,
@@ -431,6 +455,7 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
 /// an error message (exit 2).
 fn fuzz_command(cmd: Command) -> Result<i32, String> {
     let Command::Fuzz {
+        scenario,
         count,
         seeds,
         shard,
@@ -458,6 +483,34 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
     };
     if jobs == 0 || jobs > 256 {
         return Err("--jobs must be between 1 and 256".into());
+    }
+    if let Some(file) = scenario {
+        let given = [
+            ("--system", system.is_some()),
+            ("--workload", !workload.is_empty()),
+            ("--faults", !faults.is_empty()),
+            ("--shard", shard.is_some()),
+            ("--jsonl", jsonl.is_some()),
+            ("--time-limit", time_limit.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!(
+                "{flag} does not apply to --scenario (the file names its system, workload and faults)"
+            ));
+        }
+        let scenario = Scenario::load(&file)
+            .and_then(|s| s.with_ablations(&ablate))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let sweep = percsim_scenarios::scenario_sweep::ScenarioSweep {
+            scenario,
+            start,
+            end,
+            jobs,
+            out,
+            shrink_budget,
+            check_determinism,
+        };
+        return Ok(cmd_sweep(&sweep, &file));
     }
     let (shard, source) = percsim_scenarios::resolve_shard(shard, |v| std::env::var(v).ok())?;
     let mix = Mix {
@@ -533,21 +586,49 @@ fn print_summary(r: &SeedResult) {
     }
 }
 
-fn cmd_run(path: &Path, seed: Option<u64>, history: Option<&Path>) -> i32 {
-    let mut scenario = match Scenario::load(path) {
+/// `percsim fuzz --scenario FILE`: sweep the file's scenario over the seeds.
+fn cmd_sweep(sweep: &percsim_scenarios::scenario_sweep::ScenarioSweep, file: &Path) -> i32 {
+    println!(
+        "percsim fuzz --scenario {}: seeds {}..{}, {} jobs, commit {}",
+        file.display(),
+        sweep.start,
+        sweep.end,
+        sweep.jobs,
+        fuzz::COMMIT
+    );
+    let summary = percsim_scenarios::scenario_sweep::run(sweep);
+    print!("{}", summary.render());
+    summary.worst().exit_code()
+}
+
+/// `percsim run`'s flags beside the file and the history.
+struct RunFlags {
+    /// Override the scenario's seed.
+    seed: Option<u64>,
+    /// Planted bugs to switch on too.
+    ablate: Vec<String>,
+    /// Where a failure's capsule goes (`None`: no capsule, for `replay`).
+    out: Option<PathBuf>,
+}
+
+fn cmd_run(path: &Path, flags: &RunFlags, history: Option<&Path>) -> i32 {
+    let loaded = Scenario::load(path).and_then(|s| s.with_ablations(&flags.ablate));
+    let mut scenario = match loaded {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}: {e}", path.display());
             return 2;
         }
     };
-    if let Some(seed) = seed {
+    if let Some(seed) = flags.seed {
         scenario.seed = seed;
     }
-    run_and_report(&scenario, history)
+    run_and_report(&scenario, history, flags.out.as_deref())
 }
 
-fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
+/// Run `scenario`, print its summary, write its history to `history` and,
+/// when it fails and `out` is given, its capsule to `out`.
+fn run_and_report(scenario: &Scenario, history: Option<&Path>, out: Option<&Path>) -> i32 {
     let judged = fuzz::judge(scenario, false);
     // The system's history, in its own format.
     let text = judged.history.as_ref().map(serde_json::to_string);
@@ -571,6 +652,19 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>) -> i32 {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         println!("allowed under snapshot isolation: {}", allowed.join(" "));
+    }
+    if let Some(out) = out
+        && judged.result.verdict != percsim_scenarios::Verdict::Pass
+    {
+        match percsim_scenarios::capsule::save(out, scenario, &judged, None) {
+            Ok(p) => {
+                let p = p.display();
+                println!("capsule       {p}");
+                println!("replay        percsim replay {p}");
+                println!("draw          percsim report {p} -o report.html");
+            }
+            Err(e) => eprintln!("error: cannot save the capsule in {}: {e}", out.display()),
+        }
     }
     judged.result.verdict.exit_code()
 }
@@ -602,7 +696,7 @@ fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
         "recorded verdict: {:?}, rules {:?}",
         capsule.verdict, capsule.violated_rules
     );
-    run_and_report(&scenario, history)
+    run_and_report(&scenario, history, None)
 }
 
 fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {

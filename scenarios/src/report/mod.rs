@@ -92,6 +92,20 @@ fn title(m: &Model<'_>) -> String {
     )
 }
 
+/// The report's replay line: the command that re-runs the history drawn
+/// (a capsule's full scenario, not its shrunk one, which is named after
+/// it), or `fallback` for a history without a capsule.
+pub(crate) fn replay_line(capsule: Option<&Value>, fallback: &str) -> String {
+    let field = |k: &str| capsule.and_then(|c| c.get(k)).and_then(Value::as_str);
+    match (field("replay"), field("replay_shrunk")) {
+        (Some(full), Some(shrunk)) if !full.is_empty() => {
+            format!("{full} (the history drawn; a smaller failing scenario: {shrunk})")
+        }
+        (Some(full), _) if !full.is_empty() => full.to_string(),
+        _ => fallback.to_string(),
+    }
+}
+
 fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
     let r = &m.report;
     let s = &r.stats;
@@ -104,13 +118,7 @@ fn header(page: &mut String, m: &Model<'_>, loaded: &Loaded, source: &str) {
         )
     };
     let capsule = loaded.capsule.as_ref();
-    let replay = capsule
-        .and_then(|c| {
-            c.get("replay_shrunk")
-                .and_then(Value::as_str)
-                .or(c.get("replay").and_then(Value::as_str))
-        })
-        .map_or_else(|| format!("percsim check {source}"), str::to_string);
+    let replay = replay_line(capsule, &format!("percsim check {source}"));
     let recorded = capsule
         .and_then(|c| c.get("verdict"))
         .map(|v| format!(" (capsule verdict: {v})"))
@@ -309,4 +317,33 @@ fn data_json(m: &Model<'_>) -> Value {
         cells.insert(format!("{}\u{0}{}", c.row, c.col), Value::Array(versions));
     }
     json!({"txns": txns, "cells": cells, "versions_shown": VERSIONS_SHOWN})
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::replay_line;
+    use serde_json::json;
+
+    #[test]
+    fn the_replay_line_replays_the_history_drawn_and_names_the_shrunk_one_after() {
+        let c = json!({"replay": "percsim replay /f/c.json", "replay_shrunk": "percsim replay /f/c.json --shrunk"});
+        let line = replay_line(Some(&c), "fallback");
+        assert!(
+            line.starts_with("percsim replay /f/c.json (the history drawn"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("percsim replay /f/c.json --shrunk)"),
+            "{line}"
+        );
+        let c = json!({"replay": "percsim replay /f/c.json"});
+        assert_eq!(
+            replay_line(Some(&c), "fallback"),
+            "percsim replay /f/c.json"
+        );
+        assert_eq!(
+            replay_line(None, "percsim check h.json"),
+            "percsim check h.json"
+        );
+    }
 }

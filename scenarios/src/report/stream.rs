@@ -164,10 +164,7 @@ fn header(
         )
     };
     let field = |k: &str| src.capsule.and_then(|c| c.get(k));
-    let replay = field("replay_shrunk")
-        .and_then(Value::as_str)
-        .or(field("replay").and_then(Value::as_str))
-        .map_or_else(|| format!("percsim check {}", src.file), str::to_string);
+    let replay = super::replay_line(src.capsule, &format!("percsim check {}", src.file));
     let recorded = field("verdict")
         .map(|v| format!(" (capsule verdict: {v})"))
         .unwrap_or_default();

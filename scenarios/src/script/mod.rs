@@ -162,6 +162,13 @@ pub trait ScriptSystem:
         words: RuleWords,
         control: &Self::Control,
     ) -> Result<<Self::Control as ScriptControl>::RuleId, Mismatch>;
+    /// After the run: the nodes of the stops that `stop_at` steps armed
+    /// and that never happened (one entry per stop still armed); the
+    /// engine fails those steps. `None` (the default): the system cannot
+    /// tell.
+    fn stops_left(_control: &Self::Control) -> Option<Vec<String>> {
+        None
+    }
     /// After the run (healed phase and sweep), before `at_end`: check what
     /// step `i` expects of the end of the run. None by default.
     fn after_run(

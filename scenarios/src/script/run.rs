@@ -26,6 +26,8 @@ pub(super) struct State<S: ScriptSystem> {
     control: Option<Arc<S::Control>>,
     /// Counter values when a step named by a `since_step` started.
     marks: BTreeMap<(usize, S::Count), u64>,
+    /// The `stop_at` steps whose stop was armed, in order.
+    stops: Vec<usize>,
     /// Message rules in force, by name.
     rules: BTreeMap<String, <S::Control as ScriptControl>::RuleId>,
     /// The system's own state.
@@ -41,6 +43,7 @@ impl<S: ScriptSystem> Default for State<S> {
             watch: BTreeMap::new(),
             control: None,
             marks: BTreeMap::new(),
+            stops: Vec::new(),
             rules: BTreeMap::new(),
             system: S::State::default(),
         }
@@ -268,8 +271,9 @@ impl<S: ScriptSystem> Script<S> {
                 duration_ms: 3_600_000,
             },
             Step::StopAt { point, node, fault } => {
-                if let Err(e) = S::arm_point(control, point, node, fault) {
-                    self.fail(i, json(step), e);
+                match S::arm_point(control, point, node, fault) {
+                    Ok(()) => self.state().stops.push(i),
+                    Err(e) => self.fail(i, json(step), e),
                 }
                 return;
             }
@@ -342,6 +346,33 @@ impl<S: ScriptSystem> Script<S> {
         }
     }
 
+    /// Fail each `stop_at` step whose stop never happened: for each node
+    /// with stops still armed, its latest armed steps (stops at one node
+    /// happen in the order they were armed).
+    fn check_stops(&self, control: &S::Control) {
+        let Some(left) = S::stops_left(control) else {
+            return;
+        };
+        let mut armed = self.state().stops.clone();
+        let mut never = Vec::new();
+        for node in left {
+            let at = armed.iter().rposition(
+                |&i| matches!(&self.steps[i], Step::StopAt { node: n, .. } if *n == node),
+            );
+            if let Some(at) = at {
+                never.push(armed.remove(at));
+            }
+        }
+        never.sort_unstable();
+        for i in never {
+            self.fail(
+                i,
+                "the node to stop at the point",
+                "the stop never happened: the node did not reach the point before the run ended",
+            );
+        }
+    }
+
     /// Check what the steps expect of the end of the run, then the
     /// `at_end` assertions; returns the new failures.
     fn check_at_end(&self) -> Vec<String> {
@@ -349,6 +380,7 @@ impl<S: ScriptSystem> Script<S> {
             return Vec::new();
         };
         let before = self.state().failures.len();
+        self.check_stops(&control);
         for (i, step) in self.steps.iter().enumerate() {
             if let Some(v) = step.verb()
                 && let Some(m) = S::after_run(self, i, v, &control)

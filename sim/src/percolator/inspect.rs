@@ -71,6 +71,12 @@ impl Controller {
         Ok(())
     }
 
+    /// The nodes whose stops armed by [`Controller::arm_point`] have not
+    /// happened yet (one entry per stop still armed), as the world names them.
+    pub fn armed_points_left(&self) -> Vec<String> {
+        self.cluster.armed_points_left()
+    }
+
     /// Whether `node` is up: neither killed nor paused.
     pub fn node_up(&self, node: &str) -> bool {
         self.faults.node_up(node)

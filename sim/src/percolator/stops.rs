@@ -39,6 +39,14 @@ impl Cluster {
         armed.or(scheduled).map(|a| (a, nth))
     }
 
+    /// The nodes of the stops armed by a script and not yet happened.
+    pub(crate) fn armed_points_left(&self) -> Vec<String> {
+        self.lock(&self.armed_points)
+            .iter()
+            .map(|(p, n, _)| node_name(*p, *n).to_string())
+            .collect()
+    }
+
     /// Stop node `node` the next time it reaches `point` (a script's
     /// `stop_at`).
     pub(crate) fn arm_point(&self, point: Point, node: usize, action: PointAction) {

@@ -89,6 +89,15 @@ impl PulsarControl {
         self.cluster.durable().tc_log.clone()
     }
 
+    /// The nodes of the points armed by [`PulsarControl::arm`] that no
+    /// server has reached yet (one entry per point still armed).
+    pub fn armed_left(&self) -> Vec<String> {
+        crate::world::lock(&self.cluster.armed)
+            .iter()
+            .map(|a| a.node.clone())
+            .collect()
+    }
+
     /// Arm a server point. Errors when the node is not a broker of the
     /// cluster (coordinator and broker points are reached by brokers).
     pub fn arm(&self, armed: ArmedPoint) -> Result<(), String> {

@@ -16,9 +16,9 @@ pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{
     AckExpect, Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
-    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb,
-    RecordKind, Script, ScriptBuilder, ScriptObserver, Step, Stored, Target, Until, WaitFor,
-    WriteExpect,
+    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb, Point,
+    PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step, StepPoint, Stored,
+    Target, Until, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 
@@ -74,7 +74,10 @@ impl WorkloadSpec {
     /// Check the parameters.
     pub fn validate(&self, cluster: &PercolatorConfig) -> Result<(), String> {
         match self {
-            WorkloadSpec::Script(s) => s.validate(cluster.clients, &cluster.node_names()),
+            WorkloadSpec::Script(s) => {
+                script_faults(cluster)?;
+                s.validate(cluster.clients, &cluster.node_names())
+            }
             WorkloadSpec::Register(r) => r.validate(),
             WorkloadSpec::ListAppend(l) => l.validate(),
             WorkloadSpec::Dedup(d) => d.validate(),
@@ -113,4 +116,23 @@ impl WorkloadSpec {
             WorkloadSpec::Tpce(t) => Arc::new(t.clone()),
         }
     }
+}
+
+/// A script arms its stops in its steps: the cluster's `crashes`, `pauses`
+/// and `point_faults` (keyed to a client's n-th transaction or a node's
+/// n-th time at a point, which a script does not fix) could silently never
+/// fire, so a script refuses them.
+fn script_faults(cluster: &PercolatorConfig) -> Result<(), String> {
+    let (field, instead) = if !cluster.crashes.is_empty() {
+        ("crashes", "a crash_at step")
+    } else if !cluster.pauses.is_empty() {
+        ("pauses", "a pause_at step")
+    } else if !cluster.point_faults.is_empty() {
+        ("point_faults", "a stop_at step")
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "percolator.{field}[0]: a script arms its stops in its steps; use {instead} (an entry keyed to the n-th transaction or the n-th time at a point may never fire in a script, and nothing would say so)"
+    ))
 }

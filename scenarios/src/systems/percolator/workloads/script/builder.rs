@@ -2,6 +2,7 @@
 
 use super::{CellAssert, CountAssert, Counted, ErrorClass, ExpectOutcome, InitialCell, Script};
 use super::{MessageRule, PercolatorVerb as V, ScriptObserver, Step, Stored, Until, WaitFor};
+use super::{Point, PointAction, StepPoint};
 
 /// Builds a [`Script`] step by step. Each method appends one step; the
 /// modifiers [`ScriptBuilder::no_wait`] and [`ScriptBuilder::fails`] change
@@ -122,6 +123,118 @@ impl ScriptBuilder {
         })
     }
 
+    /// Commit with no expectation on what the client reports: for a commit
+    /// armed with [`ScriptBuilder::crash_at`] (its client dies before it
+    /// can report; a commit armed to crash refuses an expectation when the
+    /// script is loaded). Follow it with [`ScriptBuilder::store`] to check
+    /// how the transaction ended in the store.
+    pub fn commit_armed(self, txn: &str) -> Self {
+        self.verb(V::Commit {
+            txn: txn.into(),
+            expect: None,
+            fails: None,
+            store: None,
+            no_wait: false,
+        })
+    }
+
+    /// Abort without committing.
+    pub fn abort(self, txn: &str) -> Self {
+        self.verb(V::Abort { txn: txn.into() })
+    }
+
+    /// Read column `col` of every row in `[start_row, end_row)`; `expect`
+    /// lists the `row=value` pairs it must return, in order.
+    pub fn scan(self, txn: &str, rows: (&str, &str), col: &str, expect: &[&str]) -> Self {
+        self.verb(V::Scan {
+            txn: txn.into(),
+            start_row: rows.0.into(),
+            end_row: rows.1.into(),
+            col: col.into(),
+            expect: Some(expect.iter().map(|e| e.to_string()).collect()),
+            fails: None,
+            no_wait: false,
+        })
+    }
+
+    /// Kill the client of `txn` when its commit reaches `step`; restart it
+    /// `restart_after_ms` later (`None`: at the healed phase). A crash that
+    /// never happens (the transaction aborts or only reads) fails the run
+    /// naming this step.
+    pub fn crash_at(self, txn: &str, step: StepPoint, restart_after_ms: Option<u64>) -> Self {
+        self.verb(V::CrashAt {
+            txn: txn.into(),
+            step,
+            restart_after_ms,
+        })
+    }
+
+    /// Freeze the client of `txn` when its commit reaches `step` (until a
+    /// [`ScriptBuilder::resume`] or the healed phase). A pause that never
+    /// happens fails the run naming this step.
+    pub fn pause_at(self, txn: &str, step: StepPoint) -> Self {
+        self.verb(V::PauseAt {
+            txn: txn.into(),
+            step,
+        })
+    }
+
+    /// Kill or freeze `node` the next time it reaches `point`. A stop that
+    /// never happens fails the run naming this step.
+    pub fn stop_at(self, point: Point, node: &str, fault: PointAction) -> Self {
+        self.step(Step::StopAt {
+            point,
+            node: node.into(),
+            fault,
+        })
+    }
+
+    /// Kill a node (`client-0`, `tablet-1`, `oracle`, ...).
+    pub fn kill(self, node: &str) -> Self {
+        self.step(Step::Kill { node: node.into() })
+    }
+
+    /// Restart a killed node.
+    pub fn restart(self, node: &str) -> Self {
+        self.step(Step::Restart { node: node.into() })
+    }
+
+    /// Freeze a client's node.
+    pub fn pause(self, client: usize) -> Self {
+        self.step(Step::Pause { client })
+    }
+
+    /// Unfreeze a client's node.
+    pub fn resume(self, client: usize) -> Self {
+        self.step(Step::Resume { client })
+    }
+
+    /// Cut the links between the nodes of `a` and those of `b` (both ways)
+    /// until [`ScriptBuilder::heal`] or the healed phase.
+    pub fn partition(self, a: &[&str], b: &[&str]) -> Self {
+        let names = |v: &[&str]| v.iter().map(|n| n.to_string()).collect();
+        self.step(Step::Partition {
+            a: names(a),
+            b: names(b),
+            one_way: false,
+        })
+    }
+
+    /// Heal every partition in force.
+    pub fn heal(self) -> Self {
+        self.step(Step::Heal)
+    }
+
+    /// Wait this many simulated ms.
+    pub fn sleep(self, ms: u64) -> Self {
+        self.step(Step::Sleep { ms })
+    }
+
+    /// Expire a client's liveness session (the client stays alive).
+    pub fn expire_session(self, client: usize) -> Self {
+        self.verb(V::ExpireSession { client })
+    }
+
     /// The last step (a begin, get, scan or commit) must fail with `class`
     /// (a commit: abort with it); its value or outcome expectation is dropped.
     pub fn fails(mut self, class: ErrorClass) -> Self {
@@ -198,7 +311,9 @@ impl ScriptBuilder {
         })
     }
 
-    /// Check `step` (an `assert_*` step) after the healed phase and the sweep.
+    /// Check `step` (an `assert_*` step) after the healed phase and the
+    /// sweep. A `wait` or any other step is refused when the script is
+    /// loaded: only assertions run at the end.
     pub fn at_end(mut self, step: Step) -> Self {
         self.script.at_end.push(step);
         self

@@ -21,13 +21,16 @@ pub use intercept::{Call, MessageRule, Target};
 pub use observe::ScriptObserver;
 
 pub use crate::script::{MsgFate, MsgLeg, Until};
+/// The named points `stop_at` stops a node at, and what it does there.
+pub use percsim_protocol::percolator::client::Point;
+/// The protocol steps a commit can be stopped at (`crash_at`, `pause_at`).
+pub use percsim_protocol::percolator::client::StepPoint;
+pub use percsim_sim::PointAction;
 
 use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
 use percsim_protocol::percolator::CellKey;
-use percsim_protocol::percolator::client::{
-    ObserverBody, ObserverSpec, Point, PointNode, StepPoint,
-};
-use percsim_sim::{BoxFuture, Client, Controller, Fault, PointAction, Worker, Workload};
+use percsim_protocol::percolator::client::{ObserverBody, ObserverSpec, PointNode};
+use percsim_sim::{BoxFuture, Client, Controller, Fault, Worker, Workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;
 
@@ -407,6 +410,10 @@ impl ScriptSystem for PercolatorScript {
         run::install(script, rule, words, control)
     }
 
+    fn stops_left(control: &Controller) -> Option<Vec<String>> {
+        Some(control.armed_points_left())
+    }
+
     fn after_run(
         script: &Script,
         _i: usize,
@@ -471,6 +478,14 @@ fn cells_of(script: &Script, txn: &str) -> Vec<CellRef> {
     cells
 }
 
+/// Whether a `crash_at` step of transaction `txn` comes before step `i`.
+fn crash_armed(script: &Script, txn: &str, i: usize) -> bool {
+    script.steps[..i.min(script.steps.len())]
+        .iter()
+        .filter_map(Step::verb)
+        .any(|v| matches!(v, PercolatorVerb::CrashAt { txn: t, .. } if t == txn))
+}
+
 /// Check one of Percolator's steps.
 fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Result<(), String> {
     let at = env.at();
@@ -509,6 +524,14 @@ fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Resul
         } => Err(format!(
             "{at}: a step expects either a result (expect) or a failure (fails), not both"
         )),
+        PercolatorVerb::Commit {
+            txn, expect, fails, ..
+        } if (expect.is_some() || fails.is_some()) && crash_armed(script, txn, env.index()) => {
+            let field = if expect.is_some() { "expect" } else { "fails" };
+            Err(format!(
+                "{at}.{field}: the commit of {txn:?} is armed to crash (crash_at), so its client dies before it can report and the {field} could never be checked; drop it (\"store\" on the commit or an assert_stored step checks how the transaction ended in the store)"
+            ))
+        }
         PercolatorVerb::Commit {
             fails: Some(ErrorClass::TimedOut),
             ..

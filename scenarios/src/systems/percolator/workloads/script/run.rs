@@ -90,8 +90,40 @@ pub(super) async fn run_txn(mut thread: Thread<super::PercolatorScript>, client:
             PercolatorVerb::Commit { .. } => {
                 commit(&script, i, &name, &client, step, txn.take()).await;
             }
-            _ => buffer(&script, step, &client, &mut txn),
+            _ => buffer(&script, i, step, &client, &mut txn),
         }
+    }
+    // A transaction left open (no commit or abort step) never reached its stop.
+    if let Some(t) = txn
+        && client.armed(t.id())
+        && !client.armed_fired(t.id())
+    {
+        never_fired(&script, &name, script.steps.len(), "the script ended first");
+    }
+}
+
+/// The `crash_at` or `pause_at` step of transaction `name` before step
+/// `before`, if any.
+fn stop_step(script: &Script, name: &str, before: usize) -> Option<(usize, String)> {
+    script.steps[..before.min(script.steps.len())]
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(k, s)| match s.verb() {
+            Some(PercolatorVerb::CrashAt { txn, step, .. }) if txn == name => {
+                Some((k, format!("its client to crash at {}", json(step))))
+            }
+            Some(PercolatorVerb::PauseAt { txn, step }) if txn == name => {
+                Some((k, format!("its client to freeze at {}", json(step))))
+            }
+            _ => None,
+        })
+}
+
+/// The stop armed for transaction `name` never happened: fail its step.
+fn never_fired(script: &Script, name: &str, before: usize, why: &str) {
+    if let Some((k, expected)) = stop_step(script, name, before) {
+        script.fail(k, expected, format!("the stop never happened: {why}"));
     }
 }
 
@@ -165,8 +197,24 @@ async fn read(script: &Script, i: usize, name: &str, step: &PercolatorVerb, txn:
     }
 }
 
+/// A `crash_at` or `pause_at` step of a transaction that already failed:
+/// its stop can never happen.
+fn not_armed(script: &Script, i: usize) {
+    script.fail(
+        i,
+        "the stop armed",
+        "nothing: the transaction had already failed, so its commit never runs",
+    );
+}
+
 /// The steps that act at once: buffer a write, arm a fault, abort.
-fn buffer(script: &Script, step: &PercolatorVerb, client: &Arc<Client>, txn: &mut Txn<'_>) {
+fn buffer(
+    script: &Script,
+    i: usize,
+    step: &PercolatorVerb,
+    client: &Arc<Client>,
+    txn: &mut Txn<'_>,
+) {
     match step {
         PercolatorVerb::Set {
             row, col, value, ..
@@ -184,19 +232,27 @@ fn buffer(script: &Script, step: &PercolatorVerb, client: &Arc<Client>, txn: &mu
             step,
             restart_after_ms,
             ..
-        } => {
-            if let Some(t) = txn.as_ref() {
+        } => match txn.as_ref() {
+            Some(t) => {
                 let restart_after_ms = *restart_after_ms;
                 client.arm(t.id(), *step, Armed::Crash { restart_after_ms });
             }
-        }
-        PercolatorVerb::PauseAt { step, .. } => {
-            if let Some(t) = txn.as_ref() {
-                client.arm(t.id(), *step, Armed::Pause);
-            }
-        }
+            None => not_armed(script, i),
+        },
+        PercolatorVerb::PauseAt { step, .. } => match txn.as_ref() {
+            Some(t) => client.arm(t.id(), *step, Armed::Pause),
+            None => not_armed(script, i),
+        },
         PercolatorVerb::Abort { txn: name } => {
             if let Some(t) = txn.take() {
+                if client.armed(t.id()) && !client.armed_fired(t.id()) {
+                    never_fired(
+                        script,
+                        name,
+                        i,
+                        "the transaction was aborted before its commit",
+                    );
+                }
                 t.abort(AbortReason::User);
             }
             finished(script, name);
@@ -230,6 +286,7 @@ async fn commit(
         let (client, id) = (client.clone(), t.id());
         script.finish_when(i, move || client.armed_fired(id));
     }
+    let t_id = t.id();
     let outcome = t.commit().await;
     let (got, class) = match &outcome {
         CommitOutcome::Committed { commit_ts } => {
@@ -244,6 +301,10 @@ async fn commit(
         CommitOutcome::Unknown => (ExpectOutcome::Unknown, None),
     };
     finished(script, name);
+    if client.armed(t_id) && !client.armed_fired(t_id) {
+        let why = format!("the commit ended ({outcome:?}) before reaching it");
+        never_fired(script, name, i, &why);
+    }
     if let Some(e) = expect.filter(|e| *e != got) {
         script.fail(i, format!("{e:?}"), format!("{outcome:?}"));
     }
@@ -335,4 +396,8 @@ pub(super) fn assert(
         }
     });
     found.map(|(expected, happened)| Mismatch { expected, happened })
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }

@@ -220,6 +220,10 @@ impl ScriptSystem for PulsarScript {
         })
     }
 
+    fn stops_left(control: &ScriptControlOf) -> Option<Vec<String>> {
+        Some(control.control.armed_left())
+    }
+
     fn driver_step<'a>(
         _: &'a PulsarScriptFile,
         _: usize,

@@ -26,6 +26,7 @@ mod spec;
 mod summary;
 pub mod system;
 pub mod systems;
+pub mod typed;
 
 pub use scenario::{Scenario, ScenarioError};
 pub use shard::{Shard, ShardSource, resolve as resolve_shard};

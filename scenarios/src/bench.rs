@@ -2,70 +2,9 @@
 //! not pass/fail: performance targets live here, never in timed tests.
 
 use crate::campaign;
-use crate::faultmix;
-use crate::judge::{Verdict, judge, verdict_of};
-use crate::scenario::Scenario;
-use crate::systems::percolator;
-use crate::systems::percolator::workloads::{Register, WorkloadSpec};
-use percsim_protocol::percolator::CellKey;
-use percsim_protocol::percolator::client::Transport;
-use percsim_sim::{
-    BoxFuture, Client, PercolatorConfig, PercolatorCounter, Worker, Workload, WorldConfig,
-};
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
-use std::sync::Arc;
+use crate::judge::{Verdict, judge};
+use crate::system::{BenchRun, Measurement, SystemDef};
 use std::time::Instant;
-
-/// A workload that only asks the oracle for timestamps, as fast as the
-/// clients' single pending RPC allows.
-pub(crate) struct Timestamps;
-
-impl Workload for Timestamps {
-    fn initial_data(&self) -> Vec<(CellKey, String)> {
-        Vec::new()
-    }
-    fn split_points(&self, _tablets: usize) -> Vec<String> {
-        Vec::new()
-    }
-    fn worker(&self, w: Worker) -> BoxFuture<()> {
-        Box::pin(async move {
-            while !w.client.stopping() {
-                let _ = w.client.timestamp().await;
-            }
-        })
-    }
-    fn final_check(&self, _client: Arc<Client>) -> BoxFuture<Vec<String>> {
-        Box::pin(async { Vec::new() })
-    }
-}
-
-/// The register scenario the throughput numbers use.
-fn register_scenario(seed: u64, run_ms: u64, faults: bool, costs: bool) -> Scenario {
-    let mut cluster = PercolatorConfig {
-        tablet_servers: 4,
-        tablets: 8,
-        clients: 8,
-        workers_per_client: 4,
-        ..PercolatorConfig::default()
-    };
-    let mut world = WorldConfig {
-        run_ms,
-        ..WorldConfig::default()
-    };
-    cluster.costs.enabled = costs;
-    if faults {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for class in faultmix::CLASSES {
-            let _ = percolator::faults::enable(&mut world, &mut cluster, class, 0.3, &mut rng);
-        }
-    }
-    let register = Register {
-        keys: 256,
-        ..Register::default()
-    };
-    percolator::scenario(seed, world, cluster, WorkloadSpec::Register(register))
-}
 
 /// A request that does nothing, for the no-op RPC baseline.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -127,131 +66,6 @@ fn noop_rpc_rate(calls: u64) -> f64 {
     std::thread::spawn(run).join().unwrap_or(f64::NAN)
 }
 
-/// What one register throughput measurement found.
-#[derive(Debug, Clone, Copy)]
-struct Throughput {
-    /// Committed transactions per wall second of simulation.
-    commits_per_s: f64,
-    /// RPCs the transport carried per committed transaction (messages / 2;
-    /// aborted transactions' RPCs and the cluster's own, such as heartbeats,
-    /// included).
-    rpcs_per_commit: f64,
-}
-
-/// Simulated committed transactions per wall second on one core, the RPCs
-/// made per commit, and the checker's time on the histories produced.
-fn txn_throughput(label: &str, faults: bool, costs: bool, run_ms: u64, seeds: u64) -> Throughput {
-    let (mut committed, mut wall, mut check, mut txns, mut messages) =
-        (0u64, 0f64, 0f64, 0usize, 0u64);
-    let failed = Throughput {
-        commits_per_s: f64::NAN,
-        rpcs_per_commit: f64::NAN,
-    };
-    for seed in 0..seeds {
-        let s = register_scenario(seed, run_ms, faults, costs);
-        let started = Instant::now();
-        let run = s.run();
-        messages += run.as_ref().map(|o| o.summary.messages).unwrap_or(0);
-        let judged = verdict_of(&s, run, started);
-        let Some(history) = judged.transactions() else {
-            let why = judged.result.explanation.unwrap_or_default();
-            println!("  {label}: seed {seed} failed to run: {why}");
-            return failed;
-        };
-        wall += judged.timing.simulate.as_secs_f64();
-        check += judged.timing.check.as_secs_f64();
-        committed += judged.result.committed;
-        txns += history.transactions.len();
-        if judged.result.verdict != Verdict::Pass {
-            println!("  {label}: seed {seed} FAILED: {:?}", judged.result.verdict);
-        }
-    }
-    let t = Throughput {
-        commits_per_s: committed as f64 / wall,
-        rpcs_per_commit: messages as f64 / 2.0 / committed.max(1) as f64,
-    };
-    println!(
-        "  {label:<34} {:>9.0} committed txns/wall s  ({committed} commits, {:.2} s wall, {seeds} seeds x {} simulated s)",
-        t.commits_per_s,
-        wall,
-        run_ms / 1000
-    );
-    println!(
-        "  {:<34} {:>9.1} RPCs per commit  ({} RPCs: the transport's messages / 2; aborted transactions' and heartbeats included)",
-        "",
-        t.rpcs_per_commit,
-        messages / 2
-    );
-    println!(
-        "  {:<34} {:>9.0} txns/s checked  ({txns} transactions in {:.3} s)",
-        "checker on those histories",
-        txns as f64 / check.max(1e-9),
-        check
-    );
-    t
-}
-
-/// Print how the register run compares with the no-op madsim RPC measured
-/// in the same run: the ratio, and the rate the run would have if each of
-/// its RPCs cost one no-op madsim RPC. That was the ceiling while every
-/// message went through madsim's `Endpoint`; the world's transport
-/// (`percsim_sim::world::port`) bypasses it, so the run can exceed it.
-fn versus_noop(t: Throughput, noop: f64) {
-    println!(
-        "  {:<34} {:>9.3} committed txns per no-op RPC time  ({:.1} no-op RPCs' time per commit)",
-        "register vs the no-op madsim RPC",
-        t.commits_per_s / noop,
-        noop / t.commits_per_s
-    );
-    let at_madsim_cost = noop / t.rpcs_per_commit;
-    println!(
-        "  {:<34} {:>9.0} commits/wall s  (no-op madsim RPC/s / {:.1} RPCs per commit: the old ceiling, madsim's RPCs alone; the run reaches {:.0}% of it)",
-        "at one madsim RPC per RPC",
-        at_madsim_cost,
-        t.rpcs_per_commit,
-        100.0 * t.commits_per_s / at_madsim_cost
-    );
-}
-
-/// Timestamps the oracle serves per wall second (and per simulated second).
-fn oracle_throughput(run_ms: u64) {
-    let cluster = PercolatorConfig {
-        clients: 16,
-        workers_per_client: 8,
-        ..PercolatorConfig::default()
-    };
-    let world = WorldConfig {
-        run_ms,
-        ..WorldConfig::default()
-    };
-    let t = Instant::now();
-    let timestamps = Arc::new(Timestamps);
-    let out = match percsim_sim::run(&world, &cluster, 1, timestamps, serde_json::Value::Null) {
-        Ok(o) => o,
-        Err(e) => {
-            println!("  oracle: {e}");
-            return;
-        }
-    };
-    let wall = t.elapsed().as_secs_f64();
-    let c = &out.summary.counters;
-    let served = c
-        .get(PercolatorCounter::OracleTimestamps.name())
-        .copied()
-        .unwrap_or(0);
-    let rpcs = c
-        .get(PercolatorCounter::OracleRequests.name())
-        .copied()
-        .unwrap_or(0);
-    println!(
-        "  {:<34} {:>9.0} timestamps/wall s  ({served} timestamps in {rpcs} RPCs, {:.1} per batch; {:.0} per simulated s)",
-        "oracle (16 clients x 8 threads)",
-        served as f64 / wall,
-        served as f64 / rpcs.max(1) as f64,
-        served as f64 / (out.summary.sim_ns as f64 / 1e9)
-    );
-}
-
 /// Seeds per minute of the default campaign mix with `jobs` threads.
 fn campaign_throughput(seeds: u64, jobs: usize) {
     let t = Instant::now();
@@ -274,112 +88,6 @@ fn campaign_throughput(seeds: u64, jobs: usize) {
         seeds as f64 * 60.0 / wall,
         failures.load(std::sync::atomic::Ordering::Relaxed)
     );
-}
-
-/// Documents processed per simulated and wall second by the pipeline, and
-/// the notification latency: from a committed write of `raw` to the commit
-/// of the first `parse` run that saw it, in simulated time.
-fn pipeline_throughput(run_ms: u64, seeds: u64) {
-    let (mut parsed, mut wall, mut sim_ns) = (0u64, 0f64, 0u64);
-    let mut latencies_ms: Vec<f64> = Vec::new();
-    for seed in 0..seeds {
-        let cluster = PercolatorConfig {
-            clients: 4,
-            workers_per_client: 1,
-            scanners_per_client: 2,
-            ..PercolatorConfig::default()
-        };
-        let world = WorldConfig {
-            run_ms,
-            ..WorldConfig::default()
-        };
-        let p = crate::systems::percolator::workloads::Pipeline {
-            documents: 32,
-            contents: 8,
-            load_interval_ms: 50,
-            audit: false,
-        };
-        let s = percolator::scenario(seed, world, cluster, WorkloadSpec::Pipeline(p));
-        let t = Instant::now();
-        let Ok(out) = s.run() else {
-            println!("  pipeline: seed {seed} failed to run");
-            return;
-        };
-        wall += t.elapsed().as_secs_f64();
-        sim_ns += out.summary.sim_ns;
-        let Some(history) = out.transactions() else {
-            println!("  pipeline: seed {seed} wrote no transaction history");
-            return;
-        };
-        parsed += notification_latencies(history, &mut latencies_ms);
-    }
-    latencies_ms.sort_by(|a, b| a.total_cmp(b));
-    let q = |f: f64| {
-        latencies_ms
-            .get(((latencies_ms.len() as f64 - 1.0) * f) as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
-    println!(
-        "  {:<34} {:>9.0} documents parsed/wall s  ({parsed} parse runs; {:.1} per simulated s)",
-        "pipeline (4 loaders, 8 scanners)",
-        parsed as f64 / wall.max(1e-9),
-        parsed as f64 / (sim_ns as f64 / 1e9)
-    );
-    println!(
-        "  {:<34} p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms simulated ({} writes)",
-        "notification latency (write->parse)",
-        q(0.5),
-        q(0.9),
-        q(0.99),
-        q(1.0),
-        latencies_ms.len()
-    );
-}
-
-/// Add to `latencies_ms` the time from each committed write of `raw` to
-/// the completion of the first committed `parse` run that saw it;
-/// returns how many parse runs committed.
-fn notification_latencies(h: &percsim_checker::History, latencies_ms: &mut Vec<f64>) -> u64 {
-    use percsim_checker::{Op, Outcome};
-    let mut parsed = 0;
-    // Committed parse runs by document: (start_ts, completion time).
-    let mut runs: std::collections::BTreeMap<&str, Vec<(u64, u64)>> = Default::default();
-    for t in &h.transactions {
-        if let (Some(o), Outcome::Committed, Some(done)) = (&t.observer, t.outcome, t.complete_ns)
-            && o.name == "parse"
-        {
-            runs.entry(o.row.as_str())
-                .or_default()
-                .push((t.start_ts, done));
-            parsed += 1;
-        }
-    }
-    for t in &h.transactions {
-        let (Outcome::Committed, Some(commit_ts), Some(done)) =
-            (t.outcome, t.commit_ts, t.complete_ns)
-        else {
-            continue;
-        };
-        for op in &t.ops {
-            if let Op::Write { row, col, .. } = op {
-                if col != "raw" {
-                    continue;
-                }
-                let first = runs
-                    .get(row.as_str())
-                    .into_iter()
-                    .flatten()
-                    .filter(|(start, _)| *start > commit_ts)
-                    .map(|(_, end)| *end)
-                    .min();
-                if let Some(end) = first {
-                    latencies_ms.push(end.saturating_sub(done) as f64 / 1e6);
-                }
-            }
-        }
-    }
-    parsed
 }
 
 /// The process's resident and peak resident memory in MB, from
@@ -443,16 +151,43 @@ pub enum Length {
     Long,
 }
 
-/// Run every benchmark and print the numbers; with `simulator_only`, only
-/// the simulator's (the no-op madsim RPC, the register workload, the rate
-/// at one madsim RPC per RPC).
-pub fn run(length: Length, simulator_only: bool) {
+/// The measurements of the testbed itself, after the systems' own (a
+/// list of named measurements: a new one is one more entry).
+fn core_measurements(length: Length) -> Vec<Measurement> {
     let quick = length == Length::Quick;
-    let (run_ms, seeds, campaign_seeds) = if quick {
-        (5_000, 2, 100)
-    } else {
-        (30_000, 3, 1_000)
-    };
+    vec![
+        Measurement {
+            name: "campaign",
+            simulator: false,
+            run: |b| campaign_throughput(if b.quick { 100 } else { 1_000 }, 2),
+        },
+        Measurement {
+            name: "campaign-memory",
+            simulator: false,
+            run: match length {
+                Length::Quick => |_| campaign_memory(&[1_000]),
+                Length::Default => |_| campaign_memory(&[1_000, 10_000]),
+                Length::Long => |_| campaign_memory(&[1_000, 10_000, 100_000]),
+            },
+        },
+        Measurement {
+            name: "import",
+            simulator: false,
+            run: if quick {
+                |_| crate::interop_bench::import_speed(10_000)
+            } else {
+                |_| crate::interop_bench::import_speed(100_000)
+            },
+        },
+    ]
+}
+
+/// Run the benchmarks of `systems` (their [`SystemDef::bench`]
+/// measurements) and the testbed's own, and print the numbers; with
+/// `simulator_only`, only the simulator's (the no-op madsim RPC and the
+/// systems' measurements of the simulator itself).
+pub fn run(length: Length, simulator_only: bool, systems: &[&dyn SystemDef]) {
+    let quick = length == Length::Quick;
     println!(
         "percsim bench ({} build)",
         if cfg!(debug_assertions) {
@@ -466,20 +201,34 @@ pub fn run(length: Length, simulator_only: bool) {
         "  {:<34} {noop:>9.0} RPCs/wall s  (same run, same machine: the yardstick)",
         "no-op madsim RPC, one at a time"
     );
-    let register = txn_throughput("register, no faults, one core", false, false, run_ms, seeds);
-    txn_throughput("the same, cost model on", false, true, run_ms, seeds);
-    versus_noop(register, noop);
-    if simulator_only {
-        return;
+    let (run_ms, seeds) = if quick { (5_000, 2) } else { (30_000, 3) };
+    let b = BenchRun {
+        quick,
+        run_ms,
+        seeds,
+        noop_rpc_per_s: noop,
+    };
+    let wanted = |m: &Measurement| m.simulator || !simulator_only;
+    for system in systems {
+        let own: Vec<Measurement> = system.bench().into_iter().filter(wanted).collect();
+        if own.is_empty() {
+            continue;
+        }
+        println!("  {}:", system.name());
+        for m in own {
+            (m.run)(&b);
+        }
     }
-    txn_throughput("register, default fault mix", true, false, run_ms, seeds);
-    oracle_throughput(run_ms);
-    pipeline_throughput(run_ms, seeds);
-    campaign_throughput(campaign_seeds, 2);
-    campaign_memory(match length {
-        Length::Quick => &[1_000],
-        Length::Default => &[1_000, 10_000],
-        Length::Long => &[1_000, 10_000, 100_000],
-    });
-    crate::interop_bench::import_speed(if quick { 10_000 } else { 100_000 });
+    for m in core_measurements(length).into_iter().filter(wanted) {
+        (m.run)(&b);
+    }
+}
+
+/// The systems `percsim bench` measures by default: every registered system
+/// that has measurements of its own.
+pub fn default_systems() -> Vec<&'static dyn SystemDef> {
+    crate::systems::all()
+        .into_iter()
+        .filter(|s| !s.bench().is_empty())
+        .collect()
 }

@@ -173,7 +173,7 @@ mod tests {
         let back = Capsule::load(&path).unwrap();
         assert_eq!(back.verdict, Verdict::Crash);
         assert_eq!(back.shrink_runs, Some(4));
-        assert_eq!(back.scenario.to_value(), s.to_value());
+        assert_eq!(back.scenario.to_value().unwrap(), s.to_value().unwrap());
         assert_eq!(back.system.as_deref(), Some(s.system()));
         let minimal = dir.join("minimal.json");
         let text = format!(

@@ -25,3 +25,16 @@ pub enum ScenarioError {
     #[error("the run was stuck: {0}")]
     Stuck(String),
 }
+
+/// A configuration error of a run as a scenario error. A field named
+/// `world.<path>` is the world's; a field named as the system is a problem
+/// that names its own field; any other is the system's section's.
+pub fn config_error(system: &str, e: percsim_sim::ConfigError) -> ScenarioError {
+    if e.field == system {
+        ScenarioError::Invalid(e.problem)
+    } else if e.field.starts_with("world.") {
+        ScenarioError::Invalid(format!("{}: {}", e.field, e.problem))
+    } else {
+        ScenarioError::Invalid(format!("{system}.{}: {}", e.field, e.problem))
+    }
+}

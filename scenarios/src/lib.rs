@@ -37,6 +37,7 @@ mod spec;
 mod summary;
 pub mod system;
 pub mod systems;
+pub mod typed;
 
 /// The test harness [`regress::file_trials`] builds tests for, at the
 /// version it returns.

@@ -8,9 +8,9 @@
 //! Every failure names its seed and the `percsim` command that replays it
 //! from any directory.
 
-use crate::systems::percolator::workloads::{Script, WorkloadSpec};
+use crate::system::SystemDef;
 use crate::{Scenario, ScenarioError};
-use percsim_sim::{PercolatorConfig, RunOutput};
+use percsim_sim::RunOutput;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -168,29 +168,16 @@ pub fn assert_sweep(scenario: &Scenario, seeds: Range<u64>, test: &str) {
     }
 }
 
-/// A scenario running `script` on a small cluster (2 tablet servers, 2
-/// tablets, as many clients as the script names, one worker each, a
-/// 60 s workload phase), with `seed`.
-pub fn script_scenario(script: Script, seed: u64) -> Scenario {
-    let clients = script
-        .steps
-        .iter()
-        .filter_map(crate::script::Step::verb)
-        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
-        .max()
-        .unwrap_or(1);
-    let cluster = PercolatorConfig {
-        tablet_servers: 2,
-        tablets: 2,
-        clients,
-        workers_per_client: 1,
-        ..PercolatorConfig::default()
-    };
-    let world = percsim_sim::WorldConfig {
-        run_ms: 60_000,
-        ..percsim_sim::WorldConfig::default()
-    };
-    crate::systems::percolator::scenario(seed, world, cluster, WorkloadSpec::Script(script))
+/// A scenario of `system` running `script` (its script workload, typed by
+/// the system) on a cluster just large enough for it, with `seed`, built by
+/// the system ([`SystemDef::script_scenario`]); an error when the script
+/// does not fit it or the system takes no scripts.
+pub fn script_scenario<T: serde::Serialize>(
+    system: &dyn SystemDef,
+    script: &T,
+    seed: u64,
+) -> Result<Scenario, ScenarioError> {
+    system.script_scenario(crate::spec::to_json("workload", script)?, seed)
 }
 
 /// The scenario files (`*.json`) of `dir`, sorted by name.

@@ -84,8 +84,9 @@ impl Scenario {
         Scenario::parse(&text)
     }
 
-    /// Its JSON form, in [`FORMAT`].
-    pub fn to_value(&self) -> Value {
+    /// Its JSON form, in [`FORMAT`]; an error naming the part that cannot
+    /// be written as JSON.
+    pub fn to_value(&self) -> Result<Value, ScenarioError> {
         let mut map = Map::new();
         map.insert("format".into(), Value::from(FORMAT));
         map.insert("seed".into(), Value::from(self.seed));
@@ -93,13 +94,10 @@ impl Scenario {
         if let Some(d) = &self.description {
             map.insert("description".into(), Value::from(d.as_str()));
         }
-        map.insert(
-            "world".into(),
-            serde_json::to_value(&self.world).unwrap_or_default(),
-        );
-        map.insert(self.system().into(), self.spec.section());
-        map.insert("workload".into(), self.spec.workload());
-        Value::Object(map)
+        map.insert("world".into(), crate::spec::to_json("world", &self.world)?);
+        map.insert(self.system().into(), self.spec.section()?);
+        map.insert("workload".into(), self.spec.workload()?);
+        Ok(Value::Object(map))
     }
 
     /// The same scenario with these planted bugs (its system's ablations,
@@ -149,8 +147,8 @@ impl Scenario {
         self.validate()?;
         let me = self.clone();
         let system = self.system();
+        let description = self.to_value()?;
         run_on_thread(self.seed, system, move || {
-            let description = me.to_value();
             me.spec.run(&me.world, me.seed, description)
         })
     }
@@ -158,7 +156,9 @@ impl Scenario {
 
 impl Serialize for Scenario {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(s)
+        self.to_value()
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s)
     }
 }
 
@@ -207,7 +207,7 @@ pub fn run_on_thread(
                 ScenarioError::Crashed(message)
             }
         })?
-        .map_err(|e| crate::system::config_error(system, e))
+        .map_err(|e| crate::error::config_error(system, e))
 }
 
 #[cfg(test)]
@@ -228,7 +228,7 @@ mod tests {
         let text = serde_json::to_string(&s).unwrap();
         assert!(text.contains(r#""system":"#), "{text}");
         let again = Scenario::parse(&text).unwrap();
-        assert_eq!(again.to_value(), s.to_value());
+        assert_eq!(again.to_value().unwrap(), s.to_value().unwrap());
     }
 
     #[test]
@@ -247,7 +247,7 @@ mod tests {
             format!(r#"{{"format":"{FORMAT_V1}","cluster":{{"run_ms":1234,"clients":3}},{BANK}}}"#);
         let s = Scenario::parse(&old).unwrap();
         assert_eq!(s.world.run_ms, 1234);
-        let section = s.spec.section();
+        let section = s.spec.section().unwrap();
         assert_eq!(section["clients"], 3, "{section}");
         assert!(section.get("run_ms").is_none(), "{section}");
     }

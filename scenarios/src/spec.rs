@@ -2,6 +2,8 @@
 
 use crate::error::ScenarioError;
 use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use serde::Serialize;
+use serde_json::Value;
 use std::any::Any;
 use std::fmt::Debug;
 
@@ -12,10 +14,11 @@ pub trait SystemSpec: SpecValue + Send + Sync + Debug + 'static {
     /// The name of the system it belongs to (its [`crate::system::SystemDef`]
     /// in the registry).
     fn system(&self) -> &'static str;
-    /// Its section of a scenario file, as JSON.
-    fn section(&self) -> serde_json::Value;
+    /// Its section of a scenario file, as JSON ([`to_json`]: an error
+    /// naming the section when it cannot be written).
+    fn section(&self) -> Result<Value, ScenarioError>;
     /// Its workload, as a scenario file's `workload` object.
-    fn workload(&self) -> serde_json::Value;
+    fn workload(&self) -> Result<Value, ScenarioError>;
     /// The workload's name.
     fn workload_name(&self) -> &'static str;
     /// Check it, and the world's settings it runs in, for impossible
@@ -65,5 +68,28 @@ impl<T: SystemSpec + Clone> SpecValue for T {
 impl Clone for Box<dyn SystemSpec> {
     fn clone(&self) -> Self {
         self.clone_box()
+    }
+}
+
+/// `value` as JSON for the part of a scenario file named `field`; an error
+/// naming the field when it cannot be written (a map whose keys are not
+/// strings, a value whose serialiser fails), never a silent `null`.
+pub fn to_json<T: Serialize + ?Sized>(field: &str, value: &T) -> Result<Value, ScenarioError> {
+    serde_json::to_value(value)
+        .map_err(|e| ScenarioError::Invalid(format!("{field}: cannot be written as JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_value_that_cannot_be_json_is_an_error_naming_the_field() {
+        let mut bad = BTreeMap::new();
+        bad.insert((1u8, 2u8), 3u8);
+        let e = to_json("toy", &bad).unwrap_err().to_string();
+        assert!(e.contains("toy: cannot be written as JSON"), "{e}");
+        assert_eq!(to_json("toy", &[1, 2]).unwrap(), serde_json::json!([1, 2]));
     }
 }

@@ -16,9 +16,10 @@
 
 pub use crate::coverage::{CoverageItem, WorldCoverage};
 use crate::error::ScenarioError;
+pub use crate::error::config_error;
 use crate::scenario::Scenario;
-pub use crate::spec::{SpecValue, SystemSpec};
-use percsim_sim::{ConfigError, Role, RunOutput, WorldConfig};
+pub use crate::spec::{SpecValue, SystemSpec, to_json};
+use percsim_sim::{Role, RunOutput, WorldConfig};
 
 /// A system the testbed can run, by name: what its scenarios look like and
 /// what a campaign may draw for it.
@@ -145,6 +146,26 @@ pub trait SystemDef: Send + Sync + 'static {
     fn compare_facts(&self, _out: &RunOutput) -> Result<crate::compare::RunFacts, String> {
         Err(format!("system {} has no comparison job", self.name()))
     }
+    /// Its measurements for `percsim bench` (its workloads' throughput,
+    /// say), each named; `percsim bench --system` runs them. None by
+    /// default.
+    fn bench(&self) -> Vec<Measurement> {
+        Vec::new()
+    }
+    /// The scenario running `script` (its script workload as a scenario
+    /// file's `workload` object, without `name`) on a cluster just large
+    /// enough for it, with `seed`: what `regress::script_scenario` builds.
+    /// By default an error saying the system takes no scripts.
+    fn script_scenario(
+        &self,
+        _script: serde_json::Value,
+        _seed: u64,
+    ) -> Result<Scenario, ScenarioError> {
+        Err(ScenarioError::Invalid(format!(
+            "system {} takes no scripts",
+            self.name()
+        )))
+    }
     /// Shrink the failing campaign scenario of `seed`: simplify it while
     /// `still_fails` holds, within `budget` runs; returns the smallest
     /// scenario found and the runs it took. By default the generic shrink
@@ -160,6 +181,83 @@ pub trait SystemDef: Send + Sync + 'static {
     ) -> (Scenario, usize) {
         crate::shrink::world(&self.generate(seed, mix), still_fails, budget)
     }
+}
+
+/// A closed enum of a system's planted bugs (ablations), as the interface
+/// lists them ([`SystemDef::ablations`]) and picks a campaign's
+/// ([`Mix::ablations`]). Implement it with
+/// [`planted_bugs!`](crate::planted_bugs) for an enum with `ALL`, `name`
+/// and `describe`.
+pub trait PlantedBug: Copy + 'static {
+    /// Every one, in declaration order.
+    fn all() -> &'static [Self];
+    /// Its name, as `--ablation` and scenario files spell it.
+    fn bug_name(self) -> &'static str;
+    /// What it removes, in a sentence.
+    fn bug_describe(self) -> &'static str;
+    /// Each one's name and description: what [`SystemDef::ablations`]
+    /// returns.
+    fn list() -> Vec<(&'static str, &'static str)> {
+        Self::all()
+            .iter()
+            .map(|a| (a.bug_name(), a.bug_describe()))
+            .collect()
+    }
+    /// Those named in `names`, in declaration order; names of other
+    /// systems' bugs are left out.
+    fn chosen(names: &[String]) -> Vec<Self> {
+        Self::all()
+            .iter()
+            .copied()
+            .filter(|a| names.iter().any(|n| n == a.bug_name()))
+            .collect()
+    }
+}
+
+/// Implement [`PlantedBug`](crate::system::PlantedBug) for an enum that has
+/// `ALL` (every value), `name(self)` and `describe(self)`.
+#[macro_export]
+macro_rules! planted_bugs {
+    ($ty:ty) => {
+        impl $crate::system::PlantedBug for $ty {
+            fn all() -> &'static [Self] {
+                &<$ty>::ALL
+            }
+            fn bug_name(self) -> &'static str {
+                <$ty>::name(self)
+            }
+            fn bug_describe(self) -> &'static str {
+                <$ty>::describe(self)
+            }
+        }
+    };
+}
+
+/// One named measurement of `percsim bench`: it runs and prints its own
+/// lines.
+#[derive(Clone, Copy)]
+pub struct Measurement {
+    /// Its name.
+    pub name: &'static str,
+    /// Whether it measures the simulator itself (`percsim bench
+    /// --simulator` runs only those).
+    pub simulator: bool,
+    /// Run it and print its lines.
+    pub run: fn(&BenchRun),
+}
+
+/// What the measurements of one `percsim bench` run share.
+#[derive(Debug, Clone, Copy)]
+pub struct BenchRun {
+    /// Short runs (`--quick`).
+    pub quick: bool,
+    /// Simulated milliseconds of a workload phase.
+    pub run_ms: u64,
+    /// Seeds a throughput measurement runs.
+    pub seeds: u64,
+    /// No-op madsim RPCs per wall second measured at the start of the same
+    /// run: the yardstick ratios are taken against.
+    pub noop_rpc_per_s: f64,
 }
 
 /// A section of a campaign's summary: a title and labelled counts.
@@ -197,17 +295,4 @@ pub struct KillTable {
     pub jobs: usize,
     /// Runs spent shrinking each first failure.
     pub shrink_budget: usize,
-}
-
-/// A configuration error of a run as a scenario error. A field named
-/// `world.<path>` is the world's; a field named as the system is a problem
-/// that names its own field; any other is the system's section's.
-pub fn config_error(system: &str, e: ConfigError) -> ScenarioError {
-    if e.field == system {
-        ScenarioError::Invalid(e.problem)
-    } else if e.field.starts_with("world.") {
-        ScenarioError::Invalid(format!("{}: {}", e.field, e.problem))
-    } else {
-        ScenarioError::Invalid(format!("{system}.{}: {}", e.field, e.problem))
-    }
 }

@@ -72,7 +72,7 @@ fn simulator_is_active() {
     // only when madsim's simulator (not a real-time runtime) is running.
     let mut s = scenario(1);
     s.world.run_ms = 600_000;
-    percolator::spec_mut(&mut s)
+    percolator::PercolatorSpec::of_mut(&mut s)
         .expect("a Percolator scenario")
         .cluster
         .clients = 1;

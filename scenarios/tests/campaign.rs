@@ -60,7 +60,9 @@ fn generated_scenarios_are_a_function_of_the_seed() {
         assert_eq!(a, b);
     }
     let distinct: std::collections::BTreeSet<String> = (0..20)
-        .map(|s| serde_json::to_string(&campaign::generate(s, &mix).spec.section()).unwrap())
+        .map(|s| {
+            serde_json::to_string(&campaign::generate(s, &mix).spec.section().unwrap()).unwrap()
+        })
         .collect();
     assert!(
         distinct.len() > 15,
@@ -105,7 +107,9 @@ fn a_failure_shrinks_to_a_smaller_scenario_that_fails_the_same_way() {
     let (shrunk, runs) = campaign::shrink(&PERCOLATOR, seed, &mix, &failed, 30);
     assert!(runs > 0, "shrinking ran nothing");
     let size = |s: &percsim_scenarios::Scenario| {
-        let c = &percolator::spec(s).expect("a Percolator scenario").cluster;
+        let c = &percolator::PercolatorSpec::of(s)
+            .expect("a Percolator scenario")
+            .cluster;
         (c.clients * c.workers_per_client) as u64 * 100_000 + s.world.run_ms
     };
     assert!(

@@ -16,7 +16,8 @@ fn run(name: &str) -> std::collections::BTreeMap<String, u64> {
     );
     let scenario = Scenario::load(std::path::Path::new(&path)).expect("example scenario");
     let out = common::run_and_check(&scenario, "hermitage");
-    let spec = percsim_scenarios::systems::percolator::spec(&scenario).expect("Percolator");
+    let spec =
+        percsim_scenarios::systems::percolator::PercolatorSpec::of(&scenario).expect("Percolator");
     let steps = match &spec.workload {
         percsim_scenarios::workloads::WorkloadSpec::Script(s) => s.steps.len(),
         _ => unreachable!("hermitage entries are scripts"),

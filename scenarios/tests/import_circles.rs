@@ -36,9 +36,25 @@ struct Allowed {
     reason: &'static str,
 }
 
-/// Circles the test tolerates: none (no crate has one). An entry whose
-/// circle is gone fails the test, so the list can only shrink.
-const ALLOWED: &[Allowed] = &[];
+/// Circles the test tolerates. An entry whose circle is gone fails the
+/// test, so the list can only shrink.
+const ALLOWED: &[Allowed] = &[
+    Allowed {
+        files: &[
+            "protocol/src/percolator/client/ledger.rs",
+            "protocol/src/percolator/client/resolve.rs",
+            "protocol/src/percolator/client/txn.rs",
+        ],
+        reason: "seen once inline paths count: the ledger names `crate::percolator::client::CommitOutcome`, defined in txn.rs; to dissolve, move the outcome into the ledger",
+    },
+    Allowed {
+        files: &[
+            "protocol/src/pulsar/client/ledger.rs",
+            "protocol/src/pulsar/client/txn.rs",
+        ],
+        reason: "seen once inline paths count: the ledger names `super::TxnOutcome`, defined in txn.rs; to dissolve, move the outcome into the ledger",
+    },
+];
 
 /// How deep re-exports are followed before the search gives up.
 const MAX_REEXPORT_DEPTH: usize = 16;
@@ -68,6 +84,10 @@ struct Module {
     defines: BTreeSet<String>,
     /// Its `use` paths.
     uses: Vec<UsePath>,
+    /// The paths its code writes inline (`crate::a::f()`, `super::x::Y`),
+    /// outside `use` statements: imports too, but no names brought into
+    /// scope.
+    inline: Vec<UsePath>,
     /// Whether it is compiled for tests only (`#[cfg(test)] mod name;`).
     test_only: bool,
     /// The words its code mentions outside `use` statements.
@@ -385,6 +405,9 @@ impl FileReader<'_> {
             }
             ("#", Some("[")) => return self.attribute(),
             ("use", Some(n)) if n != "<" => return self.use_statement(here),
+            ("crate" | "super" | "self", Some("::")) if self.starts_path() => {
+                return self.inline_path(here);
+            }
             ("mod", Some(name)) if self.peek(2) == Some("{") => {
                 let inner = [here.clone(), vec![name.to_string()]].concat();
                 self.define(here, name.to_string());
@@ -426,6 +449,45 @@ impl FileReader<'_> {
             p.reexport = reexport;
         }
         self.krate.entry(here).or_default().uses.extend(paths);
+    }
+
+    /// Whether the current token starts a path (is not a later segment of
+    /// one, as `self` in `super::self` would be).
+    fn starts_path(&self) -> bool {
+        self.i == 0 || self.toks[self.i - 1] != "::"
+    }
+
+    /// Read the inline path (`crate::a::b::f`, `super::x::Y`) at the current
+    /// token: its segments up to the first that is not a name (generics,
+    /// a call, a brace).
+    fn inline_path(&mut self, here: Vec<String>) {
+        let start = self.i;
+        let mut segs = vec![self.toks[self.i].clone()];
+        self.i += 1;
+        while self.peek(0) == Some("::") && self.peek(1).is_some_and(is_word) {
+            segs.push(self.toks[self.i + 1].clone());
+            self.i += 2;
+        }
+        for t in &self.toks[start..self.i] {
+            if is_word(t) {
+                let m = self.krate.entry(here.clone()).or_default();
+                m.mentions.insert(t.clone());
+            }
+        }
+        if self.peek(0) == Some("!") {
+            // A macro call: a `#[macro_export]` macro lives at the crate
+            // root whichever file defines it, so the path names no file.
+            return;
+        }
+        let text = self.toks[start..self.i].concat();
+        let name = segs.last().cloned();
+        let path = UsePath {
+            segs,
+            name,
+            text,
+            reexport: false,
+        };
+        self.krate.entry(here).or_default().inline.push(path);
     }
 
     /// Where the `pub` or `pub(…)` before the current token starts, if any.
@@ -609,7 +671,8 @@ fn edges(krate: &Crate) -> BTreeSet<Edge> {
         // A glob re-export (`pub use x::*`) passes its names on likewise.
         let passes_on =
             |u: &UsePath| u.reexport && u.name.as_ref().is_none_or(|n| !m.mentions.contains(n));
-        for u in m.uses.iter().filter(|u| !test_only && !passes_on(u)) {
+        let imports = m.uses.iter().filter(|u| !passes_on(u)).chain(&m.inline);
+        for u in imports.filter(|_| !test_only) {
             let Some(to) = resolve(krate, module, &u.segs, 0) else {
                 continue;
             };
@@ -1060,4 +1123,36 @@ fn a_longer_circle_is_found_with_its_shortest_loop() {
     assert!(msg.starts_with("3 files import each other"), "{msg}");
     assert_eq!(msg.matches(" imports ").count(), 2, "{msg}");
     assert!(msg.contains("demo/src/b.rs imports demo/src/a.rs"), "{msg}");
+}
+
+#[test]
+fn a_circle_made_only_of_inline_paths_is_found() {
+    let files = [
+        ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+        (
+            "a.rs",
+            "pub fn f() -> u32 { crate::b::g::<u32>() + 1 }\npub struct Ay;\n",
+        ),
+        (
+            "b/mod.rs",
+            "pub mod inner;\npub fn g<T>() -> u32 { let _ = super::a::Ay; 0 }\n",
+        ),
+        ("b/inner.rs", "pub fn h() { self::k(); }\nfn k() {}\n"),
+        (
+            "c.rs",
+            "pub fn c() -> u32 { crate::a::f() }\n// crate::b::g() in a comment\n",
+        ),
+    ];
+    assert_eq!(demo_circles(&files), vec![pair("a.rs", "b/mod.rs")]);
+    let found = circles(&demo(&files));
+    let err = verdict(&found, &[]).expect_err("a circle fails");
+    assert!(err.contains("crate::b::g"), "{err}");
+    assert!(err.contains("super::a::Ay"), "{err}");
+    // Without the inline paths there is no circle.
+    let used = [
+        ("lib.rs", "mod a;\nmod b;\n"),
+        ("a.rs", "pub fn f() -> u32 { 1 }\npub struct Ay;\n"),
+        ("b.rs", "pub fn g() -> u32 { let _ = super::a::Ay; 0 }\n"),
+    ];
+    assert!(demo_circles(&used).is_empty());
 }

@@ -30,7 +30,7 @@ fn events<'a>(h: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 
 
 /// The Percolator cluster of `s`.
 fn cluster(s: &mut Scenario) -> &mut PercolatorConfig {
-    &mut percolator::spec_mut(s)
+    &mut percolator::PercolatorSpec::of_mut(s)
         .expect("a Percolator scenario")
         .cluster
 }

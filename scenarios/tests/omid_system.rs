@@ -4,10 +4,10 @@
 //! planted bug is caught within a few seeds, and the faithful build passes
 //! the same seeds.
 
+mod harness;
+
 use percsim_protocol::omid::OmidAblation;
-use percsim_scenarios::campaign::{Mix, Verdict};
-use percsim_scenarios::fuzz;
-use percsim_scenarios::scenario::Scenario;
+use percsim_scenarios::campaign::Mix;
 use percsim_scenarios::systems::omid;
 use std::path::{Path, PathBuf};
 
@@ -16,46 +16,22 @@ fn scenario_file() -> PathBuf {
 }
 
 fn mix(ablations: &[&str]) -> Mix {
-    Mix {
-        systems: vec![omid::NAME.to_string()],
-        ablations: ablations.iter().map(|a| a.to_string()).collect(),
-        ..Mix::default()
-    }
+    harness::mix(omid::NAME, ablations)
 }
 
 #[test]
 fn a_scenario_file_of_omid_loads_runs_and_passes() {
-    let s = Scenario::load(&scenario_file()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(s.system(), "omid");
-    assert_eq!(s.workload_name(), "omid-bank");
-    let judged = fuzz::judge(&s, true);
+    let (_, judged) = harness::loads_runs_and_passes(&scenario_file(), "omid", "omid-bank");
     let r = &judged.result;
-    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.explanation);
     assert!(r.committed > 20, "{} committed", r.committed);
     let count = |k: &str| r.counters.get(k).copied().unwrap_or(0);
     assert_eq!(count("fault.crash_at_step"), 2, "{:?}", r.counters);
     assert!(count("omid.ct_lookup") >= 1, "{:?}", r.counters);
     assert!(count("omid.evicted") >= 1, "{:?}", r.counters);
-    let again = Scenario::parse(&serde_json::to_string(&s).unwrap()).unwrap();
-    assert_eq!(again.to_value(), s.to_value());
 }
 
 #[test]
 fn the_omid_section_and_workload_errors_name_the_field() {
-    let text = std::fs::read_to_string(scenario_file()).unwrap();
-    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let with = |path: &str, v: serde_json::Value| {
-        let mut s = base.clone();
-        let (parent, key) = path.rsplit_once('/').expect("a path");
-        match s.pointer_mut(parent).unwrap_or_else(|| panic!("{parent}")) {
-            serde_json::Value::Object(m) => {
-                m.insert(key.to_string(), v);
-            }
-            serde_json::Value::Array(a) => a[key.parse::<usize>().expect("an index")] = v,
-            other => panic!("{parent}: {other}"),
-        }
-        Scenario::parse(&s.to_string()).unwrap_err().to_string()
-    };
     let cases = [
         (
             "/omid/tablets",
@@ -98,34 +74,20 @@ fn the_omid_section_and_workload_errors_name_the_field() {
             "no node named \"tablet-9\"",
         ),
     ];
-    for (path, value, want) in cases {
-        let got = with(path, value);
-        assert!(got.contains(want), "{path}: {got}");
-    }
-}
-
-/// Judge seeds `0..seeds` of `mix` (each twice, to check determinism);
-/// the first failing seed's number of seeds and the verdicts.
-fn first_failure(seeds: u64, mix: &Mix) -> (Option<u64>, Vec<Verdict>) {
-    let mut verdicts = Vec::new();
-    for seed in 0..seeds {
-        let s = omid::generate(seed, mix);
-        let r = fuzz::judge(&s, false).result;
-        let failed = r.verdict != Verdict::Pass;
-        verdicts.push(r.verdict);
-        if failed {
-            return (Some(seed + 1), verdicts);
-        }
-    }
-    (None, verdicts)
+    harness::errors_name_the_field(&scenario_file(), &cases);
 }
 
 #[test]
 fn a_faithful_campaign_passes_with_its_determinism_checked() {
     for seed in 0..12 {
         let s = omid::generate(seed, &mix(&[]));
-        let r = fuzz::judge(&s, true).result;
-        assert_eq!(r.verdict, Verdict::Pass, "seed {seed}: {:?}", r.explanation);
+        let r = percsim_scenarios::fuzz::judge(&s, true).result;
+        assert_eq!(
+            r.verdict,
+            percsim_scenarios::campaign::Verdict::Pass,
+            "seed {seed}: {:?}",
+            r.explanation
+        );
     }
 }
 
@@ -145,16 +107,8 @@ const CAUGHT: &[OmidAblation] = &[
 fn each_planted_bug_is_caught_within_a_few_seeds_and_the_faithful_build_passes_them() {
     for a in CAUGHT {
         let name = a.name();
-        let (found, verdicts) = first_failure(16, &mix(&[name]));
+        let (found, verdicts) = harness::first_failure(16, &mix(&[name]), omid::generate);
         let n = found.unwrap_or_else(|| panic!("{name} not caught in 16 seeds: {verdicts:?}"));
-        for seed in 0..n {
-            let r = fuzz::judge(&omid::generate(seed, &mix(&[])), false).result;
-            assert_eq!(
-                r.verdict,
-                Verdict::Pass,
-                "faithful seed {seed}: {:?}",
-                r.explanation
-            );
-        }
+        harness::all_pass(n, &mix(&[]), omid::generate);
     }
 }

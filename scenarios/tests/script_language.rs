@@ -5,6 +5,7 @@
 
 use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
+use percsim_scenarios::systems;
 use percsim_scenarios::workloads::{
     Call, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
     Point, PointAction, ScriptBuilder, Step, StepPoint, Stored, Target,
@@ -159,7 +160,7 @@ fn lost_update(second: Option<ExpectOutcome>) -> ScriptBuilder {
 #[test]
 fn the_builder_runs_a_seed_sweep_and_can_fail() {
     let script = lost_update(None).build();
-    let scenario = regress::script_scenario(script, 0);
+    let scenario = script_scenario(&script, 0);
     let first_failure = regress::sweep(&scenario, 0..3).expect("runs");
     if let Some(j) = first_failure {
         panic!(
@@ -171,7 +172,7 @@ fn the_builder_runs_a_seed_sweep_and_can_fail() {
     let history = judged.output.transactions().expect("a transaction history");
     assert!(history.transactions.len() >= 3);
     // The same script expecting the second writer to commit must fail.
-    let wrong = regress::script_scenario(lost_update(Some(ExpectOutcome::Committed)).build(), 0);
+    let wrong = script_scenario(&lost_update(Some(ExpectOutcome::Committed)).build(), 0);
     let judged = regress::run(&wrong).expect("runs");
     assert!(!judged.passed());
     let text = judged.explain(&std::env::temp_dir().join("percsim-builder-wrong.json"));
@@ -273,10 +274,10 @@ fn a_held_request_is_delivered_after_its_release() {
             since_step: None,
         })
     };
-    let ok = regress::script_scenario(base().at_end(rejected(4)).build(), 1);
+    let ok = script_scenario(&base().at_end(rejected(4)).build(), 1);
     let judged = regress::run(&ok).expect("runs");
     assert!(judged.passed(), "{:?}", judged.problems);
-    let wrong = regress::script_scenario(base().at_end(rejected(0)).build(), 1);
+    let wrong = script_scenario(&base().at_end(rejected(0)).build(), 1);
     let judged = regress::run(&wrong).expect("runs");
     let text = judged.problems.join("\n");
     assert!(
@@ -428,7 +429,7 @@ fn held_read(fate: MsgFate, expect: &str) -> regress::Judged {
         .commit("T1", ExpectOutcome::Committed)
         .assert_count(Counted::Intercepted, 1, None)
         .build();
-    regress::run(&regress::script_scenario(script, 1)).expect("runs")
+    regress::run(&script_scenario(&script, 1)).expect("runs")
 }
 
 #[test]
@@ -532,11 +533,11 @@ fn an_expectation_on_a_commit_armed_to_crash_is_refused_at_load() {
         .set("T", "a", "v", "a1")
         .crash_at("T", StepPoint::AfterCommitPrimary, None);
     let wrong =
-        regress::script_scenario(armed.clone().commit("T", ExpectOutcome::Aborted).build(), 0);
+        script_scenario(&armed.clone().commit("T", ExpectOutcome::Aborted).build(), 0);
     let e = wrong.validate().unwrap_err().to_string();
     assert!(e.contains("workload.steps[3].expect"), "{e}");
     let right = armed.commit_armed("T").store(Stored::Committed).build();
-    let judged = regress::run(&regress::script_scenario(right, 0)).expect("runs");
+    let judged = regress::run(&script_scenario(&right, 0)).expect("runs");
     assert!(judged.passed(), "{:?}", judged.problems);
 }
 
@@ -603,7 +604,7 @@ fn the_builder_writes_every_kind_of_step_as_the_file_does() {
             "{verb} missing from {words:?}"
         );
     }
-    let scenario = regress::script_scenario(script, 0);
+    let scenario = script_scenario(&script, 0);
     scenario.validate().expect("valid");
     let again = Scenario::parse(&serde_json::to_string(&scenario).unwrap()).expect("reads back");
     assert_eq!(again.to_value(), scenario.to_value());
@@ -640,4 +641,19 @@ fn a_script_refuses_the_clusters_crashes_and_pauses_keyed_to_a_transaction_numbe
         assert!(e.contains(instead), "{e}");
     }
     Scenario::parse(&script_file(steps).to_string()).expect("without them it loads");
+}
+
+/// The default system's scenario running `script`.
+fn script_scenario(script: &impl serde::Serialize, seed: u64) -> Scenario {
+    regress::script_scenario(systems::default_system(), script, seed).expect("a script of it")
+}
+
+#[test]
+fn a_system_without_scripts_refuses_a_script_scenario_by_name() {
+    let omid = systems::find("omid").expect("registered");
+    let e = regress::script_scenario(omid, &json!({"steps": []}), 0).unwrap_err();
+    assert!(
+        e.to_string().contains("system omid takes no scripts"),
+        "{e}"
+    );
 }

@@ -152,7 +152,8 @@ fn pipeline_with_two_observers_on_raw_passes_under_faults() {
     };
     for seed in common::seeds(12) {
         let mut scenario = campaign::generate(seed, &mix);
-        let spec = percolator::spec_mut(&mut scenario).expect("a Percolator scenario");
+        let spec =
+            percolator::PercolatorSpec::of_mut(&mut scenario).expect("a Percolator scenario");
         let WorkloadSpec::Pipeline(p) = &mut spec.workload else {
             panic!("seed {seed}: not a pipeline");
         };

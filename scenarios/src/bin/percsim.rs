@@ -197,11 +197,16 @@ enum Command {
         /// Also measure campaign memory after 100,000 seeds (about half an hour on 2 cores).
         #[arg(long)]
         long: bool,
-        /// Only the simulator's numbers: the no-op madsim RPC, the
+        /// Only the simulator's numbers: the no-op madsim RPC and each
+        /// system's measurements of the simulator itself (Percolator's
         /// register workload, RPCs per commit and the rate at one no-op
-        /// madsim RPC per RPC.
+        /// madsim RPC per RPC).
         #[arg(long)]
         simulator: bool,
+        /// Whose measurements: a name, several comma-separated, or `all`
+        /// (the default: every system that has measurements).
+        #[arg(long, value_parser = parse_systems)]
+        system: Option<Systems>,
     },
     /// Run each system on the same pipeline job under the same fault
     /// mixes and print one table of measured metrics (docs/compare.md).
@@ -363,14 +368,19 @@ fn main() -> ExitCode {
             quick,
             long,
             simulator,
+            system,
         } => {
-            use percsim_scenarios::bench::{Length, run};
+            use percsim_scenarios::bench::{Length, default_systems, run};
             let length = match (quick, long) {
                 (true, _) => Length::Quick,
                 (_, true) => Length::Long,
                 _ => Length::Default,
             };
-            run(length, simulator);
+            let chosen = system.map_or_else(default_systems, |s| s.0);
+            if let Some(s) = chosen.iter().find(|s| s.bench().is_empty()) {
+                return fail(&format!("system {} has no bench measurements", s.name()));
+            }
+            run(length, simulator, &chosen);
             0
         }
         Command::Paper { quick, system } => {

@@ -9,8 +9,10 @@ use super::protocol::{ToyAblation, ToyPoint};
 use super::world;
 use percsim_scenarios::campaign::Mix;
 use percsim_scenarios::faultmix;
-use percsim_scenarios::scenario::{Scenario, ScenarioError, typed, typed_workload};
-use percsim_scenarios::system::{CoverageItem, SystemDef, SystemSpec, config_error};
+use percsim_scenarios::planted_bugs;
+use percsim_scenarios::scenario::{Scenario, ScenarioError};
+use percsim_scenarios::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
+use percsim_scenarios::typed::{Typed, TypedSystem};
 use percsim_sim::{ConfigError, FaultKind, Role, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -69,19 +71,11 @@ impl ToyCoverage {
     }
 }
 
-/// A toy scenario's own part: the cluster and the workload.
-#[derive(Debug, Clone)]
-pub struct ToySpec {
-    /// The cluster (a scenario file's `toy` section).
-    pub cluster: ToyConfig,
-    /// The workload.
-    pub workload: ToyWorkload,
-}
+/// A toy scenario's own part: the cluster (a scenario file's `toy`
+/// section) and the workload.
+pub type ToySpec = Typed<ToyDef>;
 
-/// The toy part of `s`, if it runs the toy.
-pub fn spec(s: &Scenario) -> Option<&ToySpec> {
-    s.spec.as_any().downcast_ref()
-}
+planted_bugs!(ToyAblation);
 
 impl SystemDef for ToyDef {
     fn name(&self) -> &'static str {
@@ -97,12 +91,7 @@ impl SystemDef for ToyDef {
         section: Option<serde_json::Value>,
         workload: serde_json::Value,
     ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
-        let cluster = match section {
-            None => ToyConfig::default(),
-            Some(v) => typed(NAME, v)?,
-        };
-        let workload = typed_workload(self, workload)?;
-        Ok(Box::new(ToySpec { cluster, workload }))
+        ToySpec::parse(self, section, workload)
     }
 
     fn workloads(&self) -> &'static [&'static str] {
@@ -126,10 +115,7 @@ impl SystemDef for ToyDef {
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {
-        ToyAblation::ALL
-            .iter()
-            .map(|a| (a.name(), a.describe()))
-            .collect()
+        ToyAblation::list()
     }
 
     fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
@@ -137,49 +123,41 @@ impl SystemDef for ToyDef {
     }
 }
 
-impl SystemSpec for ToySpec {
-    fn system(&self) -> &'static str {
-        NAME
+impl TypedSystem for ToyDef {
+    type Section = ToyConfig;
+    type Workload = ToyWorkload;
+    const NAME: &'static str = NAME;
+
+    fn workload_name(workload: &ToyWorkload) -> &'static str {
+        workload.name()
     }
 
-    fn section(&self) -> serde_json::Value {
-        serde_json::to_value(&self.cluster).unwrap_or_default()
-    }
-
-    fn workload(&self) -> serde_json::Value {
-        serde_json::to_value(&self.workload).unwrap_or_default()
-    }
-
-    fn workload_name(&self) -> &'static str {
-        self.workload.name()
-    }
-
-    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
-        world::validate(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
-        self.workload.validate().map_err(ScenarioError::Invalid)?;
-        let Some(script) = self.workload.script() else {
+    fn validate(spec: &ToySpec, world: &WorldConfig) -> Result<(), ScenarioError> {
+        world::validate(world, &spec.cluster).map_err(|e| config_error(NAME, e))?;
+        spec.workload.validate().map_err(ScenarioError::Invalid)?;
+        let Some(script) = spec.workload.script() else {
             return Ok(());
         };
-        let nodes: Vec<String> = world::node_names(&self.cluster)
+        let nodes: Vec<String> = world::node_names(&spec.cluster)
             .iter()
             .map(ToString::to_string)
             .collect();
         script
-            .validate(self.cluster.clients, &nodes)
+            .validate(spec.cluster.clients, &nodes)
             .map_err(ScenarioError::Invalid)
     }
 
     fn run(
-        &self,
+        spec: &ToySpec,
         world: &WorldConfig,
         seed: u64,
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
-        world::run(world, &self.cluster, &self.workload, seed, description)
+        world::run(world, &spec.cluster, &spec.workload, seed, description)
     }
 
-    fn expectations(&self) -> bool {
-        self.workload.script().is_some()
+    fn expectations(spec: &ToySpec) -> bool {
+        spec.workload.script().is_some()
     }
 }
 
@@ -199,11 +177,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut cluster = ToyConfig {
         clients,
         persist_ms: rng.random_range(1..=10),
-        ablations: ToyAblation::ALL
-            .iter()
-            .copied()
-            .filter(|a| mix.ablations.iter().any(|n| n == a.name()))
-            .collect(),
+        ablations: ToyAblation::chosen(&mix.ablations),
         ..ToyConfig::default()
     };
     for class in TOY_CLASSES {
@@ -226,7 +200,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         think_ms: rng.random_range(1..=20),
         ..ReadWrite::default()
     });
-    Scenario::of(seed, world, Box::new(ToySpec { cluster, workload }))
+    ToySpec { cluster, workload }.scenario(seed, world)
 }
 
 /// One to three crashes of the primary at its named points.

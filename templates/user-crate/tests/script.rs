@@ -29,7 +29,7 @@ fn no_lost_update_and_a_crashed_commit_rolls_forward() {
         .commit_armed("T3")
         .store(Stored::Committed)
         .build();
-    let scenario = regress::script_scenario(script, 0);
+    let scenario = percsim::systems::percolator::script_scenario(script, 0);
     regress::assert_sweep(&scenario, 0..5, "no_lost_update");
 }
 

@@ -5,8 +5,10 @@
 
 use crate::campaign::Mix;
 use crate::faultmix;
-use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
-use crate::system::{CoverageItem, SystemDef, SystemSpec, config_error};
+use crate::planted_bugs;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
+use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
 use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, Register};
 use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
@@ -40,19 +42,11 @@ pub const OMID_CLASSES: &[&str] = &[
     "crash_at_step",
 ];
 
-/// An Omid scenario's own part: the cluster and the workload.
-#[derive(Debug, Clone)]
-pub struct OmidSpec {
-    /// The cluster (a scenario file's `omid` section).
-    pub cluster: OmidConfig,
-    /// The workload.
-    pub workload: OmidWorkload,
-}
+/// An Omid scenario's own part: the cluster (a scenario file's `omid`
+/// section) and the workload.
+pub type OmidSpec = Typed<OmidDef>;
 
-/// The Omid part of `s`, if it runs Omid.
-pub fn spec(s: &Scenario) -> Option<&OmidSpec> {
-    s.spec.as_any().downcast_ref()
-}
+planted_bugs!(OmidAblation);
 
 /// What an Omid campaign should exercise of Omid's own.
 fn crash_coverage() -> CoverageItem {
@@ -78,12 +72,7 @@ impl SystemDef for OmidDef {
         section: Option<serde_json::Value>,
         workload: serde_json::Value,
     ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
-        let cluster = match section {
-            None => OmidConfig::default(),
-            Some(v) => typed(NAME, v)?,
-        };
-        let workload = typed_workload(self, workload)?;
-        Ok(Box::new(OmidSpec { cluster, workload }))
+        OmidSpec::parse(self, section, workload)
     }
 
     fn workloads(&self) -> &'static [&'static str] {
@@ -102,11 +91,14 @@ impl SystemDef for OmidDef {
         vec![crash_coverage()]
     }
 
+    fn campaign_share(&self) -> (u64, u64) {
+        // A tenth, as Pulsar: the default campaign's seeds stay mostly
+        // Percolator's, and the main job's length grows by a tenth.
+        (1, 10)
+    }
+
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {
-        OmidAblation::ALL
-            .iter()
-            .map(|a| (a.name(), a.describe()))
-            .collect()
+        OmidAblation::list()
     }
 
     fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
@@ -114,36 +106,28 @@ impl SystemDef for OmidDef {
     }
 }
 
-impl SystemSpec for OmidSpec {
-    fn system(&self) -> &'static str {
-        NAME
+impl TypedSystem for OmidDef {
+    type Section = OmidConfig;
+    type Workload = OmidWorkload;
+    const NAME: &'static str = NAME;
+
+    fn workload_name(workload: &OmidWorkload) -> &'static str {
+        workload.name()
     }
 
-    fn section(&self) -> serde_json::Value {
-        serde_json::to_value(&self.cluster).unwrap_or_default()
-    }
-
-    fn workload(&self) -> serde_json::Value {
-        serde_json::to_value(&self.workload).unwrap_or_default()
-    }
-
-    fn workload_name(&self) -> &'static str {
-        self.workload.name()
-    }
-
-    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
-        self.workload.validate().map_err(ScenarioError::Invalid)?;
-        percsim_sim::omid::validate(world, &self.cluster, &self.workload)
+    fn validate(spec: &OmidSpec, world: &WorldConfig) -> Result<(), ScenarioError> {
+        spec.workload.validate().map_err(ScenarioError::Invalid)?;
+        percsim_sim::omid::validate(world, &spec.cluster, &spec.workload)
             .map_err(|e| config_error(NAME, e))
     }
 
     fn run(
-        &self,
+        spec: &OmidSpec,
         world: &WorldConfig,
         seed: u64,
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
-        percsim_sim::omid::run(world, &self.cluster, &self.workload, seed, description)
+        percsim_sim::omid::run(world, &spec.cluster, &spec.workload, seed, description)
     }
 }
 
@@ -173,11 +157,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         timestamp_batch: rng.random_range(1..=100),
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
-        ablations: OmidAblation::ALL
-            .iter()
-            .copied()
-            .filter(|a| mix.ablations.iter().any(|n| n == a.name()))
-            .collect(),
+        ablations: OmidAblation::chosen(&mix.ablations),
         ..OmidConfig::default()
     };
     for class in OMID_CLASSES {
@@ -196,7 +176,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         }
     }
     let workload = workload(seed, mix, &mut rng);
-    Scenario::of(seed, world, Box::new(OmidSpec { cluster, workload }))
+    OmidSpec { cluster, workload }.scenario(seed, world)
 }
 
 /// The workload of a campaign seed: the mix's workloads (Omid's two when

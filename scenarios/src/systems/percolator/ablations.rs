@@ -110,7 +110,8 @@ pub fn measure(
     let shrunk = match (&first, shrink_budget) {
         (Some(f), b) if b > 0 => {
             let (s, runs) = campaign::shrink(&super::PERCOLATOR, f.seed, &mix, f, b);
-            let p = super::spec(&s).expect("Percolator's campaign makes Percolator scenarios");
+            let p = super::PercolatorSpec::of(&s)
+                .expect("Percolator's campaign makes Percolator scenarios");
             let (c, w) = (&p.cluster, &s.world);
             let on = w.faults.random.classes().len()
                 + usize::from(!c.crashes.is_empty() || c.point_faults.iter().any(crashes))

@@ -7,6 +7,7 @@ use super::PercolatorSpec;
 use crate::campaign::Mix;
 use crate::faultmix;
 use crate::scenario::Scenario;
+use crate::system::PlantedBug;
 use crate::systems::percolator::workloads::{
     Bank, Dedup, ListAppend, Pipeline, Register, WorkloadSpec,
 };
@@ -55,10 +56,8 @@ fn faults(mix: &Mix) -> Vec<String> {
 /// systems').
 pub(crate) fn ablations_of(names: &[String]) -> Ablations {
     let mut a = Ablations::NONE;
-    for n in names {
-        if let Some(x) = Ablation::from_name(n) {
-            a.insert(x);
-        }
+    for x in Ablation::chosen(names) {
+        a.insert(x);
     }
     a
 }

@@ -4,6 +4,7 @@
 //! steps, its planted bugs and how its scenarios shrink.
 
 pub mod ablations;
+pub mod bench;
 pub mod campaign;
 pub mod compare;
 pub mod coverage;
@@ -13,9 +14,14 @@ pub mod workloads;
 
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
-use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
-use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
+use crate::planted_bugs;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::system::{
+    CoverageItem, KillTable, Measurement, PlantedBug, SummarySection, SystemDef, SystemSpec,
+    config_error,
+};
 use crate::systems::percolator::workloads::WorkloadSpec;
+use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::percolator::Ablation;
 use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig};
 use std::collections::BTreeMap;
@@ -29,24 +35,11 @@ pub struct PercolatorDef;
 /// The name Percolator is known by.
 const NAME: &str = "percolator";
 
-/// A Percolator scenario's own part: the cluster and the workload.
-#[derive(Debug, Clone)]
-pub struct PercolatorSpec {
-    /// The cluster (a scenario file's `percolator` section).
-    pub cluster: PercolatorConfig,
-    /// The workload.
-    pub workload: WorkloadSpec,
-}
+/// A Percolator scenario's own part: the cluster (a scenario file's
+/// `percolator` section) and the workload.
+pub type PercolatorSpec = Typed<PercolatorDef>;
 
-/// The Percolator part of `s`, if it runs Percolator.
-pub fn spec(s: &Scenario) -> Option<&PercolatorSpec> {
-    s.spec.as_any().downcast_ref()
-}
-
-/// The Percolator part of `s`, mutable, if it runs Percolator.
-pub fn spec_mut(s: &mut Scenario) -> Option<&mut PercolatorSpec> {
-    s.spec.as_any_mut().downcast_mut()
-}
+planted_bugs!(Ablation);
 
 /// A Percolator scenario of `workload` on `cluster` in a world set up by
 /// `world`, with `seed`.
@@ -56,7 +49,7 @@ pub fn scenario(
     cluster: PercolatorConfig,
     workload: WorkloadSpec,
 ) -> Scenario {
-    Scenario::of(seed, world, Box::new(PercolatorSpec { cluster, workload }))
+    PercolatorSpec { cluster, workload }.scenario(seed, world)
 }
 
 impl SystemDef for PercolatorDef {
@@ -73,12 +66,7 @@ impl SystemDef for PercolatorDef {
         section: Option<serde_json::Value>,
         workload: serde_json::Value,
     ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
-        let cluster = match section {
-            None => PercolatorConfig::default(),
-            Some(v) => typed(NAME, v)?,
-        };
-        let workload = typed_workload(self, workload)?;
-        Ok(Box::new(PercolatorSpec { cluster, workload }))
+        PercolatorSpec::parse(self, section, workload)
     }
 
     fn workloads(&self) -> &'static [&'static str] {
@@ -104,10 +92,7 @@ impl SystemDef for PercolatorDef {
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {
-        Ablation::ALL
-            .iter()
-            .map(|a| (a.name(), a.describe()))
-            .collect()
+        Ablation::list()
     }
 
     fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
@@ -174,6 +159,19 @@ impl SystemDef for PercolatorDef {
         ablations::kill_table(opts)
     }
 
+    fn bench(&self) -> Vec<Measurement> {
+        bench::measurements()
+    }
+
+    fn script_scenario(
+        &self,
+        script: serde_json::Value,
+        seed: u64,
+    ) -> Result<Scenario, ScenarioError> {
+        let script: workloads::Script = crate::scenario::typed("workload", script)?;
+        Ok(script_scenario(script, seed))
+    }
+
     fn shrink(
         &self,
         seed: u64,
@@ -185,43 +183,60 @@ impl SystemDef for PercolatorDef {
     }
 }
 
-impl SystemSpec for PercolatorSpec {
-    fn system(&self) -> &'static str {
-        NAME
+/// A scenario running `script` on a small cluster (2 tablet servers, 2
+/// tablets, as many clients as the script names, one worker each, a 60 s
+/// workload phase), with `seed`.
+pub fn script_scenario(script: workloads::Script, seed: u64) -> Scenario {
+    let clients = script
+        .steps
+        .iter()
+        .filter_map(crate::script::Step::verb)
+        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
+        .max()
+        .unwrap_or(1);
+    let cluster = PercolatorConfig {
+        tablet_servers: 2,
+        tablets: 2,
+        clients,
+        workers_per_client: 1,
+        ..PercolatorConfig::default()
+    };
+    let world = WorldConfig {
+        run_ms: 60_000,
+        ..WorldConfig::default()
+    };
+    scenario(seed, world, cluster, WorkloadSpec::Script(script))
+}
+
+impl TypedSystem for PercolatorDef {
+    type Section = PercolatorConfig;
+    type Workload = WorkloadSpec;
+    const NAME: &'static str = NAME;
+
+    fn workload_name(workload: &WorkloadSpec) -> &'static str {
+        workload.name()
     }
 
-    fn section(&self) -> serde_json::Value {
-        serde_json::to_value(&self.cluster).unwrap_or_default()
-    }
-
-    fn workload(&self) -> serde_json::Value {
-        serde_json::to_value(&self.workload).unwrap_or_default()
-    }
-
-    fn workload_name(&self) -> &'static str {
-        self.workload.name()
-    }
-
-    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
-        self.cluster
+    fn validate(spec: &PercolatorSpec, world: &WorldConfig) -> Result<(), ScenarioError> {
+        spec.cluster
             .validate(world)
             .map_err(|e| config_error(NAME, e))?;
-        self.workload
-            .validate(&self.cluster)
+        spec.workload
+            .validate(&spec.cluster)
             .map_err(ScenarioError::Invalid)
     }
 
     fn run(
-        &self,
+        spec: &PercolatorSpec,
         world: &WorldConfig,
         seed: u64,
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
-        let w = self.workload.build();
-        percsim_sim::run(world, &self.cluster, seed, w, description)
+        let w = spec.workload.build();
+        percsim_sim::run(world, &spec.cluster, seed, w, description)
     }
 
-    fn expectations(&self) -> bool {
-        matches!(self.workload, WorkloadSpec::Script(_))
+    fn expectations(spec: &PercolatorSpec) -> bool {
+        matches!(spec.workload, WorkloadSpec::Script(_))
     }
 }

@@ -12,8 +12,8 @@
 //! - section 2.3: timestamps one oracle serves as clients grow, thanks to
 //!   each client's single pending RPC (paper: about 2 million per second).
 
-use crate::bench::Timestamps;
 use crate::scenario::Scenario;
+use crate::systems::percolator::bench::Timestamps;
 use crate::systems::percolator::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::percolator::CellKey;

@@ -200,7 +200,7 @@ mod tests {
     }
 
     fn cluster(s: &Scenario) -> &PulsarConfig {
-        &super::super::spec(s).expect("a Pulsar scenario").cluster
+        &PulsarSpec::of(s).expect("a Pulsar scenario").cluster
     }
 
     /// A narrowed mix injects only its classes: no random class but its
@@ -217,7 +217,7 @@ mod tests {
             assert!(cluster(&s).crashes.is_empty());
             assert!(s.world.clocks.is_empty());
             let Some(PulsarWorkloadSpec::StreamPipeline(p)) =
-                super::super::spec(&s).map(|x| &x.workload)
+                PulsarSpec::of(&s).map(|x| &x.workload)
             else {
                 panic!("the named workload");
             };

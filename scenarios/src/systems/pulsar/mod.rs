@@ -12,8 +12,12 @@ pub mod workloads;
 
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
-use crate::scenario::{Scenario, ScenarioError, typed};
-use crate::system::{CoverageItem, KillTable, SummarySection, SystemDef, SystemSpec, config_error};
+use crate::planted_bugs;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::system::{
+    CoverageItem, KillTable, PlantedBug, SummarySection, SystemDef, SystemSpec, config_error,
+};
+use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
 use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, Role, RunOutput, WorldConfig};
 use serde::{Deserialize, Serialize};
@@ -74,33 +78,18 @@ impl PulsarWorkloadSpec {
     }
 }
 
-/// A Pulsar scenario's own part: the cluster and the workload.
-#[derive(Debug, Clone)]
-pub struct PulsarSpec {
-    /// The cluster (a scenario file's `pulsar` section).
-    pub cluster: PulsarConfig,
-    /// The workload.
-    pub workload: PulsarWorkloadSpec,
-}
+/// A Pulsar scenario's own part: the cluster (a scenario file's `pulsar`
+/// section) and the workload.
+pub type PulsarSpec = Typed<PulsarDef>;
 
-/// The Pulsar part of `s`, if it runs Pulsar.
-pub fn spec(s: &Scenario) -> Option<&PulsarSpec> {
-    s.spec.as_any().downcast_ref()
-}
-
-/// The Pulsar part of `s`, mutable, if it runs Pulsar.
-pub fn spec_mut(s: &mut Scenario) -> Option<&mut PulsarSpec> {
-    s.spec.as_any_mut().downcast_mut()
-}
+planted_bugs!(PulsarAblation);
 
 /// The planted bugs among `names` that are Pulsar's (others are other
 /// systems').
 fn ablations_of(names: &[String]) -> PulsarAblations {
     let mut a = PulsarAblations::NONE;
-    for n in names {
-        if let Some(x) = PulsarAblation::from_name(n) {
-            a.insert(x);
-        }
+    for x in PulsarAblation::chosen(names) {
+        a.insert(x);
     }
     a
 }
@@ -119,12 +108,7 @@ impl SystemDef for PulsarDef {
         section: Option<serde_json::Value>,
         workload: serde_json::Value,
     ) -> Result<Box<dyn SystemSpec>, ScenarioError> {
-        let cluster = match section {
-            None => PulsarConfig::default(),
-            Some(v) => typed(NAME, v)?,
-        };
-        let workload = crate::scenario::typed_workload(self, workload)?;
-        Ok(Box::new(PulsarSpec { cluster, workload }))
+        PulsarSpec::parse(self, section, workload)
     }
 
     fn v1_cluster_keys(&self) -> Option<&'static [&'static str]> {
@@ -161,10 +145,7 @@ impl SystemDef for PulsarDef {
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {
-        PulsarAblation::ALL
-            .iter()
-            .map(|a| (a.name(), a.describe()))
-            .collect()
+        PulsarAblation::list()
     }
 
     fn coverage(&self) -> Vec<CoverageItem> {
@@ -192,7 +173,7 @@ impl SystemDef for PulsarDef {
             },
             workload: PulsarWorkloadSpec::StreamPipeline(compare::job()),
         };
-        Some(Scenario::of(seed, world, Box::new(spec)))
+        Some(spec.scenario(seed, world))
     }
 
     fn compare_facts(&self, out: &RunOutput) -> Result<RunFacts, String> {
@@ -217,41 +198,33 @@ impl SystemDef for PulsarDef {
     }
 }
 
-impl SystemSpec for PulsarSpec {
-    fn system(&self) -> &'static str {
-        NAME
+impl TypedSystem for PulsarDef {
+    type Section = PulsarConfig;
+    type Workload = PulsarWorkloadSpec;
+    const NAME: &'static str = NAME;
+
+    fn workload_name(workload: &PulsarWorkloadSpec) -> &'static str {
+        workload.name()
     }
 
-    fn section(&self) -> serde_json::Value {
-        serde_json::to_value(&self.cluster).unwrap_or_default()
-    }
-
-    fn workload(&self) -> serde_json::Value {
-        serde_json::to_value(&self.workload).unwrap_or_default()
-    }
-
-    fn workload_name(&self) -> &'static str {
-        self.workload.name()
-    }
-
-    fn validate(&self, world: &WorldConfig) -> Result<(), ScenarioError> {
-        percsim_sim::validate_pulsar(world, &self.cluster).map_err(|e| config_error(NAME, e))?;
-        self.workload
-            .validate(&self.cluster)
+    fn validate(spec: &PulsarSpec, world: &WorldConfig) -> Result<(), ScenarioError> {
+        percsim_sim::validate_pulsar(world, &spec.cluster).map_err(|e| config_error(NAME, e))?;
+        spec.workload
+            .validate(&spec.cluster)
             .map_err(ScenarioError::Invalid)
     }
 
     fn run(
-        &self,
+        spec: &PulsarSpec,
         world: &WorldConfig,
         seed: u64,
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
-        let w = self.workload.build();
-        percsim_sim::run_pulsar(world, &self.cluster, seed, w, description)
+        let w = spec.workload.build();
+        percsim_sim::run_pulsar(world, &spec.cluster, seed, w, description)
     }
 
-    fn expectations(&self) -> bool {
-        matches!(self.workload, PulsarWorkloadSpec::Script(_))
+    fn expectations(spec: &PulsarSpec) -> bool {
+        matches!(spec.workload, PulsarWorkloadSpec::Script(_))
     }
 }

@@ -284,6 +284,13 @@ impl PortInner {
         self.node
     }
 
+    /// How many requests of each kind wait in the port's queues (for an
+    /// exploration's state hash).
+    pub(super) fn queued(&self) -> Vec<(u64, usize)> {
+        let queues = lock(&self.queues);
+        queues.iter().map(|(k, q)| (*k, q.waiting.len())).collect()
+    }
+
     /// Queue a request of kind `kind` arriving as `key` says; wake its
     /// server then.
     pub(super) fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {

@@ -473,6 +473,7 @@ pub fn run(length: Length, simulator_only: bool) {
         return;
     }
     txn_throughput("register, default fault mix", true, false, run_ms, seeds);
+    crate::explore_bench::measure(if quick { 200 } else { 2_000 });
     oracle_throughput(run_ms);
     pipeline_throughput(run_ms, seeds);
     campaign_throughput(campaign_seeds, 2);

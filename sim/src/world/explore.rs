@@ -188,7 +188,8 @@ pub struct Choice {
     pub options: u8,
     /// The option taken.
     pub chosen: u8,
-    /// Where it was: a hash of the point's name and node (coverage).
+    /// Where it was: a hash of the sending node (a message) or of the
+    /// point and node (a stop), for coverage.
     pub place: u64,
     /// The hash of the world's and the system's state there, if the
     /// schedule asked for it and the system gives one.
@@ -340,7 +341,7 @@ impl World {
     pub(crate) fn explore_message(
         &self,
         chooser: &std::sync::Mutex<Chooser>,
-        (from, to): (NodeId, NodeId),
+        (from, _to): (NodeId, NodeId),
         now: Instant,
         arrival: Instant,
     ) -> Option<Instant> {
@@ -348,7 +349,7 @@ impl World {
         let mut c = lock(chooser);
         let options = c.message_options();
         let at = c.trace.len() as u32;
-        let place = hash_of(&(ChoiceKind::Message, format!("{from}"), format!("{to}")));
+        let place = hash_of(&(ChoiceKind::Message, format!("{from}")));
         let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
         let chosen = c.choose(ChoiceKind::Message, place, options, state);
         let chosen = pct.unwrap_or(chosen);

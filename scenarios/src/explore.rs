@@ -403,7 +403,8 @@ pub fn forced_of(choices: &[Choice]) -> Vec<Forced> {
 
 /// Queue the children of `pending`: one more deviation at each choice
 /// point from `pending.from` on, unless the bound is reached or the state
-/// there was seen (then that point and all later ones are skipped).
+/// at that point was seen before (with the same place and deviations
+/// spent): its alternatives were tried from there already.
 fn queue_children(
     p: &mut Progress,
     opts: &ExploreOptions,
@@ -422,7 +423,7 @@ fn queue_children(
             && !p.seen.insert((state, c.place, used))
         {
             p.report.pruned += 1;
-            break;
+            continue;
         }
         for option in 1..c.options {
             let mut forced = pending.forced.clone();

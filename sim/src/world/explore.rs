@@ -432,15 +432,20 @@ impl World {
         let system = self.state_source.get()?.upgrade()?.state_hash()?;
         let running = lock(&self.running).clone();
         let queued = self.queued_requests();
-        Some(hash_of(&(system, budgets, running, queued)))
+        // How far the run has got (events recorded), so that two moments of
+        // one run with the same stores are not taken for one state.
+        let progress = self.recorder().events().len();
+        Some(hash_of(&(system, budgets, running, queued, progress)))
     }
 
-    /// The requests waiting at every port, by address and kind.
-    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Vec<(u64, usize)>)> {
+    /// The requests waiting at every port, by address and kind, as how
+    /// long from now each arrives.
+    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Vec<(u64, Vec<u128>)>)> {
+        let now = Instant::now();
         let ports: Vec<_> = lock(&self.ports)
             .iter()
             .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
             .collect();
-        ports.into_iter().map(|(a, p)| (a, p.queued())).collect()
+        ports.into_iter().map(|(a, p)| (a, p.queued(now))).collect()
     }
 }

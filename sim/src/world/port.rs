@@ -284,11 +284,15 @@ impl PortInner {
         self.node
     }
 
-    /// How many requests of each kind wait in the port's queues (for an
-    /// exploration's state hash).
-    pub(super) fn queued(&self) -> Vec<(u64, usize)> {
+    /// The requests of each kind waiting in the port's queues, as how
+    /// long after `now` each arrives in ns (for an exploration's state hash).
+    pub(super) fn queued(&self, now: Instant) -> Vec<(u64, Vec<u128>)> {
         let queues = lock(&self.queues);
-        queues.iter().map(|(k, q)| (*k, q.waiting.len())).collect()
+        let after = |at: Instant| at.saturating_duration_since(now).as_nanos();
+        queues
+            .iter()
+            .map(|(k, q)| (*k, q.waiting.keys().map(|(at, _)| after(*at)).collect()))
+            .collect()
     }
 
     /// Queue a request of kind `kind` arriving as `key` says; wake its

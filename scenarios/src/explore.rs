@@ -189,7 +189,10 @@ fn run_one(scenario: &Scenario) -> Ran {
 /// a commit's outcome unknown), and the healed phase is judged by the
 /// liveness rules of ordinary runs: neither counts as a failure here.
 pub fn fails(v: Verdict) -> bool {
-    matches!(v, Verdict::Safety | Verdict::Crash | Verdict::Nondeterministic)
+    matches!(
+        v,
+        Verdict::Safety | Verdict::Crash | Verdict::Nondeterministic
+    )
 }
 
 /// A verdict's name, as reports print it.
@@ -333,7 +336,12 @@ fn run_batch(base: &Scenario, opts: &ExploreOptions, batch: &[Pending], k: u64) 
         opts.jobs,
         batch.len() as u64,
         |_| true,
-        |i| run_one(&with_schedule(base, schedule_of(&batch[i as usize], opts, k))),
+        |i| {
+            run_one(&with_schedule(
+                base,
+                schedule_of(&batch[i as usize], opts, k),
+            ))
+        },
         |i, ran| *slots[i as usize].lock().expect("a slot") = Some(ran),
     );
     slots
@@ -506,7 +514,11 @@ pub fn describe(report: &ExploreReport, opts: &ExploreOptions) -> String {
                 opts.world.window_ms,
                 opts.world.fault_budget,
                 opts.world.stop_budget,
-                if report.exhausted { "exhausted (every schedule within the bound ran)" } else { "not exhausted" }
+                if report.exhausted {
+                    "exhausted (every schedule within the bound ran)"
+                } else {
+                    "not exhausted"
+                }
             );
         }
         Strategy::Pct { depth, runs, .. } => {
@@ -608,19 +620,28 @@ fn command_inner(cmd: &Command) -> Result<i32, String> {
     };
     let failing = failing_scenario(&base, &cmd.options, failure);
     let judged = crate::judge::judge(&failing, false);
-    let shrunk = (cmd.shrink_budget > 0)
-        .then(|| shrink(&failing, judged.result.verdict, cmd.shrink_budget));
+    let shrunk =
+        (cmd.shrink_budget > 0).then(|| shrink(&failing, judged.result.verdict, cmd.shrink_budget));
     std::fs::create_dir_all(&cmd.out)
         .map_err(|e| format!("cannot create {}: {e}", cmd.out.display()))?;
     let name = format!("{}-explore-{}.json", failing.system(), failure.schedule);
     let path = cmd.out.join(name);
-    Capsule::new(&path, &failing, &judged, shrunk.as_ref().map(|(s, n)| (s, *n)))
-        .save(&path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Capsule::new(
+        &path,
+        &failing,
+        &judged,
+        shrunk.as_ref().map(|(s, n)| (s, *n)),
+    )
+    .save(&path)
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if let Some((s, runs)) = &shrunk {
         let left = s.world.explore.as_ref().map_or(0, |e| e.forced.len());
         println!("shrunk in {runs} runs to {left} forced choice(s)");
     }
-    println!("capsule: {} (percsim replay {})", path.display(), path.display());
+    println!(
+        "capsule: {} (percsim replay {})",
+        path.display(),
+        path.display()
+    );
     Ok(judged.result.verdict.exit_code())
 }

@@ -51,9 +51,17 @@ fn the_default_schedule_is_the_seeds_run_and_a_forced_choice_changes_it() {
     let plain = history_text(&base);
     let mut steered = base.clone();
     steered.world.explore = Some(Schedule::default());
-    assert_eq!(history_text(&steered), plain, "no deviation: the seed's run");
+    assert_eq!(
+        history_text(&steered),
+        plain,
+        "no deviation: the seed's run"
+    );
     let out = steered.run().expect("runs");
-    assert!(out.summary.choices.len() > 10, "{}", out.summary.choices.len());
+    assert!(
+        out.summary.choices.len() > 10,
+        "{}",
+        out.summary.choices.len()
+    );
     assert!(out.summary.choices.iter().all(|c| c.chosen == 0));
     assert!(base.run().expect("runs").summary.choices.is_empty());
     // Losing the first message (a fault budget of one) changes the run.
@@ -145,7 +153,10 @@ fn bad_options_and_unknown_bugs_are_refused_by_name() {
     };
     assert!(explore(&base, &pct).unwrap_err().contains("depth"));
     let e = ablated(&base, &["no-such-bug".to_string()]).unwrap_err();
-    assert!(e.contains("no-such-bug") && e.contains("no-rollback-record"), "{e}");
+    assert!(
+        e.contains("no-such-bug") && e.contains("no-rollback-record"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -161,7 +172,13 @@ fn pct_runs_the_same_schedules_every_time() {
     };
     let a = explore(&base, &pct).expect("explores");
     let b = explore(&base, &pct).expect("explores");
-    assert_eq!(a, ExploreReport { wall_ms: a.wall_ms, ..b });
+    assert_eq!(
+        a,
+        ExploreReport {
+            wall_ms: a.wall_ms,
+            ..b
+        }
+    );
     assert_eq!(a.schedules, 20);
     assert!(a.senders > 1 && a.default_choice_points > 10, "{a:?}");
     assert!(a.places_deviated.get("message").copied().unwrap_or(0) > 0);
@@ -205,20 +222,104 @@ const fn found_at(
 /// `notify-cleared-early`, `scan-skips-locks` and Pulsar's
 /// `marker-by-producer-epoch` are not found by any committed script yet.
 const FOUND: &[Found] = &[
-    found_at("percolator", "three-txns", "prewrite-ignores-locks", (20, 0, 2_000), (1, 40)),
-    found_at("percolator", "three-txns", "wall-clock-start-ts", (20, 0, 2_000), (1, 40)),
-    found_at("percolator", "lost-update", "no-write-conflict-check", (20, 0, 2_000), (1, 31)),
-    found_at("percolator", "reader-after-crash", "get-ignores-locks", (20, 1, 2_000), (32, 85)),
-    found_at("percolator", "reader-after-crash", "commit-without-lock-check", (20, 1, 2_000), (32, 85)),
-    found_at("percolator", "reader-after-crash", "secondaries-first", (20, 1, 2_000), (36, 85)),
-    found_at("percolator", "reader-after-crash", "rollback-without-primary-check", (20, 1, 2_000), (33, 85)),
-    found_at("percolator", "reader-after-crash", "roll-forward-reader-ts", (20, 1, 2_000), (33, 85)),
-    found_at("percolator", "no-rollback-record", "no-rollback-record", (2_500, 0, 2_000), (8, 68)),
-    found_at("pulsar", "no-max-read-position", "no-max-read-position", (20, 0, 2_000), (1, 34)),
-    found_at("pulsar", "replay-ignores-aborted", "replay-ignores-aborted", (20, 0, 2_000), (1, 28)),
-    found_at("pulsar", "timeout-races-commit", "timeout-races-commit", (400, 0, 2_000), (21, 58)),
-    found_at("pulsar", "commit-before-log-durable", "commit-before-log-durable", (20, 1, 2_000), (16, 110)),
-    found_at("pulsar", "pending-ack-not-durable", "pending-ack-not-durable", (20, 1, 200), (77, 111)),
+    found_at(
+        "percolator",
+        "three-txns",
+        "prewrite-ignores-locks",
+        (20, 0, 2_000),
+        (1, 40),
+    ),
+    found_at(
+        "percolator",
+        "three-txns",
+        "wall-clock-start-ts",
+        (20, 0, 2_000),
+        (1, 40),
+    ),
+    found_at(
+        "percolator",
+        "lost-update",
+        "no-write-conflict-check",
+        (20, 0, 2_000),
+        (1, 31),
+    ),
+    found_at(
+        "percolator",
+        "reader-after-crash",
+        "get-ignores-locks",
+        (20, 1, 2_000),
+        (32, 85),
+    ),
+    found_at(
+        "percolator",
+        "reader-after-crash",
+        "commit-without-lock-check",
+        (20, 1, 2_000),
+        (32, 85),
+    ),
+    found_at(
+        "percolator",
+        "reader-after-crash",
+        "secondaries-first",
+        (20, 1, 2_000),
+        (36, 85),
+    ),
+    found_at(
+        "percolator",
+        "reader-after-crash",
+        "rollback-without-primary-check",
+        (20, 1, 2_000),
+        (33, 85),
+    ),
+    found_at(
+        "percolator",
+        "reader-after-crash",
+        "roll-forward-reader-ts",
+        (20, 1, 2_000),
+        (33, 85),
+    ),
+    found_at(
+        "percolator",
+        "no-rollback-record",
+        "no-rollback-record",
+        (2_500, 0, 2_000),
+        (8, 68),
+    ),
+    found_at(
+        "pulsar",
+        "no-max-read-position",
+        "no-max-read-position",
+        (20, 0, 2_000),
+        (1, 34),
+    ),
+    found_at(
+        "pulsar",
+        "replay-ignores-aborted",
+        "replay-ignores-aborted",
+        (20, 0, 2_000),
+        (1, 28),
+    ),
+    found_at(
+        "pulsar",
+        "timeout-races-commit",
+        "timeout-races-commit",
+        (400, 0, 2_000),
+        (21, 58),
+    ),
+    found_at(
+        "pulsar",
+        "commit-before-log-durable",
+        "commit-before-log-durable",
+        (20, 1, 2_000),
+        (16, 110),
+    ),
+    found_at(
+        "pulsar",
+        "pending-ack-not-durable",
+        "pending-ack-not-durable",
+        (20, 1, 200),
+        (77, 111),
+    ),
 ];
 
 #[test]
@@ -245,7 +346,12 @@ fn every_listed_planted_bug_is_found_and_the_faithful_build_is_clean() {
             report.failure
         );
         let faithful = explore(&base, &o).expect("explores");
-        assert!(faithful.failure.is_none(), "{}: {:?}", f.script, faithful.failure);
+        assert!(
+            faithful.failure.is_none(),
+            "{}: {:?}",
+            f.script,
+            faithful.failure
+        );
         assert!(faithful.exhausted, "{}", f.script);
         assert_eq!(faithful.schedules, f.faithful, "{}", f.script);
     }

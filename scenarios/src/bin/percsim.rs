@@ -319,7 +319,9 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        explore @ Command::Explore { .. } => percsim_scenarios::explore::command(&explore_command(explore)),
+        explore @ Command::Explore { .. } => {
+            percsim_scenarios::explore::command(&explore_command(explore))
+        }
         Command::Run {
             scenario,
             seed,
@@ -784,14 +786,32 @@ fn cmd_report(input: &Path, out: &Path, svg: bool) -> i32 {
 fn explore_command(c: Command) -> percsim_scenarios::explore::Command {
     use percsim_scenarios::explore::{ExploreOptions, Strategy};
     let Command::Explore {
-        scenario, bound, pct, runs, pct_seed, window_ms, fault_budget, stop_budget,
-        stop_ms, no_prune, max_schedules, jobs, ablate, progress, out, shrink_budget,
+        scenario,
+        bound,
+        pct,
+        runs,
+        pct_seed,
+        window_ms,
+        fault_budget,
+        stop_budget,
+        stop_ms,
+        no_prune,
+        max_schedules,
+        jobs,
+        ablate,
+        progress,
+        out,
+        shrink_budget,
     } = c
     else {
         unreachable!("called for explore only")
     };
     let strategy = match pct {
-        Some(depth) => Strategy::Pct { depth, runs, seed: pct_seed },
+        Some(depth) => Strategy::Pct {
+            depth,
+            runs,
+            seed: pct_seed,
+        },
         None => Strategy::Bounded { bound },
     };
     let world = percsim_sim::Schedule {
@@ -810,5 +830,11 @@ fn explore_command(c: Command) -> percsim_scenarios::explore::Command {
         stop_at_first: true,
         progress,
     };
-    percsim_scenarios::explore::Command { scenario, ablate, out, shrink_budget, options }
+    percsim_scenarios::explore::Command {
+        scenario,
+        ablate,
+        out,
+        shrink_budget,
+        options,
+    }
 }

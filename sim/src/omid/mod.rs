@@ -207,7 +207,10 @@ impl Tenant for OmidTenant {
     fn state_hash(&self) -> Option<u64> {
         let store = self.0.store.try_lock().ok()?;
         let ceiling = *self.0.tso_ceiling.try_lock().ok()?;
-        Some(crate::world::explore::hash_of(&format!("{:?} {ceiling}", *store)))
+        Some(crate::world::explore::hash_of(&format!(
+            "{:?} {ceiling}",
+            *store
+        )))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

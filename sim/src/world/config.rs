@@ -130,6 +130,9 @@ impl WorldConfig {
             return Err(refuse("run_ms/quiesce_ms", problem));
         }
         self.check_clocks(nodes)?;
+        if let Some(problem) = self.explore.as_ref().and_then(Schedule::problem) {
+            return Err(refuse("explore", problem));
+        }
         self.check_faults(nodes)
     }
 

@@ -78,6 +78,23 @@ impl Default for Schedule {
     }
 }
 
+impl Schedule {
+    /// What makes the schedule unable to run, if anything: a window of 0
+    /// ms, a PCT depth of 0, or two forced choices at one choice point.
+    pub fn problem(&self) -> Option<String> {
+        if self.window_ms == 0 {
+            return Some("window_ms must be at least 1".into());
+        }
+        if self.pct.is_some_and(|p| p.depth == 0) {
+            return Some("pct.depth must be at least 1".into());
+        }
+        let mut at: Vec<u32> = self.forced.iter().map(|f| f.at).collect();
+        at.sort_unstable();
+        let twice = at.windows(2).find(|w| w[0] == w[1]);
+        twice.map(|w| format!("two forced choices at choice point {}", w[0]))
+    }
+}
+
 /// One choice that differs from the default: at the `at`-th choice point
 /// of the run (from 0), option `option` (see [`MessageOption`] and
 /// [`StopOption`]).
@@ -133,7 +150,9 @@ impl ChoiceKind {
     /// What the kind of choice decides, in a sentence.
     pub fn describe(self) -> &'static str {
         match self {
-            ChoiceKind::Message => "whether a message arrives as drawn, a window later, never or late",
+            ChoiceKind::Message => {
+                "whether a message arrives as drawn, a window later, never or late"
+            }
             ChoiceKind::Stop => "whether a node goes on, crashes or freezes at a named point",
         }
     }
@@ -196,6 +215,9 @@ pub struct Choice {
     pub state: Option<u64>,
 }
 
+/// The requests waiting at one port: by kind, how long from now each arrives (ns).
+type Queued = Vec<(u64, Vec<u128>)>;
+
 /// PCT's running state.
 struct PctState {
     rng: ChaCha8Rng,
@@ -232,7 +254,11 @@ impl Chooser {
             let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
             let change_points = draw_points(&mut rng, p.depth.saturating_sub(1), p.steps);
             let mut faults = BTreeMap::new();
-            for at in draw_points(&mut rng, schedule.fault_budget + schedule.stop_budget, p.steps) {
+            for at in draw_points(
+                &mut rng,
+                schedule.fault_budget + schedule.stop_budget,
+                p.steps,
+            ) {
                 faults.insert(at, rng.random_range(1..4u8));
             }
             PctState {
@@ -440,12 +466,42 @@ impl World {
 
     /// The requests waiting at every port, by address and kind, as how
     /// long from now each arrives.
-    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Vec<(u64, Vec<u128>)>)> {
+    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Queued)> {
         let now = Instant::now();
         let ports: Vec<_> = lock(&self.ports)
             .iter()
             .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
             .collect();
         ports.into_iter().map(|(a, p)| (a, p.queued(now))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_that_cannot_run_is_refused_by_name() {
+        assert_eq!(Schedule::default().problem(), None);
+        let zero = Schedule {
+            window_ms: 0,
+            ..Schedule::default()
+        };
+        assert!(zero.problem().unwrap().contains("window_ms"));
+        let pct = Schedule {
+            pct: Some(Pct {
+                seed: 1,
+                depth: 0,
+                steps: 5,
+            }),
+            ..Schedule::default()
+        };
+        assert!(pct.problem().unwrap().contains("depth"));
+        let f = |at, option| Forced { at, option };
+        let twice = Schedule {
+            forced: vec![f(3, 1), f(5, 2), f(3, 2)],
+            ..Schedule::default()
+        };
+        assert!(twice.problem().unwrap().contains("choice point 3"));
     }
 }

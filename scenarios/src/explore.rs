@@ -110,7 +110,8 @@ pub struct ExploreReport {
     pub schedules: u64,
     /// Distinct state hashes seen at choice points.
     pub distinct_states: u64,
-    /// Subtrees skipped because their state was seen before.
+    /// Choice points whose alternatives were not tried because an earlier
+    /// run reached the same state there.
     pub pruned: u64,
     /// Choice points reached over all runs, by kind.
     pub choice_points: BTreeMap<String, u64>,
@@ -498,7 +499,7 @@ pub fn describe(report: &ExploreReport, opts: &ExploreOptions) -> String {
             .join(", ")
     };
     out += &format!(
-        "schedules run: {}\ndistinct states: {} (subtrees pruned as seen: {})\n",
+        "schedules run: {}\ndistinct states: {} (choice points skipped as seen: {})\n",
         report.schedules, report.distinct_states, report.pruned
     );
     out += &format!(

@@ -17,6 +17,8 @@ mod common;
 pub mod compare;
 pub mod coverage;
 mod error;
+pub mod explore;
+mod explore_bench;
 pub mod export;
 pub mod faultmix;
 pub mod fuzz;

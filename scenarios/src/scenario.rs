@@ -116,7 +116,7 @@ impl Scenario {
                 known.join(", ")
             )));
         }
-        let mut value = self.to_value();
+        let mut value = self.to_value()?;
         let section = &mut value[self.system()];
         if !section.is_object() {
             *section = Value::Object(Map::new());
@@ -282,7 +282,7 @@ mod tests {
             };
             let s = system.generate(3, &crate::system::Mix::default());
             let ablated = s.with_ablations(&[bug.to_string()]).unwrap();
-            let list = ablated.to_value()[system.name()]["ablations"].clone();
+            let list = ablated.to_value().unwrap()[system.name()]["ablations"].clone();
             assert!(
                 list.as_array().is_some_and(|a| a.iter().any(|v| v == bug)),
                 "{}: {list}",
@@ -290,7 +290,7 @@ mod tests {
             );
             assert_eq!(ablated.seed, 3);
             let again = ablated.with_ablations(&[bug.to_string()]).unwrap();
-            assert_eq!(again.to_value(), ablated.to_value(), "no duplicate");
+            assert_eq!(again.to_value().unwrap(), ablated.to_value().unwrap(), "no duplicate");
             let e = s.with_ablations(&["no-such-bug".into()]).unwrap_err();
             let e = e.to_string();
             assert!(e.contains("no-such-bug") && e.contains(bug), "{e}");

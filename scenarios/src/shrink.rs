@@ -71,7 +71,8 @@ pub fn greedy(
 }
 
 /// Every one-step simplification of `world`, in the order tried: each
-/// timed fault dropped, each random fault class switched off, the clocks
+/// timed fault dropped, each random fault class switched off, each choice
+/// an exploration forced dropped, the clocks
 /// straightened, the workload phase halved (down to [`MIN_RUN_MS`]).
 pub fn world_edits(world: &WorldConfig) -> Vec<WorldConfig> {
     let Ok(w) = serde_json::to_value(world) else {
@@ -88,6 +89,13 @@ pub fn world_edits(world: &WorldConfig) -> Vec<WorldConfig> {
     if let Some(random) = w.pointer("/faults/random").and_then(Value::as_object) {
         for class in random.iter().filter(|(_, v)| !v.is_null()).map(|(k, _)| k) {
             out.push(with(&w, &format!("/faults/random/{class}"), Value::Null));
+        }
+    }
+    if let Some(forced) = w.pointer("/explore/forced").and_then(Value::as_array) {
+        for i in 0..forced.len() {
+            let mut fewer = forced.clone();
+            fewer.remove(i);
+            out.push(with(&w, "/explore/forced", Value::Array(fewer)));
         }
     }
     if w.pointer("/clocks")

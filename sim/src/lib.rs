@@ -48,6 +48,7 @@ pub use pulsar::nodes::client::Conn;
 pub use pulsar::record::COORDINATOR_CLIENT;
 pub use pulsar::workload::{PulsarTask, PulsarWorkload};
 pub use world::driver::FaultControl;
+pub use world::explore::{Choice, ChoiceKind, Forced, Pct, Schedule};
 pub use world::faults::{FAULT_TICK_MS, Fault, FaultClass, FaultConfig, RandomFaults, TimedFault};
 pub use world::ids::{Counter, EventKind, FaultKind, Role};
 pub use world::intercept::{Fate, Leg, RuleId};

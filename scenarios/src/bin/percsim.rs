@@ -36,6 +36,58 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Explore a scenario's schedules systematically (message order,
+    /// message faults, stops at named points): depth-first within a bound
+    /// of deviations, or PCT; saves the first failure as a capsule.
+    Explore {
+        /// The scenario (a script, at best small).
+        scenario: PathBuf,
+        /// Most choices that may differ from the default schedule.
+        #[arg(long, default_value_t = 1)]
+        bound: u32,
+        /// PCT with this bug depth instead of depth-first.
+        #[arg(long)]
+        pct: Option<u32>,
+        /// PCT runs.
+        #[arg(long, default_value_t = 1000)]
+        runs: u64,
+        /// PCT's first seed.
+        #[arg(long, default_value_t = 0)]
+        pct_seed: u64,
+        /// How much later a delayed message arrives (ms).
+        #[arg(long, default_value_t = 20)]
+        window_ms: u64,
+        /// Messages that may be lost or made late per schedule.
+        #[arg(long, default_value_t = 0)]
+        fault_budget: u32,
+        /// Crashes and pauses at named points per schedule.
+        #[arg(long, default_value_t = 0)]
+        stop_budget: u32,
+        /// How long a stopped node stays down or frozen (ms).
+        #[arg(long, default_value_t = 2000)]
+        stop_ms: u64,
+        /// Do not skip states already seen.
+        #[arg(long)]
+        no_prune: bool,
+        /// Stop after this many schedules.
+        #[arg(long, default_value_t = 100_000)]
+        max_schedules: u64,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Switch on a planted bug (repeatable).
+        #[arg(long)]
+        ablate: Vec<String>,
+        /// Save progress here after every batch, and resume from it.
+        #[arg(long)]
+        progress: Option<PathBuf>,
+        /// Where the failure's capsule goes.
+        #[arg(long, default_value = "capsules")]
+        out: PathBuf,
+        /// Runs spent shrinking the failing schedule.
+        #[arg(long, default_value_t = 50)]
+        shrink_budget: usize,
+    },
     /// Run a scenario file, check its history and print a summary.
     Run {
         /// The scenario (percsim-scenario/2 JSON; the first format is read too).
@@ -292,6 +344,9 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
+        explore @ Command::Explore { .. } => {
+            percsim_scenarios::explore::command(&explore_command(explore))
+        }
         Command::Run {
             scenario,
             seed,
@@ -841,4 +896,61 @@ fn cmd_report(input: &Path, out: &Path, svg: bool) -> i32 {
     }
     println!("wrote {} ({count} transactions)", out.display());
     0
+}
+
+/// The explore subcommand's arguments as the library takes them.
+fn explore_command(c: Command) -> percsim_scenarios::explore::Command {
+    use percsim_scenarios::explore::{ExploreOptions, Strategy};
+    let Command::Explore {
+        scenario,
+        bound,
+        pct,
+        runs,
+        pct_seed,
+        window_ms,
+        fault_budget,
+        stop_budget,
+        stop_ms,
+        no_prune,
+        max_schedules,
+        jobs,
+        ablate,
+        progress,
+        out,
+        shrink_budget,
+    } = c
+    else {
+        unreachable!("called for explore only")
+    };
+    let strategy = match pct {
+        Some(depth) => Strategy::Pct {
+            depth,
+            runs,
+            seed: pct_seed,
+        },
+        None => Strategy::Bounded { bound },
+    };
+    let world = percsim_sim::Schedule {
+        window_ms,
+        fault_budget,
+        stop_budget,
+        stop_ms,
+        ..Default::default()
+    };
+    let options = ExploreOptions {
+        strategy,
+        world,
+        prune: !no_prune,
+        max_schedules,
+        jobs: jobs.max(1),
+        stop_at_first: true,
+        progress,
+    };
+    percsim_scenarios::explore::Command {
+        scenario,
+        ablate,
+        out,
+        shrink_budget,
+        options,
+    }
 }

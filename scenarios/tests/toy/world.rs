@@ -236,6 +236,14 @@ struct Shared {
 struct ToyTenant(Arc<Shared>);
 
 impl Tenant for ToyTenant {
+    fn state_hash(&self) -> Option<u64> {
+        let disk = self.0.disk.try_lock().ok()?;
+        Some(percsim_sim::world::explore::hash_of(&format!(
+            "{:?}",
+            *disk
+        )))
+    }
+
     fn nodes(&self) -> Vec<NodeSpec> {
         let s = self.0.clone();
         let mut nodes = vec![NodeSpec {

@@ -17,6 +17,7 @@ mod rpc;
 mod store;
 mod tso;
 
+use crate::world::explore::ExploreStop;
 use crate::world::system_history::SystemHistory;
 use crate::world::txn_history::TxnHistory;
 use crate::world::{
@@ -157,7 +158,7 @@ impl Shared {
             .iter()
             .find(|c| c.point == point && c.nth == nth)
         else {
-            return;
+            return self.explored_stop(point, node).await;
         };
         self.bump(&FaultKind::CrashAtStep.counter());
         self.world.event(
@@ -172,10 +173,46 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// `node` reached `point` with no crash set there: crash or freeze it
+    /// if an exploration chooses so.
+    async fn explored_stop(&self, point: OmidPoint, node: &NodeName) {
+        let name = node.to_string();
+        match self.world.explore_stop(&name, point.name()) {
+            None => {}
+            Some(ExploreStop::Crash { restart_after_ms }) => {
+                self.bump(&FaultKind::CrashAtStep.counter());
+                self.world.request(Control::Kill {
+                    node: name,
+                    restart_after_ms: Some(restart_after_ms),
+                });
+                std::future::pending::<()>().await
+            }
+            Some(ExploreStop::Pause { duration_ms }) => {
+                self.bump(&FaultKind::PauseAtStep.counter());
+                self.world.request(Control::Pause {
+                    node: name,
+                    duration_ms: Some(duration_ms),
+                });
+                madsim::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
+    }
+}
+
 /// Omid installed in a world.
 struct OmidTenant(Arc<Shared>);
 
 impl Tenant for OmidTenant {
+    fn state_hash(&self) -> Option<u64> {
+        let store = self.0.store.try_lock().ok()?;
+        let ceiling = *self.0.tso_ceiling.try_lock().ok()?;
+        Some(crate::world::explore::hash_of(&format!(
+            "{:?} {ceiling}",
+            *store
+        )))
+    }
+
     fn nodes(&self) -> Vec<NodeSpec> {
         let s = self.0.clone();
         let mut nodes = vec![NodeSpec {

@@ -6,6 +6,7 @@ use crate::percolator::Cluster;
 use crate::percolator::ids::PercolatorEvent;
 use crate::percolator::points::{PointAction, node_name, point_counter};
 use crate::world::Control;
+use crate::world::explore::ExploreStop;
 use crate::world::ids::FaultKind;
 use crate::world::serve::AfterHandler;
 use percsim_protocol::percolator::client::Point;
@@ -16,6 +17,22 @@ impl Cluster {
     /// stop there or scheduled for this occurrence, if any, and which
     /// occurrence it is (0 when no `point_faults` count them).
     pub(crate) fn point_reached(&self, point: Point, node: usize) -> Option<(PointAction, u64)> {
+        let planned = self.point_planned(point, node);
+        if planned.is_some() || !self.world.exploring() {
+            return planned;
+        }
+        let name = node_name(point, node).to_string();
+        let action = match self.world.explore_stop(&name, point.name())? {
+            ExploreStop::Crash { restart_after_ms } => PointAction::Crash {
+                restart_after_ms: Some(restart_after_ms),
+            },
+            ExploreStop::Pause { duration_ms } => PointAction::Pause { duration_ms },
+        };
+        Some((action, 0))
+    }
+
+    /// The fault armed or scheduled for this reach of `point` by `node`.
+    fn point_planned(&self, point: Point, node: usize) -> Option<(PointAction, u64)> {
         let armed = {
             let mut armed = self.lock(&self.armed_points);
             let at = armed.iter().position(|(p, n, _)| *p == point && *n == node);

@@ -131,6 +131,12 @@ pub(crate) struct Installed {
 }
 
 impl Tenant for Installed {
+    fn state_hash(&self) -> Option<u64> {
+        let d = self.cluster.durable.try_lock().ok()?;
+        let state = (&d.rows, d.oracle_max, &d.tablet_owner, &d.raw);
+        Some(crate::world::explore::hash_of(&format!("{state:?}")))
+    }
+
     fn nodes(&self) -> Vec<NodeSpec> {
         let c = &self.cluster;
         let mut out = vec![

@@ -9,6 +9,7 @@ use crate::pulsar::ids::{self, PulsarCounter, PulsarEvent};
 use crate::pulsar::invariants::Watch;
 use crate::pulsar::record::StreamRecorder;
 use crate::pulsar::store::{self, Durable};
+use crate::world::explore::ExploreStop;
 use crate::world::ids::FaultKind;
 use crate::world::net::PORT;
 use crate::world::{Control, World};
@@ -136,7 +137,19 @@ impl Cluster {
                     restart_after_ms: Some(c.restart_after_ms),
                 },
             });
-        let Some(action) = planned.or_else(|| self.armed_action(node, point, &at)) else {
+        let explored = || {
+            let stop = self.world.explore_stop(node, point.name())?;
+            Some(match stop {
+                ExploreStop::Crash { restart_after_ms } => PointAction::Kill {
+                    restart_after_ms: Some(restart_after_ms),
+                },
+                ExploreStop::Pause { duration_ms } => PointAction::Pause {
+                    pause_ms: duration_ms,
+                },
+            })
+        };
+        let planned = planned.or_else(|| self.armed_action(node, point, &at));
+        let Some(action) = planned.or_else(explored) else {
             return;
         };
         let pause_ms = match action {

@@ -165,6 +165,11 @@ impl nodes::client::Program for ClientProgram {
 const BUSY: &str = "transactions still running";
 
 impl Tenant for Installed {
+    fn state_hash(&self) -> Option<u64> {
+        let d = self.cluster.durable.try_lock().ok()?;
+        Some(crate::world::explore::hash_of(&format!("{:?}", *d)))
+    }
+
     fn nodes(&self) -> Vec<NodeSpec> {
         let c = &self.cluster;
         let mut out = vec![self.node(kinds::METADATA.single(), metadata_addr().ip())];

@@ -2,6 +2,7 @@
 //! they are checked against the nodes a system runs.
 
 use crate::world::clock::ClockEntry;
+use crate::world::explore::Schedule;
 use crate::world::faults::{Fault, FaultConfig};
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
@@ -25,6 +26,10 @@ pub struct WorldConfig {
     pub clocks: Vec<ClockEntry>,
     /// Timed and random faults of the workload phase.
     pub faults: FaultConfig,
+    /// An exploration's schedule: which of the world's choices differ from
+    /// the seed's (see [`crate::world::explore`]). Absent in ordinary runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explore: Option<Schedule>,
 }
 
 impl Default for WorldConfig {
@@ -35,6 +40,7 @@ impl Default for WorldConfig {
             rpc_timeout_ms: 100,
             clocks: Vec::new(),
             faults: FaultConfig::default(),
+            explore: None,
         }
     }
 }
@@ -124,6 +130,9 @@ impl WorldConfig {
             return Err(refuse("run_ms/quiesce_ms", problem));
         }
         self.check_clocks(nodes)?;
+        if let Some(problem) = self.explore.as_ref().and_then(Schedule::problem) {
+            return Err(refuse("explore", problem));
+        }
         self.check_faults(nodes)
     }
 

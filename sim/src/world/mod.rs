@@ -10,6 +10,7 @@ mod config;
 mod control;
 pub(crate) mod deadline;
 pub mod driver;
+pub mod explore;
 pub mod faults;
 mod guard;
 pub mod ids;
@@ -112,10 +113,16 @@ pub struct World {
     messages: AtomicU64,
     /// Orders messages that arrive at the same instant.
     message_seq: AtomicU64,
+    /// The exploration's chooser, if a schedule steers this run (see
+    /// [`explore`]); `None` leaves every choice to the seed.
+    chooser: Option<Mutex<explore::Chooser>>,
+    /// Where the system's state hash comes from (see [`Tenant::state_hash`]).
+    state_source: OnceLock<std::sync::Weak<dyn Tenant>>,
 }
 
 impl World {
     pub(crate) fn new(cfg: WorldConfig, control: UnboundedSender<Control>) -> Self {
+        let cfg_explore = cfg.explore.clone();
         World {
             cfg,
             recorder: Mutex::default(),
@@ -136,6 +143,8 @@ impl World {
             link: Mutex::default(),
             messages: AtomicU64::new(0),
             message_seq: AtomicU64::new(0),
+            chooser: cfg_explore.map(|s| Mutex::new(explore::Chooser::new(s))),
+            state_source: OnceLock::new(),
         }
     }
 

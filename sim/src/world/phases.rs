@@ -80,6 +80,11 @@ pub struct RunSummary {
     /// it describes the simulator's work, not the system's behaviour.
     #[serde(skip)]
     pub messages: u64,
+    /// The choice points the run reached, with the option taken at each,
+    /// when an exploration schedule steered it (see
+    /// [`crate::world::explore`]); empty otherwise. Left out of the JSON.
+    #[serde(skip)]
+    pub choices: Vec<crate::world::explore::Choice>,
 }
 
 /// Run `system` in a fresh world seeded with `seed`. `scenario` is stored in
@@ -97,6 +102,7 @@ async fn simulate(system: &dyn System, seed: u64, scenario: serde_json::Value) -
     let (control_tx, control_rx) = futures::channel::mpsc::unbounded();
     let world = Arc::new(World::new(system.world_config(), control_tx));
     let tenant = system.install(&world);
+    world.set_state_source(&tenant);
     start_wire(&world).await;
     let registry = start_nodes(&world, tenant.as_ref()).await;
     // Every node the run creates, killed at the end (see `release`).
@@ -278,6 +284,7 @@ fn collect(
         workload_violations,
         messages: madsim::net::NetSim::current().stat().msg_count + world.messages(),
         sim_ns,
+        choices: world.take_choices(),
         ..Default::default()
     };
     // Violations the workload recorded during the run (e.g. a bad snapshot sum).

@@ -284,6 +284,17 @@ impl PortInner {
         self.node
     }
 
+    /// The requests of each kind waiting in the port's queues, as how
+    /// long after `now` each arrives in ns (for an exploration's state hash).
+    pub(super) fn queued(&self, now: Instant) -> Vec<(u64, Vec<u128>)> {
+        let queues = lock(&self.queues);
+        let after = |at: Instant| at.saturating_duration_since(now).as_nanos();
+        queues
+            .iter()
+            .map(|(k, q)| (*k, q.waiting.keys().map(|(at, _)| after(*at)).collect()))
+            .collect()
+    }
+
     /// Queue a request of kind `kind` arriving as `key` says; wake its
     /// server then.
     pub(super) fn deliver(&self, kind: u64, key: Arrival, e: Envelope) {

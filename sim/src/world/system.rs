@@ -102,4 +102,11 @@ pub trait Tenant: Send + Sync + 'static {
     ) -> SystemHistory;
     /// Names of helper nodes the tenant created itself (freed at the end).
     fn helper_nodes(&self) -> Vec<String>;
+    /// A hash of the system's state (its durable stores and what its
+    /// nodes remember), for an exploration to recognise a state it has
+    /// seen; `None` (the default, or whenever the state cannot be read
+    /// now) disables pruning at that point.
+    fn state_hash(&self) -> Option<u64> {
+        None
+    }
 }

@@ -67,10 +67,10 @@ impl World {
     /// When a message sent on `link` at `now` (the current instant)
     /// arrives, or `None` if the network loses it (a partition, packet
     /// loss).
-    fn route(&self, link: Link, now: Instant) -> Option<Instant> {
+    fn route(&self, path: Link, now: Instant) -> Option<Instant> {
         {
             let cut = self.net.cut();
-            if !cut.is_empty() && cut.contains_key(&(link.from, link.to)) {
+            if !cut.is_empty() && cut.contains_key(&(path.from, path.to)) {
                 return None;
             }
         }
@@ -85,8 +85,13 @@ impl World {
             .max(1)
             * 1_000_000;
         let latency_ns = min_ns + madsim::rand::random::<u64>() % span_ns;
+        let arrival = now + HANDLING + Duration::from_nanos(latency_ns);
+        let arrival = match &self.chooser {
+            None => arrival,
+            Some(c) => self.explore_message(c, (path.from, path.to), now, arrival)?,
+        };
         self.messages.fetch_add(1, Ordering::Relaxed);
-        Some(now + HANDLING + Duration::from_nanos(latency_ns))
+        Some(arrival)
     }
 
     /// Messages the transport carried (lost ones not counted, as madsim).

@@ -1,0 +1,507 @@
+//! The world's choices, made pluggable for systematic exploration.
+//!
+//! In an ordinary run the world decides everything from the seed: how long
+//! each message takes, which random faults start. With an exploration
+//! [`Schedule`] in the world's settings (`world.explore`), two kinds of
+//! decision point become choices that a schedule can steer:
+//!
+//! - **every message** on the world's transport (requests and replies,
+//!   late and duplicated copies included): delivered as the seed drew it
+//!   (the default), delayed by `window_ms` (so messages due within the
+//!   window of it overtake it), lost, or delivered late (past the caller's
+//!   `rpc_timeout_ms`); losing and lateness spend the `fault_budget`;
+//! - **every named point** a system's node reaches (its crash and pause
+//!   points): go on (the default), crash there (restart `stop_ms` later) or
+//!   freeze there for `stop_ms`; a stop spends the `stop_budget`.
+//!
+//! The choice points are numbered in the order the run reaches them. A
+//! schedule names the choices that differ from the default ([`Forced`]);
+//! every other choice takes its default, so the schedule with no forced
+//! choice is exactly the seed's ordinary run. Or a [`Pct`] setting makes
+//! the choices (randomised priorities, see [`Pct`]). The choices the run
+//! made, with how many options each had, come back in
+//! [`crate::RunSummary::choices`].
+//!
+//! Not under a schedule's control: madsim's own scheduler (which ready task
+//! runs first at one instant, seeded), the latency the seed draws for each
+//! message, the random fault classes and timed faults of the settings (they
+//! still come from the seed), and everything a system decides itself.
+//! Without a schedule nothing here runs: a world without `explore` costs
+//! one branch per message.
+
+use crate::world::World;
+use crate::world::guard::lock;
+use madsim::task::NodeId;
+use madsim::time::{Duration, Instant};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+/// How an exploration steers one run (a scenario's `world.explore`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Schedule {
+    /// How much later a delayed message arrives, in simulated ms: the
+    /// messages due within this window of it may overtake it.
+    pub window_ms: u64,
+    /// How many messages may be lost or made late in one run.
+    pub fault_budget: u32,
+    /// How many crashes and pauses at named points one run may have.
+    pub stop_budget: u32,
+    /// How long a node stopped at a point stays down or frozen, in ms.
+    pub stop_ms: u64,
+    /// The choices that differ from the default, by choice point.
+    pub forced: Vec<Forced>,
+    /// Randomised priorities instead of forced choices (PCT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pct: Option<Pct>,
+    /// Hash the world's and the system's state at every choice point
+    /// (for pruning states already seen).
+    pub hash_states: bool,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            window_ms: 20,
+            fault_budget: 0,
+            stop_budget: 0,
+            stop_ms: 2_000,
+            forced: Vec::new(),
+            pct: None,
+            hash_states: false,
+        }
+    }
+}
+
+impl Schedule {
+    /// What makes the schedule unable to run, if anything: a window of 0
+    /// ms, a PCT depth of 0, or two forced choices at one choice point.
+    pub fn problem(&self) -> Option<String> {
+        if self.window_ms == 0 {
+            return Some("window_ms must be at least 1".into());
+        }
+        if self.pct.is_some_and(|p| p.depth == 0) {
+            return Some("pct.depth must be at least 1".into());
+        }
+        let mut at: Vec<u32> = self.forced.iter().map(|f| f.at).collect();
+        at.sort_unstable();
+        let twice = at.windows(2).find(|w| w[0] == w[1]);
+        twice.map(|w| format!("two forced choices at choice point {}", w[0]))
+    }
+}
+
+/// One choice that differs from the default: at the `at`-th choice point
+/// of the run (from 0), option `option` (see [`MessageOption`] and
+/// [`StopOption`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forced {
+    /// The choice point, in the order the run reaches them.
+    pub at: u32,
+    /// The option taken there.
+    pub option: u8,
+}
+
+/// PCT-style randomised priorities (Burckhardt et al., "A randomized
+/// scheduler with probabilistic guarantees of finding bugs", ASPLOS 2010),
+/// over the nodes that send messages: each node draws a priority; a
+/// message from the node ranked `r` (0 the highest) among the senders seen
+/// so far is delayed by `r` windows, so within a window the higher node's
+/// messages arrive first. At `depth - 1` change points drawn among the
+/// first `steps` choice points, the sender's priority drops below every
+/// other. Up to `fault_budget` losses or late deliveries and `stop_budget`
+/// stops are placed at choice points drawn the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pct {
+    /// The seed of the priorities and change points.
+    pub seed: u64,
+    /// The bug depth `d` aimed at: `d - 1` priority change points.
+    pub depth: u32,
+    /// `k`: how many choice points the change points are drawn among
+    /// (those of the default schedule).
+    pub steps: u32,
+}
+
+/// What a choice point is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChoiceKind {
+    /// A message about to be sent.
+    Message,
+    /// A node at one of its system's named points.
+    Stop,
+}
+
+impl ChoiceKind {
+    /// The kind's name, as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChoiceKind::Message => "message",
+            ChoiceKind::Stop => "stop",
+        }
+    }
+
+    /// What the kind of choice decides, in a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ChoiceKind::Message => {
+                "whether a message arrives as drawn, a window later, never or late"
+            }
+            ChoiceKind::Stop => "whether a node goes on, crashes or freezes at a named point",
+        }
+    }
+}
+
+/// The options of a message choice. Values from 4 up (PCT's lower ranks)
+/// delay the message by `value - 2` windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageOption {
+    /// Arrives when the seed's latency says (the default).
+    AsDrawn = 0,
+    /// Arrives one window later.
+    Delayed = 1,
+    /// Never arrives (spends the fault budget).
+    Lost = 2,
+    /// Arrives after the caller's time-out (spends the fault budget).
+    Late = 3,
+}
+
+/// The options of a stop choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopOption {
+    /// The node goes on (the default).
+    GoOn = 0,
+    /// The node crashes here; it restarts `stop_ms` later.
+    Crash = 1,
+    /// The node freezes here for `stop_ms`.
+    Pause = 2,
+}
+
+/// What a node does at a named point, as an exploration chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExploreStop {
+    /// Crash; restart after this long.
+    Crash {
+        /// The restart delay.
+        restart_after_ms: u64,
+    },
+    /// Freeze for this long.
+    Pause {
+        /// How long.
+        duration_ms: u64,
+    },
+}
+
+/// One choice point a run reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    /// What it decided.
+    pub kind: ChoiceKind,
+    /// How many options an exploration may try there (0 is the default).
+    pub options: u8,
+    /// The option taken.
+    pub chosen: u8,
+    /// Where it was: a hash of the sending node (a message) or of the
+    /// point and node (a stop), for coverage.
+    pub place: u64,
+    /// The hash of the world's and the system's state there, if the
+    /// schedule asked for it and the system gives one.
+    pub state: Option<u64>,
+}
+
+/// The requests waiting at one port: by kind, how long from now each arrives (ns).
+type Queued = Vec<(u64, Vec<u128>)>;
+
+/// PCT's running state.
+struct PctState {
+    rng: ChaCha8Rng,
+    priorities: BTreeMap<NodeId, i64>,
+    change_points: Vec<u32>,
+    faults: BTreeMap<u32, u8>,
+    lowest: i64,
+}
+
+/// The chooser of one run.
+pub(crate) struct Chooser {
+    schedule: Schedule,
+    forced: BTreeMap<u32, u8>,
+    faults_used: u32,
+    stops_used: u32,
+    pct: Option<PctState>,
+    trace: Vec<Choice>,
+}
+
+/// Draw `count` distinct-ish points below `steps` (sorted).
+fn draw_points(rng: &mut ChaCha8Rng, count: u32, steps: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..count)
+        .map(|_| rng.random_range(0..steps.max(1)))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+impl Chooser {
+    /// The chooser that follows `schedule`.
+    pub(crate) fn new(schedule: Schedule) -> Chooser {
+        let forced = schedule.forced.iter().map(|f| (f.at, f.option)).collect();
+        let pct = schedule.pct.map(|p| {
+            let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+            let change_points = draw_points(&mut rng, p.depth.saturating_sub(1), p.steps);
+            let mut faults = BTreeMap::new();
+            for at in draw_points(
+                &mut rng,
+                schedule.fault_budget + schedule.stop_budget,
+                p.steps,
+            ) {
+                faults.insert(at, rng.random_range(1..4u8));
+            }
+            PctState {
+                rng,
+                priorities: BTreeMap::new(),
+                change_points,
+                faults,
+                lowest: 0,
+            }
+        });
+        Chooser {
+            schedule,
+            forced,
+            faults_used: 0,
+            stops_used: 0,
+            pct,
+            trace: Vec::new(),
+        }
+    }
+
+    /// How many options a message may take now.
+    fn message_options(&self) -> u8 {
+        if self.faults_used < self.schedule.fault_budget {
+            4
+        } else {
+            2
+        }
+    }
+
+    /// How many options a stop may take now.
+    fn stop_options(&self) -> u8 {
+        if self.stops_used < self.schedule.stop_budget {
+            3
+        } else {
+            1
+        }
+    }
+
+    /// PCT's option for a message from `from` at choice point `at`.
+    fn pct_message(&mut self, at: u32, from: NodeId, options: u8) -> u8 {
+        let Some(p) = &mut self.pct else { return 0 };
+        if let Some(&o) = p.faults.get(&at)
+            && o < options
+            && o >= MessageOption::Lost as u8
+        {
+            return o;
+        }
+        if !p.priorities.contains_key(&from) {
+            let drawn = p.rng.random_range(1..i64::from(u32::MAX));
+            p.priorities.insert(from, drawn);
+        }
+        if p.change_points.binary_search(&at).is_ok() {
+            p.lowest -= 1;
+            p.priorities.insert(from, p.lowest);
+        }
+        let mine = p.priorities[&from];
+        let rank = p.priorities.values().filter(|&&v| v > mine).count() as u8;
+        match rank {
+            0 => 0,
+            1 => 1,
+            r => r.saturating_add(2),
+        }
+    }
+
+    /// PCT's option for a stop at choice point `at`.
+    fn pct_stop(&self, at: u32, options: u8) -> u8 {
+        let Some(p) = &self.pct else { return 0 };
+        match p.faults.get(&at) {
+            Some(&o) if options > 1 => 1 + (o - 1) % 2,
+            _ => 0,
+        }
+    }
+
+    /// Record a choice point of `kind` at `place` with `options` options;
+    /// the option taken (forced, PCT's, or the default).
+    fn choose(&mut self, kind: ChoiceKind, place: u64, options: u8, state: Option<u64>) -> u8 {
+        let at = self.trace.len() as u32;
+        let chosen = self.forced.get(&at).copied().unwrap_or(0);
+        self.trace.push(Choice {
+            kind,
+            options,
+            chosen,
+            place,
+            state,
+        });
+        chosen
+    }
+
+    /// The trace so far (taken at the end of the run).
+    pub(crate) fn take_trace(&mut self) -> Vec<Choice> {
+        std::mem::take(&mut self.trace)
+    }
+}
+
+/// A hash of `value`, the same in every run of one build.
+pub fn hash_of(value: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
+impl World {
+    /// The exploration's decision for a message sent on link `from` ->
+    /// `to` at `now` that the seed would deliver at `arrival`: when it
+    /// arrives (`None`: lost).
+    pub(crate) fn explore_message(
+        &self,
+        chooser: &std::sync::Mutex<Chooser>,
+        (from, _to): (NodeId, NodeId),
+        now: Instant,
+        arrival: Instant,
+    ) -> Option<Instant> {
+        let state = self.state_hash_if_asked(chooser);
+        let mut c = lock(chooser);
+        let options = c.message_options();
+        let at = c.trace.len() as u32;
+        let place = hash_of(&(ChoiceKind::Message, format!("{from}")));
+        let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
+        let chosen = c.choose(ChoiceKind::Message, place, options, state);
+        let chosen = pct.unwrap_or(chosen);
+        if let Some(last) = c.trace.last_mut() {
+            last.chosen = chosen;
+        }
+        let window = Duration::from_millis(c.schedule.window_ms);
+        match chosen {
+            0 => Some(arrival),
+            1 => Some(arrival + window),
+            2 => {
+                c.faults_used += 1;
+                None
+            }
+            3 => {
+                c.faults_used += 1;
+                let late = Duration::from_millis(self.cfg.rpc_timeout_ms) + window;
+                Some(now.max(arrival) + late)
+            }
+            v => Some(arrival + window * u32::from(v - 2)),
+        }
+    }
+
+    /// The exploration's decision for `node` at its system's point
+    /// `point` (by the system's name for it): go on (`None`), crash or
+    /// freeze. Always `None` in a run without an exploration schedule.
+    pub fn explore_stop(&self, node: &str, point: &str) -> Option<ExploreStop> {
+        let chooser = self.chooser.as_ref()?;
+        let state = self.state_hash_if_asked(chooser);
+        let mut c = lock(chooser);
+        let options = c.stop_options();
+        let at = c.trace.len() as u32;
+        let pct = c.pct.is_some().then(|| c.pct_stop(at, options));
+        let place = hash_of(&(ChoiceKind::Stop, point, node));
+        let chosen = c.choose(ChoiceKind::Stop, place, options, state);
+        let chosen = pct.unwrap_or(chosen);
+        if let Some(last) = c.trace.last_mut() {
+            last.chosen = chosen;
+        }
+        let ms = c.schedule.stop_ms;
+        let stop = match chosen {
+            0 => return None,
+            1 => ExploreStop::Crash {
+                restart_after_ms: ms,
+            },
+            _ => ExploreStop::Pause { duration_ms: ms },
+        };
+        c.stops_used += 1;
+        Some(stop)
+    }
+
+    /// Whether an exploration schedule steers this run.
+    pub fn exploring(&self) -> bool {
+        self.chooser.is_some()
+    }
+
+    /// The choices the run made (empty without a schedule).
+    pub(crate) fn take_choices(&self) -> Vec<Choice> {
+        self.chooser
+            .as_ref()
+            .map(|c| lock(c).take_trace())
+            .unwrap_or_default()
+    }
+
+    /// Set where the system's state hash comes from (the tenant).
+    pub(crate) fn set_state_source(&self, tenant: &Arc<dyn crate::world::Tenant>) {
+        let _ = self.state_source.set(Arc::downgrade(tenant));
+    }
+
+    /// The hash of the world's and the system's state, if the schedule
+    /// asks for it and the system gives one now.
+    fn state_hash_if_asked(&self, chooser: &std::sync::Mutex<Chooser>) -> Option<u64> {
+        let budgets = {
+            let c = lock(chooser);
+            if !c.schedule.hash_states {
+                return None;
+            }
+            (c.faults_used, c.stops_used)
+        };
+        let system = self.state_source.get()?.upgrade()?.state_hash()?;
+        let running = lock(&self.running).clone();
+        let queued = self.queued_requests();
+        // How far the run has got (events recorded), so that two moments of
+        // one run with the same stores are not taken for one state.
+        let progress = self.recorder().events().len();
+        Some(hash_of(&(system, budgets, running, queued, progress)))
+    }
+
+    /// The requests waiting at every port, by address and kind, as how
+    /// long from now each arrives.
+    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Queued)> {
+        let now = Instant::now();
+        let ports: Vec<_> = lock(&self.ports)
+            .iter()
+            .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
+            .collect();
+        ports.into_iter().map(|(a, p)| (a, p.queued(now))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_that_cannot_run_is_refused_by_name() {
+        assert_eq!(Schedule::default().problem(), None);
+        let zero = Schedule {
+            window_ms: 0,
+            ..Schedule::default()
+        };
+        assert!(zero.problem().unwrap().contains("window_ms"));
+        let pct = Schedule {
+            pct: Some(Pct {
+                seed: 1,
+                depth: 0,
+                steps: 5,
+            }),
+            ..Schedule::default()
+        };
+        assert!(pct.problem().unwrap().contains("depth"));
+        let f = |at, option| Forced { at, option };
+        let twice = Schedule {
+            forced: vec![f(3, 1), f(5, 2), f(3, 2)],
+            ..Schedule::default()
+        };
+        assert!(twice.problem().unwrap().contains("choice point 3"));
+    }
+}

@@ -139,6 +139,7 @@ const CAUGHT: &[OmidAblation] = &[
     OmidAblation::ShadowCellsBeforeCommitTable,
     OmidAblation::ReaderSkipsCommitTable,
     OmidAblation::NoInvalidation,
+    OmidAblation::NoTsoFencing,
 ];
 
 #[test]
@@ -157,4 +158,34 @@ fn each_planted_bug_is_caught_within_a_few_seeds_and_the_faithful_build_passes_t
             );
         }
     }
+}
+
+/// The failover scenario (`tests/omid/failover.json`: the primary TSO
+/// frozen at a named point past its lease), with `ablations` switched on.
+fn failover(ablations: &[&str]) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/omid/failover.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["omid"]["ablations"] = serde_json::json!(ablations);
+    Scenario::parse(&v.to_string()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_tso_frozen_past_its_lease_is_replaced_and_steps_down_and_the_run_passes() {
+    let r = fuzz::judge(&failover(&[]), true).result;
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.explanation);
+    let count = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+    assert_eq!(count("fault.pause_at_step"), 1, "{:?}", r.counters);
+    assert!(count("omid.takeover") >= 2, "{:?}", r.counters);
+    assert!(count("omid.stepped_down") >= 1, "{:?}", r.counters);
+    assert!(count("omid.redirected") >= 1, "{:?}", r.counters);
+    assert!(r.committed > 20, "{} committed", r.committed);
+}
+
+#[test]
+fn without_fencing_the_deposed_tso_goes_on_committing_and_the_checker_fails_the_run() {
+    let r = fuzz::judge(&failover(&["no-tso-fencing"]), false).result;
+    assert_ne!(r.verdict, Verdict::Pass, "{:?}", r.counters);
+    let count = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+    assert_eq!(count("omid.stepped_down"), 0, "{:?}", r.counters);
 }

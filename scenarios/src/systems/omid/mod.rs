@@ -7,8 +7,8 @@ use crate::campaign::Mix;
 use crate::faultmix;
 use crate::scenario::{Scenario, ScenarioError, typed, typed_workload};
 use crate::system::{CoverageItem, SystemDef, SystemSpec, config_error};
-use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
-use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, Register};
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
+use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
 use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -25,8 +25,10 @@ pub struct OmidDef;
 pub const NAME: &str = "omid";
 
 /// The world's fault classes Omid honours, and its own `crash_at_step`
-/// (a node killed at one of its named points). It has no liveness
-/// service, master, sessions or clocks.
+/// and `pause_at_step` (a node killed or frozen at one of its named
+/// points; a frozen TSO loses its lease and the backup takes over). It has
+/// no master, client sessions or clocks; its liveness service only keeps
+/// the TSO's lease.
 pub const OMID_CLASSES: &[&str] = &[
     "kill_client",
     "kill_data_server",
@@ -38,6 +40,7 @@ pub const OMID_CLASSES: &[&str] = &[
     "latency",
     "duplicate",
     "crash_at_step",
+    "pause_at_step",
 ];
 
 /// An Omid scenario's own part: the cluster and the workload.
@@ -54,14 +57,23 @@ pub fn spec(s: &Scenario) -> Option<&OmidSpec> {
     s.spec.as_any().downcast_ref()
 }
 
-/// What an Omid campaign should exercise of Omid's own.
-fn crash_coverage() -> CoverageItem {
-    CoverageItem {
-        name: "omid_crash_at_point",
-        description: "a node killed at one of Omid's named points",
-        counter: FaultKind::CrashAtStep.counter(),
-        class: Some(FaultKind::CrashAtStep),
-    }
+/// What an Omid campaign should exercise of Omid's own: a node killed,
+/// and a node frozen, at one of its named points.
+fn point_coverage() -> Vec<CoverageItem> {
+    vec![
+        CoverageItem {
+            name: "omid_crash_at_point",
+            description: "a node killed at one of Omid's named points",
+            counter: FaultKind::CrashAtStep.counter(),
+            class: Some(FaultKind::CrashAtStep),
+        },
+        CoverageItem {
+            name: "omid_pause_at_point",
+            description: "a node frozen at one of Omid's named points",
+            counter: FaultKind::PauseAtStep.counter(),
+            class: Some(FaultKind::PauseAtStep),
+        },
+    ]
 }
 
 impl SystemDef for OmidDef {
@@ -99,7 +111,7 @@ impl SystemDef for OmidDef {
     }
 
     fn coverage(&self) -> Vec<CoverageItem> {
-        vec![crash_coverage()]
+        point_coverage()
     }
 
     fn ablations(&self) -> Vec<(&'static str, &'static str)> {
@@ -148,7 +160,8 @@ impl SystemSpec for OmidSpec {
 }
 
 /// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
-/// servers, a conflict map of 1-8 keys at cell or row granularity, a
+/// servers, a conflict map of 1-8 keys at cell or row granularity, a TSO
+/// and its backup with a lease of 50-150 ms, a
 /// workload phase of 3-8 s, each fault class of the mix (every one of
 /// [`OMID_CLASSES`] when it names none) on with probability one half, the
 /// mix's planted bugs of Omid switched on. Every draw is made whichever
@@ -173,6 +186,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         timestamp_batch: rng.random_range(1..=100),
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
+        lease_ms: rng.random_range(50..=150),
         ablations: OmidAblation::ALL
             .iter()
             .copied()
@@ -190,6 +204,8 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         }
         if *class == "crash_at_step" {
             cluster.crashes = crashes(intensity, &mut rng);
+        } else if *class == "pause_at_step" {
+            cluster.pauses = pauses(intensity, &mut rng);
         } else {
             // Every other class of the list is one of the world's.
             let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
@@ -233,6 +249,31 @@ fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
             point: OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())],
             nth: rng.random_range(1..=6),
             restart_after_ms: rng.random_range(20..=500),
+        })
+        .collect()
+}
+
+/// One to three pauses at Omid's named points, half of them at the TSO's
+/// (a TSO frozen past its lease is the failover a campaign must reach).
+fn pauses(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
+    let n = 1 + (intensity * 2.0) as usize;
+    let tso: Vec<OmidPoint> = OmidPoint::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.owner() == OmidPointOwner::Tso)
+        .collect();
+    (0..n)
+        .map(|_| {
+            let point = if rng.random_bool(0.5) {
+                tso[rng.random_range(0..tso.len())]
+            } else {
+                OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())]
+            };
+            PauseAt {
+                point,
+                nth: rng.random_range(1..=6),
+                pause_ms: rng.random_range(50..=400),
+            }
         })
         .collect()
 }

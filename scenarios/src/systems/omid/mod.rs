@@ -186,7 +186,6 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         timestamp_batch: rng.random_range(1..=100),
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
-        lease_ms: rng.random_range(50..=150),
         ablations: OmidAblation::ALL
             .iter()
             .copied()
@@ -194,25 +193,41 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
             .collect(),
         ..OmidConfig::default()
     };
-    for class in OMID_CLASSES {
+    // `pause_at_step` and the lease are drawn last, so the draws before them
+    // (and the scenarios they made) stay as they were without them.
+    let (drawn_last, drawn_first): (Vec<&str>, Vec<&str>) =
+        OMID_CLASSES.iter().partition(|c| **c == "pause_at_step");
+    for class in drawn_first {
         if !rng.random_bool(0.5) {
             continue;
         }
         let intensity = rng.random_range(0.0..1.0);
-        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
+        if !named(mix, class) {
             continue;
         }
-        if *class == "crash_at_step" {
+        if class == "crash_at_step" {
             cluster.crashes = crashes(intensity, &mut rng);
-        } else if *class == "pause_at_step" {
-            cluster.pauses = pauses(intensity, &mut rng);
         } else {
             // Every other class of the list is one of the world's.
             let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
         }
     }
     let workload = workload(seed, mix, &mut rng);
+    cluster.lease_ms = rng.random_range(50..=150);
+    for class in drawn_last {
+        let on = rng.random_bool(0.5);
+        let intensity = rng.random_range(0.0..1.0);
+        if on && named(mix, class) {
+            cluster.pauses = pauses(intensity, cluster.lease_ms, &mut rng);
+        }
+    }
     Scenario::of(seed, world, Box::new(OmidSpec { cluster, workload }))
+}
+
+/// Whether `mix` lets fault class `class` on (a mix that names no class
+/// lets every one on).
+fn named(mix: &Mix, class: &str) -> bool {
+    mix.faults.is_empty() || mix.faults.iter().any(|f| faultmix::canonical(f) == class)
 }
 
 /// The workload of a campaign seed: the mix's workloads (Omid's two when
@@ -253,9 +268,11 @@ fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
         .collect()
 }
 
-/// One to three pauses at Omid's named points, half of them at the TSO's
-/// (a TSO frozen past its lease is the failover a campaign must reach).
-fn pauses(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
+/// One to three pauses at Omid's named points, three in four at the TSO's,
+/// each 20-120 ms longer than the lease: a TSO frozen past its lease is
+/// replaced, and the clients whose calls it holds meet it again when it
+/// thaws, which is where a deposed TSO must refuse to serve.
+fn pauses(intensity: f64, lease_ms: u64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
     let n = 1 + (intensity * 2.0) as usize;
     let tso: Vec<OmidPoint> = OmidPoint::ALL
         .iter()
@@ -264,7 +281,7 @@ fn pauses(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
         .collect();
     (0..n)
         .map(|_| {
-            let point = if rng.random_bool(0.5) {
+            let point = if rng.random_bool(0.75) {
                 tso[rng.random_range(0..tso.len())]
             } else {
                 OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())]
@@ -272,7 +289,7 @@ fn pauses(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
             PauseAt {
                 point,
                 nth: rng.random_range(1..=6),
-                pause_ms: rng.random_range(50..=400),
+                pause_ms: lease_ms + rng.random_range(20..=120),
             }
         })
         .collect()

@@ -19,11 +19,11 @@ use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
 use crate::world::txn_history::TxnFinish;
 use crate::world::{NodeName, lock};
+use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::read::{self, Resolution};
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
-use madsim::net::rpc::Request;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -416,9 +416,9 @@ impl Client {
         };
         let reply = self.tso_call("commit", txn.id, req).await;
         let (commit_ts, in_commit_table) = match reply {
-            CommitReply::NotPrimary => crate::invariant::violated(
-                "a commit was answered by a TSO that is not the primary",
-            ),
+            CommitReply::NotPrimary => {
+                crate::invariant::violated("a commit was answered by a TSO that is not the primary")
+            }
             CommitReply::Aborted { reason } => {
                 self.each_write(&txn, None).await;
                 return self.finish(&txn, TxnFinish::Aborted { reason: &reason });

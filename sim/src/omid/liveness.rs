@@ -4,8 +4,8 @@
 
 use super::Shared;
 use super::rpc::{self, LeaseReply, LeaseReq};
-use crate::world::port::Port;
 use crate::world::lock;
+use crate::world::port::Port;
 use percsim_protocol::omid::actions::lease::{self, LeaseClock};
 use std::sync::Arc;
 

@@ -169,11 +169,13 @@ impl Shared {
             *n += 1;
             *n
         };
-        let fields = serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth});
+        let fields =
+            serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth});
         let cfg = &self.cfg;
         if let Some(p) = cfg.pauses.iter().find(|p| p.point == point && p.nth == nth) {
             self.bump(&FaultKind::PauseAtStep.counter());
-            self.world.event(OmidEvent::PauseAtPoint.name(), fields.clone());
+            self.world
+                .event(OmidEvent::PauseAtPoint.name(), fields.clone());
             self.world.request(Control::Pause {
                 node: node.to_string(),
                 duration_ms: Some(p.pause_ms),
@@ -181,7 +183,11 @@ impl Shared {
             // The pause takes effect when the harness runs; yield until it does.
             madsim::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let Some(crash) = cfg.crashes.iter().find(|c| c.point == point && c.nth == nth) else {
+        let Some(crash) = cfg
+            .crashes
+            .iter()
+            .find(|c| c.point == point && c.nth == nth)
+        else {
             return;
         };
         self.bump(&FaultKind::CrashAtStep.counter());

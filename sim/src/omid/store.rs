@@ -332,12 +332,15 @@ mod tests {
         s.apply(0, &write("x", 3, "a"));
         s.apply(0, &write("x", 5, "b"));
         s.apply(0, &write("x", 7, "dead"));
-        s.apply(0, &StoreOp::Shadow {
-            row: "x".into(),
-            col: "v".into(),
-            start_ts: 3,
-            commit_ts: 4,
-        });
+        s.apply(
+            0,
+            &StoreOp::Shadow {
+                row: "x".into(),
+                col: "v".into(),
+                start_ts: 3,
+                commit_ts: 4,
+            },
+        );
         let put = |s: &mut Store, start_ts, entry| {
             s.apply(
                 0,
@@ -361,11 +364,14 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(3, 4, "a"), (5, 6, "b")]
         );
-        let StoreReply::Versions(vs) = s.apply(0, &StoreOp::Read {
-            row: "x".into(),
-            col: "v".into(),
-            below_ts: 6,
-        }) else {
+        let StoreReply::Versions(vs) = s.apply(
+            0,
+            &StoreOp::Read {
+                row: "x".into(),
+                col: "v".into(),
+                below_ts: 6,
+            },
+        ) else {
             panic!("versions")
         };
         assert_eq!(vs.iter().map(|v| v.start_ts).collect::<Vec<_>>(), [5, 3]);

@@ -12,8 +12,8 @@
 
 use super::Shared;
 use super::rpc::{
-    self, BeginReply, BeginReq, CommitReply, CommitReq, LeaseReply, LeaseReq, OmidCounter,
-    StoreOp, StoreReply,
+    self, BeginReply, BeginReq, CommitReply, CommitReq, LeaseReply, LeaseReq, OmidCounter, StoreOp,
+    StoreReply,
 };
 use super::store::{Caller, tablet_of_txn};
 use crate::world::port::Port;
@@ -134,9 +134,9 @@ impl Tso {
                     }
                 }
                 LeaseReply::Grant(LeaseGrant::Held { .. }) => self.step_down(None),
-                LeaseReply::Holder(_) => {
-                    crate::invariant::violated("the liveness service answered a grant with a holder")
-                }
+                LeaseReply::Holder(_) => crate::invariant::violated(
+                    "the liveness service answered a grant with a holder",
+                ),
             }
             sleep(Duration::from_millis(self.lease_ms() / 4)).await;
         }

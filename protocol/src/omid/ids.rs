@@ -80,6 +80,10 @@ named! {
         /// invalidating it, so the transaction may still commit below the
         /// reader's snapshot.
         NoInvalidation => ("no-invalidation", "a reader skips a version of an undecided transaction without invalidating it in the commit table"),
+        /// A TSO that lost its lease goes on serving: it neither checks its
+        /// lease nor has its decisions fenced by epoch in the commit table,
+        /// so two TSOs commit after a failover.
+        NoTsoFencing => ("no-tso-fencing", "a TSO that lost its lease goes on handing out timestamps and committing, unfenced, so two TSOs commit after a failover"),
     }
 }
 

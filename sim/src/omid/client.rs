@@ -10,18 +10,22 @@
 
 use super::config::{Bank, OmidWorkload, Register};
 use super::rpc::{
-    self, BeginReq, CLIENT_KIND, CommitReply, CommitReq, OmidCounter, StoreOp, StoreReply,
+    self, BeginReply, BeginReq, CLIENT_KIND, CommitReply, CommitReq, LeaseReply, LeaseReq,
+    OmidCounter, StoreOp, StoreReply, TsoAnswer,
 };
 use super::store::{Caller, tablet_of_row, tablet_of_txn};
 use super::{ClientDisk, Shared};
+use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
 use crate::world::txn_history::TxnFinish;
 use crate::world::{NodeName, lock};
+use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::read::{self, Resolution};
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 /// The bank's column.
 const BALANCE: &str = "balance";
@@ -63,7 +67,7 @@ pub(super) fn load(shared: &Shared) {
             value,
         });
     }
-    *lock(&shared.tso_ceiling) = 3;
+    lock(&shared.tso_disk).ceiling = 3;
     lock(&shared.txns).bootstrap(&mut shared.world.recorder(), 1, 2, ops);
 }
 
@@ -106,6 +110,8 @@ struct Client {
     index: usize,
     name: NodeName,
     port: Port,
+    /// The TSO it takes for the primary (none: ask the liveness service).
+    primary: Mutex<Option<SocketAddr>>,
 }
 
 /// A transaction in progress.
@@ -127,6 +133,7 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
         index,
         name: CLIENT_KIND.nth(index),
         port,
+        primary: Mutex::default(),
     };
     let think = Duration::from_millis(me.shared.workload.think_ms());
     while !me.shared.world.stopping() {
@@ -208,15 +215,61 @@ impl Client {
         self.commit(txn).await
     }
 
+    /// The primary TSO's address: the one it used last, else the lease
+    /// holder the liveness service names (waiting while nobody holds it).
+    async fn primary(&self) -> SocketAddr {
+        if let Some(addr) = *lock(&self.primary) {
+            return addr;
+        }
+        loop {
+            let reply = self
+                .caller()
+                .call(rpc::liveness_addr(), "who", None, None, LeaseReq::Who)
+                .await;
+            if let LeaseReply::Holder(Some(name)) = reply {
+                let addr = rpc::tso_addr_of(&name);
+                *lock(&self.primary) = Some(addr);
+                return addr;
+            }
+            let wait_ms = (self.shared.cfg.lease_ms / 4).max(1);
+            sleep(Duration::from_millis(wait_ms)).await;
+        }
+    }
+
+    /// Send `req` (call `call` of transaction `txn`) to the primary TSO until
+    /// it answers as the primary: a TSO that does not answer, or says it is
+    /// not the primary, sends the client to the liveness service.
+    async fn tso_call<R>(&self, call: &'static str, txn: u64, req: R) -> R::Response
+    where
+        R: Request + Clone,
+        R::Response: TsoAnswer,
+    {
+        loop {
+            let dst = self.primary().await;
+            let tag = MsgTag {
+                call,
+                txn: Some(txn),
+                item: None,
+                from: self.name.to_string(),
+            };
+            match self.caller().try_call(dst, tag, req.clone()).await {
+                Some(reply) if !reply.not_primary() => return reply,
+                _ => {
+                    self.shared.bump(OmidCounter::Redirected.name());
+                    *lock(&self.primary) = None;
+                }
+            }
+        }
+    }
+
     /// Begin a transaction: register it, take its start timestamp.
     async fn begin(&self) -> Txn {
         let world = &self.shared.world;
         self.disk().begun += 1;
         let (id, _) = world.recorder().begin(self.index as u64, world.now_ns());
-        let start_ts = self
-            .caller()
-            .call(rpc::tso_addr(), "begin", Some(id), None, BeginReq)
-            .await;
+        let BeginReply::Started(start_ts) = self.tso_call("begin", id, BeginReq).await else {
+            crate::invariant::violated("a begin was answered by a TSO that is not the primary")
+        };
         lock(&self.shared.txns).started(id, start_ts);
         Txn {
             id,
@@ -306,6 +359,7 @@ impl Client {
                 let put = StoreOp::CtPut {
                     start_ts: v.start_ts,
                     entry: CtEntry::Invalid,
+                    epoch: None,
                 };
                 self.ct(txn, put, v.start_ts)
                     .await
@@ -360,11 +414,11 @@ impl Client {
             start_ts: txn.start_ts,
             cells: txn.writes.clone(),
         };
-        let reply = self
-            .caller()
-            .call(rpc::tso_addr(), "commit", Some(txn.id), None, req)
-            .await;
+        let reply = self.tso_call("commit", txn.id, req).await;
         let (commit_ts, in_commit_table) = match reply {
+            CommitReply::NotPrimary => {
+                crate::invariant::violated("a commit was answered by a TSO that is not the primary")
+            }
             CommitReply::Aborted { reason } => {
                 self.each_write(&txn, None).await;
                 return self.finish(&txn, TxnFinish::Aborted { reason: &reason });
@@ -406,6 +460,7 @@ impl Client {
         let put = StoreOp::CtPut {
             start_ts: txn.start_ts,
             entry: CtEntry::Committed { commit_ts },
+            epoch: None,
         };
         match self.ct(&txn, put, txn.start_ts).await {
             Some(CtEntry::Committed { .. }) => self.finish(

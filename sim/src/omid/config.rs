@@ -12,6 +12,10 @@ pub const MAX_NODES: usize = 100;
 /// The longest a modelled store or TSO step may take, in ms.
 pub const MAX_STEP_MS: u64 = 10_000;
 
+/// The shortest lease, in ms: the TSO renews it four times a lease, and
+/// a takeover fences every tablet server within it.
+pub const MIN_LEASE_MS: u64 = 20;
+
 /// An Omid cluster: a scenario file's `omid` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -31,8 +35,14 @@ pub struct OmidConfig {
     pub persist_ms: u64,
     /// Simulated ms a tablet server takes to apply a write or serve a read.
     pub store_ms: u64,
+    /// Whether a backup TSO (`tso-backup`) runs beside the first one.
+    pub backup_tso: bool,
+    /// How long the TSO's lease in the liveness service lasts, in ms.
+    pub lease_ms: u64,
     /// Crashes at named points.
     pub crashes: Vec<CrashAt>,
+    /// Pauses at named points.
+    pub pauses: Vec<PauseAt>,
     /// Planted bugs switched on, by name.
     pub ablations: Vec<OmidAblation>,
 }
@@ -47,7 +57,10 @@ impl Default for OmidConfig {
             timestamp_batch: 100,
             persist_ms: 2,
             store_ms: 1,
+            backup_tso: true,
+            lease_ms: 300,
             crashes: Vec::new(),
+            pauses: Vec::new(),
             ablations: Vec::new(),
         }
     }
@@ -66,6 +79,19 @@ pub struct CrashAt {
     /// When the node comes back.
     #[serde(default = "default_restart_ms")]
     pub restart_after_ms: u64,
+}
+
+/// Freeze the node that reaches `point` the `nth` time (from 1, counted
+/// over the run across the nodes of its kind) for `pause_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseAt {
+    /// The named point.
+    pub point: OmidPoint,
+    /// Which time the point is reached.
+    pub nth: u64,
+    /// How long the node stays frozen.
+    pub pause_ms: u64,
 }
 
 fn default_restart_ms() -> u64 {
@@ -95,9 +121,30 @@ impl OmidConfig {
         if self.timestamp_batch == 0 {
             return err("timestamp_batch", "must be at least 1, found 0");
         }
-        for (field, ms) in [("persist_ms", self.persist_ms), ("store_ms", self.store_ms)] {
+        for (field, ms) in [
+            ("persist_ms", self.persist_ms),
+            ("store_ms", self.store_ms),
+            ("lease_ms", self.lease_ms),
+        ] {
             if ms > MAX_STEP_MS {
                 return err(field, format!("must be at most {MAX_STEP_MS}, found {ms}"));
+            }
+        }
+        if self.lease_ms < MIN_LEASE_MS {
+            return err(
+                "lease_ms",
+                format!("must be at least {MIN_LEASE_MS}, found {}", self.lease_ms),
+            );
+        }
+        for (i, p) in self.pauses.iter().enumerate() {
+            if p.nth == 0 {
+                return err(format!("pauses[{i}].nth"), "counts from 1, found 0");
+            }
+            if p.pause_ms == 0 || p.pause_ms > crate::world::MAX_PHASE_MS {
+                return err(
+                    format!("pauses[{i}].pause_ms"),
+                    format!("must be 1 ms to one simulated hour, found {}", p.pause_ms),
+                );
             }
         }
         for (i, c) in self.crashes.iter().enumerate() {
@@ -264,6 +311,18 @@ mod tests {
         assert_eq!(
             bad(|c| c.conflict_map_size = 0),
             "conflict_map_size: must be at least 1, found 0"
+        );
+        assert_eq!(
+            bad(|c| c.lease_ms = 2),
+            "lease_ms: must be at least 20, found 2"
+        );
+        assert_eq!(
+            bad(|c| c.pauses = vec![PauseAt {
+                point: OmidPoint::TsoAfterDecision,
+                nth: 1,
+                pause_ms: 0
+            }]),
+            "pauses[0].pause_ms: must be 1 ms to one simulated hour, found 0"
         );
         assert_eq!(
             bad(|c| c.store_ms = 20_000),

@@ -2,17 +2,19 @@
 //! Reloaded", FAST 2017; "Taking Omid to the Clouds", PVLDB 2018; see
 //! `docs/omid.md`).
 //!
-//! Nodes: the `tso` (role coordinator) hands out timestamps and decides
-//! commits; tablet servers `tablet-N` (role data server) hold the data
+//! Nodes: the `tso` and its backup `tso-backup` (role coordinator): the
+//! one holding the lease in the `liveness` service hands out timestamps
+//! and decides commits; tablet servers `tablet-N` (role data server) hold the data
 //! cells with their shadow cells and the commit table; clients `client-N`
 //! run the workload's transactions. The steps themselves are
 //! `percsim_protocol::omid`'s; this module moves them over the network,
 //! keeps durable state in the tenant (it survives every crash: the store,
-//! the TSO's persisted ceiling) and memory in each incarnation (the TSO's
+//! the TSO's persisted ceiling, the lease record) and memory in each incarnation (the TSO's
 //! conflict map and low watermark), and records the history.
 
 mod client;
 pub mod config;
+mod liveness;
 mod rpc;
 mod store;
 mod tso;
@@ -23,9 +25,10 @@ use crate::world::txn_history::TxnHistory;
 use crate::world::{
     BoxFuture, Control, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World, lock,
 };
-use crate::{ConfigError, FaultControl, FaultKind, RunOutput, System, WorldConfig};
+use crate::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
 use config::{OmidConfig, OmidWorkload};
 use percsim_checker as history;
+use percsim_protocol::omid::actions::lease::LeaseRecord;
 use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -45,7 +48,7 @@ pub fn validate(
         field: "workload".into(),
         problem,
     })?;
-    let names = rpc::node_names(cfg.tablets, cfg.clients);
+    let names = rpc::node_names(sizes(cfg));
     world
         .validate(NodeNames { nodes: &names })
         .map_err(|e| ConfigError {
@@ -54,9 +57,18 @@ pub fn validate(
         })
 }
 
+/// How many nodes of each kind cluster `cfg` has.
+fn sizes(cfg: &OmidConfig) -> rpc::Sizes {
+    rpc::Sizes {
+        tablets: cfg.tablets,
+        clients: cfg.clients,
+        backup: cfg.backup_tso,
+    }
+}
+
 /// Every node's name of cluster `cfg`.
 pub fn node_names(cfg: &OmidConfig) -> Vec<String> {
-    rpc::node_names(cfg.tablets, cfg.clients)
+    rpc::node_names(sizes(cfg))
         .iter()
         .map(ToString::to_string)
         .collect()
@@ -99,7 +111,11 @@ impl System for Omid {
             workload: self.workload.clone(),
             ablations: OmidAblations::of(&self.cfg.ablations),
             store: Mutex::default(),
-            tso_ceiling: Mutex::new(1),
+            tso_disk: Mutex::new(tso::TsoDisk {
+                ceiling: 1,
+                epoch: 0,
+            }),
+            lease: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
             txns: Mutex::default(),
@@ -127,9 +143,11 @@ struct Shared {
     /// The tablet servers' durable store: data cells, shadow cells, the
     /// commit table.
     store: Mutex<store::Store>,
-    /// The TSO's persisted ceiling: no timestamp at or above it was handed
-    /// out.
-    tso_ceiling: Mutex<u64>,
+    /// The TSO's persisted ceiling (no timestamp at or above it was handed
+    /// out) and the epoch of the last takeover.
+    tso_disk: Mutex<tso::TsoDisk>,
+    /// The liveness service's durable lease record.
+    lease: Mutex<LeaseRecord>,
     /// Each client's durable record.
     clients: Vec<Mutex<ClientDisk>>,
     /// How often each named point was reached over the run.
@@ -144,7 +162,7 @@ impl Shared {
     }
 
     /// `node` reached `point`: if a crash is set for this time, ask the
-    /// world to kill it and never go on.
+    /// world to kill it and never go on; if a pause is, freeze it there.
     async fn point(&self, point: OmidPoint, node: &NodeName) {
         let nth = {
             let mut reached = lock(&self.reached);
@@ -152,8 +170,21 @@ impl Shared {
             *n += 1;
             *n
         };
-        let Some(crash) = self
-            .cfg
+        let fields =
+            serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth});
+        let cfg = &self.cfg;
+        if let Some(p) = cfg.pauses.iter().find(|p| p.point == point && p.nth == nth) {
+            self.bump(&FaultKind::PauseAtStep.counter());
+            self.world
+                .event(OmidEvent::PauseAtPoint.name(), fields.clone());
+            self.world.request(Control::Pause {
+                node: node.to_string(),
+                duration_ms: Some(p.pause_ms),
+            });
+            // The pause takes effect when the harness runs; yield until it does.
+            madsim::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let Some(crash) = cfg
             .crashes
             .iter()
             .find(|c| c.point == point && c.nth == nth)
@@ -161,10 +192,7 @@ impl Shared {
             return self.explored_stop(point, node).await;
         };
         self.bump(&FaultKind::CrashAtStep.counter());
-        self.world.event(
-            OmidEvent::CrashAtPoint.name(),
-            serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth}),
-        );
+        self.world.event(OmidEvent::CrashAtPoint.name(), fields);
         self.world.request(Control::Kill {
             node: node.to_string(),
             restart_after_ms: Some(crash.restart_after_ms),
@@ -214,12 +242,27 @@ impl Tenant for OmidTenant {
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {
+        let mut tsos = vec![(rpc::TSO_KIND.single(), rpc::tso_addr())];
+        if self.0.cfg.backup_tso {
+            tsos.push((rpc::BACKUP_KIND.single(), rpc::backup_addr()));
+        }
+        let mut nodes: Vec<NodeSpec> = tsos
+            .into_iter()
+            .map(|(name, addr)| {
+                let s = self.0.clone();
+                NodeSpec {
+                    name,
+                    ip: addr.ip(),
+                    init: Arc::new(move || Box::pin(tso::run(s.clone(), name))),
+                }
+            })
+            .collect();
         let s = self.0.clone();
-        let mut nodes = vec![NodeSpec {
-            name: rpc::TSO_KIND.single(),
-            ip: rpc::tso_addr().ip(),
-            init: Arc::new(move || Box::pin(tso::run(s.clone()))),
-        }];
+        nodes.push(NodeSpec {
+            name: rpc::LIVENESS_KIND.single(),
+            ip: rpc::liveness_addr().ip(),
+            init: Arc::new(move || Box::pin(liveness::run(s.clone()))),
+        });
         for i in 0..self.0.cfg.tablets {
             let s = self.0.clone();
             nodes.push(NodeSpec {
@@ -237,6 +280,20 @@ impl Tenant for OmidTenant {
             });
         }
         nodes
+    }
+
+    /// The coordinator role is the TSO holding the lease now (the last
+    /// holder, if it ran out).
+    fn holder(&self, role: Role) -> Option<NodeName> {
+        if role != Role::Coordinator {
+            return None;
+        }
+        let lease = lock(&self.0.lease);
+        match lease.holder.as_deref() {
+            Some(h) if h == rpc::BACKUP_KIND.label => Some(rpc::BACKUP_KIND.single()),
+            Some(_) => Some(rpc::TSO_KIND.single()),
+            None => None,
+        }
     }
 
     fn expire_session(&self, _client: usize) {}

@@ -3,6 +3,7 @@
 use crate::Role;
 use crate::world::{NodeKind, NodeName};
 use madsim::net::rpc::Request;
+use percsim_protocol::omid::actions::lease::LeaseGrant;
 use percsim_protocol::omid::{CtEntry, DataVersion};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -15,6 +16,26 @@ const PORT: u16 = 7_100;
 pub const TSO_KIND: NodeKind = NodeKind {
     role: Role::Coordinator,
     label: "tso",
+    numbered: false,
+    reads_clock: false,
+    stalls: false,
+};
+
+/// The backup TSO: it takes the lease over when the primary's has run
+/// out, and from then on is the primary (the first TSO, once back, is the
+/// backup).
+pub const BACKUP_KIND: NodeKind = NodeKind {
+    role: Role::Coordinator,
+    label: "tso-backup",
+    numbered: false,
+    reads_clock: false,
+    stalls: false,
+};
+
+/// The liveness service (ZooKeeper in Omid): it keeps the TSO's lease.
+pub const LIVENESS_KIND: NodeKind = NodeKind {
+    role: Role::Liveness,
+    label: "liveness",
     numbered: false,
     reads_clock: false,
     stalls: false,
@@ -44,6 +65,25 @@ pub fn tso_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 11, 0, 1)), PORT)
 }
 
+/// The backup TSO's address.
+pub fn backup_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 11, 0, 2)), PORT)
+}
+
+/// The liveness service's address.
+pub fn liveness_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 11, 0, 3)), PORT)
+}
+
+/// The address of TSO `name` (the first or the backup).
+pub fn tso_addr_of(name: &str) -> SocketAddr {
+    if name == BACKUP_KIND.label {
+        backup_addr()
+    } else {
+        tso_addr()
+    }
+}
+
 /// Numbered node `i`'s address in subnet `net`.
 fn numbered(net: u8, i: usize) -> SocketAddr {
     let ip = Ipv4Addr::new(10, net, (i / 250) as u8, (i % 250 + 1) as u8);
@@ -60,9 +100,28 @@ pub fn client_addr(i: usize) -> SocketAddr {
     numbered(13, i)
 }
 
-/// Every node's name: the TSO, the tablet servers, the clients.
-pub fn node_names(tablets: usize, clients: usize) -> Vec<NodeName> {
+/// How many nodes of each kind a cluster has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// Tablet servers.
+    pub tablets: usize,
+    /// Clients.
+    pub clients: usize,
+    /// Whether a backup TSO runs.
+    pub backup: bool,
+}
+
+/// Every node's name: the TSO (and its backup), the liveness service, the
+/// tablet servers, the clients.
+pub fn node_names(sizes: Sizes) -> Vec<NodeName> {
+    let Sizes {
+        tablets,
+        clients,
+        backup,
+    } = sizes;
     std::iter::once(TSO_KIND.single())
+        .chain(backup.then(|| BACKUP_KIND.single()))
+        .chain(std::iter::once(LIVENESS_KIND.single()))
         .chain((0..tablets).map(|i| TABLET_KIND.nth(i)))
         .chain((0..clients).map(|i| CLIENT_KIND.nth(i)))
         .collect()
@@ -72,8 +131,17 @@ pub fn node_names(tablets: usize, clients: usize) -> Vec<NodeName> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BeginReq;
 
+/// The TSO's answer to a begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BeginReply {
+    /// The start timestamp.
+    Started(u64),
+    /// This TSO does not hold the lease: ask the liveness service.
+    NotPrimary,
+}
+
 impl Request for BeginReq {
-    type Response = u64;
+    type Response = BeginReply;
     const ID: u64 = 0x6f6d_6901;
 }
 
@@ -103,6 +171,53 @@ pub enum CommitReply {
         /// Why, as a sentence.
         reason: String,
     },
+    /// This TSO does not hold the lease (or lost it before the decision was
+    /// in the commit table): ask the liveness service and retry there.
+    NotPrimary,
+}
+
+/// An answer of the TSO that may send the client to the primary.
+pub trait TsoAnswer {
+    /// Whether the TSO said it is not the primary.
+    fn not_primary(&self) -> bool;
+}
+
+impl TsoAnswer for BeginReply {
+    fn not_primary(&self) -> bool {
+        *self == BeginReply::NotPrimary
+    }
+}
+
+impl TsoAnswer for CommitReply {
+    fn not_primary(&self) -> bool {
+        *self == CommitReply::NotPrimary
+    }
+}
+
+/// A call to the liveness service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LeaseReq {
+    /// TSO `who` takes or renews the lease.
+    Acquire {
+        /// The asking TSO's node name.
+        who: String,
+    },
+    /// Which TSO holds the lease now (a client looking for the primary).
+    Who,
+}
+
+/// The liveness service's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LeaseReply {
+    /// The answer to `Acquire`.
+    Grant(LeaseGrant),
+    /// The answer to `Who`: the holder of an unexpired lease, if any.
+    Holder(Option<String>),
+}
+
+impl Request for LeaseReq {
+    type Response = LeaseReply;
+    const ID: u64 = 0x6f6d_6904;
 }
 
 impl Request for CommitReq {
@@ -164,6 +279,15 @@ pub enum StoreOp {
         start_ts: u64,
         /// The entry.
         entry: CtEntry,
+        /// The deciding TSO's epoch (none for a reader's invalidation or a
+        /// client's own write): refused below the tablet's fence.
+        epoch: Option<u64>,
+    },
+    /// Raise this tablet's commit-table fence to `epoch` (a TSO taking
+    /// over): decisions of lower epochs are refused from then on.
+    CtFence {
+        /// The new primary's epoch.
+        epoch: u64,
     },
     /// Delete a transaction's commit-table entry.
     CtDelete {
@@ -183,6 +307,7 @@ impl StoreOp {
             StoreOp::CtGet { .. } => "ct_get",
             StoreOp::CtPut { .. } => "ct_put",
             StoreOp::CtDelete { .. } => "ct_delete",
+            StoreOp::CtFence { .. } => "ct_fence",
         }
     }
 
@@ -201,6 +326,8 @@ pub enum StoreReply {
     Versions(Vec<DataVersion>),
     /// A commit-table entry (after a put: the one in effect).
     Entry(Option<CtEntry>),
+    /// A commit-table put refused: its epoch is below the tablet's fence.
+    Fenced,
 }
 
 impl Request for StoreOp {
@@ -223,6 +350,14 @@ crate::identities! {
         CommitInvalidated => ("omid.commit_invalidated", "a commit found its transaction invalidated in the commit table"),
         /// A call went unanswered and was sent again.
         CallRetried => ("omid.call_retried", "a call went unanswered and was sent again"),
+        /// A TSO took the lease over in a new epoch.
+        Takeover => ("omid.takeover", "a TSO took the lease in a new epoch and fenced the commit table"),
+        /// A TSO found it had lost its lease and stopped serving.
+        SteppedDown => ("omid.stepped_down", "a TSO found its lease gone (or its epoch fenced) and stopped serving"),
+        /// A client was sent to look for the primary TSO.
+        Redirected => ("omid.redirected", "a client's TSO call went unanswered or was refused, and it looked up the primary"),
+        /// A deposed TSO's decision was refused by the commit table's fence.
+        FencedDecision => ("omid.fenced_decision", "a deposed TSO's commit decision was refused by the commit table's fence"),
     }
 }
 
@@ -231,5 +366,9 @@ crate::identities! {
     pub enum OmidEvent {
         /// A node stopped at a named crash point and is killed.
         CrashAtPoint => ("omid_crash_at_point", "a node stopped at a named crash point"),
+        /// A node froze at a named point.
+        PauseAtPoint => ("omid_pause_at_point", "a node froze at a named point"),
+        /// A TSO took the lease over.
+        Takeover => ("omid_takeover", "a TSO took the lease over in a new epoch"),
     }
 }

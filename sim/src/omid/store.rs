@@ -14,6 +14,7 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::commit_table::put_if_absent;
+use percsim_protocol::omid::actions::lease;
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -40,11 +41,40 @@ pub(super) struct Store {
     pub cells: BTreeMap<(String, String), Vec<DataVersion>>,
     /// The commit table, by start timestamp.
     pub ct: BTreeMap<u64, CtEntry>,
+    /// Each tablet server's commit-table fence: the highest TSO epoch
+    /// that took over (decisions of lower epochs are refused there).
+    pub fences: BTreeMap<usize, u64>,
 }
 
 impl Store {
-    /// Apply `op`; answer what it answers.
-    pub fn apply(&mut self, op: &StoreOp) -> StoreReply {
+    /// Apply `op` on tablet server `tablet`; answer what it answers.
+    pub fn apply(&mut self, tablet: usize, op: &StoreOp) -> StoreReply {
+        match op {
+            StoreOp::CtPut {
+                start_ts,
+                entry,
+                epoch,
+            } => {
+                let fence = self.fences.get(&tablet).copied().unwrap_or(0);
+                if !lease::admits(fence, *epoch) {
+                    return StoreReply::Fenced;
+                }
+                let mut slot = self.ct.get(start_ts).copied();
+                let now = put_if_absent(&mut slot, *entry);
+                self.ct.insert(*start_ts, now);
+                StoreReply::Entry(Some(now))
+            }
+            StoreOp::CtFence { epoch } => {
+                let fence = self.fences.entry(tablet).or_default();
+                *fence = (*fence).max(*epoch);
+                StoreReply::Done
+            }
+            other => self.apply_data(other),
+        }
+    }
+
+    /// Apply a step on data cells, or a commit-table read or delete.
+    fn apply_data(&mut self, op: &StoreOp) -> StoreReply {
         match op {
             StoreOp::Write {
                 row,
@@ -101,15 +131,12 @@ impl Store {
                 StoreReply::Versions(out)
             }
             StoreOp::CtGet { start_ts } => StoreReply::Entry(self.ct.get(start_ts).copied()),
-            StoreOp::CtPut { start_ts, entry } => {
-                let mut slot = self.ct.get(start_ts).copied();
-                let now = put_if_absent(&mut slot, *entry);
-                self.ct.insert(*start_ts, now);
-                StoreReply::Entry(Some(now))
-            }
             StoreOp::CtDelete { start_ts } => {
                 self.ct.remove(start_ts);
                 StoreReply::Done
+            }
+            StoreOp::CtPut { .. } | StoreOp::CtFence { .. } => {
+                crate::invariant::violated("a commit-table put reached the data path")
             }
         }
     }
@@ -194,7 +221,7 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
         let shared = shared.clone();
         async move {
             sleep(Duration::from_millis(shared.cfg.store_ms)).await;
-            let reply = lock(&shared.store).apply(&op);
+            let reply = lock(&shared.store).apply(index, &op);
             if op.writes() {
                 shared.point(OmidPoint::TabletAfterApply, &me).await;
             }
@@ -225,27 +252,38 @@ impl Caller<'_> {
         item: Option<String>,
         req: R,
     ) -> R::Response {
+        loop {
+            let tag = MsgTag {
+                call,
+                txn,
+                item: item.clone(),
+                from: self.name.to_string(),
+            };
+            if let Some(reply) = self.try_call(dst, tag, req.clone()).await {
+                return reply;
+            }
+        }
+    }
+
+    /// Send `req` tagged `tag` to `dst` once: its answer, or `None` (and the
+    /// retry counted) if none came within the world's call timeout.
+    pub async fn try_call<R: Request + Clone>(
+        &self,
+        dst: SocketAddr,
+        tag: MsgTag,
+        req: R,
+    ) -> Option<R::Response> {
         let world = &self.shared.world;
         let timeout = Duration::from_millis(world.config().rpc_timeout_ms);
-        loop {
-            world.watchdog_tick();
-            self.wait_if_stalled().await;
-            if world.carry(dst, &req) == Carried::Late {
-                sleep(timeout).await;
-            } else {
-                let tag = MsgTag {
-                    call,
-                    txn,
-                    item: item.clone(),
-                    from: self.name.to_string(),
-                };
-                let answer = world.call_tagged(self.port, dst, req.clone(), tag, timeout);
-                if let Ok(reply) = answer.await {
-                    return reply;
-                }
-            }
-            self.shared.bump(OmidCounter::CallRetried.name());
+        world.watchdog_tick();
+        self.wait_if_stalled().await;
+        if world.carry(dst, &req) == Carried::Late {
+            sleep(timeout).await;
+        } else if let Ok(reply) = world.call_tagged(self.port, dst, req, tag, timeout).await {
+            return Some(reply);
         }
+        self.shared.bump(OmidCounter::CallRetried.name());
+        None
     }
 
     /// Send store step `op` of transaction `txn` to tablet server `tablet`.
@@ -291,16 +329,28 @@ mod tests {
     #[test]
     fn committed_versions_come_from_shadow_cells_or_the_commit_table() {
         let mut s = Store::default();
-        s.apply(&write("x", 3, "a"));
-        s.apply(&write("x", 5, "b"));
-        s.apply(&write("x", 7, "dead"));
-        s.apply(&StoreOp::Shadow {
-            row: "x".into(),
-            col: "v".into(),
-            start_ts: 3,
-            commit_ts: 4,
-        });
-        let put = |s: &mut Store, start_ts, entry| s.apply(&StoreOp::CtPut { start_ts, entry });
+        s.apply(0, &write("x", 3, "a"));
+        s.apply(0, &write("x", 5, "b"));
+        s.apply(0, &write("x", 7, "dead"));
+        s.apply(
+            0,
+            &StoreOp::Shadow {
+                row: "x".into(),
+                col: "v".into(),
+                start_ts: 3,
+                commit_ts: 4,
+            },
+        );
+        let put = |s: &mut Store, start_ts, entry| {
+            s.apply(
+                0,
+                &StoreOp::CtPut {
+                    start_ts,
+                    entry,
+                    epoch: None,
+                },
+            )
+        };
         put(&mut s, 5, CtEntry::Committed { commit_ts: 6 });
         put(&mut s, 7, CtEntry::Invalid);
         let late = put(&mut s, 7, CtEntry::Committed { commit_ts: 8 });
@@ -314,14 +364,51 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(3, 4, "a"), (5, 6, "b")]
         );
-        let StoreReply::Versions(vs) = s.apply(&StoreOp::Read {
-            row: "x".into(),
-            col: "v".into(),
-            below_ts: 6,
-        }) else {
+        let StoreReply::Versions(vs) = s.apply(
+            0,
+            &StoreOp::Read {
+                row: "x".into(),
+                col: "v".into(),
+                below_ts: 6,
+            },
+        ) else {
             panic!("versions")
         };
         assert_eq!(vs.iter().map(|v| v.start_ts).collect::<Vec<_>>(), [5, 3]);
+    }
+
+    #[test]
+    fn a_fenced_tablet_refuses_a_deposed_epoch_and_only_there() {
+        let mut s = Store::default();
+        let put = |s: &mut Store, tablet, start_ts, epoch| {
+            let entry = CtEntry::Committed {
+                commit_ts: start_ts + 1,
+            };
+            s.apply(
+                tablet,
+                &StoreOp::CtPut {
+                    start_ts,
+                    entry,
+                    epoch,
+                },
+            )
+        };
+        assert_eq!(s.apply(0, &StoreOp::CtFence { epoch: 2 }), StoreReply::Done);
+        assert_eq!(put(&mut s, 0, 4, Some(1)), StoreReply::Fenced);
+        assert!(s.ct.is_empty());
+        let committed = StoreReply::Entry(Some(CtEntry::Committed { commit_ts: 5 }));
+        assert_eq!(put(&mut s, 1, 4, Some(1)), committed);
+        let committed = StoreReply::Entry(Some(CtEntry::Committed { commit_ts: 7 }));
+        assert_eq!(put(&mut s, 0, 6, Some(2)), committed);
+        let invalid = StoreOp::CtPut {
+            start_ts: 8,
+            entry: CtEntry::Invalid,
+            epoch: None,
+        };
+        assert_eq!(
+            s.apply(0, &invalid),
+            StoreReply::Entry(Some(CtEntry::Invalid))
+        );
     }
 
     #[test]

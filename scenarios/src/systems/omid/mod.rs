@@ -9,8 +9,8 @@ use crate::planted_bugs;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
 use crate::typed::{Typed, TypedSystem};
-use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
-use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, Register};
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
+use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
 use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -27,8 +27,10 @@ pub struct OmidDef;
 pub const NAME: &str = "omid";
 
 /// The world's fault classes Omid honours, and its own `crash_at_step`
-/// (a node killed at one of its named points). It has no liveness
-/// service, master, sessions or clocks.
+/// and `pause_at_step` (a node killed or frozen at one of its named
+/// points; a frozen TSO loses its lease and the backup takes over). It has
+/// no master, client sessions or clocks; its liveness service only keeps
+/// the TSO's lease.
 pub const OMID_CLASSES: &[&str] = &[
     "kill_client",
     "kill_data_server",
@@ -40,6 +42,7 @@ pub const OMID_CLASSES: &[&str] = &[
     "latency",
     "duplicate",
     "crash_at_step",
+    "pause_at_step",
 ];
 
 /// An Omid scenario's own part: the cluster (a scenario file's `omid`
@@ -48,14 +51,23 @@ pub type OmidSpec = Typed<OmidDef>;
 
 planted_bugs!(OmidAblation);
 
-/// What an Omid campaign should exercise of Omid's own.
-fn crash_coverage() -> CoverageItem {
-    CoverageItem {
-        name: "omid_crash_at_point",
-        description: "a node killed at one of Omid's named points",
-        counter: FaultKind::CrashAtStep.counter(),
-        class: Some(FaultKind::CrashAtStep),
-    }
+/// What an Omid campaign should exercise of Omid's own: a node killed,
+/// and a node frozen, at one of its named points.
+fn point_coverage() -> Vec<CoverageItem> {
+    vec![
+        CoverageItem {
+            name: "omid_crash_at_point",
+            description: "a node killed at one of Omid's named points",
+            counter: FaultKind::CrashAtStep.counter(),
+            class: Some(FaultKind::CrashAtStep),
+        },
+        CoverageItem {
+            name: "omid_pause_at_point",
+            description: "a node frozen at one of Omid's named points",
+            counter: FaultKind::PauseAtStep.counter(),
+            class: Some(FaultKind::PauseAtStep),
+        },
+    ]
 }
 
 impl SystemDef for OmidDef {
@@ -88,7 +100,7 @@ impl SystemDef for OmidDef {
     }
 
     fn coverage(&self) -> Vec<CoverageItem> {
-        vec![crash_coverage()]
+        point_coverage()
     }
 
     fn campaign_share(&self) -> (u64, u64) {
@@ -132,7 +144,8 @@ impl TypedSystem for OmidDef {
 }
 
 /// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
-/// servers, a conflict map of 1-8 keys at cell or row granularity, a
+/// servers, a conflict map of 1-8 keys at cell or row granularity, a TSO
+/// and its backup with a lease of 50-150 ms, a
 /// workload phase of 3-8 s, each fault class of the mix (every one of
 /// [`OMID_CLASSES`] when it names none) on with probability one half, the
 /// mix's planted bugs of Omid switched on. Every draw is made whichever
@@ -160,15 +173,19 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         ablations: OmidAblation::chosen(&mix.ablations),
         ..OmidConfig::default()
     };
-    for class in OMID_CLASSES {
+    // `pause_at_step` and the lease are drawn last, so the draws before them
+    // (and the scenarios they made) stay as they were without them.
+    let (drawn_last, drawn_first): (Vec<&str>, Vec<&str>) =
+        OMID_CLASSES.iter().partition(|c| **c == "pause_at_step");
+    for class in drawn_first {
         if !rng.random_bool(0.5) {
             continue;
         }
         let intensity = rng.random_range(0.0..1.0);
-        if !mix.faults.is_empty() && !mix.faults.iter().any(|f| faultmix::canonical(f) == *class) {
+        if !named(mix, class) {
             continue;
         }
-        if *class == "crash_at_step" {
+        if class == "crash_at_step" {
             cluster.crashes = crashes(intensity, &mut rng);
         } else {
             // Every other class of the list is one of the world's.
@@ -176,7 +193,21 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         }
     }
     let workload = workload(seed, mix, &mut rng);
+    cluster.lease_ms = rng.random_range(50..=150);
+    for class in drawn_last {
+        let on = rng.random_bool(0.5);
+        let intensity = rng.random_range(0.0..1.0);
+        if on && named(mix, class) {
+            cluster.pauses = pauses(intensity, cluster.lease_ms, &mut rng);
+        }
+    }
     OmidSpec { cluster, workload }.scenario(seed, world)
+}
+
+/// Whether `mix` lets fault class `class` on (a mix that names no class
+/// lets every one on).
+fn named(mix: &Mix, class: &str) -> bool {
+    mix.faults.is_empty() || mix.faults.iter().any(|f| faultmix::canonical(f) == class)
 }
 
 /// The workload of a campaign seed: the mix's workloads (Omid's two when
@@ -213,6 +244,33 @@ fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
             point: OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())],
             nth: rng.random_range(1..=6),
             restart_after_ms: rng.random_range(20..=500),
+        })
+        .collect()
+}
+
+/// One to three pauses at Omid's named points, three in four at the TSO's,
+/// each 20-120 ms longer than the lease: a TSO frozen past its lease is
+/// replaced, and the clients whose calls it holds meet it again when it
+/// thaws, which is where a deposed TSO must refuse to serve.
+fn pauses(intensity: f64, lease_ms: u64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
+    let n = 1 + (intensity * 2.0) as usize;
+    let tso: Vec<OmidPoint> = OmidPoint::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.owner() == OmidPointOwner::Tso)
+        .collect();
+    (0..n)
+        .map(|_| {
+            let point = if rng.random_bool(0.75) {
+                tso[rng.random_range(0..tso.len())]
+            } else {
+                OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())]
+            };
+            PauseAt {
+                point,
+                nth: rng.random_range(1..=6),
+                pause_ms: lease_ms + rng.random_range(20..=120),
+            }
         })
         .collect()
 }

@@ -553,24 +553,9 @@ pub fn describe(report: &ExploreReport, opts: &ExploreOptions) -> String {
 }
 
 /// `base` with the planted bugs `names` switched on in its system's
-/// section (its `ablations`).
+/// section (its `ablations`); an error naming an unknown one.
 pub fn ablated(base: &Scenario, names: &[String]) -> Result<Scenario, String> {
-    if names.is_empty() {
-        return Ok(base.clone());
-    }
-    let system = base.system();
-    let known: Vec<&str> = crate::systems::find(system)
-        .map(|d| d.ablations().into_iter().map(|(n, _)| n).collect())
-        .unwrap_or_default();
-    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
-        return Err(format!(
-            "system {system} has no planted bug {bad:?} (it has: {})",
-            known.join(", ")
-        ));
-    }
-    let mut v = base.to_value();
-    v[system]["ablations"] = serde_json::json!(names);
-    Scenario::parse(&v.to_string()).map_err(|e| e.to_string())
+    base.with_ablations(names).map_err(|e| e.to_string())
 }
 
 /// Shrink a failing schedule: drop forced choices (and simplify the world

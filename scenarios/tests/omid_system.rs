@@ -7,7 +7,9 @@
 mod harness;
 
 use percsim_protocol::omid::OmidAblation;
-use percsim_scenarios::campaign::Mix;
+use percsim_scenarios::campaign::{Mix, Verdict};
+use percsim_scenarios::fuzz;
+use percsim_scenarios::scenario::Scenario;
 use percsim_scenarios::systems::omid;
 use std::path::{Path, PathBuf};
 

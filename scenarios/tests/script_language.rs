@@ -607,7 +607,7 @@ fn the_builder_writes_every_kind_of_step_as_the_file_does() {
     let scenario = script_scenario(&script, 0);
     scenario.validate().expect("valid");
     let again = Scenario::parse(&serde_json::to_string(&scenario).unwrap()).expect("reads back");
-    assert_eq!(again.to_value(), scenario.to_value());
+    assert_eq!(again.to_value().unwrap(), scenario.to_value().unwrap());
 }
 
 #[test]

@@ -234,11 +234,8 @@ struct OmidTenant(Arc<Shared>);
 impl Tenant for OmidTenant {
     fn state_hash(&self) -> Option<u64> {
         let store = self.0.store.try_lock().ok()?;
-        let ceiling = *self.0.tso_ceiling.try_lock().ok()?;
-        Some(crate::world::explore::hash_of(&format!(
-            "{:?} {ceiling}",
-            *store
-        )))
+        let tso = *self.0.tso_disk.try_lock().ok()?;
+        Some(crate::world::explore::hash_of(&format!("{:?} {tso:?}", *store)))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

@@ -290,7 +290,11 @@ mod tests {
             );
             assert_eq!(ablated.seed, 3);
             let again = ablated.with_ablations(&[bug.to_string()]).unwrap();
-            assert_eq!(again.to_value().unwrap(), ablated.to_value().unwrap(), "no duplicate");
+            assert_eq!(
+                again.to_value().unwrap(),
+                ablated.to_value().unwrap(),
+                "no duplicate"
+            );
             let e = s.with_ablations(&["no-such-bug".into()]).unwrap_err();
             let e = e.to_string();
             assert!(e.contains("no-such-bug") && e.contains(bug), "{e}");

@@ -532,8 +532,10 @@ fn an_expectation_on_a_commit_armed_to_crash_is_refused_at_load() {
         .begin(0, "T")
         .set("T", "a", "v", "a1")
         .crash_at("T", StepPoint::AfterCommitPrimary, None);
-    let wrong =
-        script_scenario(&armed.clone().commit("T", ExpectOutcome::Aborted).build(), 0);
+    let wrong = script_scenario(
+        &armed.clone().commit("T", ExpectOutcome::Aborted).build(),
+        0,
+    );
     let e = wrong.validate().unwrap_err().to_string();
     assert!(e.contains("workload.steps[3].expect"), "{e}");
     let right = armed.commit_armed("T").store(Stored::Committed).build();

@@ -235,7 +235,10 @@ impl Tenant for OmidTenant {
     fn state_hash(&self) -> Option<u64> {
         let store = self.0.store.try_lock().ok()?;
         let tso = *self.0.tso_disk.try_lock().ok()?;
-        Some(crate::world::explore::hash_of(&format!("{:?} {tso:?}", *store)))
+        Some(crate::world::explore::hash_of(&format!(
+            "{:?} {tso:?}",
+            *store
+        )))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

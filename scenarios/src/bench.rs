@@ -157,11 +157,6 @@ fn core_measurements(length: Length) -> Vec<Measurement> {
     let quick = length == Length::Quick;
     vec![
         Measurement {
-            name: "explore",
-            simulator: false,
-            run: |b| crate::explore_bench::measure(if b.quick { 200 } else { 2_000 }),
-        },
-        Measurement {
             name: "campaign",
             simulator: false,
             run: |b| campaign_throughput(if b.quick { 100 } else { 1_000 }, 2),

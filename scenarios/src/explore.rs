@@ -555,7 +555,7 @@ pub fn describe(report: &ExploreReport, opts: &ExploreOptions) -> String {
 /// `base` with the planted bugs `names` switched on in its system's
 /// section (its `ablations`); an error naming an unknown one.
 pub fn ablated(base: &Scenario, names: &[String]) -> Result<Scenario, String> {
-    base.with_ablations(names).map_err(|e| e.to_string())
+    crate::systems::with_ablations(base, names).map_err(|e| e.to_string())
 }
 
 /// Shrink a failing schedule: drop forced choices (and simplify the world

@@ -18,7 +18,6 @@ pub mod compare;
 pub mod coverage;
 mod error;
 pub mod explore;
-mod explore_bench;
 pub mod export;
 pub mod faultmix;
 pub mod fuzz;

@@ -100,42 +100,6 @@ impl Scenario {
         Ok(Value::Object(map))
     }
 
-    /// The same scenario with these planted bugs (its system's ablations,
-    /// by name) switched on as well as those it has. An unknown name is an
-    /// error listing the system's (`percsim systems` lists them too).
-    pub fn with_ablations(&self, names: &[String]) -> Result<Scenario, ScenarioError> {
-        if names.is_empty() {
-            return Ok(self.clone());
-        }
-        let system = crate::systems::find(self.system()).map_err(ScenarioError::Invalid)?;
-        let known: Vec<&str> = system.ablations().iter().map(|(n, _)| *n).collect();
-        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
-            return Err(ScenarioError::Invalid(format!(
-                "--ablate: system {} has no planted bug {bad:?} (its planted bugs: {}; `percsim systems` lists every system's)",
-                self.system(),
-                known.join(", ")
-            )));
-        }
-        let mut value = self.to_value()?;
-        let section = &mut value[self.system()];
-        if !section.is_object() {
-            *section = Value::Object(Map::new());
-        }
-        let mut list: Vec<Value> = match section.get("ablations") {
-            Some(Value::Array(a)) => a.clone(),
-            _ => Vec::new(),
-        };
-        for n in names {
-            if !list.iter().any(|v| v.as_str() == Some(n)) {
-                list.push(Value::from(n.as_str()));
-            }
-        }
-        section["ablations"] = Value::Array(list);
-        let s = Scenario::from_value(value)?;
-        s.validate()?;
-        Ok(s)
-    }
-
     /// Check for impossible values.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.spec.validate(&self.world)
@@ -281,7 +245,7 @@ mod tests {
                 continue;
             };
             let s = system.generate(3, &crate::system::Mix::default());
-            let ablated = s.with_ablations(&[bug.to_string()]).unwrap();
+            let ablated = crate::systems::with_ablations(&s, &[bug.to_string()]).unwrap();
             let list = ablated.to_value().unwrap()[system.name()]["ablations"].clone();
             assert!(
                 list.as_array().is_some_and(|a| a.iter().any(|v| v == bug)),
@@ -289,13 +253,13 @@ mod tests {
                 system.name()
             );
             assert_eq!(ablated.seed, 3);
-            let again = ablated.with_ablations(&[bug.to_string()]).unwrap();
+            let again = crate::systems::with_ablations(&ablated, &[bug.to_string()]).unwrap();
             assert_eq!(
                 again.to_value().unwrap(),
                 ablated.to_value().unwrap(),
                 "no duplicate"
             );
-            let e = s.with_ablations(&["no-such-bug".into()]).unwrap_err();
+            let e = crate::systems::with_ablations(&s, &["no-such-bug".into()]).unwrap_err();
             let e = e.to_string();
             assert!(e.contains("no-such-bug") && e.contains(bug), "{e}");
         }

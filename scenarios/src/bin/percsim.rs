@@ -564,7 +564,7 @@ fn fuzz_command(cmd: Command) -> Result<i32, String> {
             ));
         }
         let scenario = Scenario::load(&file)
-            .and_then(|s| s.with_ablations(&ablate))
+            .and_then(|s| systems::with_ablations(&s, &ablate))
             .map_err(|e| format!("{}: {e}", file.display()))?;
         let sweep = percsim_scenarios::scenario_sweep::ScenarioSweep {
             scenario,
@@ -677,7 +677,7 @@ struct RunFlags {
 }
 
 fn cmd_run(path: &Path, flags: &RunFlags, history: Option<&Path>) -> i32 {
-    let loaded = Scenario::load(path).and_then(|s| s.with_ablations(&flags.ablate));
+    let loaded = Scenario::load(path).and_then(|s| systems::with_ablations(&s, &flags.ablate));
     let mut scenario = match loaded {
         Ok(s) => s,
         Err(e) => {

@@ -10,7 +10,9 @@ pub mod omid;
 pub mod percolator;
 pub mod pulsar;
 
+use crate::scenario::{Scenario, ScenarioError};
 use crate::system::SystemDef;
+use serde_json::{Map, Value};
 use std::sync::{Mutex, MutexGuard};
 
 /// The systems built in, the default (what a scenario naming no system
@@ -114,4 +116,40 @@ mod tests {
         let e = register(default_system()).unwrap_err();
         assert!(e.contains("already registered"), "{e}");
     }
+}
+
+/// The same scenario with these planted bugs (its system's ablations,
+/// by name) switched on as well as those it has. An unknown name is an
+/// error listing the system's (`percsim systems` lists them too).
+pub fn with_ablations(scenario: &Scenario, names: &[String]) -> Result<Scenario, ScenarioError> {
+    if names.is_empty() {
+        return Ok(scenario.clone());
+    }
+    let system = find(scenario.system()).map_err(ScenarioError::Invalid)?;
+    let known: Vec<&str> = system.ablations().iter().map(|(n, _)| *n).collect();
+    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+        return Err(ScenarioError::Invalid(format!(
+            "--ablate: system {} has no planted bug {bad:?} (its planted bugs: {}; `percsim systems` lists every system's)",
+            scenario.system(),
+            known.join(", ")
+        )));
+    }
+    let mut value = scenario.to_value()?;
+    let section = &mut value[scenario.system()];
+    if !section.is_object() {
+        *section = Value::Object(Map::new());
+    }
+    let mut list: Vec<Value> = match section.get("ablations") {
+        Some(Value::Array(a)) => a.clone(),
+        _ => Vec::new(),
+    };
+    for n in names {
+        if !list.iter().any(|v| v.as_str() == Some(n)) {
+            list.push(Value::from(n.as_str()));
+        }
+    }
+    section["ablations"] = Value::Array(list);
+    let s = Scenario::from_value(value)?;
+    s.validate()?;
+    Ok(s)
 }

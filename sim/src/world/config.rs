@@ -2,10 +2,10 @@
 //! they are checked against the nodes a system runs.
 
 use crate::world::clock::ClockEntry;
-use crate::world::explore::Schedule;
 use crate::world::faults::{Fault, FaultConfig};
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
+use crate::world::schedule::Schedule;
 use serde::{Deserialize, Serialize};
 
 /// The world's own settings: a scenario file's `world` section. They are

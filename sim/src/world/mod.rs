@@ -22,6 +22,7 @@ pub mod node;
 pub mod phases;
 pub mod port;
 pub mod recorder;
+pub mod schedule;
 pub mod serve;
 mod system;
 pub mod system_history;
@@ -116,8 +117,9 @@ pub struct World {
     /// The exploration's chooser, if a schedule steers this run (see
     /// [`explore`]); `None` leaves every choice to the seed.
     chooser: Option<Mutex<explore::Chooser>>,
-    /// Where the system's state hash comes from (see [`Tenant::state_hash`]).
-    state_source: OnceLock<std::sync::Weak<dyn Tenant>>,
+    /// Where the system's state hash comes from: the installed system's
+    /// `state_hash`, held weakly (see [`explore`]).
+    state_source: OnceLock<explore::StateSource>,
 }
 
 impl World {

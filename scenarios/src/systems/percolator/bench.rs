@@ -44,6 +44,11 @@ pub fn measurements() -> Vec<Measurement> {
             simulator: false,
             run: |b| pipeline_throughput(b.run_ms, b.seeds),
         },
+        Measurement {
+            name: "explore",
+            simulator: false,
+            run: |b| super::explore_bench::measure(if b.quick { 200 } else { 2_000 }),
+        },
     ]
 }
 

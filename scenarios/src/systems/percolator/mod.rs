@@ -8,6 +8,7 @@ pub mod bench;
 pub mod campaign;
 pub mod compare;
 pub mod coverage;
+mod explore_bench;
 pub mod faults;
 pub mod paper;
 pub mod workloads;

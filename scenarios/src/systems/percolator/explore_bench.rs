@@ -8,7 +8,7 @@ use crate::scenario::Scenario;
 use std::time::Instant;
 
 /// The three-transaction Percolator script explored.
-const SCRIPT: &str = include_str!("../examples/percolator/explore/three-txns.json");
+const SCRIPT: &str = include_str!("../../../examples/percolator/explore/three-txns.json");
 
 /// Explore `schedules` schedules of the script (depth-first, bound 2,
 /// pruning on, one worker) and run it `schedules` times without a schedule;

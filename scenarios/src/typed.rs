@@ -1,7 +1,7 @@
 //! One generic [`SystemSpec`] for every system whose part of a scenario is
 //! a typed section and a typed workload: parsing, writing and naming done
 //! once. A system implements [`TypedSystem`] beside its
-//! [`SystemDef`](crate::system::SystemDef); its part of a scenario is then
+//! [`SystemDef`]; its part of a scenario is then
 //! [`Typed<Self>`](Typed).
 
 use crate::error::ScenarioError;

@@ -83,41 +83,6 @@ pub fn register(system: &'static dyn SystemDef) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_found() {
-        let names = names();
-        for n in &names {
-            assert_eq!(find(n).unwrap().name(), *n);
-        }
-        let mut sorted = names.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), names.len());
-        let e = find("tidb").err().unwrap();
-        assert!(e.contains("unknown system \"tidb\""), "{e}");
-    }
-
-    #[test]
-    fn all_selects_every_system_and_a_list_selects_those() {
-        assert_eq!(select(ALL).unwrap().len(), all().len());
-        let first = default_system().name();
-        let one = select(&format!("{first},{first}")).unwrap();
-        assert_eq!(one.len(), 1);
-        let e = select("nosuch").err().unwrap();
-        assert!(e.contains("or all"), "{e}");
-    }
-
-    #[test]
-    fn a_registered_name_is_refused_twice() {
-        let e = register(default_system()).unwrap_err();
-        assert!(e.contains("already registered"), "{e}");
-    }
-}
-
 /// The same scenario with these planted bugs (its system's ablations,
 /// by name) switched on as well as those it has. An unknown name is an
 /// error listing the system's (`percsim systems` lists them too).
@@ -152,4 +117,39 @@ pub fn with_ablations(scenario: &Scenario, names: &[String]) -> Result<Scenario,
     let s = Scenario::from_value(value)?;
     s.validate()?;
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let names = names();
+        for n in &names {
+            assert_eq!(find(n).unwrap().name(), *n);
+        }
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        let e = find("tidb").err().unwrap();
+        assert!(e.contains("unknown system \"tidb\""), "{e}");
+    }
+
+    #[test]
+    fn all_selects_every_system_and_a_list_selects_those() {
+        assert_eq!(select(ALL).unwrap().len(), all().len());
+        let first = default_system().name();
+        let one = select(&format!("{first},{first}")).unwrap();
+        assert_eq!(one.len(), 1);
+        let e = select("nosuch").err().unwrap();
+        assert!(e.contains("or all"), "{e}");
+    }
+
+    #[test]
+    fn a_registered_name_is_refused_twice() {
+        let e = register(default_system()).unwrap_err();
+        assert!(e.contains("already registered"), "{e}");
+    }
 }

@@ -121,7 +121,9 @@ mkdir -p "$tmp/whole"
 (cd "$tmp/whole" && "$bin_dir/percsim" fuzz --seeds "$seeds" --shard 1/1 "${flags[@]}" --quiet \
     --out failures --jsonl whole.jsonl > "$tmp/whole.txt") || whole_code=$?
 # The summary without what differs between runs (the header and wall time).
-body() { grep -v '^percsim fuzz:\|^seeds \|^merge exit ' "$1"; }
+# Capsule paths are absolute (a replay works from anywhere), so the two runs'
+# failure lines differ in their directory only: compare from failures/ on.
+body() { grep -v '^percsim fuzz:\|^seeds \|^merge exit ' "$1" | sed 's#replay /.*/failures/#replay failures/#'; }
 failed=0
 if [ "$merge_code" != "$whole_code" ]; then
     echo "FAIL: merge exit '$merge_code', the unsharded run's $whole_code"

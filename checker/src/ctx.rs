@@ -6,6 +6,7 @@
 use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
 use crate::sort::{group_by, radix_sort_by_key};
+use crate::units::Ms;
 
 /// "No such index" for `u32` indices.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -754,9 +755,9 @@ impl<'a> Ctx<'a> {
             }
             (None, None) => {}
         }
-        s.push_str(&format!(", invoked at {} ns", x.invoke_ns));
+        s.push_str(&format!(", invoked at {}", Ms(x.invoke_ns)));
         match x.complete_ns() {
-            Some(d) => s.push_str(&format!(", completed at {d} ns")),
+            Some(d) => s.push_str(&format!(", completed at {}", Ms(d))),
             None => s.push_str(", never completed"),
         }
         if let Some(r) = self.h.strs.opt(x.abort_reason) {
@@ -821,8 +822,9 @@ impl<'a> Ctx<'a> {
             if let Some(ev) = self.h.events.get(e as usize) {
                 let fields = serde_json::to_string(&ev.fields).unwrap_or_default();
                 lines.push(format!(
-                    "event at {} ns: {} {fields} (for context only; events are not trusted)",
-                    ev.t_ns, ev.kind
+                    "event at {}: {} {fields} (for context only; events are not trusted)",
+                    Ms(ev.t_ns),
+                    ev.kind
                 ));
             }
         }

@@ -65,6 +65,7 @@ mod snapshot;
 mod sort;
 pub mod stream;
 mod timestamps;
+pub mod units;
 mod window;
 
 pub use class::{FindingClass, Rule};

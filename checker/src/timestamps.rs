@@ -7,6 +7,7 @@
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
 use crate::{FindingClass, Rule};
+use crate::units::Ms;
 
 /// How many transactions one finding describes in full.
 const MAX_LISTED: usize = 10;
@@ -249,12 +250,12 @@ fn real_time(ctx: &Ctx<'_>, sink: &mut Sink) {
             };
             Draft::new(
                 format!(
-                    "T{} was invoked at {} ns, after T{} completed at {} ns, yet its start_ts {} is not above \
+                    "T{} was invoked at {}, after T{} completed at {}, yet its start_ts {} is not above \
                      T{}'s {what}{consequence}",
                     tb.id,
-                    tb.invoke_ns,
+                    Ms(tb.invoke_ns),
                     ta.id,
-                    ta.complete_ns().unwrap_or_default(),
+                    Ms(ta.complete_ns().unwrap_or_default()),
                     tb.start_ts,
                     ta.id
                 ),

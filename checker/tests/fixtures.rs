@@ -351,7 +351,7 @@ fn real_time_edges_take_part_in_cycles() {
     let rt = f.cycle.iter().find(|s| s.edge == "rt").expect("an rt step");
     assert_eq!((rt.from, rt.to), (2, 3));
     assert!(
-        rt.explanation.contains("completed at 400 ns"),
+        rt.explanation.contains("completed at 0.000400 ms"),
         "{}",
         rt.explanation
     );

@@ -124,7 +124,7 @@ fn real_time_order_leaves_a_read_only_commit() {
         .collect();
     assert_eq!(steps, [(1, 2, "rt"), (2, 1, "wr")]);
     assert!(
-        f.cycle[0].explanation.contains("completed at 200 ns"),
+        f.cycle[0].explanation.contains("completed at 0.000200 ms"),
         "{}",
         f.cycle[0].explanation
     );

@@ -162,8 +162,8 @@ fn read_uncommitted_before_commit_request() {
         &e,
         &[
             "\"o2b\"",
-            "at 355 ns",
-            "asked to commit only at 370 ns",
+            "at 0.000355 ms",
+            "asked to commit only at 0.000370 ms",
             "txns [5]",
         ],
     );
@@ -191,7 +191,7 @@ fn read_uncommitted_past_an_open_transaction() {
             "w1",
             "T1 (0,1)",
             "offset 0",
-            "requested only at 130 ns",
+            "requested only at 0.000130 ms",
         ],
     );
     // Received after T1's commit request: passes.
@@ -342,7 +342,7 @@ fn coordinator_decision_is_checked_against_the_markers() {
         &class(&r, "torn_transaction", "coordinator_contradicted"),
         &[
             "T3 (0,3)",
-            "the coordinator recorded aborted at 1000 ns (timeout)",
+            "the coordinator recorded aborted at 0.001 ms (timeout)",
             "commit markers at out-0@1",
         ],
     );
@@ -373,9 +373,9 @@ fn recovery_that_aborts_a_durably_committing_transaction() {
         &class(&r, "torn_transaction", "logged_commit_reversed"),
         &[
             "T1 (0,1)",
-            "durably held the decision to commit at 45 ns",
+            "durably held the decision to commit at 0.000045 ms",
             "abort markers at out-0@1",
-            "the coordinator recorded an abort at 2000 ns (recovery)",
+            "the coordinator recorded an abort at 0.002 ms (recovery)",
         ],
     );
     let mut unrecorded = v.clone();
@@ -485,8 +485,8 @@ fn monotonic_offsets() {
         &class(&r, "monotonic_offsets", "nonmonotonic_receive"),
         &[
             "consumer p1 went from offset 3 to 1 on in-0",
-            "at 220 ns",
-            "at 340 ns",
+            "at 0.000220 ms",
+            "at 0.000340 ms",
         ],
     );
     has_all(
@@ -970,6 +970,6 @@ fn past_open_transaction_without_a_recorded_commit_request() {
     );
     has_all(
         &class(&r, "read_uncommitted", "past_open_transaction"),
-        &["no commit request was recorded", "at 128 ns"],
+        &["no commit request was recorded", "at 0.000128 ms"],
     );
 }

@@ -4,6 +4,7 @@
 use super::graph::{Order, RT, RW, WR, WW};
 use super::search::Step;
 use crate::FindingClass;
+use crate::units::Ms;
 use crate::ctx::{Ctx, Val};
 use crate::report::{CycleStep, Draft};
 
@@ -167,9 +168,9 @@ fn explain_step(ctx: &Ctx<'_>, order: &Order, s: &Step) -> String {
             )
         }
         _ => format!(
-            "T{a} completed at {} ns, before T{b} was invoked at {} ns (real-time order)",
-            ctx.txn(s.from).complete_ns().unwrap_or_default(),
-            ctx.txn(s.to).invoke_ns
+            "T{a} completed at {}, before T{b} was invoked at {} (real-time order)",
+            Ms(ctx.txn(s.from).complete_ns().unwrap_or_default()),
+            Ms(ctx.txn(s.to).invoke_ns)
         ),
     }
 }

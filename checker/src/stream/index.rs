@@ -7,6 +7,7 @@ use super::history::{
     StreamOp, StreamTxn, SubscriptionDecl,
 };
 use crate::Outcome;
+use crate::units::Ms;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One message entry in a partition's log.
@@ -183,7 +184,7 @@ impl<'a> Ix<'a> {
         }
     }
 
-    /// "T5 (0,17) (client 2; invoked at 100 ns, commit requested at 300 ns, told committed at 400 ns)".
+    /// "T5 (0,17) (client 2; invoked at 0.100 ms, commit requested at 0.300 ms, told committed at 0.400 ms)".
     pub(crate) fn txn_desc(&self, id: u64) -> String {
         let Some(t) = self.txns.get(&id) else {
             return format!("T{id} (not in the history)");
@@ -194,12 +195,12 @@ impl<'a> Ix<'a> {
             .map(|l| format!(" {l}"))
             .unwrap_or_default();
         let commit = match t.commit_request_ns {
-            Some(c) => format!("commit requested at {c} ns"),
+            Some(c) => format!("commit requested at {}", Ms(c)),
             None => "commit never requested".to_string(),
         };
         let told = match (t.outcome, t.complete_ns) {
             (Outcome::Unknown, _) => "outcome unknown to its client".to_string(),
-            (o, Some(c)) => format!("told {} at {c} ns", outcome_word(o)),
+            (o, Some(c)) => format!("told {} at {}", outcome_word(o), Ms(c)),
             (o, None) => format!("told {}", outcome_word(o)),
         };
         let reason = t
@@ -217,15 +218,16 @@ impl<'a> Ix<'a> {
                     .map(|r| format!(" ({r})"))
                     .unwrap_or_default();
                 format!(
-                    "; the coordinator recorded {} at {} ns{why}",
+                    "; the coordinator recorded {} at {}{why}",
                     outcome_word(d.outcome),
-                    d.t_ns
+                    Ms(d.t_ns)
                 )
             })
             .unwrap_or_default();
         format!(
-            "T{id}{label} (client {}; invoked at {} ns, {commit}, {told}{reason}{coordinator})",
-            t.client, t.invoke_ns
+            "T{id}{label} (client {}; invoked at {}, {commit}, {told}{reason}{coordinator})",
+            t.client,
+            Ms(t.invoke_ns)
         )
     }
 
@@ -261,7 +263,7 @@ impl<'a> Ix<'a> {
         }
     }
 
-    /// "sent by client 2 at 120 ns in T5 (...)" for a message.
+    /// "sent by client 2 at 0.120 ms in T5 (...)" for a message.
     pub(crate) fn send_desc(&self, message: &str) -> String {
         match self.sends.get(message) {
             None => format!("message {message:?} was never sent by a recorded client"),
@@ -271,10 +273,10 @@ impl<'a> Ix<'a> {
                     None => " outside any transaction".to_string(),
                 };
                 format!(
-                    "message {message:?} was sent to {} by client {} at {} ns{txn}; the producer was told {}",
+                    "message {message:?} was sent to {} by client {} at {}{txn}; the producer was told {}",
                     s.partition,
                     s.client,
-                    s.t_ns,
+                    Ms(s.t_ns),
                     result_word(s.result)
                 )
             }
@@ -300,28 +302,34 @@ pub(crate) fn result_word(r: OpResult) -> &'static str {
     }
 }
 
-/// "consumer c1 (client 3) of subscription S received m (in-0@4) at 900 ns".
+/// "consumer c1 (client 3) of subscription S received m (in-0@4) at 0.900 ms".
 pub(crate) fn receipt_desc(r: &ReceiveOp) -> String {
     format!(
-        "consumer {} (client {}) of subscription {:?} received message {:?} at {}@{} at {} ns",
-        r.consumer, r.client, r.subscription, r.message, r.partition, r.offset, r.t_ns
+        "consumer {} (client {}) of subscription {:?} received message {:?} at {}@{} at {}",
+        r.consumer,
+        r.client,
+        r.subscription,
+        r.message,
+        r.partition,
+        r.offset,
+        Ms(r.t_ns)
     )
 }
 
-/// "client 3 acknowledged m (in-0@4) on subscription S at 950 ns in T7; told ok".
+/// "client 3 acknowledged m (in-0@4) on subscription S at 0.950 ms in T7; told ok".
 pub(crate) fn ack_desc(a: &AckOp) -> String {
     let txn = match a.txn {
         Some(t) => format!("in T{t}"),
         None => "outside any transaction".to_string(),
     };
     format!(
-        "client {} acknowledged message {:?} ({}@{}) on subscription {:?} at {} ns {txn}; told {}",
+        "client {} acknowledged message {:?} ({}@{}) on subscription {:?} at {} {txn}; told {}",
         a.client,
         a.message,
         a.partition,
         a.offset,
         a.subscription,
-        a.t_ns,
+        Ms(a.t_ns),
         result_word(a.result)
     )
 }

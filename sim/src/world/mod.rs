@@ -162,7 +162,11 @@ impl World {
         let now = (Instant::now() - self.start).as_nanos() as u64;
         let latest = self.latest_ns.fetch_max(now, Ordering::Relaxed);
         if now < latest {
-            crate::invariant::violated(&format!("time went backwards: {now} ns after {latest} ns"));
+            crate::invariant::violated(&format!(
+                "time went backwards: {} after {}",
+                percsim_checker::units::Ms(now),
+                percsim_checker::units::Ms(latest)
+            ));
         }
         now
     }

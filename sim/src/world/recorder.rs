@@ -9,6 +9,7 @@
 
 use crate::world::ids::Counter;
 use percsim_checker as history;
+use percsim_checker::units::Ms;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -158,7 +159,11 @@ impl Recorder {
         };
         let invoke_ns = t.invoke_ns;
         crate::invariant::check(now_ns >= invoke_ns, || {
-            format!("transaction {id} ends at {now_ns} ns, before it began at {invoke_ns} ns")
+            format!(
+                "transaction {id} ends at {}, before it began at {}",
+                Ms(now_ns),
+                Ms(invoke_ns)
+            )
         });
         t.complete_ns = Some(now_ns);
         let name = match finish {
@@ -213,8 +218,10 @@ impl Recorder {
         let last_ns = last.t_ns;
         crate::invariant::check(t_ns >= last_ns, || {
             format!(
-                "event {kind} at {t_ns} ns recorded after event {} at {last_ns} ns",
-                last.kind
+                "event {kind} at {} recorded after event {} at {}",
+                Ms(t_ns),
+                last.kind,
+                Ms(last_ns)
             )
         });
     }
@@ -258,7 +265,7 @@ mod tests {
 
     #[test]
     #[should_panic(
-        expected = "invariant violated: event late at 5 ns recorded after event kill at 10 ns"
+        expected = "invariant violated: event late at 0.000005 ms recorded after event kill at 0.000010 ms"
     )]
     fn an_event_earlier_than_the_last_trips_the_assertion() {
         let mut r = Recorder::default();
@@ -268,7 +275,7 @@ mod tests {
 
     #[test]
     #[should_panic(
-        expected = "invariant violated: event cleanup at 5 ns recorded after event kill at 10 ns"
+        expected = "invariant violated: event cleanup at 0.000005 ms recorded after event kill at 0.000010 ms"
     )]
     fn a_pushed_event_earlier_than_the_last_trips_the_assertion() {
         let mut r = Recorder::default();
@@ -321,7 +328,7 @@ mod tests {
 
     #[test]
     #[should_panic(
-        expected = "invariant violated: transaction 0 ends at 4 ns, before it began at 9 ns"
+        expected = "invariant violated: transaction 0 ends at 0.000004 ms, before it began at 0.000009 ms"
     )]
     fn a_transaction_ending_before_it_began_trips_the_assertion() {
         let mut r = Recorder::default();

@@ -7,6 +7,7 @@ use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::{BTreeMap, BTreeSet};
+use crate::units::Ms;
 
 pub(crate) const ID: StreamRule = StreamRule::MonotonicOffsets;
 pub(crate) const NAME: &str = "each consumer receives, and each producer is told, strictly increasing offsets \
@@ -63,8 +64,11 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
                     continue;
                 };
                 let desc = format!(
-                    "client {} was told {:?} went to {}@{off} (sent at {} ns)",
-                    s.client, s.message, s.partition, s.t_ns
+                    "client {} was told {:?} went to {}@{off} (sent at {})",
+                    s.client,
+                    s.message,
+                    s.partition,
+                    Ms(s.t_ns)
                 );
                 let producer = s
                     .producer

@@ -7,6 +7,7 @@ use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
+use crate::units::Ms;
 
 pub(crate) const ID: StreamRule = StreamRule::ReadUncommitted;
 pub(crate) const NAME: &str = "no consumer receives a transaction's message before the transaction commits, \
@@ -38,7 +39,7 @@ pub(crate) fn check(ix: &Ix, c: &mut Collector) {
             if asked.is_none_or(|a| r.t_ns < a) {
                 c.add(StreamFindingClass::BeforeCommitRequest, || {
                     let when = match asked {
-                        Some(a) => format!("its client asked to commit only at {a} ns, after the receipt at {} ns", r.t_ns),
+                        Some(a) => format!("its client asked to commit only at {}, after the receipt at {}", Ms(a), Ms(r.t_ns)),
                         None => "its client never asked to commit it".to_string(),
                     };
                     (
@@ -171,8 +172,8 @@ impl<'a> OpenSpans<'a> {
                     receipt_desc(r),
                     format!("{}@{off} holds a message of {}", r.partition, ix.txn_desc(t)),
                     format!("T{t} committed in {} later, but {}, after the receipt: \
-                        at {} ns T{t} was open, and no consumer may read past the first message of an open transaction",
-                        r.partition, open_until_desc(ix, t, asked), r.t_ns),
+                        at {} T{t} was open, and no consumer may read past the first message of an open transaction",
+                        r.partition, open_until_desc(ix, t, asked), Ms(r.t_ns)),
                 ],
             )
         });
@@ -187,8 +188,11 @@ fn open_until_desc(ix: &Ix, t: u64, ns: u64) -> String {
         .get(&t)
         .is_some_and(|x| x.commit_request_ns.is_some())
     {
-        format!("its commit was requested only at {ns} ns")
+        format!("its commit was requested only at {}", Ms(ns))
     } else {
-        format!("no commit request was recorded and it still sent or acknowledged at {ns} ns")
+        format!(
+            "no commit request was recorded and it still sent or acknowledged at {}",
+            Ms(ns)
+        )
     }
 }

@@ -8,6 +8,7 @@ use crate::stream::index::{Ix, ack_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
 use std::collections::BTreeMap;
+use crate::units::Ms;
 
 pub(crate) const ID: StreamRule = StreamRule::TornTransaction;
 pub(crate) const NAME: &str = "each transaction's messages and acknowledgments take effect all together or \
@@ -138,9 +139,9 @@ fn contradicted_coordinator(
                 vec![
                     ix.txn_desc(id),
                     format!(
-                        "the coordinator recorded it {} at {} ns ({why})",
+                        "the coordinator recorded it {} at {} ({why})",
                         crate::stream::index::outcome_word(d.outcome),
-                        d.t_ns
+                        Ms(d.t_ns)
                     ),
                     format!("{kind} markers at {}", against.join(", ")),
                     "the partitions' markers must carry the coordinator's decision".to_string(),
@@ -179,8 +180,8 @@ fn reversed_commits(
         {
             let why = d.reason.as_deref().unwrap_or("no reason given");
             evidence.push(format!(
-                "the coordinator recorded an abort at {} ns ({why})",
-                d.t_ns
+                "the coordinator recorded an abort at {} ({why})",
+                Ms(d.t_ns)
             ));
         }
         if t.outcome == Outcome::Aborted {
@@ -193,7 +194,10 @@ fn reversed_commits(
         c.add(StreamFindingClass::LoggedCommitReversed, || {
             let mut details = vec![
                 ix.txn_desc(id),
-                format!("the coordinator's log durably held the decision to commit at {logged} ns"),
+                format!(
+                    "the coordinator's log durably held the decision to commit at {}",
+                    Ms(logged)
+                ),
             ];
             details.extend(evidence);
             details.push(
@@ -238,8 +242,10 @@ fn collect_parts(ix: &Ix) -> BTreeMap<u64, Vec<Part>> {
                         applied: false,
                         is_ack: false,
                         what: format!(
-                            "message {:?} sent to {} at {} ns: in no log",
-                            s.message, s.partition, s.t_ns
+                            "message {:?} sent to {} at {}: in no log",
+                            s.message,
+                            s.partition,
+                            Ms(s.t_ns)
                         ),
                     });
                 }

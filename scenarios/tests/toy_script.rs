@@ -247,3 +247,36 @@ fn bad_toy_steps_are_refused_by_step_and_verb() {
         assert!(e.contains(want), "{step}: {e}");
     }
 }
+
+#[test]
+fn a_stop_at_that_never_fires_fails_naming_its_step() {
+    // Armed after the last write: the primary never reaches the point again.
+    let r = judge(edited(|v| {
+        let steps = v
+            .pointer_mut("/workload/steps")
+            .unwrap()
+            .as_array_mut()
+            .unwrap();
+        steps.push(json!({"do": "stop_at", "point": "after_durable", "node": "primary", "fault": {"kill": {}}}));
+    }));
+    assert_eq!(r.verdict, Verdict::ExpectationFailed, "{:?}", r.explanation);
+    let text = r.explanation.unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.contains("step 12 "))
+        .unwrap_or_else(|| panic!("no line names step 12:\n{text}"));
+    assert!(line.contains("the stop never happened"), "{line}");
+    // The same stop armed before a write fires: the script passes.
+    let r = judge(edited(|v| {
+        let steps = v
+            .pointer_mut("/workload/steps")
+            .unwrap()
+            .as_array_mut()
+            .unwrap();
+        steps.push(json!({"do": "stop_at", "point": "after_durable", "node": "primary", "fault": {"kill": {"restart_after_ms": 100}}}));
+        steps.push(json!({"do": "write", "op": "w9", "client": 0, "value": "d"}));
+        steps.push(json!({"do": "wait", "until": {"op_finished": "w9"}}));
+        v["workload"].as_object_mut().unwrap().remove("at_end");
+    }));
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.explanation);
+}

@@ -351,6 +351,10 @@ impl ScriptSystem for ToyScript {
         control.arm(*point, *restart_after_ms)
     }
 
+    fn stops_left(control: &ToyControl) -> Option<Vec<String>> {
+        Some(control.armed_left())
+    }
+
     fn driver_step<'a>(
         _: &'a ToyScriptFile,
         _: usize,

@@ -670,6 +670,13 @@ impl ToyControl {
         Ok(())
     }
 
+    /// The primary's name once per point armed by [`ToyControl::arm`]
+    /// that it has not reached since (its stop never happened).
+    pub fn armed_left(&self) -> Vec<String> {
+        let armed = lock(&self.shared.armed);
+        armed.keys().map(|_| PRIMARY.to_string()).collect()
+    }
+
     /// Install a targeted message fault.
     pub fn intercept(&self, rule: Rule) -> RuleId {
         self.shared.world.intercept(rule)

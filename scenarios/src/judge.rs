@@ -85,6 +85,11 @@ pub struct SeedResult {
     /// The failure capsule saved for the seed, if one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsule: Option<String>,
+    /// The faults the scenario configured that never happened in this run
+    /// (filled by the commands that run a user's scenario: `percsim run`,
+    /// `replay` and `fuzz --scenario`; see [`not_fired`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_fired: Vec<String>,
 }
 
 impl SeedResult {
@@ -104,6 +109,7 @@ impl SeedResult {
             counters: BTreeMap::new(),
             wall_ms: 0,
             capsule: None,
+            not_fired: Vec::new(),
         }
     }
 }
@@ -150,6 +156,48 @@ impl Judged {
 /// `violated_rules` (a script's expectations are its author's, not the
 /// checker's rules nor a workload invariant).
 pub const EXPECTATION_RULE: &str = "script_expectation";
+
+/// The name a configured fault that never fired is listed under in
+/// `violated_rules` when a single run requires it ([`require_fired`]).
+pub const NOT_FIRED_RULE: &str = "configured_fault_fired";
+
+/// The faults `scenario` configured that never happened in the judged run
+/// (a crash or pause keyed to a transaction number the run never reached),
+/// each named by its path in the scenario file; none if the run wrote no
+/// history.
+pub fn not_fired(scenario: &Scenario, judged: &Judged) -> Vec<String> {
+    judged
+        .history
+        .as_ref()
+        .map_or_else(Vec::new, |h| scenario.spec.not_fired(h))
+}
+
+/// A single run of a user's scenario must do what its scenario file
+/// configured: each fault that never fired is recorded in the result and
+/// named in its explanation, and a run that passed otherwise fails as an
+/// unmet expectation (exit code 7). A fault that did not happen is never
+/// counted as injected (the counters count stops that happened).
+pub fn require_fired(scenario: &Scenario, judged: &mut Judged) {
+    let left = not_fired(scenario, judged);
+    if left.is_empty() {
+        return;
+    }
+    let r = &mut judged.result;
+    let lines: Vec<String> = left.iter().map(|l| format!("not fired: {l}")).collect();
+    let text = format!(
+        "{}\n(the run never reached what the entry is keyed to: the transaction aborted or only read, or the node never got there; arm the stop in a script step, or pick another seed)",
+        lines.join("\n")
+    );
+    r.explanation = Some(match r.explanation.take() {
+        Some(e) => format!("{text}\n\n{e}"),
+        None => text,
+    });
+    if r.verdict == Verdict::Pass {
+        r.verdict = Verdict::ExpectationFailed;
+        r.violated_rules.push(NOT_FIRED_RULE.into());
+    }
+    r.not_fired = left;
+}
 
 /// Checker findings that restate a liveness failure: a run that did not
 /// converge leaves locks and notifications behind by definition (and a

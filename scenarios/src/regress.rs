@@ -118,6 +118,10 @@ pub fn run(scenario: &Scenario) -> Result<Judged, ScenarioError> {
     if let Some(l) = &output.summary.liveness_failure {
         problems.push(format!("liveness: {l}"));
     }
+    // A configured crash or pause that never fired tested nothing.
+    for entry in scenario.spec.not_fired(&output.history) {
+        problems.push(format!("not fired: {entry}"));
+    }
     if let Some(history) = output.transactions() {
         let report = percsim_checker::check(history);
         if !report.passed() {

@@ -1,7 +1,7 @@
 //! One system's part of a scenario, as the core sees it.
 
 use crate::error::ScenarioError;
-use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, RunOutput, SystemHistory, WorldConfig};
 use serde::Serialize;
 use serde_json::Value;
 use std::any::Any;
@@ -36,6 +36,13 @@ pub trait SystemSpec: SpecValue + Send + Sync + Debug + 'static {
     /// (a script) rather than invariants of the workload.
     fn expectations(&self) -> bool {
         false
+    }
+    /// The faults its cluster configured that never happened in the run
+    /// that wrote `history` (a stop keyed to a transaction number or an
+    /// occurrence the run never reached), each named by its path in the
+    /// scenario file. None by default.
+    fn not_fired(&self, _history: &SystemHistory) -> Vec<String> {
+        Vec::new()
     }
 }
 

@@ -55,6 +55,10 @@ pub struct Summary {
     pub counters: BTreeMap<String, u64>,
     /// Every seed that did not pass, by system and seed.
     pub failures: BTreeMap<(String, u64), Failure>,
+    /// The seeds in which a fault the scenario configured never fired
+    /// (`fuzz --scenario`), by system and seed, with the entries: listed
+    /// apart from the failures (such a seed tested less, it broke nothing).
+    pub not_fired: BTreeMap<(String, u64), Vec<String>>,
     /// Wall time of the campaign (for a merge: the seeds' wall times summed).
     pub wall: Duration,
     /// The fault classes the campaign enabled (`--faults`, by their names
@@ -80,6 +84,10 @@ impl Summary {
         self.sim_ms += r.sim_ms;
         for (k, v) in &r.counters {
             *self.counters.entry(k.clone()).or_default() += v;
+        }
+        if !r.not_fired.is_empty() {
+            self.not_fired
+                .insert((r.system.clone(), r.seed), r.not_fired.clone());
         }
         if r.verdict != Verdict::Pass {
             self.failures.insert(
@@ -216,6 +224,7 @@ impl Summary {
             );
         }
         self.render_points(&mut o);
+        self.render_not_fired(&mut o);
         for ((system, seed), f) in &self.failures {
             let replay = f
                 .capsule
@@ -231,6 +240,23 @@ impl Summary {
             );
         }
         o
+    }
+
+    /// The seeds whose configured faults never fired, when there are any:
+    /// their count, then one line per seed naming the entries.
+    fn render_not_fired(&self, o: &mut String) {
+        if self.not_fired.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "configured faults that never fired: {} of {} seeds (not failures: the run never reached what the entry is keyed to)",
+            self.not_fired.len(),
+            self.seeds
+        );
+        for ((system, seed), entries) in &self.not_fired {
+            let _ = writeln!(o, "not fired: {system} seed {seed}: {}", entries.join("; "));
+        }
     }
 
     /// The named points of the systems that ran (listed only when one
@@ -446,6 +472,7 @@ mod tests {
             counters: BTreeMap::from([("fault.pause".to_string(), 1)]),
             wall_ms: 5,
             capsule: (verdict != Verdict::Pass).then(|| format!("failures/seed-{seed}.json")),
+            not_fired: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use crate::error::ScenarioError;
 use crate::scenario::Scenario;
 use crate::spec::{SystemSpec, to_json};
 use crate::system::SystemDef;
-use percsim_sim::{ConfigError, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, RunOutput, SystemHistory, WorldConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -42,6 +42,11 @@ pub trait TypedSystem: SystemDef + Sized + Sync + 'static {
     /// script). False by default.
     fn expectations(_spec: &Typed<Self>) -> bool {
         false
+    }
+    /// The faults `spec` configured that never happened in the run that
+    /// wrote `history` ([`SystemSpec::not_fired`]). None by default.
+    fn not_fired(_spec: &Typed<Self>, _history: &SystemHistory) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -137,5 +142,9 @@ impl<S: TypedSystem> SystemSpec for Typed<S> {
 
     fn expectations(&self) -> bool {
         S::expectations(self)
+    }
+
+    fn not_fired(&self, history: &SystemHistory) -> Vec<String> {
+        S::not_fired(self, history)
     }
 }

@@ -964,3 +964,70 @@ fn a_misspelt_verb_is_named_by_its_step_index() {
     bad_scenario(&json, "steps[2]");
     bad_scenario(&json, "unknown verb \"comit\"");
 }
+
+/// A bank run whose cluster crashes and pauses client 0 in its 1000th
+/// transaction: a run of 300 ms never gets there.
+fn never_fired_scenario() -> String {
+    r#"{"format":"percsim-scenario/2","seed":1,"world":{"run_ms":300},
+      "percolator":{"tablet_servers":1,"tablets":1,"clients":2,
+        "crashes":[{"client":0,"txn":1000,"step":"after_commit_primary"}],
+        "pauses":[{"client":0,"txn":1000,"step":"before_prewrite","duration_ms":10}]},
+      "workload":{"name":"bank","accounts":4}}"#
+        .to_string()
+}
+
+#[test]
+fn a_configured_crash_that_never_fires_fails_a_run_naming_the_entry() {
+    let file = tmp("never-fired.json");
+    std::fs::write(&file, never_fired_scenario()).unwrap();
+    let o = percsim(&["run", file.to_str().unwrap()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}");
+    for entry in [
+        "not fired: percolator.crashes[0] (kill client 0 in its transaction 1000 at after_commit_primary) never fired",
+        "not fired: percolator.pauses[0] (freeze client 0 in its transaction 1000 at before_prewrite) never fired",
+    ] {
+        assert!(out.contains(entry), "{entry:?} not in:\n{out}");
+    }
+    assert!(out.contains("verdict       ExpectationFailed"), "{out}");
+    // A fault that did not happen is not counted as injected.
+    let faults = printed(&out, "faults");
+    assert!(!faults.contains("crash_at_step") && !faults.contains("pause_at_step"), "{faults}");
+    // The same entries in a transaction the run reaches fire: it passes.
+    let fired = never_fired_scenario()
+        .replace("\"txn\":1000", "\"txn\":1")
+        .replace("after_commit_primary", "before_prewrite");
+    std::fs::write(&file, fired).unwrap();
+    let o = percsim(&["run", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("not fired"), "{}", text(&o));
+}
+
+#[test]
+fn a_sweep_lists_the_seeds_whose_configured_crash_never_fired_apart_from_failures() {
+    let file = tmp("never-fired-sweep.json");
+    std::fs::write(&file, never_fired_scenario()).unwrap();
+    let out_dir = elsewhere("never-fired-capsules");
+    let o = percsim(&[
+        "fuzz",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--count",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "not a failure:\n{out}");
+    assert!(
+        out.contains("configured faults that never fired: 2 of 2 seeds"),
+        "{out}"
+    );
+    for seed in [0, 1] {
+        let line = format!("not fired: percolator seed {seed}: percolator.crashes[0] (kill client 0");
+        assert!(out.contains(&line), "{line:?} not in:\n{out}");
+    }
+    assert!(!out.contains("failure:"), "{out}");
+}

@@ -692,9 +692,11 @@ fn cmd_run(path: &Path, flags: &RunFlags, history: Option<&Path>) -> i32 {
 }
 
 /// Run `scenario`, print its summary, write its history to `history` and,
-/// when it fails and `out` is given, its capsule to `out`.
+/// when it fails and `out` is given, its capsule to `out`. A fault the
+/// scenario configured that never fired fails the run (exit 7), named.
 fn run_and_report(scenario: &Scenario, history: Option<&Path>, out: Option<&Path>) -> i32 {
-    let judged = fuzz::judge(scenario, false);
+    let mut judged = fuzz::judge(scenario, false);
+    percsim_scenarios::judge::require_fired(scenario, &mut judged);
     // The system's history, in its own format.
     let text = judged.history.as_ref().map(serde_json::to_string);
     if let (Some(path), Some(text)) = (history, text) {

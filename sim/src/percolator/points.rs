@@ -41,6 +41,14 @@ pub struct PointFault {
     pub fault: PointAction,
 }
 
+impl PointFault {
+    /// The name of the node it stops (`client-0`, `tablet-1`, `oracle`),
+    /// as its stop event names it.
+    pub fn node_name(&self) -> String {
+        node_name(self.point, self.node).to_string()
+    }
+}
+
 /// The counter of stops (crashes and pauses) at `point`.
 pub fn point_counter(point: Point) -> String {
     format!("point.{}", point.name())

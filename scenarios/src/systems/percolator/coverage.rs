@@ -163,6 +163,7 @@ mod tests {
             counters: BTreeMap::from([("fault.pause".to_string(), 1)]),
             wall_ms: 5,
             capsule: None,
+            not_fired: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod coverage;
 mod explore_bench;
 pub mod faults;
+mod not_fired;
 pub mod paper;
 pub mod workloads;
 
@@ -239,5 +240,9 @@ impl TypedSystem for PercolatorDef {
 
     fn expectations(spec: &PercolatorSpec) -> bool {
         matches!(spec.workload, WorkloadSpec::Script(_))
+    }
+
+    fn not_fired(spec: &PercolatorSpec, history: &percsim_sim::SystemHistory) -> Vec<String> {
+        not_fired::not_fired(&spec.cluster, history)
     }
 }

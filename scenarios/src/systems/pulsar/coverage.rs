@@ -108,6 +108,7 @@ mod tests {
             counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             wall_ms: 5,
             capsule: None,
+            not_fired: Vec::new(),
         }
     }
 

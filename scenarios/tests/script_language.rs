@@ -7,8 +7,8 @@ use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
 use percsim_scenarios::systems;
 use percsim_scenarios::workloads::{
-    Call, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate, MsgLeg,
-    Point, PointAction, ScriptBuilder, Step, StepPoint, Stored, Target,
+    Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate,
+    MsgLeg, PercolatorVerb, Point, PointAction, ScriptBuilder, Step, StepPoint, Stored, Target,
 };
 use percsim_sim::CallKind;
 use serde_json::{Value, json};
@@ -409,19 +409,13 @@ fn held_read(fate: MsgFate, expect: &str) -> regress::Judged {
     let script = ScriptBuilder::new()
         .initial("x", "v", "0")
         .begin(0, "T1")
-        .intercept(MessageRule {
-            name: "r".into(),
-            call: Call(CallKind::Get),
-            txn: Some("T1".into()),
-            on: Some(Target::Cell(CellRef {
-                row: "x".into(),
-                col: "v".into(),
-            })),
-            client: Some(0),
-            leg: MsgLeg::Reply,
-            fate,
-            times: Some(1),
-        })
+        .intercept(
+            MessageRule::new("r", CallKind::Get, MsgLeg::Reply, fate)
+                .for_txn("T1")
+                .on_cells(Target::Cell(CellRef::new("x", "v")))
+                .from_client(0)
+                .at_most(1),
+        )
         .get("T1", "x", "v", Some(expect))
         .no_wait()
         .step(Step::Sleep { ms: 100 })
@@ -658,4 +652,145 @@ fn a_system_without_scripts_refuses_a_script_scenario_by_name() {
         e.to_string().contains("system omid takes no scripts"),
         "{e}"
     );
+}
+
+/// T1 reads x and commits a write of it while `rule` acts; the run must
+/// count `acted` intercepted messages (`Counted::Intercepted`).
+fn intercepted(rule: MessageRule, acted: u64) -> regress::Judged {
+    let script = ScriptBuilder::new()
+        .initial("x", "v", "0")
+        .begin(0, "T1")
+        .intercept(rule)
+        .get("T1", "x", "v", Some("0"))
+        .set("T1", "x", "v", "1")
+        .commit("T1", ExpectOutcome::Committed)
+        .release("r")
+        .assert_count(Counted::Intercepted, acted, None)
+        .build();
+    regress::run(&script_scenario(&script, 1)).expect("runs")
+}
+
+#[test]
+fn the_builders_dropped_and_duplicated_messages_act_on_the_run() {
+    // A lost get request is sent again: the read and the commit go on.
+    let lost = || MessageRule::dropping("r", CallKind::Get, MsgLeg::Request).at_most(1);
+    let j = intercepted(lost(), 1);
+    assert!(j.passed(), "{:?}", j.problems);
+    // A duplicated prewrite: the copy is refused or finds its own lock.
+    let copied = || MessageRule::duplicating("r", CallKind::Prewrite, 5).for_txn("T1");
+    let j = intercepted(copied(), 1);
+    assert!(j.passed(), "{:?}", j.problems);
+    // A rule that acts on nothing fails the count: the rules did act above.
+    let never = MessageRule::dropping("r", CallKind::Scan, MsgLeg::Request);
+    let j = intercepted(never, 1);
+    let text = j.problems.join("\n");
+    assert!(text.contains("expected 1 \"intercepted\"; happened 0"), "{text}");
+}
+
+#[test]
+fn the_builders_rule_constructors_write_what_the_struct_does() {
+    let built = MessageRule::holding("h", CallKind::Commit, MsgLeg::Reply)
+        .for_txn("T")
+        .on_cells(Target::Secondaries)
+        .from_client(2)
+        .at_most(3);
+    let by_hand = MessageRule {
+        name: "h".into(),
+        call: Call(CallKind::Commit),
+        txn: Some("T".into()),
+        on: Some(Target::Secondaries),
+        client: Some(2),
+        leg: MsgLeg::Reply,
+        fate: MsgFate::Hold,
+        times: Some(3),
+    };
+    assert_eq!(built, by_hand);
+    let fates = [
+        (MessageRule::dropping("d", CallKind::Get, MsgLeg::Request), MsgFate::Drop),
+        (
+            MessageRule::delaying("d", CallKind::Get, MsgLeg::Reply, 7),
+            MsgFate::Delay { ms: 7 },
+        ),
+        (
+            MessageRule::duplicating("d", CallKind::Prewrite, 9),
+            MsgFate::Duplicate { after_ms: 9 },
+        ),
+    ];
+    for (rule, fate) in fates {
+        assert_eq!(rule.fate, fate);
+        assert_eq!((rule.txn, rule.on, rule.client, rule.times), (None, None, None, None));
+    }
+}
+
+#[test]
+fn the_builder_writes_the_remaining_kinds_of_step_as_the_file_does() {
+    let script = ScriptBuilder::new()
+        .initial("a", "v", "a0")
+        .initial("b", "v", "b0")
+        .begin(0, "T")
+        .set("T", "a", "v", "a1")
+        .delete("T", "b", "v")
+        .intercept(MessageRule::delaying("r", CallKind::Prewrite, MsgLeg::Reply, 5).for_txn("T"))
+        .crash_at("T", StepPoint::AfterCommitPrimary, Some(50))
+        .commit_armed("T")
+        .store(Stored::Committed)
+        .release("r")
+        .partition_one_way(&["client-0"], &["tablet-1"])
+        .heal()
+        .sleep(500)
+        .assert_cell(CellAssert {
+            notify: Some(false),
+            ..CellAssert::new("a", "v")
+        })
+        .at_end(Step::System(PercolatorVerb::AssertStored {
+            txn: "T".into(),
+            store: Stored::Committed,
+        }))
+        .at_end(Step::AssertCount(CountAssert {
+            count: Counted::RollForward,
+            equals: 1,
+            since_step: None,
+        }))
+        .build();
+    let steps = serde_json::to_value(&script.steps).unwrap();
+    let words: Vec<&str> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["do"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "begin", "set", "delete", "intercept", "crash_at", "commit", "release",
+            "partition", "heal", "sleep", "assert_cell"
+        ]
+    );
+    assert_eq!(steps[5]["store"], "committed", "{steps}");
+    assert!(steps[5].get("expect").is_none(), "{steps}");
+    assert_eq!(steps[7]["one_way"], true, "{steps}");
+    assert_eq!(steps[3]["fate"]["delay"]["ms"], 5, "{steps}");
+    assert_eq!(script.at_end.len(), 2);
+    let scenario = script_scenario(&script, 0);
+    scenario.validate().expect("valid");
+    let again = Scenario::parse(&serde_json::to_string(&scenario).unwrap()).expect("reads back");
+    assert_eq!(again.to_value().unwrap(), scenario.to_value().unwrap());
+    // It runs: T's client dies after its primary's commit, the reader rolls T forward.
+    let judged = regress::run(&scenario).expect("runs");
+    assert!(judged.passed(), "{:?}", judged.problems);
+}
+
+#[test]
+fn the_builders_at_end_refuses_a_wait_naming_it() {
+    let script = ScriptBuilder::new()
+        .begin(0, "T")
+        .set("T", "a", "v", "a1")
+        .commit("T", ExpectOutcome::Committed)
+        .at_end(Step::Wait {
+            until: percsim_scenarios::workloads::WaitFor::TxnFinished("T".into()).into(),
+            timeout_ms: 10,
+        })
+        .build();
+    let e = script_scenario(&script, 0).validate().unwrap_err().to_string();
+    assert!(e.contains("workload.at_end[0]: only assert_* steps"), "{e}");
 }

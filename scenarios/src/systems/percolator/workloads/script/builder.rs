@@ -220,6 +220,18 @@ impl ScriptBuilder {
         })
     }
 
+    /// Lose the messages from the nodes of `from` to those of `to` (one
+    /// way: replies and messages back still arrive) until
+    /// [`ScriptBuilder::heal`] or the healed phase.
+    pub fn partition_one_way(self, from: &[&str], to: &[&str]) -> Self {
+        let names = |v: &[&str]| v.iter().map(|n| n.to_string()).collect();
+        self.step(Step::Partition {
+            a: names(from),
+            b: names(to),
+            one_way: true,
+        })
+    }
+
     /// Heal every partition in force.
     pub fn heal(self) -> Self {
         self.step(Step::Heal)
@@ -271,7 +283,10 @@ impl ScriptBuilder {
         self
     }
 
-    /// Install a targeted message fault (until its [`ScriptBuilder::release`]).
+    /// Install a targeted message fault (until its [`ScriptBuilder::release`]
+    /// or the healed phase): [`MessageRule::holding`],
+    /// [`MessageRule::dropping`], [`MessageRule::delaying`] or
+    /// [`MessageRule::duplicating`], narrowed by its modifiers.
     pub fn intercept(self, rule: MessageRule) -> Self {
         self.step(Step::Intercept(rule))
     }
@@ -282,7 +297,8 @@ impl ScriptBuilder {
     }
 
     /// Wait until `until` (one of Percolator's conditions, or the world's
-    /// [`Until::NodeUp`]) holds, failing after `timeout_ms`.
+    /// [`Until::NodeUp`]) holds, failing after `timeout_ms`. A `wait` in
+    /// [`ScriptBuilder::at_end`] is refused when the script is loaded.
     pub fn wait(self, until: impl Into<Until<WaitFor>>, timeout_ms: u64) -> Self {
         let until = until.into();
         self.step(Step::Wait { until, timeout_ms })

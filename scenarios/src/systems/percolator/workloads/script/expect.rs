@@ -80,6 +80,16 @@ pub struct CellRef {
     pub col: String,
 }
 
+impl CellRef {
+    /// The cell `row`/`col`.
+    pub fn new(row: &str, col: &str) -> Self {
+        CellRef {
+            row: row.into(),
+            col: col.into(),
+        }
+    }
+}
+
 /// One of Percolator's conditions a `wait` step waits for (beside the
 /// world's `node_up`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,6 +163,22 @@ pub struct CellAssert {
     /// The cell's acknowledgment entry of an observer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack: Option<AckExpect>,
+}
+
+impl CellAssert {
+    /// An assertion on cell `row`/`col` that checks nothing yet: set the
+    /// fields to check (`CellAssert { locks: Some(vec![]), ..CellAssert::new("a", "v") }`).
+    pub fn new(row: &str, col: &str) -> Self {
+        CellAssert {
+            row: row.into(),
+            col: col.into(),
+            locks: None,
+            writes: None,
+            data: None,
+            notify: None,
+            ack: None,
+        }
+    }
 }
 
 fn yes() -> bool {

@@ -93,6 +93,68 @@ pub struct MessageRule {
 }
 
 impl MessageRule {
+    /// A rule `name` acting on every message of `call` on `leg` with
+    /// `fate`, from any client, for any transaction and cell; narrow it
+    /// with [`MessageRule::for_txn`], [`MessageRule::on_cells`],
+    /// [`MessageRule::from_client`] and [`MessageRule::at_most`].
+    pub fn new(name: &str, call: CallKind, leg: MsgLeg, fate: MsgFate) -> Self {
+        MessageRule {
+            name: name.into(),
+            call: Call(call),
+            txn: None,
+            on: None,
+            client: None,
+            leg,
+            fate,
+            times: None,
+        }
+    }
+
+    /// Hold the messages until the rule's `release` step.
+    pub fn holding(name: &str, call: CallKind, leg: MsgLeg) -> Self {
+        Self::new(name, call, leg, MsgFate::Hold)
+    }
+
+    /// Lose the messages.
+    pub fn dropping(name: &str, call: CallKind, leg: MsgLeg) -> Self {
+        Self::new(name, call, leg, MsgFate::Drop)
+    }
+
+    /// Deliver the messages `ms` simulated ms late.
+    pub fn delaying(name: &str, call: CallKind, leg: MsgLeg, ms: u64) -> Self {
+        Self::new(name, call, leg, MsgFate::Delay { ms })
+    }
+
+    /// Deliver each request, and a copy `after_ms` later (requests only).
+    pub fn duplicating(name: &str, call: CallKind, after_ms: u64) -> Self {
+        Self::new(name, call, MsgLeg::Request, MsgFate::Duplicate { after_ms })
+    }
+
+    /// Only the messages of transaction `txn` (for a cleanup or resolve:
+    /// the one being settled).
+    pub fn for_txn(mut self, txn: &str) -> Self {
+        self.txn = Some(txn.into());
+        self
+    }
+
+    /// Only the messages naming these cells.
+    pub fn on_cells(mut self, target: Target) -> Self {
+        self.on = Some(target);
+        self
+    }
+
+    /// Only the messages client `client` sends.
+    pub fn from_client(mut self, client: usize) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Act on `times` messages at most.
+    pub fn at_most(mut self, times: u32) -> Self {
+        self.times = Some(times);
+        self
+    }
+
     /// Check the rule's targets (the engine checks its times, leg and
     /// fate); `writes` is how many cells its transaction writes (if it
     /// names one).

@@ -6,8 +6,8 @@
 
 use crate::ctx::Ctx;
 use crate::report::{Draft, Sink};
-use crate::{FindingClass, Rule};
 use crate::units::Ms;
+use crate::{FindingClass, Rule};
 
 /// How many transactions one finding describes in full.
 const MAX_LISTED: usize = 10;

@@ -29,9 +29,13 @@ pub fn bare_ns(text: &str) -> Vec<usize> {
     let b = text.as_bytes();
     let mut found = Vec::new();
     for (i, w) in b.windows(3).enumerate() {
-        let ends = b.get(i + 3).is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'_');
+        let ends = b
+            .get(i + 3)
+            .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'_');
         if w == b" ns" && i > 0 && b[i - 1].is_ascii_digit() && ends {
-            let start = b[..i].iter().rposition(|c| !c.is_ascii_digit() && *c != b'.');
+            let start = b[..i]
+                .iter()
+                .rposition(|c| !c.is_ascii_digit() && *c != b'.');
             found.push(start.map_or(0, |s| s + 1));
         }
     }

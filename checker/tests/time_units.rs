@@ -23,7 +23,10 @@ fn mixed(what: &str, text: &str) -> Vec<String> {
     bare_ns(text)
         .into_iter()
         .map(|at| {
-            let end = text[at..].char_indices().nth(40).map_or(text.len(), |(i, _)| at + i);
+            let end = text[at..]
+                .char_indices()
+                .nth(40)
+                .map_or(text.len(), |(i, _)| at + i);
             format!("{what}: {:?}", &text[at..end])
         })
         .collect()
@@ -41,7 +44,11 @@ fn explanations(dir: &str, stream: bool) -> (Vec<(String, String)>, usize) {
             match percsim_checker::stream::parse(&json) {
                 Ok(h) => {
                     let r = percsim_checker::stream::check(&h);
-                    (r.render_text(), serde_json::to_string(&r).unwrap(), r.passed())
+                    (
+                        r.render_text(),
+                        serde_json::to_string(&r).unwrap(),
+                        r.passed(),
+                    )
                 }
                 Err(e) => (e.to_string(), String::new(), true),
             }
@@ -49,7 +56,11 @@ fn explanations(dir: &str, stream: bool) -> (Vec<(String, String)>, usize) {
             match percsim_checker::parse(&json) {
                 Ok(h) => {
                     let r = percsim_checker::check(&h);
-                    (r.render_text(), serde_json::to_string(&r).unwrap(), r.passed())
+                    (
+                        r.render_text(),
+                        serde_json::to_string(&r).unwrap(),
+                        r.passed(),
+                    )
                 }
                 Err(e) => (e.to_string(), String::new(), true),
             }

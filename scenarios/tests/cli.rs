@@ -992,7 +992,10 @@ fn a_configured_crash_that_never_fires_fails_a_run_naming_the_entry() {
     assert!(out.contains("verdict       ExpectationFailed"), "{out}");
     // A fault that did not happen is not counted as injected.
     let faults = printed(&out, "faults");
-    assert!(!faults.contains("crash_at_step") && !faults.contains("pause_at_step"), "{faults}");
+    assert!(
+        !faults.contains("crash_at_step") && !faults.contains("pause_at_step"),
+        "{faults}"
+    );
     // The same entries in a transaction the run reaches fire: it passes.
     let fired = never_fired_scenario()
         .replace("\"txn\":1000", "\"txn\":1")
@@ -1026,7 +1029,8 @@ fn a_sweep_lists_the_seeds_whose_configured_crash_never_fired_apart_from_failure
         "{out}"
     );
     for seed in [0, 1] {
-        let line = format!("not fired: percolator seed {seed}: percolator.crashes[0] (kill client 0");
+        let line =
+            format!("not fired: percolator seed {seed}: percolator.crashes[0] (kill client 0");
         assert!(out.contains(&line), "{line:?} not in:\n{out}");
     }
     assert!(!out.contains("failure:"), "{out}");

@@ -7,8 +7,9 @@ use percsim_scenarios::Scenario;
 use percsim_scenarios::regress;
 use percsim_scenarios::systems;
 use percsim_scenarios::workloads::{
-    Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule, MsgFate,
-    MsgLeg, PercolatorVerb, Point, PointAction, ScriptBuilder, Step, StepPoint, Stored, Target,
+    Call, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome, MessageRule,
+    MsgFate, MsgLeg, PercolatorVerb, Point, PointAction, ScriptBuilder, Step, StepPoint, Stored,
+    Target,
 };
 use percsim_sim::CallKind;
 use serde_json::{Value, json};
@@ -684,7 +685,10 @@ fn the_builders_dropped_and_duplicated_messages_act_on_the_run() {
     let never = MessageRule::dropping("r", CallKind::Scan, MsgLeg::Request);
     let j = intercepted(never, 1);
     let text = j.problems.join("\n");
-    assert!(text.contains("expected 1 \"intercepted\"; happened 0"), "{text}");
+    assert!(
+        text.contains("expected 1 \"intercepted\"; happened 0"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -706,7 +710,10 @@ fn the_builders_rule_constructors_write_what_the_struct_does() {
     };
     assert_eq!(built, by_hand);
     let fates = [
-        (MessageRule::dropping("d", CallKind::Get, MsgLeg::Request), MsgFate::Drop),
+        (
+            MessageRule::dropping("d", CallKind::Get, MsgLeg::Request),
+            MsgFate::Drop,
+        ),
         (
             MessageRule::delaying("d", CallKind::Get, MsgLeg::Reply, 7),
             MsgFate::Delay { ms: 7 },
@@ -718,7 +725,10 @@ fn the_builders_rule_constructors_write_what_the_struct_does() {
     ];
     for (rule, fate) in fates {
         assert_eq!(rule.fate, fate);
-        assert_eq!((rule.txn, rule.on, rule.client, rule.times), (None, None, None, None));
+        assert_eq!(
+            (rule.txn, rule.on, rule.client, rule.times),
+            (None, None, None, None)
+        );
     }
 }
 
@@ -762,8 +772,17 @@ fn the_builder_writes_the_remaining_kinds_of_step_as_the_file_does() {
     assert_eq!(
         words,
         [
-            "begin", "set", "delete", "intercept", "crash_at", "commit", "release",
-            "partition", "heal", "sleep", "assert_cell"
+            "begin",
+            "set",
+            "delete",
+            "intercept",
+            "crash_at",
+            "commit",
+            "release",
+            "partition",
+            "heal",
+            "sleep",
+            "assert_cell"
         ]
     );
     assert_eq!(steps[5]["store"], "committed", "{steps}");
@@ -791,6 +810,9 @@ fn the_builders_at_end_refuses_a_wait_naming_it() {
             timeout_ms: 10,
         })
         .build();
-    let e = script_scenario(&script, 0).validate().unwrap_err().to_string();
+    let e = script_scenario(&script, 0)
+        .validate()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("workload.at_end[0]: only assert_* steps"), "{e}");
 }

@@ -91,13 +91,20 @@ fn every_mistake_is_named(path: &str, step: (usize, &str), at_end: (usize, &str)
     cases.extend(mistakes(&v, "at_end", at_end.0, at_end.1));
     for (kind, changed, says) in cases {
         let why = refused(changed);
-        assert!(why.contains(&says), "{path}, {kind}: {says:?} not in {why:?}");
+        assert!(
+            why.contains(&says),
+            "{path}, {kind}: {says:?} not in {why:?}"
+        );
     }
 }
 
 #[test]
 fn percolators_step_mistakes_are_named_by_step() {
-    every_mistake_is_named("examples/script/interrupted-commits.json", (4, "txn"), (0, "txn"));
+    every_mistake_is_named(
+        "examples/script/interrupted-commits.json",
+        (4, "txn"),
+        (0, "txn"),
+    );
     // A value a field cannot take: a protocol step that does not exist.
     let mut v = file("examples/script/interrupted-commits.json");
     v["workload"]["steps"][3]["step"] = json!("after_comit_primary");
@@ -110,7 +117,11 @@ fn percolators_step_mistakes_are_named_by_step() {
 
 #[test]
 fn pulsars_step_mistakes_are_named_by_step() {
-    every_mistake_is_named("examples/pulsar/script/consumers.json", (3, "actor"), (0, "txn"));
+    every_mistake_is_named(
+        "examples/pulsar/script/consumers.json",
+        (3, "actor"),
+        (0, "txn"),
+    );
 }
 
 #[test]

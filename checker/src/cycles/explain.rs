@@ -4,9 +4,9 @@
 use super::graph::{Order, RT, RW, WR, WW};
 use super::search::Step;
 use crate::FindingClass;
-use crate::units::Ms;
 use crate::ctx::{Ctx, Val};
 use crate::report::{CycleStep, Draft};
+use crate::units::Ms;
 
 /// How many steps of a cycle, and transactions, an explanation spells out.
 pub(crate) const MAX_STEPS: usize = 200;

@@ -6,8 +6,8 @@ use crate::stream::history::{AckOp, MarkerKind, OpResult, ReceiveOp, StreamOp};
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
-use std::collections::{BTreeMap, BTreeSet};
 use crate::units::Ms;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) const ID: StreamRule = StreamRule::MonotonicOffsets;
 pub(crate) const NAME: &str = "each consumer receives, and each producer is told, strictly increasing offsets \

@@ -6,8 +6,8 @@ use crate::stream::history::{ReceiveOp, StreamOp};
 use crate::stream::index::{Ix, receipt_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
-use std::collections::BTreeMap;
 use crate::units::Ms;
+use std::collections::BTreeMap;
 
 pub(crate) const ID: StreamRule = StreamRule::ReadUncommitted;
 pub(crate) const NAME: &str = "no consumer receives a transaction's message before the transaction commits, \

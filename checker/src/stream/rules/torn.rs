@@ -7,8 +7,8 @@ use crate::stream::history::{MarkerKind, OpResult, StreamOp};
 use crate::stream::index::{Ix, ack_desc};
 use crate::stream::report::Collector;
 use crate::stream::{StreamFindingClass, StreamRule};
-use std::collections::BTreeMap;
 use crate::units::Ms;
+use std::collections::BTreeMap;
 
 pub(crate) const ID: StreamRule = StreamRule::TornTransaction;
 pub(crate) const NAME: &str = "each transaction's messages and acknowledgments take effect all together or \

@@ -18,13 +18,17 @@ pub(crate) fn not_fired(cluster: &PercolatorConfig, history: &SystemHistory) -> 
     let crash = PercolatorEvent::CrashAtStep.name();
     let pause = PercolatorEvent::PauseAtStep.name();
     let stopped = |kind: &str, want: &[(&str, Value)]| {
-        events.iter().any(|e| {
-            e.kind == kind && want.iter().all(|(k, v)| e.fields.get(*k) == Some(v))
-        })
+        events
+            .iter()
+            .any(|e| e.kind == kind && want.iter().all(|(k, v)| e.fields.get(*k) == Some(v)))
     };
     let mut left = Vec::new();
     for (i, c) in cluster.crashes.iter().enumerate() {
-        let want = [("client", json!(c.client)), ("txn_number", json!(c.txn)), ("step", json!(c.step))];
+        let want = [
+            ("client", json!(c.client)),
+            ("txn_number", json!(c.txn)),
+            ("step", json!(c.step)),
+        ];
         if !stopped(crash, &want) {
             left.push(format!(
                 "percolator.crashes[{i}] (kill client {} in its transaction {} at {}) never fired",
@@ -35,7 +39,11 @@ pub(crate) fn not_fired(cluster: &PercolatorConfig, history: &SystemHistory) -> 
         }
     }
     for (i, p) in cluster.pauses.iter().enumerate() {
-        let want = [("client", json!(p.client)), ("txn_number", json!(p.txn)), ("step", json!(p.step))];
+        let want = [
+            ("client", json!(p.client)),
+            ("txn_number", json!(p.txn)),
+            ("step", json!(p.step)),
+        ];
         if !stopped(pause, &want) {
             left.push(format!(
                 "percolator.pauses[{i}] (freeze client {} in its transaction {} at {}) never fired",
@@ -47,7 +55,11 @@ pub(crate) fn not_fired(cluster: &PercolatorConfig, history: &SystemHistory) -> 
     }
     for (i, f) in cluster.point_faults.iter().enumerate() {
         let node = f.node_name();
-        let want = [("node", json!(node)), ("nth", json!(f.nth)), ("point", json!(f.point.name()))];
+        let want = [
+            ("node", json!(node)),
+            ("nth", json!(f.nth)),
+            ("point", json!(f.point.name())),
+        ];
         let (kind, verb) = match f.fault {
             PointAction::Crash { .. } => (crash, "kill"),
             PointAction::Pause { .. } => (pause, "freeze"),
@@ -93,7 +105,9 @@ mod tests {
             .collect();
         assert_eq!(
             words,
-            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"
+            ]
         );
     }
 }

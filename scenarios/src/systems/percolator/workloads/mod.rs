@@ -15,10 +15,10 @@ pub use list_append::ListAppend;
 pub use pipeline::Pipeline;
 pub use register::Register;
 pub use script::{
-    AckExpect, Call, CallKind, CellAssert, CellRef, CountAssert, Counted, ErrorClass, ExpectOutcome,
-    InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript, PercolatorVerb, Point,
-    PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step, StepPoint, Stored,
-    Target, Until, WaitFor, WriteExpect,
+    AckExpect, Call, CallKind, CellAssert, CellRef, CountAssert, Counted, ErrorClass,
+    ExpectOutcome, InitialCell, LockExpect, MessageRule, MsgFate, MsgLeg, PercolatorScript,
+    PercolatorVerb, Point, PointAction, RecordKind, Script, ScriptBuilder, ScriptObserver, Step,
+    StepPoint, Stored, Target, Until, WaitFor, WriteExpect,
 };
 pub use tpce::Tpce;
 

@@ -25,9 +25,9 @@ pub use crate::script::{MsgFate, MsgLeg, Until};
 pub use percsim_protocol::percolator::client::Point;
 /// The protocol steps a commit can be stopped at (`crash_at`, `pause_at`).
 pub use percsim_protocol::percolator::client::StepPoint;
-pub use percsim_sim::PointAction;
 /// The kinds of call an intercept rule names ([`MessageRule::new`]).
 pub use percsim_sim::CallKind;
+pub use percsim_sim::PointAction;
 
 use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
 use percsim_protocol::percolator::CellKey;

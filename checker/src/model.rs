@@ -336,6 +336,10 @@ mod tests {
             assert_eq!(serde_json::from_str::<Model>(&json).unwrap(), m);
         }
         let e = serde_json::from_str::<Model>("\"strict-1sr\"").unwrap_err();
-        assert!(e.to_string().contains("unknown consistency model \"strict-1sr\""), "{e}");
+        assert!(
+            e.to_string()
+                .contains("unknown consistency model \"strict-1sr\""),
+            "{e}"
+        );
     }
 }

@@ -47,10 +47,7 @@ fn serializable_flags_the_write_skew_snapshot_isolation_allows() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAIL  no_dependency_cycles"), "{text}");
     assert!(text.contains("[G2-item]"), "{text}");
-    assert!(
-        text.contains("model: serializable (as asked)"),
-        "{text}"
-    );
+    assert!(text.contains("model: serializable (as asked)"), "{text}");
     let (code, text) = run_as(path, Some(Model::SnapshotIsolation), false);
     assert_eq!(code, 0, "{text}");
     assert!(
@@ -205,7 +202,10 @@ fn the_model_the_history_names_is_the_default() {
     );
     let (_, json) = run_as(named, None, true);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!((&v["model"], &v["model_source"]), (&"serializable".into(), &"history".into()));
+    assert_eq!(
+        (&v["model"], &v["model_source"]),
+        (&"serializable".into(), &"history".into())
+    );
     assert_eq!(
         report("model_serializable_write_skew").model_source,
         "history"
@@ -213,7 +213,10 @@ fn the_model_the_history_names_is_the_default() {
 
     let (code, text) = run_as(named, Some(Model::SnapshotIsolation), false);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("model: snapshot-isolation (as asked)"), "{text}");
+    assert!(
+        text.contains("model: snapshot-isolation (as asked)"),
+        "{text}"
+    );
 
     let (code, text) = run_as("valid_write_skew.json", None, false);
     assert_eq!(code, 0, "{text}");

@@ -58,6 +58,7 @@ fn generate(n: u64) -> History {
     let final_state = generate_each(n, |t| transactions.push(t));
     History {
         format: FORMAT.into(),
+        model: None,
         seed: n,
         scenario: scenario(n),
         transactions,

@@ -633,6 +633,7 @@ pub(crate) struct Store {
 #[derive(Default)]
 pub(crate) struct Compact {
     pub format: String,
+    pub model: Option<crate::Model>,
     pub seed: u64,
     pub strs: Strs,
     /// Cell id -> (row, col) string ids.
@@ -800,6 +801,7 @@ impl Compact {
     pub(crate) fn from_history(h: &History) -> Compact {
         let mut c = Compact::new();
         c.format = h.format.clone();
+        c.model = h.model;
         c.seed = h.seed;
         c.txns.reserve(h.transactions.len());
         for (i, t) in h.transactions.iter().enumerate() {

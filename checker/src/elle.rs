@@ -651,10 +651,8 @@ pub fn check_elle(h: &ElleHistory) -> Report {
         rules,
         allowed: allowed.into_allowed(),
     }
-    .judged_by(
-        crate::Model::SnapshotIsolation,
-        crate::ModelSource::FormatDefault,
-    )
+    // EDN has no header to name a model in.
+    .judged_by(crate::Model::DEFAULT, crate::ModelSource::Default)
 }
 
 /// ww, wr and rw edges between committed transactions (real time is added

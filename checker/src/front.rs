@@ -240,7 +240,8 @@ struct EdnReport<'a> {
 }
 
 /// Reads the file at `path` as `format` and judges it by that format's
-/// rules, against `model` when one is given (else the format's default).
+/// rules, against `model` when one is given (else the model the history
+/// names, or the default).
 fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Judged, HistoryError> {
     let invalid = |e: HistoryError| e.in_file(path, format);
     let modelled = |r: Report| match model {
@@ -280,8 +281,9 @@ fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Jud
 pub struct CheckOptions {
     /// Write the JSON report instead of text.
     pub json: bool,
-    /// Judge against this consistency model instead of the format's
-    /// default (snapshot isolation). A stream history takes none.
+    /// Judge against this consistency model instead of the one the history
+    /// names (or, when it names none, [`Model::DEFAULT`]). A stream history
+    /// takes none.
     pub model: Option<Model>,
 }
 

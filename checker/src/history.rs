@@ -16,6 +16,12 @@ pub const FORMAT: &str = "percsim-history/1";
 pub struct History {
     /// Always [`FORMAT`].
     pub format: String,
+    /// The consistency model the system that wrote the history promises
+    /// (Percolator and Omid: snapshot isolation), which `percsim check`
+    /// judges it against unless asked for another; `None` (the field left
+    /// out): [`crate::Model::DEFAULT`], said so in the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::Model>,
     /// The seed the run was made with (informational).
     #[serde(default)]
     pub seed: u64,

@@ -70,7 +70,7 @@ impl Report {
 
     /// Why the model was judged against, in words.
     pub(crate) fn model_source_words(&self) -> &'static str {
-        [ModelSource::Asked, ModelSource::FormatDefault]
+        ModelSource::ALL
             .into_iter()
             .find(|s| s.name() == self.model_source)
             .map_or("", ModelSource::describe)

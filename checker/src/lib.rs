@@ -82,7 +82,10 @@ pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats
 use report::REPORT_FORMAT;
 use std::path::Path;
 
-/// Judges a history against every rule. Never panics on a history within
+/// Judges a history against every rule, under the consistency model it
+/// names (its `model`), or [`Model::DEFAULT`] when it names none (the
+/// report says which and why; [`Report::judged_by`] judges it against
+/// another). Never panics on a history within
 /// the sizes [`parse()`] accepts (fewer than 2^27 transactions and 2^29
 /// operations, store versions and store cells, far beyond what memory
 /// holds): one that
@@ -97,6 +100,7 @@ fn check_compact(mut history: compact::Compact) -> Report {
     history.renumber_cells();
     let store = history.take_store();
     let ctx = ctx::Ctx::build(&history, store);
+    let (model, source) = ModelSource::choose(None, history.model);
 
     // Each rule into its own sink, the dependency graph first (see `rules.rs`).
     let rules::Verdicts {
@@ -144,7 +148,7 @@ fn check_compact(mut history: compact::Compact) -> Report {
         rules,
         allowed,
     }
-    .judged_by(Model::SnapshotIsolation, ModelSource::FormatDefault)
+    .judged_by(model, source)
 }
 
 /// Asks the kernel not to back this process's memory with transparent huge

@@ -44,6 +44,11 @@ pub enum Model {
 }
 
 impl Model {
+    /// The model a history that names none is judged against (when no
+    /// model is asked for): snapshot isolation, what the checker's rules
+    /// were first written for.
+    pub const DEFAULT: Model = Model::SnapshotIsolation;
+
     /// Every model, strongest first.
     pub const ALL: [Model; 5] = [
         Model::Serializable,
@@ -132,6 +137,21 @@ impl fmt::Display for Model {
     }
 }
 
+impl serde::Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A model is read as its name; another name is an error naming the known
+/// ones.
+impl<'de> serde::Deserialize<'de> for Model {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Model, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Model::from_name(&name).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::str::FromStr for Model {
     type Err = UnknownModel;
     fn from_str(s: &str) -> Result<Model, UnknownModel> {
@@ -185,18 +205,28 @@ fn weakest_forbidding(class: FindingClass) -> &'static [Model] {
 pub enum ModelSource {
     /// The caller asked for it (`percsim check --model`).
     Asked,
-    /// Nobody asked: the promise of the systems that write the format
-    /// (every writer of `percsim-history/1` promises snapshot isolation),
-    /// and for an Elle history the model its checks were first written for.
-    FormatDefault,
+    /// The history names it (its `model` field): the promise of the system
+    /// that wrote it.
+    History,
+    /// Nobody asked and the history names no model (an Elle history never
+    /// does): [`Model::DEFAULT`].
+    Default,
 }
 
 impl ModelSource {
+    /// Every source.
+    pub const ALL: [ModelSource; 3] = [
+        ModelSource::Asked,
+        ModelSource::History,
+        ModelSource::Default,
+    ];
+
     /// The source's name, as reports spell it.
     pub fn name(self) -> &'static str {
         match self {
             ModelSource::Asked => "asked",
-            ModelSource::FormatDefault => "format_default",
+            ModelSource::History => "history",
+            ModelSource::Default => "default",
         }
     }
 
@@ -204,7 +234,18 @@ impl ModelSource {
     pub fn describe(self) -> &'static str {
         match self {
             ModelSource::Asked => "as asked",
-            ModelSource::FormatDefault => "the default: what the format's writers promise",
+            ModelSource::History => "named by the history: what the system that wrote it promises",
+            ModelSource::Default => "default: the history names no model",
+        }
+    }
+
+    /// The model to judge a history by, and why: `asked` when given, else
+    /// the one the history names, else [`Model::DEFAULT`].
+    pub fn choose(asked: Option<Model>, named: Option<Model>) -> (Model, ModelSource) {
+        match (asked, named) {
+            (Some(m), _) => (m, ModelSource::Asked),
+            (None, Some(m)) => (m, ModelSource::History),
+            (None, None) => (Model::DEFAULT, ModelSource::Default),
         }
     }
 }
@@ -270,5 +311,35 @@ mod tests {
         assert!(Model::ReadCommitted.forbids(FindingClass::G1c));
         assert!(!Model::ReadUncommitted.forbids(FindingClass::G1a));
         assert!(Model::ReadUncommitted.forbids(FindingClass::G0));
+    }
+
+    /// `--model` wins, then the history's model, then the default.
+    #[test]
+    fn the_model_is_the_one_asked_then_named_then_the_default() {
+        use ModelSource::*;
+        let (rc, ser) = (Model::ReadCommitted, Model::Serializable);
+        assert_eq!(ModelSource::choose(Some(rc), Some(ser)), (rc, Asked));
+        assert_eq!(ModelSource::choose(None, Some(ser)), (ser, History));
+        assert_eq!(ModelSource::choose(None, None), (Model::DEFAULT, Default));
+        for s in ModelSource::ALL {
+            assert!(!s.describe().is_empty() && !s.name().is_empty());
+        }
+    }
+
+    /// A model is written as its name and read back; another name is an
+    /// error naming it.
+    #[test]
+    fn a_model_serializes_as_its_name() {
+        for m in Model::ALL {
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<Model>(&json).unwrap(), m);
+        }
+        let e = serde_json::from_str::<Model>("\"strict-1sr\"").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown consistency model \"strict-1sr\""),
+            "{e}"
+        );
     }
 }

@@ -93,6 +93,7 @@ fn locate(json: &str) -> Option<String> {
         return Some("$".to_string());
     };
     if let Some(p) = bad_field::<String>(obj, "$", "format")
+        .or_else(|| bad_field::<Option<crate::Model>>(obj, "$", "model"))
         .or_else(|| bad_field::<u64>(obj, "$", "seed"))
         .or_else(|| locate_array(obj.get("transactions")?, "$.transactions", locate_txn))
         .or_else(|| locate_array(obj.get("events")?, "$.events", locate_event))

@@ -123,6 +123,7 @@ const TOP: &[&str] = &[
     "final_state",
     "observers",
     "scenario",
+    "model",
 ];
 
 /// The whole document.
@@ -135,6 +136,7 @@ fn top<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadE
             3 => c.events = whole(w.value(1)?)?,
             4 => final_state(w, c)?,
             5 => c.observers = whole(w.value(1)?)?,
+            7 => c.model = whole(w.value(1)?)?,
             _ => {
                 whole::<IgnoredAny>(w.value(1)?)?;
             }

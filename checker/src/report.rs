@@ -24,10 +24,11 @@ pub struct Report {
     /// What the history contained.
     pub stats: Stats,
     /// The consistency model the verdict is judged against (a
-    /// [`crate::Model`] name, `snapshot-isolation` unless asked otherwise).
+    /// [`crate::Model`] name: the one asked for, else the one the history
+    /// names, else `snapshot-isolation`).
     pub model: String,
-    /// Why that model: `asked` or `format_default` (a
-    /// [`crate::ModelSource`] name).
+    /// Why that model: `asked` (`--model`), `history` (the history names
+    /// it) or `default` (it names none): a [`crate::ModelSource`] name.
     pub model_source: String,
     /// Every model the history satisfies, strongest first (the findings of
     /// every class, allowed or not, weighed against each model).
@@ -207,6 +208,7 @@ impl Report {
             s.store_versions,
             s.locks
         );
+        let _ = writeln!(out, "{}", self.model_line());
         if s.observers > 0 || s.observer_runs > 0 || s.notify_entries > 0 {
             let _ = writeln!(
                 out,
@@ -217,17 +219,6 @@ impl Report {
             );
         }
         render_rules(&mut out, &self.rules, Details::Plain);
-        let _ = writeln!(
-            out,
-            "judged against {} ({}); satisfies: {}",
-            self.model,
-            self.model_source_words(),
-            if self.satisfies.is_empty() {
-                "none of the models".to_string()
-            } else {
-                self.satisfies.join(", ")
-            }
-        );
         if self.allowed.total > 0 {
             out.push('\n');
             let _ = writeln!(
@@ -245,6 +236,24 @@ impl Report {
             );
         }
         out
+    }
+}
+
+impl Report {
+    /// The model judged against, why, and the models the history satisfies,
+    /// e.g. `model: snapshot-isolation (default: the history names no
+    /// model); satisfies: serializable, ...`.
+    pub(crate) fn model_line(&self) -> String {
+        let satisfies = if self.satisfies.is_empty() {
+            "none of the models".to_string()
+        } else {
+            self.satisfies.join(", ")
+        };
+        format!(
+            "model: {} ({}); satisfies: {satisfies}",
+            self.model,
+            self.model_source_words()
+        )
     }
 }
 

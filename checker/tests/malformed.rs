@@ -54,6 +54,30 @@ fn bad_format_tag() {
     );
 }
 
+/// A model the checker does not know is refused, named, with the known
+/// ones: never judged against a default instead.
+#[test]
+fn unknown_model_named_by_the_history() {
+    bad(
+        "bad_model",
+        &[
+            "$.model",
+            "unknown consistency model \"linearizable\"",
+            "expected one of serializable, snapshot-isolation",
+            "line 3 column",
+        ],
+    );
+    let e = parse(&std::fs::read_to_string(fixture_path("bad_model")).unwrap()).unwrap_err();
+    assert_eq!((e.path(), e.line()), (Some("$.model"), Some(3)));
+    for doc in [
+        r#"{"format": "percsim-history/1", "model": 3, "transactions": [], "final_state": {"cells": []}}"#,
+        r#"{"format": "percsim-history/1", "model": "Serializable", "transactions": [], "final_state": {"cells": []}}"#,
+    ] {
+        let e = parse(doc).expect_err(doc);
+        assert_eq!(e.path(), Some("$.model"), "{e}");
+    }
+}
+
 #[test]
 fn duplicate_transaction_id() {
     bad(

@@ -47,22 +47,20 @@ fn serializable_flags_the_write_skew_snapshot_isolation_allows() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAIL  no_dependency_cycles"), "{text}");
     assert!(text.contains("[G2-item]"), "{text}");
-    assert!(
-        text.contains("judged against serializable (as asked)"),
-        "{text}"
-    );
+    assert!(text.contains("model: serializable (as asked)"), "{text}");
     let (code, text) = run_as(path, Some(Model::SnapshotIsolation), false);
     assert_eq!(code, 0, "{text}");
     assert!(
         text.contains("Allowed under snapshot isolation") && text.contains("G2-item"),
         "{text}"
     );
-    // Without --model: snapshot isolation, the format's default.
+    // Without --model: the history names no model, so the default,
+    // snapshot isolation, said so.
     let (code, json) = run_as(path, None, true);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["model"], "snapshot-isolation");
-    assert_eq!(v["model_source"], "format_default");
+    assert_eq!(v["model_source"], "default");
     assert_eq!(
         v["satisfies"],
         serde_json::json!(["snapshot-isolation", "read-committed", "read-uncommitted"])
@@ -149,7 +147,7 @@ fn a_weaker_model_files_the_anomaly_as_allowed() {
         text.contains("satisfies: read-committed, read-uncommitted"),
         "{text}"
     );
-    let back = rc.judged_by(Model::SnapshotIsolation, ModelSource::FormatDefault);
+    let back = rc.judged_by(Model::SnapshotIsolation, ModelSource::Default);
     assert_eq!(back, r);
 }
 
@@ -183,7 +181,58 @@ fn every_report_names_its_model() {
     let r: Report = report("valid_basic");
     assert_eq!(
         (r.model.as_str(), r.model_source.as_str()),
-        ("snapshot-isolation", "format_default")
+        ("snapshot-isolation", "default")
     );
     assert!(r.satisfies(Model::Serializable) && r.serializable() && r.snapshot_isolated());
+}
+
+/// Without `--model`, a history is judged against the model it names (the
+/// promise of the system that wrote it); `--model` still overrides it, and
+/// a history that names none is judged against the stated default.
+#[test]
+fn the_model_the_history_names_is_the_default() {
+    let named = "model_serializable_write_skew.json";
+    let (code, text) = run_as(named, None, false);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("FAIL  no_dependency_cycles"), "{text}");
+    let line = text.lines().nth(2).unwrap_or_default();
+    assert!(
+        line.starts_with("model: serializable (named by the history: what the system"),
+        "{text}"
+    );
+    let (_, json) = run_as(named, None, true);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (&v["model"], &v["model_source"]),
+        (&"serializable".into(), &"history".into())
+    );
+    assert_eq!(
+        report("model_serializable_write_skew").model_source,
+        "history"
+    );
+
+    let (code, text) = run_as(named, Some(Model::SnapshotIsolation), false);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("model: snapshot-isolation (as asked)"),
+        "{text}"
+    );
+
+    let (code, text) = run_as("valid_write_skew.json", None, false);
+    assert_eq!(code, 0, "{text}");
+    let line = text.lines().nth(2).unwrap_or_default();
+    assert!(
+        line.starts_with("model: snapshot-isolation (default: the history names no model)"),
+        "{text}"
+    );
+}
+
+/// An Elle history has no header to name a model in: the default, said so.
+#[test]
+fn an_elle_history_is_judged_against_the_stated_default() {
+    let (_, text) = run_as("elle/g_single.edn", None, false);
+    assert!(
+        text.contains("model: snapshot-isolation (default: the history names no model)"),
+        "{text}"
+    );
 }

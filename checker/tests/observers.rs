@@ -248,6 +248,7 @@ impl Model {
         }
         History {
             format: FORMAT.into(),
+            model: None,
             seed: 1,
             scenario: serde_json::Value::Null,
             transactions: self.transactions,

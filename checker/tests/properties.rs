@@ -140,6 +140,7 @@ fn build(plans: &[Plan]) -> History {
     }
     History {
         format: FORMAT.to_string(),
+        model: None,
         seed: 0,
         scenario: serde_json::Value::Null,
         transactions,

@@ -104,3 +104,24 @@ fn a_percolator_run_counts_the_transactions_its_format_cannot_hold() {
     let json = serde_json::to_value(s).expect("JSON");
     assert!(json.get("unwritten").is_none(), "{json}");
 }
+
+/// Percolator and Omid promise snapshot isolation, and their histories say
+/// so: `percsim check` judges them against it as the history's own model,
+/// not as the checker's default. A stream history names none (its rules
+/// take no model).
+#[test]
+fn each_system_names_the_model_it_promises() {
+    use percsim_checker::{Model, ModelSource};
+    for name in ["register.json", "omid/bank.json"] {
+        let out = example(name).run().expect("runs");
+        let history = out.transactions().expect("a transaction history");
+        assert_eq!(history.model, Some(Model::SnapshotIsolation), "{name}");
+        let json = serde_json::to_value(history).expect("JSON");
+        assert_eq!(json["model"], "snapshot-isolation", "{name}");
+        let report = percsim_checker::check(history);
+        assert_eq!(report.model_source, ModelSource::History.name(), "{name}");
+    }
+    let out = example("pulsar/stream.json").run().expect("runs");
+    let json = serde_json::to_value(&out.history).expect("JSON");
+    assert_eq!(json.get("model"), None);
+}

@@ -522,6 +522,7 @@ mod tests {
                 ..FinalState::default()
             },
             format: crate::history::FORMAT.into(),
+            model: None,
             seed: 0,
             scenario: serde_json::Value::Null,
             events: Vec::new(),

@@ -88,6 +88,7 @@ impl HistoryBuilder {
         HistoryBuilder {
             h: History {
                 format: FORMAT.into(),
+                model: None,
                 seed: 0,
                 scenario: serde_json::Value::Null,
                 transactions: Vec::new(),

@@ -127,8 +127,9 @@ enum Command {
         json: bool,
         /// Judge against this consistency model: serializable,
         /// snapshot-isolation, repeatable-read, read-committed or
-        /// read-uncommitted (default: snapshot-isolation, what every writer
-        /// of percsim-history/1 promises). Stream histories take none.
+        /// read-uncommitted (default: the model the history names, what the
+        /// system that wrote it promises; snapshot-isolation when it names
+        /// none). Stream histories take none.
         #[arg(long)]
         model: Option<percsim_checker::Model>,
     },

@@ -313,6 +313,9 @@ impl Tenant for ToyTenant {
         let built = lock(&self.0.txns).build(&mut self.0.world.recorder());
         SystemHistory::Transactions(history::History {
             format: history::FORMAT.to_string(),
+            // What the register promises its clients, which the checker
+            // judges by unless asked for another model.
+            model: Some(history::Model::SnapshotIsolation),
             seed,
             scenario,
             transactions: built.transactions,

@@ -332,6 +332,8 @@ impl Tenant for OmidTenant {
         let built = lock(&self.0.txns).build(&mut self.0.world.recorder());
         SystemHistory::Transactions(history::History {
             format: history::FORMAT.to_string(),
+            // Omid's promise: snapshot isolation.
+            model: Some(history::Model::SnapshotIsolation),
             seed,
             scenario,
             transactions: built.transactions,

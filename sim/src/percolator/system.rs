@@ -240,6 +240,8 @@ impl Tenant for Installed {
             .collect();
         SystemHistory::Transactions(history::History {
             format: history::FORMAT.to_string(),
+            // The paper's promise: snapshot isolation.
+            model: Some(history::Model::SnapshotIsolation),
             seed,
             scenario,
             transactions: built.transactions,

@@ -146,6 +146,7 @@ mod tests {
     fn the_tally_leaves_out_the_initial_load_of_a_transaction_history() {
         let h = SystemHistory::Transactions(History {
             format: FORMAT.into(),
+            model: None,
             seed: 3,
             scenario: serde_json::Value::Null,
             transactions: vec![

@@ -150,6 +150,8 @@ impl Tenant for ToyTenant {
     ) -> SystemHistory {
         SystemHistory::Transactions(history::History {
             format: history::FORMAT.to_string(),
+            // No transactions, so no promise to name.
+            model: None,
             seed,
             scenario,
             transactions: Vec::new(),

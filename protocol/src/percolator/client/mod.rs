@@ -5,6 +5,7 @@
 mod error;
 mod ledger;
 mod observe;
+mod outcome;
 mod points;
 mod resolve;
 #[cfg(test)]
@@ -18,4 +19,5 @@ pub use ledger::{CleanupEvent, CleanupKind, Host, Ledger, Suspicion, TxnEvent};
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
 pub use points::{Point, PointNode};
 pub use transport::{ClientConfig, StepPoint, Transport};
-pub use txn::{AbortReason, CommitOutcome, Transaction};
+pub use outcome::{AbortReason, CommitOutcome};
+pub use txn::Transaction;

@@ -3,7 +3,8 @@
 
 use super::ledger::{ClientEvent, PulsarHost};
 use super::transport::{BrokerReply, BrokerRequest};
-use super::txn::{ClientError, ack_message, retry, send_message};
+use super::outcome::ClientError;
+use super::txn::{ack_message, retry, send_message};
 use crate::pulsar::buffer::{Delivered, ReadMode};
 use crate::pulsar::types::{Partition, SubscriptionKey};
 

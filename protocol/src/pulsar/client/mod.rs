@@ -6,6 +6,7 @@
 
 mod consumer;
 mod ledger;
+mod outcome;
 mod process;
 mod transport;
 mod txn;
@@ -19,4 +20,5 @@ pub use process::{Processed, process_one};
 pub use transport::{
     BrokerReply, BrokerRequest, PulsarClientConfig, PulsarTransport, TcReply, TcRequest,
 };
-pub use txn::{AbortReason, ClientError, PulsarTxn, TxnOutcome};
+pub use outcome::{AbortReason, ClientError, TxnOutcome};
+pub use txn::PulsarTxn;

@@ -61,7 +61,13 @@ pub const CLIENT_KIND: NodeKind = NodeKind {
 };
 
 /// Every kind of node of an Omid cluster, in start order.
-pub const NODE_KINDS: [NodeKind; 5] = [TSO_KIND, BACKUP_KIND, LIVENESS_KIND, TABLET_KIND, CLIENT_KIND];
+pub const NODE_KINDS: [NodeKind; 5] = [
+    TSO_KIND,
+    BACKUP_KIND,
+    LIVENESS_KIND,
+    TABLET_KIND,
+    CLIENT_KIND,
+];
 
 /// The TSO's address.
 pub fn tso_addr() -> SocketAddr {

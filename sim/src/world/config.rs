@@ -205,7 +205,12 @@ impl WorldConfig {
                 let problem = format!("no node plays role {role} ({})", nodes.roles());
                 return Err(refuse(&field, problem));
             }
-            if stall && !nodes.nodes.iter().any(|n| n.role() == role && n.kind().stalls) {
+            if stall
+                && !nodes
+                    .nodes
+                    .iter()
+                    .any(|n| n.role() == role && n.kind().stalls)
+            {
                 let which = nodes.listed(|n| n.kind().stalls);
                 let problem = format!("no node of role {role} stalls ({which})");
                 return Err(refuse(&field, problem));
@@ -364,7 +369,9 @@ mod tests {
             ..WorldConfig::default()
         };
         let class = r#"{"probability": 0.1, "min_duration_ms": 1, "max_duration_ms": 2}"#;
-        let ok = format!(r#"{{"pause_of": {{"data_server": {class}}}, "stall_of": {{"client": {class}}}}}"#);
+        let ok = format!(
+            r#"{{"pause_of": {{"data_server": {class}}}, "stall_of": {{"client": {class}}}}}"#
+        );
         assert_eq!(problem(&of(&ok)), None);
         let bad = r#"{"probability": 2.0, "min_duration_ms": 1, "max_duration_ms": 2}"#;
         let cases = [
@@ -395,5 +402,4 @@ mod tests {
         .to_string();
         assert!(e.contains("unknown role \"tablet_server\""), "{e}");
     }
-
 }

@@ -363,7 +363,10 @@ fn a_class_by_role_hits_only_a_live_node_of_its_role() {
     assert_eq!(down.len(), 1, "{down:?}");
     assert!(stall(&down[0]), "{down:?}");
     assert_eq!(up.len(), 2, "{up:?}");
-    assert!(matches!(&up[0], Fault::Pause { node, .. } if node == "data_server-1"), "{up:?}");
+    assert!(
+        matches!(&up[0], Fault::Pause { node, .. } if node == "data_server-1"),
+        "{up:?}"
+    );
     assert!(stall(&up[1]), "{up:?}");
     assert_eq!(counted, (Some(1), Some(2)));
 }

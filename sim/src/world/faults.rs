@@ -4,8 +4,8 @@
 //! phase removes them all.
 
 use crate::world::ids::{FaultKind, Role};
-use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How often random fault classes are rolled.
 pub const FAULT_TICK_MS: u64 = 100;

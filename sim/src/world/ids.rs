@@ -136,7 +136,10 @@ impl FaultKind {
     /// The role whose nodes a kill class kills (`None` for any other
     /// class): the inverse of [`FaultKind::kill_of`].
     pub fn killed_role(self) -> Option<Role> {
-        Role::ALL.iter().copied().find(|r| FaultKind::kill_of(*r) == self)
+        Role::ALL
+            .iter()
+            .copied()
+            .find(|r| FaultKind::kill_of(*r) == self)
     }
 
     /// The kill class that targets nodes of `role`.
@@ -241,8 +244,16 @@ mod tests {
         }
         assert_eq!(FaultKind::Pause.killed_role(), None);
         let role: Role = serde_json::from_str("\"data_server\"").unwrap();
-        assert_eq!((role, serde_json::to_string(&role).unwrap()), (Role::DataServer, "\"data_server\"".into()));
-        let e = serde_json::from_str::<Role>("\"broker\"").unwrap_err().to_string();
-        assert!(e.contains("unknown role \"broker\" (roles: client, data_server"), "{e}");
+        assert_eq!(
+            (role, serde_json::to_string(&role).unwrap()),
+            (Role::DataServer, "\"data_server\"".into())
+        );
+        let e = serde_json::from_str::<Role>("\"broker\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown role \"broker\" (roles: client, data_server"),
+            "{e}"
+        );
     }
 }

@@ -17,7 +17,7 @@ pub use crate::common::RpcError;
 pub use error::TxnError;
 pub use ledger::{CleanupEvent, CleanupKind, Host, Ledger, Suspicion, TxnEvent};
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
+pub use outcome::{AbortReason, CommitOutcome};
 pub use points::{Point, PointNode};
 pub use transport::{ClientConfig, StepPoint, Transport};
-pub use outcome::{AbortReason, CommitOutcome};
 pub use txn::Transaction;

@@ -17,8 +17,8 @@
 
 use super::error::TxnError;
 use super::ledger::Host;
-use super::transport::StepPoint;
 use super::outcome::CommitOutcome;
+use super::transport::StepPoint;
 use super::txn::Transaction;
 use crate::percolator::ablation::Ablation;
 use crate::percolator::actions::RowRequest;

@@ -10,6 +10,8 @@ use crate::scenario::Scenario;
 pub use crate::system::Mix;
 use crate::system::SystemDef;
 use crate::systems;
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
 
 impl Mix {
     /// The systems, in the registry's order of the names given.
@@ -115,11 +117,11 @@ fn check_workloads(system: &dyn SystemDef, named: &[String]) -> Result<(), Strin
 /// kills and an old name of a class, see [`faultmix::resolve`], stand for
 /// the class).
 fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> {
-    let honours = |s: &dyn SystemDef, f: &str| {
-        let class = faultmix::resolve(f, &s.roles());
-        s.fault_classes().contains(&class.as_str())
-    };
     for f in named {
+        if faultmix::role_named(f).is_some() {
+            check_role_class(system, f)?;
+            continue;
+        }
         let known = systems::all().iter().any(|s| honours(*s, f));
         if !known {
             let mut all: Vec<String> = systems::all()
@@ -142,6 +144,40 @@ fn check_faults(system: &dyn SystemDef, named: &[String]) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// Whether `system` honours class `f` (by any name it takes).
+fn honours(system: &dyn SystemDef, f: &str) -> bool {
+    let class = faultmix::resolve(f, &system.roles());
+    system.fault_classes().contains(&class.as_str()) || system.role_classes().contains(&class)
+}
+
+/// `system` honours class `f`, named by a role (`pause:broker`): the role
+/// is one of its roles, and it can do that to the role's nodes. The error
+/// names the system, the class and the role.
+fn check_role_class(system: &dyn SystemDef, f: &str) -> Result<(), String> {
+    if honours(system, f) {
+        return Ok(());
+    }
+    let refused = format!("system {} does not honour fault class {f:?}", system.name());
+    let roles = system.roles();
+    let (verb, written) = faultmix::role_named(f).expect("a class named by a role");
+    let known = roles
+        .iter()
+        .any(|(r, label)| *label == written || r.name() == written);
+    let labels: Vec<&str> = roles.iter().map(|(_, label)| *label).collect();
+    let why = match known {
+        false => format!(
+            "it has no role {written:?} (its roles: {})",
+            labels.join(", ")
+        ),
+        true => format!(
+            "it cannot {} its {written} nodes (its classes: {})",
+            verb.name(),
+            system.class_names().join(", ")
+        ),
+    };
+    Err(format!("{refused}: {why}"))
 }
 
 /// Every registered system's workloads.
@@ -182,8 +218,32 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let system = mix
         .first_system()
         .unwrap_or_else(|_| systems::default_system());
-    system.generate(seed, &mix.for_system(system))
+    with_role_classes(system.generate(seed, &mix.for_system(system)), seed, mix)
 }
+
+/// `scenario` of `seed` with the pause and stall classes aimed at a role
+/// that `mix` names (`pause:broker`) switched on, each at an intensity
+/// drawn from the seed alone (the system's own draws are left as they
+/// are). The core switches them on for every system, whatever its
+/// [`SystemDef::generate`] does with the names it does not know.
+pub fn with_role_classes(mut scenario: Scenario, seed: u64, mix: &Mix) -> Scenario {
+    let Ok(system) = systems::find(scenario.system()) else {
+        return scenario;
+    };
+    let roles = system.roles();
+    let mut rng = <ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(seed ^ ROLE_CLASS_SALT);
+    for f in &mix.faults {
+        let class = faultmix::resolve(f, &roles);
+        if system.role_classes().contains(&class) {
+            let intensity = rng.random_range(0.0..1.0);
+            faultmix::enable_by_role(&mut scenario.world, &class, intensity);
+        }
+    }
+    scenario
+}
+
+/// Mixed into a seed for the intensities of the classes aimed at a role.
+const ROLE_CLASS_SALT: u64 = 0x726f_6c65;
 
 /// Shrink the failing scenario of `seed` of `system`: simplify it while the
 /// run still fails with the same verdict and rule; returns the smallest
@@ -202,6 +262,10 @@ pub fn shrink(
                     .iter()
                     .any(|x| failed.violated_rules.contains(x)))
     };
-    let mut still = |s: &Scenario| same(&judge(s, false).result);
-    system.shrink(seed, &mix.for_system(system), &mut still, budget)
+    // A system's shrink draws its own scenarios: the classes aimed at a
+    // role stay on in every one tried.
+    let full = |s: &Scenario| with_role_classes(s.clone(), seed, mix);
+    let mut still = |s: &Scenario| same(&judge(&full(s), false).result);
+    let (smallest, runs) = system.shrink(seed, &mix.for_system(system), &mut still, budget);
+    (full(&smallest), runs)
 }

@@ -3,7 +3,7 @@
 //! testing); a system adds its own classes (crashes at its named points)
 //! and says which classes it honours.
 
-use percsim_sim::{ClockEntry, ClockSkew, FaultClass, FaultKind, Role, WorldConfig};
+use percsim_sim::{ClockEntry, ClockSkew, FaultClass, FaultKind, NodeKind, Role, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -49,35 +49,124 @@ pub fn canonical(name: &str) -> &str {
 /// `kill:broker`) or as the world does (`kill:data_server`).
 pub const KILL_PREFIX: &str = "kill:";
 
+/// What a class named by a role does to a node of the role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleVerb {
+    /// `kill:<role>`: the world's kill class of the role.
+    Kill,
+    /// `pause:<role>`: freeze a node of the role that is up.
+    Pause,
+    /// `stall:<role>`: hold the transaction threads of a node of the role
+    /// (only a role whose nodes honour stalls).
+    Stall,
+}
+
+impl RoleVerb {
+    /// Every verb, in the order classes are listed.
+    pub const ALL: [RoleVerb; 3] = [RoleVerb::Kill, RoleVerb::Pause, RoleVerb::Stall];
+
+    /// The verb as a class name spells it before the `:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoleVerb::Kill => "kill",
+            RoleVerb::Pause => "pause",
+            RoleVerb::Stall => "stall",
+        }
+    }
+}
+
+/// A class named by a role: `name`'s verb and role as written, when it has
+/// the form `<verb>:<role>`.
+pub fn role_named(name: &str) -> Option<(RoleVerb, &str)> {
+    let (verb, role) = name.split_once(':')?;
+    let verb = RoleVerb::ALL.into_iter().find(|v| v.name() == verb)?;
+    Some((verb, role))
+}
+
+/// The role `written` names among `roles` (each with the name its system
+/// gives it): by that name or by the world's.
+fn find_role(written: &str, roles: &[(Role, &str)]) -> Option<Role> {
+    roles
+        .iter()
+        .find(|(r, label)| *label == written || r.name() == written)
+        .map(|(r, _)| *r)
+}
+
 /// The class `name` means for a system whose nodes play `roles` (each
 /// with the name the system gives it): `kill:<role>` is the kill class of
-/// that role (the system's name for it or the world's), an old name is its
-/// class now, any other name is itself (an unknown name stays unknown, and
-/// a role the system has not, for their errors).
+/// that role (the system's name for it or the world's), `pause:<role>` and
+/// `stall:<role>` are named by the world's name of the role
+/// (`pause:data_server`), an old name is its class now, any other name is
+/// itself (an unknown name stays unknown, and a role the system has not,
+/// for their errors).
 pub fn resolve(name: &str, roles: &[(Role, &str)]) -> String {
-    let Some(role) = name.strip_prefix(KILL_PREFIX) else {
+    let Some((verb, written)) = role_named(name) else {
         return canonical(name).to_string();
     };
-    let found = roles
-        .iter()
-        .find(|(r, label)| *label == role || r.name() == role);
-    match found {
-        Some((r, _)) => FaultKind::kill_of(*r).name().to_string(),
-        None => name.to_string(),
+    match (verb, find_role(written, roles)) {
+        (RoleVerb::Kill, Some(r)) => FaultKind::kill_of(r).name().to_string(),
+        (_, Some(r)) => format!("{}:{}", verb.name(), r.name()),
+        (_, None) => name.to_string(),
     }
 }
 
 /// The name a campaign of a system whose nodes play `roles` gives class
-/// `class`: a kill by the system's name for its role (`kill:broker`),
-/// any other class by its own name.
+/// `class`: a kill, pause or stall of a role by the system's name for the
+/// role (`kill:broker`, `pause:broker`), any other class by its own name.
 pub fn display(class: &str, roles: &[(Role, &str)]) -> String {
     let kill = roles
         .iter()
         .find(|(r, _)| FaultKind::kill_of(*r).name() == class);
-    match kill {
-        Some((_, label)) => format!("{KILL_PREFIX}{label}"),
-        None => class.to_string(),
+    if let Some((_, label)) = kill {
+        return format!("{KILL_PREFIX}{label}");
     }
+    let by_role = role_named(class).and_then(|(verb, world)| {
+        let (_, label) = roles.iter().find(|(r, _)| r.name() == world)?;
+        Some(format!("{}:{label}", verb.name()))
+    });
+    by_role.unwrap_or_else(|| class.to_string())
+}
+
+/// The pause and stall classes aimed at a role that a system whose nodes
+/// are of `kinds` honours, by their names now: a pause of every role its
+/// nodes play, a stall of every role whose nodes honour stalls
+/// (`pause:client`, `pause:data_server`, `stall:client`).
+pub fn role_classes(kinds: &[NodeKind]) -> Vec<String> {
+    let mut out = Vec::new();
+    for verb in [RoleVerb::Pause, RoleVerb::Stall] {
+        for role in Role::ALL {
+            let plays = |k: &NodeKind| k.role == *role && (verb != RoleVerb::Stall || k.stalls);
+            if kinds.iter().any(plays) {
+                out.push(format!("{}:{}", verb.name(), role.name()));
+            }
+        }
+    }
+    out
+}
+
+/// Switch the pause or stall class aimed at a role (`class`, by its name
+/// now: `pause:data_server`) on in `world` with an intensity in (0, 1];
+/// `false` when `class` is no such class.
+pub fn enable_by_role(world: &mut WorldConfig, class: &str, intensity: f64) -> bool {
+    let Some((verb, role)) = role_named(class) else {
+        return false;
+    };
+    let Some(role) = Role::from_name(role) else {
+        return false;
+    };
+    let p = (0.05 + 0.25 * intensity).min(1.0);
+    let (classes, min, max) = match verb {
+        RoleVerb::Kill => return false,
+        RoleVerb::Pause => (&mut world.faults.random.pause_of, 100, 2_500),
+        RoleVerb::Stall => (&mut world.faults.random.stall_of, 500, 5_000),
+    };
+    classes.entry(role).or_insert(FaultClass {
+        probability: p,
+        min_duration_ms: min,
+        max_duration_ms: max,
+        rate: 0.0,
+    });
+    true
 }
 
 /// Switch the world's fault class `class` on in `world` (whose system runs

@@ -271,7 +271,8 @@ fn run_seed(
     bar: &ProgressBar,
     failures: &AtomicU64,
 ) -> SeedResult {
-    let scenario = system.generate(seed, &opts.mix.for_system(system));
+    let drawn = system.generate(seed, &opts.mix.for_system(system));
+    let scenario = campaign::with_role_classes(drawn, seed, &opts.mix);
     let judged = judge(&scenario, opts.check_determinism);
     if judged.result.verdict == Verdict::Pass {
         return judged.result;

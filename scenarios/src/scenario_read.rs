@@ -2,6 +2,7 @@
 //! part of scenario files that looks the system up in the registry, so the
 //! scenario type itself knows no registry.
 
+use crate::faultmix;
 use crate::scenario::{FORMAT, FORMAT_V1, Scenario, ScenarioError, typed};
 use crate::systems;
 use percsim_sim::WorldConfig;
@@ -55,7 +56,7 @@ impl Scenario {
         }
         let world = match world {
             None => WorldConfig::default(),
-            Some(v) => typed::<WorldConfig>("world", v)?,
+            Some(v) => typed::<WorldConfig>("world", role_named_classes(v, def)?)?,
         };
         let spec = def.parse(section, workload)?;
         Ok(Scenario {
@@ -66,6 +67,74 @@ impl Scenario {
             spec,
         })
     }
+}
+
+/// The `world` section with its random fault classes named by a role
+/// (`"kill:broker"`, `"pause:tablet_server"`, `"stall:client"`, the role as
+/// the system or the world names it) written as the world keys them:
+/// `kill_data_server`, `pause_of.data_server`, `stall_of.client`. A role the
+/// system has not, or a class it cannot honour, is an error naming the
+/// class, the role and the system.
+fn role_named_classes(
+    mut world: Value,
+    def: &dyn crate::system::SystemDef,
+) -> Result<Value, ScenarioError> {
+    let Some(Value::Object(random)) = world.pointer_mut("/faults/random") else {
+        return Ok(world);
+    };
+    let named: Vec<String> = random
+        .keys()
+        .filter(|k| faultmix::role_named(k).is_some())
+        .cloned()
+        .collect();
+    let roles = def.roles();
+    for key in named {
+        let field = format!("world.faults.random.{key}");
+        let refuse = |why: String| {
+            let system = def.name();
+            ScenarioError::Invalid(format!("{field}: system {system} {why}"))
+        };
+        let (verb, written) = faultmix::role_named(&key).expect("named by a role");
+        let Some(role) = roles
+            .iter()
+            .find(|(r, label)| *label == written || r.name() == written)
+            .map(|(r, _)| *r)
+        else {
+            let labels: Vec<&str> = roles.iter().map(|(_, l)| *l).collect();
+            let why = format!("has no role {written:?} (its roles: {})", labels.join(", "));
+            return Err(refuse(why));
+        };
+        let class = faultmix::resolve(&key, &roles);
+        let honoured =
+            def.fault_classes().contains(&class.as_str()) || def.role_classes().contains(&class);
+        if !honoured {
+            let why = format!(
+                "cannot {} its {written} nodes (its classes: {})",
+                verb.name(),
+                def.class_names().join(", ")
+            );
+            return Err(refuse(why));
+        }
+        let value = random.remove(&key).expect("a key of the map");
+        let (map, name) = match verb {
+            faultmix::RoleVerb::Kill => (None, class),
+            faultmix::RoleVerb::Pause => (Some("pause_of"), role.name().to_string()),
+            faultmix::RoleVerb::Stall => (Some("stall_of"), role.name().to_string()),
+        };
+        let into = match map {
+            None => &mut *random,
+            Some(m) => match random.entry(m).or_insert_with(|| Value::Object(Map::new())) {
+                Value::Object(o) => o,
+                _ => return Err(refuse(format!("has `{m}` that is not an object"))),
+            },
+        };
+        if into.insert(name.clone(), value).is_some() {
+            return Err(refuse(format!(
+                "is given this class twice (also as {name:?})"
+            )));
+        }
+    }
+    Ok(world)
 }
 
 /// A string field, removed from `map`.

@@ -19,7 +19,7 @@ use crate::error::ScenarioError;
 pub use crate::error::config_error;
 use crate::scenario::Scenario;
 pub use crate::spec::{SpecValue, SystemSpec, to_json};
-use percsim_sim::{Role, RunOutput, WorldConfig};
+use percsim_sim::{NodeKind, NodeName, NodeNameError, Role, RunOutput, WorldConfig};
 
 /// A system the testbed can run, by name: what its scenarios look like and
 /// what a campaign may draw for it.
@@ -64,13 +64,32 @@ pub trait SystemDef: Send + Sync + 'static {
     fn roles(&self) -> Vec<(Role, &'static str)> {
         Role::ALL.iter().map(|r| (*r, r.name())).collect()
     }
-    /// Its fault classes as a campaign of it names them: its kills by the
-    /// role they kill (`kill:broker`), the others by their own names.
+    /// Its kinds of node (role, label, one node or numbered ones), as the
+    /// world names its nodes: what reads a node name of its histories,
+    /// events and scripts back into a typed [`NodeName`] (role and index).
+    fn node_kinds(&self) -> &'static [NodeKind];
+    /// The node of it named `name` (`client-3`, `oracle`), read with its
+    /// kinds ([`SystemDef::node_kinds`]); the error says what is wrong.
+    fn node(&self, name: &str) -> Result<NodeName, NodeNameError> {
+        NodeName::parse(name, self.node_kinds())
+    }
+    /// The world's pause and stall classes aimed at a role that it
+    /// honours, by their names now (`pause:data_server`, `stall:client`):
+    /// by default derived from its node kinds, a pause of every role its
+    /// nodes play and a stall of every role whose nodes honour stalls. A
+    /// campaign switches one on only when it is named
+    /// (`--faults pause:broker`).
+    fn role_classes(&self) -> Vec<String> {
+        crate::faultmix::role_classes(self.node_kinds())
+    }
+    /// Its fault classes as a campaign of it names them: its kills,
+    /// pauses and stalls of a role by the role's name (`kill:broker`,
+    /// `pause:broker`), the others by their own names.
     fn class_names(&self) -> Vec<String> {
         let roles = self.roles();
-        self.fault_classes()
-            .iter()
-            .map(|c| crate::faultmix::display(c, &roles))
+        let own = self.fault_classes().iter().map(|c| c.to_string());
+        own.chain(self.role_classes())
+            .map(|c| crate::faultmix::display(&c, &roles))
             .collect()
     }
     /// Its planted bugs (ablations): name and what each removes.

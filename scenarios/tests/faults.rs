@@ -8,7 +8,7 @@ mod common;
 use percsim_scenarios::faultmix;
 use percsim_scenarios::systems::percolator::{self, faults};
 use percsim_scenarios::workloads::{Bank, Dedup, ListAppend, Register, WorkloadSpec};
-use percsim_sim::{PercolatorConfig, WorldConfig};
+use percsim_sim::{NodeName, PercolatorConfig, WorldConfig, percolator_kinds};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -22,7 +22,7 @@ fn workloads() -> Vec<WorkloadSpec> {
 }
 
 fn sweep(class: &str) {
-    let (kind, node_prefix) = faults::evidence(class);
+    let (kind, node_role) = faults::evidence(class);
     for workload in workloads() {
         let mut fired = 0;
         let mut committed = 0;
@@ -50,12 +50,13 @@ fn sweep(class: &str) {
                 .events()
                 .iter()
                 .filter(|e| e.kind == kind)
-                .filter(|e| match node_prefix {
-                    Some(p) => e
+                .filter(|e| match node_role {
+                    Some(role) => e
                         .fields
                         .get("node")
                         .and_then(|n| n.as_str())
-                        .is_some_and(|n| n.starts_with(p)),
+                        .and_then(|n| NodeName::parse(n, &percolator_kinds::ALL).ok())
+                        .is_some_and(|n| n.role() == role),
                     None => true,
                 })
                 .count();

@@ -32,6 +32,7 @@ pub mod world;
 pub use percolator::config::{
     ConfigError, CostModel, CrashAt, PauseAt, PercolatorConfig, PointAction, PointFault,
 };
+pub use percolator::ids::kinds as percolator_kinds;
 pub use percolator::ids::{PercolatorCounter, PercolatorEvent};
 pub use percolator::inspect::{CellView, Controller};
 pub use percolator::nodes::client::{Armed, Client};
@@ -43,6 +44,7 @@ pub use pulsar::Pulsar;
 pub use pulsar::PulsarControl;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt};
 pub use pulsar::control::{ArmedPoint, PointAction as PulsarPointAction, calls as pulsar_calls};
+pub use pulsar::ids::kinds as pulsar_kinds;
 pub use pulsar::ids::{PulsarCounter, PulsarEvent};
 pub use pulsar::nodes::client::Conn;
 pub use pulsar::record::COORDINATOR_CLIENT;

@@ -3,6 +3,7 @@
 
 use crate::histfile::{Lane, lanes};
 use percsim_checker::{Event, Finding, History, Outcome, Report};
+use percsim_sim::{NodeKind, NodeName};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One transaction's bar on the timeline.
@@ -99,7 +100,12 @@ impl<'h> Model<'h> {
         let timeline = Timeline {
             lanes: lane_labels(&lanes, &[(percsim_sim::LOADER_CLIENT, "initial load")]),
             bars,
-            bands: fault_bands(&history.events, &lanes, end_ns),
+            bands: fault_bands(
+                &history.events,
+                node_kinds_of(&history.scenario),
+                &lanes,
+                end_ns,
+            ),
             healed_ns: healed_at(&history.events),
             end_ns,
         };
@@ -189,13 +195,28 @@ fn timestamp_marks(h: &History) -> Vec<(u64, Option<u64>)> {
         .collect()
 }
 
-/// The client a node name or an event field designates (`client-3`, or `"client": 3`).
-fn client_of(e: &Event) -> Option<u64> {
+/// The client an event designates: its `"client"` field, or its `"node"`
+/// when that names a client of the system (read with the system's `kinds`).
+fn client_of(e: &Event, kinds: &[NodeKind]) -> Option<u64> {
     if let Some(c) = e.fields.get("client").and_then(|v| v.as_u64()) {
         return Some(c);
     }
-    let node = e.fields.get("node")?.as_str()?;
-    node.strip_prefix("client-")?.parse().ok()
+    client_named(e.fields.get("node")?, kinds)
+}
+
+/// The client index a node name designates, read with the system's
+/// `kinds` (`None` for a node of another role or a name of no node).
+fn client_named(name: &serde_json::Value, kinds: &[NodeKind]) -> Option<u64> {
+    let name = NodeName::parse(name.as_str()?, kinds).ok()?;
+    name.client().map(|c| c as u64)
+}
+
+/// The kinds of node of the system a recorded `scenario` ran (none for a
+/// system not registered here: no node name is then read as a client's).
+pub(crate) fn node_kinds_of(scenario: &serde_json::Value) -> &'static [NodeKind] {
+    crate::systems::of_scenario(scenario)
+        .map(|s| s.node_kinds())
+        .unwrap_or_default()
 }
 
 fn field_str(e: &Event, k: &str) -> String {
@@ -208,8 +229,14 @@ fn field_str(e: &Event, k: &str) -> String {
 /// Faults as bands: kills until the restart, session expiries until the
 /// reopening, anything with a `duration_ms` for that long. A fault of one
 /// client covers its lanes; a partition, the lanes of the clients it names;
-/// anything else, every lane.
-pub(crate) fn fault_bands(events: &[Event], lanes: &[Lane], end_ns: u64) -> Vec<Band> {
+/// anything else, every lane. Node names are read with the system's
+/// `kinds`.
+pub(crate) fn fault_bands(
+    events: &[Event],
+    kinds: &[NodeKind],
+    lanes: &[Lane],
+    end_ns: u64,
+) -> Vec<Band> {
     let rows_of = |client: Option<u64>| -> Vec<usize> {
         (0..lanes.len())
             .filter(|&r| client.is_none_or(|c| lanes[r].client == c))
@@ -218,7 +245,7 @@ pub(crate) fn fault_bands(events: &[Event], lanes: &[Lane], end_ns: u64) -> Vec<
     let mut bands = Vec::new();
     let mut open: BTreeMap<(String, String), (u64, Vec<usize>)> = BTreeMap::new();
     for e in events {
-        let client = client_of(e);
+        let client = client_of(e, kinds);
         let dur = e.fields.get("duration_ms").and_then(|v| v.as_u64());
         match (e.kind.as_str(), dur) {
             ("kill", _) => {
@@ -253,7 +280,7 @@ pub(crate) fn fault_bands(events: &[Event], lanes: &[Lane], end_ns: u64) -> Vec<
                     });
                 }
             }
-            ("partition", Some(d)) => bands.push(partition_band(e, d, lanes)),
+            ("partition", Some(d)) => bands.push(partition_band(e, d, kinds, lanes)),
             (kind, Some(d)) => {
                 let who = client.map_or(String::new(), |c| format!(" client {c}"));
                 let node = field_str(e, "node");
@@ -290,12 +317,12 @@ pub(crate) fn fault_bands(events: &[Event], lanes: &[Lane], end_ns: u64) -> Vec<
 }
 
 /// A partition covers the lanes of the clients it names, or every lane.
-fn partition_band(e: &Event, duration_ms: u64, lanes: &[Lane]) -> Band {
+fn partition_band(e: &Event, duration_ms: u64, kinds: &[NodeKind], lanes: &[Lane]) -> Band {
     let named: BTreeSet<u64> = ["a", "b"]
         .iter()
         .filter_map(|k| e.fields.get(*k)?.as_array())
         .flatten()
-        .filter_map(|n| n.as_str()?.strip_prefix("client-")?.parse().ok())
+        .filter_map(|n| client_named(n, kinds))
         .collect();
     let rows: Vec<usize> = (0..lanes.len())
         .filter(|&r| named.is_empty() || named.contains(&lanes[r].client))
@@ -338,5 +365,66 @@ mod lane_tests {
         );
         let unnamed = lane_labels(&lanes, &[]);
         assert_eq!(unnamed[3], format!("client {}", u64::MAX));
+    }
+}
+
+#[cfg(test)]
+mod band_tests {
+    use super::{fault_bands, node_kinds_of};
+    use crate::histfile::Lane;
+    use percsim_checker::Event;
+    use percsim_sim::{NodeKind, Role};
+    use serde_json::json;
+
+    const WORKER: NodeKind = NodeKind {
+        role: Role::Client,
+        label: "worker",
+        numbered: true,
+        reads_clock: false,
+        stalls: true,
+    };
+    const STORE: NodeKind = NodeKind {
+        role: Role::DataServer,
+        label: "client",
+        numbered: true,
+        reads_clock: false,
+        stalls: false,
+    };
+
+    fn event(t_ns: u64, kind: &str, fields: serde_json::Value) -> Event {
+        Event {
+            t_ns,
+            kind: kind.to_string(),
+            fields: serde_json::from_value(fields).expect("fields"),
+        }
+    }
+
+    /// A node is a client's by its kind's role, not by how its name
+    /// begins: here clients are `worker-N`, and `client-N` are data
+    /// servers, whose faults cover every lane.
+    #[test]
+    fn a_fault_covers_the_lanes_of_the_client_its_node_is() {
+        let lanes = [Lane { client: 0, slot: 0 }, Lane { client: 1, slot: 0 }];
+        let kinds = [WORKER, STORE];
+        let events = [
+            event(10, "pause", json!({"node": "worker-1", "duration_ms": 5})),
+            event(20, "pause", json!({"node": "client-1", "duration_ms": 5})),
+            event(30, "pause", json!({"node": "nobody", "duration_ms": 5})),
+            event(
+                40,
+                "partition",
+                json!({"a": ["worker-0"], "b": ["client-0"], "duration_ms": 5}),
+            ),
+        ];
+        let bands = fault_bands(&events, &kinds, &lanes, 100);
+        let rows: Vec<Vec<usize>> = bands.iter().map(|b| b.rows.clone()).collect();
+        assert_eq!(rows, [vec![1], vec![0, 1], vec![0, 1], vec![0]]);
+    }
+
+    #[test]
+    fn a_recorded_scenario_gives_its_systems_kinds() {
+        let default = node_kinds_of(&json!({"seed": 1}));
+        assert!(default.iter().any(|k| k.role == Role::Client));
+        assert!(node_kinds_of(&json!({"system": "no-such-system"})).is_empty());
     }
 }

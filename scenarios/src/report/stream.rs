@@ -4,7 +4,7 @@
 //! decision marked), the world's fault bands when a capsule carries them,
 //! and the stream checker's findings step by step.
 
-use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels};
+use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels, node_kinds_of};
 use super::svg::{self, esc, outcome_class};
 use super::{finding_card, short, truncation_notes};
 use crate::histfile::{Lane, Span, lanes_of};
@@ -119,7 +119,12 @@ fn timeline(src: &StreamSource<'_>, report: &StreamReport) -> Timeline {
     Timeline {
         lanes: lane_labels(&lanes, &[(percsim_sim::COORDINATOR_CLIENT, "coordinator")]),
         bars,
-        bands: fault_bands(src.events, &lanes, end_ns),
+        bands: fault_bands(
+            src.events,
+            node_kinds_of(&src.stream.scenario),
+            &lanes,
+            end_ns,
+        ),
         healed_ns: healed_at(src.events),
         end_ns,
     }

@@ -14,14 +14,19 @@
 //! the verbs of the world (`stop_at`, `sleep`, `wait`, `kill`, `restart`, `pause`,
 //! `resume`, `partition`, `heal`, `intercept`, `release`, `assert_count`),
 //! the step cursor, `no_wait`, step timeouts, the `since_step` counter
-//! marks, intercept and release bookkeeping, and the generic validation. A
+//! marks, intercept and release bookkeeping, the generic validation, and
+//! the expectation plumbing every system's verbs share (how a transaction
+//! ended, [`Outcome`]; judging what a step got, [`judge`]). A
 //! system implements [`ScriptSystem`]: its verbs, how they run and how
 //! their outcomes are judged, its wait conditions, its store assertions,
 //! and how its intercept rules name their targets.
 
+mod expect;
 mod parse;
 mod run;
 mod validate;
+
+pub use expect::{Outcome, judge, judge_eq};
 
 #[cfg(test)]
 mod tests;

@@ -49,6 +49,16 @@ pub fn find(name: &str) -> Result<&'static dyn SystemDef, String> {
         .ok_or_else(|| format!("unknown system {name:?} (known: {})", names().join(", ")))
 }
 
+/// The system a recorded scenario (a history's or a capsule's `scenario`)
+/// ran: the one its `system` names, the default when it names none; `None`
+/// for a system not registered here.
+pub fn of_scenario(scenario: &Value) -> Option<&'static dyn SystemDef> {
+    match scenario.get("system") {
+        Some(name) => find(name.as_str()?).ok(),
+        None => Some(default_system()),
+    }
+}
+
 /// The registered systems' names.
 pub fn names() -> Vec<&'static str> {
     all().iter().map(|s| s.name()).collect()

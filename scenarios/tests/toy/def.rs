@@ -13,7 +13,7 @@ use percsim_scenarios::planted_bugs;
 use percsim_scenarios::scenario::{Scenario, ScenarioError};
 use percsim_scenarios::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
 use percsim_scenarios::typed::{Typed, TypedSystem};
-use percsim_sim::{ConfigError, FaultKind, Role, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, FaultKind, NodeKind, Role, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -104,6 +104,10 @@ impl SystemDef for ToyDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         TOY_CLASSES
+    }
+
+    fn node_kinds(&self) -> &'static [NodeKind] {
+        &world::NODE_KINDS
     }
 
     fn roles(&self) -> Vec<(Role, &'static str)> {

@@ -20,7 +20,7 @@ use super::protocol::ToyPoint;
 use super::world::{Client, ToyControl, ToyCounter, client_name};
 use percsim_scenarios::script::{
     Countable, Env, InterceptRule, Mismatch, MsgFate, MsgLeg, RuleWords, Script, ScriptControl,
-    ScriptSystem, StepFuture, SystemVerb, Thread, ThreadWords,
+    ScriptSystem, StepFuture, SystemVerb, Thread, ThreadWords, judge_eq,
 };
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{BoxFuture, Fault, FaultKind};
@@ -442,17 +442,14 @@ async fn run_op(mut thread: Thread<ToyScript>, client: Arc<Client>) {
                 ..
             } => {
                 let version = client.write_value(value.clone()).await;
-                if let Some(e) = expect_version.filter(|e| *e != version) {
-                    script.fail(i, format!("version {e}"), format!("version {version}"));
-                }
+                let show = |v: &u64| format!("version {v}");
+                script.fail_on(i, judge_eq(expect_version, &version, show));
                 let value = Some(value);
                 (op, Answer { version, value })
             }
             ToyVerb::Read { op, expect, .. } => {
                 let reply = client.read().await;
-                if let Some(e) = expect.filter(|e| *e != reply.value) {
-                    script.fail(i, shown(&e), shown(&reply.value));
-                }
+                script.fail_on(i, judge_eq(expect, &reply.value, shown));
                 let (version, value) = (reply.version, reply.value);
                 (op, Answer { version, value })
             }

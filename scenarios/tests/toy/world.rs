@@ -59,6 +59,9 @@ const CLIENT_KIND: NodeKind = NodeKind {
     stalls: true,
 };
 
+/// Every kind of node of the toy, in start order.
+pub const NODE_KINDS: [NodeKind; 2] = [PRIMARY_KIND, CLIENT_KIND];
+
 /// The register's column in the history (its row is the workload's key).
 pub const COLUMN: &str = "v";
 

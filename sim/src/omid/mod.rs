@@ -33,7 +33,7 @@ use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-pub use rpc::{OmidCounter, OmidEvent};
+pub use rpc::{NODE_KINDS, OmidCounter, OmidEvent};
 
 /// Check an Omid run's settings: the section, the workload, and the
 /// world's settings against its nodes (errors name `world.<field>`,

@@ -60,6 +60,15 @@ pub const CLIENT_KIND: NodeKind = NodeKind {
     stalls: true,
 };
 
+/// Every kind of node of an Omid cluster, in start order.
+pub const NODE_KINDS: [NodeKind; 5] = [
+    TSO_KIND,
+    BACKUP_KIND,
+    LIVENESS_KIND,
+    TABLET_KIND,
+    CLIENT_KIND,
+];
+
 /// The TSO's address.
 pub fn tso_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 11, 0, 1)), PORT)

@@ -267,7 +267,7 @@ mod tests {
 /// tablet servers `tablet-N` and clients `client-N`. Only clients read a
 /// skewed wall clock (lock wall times, the age of a lock) and honour
 /// stalls (their transaction threads wait).
-pub(crate) mod kinds {
+pub mod kinds {
     use crate::world::ids::Role;
     use crate::world::node::NodeKind;
 
@@ -283,15 +283,15 @@ pub(crate) mod kinds {
     }
 
     /// The timestamp oracle.
-    pub(crate) const ORACLE: NodeKind = server(Role::Coordinator, "oracle", false);
+    pub const ORACLE: NodeKind = server(Role::Coordinator, "oracle", false);
     /// The liveness (lock) service.
-    pub(crate) const LIVENESS: NodeKind = server(Role::Liveness, "liveness", false);
+    pub const LIVENESS: NodeKind = server(Role::Liveness, "liveness", false);
     /// The master, which assigns tablets to servers.
-    pub(crate) const MASTER: NodeKind = server(Role::Master, "master", false);
+    pub const MASTER: NodeKind = server(Role::Master, "master", false);
     /// A tablet server.
-    pub(crate) const TABLET: NodeKind = server(Role::DataServer, "tablet", true);
+    pub const TABLET: NodeKind = server(Role::DataServer, "tablet", true);
     /// A client.
-    pub(crate) const CLIENT: NodeKind = NodeKind {
+    pub const CLIENT: NodeKind = NodeKind {
         role: Role::Client,
         label: "client",
         numbered: true,
@@ -299,5 +299,5 @@ pub(crate) mod kinds {
         stalls: true,
     };
     /// Every kind, in start order.
-    pub(crate) const ALL: [NodeKind; 5] = [ORACLE, LIVENESS, MASTER, TABLET, CLIENT];
+    pub const ALL: [NodeKind; 5] = [ORACLE, LIVENESS, MASTER, TABLET, CLIENT];
 }

@@ -97,12 +97,12 @@ mod tests {
 /// role moves between them) and clients `client-N`. No node reads a
 /// skewed wall clock (deadlines run on true simulated time); clients honour
 /// stalls (their tasks wait before each call).
-pub(crate) mod kinds {
+pub mod kinds {
     use crate::world::ids::Role;
     use crate::world::node::NodeKind;
 
     /// The metadata service (ZooKeeper's part: sessions and ownership).
-    pub(crate) const METADATA: NodeKind = NodeKind {
+    pub const METADATA: NodeKind = NodeKind {
         role: Role::Master,
         label: "metadata",
         numbered: false,
@@ -110,7 +110,7 @@ pub(crate) mod kinds {
         stalls: false,
     };
     /// A broker.
-    pub(crate) const BROKER: NodeKind = NodeKind {
+    pub const BROKER: NodeKind = NodeKind {
         role: Role::DataServer,
         label: "broker",
         numbered: true,
@@ -118,7 +118,7 @@ pub(crate) mod kinds {
         stalls: false,
     };
     /// A client process.
-    pub(crate) const CLIENT: NodeKind = NodeKind {
+    pub const CLIENT: NodeKind = NodeKind {
         role: Role::Client,
         label: "client",
         numbered: true,
@@ -126,5 +126,5 @@ pub(crate) mod kinds {
         stalls: true,
     };
     /// Every kind of node of a Pulsar cluster.
-    pub(crate) const ALL: [NodeKind; 3] = [METADATA, BROKER, CLIENT];
+    pub const ALL: [NodeKind; 3] = [METADATA, BROKER, CLIENT];
 }

@@ -537,6 +537,9 @@ pub(crate) async fn drive(faults: SharedFaults, world: Arc<World>, seed: u64, un
                 for fault in roll(&random, &nodes, tenant.as_ref(), &mut rng) {
                     f.apply(&fault);
                 }
+                for fault in roll_roles(&random, &f, &mut rng) {
+                    f.apply(&fault);
+                }
             }
         }
         sleep(tick).await;
@@ -652,6 +655,48 @@ fn roll_nodes(r: &RandomFaults, nodes: &Registry, rng: &mut ChaCha8Rng, out: &mu
             duration_ms: duration(rng, &c),
         });
     }
+}
+
+/// Roll the classes aimed at a role (`pause:<role>`, `stall:<role>`), after
+/// every other class (a run without them draws as it always did). Each
+/// fires on a node of its role that is up now, at random (the node that
+/// holds the role, for a role that moves), and a stall only on a node
+/// that honours stalls: a fault rolled is a fault that takes effect.
+fn roll_roles(r: &RandomFaults, f: &Faults, rng: &mut ChaCha8Rng) -> Vec<Fault> {
+    let mut out = Vec::new();
+    let targets = |role: Role, stall: bool| -> Vec<String> {
+        let candidates: Vec<String> = match f.tenant.holder(role) {
+            Some(held) => vec![held.to_string()],
+            None => f.ids.of(role).into_iter().cloned().collect(),
+        };
+        candidates
+            .into_iter()
+            .filter(|n| f.ids.get(n).is_some_and(|k| !stall || k.name.kind().stalls))
+            .filter(|n| !f.is_down(n))
+            .collect()
+    };
+    for (stall, classes) in [(false, &r.pause_of), (true, &r.stall_of)] {
+        for (role, class) in classes {
+            let Some(c) = fire(&Some(class.clone()), rng) else {
+                continue;
+            };
+            let nodes = targets(*role, stall);
+            if nodes.is_empty() {
+                continue;
+            }
+            let node = nodes[rng.random_range(0..nodes.len())].clone();
+            let duration_ms = duration(rng, &c);
+            out.push(match stall {
+                false => Fault::Pause { node, duration_ms },
+                true => Fault::Stall {
+                    client: None,
+                    node: Some(node),
+                    duration_ms,
+                },
+            });
+        }
+    }
+    out
 }
 
 /// Roll the message classes: loss, latency, duplication.

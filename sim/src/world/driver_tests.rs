@@ -325,3 +325,48 @@ fn overlapping_partitions_keep_a_link_cut_until_the_last_heals() {
     );
     assert_eq!(cut, (Some(2), Some(1), 0));
 }
+
+/// A class aimed at a role fires only on a node of that role that is up
+/// (and, for a stall, honours stalls), so every fault it rolls takes
+/// effect and is counted then: none while every data server is down.
+#[test]
+fn a_class_by_role_hits_only_a_live_node_of_its_role() {
+    let roles = [Role::Client, Role::DataServer, Role::DataServer];
+    let random = RandomFaults {
+        pause_of: [(Role::DataServer, class(1.0).unwrap())].into(),
+        stall_of: [
+            (Role::Client, class(1.0).unwrap()),
+            (Role::DataServer, class(1.0).unwrap()),
+        ]
+        .into(),
+        ..RandomFaults::default()
+    };
+    let (down, up, counted) = with_faults(&roles, move |faults, world| async move {
+        let mut f = lock_faults(&faults);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        f.apply(&kill("data_server-0"));
+        f.apply(&Fault::Pause {
+            node: "data_server-1".into(),
+            duration_ms: 10,
+        });
+        let pauses = || world.recorder().counters().get("fault.pause").copied();
+        let before = pauses();
+        let down = roll_roles(&random, &f, &mut rng);
+        f.run_undo(Undo::Resume("data_server-1".into()));
+        let up = roll_roles(&random, &f, &mut rng);
+        for fault in &up {
+            f.apply(fault);
+        }
+        (down, up, (before, pauses()))
+    });
+    let stall = |d: &Fault| matches!(d, Fault::Stall { node: Some(n), client: None, .. } if n == "client-0");
+    assert_eq!(down.len(), 1, "{down:?}");
+    assert!(stall(&down[0]), "{down:?}");
+    assert_eq!(up.len(), 2, "{up:?}");
+    assert!(
+        matches!(&up[0], Fault::Pause { node, .. } if node == "data_server-1"),
+        "{up:?}"
+    );
+    assert!(stall(&up[1]), "{up:?}");
+    assert_eq!(counted, (Some(1), Some(2)));
+}

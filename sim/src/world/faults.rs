@@ -3,8 +3,9 @@
 //! simulator). Faults are active only in the workload phase; the healed
 //! phase removes them all.
 
-use crate::world::ids::FaultKind;
+use crate::world::ids::{FaultKind, Role};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How often random fault classes are rolled.
 pub const FAULT_TICK_MS: u64 = 100;
@@ -158,9 +159,41 @@ pub struct RandomFaults {
     pub duplicate: Option<FaultClass>,
     /// Expire a random client's session.
     pub session_expiry: Option<FaultClass>,
+    /// Pause a node of a role, by role (`pause:<role>`): a node of the
+    /// role that is up, at random (the one that holds the role now, for a
+    /// role that moves between nodes).
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_none"
+    )]
+    pub pause_of: BTreeMap<Role, FaultClass>,
+    /// Stall a node of a role, by role (`stall:<role>`): its transaction
+    /// threads hold while its session stays valid. Only a role whose
+    /// nodes honour stalls.
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_none"
+    )]
+    pub stall_of: BTreeMap<Role, FaultClass>,
+}
+
+/// A map of role-targeted classes; `null` (a class switched off, as a
+/// shrink writes it) reads as none.
+fn null_as_none<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Role, FaultClass>, D::Error> {
+    Ok(Option::<BTreeMap<Role, FaultClass>>::deserialize(d)?.unwrap_or_default())
 }
 
 impl RandomFaults {
+    /// The role-targeted classes that are on: (`pause_of` or `stall_of`,
+    /// the role, the class), for validation.
+    pub fn by_role(&self) -> Vec<(&'static str, Role, &FaultClass)> {
+        let pauses = self.pause_of.iter().map(|(r, c)| ("pause_of", *r, c));
+        let stalls = self.stall_of.iter().map(|(r, c)| ("stall_of", *r, c));
+        pauses.chain(stalls).collect()
+    }
+
     /// The classes that are on, by name, for validation and summaries.
     pub fn classes(&self) -> Vec<(&'static str, &FaultClass)> {
         self.kinds()

@@ -67,6 +67,28 @@ identities! {
     }
 }
 
+/// A role serializes as its name (`data_server`), as scenario files key
+/// the role-targeted fault classes.
+impl serde::Serialize for Role {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A role reads from its name; another name is an error listing the roles.
+impl<'de> serde::Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Role, D::Error> {
+        let name = String::deserialize(d)?;
+        Role::from_name(&name).ok_or_else(|| {
+            let roles: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown role {name:?} (roles: {})",
+                roles.join(", ")
+            ))
+        })
+    }
+}
+
 identities! {
     /// The fault classes of the world, as scenario files name the random
     /// classes (`faults.random.<name>`) and counters count them
@@ -109,6 +131,15 @@ impl FaultKind {
     /// The counter of faults of this kind started (`fault.<name>`).
     pub fn counter(self) -> String {
         format!("fault.{}", self.name())
+    }
+
+    /// The role whose nodes a kill class kills (`None` for any other
+    /// class): the inverse of [`FaultKind::kill_of`].
+    pub fn killed_role(self) -> Option<Role> {
+        Role::ALL
+            .iter()
+            .copied()
+            .find(|r| FaultKind::kill_of(*r) == self)
     }
 
     /// The kill class that targets nodes of `role`.
@@ -208,5 +239,21 @@ mod tests {
         check(EventKind::ALL, EventKind::name, EventKind::from_name);
         check(Counter::ALL, Counter::name, Counter::from_name);
         assert_eq!(Role::from_name("no such role"), None);
+        for r in Role::ALL {
+            assert_eq!(FaultKind::kill_of(*r).killed_role(), Some(*r));
+        }
+        assert_eq!(FaultKind::Pause.killed_role(), None);
+        let role: Role = serde_json::from_str("\"data_server\"").unwrap();
+        assert_eq!(
+            (role, serde_json::to_string(&role).unwrap()),
+            (Role::DataServer, "\"data_server\"".into())
+        );
+        let e = serde_json::from_str::<Role>("\"broker\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown role \"broker\" (roles: client, data_server"),
+            "{e}"
+        );
     }
 }

@@ -80,6 +80,15 @@ impl NodeName {
         self.index
     }
 
+    /// Its index among the clients (its history client id), if it is a
+    /// client.
+    pub fn client(&self) -> Option<usize> {
+        match self.kind.role {
+            Role::Client => self.index,
+            _ => None,
+        }
+    }
+
     /// Whether this is client number `index`.
     pub fn is_client(&self, index: usize) -> bool {
         self.kind.role == Role::Client && self.index == Some(index)
@@ -200,6 +209,11 @@ mod tests {
         assert_eq!(TABLET.nth(3).role(), Role::DataServer);
         assert_eq!(TABLET.nth(3).index(), Some(3));
         assert!(CLIENT.nth(2).is_client(2) && !TABLET.nth(2).is_client(2));
+        assert_eq!(
+            (CLIENT.nth(2).client(), TABLET.nth(2).client()),
+            (Some(2), None)
+        );
+        assert_eq!(ORACLE.single().client(), None);
         let fields = serde_json::json!({"node": TABLET.nth(3), "also": ORACLE.single()});
         assert_eq!(fields.to_string(), r#"{"also":"oracle","node":"tablet-3"}"#);
     }

@@ -3,6 +3,7 @@
 //! fault schedule may stop it), its counts, and the observers registered
 //! with it. The simulator turns these into the run's history.
 
+use super::outcome::CommitOutcome;
 use super::transport::{StepPoint, Transport};
 use crate::percolator::types::{CellKey, LockInfo, Ts};
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,7 @@ pub enum TxnEvent {
         commit_ts: Ts,
     },
     /// The client learnt the outcome.
-    Finished(crate::percolator::client::CommitOutcome),
+    Finished(CommitOutcome),
     /// The transaction runs an observer for a notification of `cell`.
     Observer {
         /// The observer.

@@ -5,6 +5,7 @@
 mod error;
 mod ledger;
 mod observe;
+mod outcome;
 mod points;
 mod resolve;
 #[cfg(test)]
@@ -16,6 +17,7 @@ pub use crate::common::RpcError;
 pub use error::TxnError;
 pub use ledger::{CleanupEvent, CleanupKind, Host, Ledger, Suspicion, TxnEvent};
 pub use observe::{BodyFuture, Observed, ObserverBody, ObserverSpec, run_observer, weak_notify};
+pub use outcome::{AbortReason, CommitOutcome};
 pub use points::{Point, PointNode};
 pub use transport::{ClientConfig, StepPoint, Transport};
-pub use txn::{AbortReason, CommitOutcome, Transaction};
+pub use txn::Transaction;

@@ -17,8 +17,9 @@
 
 use super::error::TxnError;
 use super::ledger::Host;
+use super::outcome::CommitOutcome;
 use super::transport::StepPoint;
-use super::txn::{CommitOutcome, Transaction};
+use super::txn::Transaction;
 use crate::percolator::ablation::Ablation;
 use crate::percolator::actions::RowRequest;
 use crate::percolator::types::Ts;

@@ -2,8 +2,9 @@
 //! read-committed consumer of one subscription on one partition, and ack.
 
 use super::ledger::{ClientEvent, PulsarHost};
+use super::outcome::ClientError;
 use super::transport::{BrokerReply, BrokerRequest};
-use super::txn::{ClientError, ack_message, retry, send_message};
+use super::txn::{ack_message, retry, send_message};
 use crate::pulsar::buffer::{Delivered, ReadMode};
 use crate::pulsar::types::{Partition, SubscriptionKey};
 

@@ -2,6 +2,7 @@
 //! material), and the named points it reaches, where a fault schedule may
 //! stop it.
 
+use super::outcome::TxnOutcome;
 use super::transport::PulsarTransport;
 use crate::pulsar::types::{Message, Partition, SubscriptionKey, TxnId};
 use serde::{Deserialize, Serialize};
@@ -67,7 +68,7 @@ pub enum ClientEvent {
         /// The transaction.
         txn: TxnId,
         /// Its outcome.
-        outcome: super::TxnOutcome,
+        outcome: TxnOutcome,
     },
 }
 

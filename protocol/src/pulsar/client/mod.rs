@@ -6,6 +6,7 @@
 
 mod consumer;
 mod ledger;
+mod outcome;
 mod process;
 mod transport;
 mod txn;
@@ -15,8 +16,9 @@ mod tests;
 
 pub use consumer::{Consumer, ack, send};
 pub use ledger::{ClientEvent, ClientPoint, PulsarHost, PulsarLedger};
+pub use outcome::{AbortReason, ClientError, TxnOutcome};
 pub use process::{Processed, process_one};
 pub use transport::{
     BrokerReply, BrokerRequest, PulsarClientConfig, PulsarTransport, TcReply, TcRequest,
 };
-pub use txn::{AbortReason, ClientError, PulsarTxn, TxnOutcome};
+pub use txn::PulsarTxn;

@@ -4,7 +4,8 @@
 
 use super::consumer::Consumer;
 use super::ledger::{ClientPoint, PulsarHost};
-use super::txn::{AbortReason, ClientError, PulsarTxn, TxnOutcome};
+use super::outcome::{AbortReason, ClientError, TxnOutcome};
+use super::txn::PulsarTxn;
 use crate::pulsar::types::{Partition, TxnId};
 
 /// What one processor step did.

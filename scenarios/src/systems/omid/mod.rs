@@ -11,7 +11,7 @@ use crate::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_erro
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
 use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
-use percsim_sim::{ConfigError, FaultKind, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, FaultKind, NodeKind, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -93,6 +93,10 @@ impl SystemDef for OmidDef {
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
         &["omid-bank", "omid-register"]
+    }
+
+    fn node_kinds(&self) -> &'static [NodeKind] {
+        &percsim_sim::omid::NODE_KINDS
     }
 
     fn fault_classes(&self) -> &'static [&'static str] {

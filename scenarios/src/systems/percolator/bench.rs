@@ -83,6 +83,32 @@ impl Workload for Timestamps {
     }
 }
 
+/// What the oracle served in one run, from the run's counters: the
+/// timestamps it handed out and the requests they came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OracleLoad {
+    /// Timestamps handed out.
+    pub timestamps: u64,
+    /// Requests served (a request may carry a batch of timestamps).
+    pub requests: u64,
+}
+
+impl OracleLoad {
+    /// The oracle's load in a run's `counters` (zero for a counter absent).
+    pub fn of(counters: &std::collections::BTreeMap<String, u64>) -> OracleLoad {
+        let count = |c: PercolatorCounter| counters.get(c.name()).copied().unwrap_or(0);
+        OracleLoad {
+            timestamps: count(PercolatorCounter::OracleTimestamps),
+            requests: count(PercolatorCounter::OracleRequests),
+        }
+    }
+
+    /// Timestamps per request: the mean batch size (0 without requests).
+    pub fn batch(&self) -> f64 {
+        self.timestamps as f64 / self.requests.max(1) as f64
+    }
+}
+
 /// The register scenario the throughput numbers use.
 fn register_scenario(seed: u64, run_ms: u64, faults: bool, costs: bool) -> Scenario {
     let mut cluster = PercolatorConfig {
@@ -218,20 +244,13 @@ fn oracle_throughput(run_ms: u64) {
         }
     };
     let wall = t.elapsed().as_secs_f64();
-    let c = &out.summary.counters;
-    let served = c
-        .get(PercolatorCounter::OracleTimestamps.name())
-        .copied()
-        .unwrap_or(0);
-    let rpcs = c
-        .get(PercolatorCounter::OracleRequests.name())
-        .copied()
-        .unwrap_or(0);
+    let load = OracleLoad::of(&out.summary.counters);
+    let (served, rpcs) = (load.timestamps, load.requests);
     println!(
         "  {:<34} {:>9.0} timestamps/wall s  ({served} timestamps in {rpcs} RPCs, {:.1} per batch; {:.0} per simulated s)",
         "oracle (16 clients x 8 threads)",
         served as f64 / wall,
-        served as f64 / rpcs.max(1) as f64,
+        load.batch(),
         served as f64 / (out.summary.sim_ns as f64 / 1e9)
     );
 }
@@ -340,4 +359,22 @@ fn notification_latencies(h: &percsim_checker::History, latencies_ms: &mut Vec<f
         }
     }
     parsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oracle_load_reads_its_two_counters() {
+        let mut counters = std::collections::BTreeMap::new();
+        counters.insert(PercolatorCounter::OracleTimestamps.name().to_string(), 30);
+        counters.insert(PercolatorCounter::OracleRequests.name().to_string(), 4);
+        counters.insert("txn.committed".to_string(), 99);
+        let load = OracleLoad::of(&counters);
+        assert_eq!((load.timestamps, load.requests), (30, 4));
+        assert_eq!(load.batch(), 7.5);
+        let none = OracleLoad::of(&Default::default());
+        assert_eq!((none.timestamps, none.requests, none.batch()), (0, 0, 0.0));
+    }
 }

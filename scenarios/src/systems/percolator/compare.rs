@@ -5,7 +5,7 @@
 
 use crate::compare::{DeathFact, DocFact, RunFacts, TxnFact, workload_end_ns};
 use percsim_checker::{History, Op, Outcome, Transaction};
-use percsim_sim::EventKind;
+use percsim_sim::{EventKind, NodeName, Role, percolator_kinds};
 use std::collections::BTreeMap;
 
 /// The event kinds that resolve a lock (a reader's or the sweeper's cleanup).
@@ -139,10 +139,11 @@ fn deaths(h: &History) -> Vec<DeathFact> {
             node: node.to_string(),
             resolved_ns: Vec::new(),
         };
-        if let Some(client) = node.strip_prefix("client-").and_then(|c| c.parse().ok()) {
+        let name = NodeName::parse(node, &percolator_kinds::ALL).ok();
+        if let Some(client) = name.and_then(|n| n.client()).map(|c| c as u64) {
             let since = previous.insert(client, e.t_ns);
             death.resolved_ns = orphaned_locks(h, client, since, e.t_ns);
-        } else if node != "oracle" {
+        } else if name.is_none_or(|n| n.role() != Role::Coordinator) {
             continue; // only clients and the coordinator-side oracle count
         }
         out.push(death);

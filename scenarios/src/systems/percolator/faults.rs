@@ -5,7 +5,7 @@ use crate::faultmix;
 use percsim_protocol::percolator::client::{Point, PointNode, StepPoint};
 use percsim_sim::{
     CrashAt, EventKind, FaultKind, PauseAt, PercolatorConfig, PercolatorEvent, PointAction,
-    PointFault, WorldConfig,
+    PointFault, Role, WorldConfig,
 };
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -28,30 +28,30 @@ pub fn enable(
 }
 
 /// The history event (kind) that shows a class really fired, and for kills
-/// the node-name prefix it must name.
-pub fn evidence(class: &str) -> (&'static str, Option<&'static str>) {
+/// the role of the node it must name.
+pub fn evidence(class: &str) -> (&'static str, Option<Role>) {
     let Some(kind) = FaultKind::from_name(faultmix::canonical(class)) else {
         return (EventKind::Kill.name(), None);
     };
-    let (event, prefix) = match kind {
-        FaultKind::KillClient => (EventKind::Kill, Some("client-")),
-        FaultKind::KillDataServer => (EventKind::Kill, Some("tablet-")),
-        FaultKind::KillCoordinator => (EventKind::Kill, Some("oracle")),
-        FaultKind::KillLiveness => (EventKind::Kill, Some("liveness")),
-        FaultKind::KillMaster => (EventKind::Kill, Some("master")),
-        FaultKind::Pause => (EventKind::Pause, None),
-        FaultKind::Stall => (EventKind::Stall, None),
-        FaultKind::Partition => (EventKind::Partition, None),
-        FaultKind::PacketLoss => (EventKind::PacketLoss, None),
-        FaultKind::Latency => (EventKind::Latency, None),
-        FaultKind::Duplicate => (EventKind::Duplicate, None),
-        FaultKind::SessionExpiry => (EventKind::SessionExpired, None),
-        FaultKind::ClockSkew => (EventKind::ClockSkew, None),
+    let event = match kind {
+        FaultKind::KillClient
+        | FaultKind::KillDataServer
+        | FaultKind::KillCoordinator
+        | FaultKind::KillLiveness
+        | FaultKind::KillMaster => EventKind::Kill,
+        FaultKind::Pause => EventKind::Pause,
+        FaultKind::Stall => EventKind::Stall,
+        FaultKind::Partition => EventKind::Partition,
+        FaultKind::PacketLoss => EventKind::PacketLoss,
+        FaultKind::Latency => EventKind::Latency,
+        FaultKind::Duplicate => EventKind::Duplicate,
+        FaultKind::SessionExpiry => EventKind::SessionExpired,
+        FaultKind::ClockSkew => EventKind::ClockSkew,
         // Percolator's own events at its named protocol steps.
         FaultKind::PauseAtStep => return (PercolatorEvent::PauseAtStep.name(), None),
         FaultKind::CrashAtStep => return (PercolatorEvent::CrashAtStep.name(), None),
     };
-    (event.name(), prefix)
+    (event.name(), kind.killed_role())
 }
 
 /// A client's commit step, the k-th secondary's for k up to 3. The two

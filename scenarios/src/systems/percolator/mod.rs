@@ -25,7 +25,9 @@ use crate::system::{
 use crate::systems::percolator::workloads::WorkloadSpec;
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::percolator::Ablation;
-use percsim_sim::{ConfigError, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig};
+use percsim_sim::{
+    ConfigError, NodeKind, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig,
+};
 use std::collections::BTreeMap;
 
 /// Percolator in the registry.
@@ -81,6 +83,10 @@ impl SystemDef for PercolatorDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         crate::faultmix::CLASSES
+    }
+
+    fn node_kinds(&self) -> &'static [NodeKind] {
+        &percsim_sim::percolator_kinds::ALL
     }
 
     fn roles(&self) -> Vec<(Role, &'static str)> {

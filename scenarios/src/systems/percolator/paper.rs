@@ -13,14 +13,13 @@
 //!   each client's single pending RPC (paper: about 2 million per second).
 
 use crate::scenario::Scenario;
-use crate::systems::percolator::bench::Timestamps;
+use crate::systems::percolator::bench::{OracleLoad, Timestamps};
 use crate::systems::percolator::workloads::{Pipeline, Tpce, WorkloadSpec};
 use percsim_checker::{History, Op, Outcome};
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{CommitOutcome, Transaction};
 use percsim_sim::{
-    BoxFuture, Client, CostModel, PercolatorConfig, PercolatorCounter, RunOutput, Worker, Workload,
-    WorldConfig,
+    BoxFuture, Client, CostModel, PercolatorConfig, RunOutput, Worker, Workload, WorldConfig,
 };
 use rand::RngExt;
 use std::collections::BTreeMap;
@@ -434,20 +433,12 @@ fn oracle_scaling(quick: bool) {
         let Some(out) = run("oracle", &cluster, Arc::new(Timestamps)) else {
             return;
         };
-        let c = &out.summary.counters;
-        let served = c
-            .get(PercolatorCounter::OracleTimestamps.name())
-            .copied()
-            .unwrap_or(0);
-        let rpcs = c
-            .get(PercolatorCounter::OracleRequests.name())
-            .copied()
-            .unwrap_or(0);
+        let load = OracleLoad::of(&out.summary.counters);
         let sim_s = out.summary.sim_ns as f64 / 1e9;
         println!(
             "  {n:>8} {:>16.0} {:>12.1} {:>16.2}",
-            served as f64 / sim_s,
-            served as f64 / rpcs.max(1) as f64,
+            load.timestamps as f64 / sim_s,
+            load.batch(),
             busy_us(&out, "oracle") as f64 / (run_ms as f64 * 1e3)
         );
     }

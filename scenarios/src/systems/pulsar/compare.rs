@@ -7,7 +7,7 @@
 use crate::compare::{DeathFact, DocFact, RunFacts, TxnFact, workload_end_ns};
 use percsim_checker::stream::{MarkerKind, OpResult, StreamHistory, StreamOp, StreamTxn};
 use percsim_checker::{Event, Outcome};
-use percsim_sim::{EventKind, Role};
+use percsim_sim::{EventKind, NodeName, Role, pulsar_kinds};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The same job as Percolator's pipeline, as Pulsar's `stream-pipeline`:
@@ -107,8 +107,9 @@ fn deaths(events: &[Event], h: &StreamHistory) -> Vec<DeathFact> {
         let Some(node) = e.fields.get("node").and_then(|n| n.as_str()) else {
             continue;
         };
-        let client: Option<u64> = node.strip_prefix("client-").and_then(|c| c.parse().ok());
-        let hosts_coordinator = node == "coordinator"
+        let name = NodeName::parse(node, &pulsar_kinds::ALL).ok();
+        let client: Option<u64> = name.and_then(|n| n.client()).map(|c| c as u64);
+        let hosts_coordinator = name.is_some_and(|n| n.role() == Role::Coordinator)
             || e.fields
                 .get("hosts")
                 .and_then(|h| h.as_array())

@@ -19,7 +19,9 @@ use crate::system::{
 };
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
-use percsim_sim::{ConfigError, PulsarConfig, PulsarWorkload, Role, RunOutput, WorldConfig};
+use percsim_sim::{
+    ConfigError, NodeKind, PulsarConfig, PulsarWorkload, Role, RunOutput, WorldConfig, pulsar_kinds,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,9 +63,10 @@ impl PulsarWorkloadSpec {
             PulsarWorkloadSpec::Stream(s) => s.validate(),
             PulsarWorkloadSpec::StreamPipeline(p) => p.validate(),
             PulsarWorkloadSpec::Script(s) => {
-                let mut nodes = vec!["metadata".to_string()];
-                nodes.extend((0..cluster.brokers).map(|i| format!("broker-{i}")));
-                nodes.extend((0..cluster.clients).map(|i| format!("client-{i}")));
+                let mut nodes = vec![pulsar_kinds::METADATA.single()];
+                nodes.extend((0..cluster.brokers).map(|i| pulsar_kinds::BROKER.nth(i)));
+                nodes.extend((0..cluster.clients).map(|i| pulsar_kinds::CLIENT.nth(i)));
+                let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
                 s.validate(cluster.clients, &nodes)
             }
         }
@@ -131,6 +134,10 @@ impl SystemDef for PulsarDef {
 
     fn fault_classes(&self) -> &'static [&'static str] {
         campaign::PULSAR_CLASSES
+    }
+
+    fn node_kinds(&self) -> &'static [NodeKind] {
+        &percsim_sim::pulsar_kinds::ALL
     }
 
     fn roles(&self) -> Vec<(Role, &'static str)> {

@@ -32,7 +32,9 @@ pub use percsim_sim::PointAction;
 use crate::script::{Env, ScriptControl, ScriptSystem, SystemVerb, ThreadWords};
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{ObserverBody, ObserverSpec, PointNode};
-use percsim_sim::{BoxFuture, Client, Controller, Fault, Worker, Workload};
+use percsim_sim::{
+    BoxFuture, Client, Controller, Fault, NodeName, Worker, Workload, percolator_kinds,
+};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;
 
@@ -51,17 +53,9 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D:
     Option::<String>::deserialize(d).map(Some)
 }
 
-/// The outcome a commit step expects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExpectOutcome {
-    /// The client reports committed.
-    Committed,
-    /// The client reports aborted.
-    Aborted,
-    /// The client cannot tell.
-    Unknown,
-}
+/// The outcome a commit step expects: the engine's
+/// ([`crate::script::Outcome`]).
+pub use crate::script::Outcome as ExpectOutcome;
 
 /// Percolator's verbs of a script (the engine's verbs are in
 /// [`crate::script::Step`]).
@@ -205,11 +199,12 @@ pub enum PercolatorVerb {
 
 /// Whether a node named `node` is of the kind that reaches `point`.
 fn reaches(point: Point, node: &str) -> bool {
-    match point.node() {
-        PointNode::Client => node.starts_with("client-"),
-        PointNode::TabletServer => node.starts_with("tablet-"),
-        PointNode::Oracle => node == "oracle",
-    }
+    let kind = match point.node() {
+        PointNode::Client => percolator_kinds::CLIENT,
+        PointNode::TabletServer => percolator_kinds::TABLET,
+        PointNode::Oracle => percolator_kinds::ORACLE,
+    };
+    NodeName::parse(node, &percolator_kinds::ALL).is_ok_and(|n| n.kind() == kind)
 }
 
 fn is_false(b: &bool) -> bool {
@@ -330,7 +325,7 @@ impl ScriptSystem for PercolatorScript {
     }
 
     fn client_node(client: usize) -> String {
-        format!("client-{client}")
+        percolator_kinds::CLIENT.nth(client).to_string()
     }
 
     fn validate_verb(script: &Script, verb: &PercolatorVerb, env: &Env<'_>) -> Result<(), String> {

@@ -4,7 +4,7 @@
 use super::expect::{ErrorClass, TxnTs, View};
 use super::intercept::{MessageRule, Target};
 use super::{ExpectOutcome, PercolatorVerb, Script, WaitFor, cells_of};
-use crate::script::{Mismatch, RuleWords, Thread};
+use crate::script::{Mismatch, RuleWords, Thread, judge, judge_eq};
 use percsim_protocol::percolator::client::{AbortReason, CommitOutcome, Transaction, TxnError};
 use percsim_protocol::percolator::{CellKey, Ts};
 use percsim_sim::{Armed, Client, Controller, Fault, MessageFault, RuleId};
@@ -46,8 +46,8 @@ fn judge_read<V: PartialEq + std::fmt::Debug>(
         Ok(v) => {
             if let Some(class) = fails {
                 script.fail(i, format!("a failure ({})", class.name()), format!("{v:?}"));
-            } else if let Some(e) = expect.filter(|e| **e != v) {
-                script.fail(i, format!("{e:?}"), format!("{v:?}"));
+            } else {
+                script.fail_on(i, judge_eq(expect, &&v, |x| format!("{x:?}")));
             }
         }
         Err(e) => {
@@ -305,9 +305,8 @@ async fn commit(
         let why = format!("the commit ended ({outcome:?}) before reaching it");
         never_fired(script, name, i, &why);
     }
-    if let Some(e) = expect.filter(|e| *e != got) {
-        script.fail(i, format!("{e:?}"), format!("{outcome:?}"));
-    }
+    let words = |e: &ExpectOutcome, _: &ExpectOutcome| (format!("{e:?}"), format!("{outcome:?}"));
+    script.fail_on(i, judge(*expect, &got, |e, g| e == g, words));
     if let Some(f) = fails.filter(|f| class != Some(*f)) {
         script.fail(
             i,

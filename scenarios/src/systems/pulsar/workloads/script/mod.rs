@@ -36,8 +36,8 @@ use percsim_protocol::pulsar::client::TxnOutcome;
 use percsim_protocol::pulsar::types::{Partition, TxnId};
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{
-    ArmedPoint, BoxFuture, Conn, Fault, PulsarControl, PulsarPointAction, PulsarTask,
-    PulsarWorkload,
+    ArmedPoint, BoxFuture, Conn, Fault, NodeName, PulsarControl, PulsarPointAction, PulsarTask,
+    PulsarWorkload, pulsar_kinds,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -157,7 +157,7 @@ impl ScriptSystem for PulsarScript {
 
     fn client_node(client: usize) -> String {
         // Pulsar's client processes, as the world names them (`client-N`).
-        format!("client-{client}")
+        pulsar_kinds::CLIENT.nth(client).to_string()
     }
 
     fn validate_verb(s: &PulsarScriptFile, verb: &PulsarVerb, env: &Env<'_>) -> Result<(), String> {
@@ -172,7 +172,8 @@ impl ScriptSystem for PulsarScript {
     }
 
     fn validate_point(point: &PulsarPoint, node: &str, env: &Env<'_>) -> Result<(), String> {
-        match node.starts_with("broker-") {
+        let name = NodeName::parse(node, &pulsar_kinds::ALL);
+        match name.is_ok_and(|n| n.kind() == pulsar_kinds::BROKER) {
             true => Ok(()),
             false => Err(format!(
                 "{}: node {node:?} never reaches point {} (only brokers do)",
@@ -271,7 +272,7 @@ impl ScriptSystem for PulsarScript {
             items: rule
                 .partition
                 .map(|p| vec![control.partition(p).to_string()]),
-            from: rule.client.map(|c| format!("client-{c}")),
+            from: rule.client.map(|c| pulsar_kinds::CLIENT.nth(c).to_string()),
             leg: words.leg,
             fate: words.fate,
             times: words.times,

@@ -2,7 +2,7 @@
 //! judged against its expectation as it returns.
 
 use super::{Answered, PulsarScript, PulsarScriptFile, PulsarVerb, RecvExpect, Told, lock};
-use crate::script::{Step, SystemVerb, Thread};
+use crate::script::{Step, SystemVerb, Thread, judge};
 use percsim_protocol::pulsar::client::{
     AbortReason, ClientError, Consumer, PulsarTxn, TxnOutcome, ack, send,
 };
@@ -254,20 +254,19 @@ fn judge_told(
     reason: Option<AbortReason>,
     got: TxnOutcome,
 ) -> Option<(String, String)> {
-    let want = expect?;
-    let ok = match (want, got) {
+    let meets = |want: &Told, got: &TxnOutcome| match (want, got) {
         (Told::Committed, TxnOutcome::Committed) | (Told::Unknown, TxnOutcome::Unknown) => true,
-        (Told::Aborted, TxnOutcome::Aborted { reason: r }) => reason.is_none_or(|w| w == r),
+        (Told::Aborted, TxnOutcome::Aborted { reason: r }) => reason.is_none_or(|w| w == *r),
         _ => false,
     };
-    let want = match (want, reason) {
-        (Told::Aborted, Some(r)) => told_word(TxnOutcome::Aborted { reason: r }),
-        (w, _) => serde_json::to_string(&w)
-            .unwrap_or_default()
-            .trim_matches('"')
-            .to_string(),
+    let words = |want: &Told, got: &TxnOutcome| {
+        let want = match (want, reason) {
+            (Told::Aborted, Some(r)) => told_word(TxnOutcome::Aborted { reason: r }),
+            (w, _) => w.word().to_string(),
+        };
+        (want, told_word(*got))
     };
-    (!ok).then(|| (want, told_word(got)))
+    judge(expect, &got, meets, words).map(|m| (m.expected, m.happened))
 }
 
 /// One read; the values received, recorded for later acks.

@@ -29,17 +29,9 @@ pub enum SubscriptionType {
     KeyShared,
 }
 
-/// What a `commit` step expects the client to be told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Told {
-    /// The coordinator answered committed.
-    Committed,
-    /// It did not commit and never will (with `reason`, if given).
-    Aborted,
-    /// The client cannot tell (indefinite).
-    Unknown,
-}
+/// What a `commit` step expects the client to be told: the engine's
+/// outcome ([`crate::script::Outcome`]; `aborted` with `reason`, if given).
+pub use crate::script::Outcome as Told;
 
 /// What a `send` or `ack` step expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -338,14 +338,18 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
             freezes: false,
         };
         let node = |name: &str| Scope::Node(name.to_string());
+        // A stop at a named point names its node, or its client.
+        let named = s(e, "node")
+            .map(str::to_string)
+            .or_else(|| u(e, "client").map(client_node));
         let d = match e.kind.as_str() {
-            "kill" | "crash_at_step" => s(e, "node").map(|n| Disturbance {
+            "kill" | "crash_at_step" => named.map(|n| Disturbance {
                 deadly: true,
-                ..lasting(node(n))
+                ..lasting(node(&n))
             }),
-            "pause" | "pause_at_step" => s(e, "node").map(|n| Disturbance {
+            "pause" | "pause_at_step" => named.map(|n| Disturbance {
                 freezes: true,
-                ..lasting(node(n))
+                ..lasting(node(&n))
             }),
             "stall" => u(e, "client").map(|c| Disturbance {
                 freezes: true,
@@ -499,10 +503,15 @@ fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64)> {
 fn dead_owner_blocks(w: &World<'_>, t: &LivenessThresholds) -> Vec<LivenessFinding> {
     let limit_ns = (t.session_ttl_ms + t.bound_ms) * MS;
     let mut out = Vec::new();
+    // One finding per reader and lock: its first back-off past the threshold.
+    let mut seen = std::collections::BTreeSet::new();
     for e in w.events.iter().filter(|e| e.kind == "lock_wait") {
         let (Some(ts), Some(reader)) = (u(e, "start_ts"), u(e, "by_client")) else {
             continue;
         };
+        if seen.contains(&(reader, ts)) {
+            continue;
+        }
         let Some(owner) = w.owners.get(&ts) else {
             continue;
         };
@@ -515,6 +524,7 @@ fn dead_owner_blocks(w: &World<'_>, t: &LivenessThresholds) -> Vec<LivenessFindi
         if e.t_ns - dead_ns <= limit_ns || noisy {
             continue;
         }
+        seen.insert((reader, ts));
         out.push(LivenessFinding {
             rule: LivenessRule::DeadOwnerBlocks,
             summary: format!(

@@ -203,7 +203,6 @@ struct Primary {
 struct Owner {
     id: u64,
     client: u64,
-    invoke_ns: u64,
     complete_ns: Option<u64>,
     unknown: bool,
 }
@@ -229,7 +228,6 @@ impl<'h> World<'h> {
                 let o = Owner {
                     id: t.id,
                     client: t.client,
-                    invoke_ns: t.invoke_ns,
                     complete_ns: t.complete_ns,
                     unknown: t.outcome == Outcome::Unknown,
                 };
@@ -279,27 +277,51 @@ impl<'h> World<'h> {
     }
 
     /// When the owner of the transaction at `start_ts` died, if it did
-    /// after it began and before `until_ns`: its process killed, its
-    /// session expired or ended, or the liveness service killed.
+    /// before `until_ns`: the session its lock names ended, or, after the
+    /// owner's client took that session (its last new session before the
+    /// lock was written, else the transaction's start), its process was
+    /// killed, its session expired or the liveness service was killed.
     fn death_ns(&self, start_ts: u64, until_ns: u64) -> Option<(u64, &'static str)> {
         let owner = self.owners.get(&start_ts)?;
         let node = client_node(owner.client);
-        let session = self.primaries.get(&start_ts).and_then(|p| p.session);
-        let ended = session
+        let primary = self.primaries.get(&start_ts);
+        let ended = primary
+            .and_then(|p| p.session)
             .and_then(|s| self.sessions_ended.get(&s).copied())
             .map(|t| (t, "its session ended"));
+        let locked_ns = primary.and_then(|p| p.refreshed_ns.first().copied());
+        let since = self.session_taken_ns(owner, locked_ns);
         let fault = self
             .disturbances
             .iter()
-            .filter(|d| d.deadly && d.from_ns >= owner.invoke_ns)
+            .filter(|d| d.deadly && d.from_ns >= since)
             .filter(|d| matches!(&d.scope, Scope::Node(n) if *n == node || n == "liveness"))
             .map(|d| (d.from_ns, "it was killed or lost its session"))
             .min();
         [ended, fault]
             .into_iter()
             .flatten()
-            .filter(|(t, _)| *t >= owner.invoke_ns && *t <= until_ns)
+            .filter(|(t, _)| *t <= until_ns)
             .min()
+    }
+
+    /// When `owner`'s client took the session its lock (written at
+    /// `locked_ns`) names, at the latest: its last new session or restart
+    /// before then, or the start of the run.
+    fn session_taken_ns(&self, owner: &Owner, locked_ns: Option<u64>) -> u64 {
+        let until = locked_ns.unwrap_or(u64::MAX);
+        let node = client_node(owner.client);
+        self.events
+            .iter()
+            .filter(|e| match e.kind.as_str() {
+                "session_reopened" => u(e, "client") == Some(owner.client),
+                "restart" => s(e, "node") == Some(node.as_str()),
+                _ => false,
+            })
+            .map(|e| e.t_ns)
+            .filter(|&t| t <= until)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether a fault in force at some time in `[from_ns, to_ns]` touched
@@ -448,8 +470,13 @@ fn judge_rollback(
     let finished = owner.unknown || owner.complete_ns.is_some_and(|c| c <= e.t_ns);
     let skewed = w.skewed.contains(&owner.client) || reader.is_some_and(|r| w.skewed.contains(&r));
     let owner_node = [client_node(owner.client)];
+    // A partition may cost the owner its session without a word, up to a
+    // session TTL after it healed.
+    let since_ns = first_ns.saturating_sub(t.session_ttl_ms * MS);
     let not_live = w.death_ns(ts, e.t_ns).is_some()
-        || w.touched(&owner_node, (first_ns, e.t_ns), |d| d.deadly || d.freezes);
+        || w.touched(&owner_node, (since_ns, e.t_ns), |d| {
+            d.deadly || d.freezes || matches!(d.scope, Scope::Nodes(_))
+        });
     if finished || skewed || not_live {
         return None;
     }

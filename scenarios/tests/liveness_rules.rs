@@ -68,12 +68,12 @@ fn each_liveness_bug_has_a_script_that_catches_it() {
 fn a_bad_refresh_setting_is_refused() {
     let mut v = example("bug-no-lock-refresh.json");
     v["percolator"]["client"]["refreshes_per_ttl"] = json!(0);
-    let e = Scenario::from_value(v.clone()).unwrap_err().to_string();
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
     assert!(
         e.contains("percolator.client.refreshes_per_ttl: must be at least 1"),
         "{e}"
     );
     v["percolator"]["client"]["refreshes_per_ttl"] = json!(5000);
-    let e = Scenario::from_value(v).unwrap_err().to_string();
+    let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
     assert!(e.contains("less than 1 ms apart"), "{e}");
 }

@@ -69,9 +69,11 @@ mod window;
 pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
-pub use liveness::{LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, check_liveness};
 pub use front::{HistoryFormat, detect, detect_file, run_check_file};
 pub use history::*;
+pub use liveness::{
+    LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, check_liveness,
+};
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};
 

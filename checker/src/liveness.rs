@@ -354,7 +354,9 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
     for e in events {
         let lasting = |scope: Scope| Disturbance {
             from_ns: e.t_ns,
-            to_ns: e.t_ns.saturating_add(u(e, "duration_ms").map_or(u64::MAX, |d| d * MS)),
+            to_ns: e
+                .t_ns
+                .saturating_add(u(e, "duration_ms").map_or(u64::MAX, |d| d * MS)),
             scope,
             deadly: false,
             freezes: false,
@@ -491,7 +493,9 @@ fn judge_rollback(
     let why = if network {
         return None;
     } else if age_ms < fresh_ms {
-        format!("its primary was refreshed {age_ms} ms before, within lock_ttl - bound = {fresh_ms} ms")
+        format!(
+            "its primary was refreshed {age_ms} ms before, within lock_ttl - bound = {fresh_ms} ms"
+        )
     } else if quiet {
         format!(
             "its primary went {age_ms} ms without a refresh (lock_ttl {} ms) while no fault \
@@ -521,7 +525,12 @@ fn judge_rollback(
 /// before `t_ns`.
 fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64)> {
     let first = *p.refreshed_ns.first()?;
-    let last = p.refreshed_ns.iter().copied().filter(|&r| r <= t_ns).max()?;
+    let last = p
+        .refreshed_ns
+        .iter()
+        .copied()
+        .filter(|&r| r <= t_ns)
+        .max()?;
     Some((first, last))
 }
 

@@ -20,7 +20,10 @@ fn a_live_owners_refreshed_or_unfaulted_primary_rolled_back_trips_the_rule() {
     assert_eq!(rules, [LivenessRule::LiveOwnerRolledBack; 2]);
     let fresh = &r.findings[0].summary;
     assert!(fresh.contains("T1 (start_ts 10, client 0)"), "{fresh}");
-    assert!(fresh.contains("rolled back at 2500 ms by client 1"), "{fresh}");
+    assert!(
+        fresh.contains("rolled back at 2500 ms by client 1"),
+        "{fresh}"
+    );
     assert!(fresh.contains("lock a/v"), "{fresh}");
     assert!(fresh.contains("refreshed 490 ms before"), "{fresh}");
     assert!(fresh.contains("lock_ttl - bound = 2800 ms"), "{fresh}");
@@ -28,8 +31,16 @@ fn a_live_owners_refreshed_or_unfaulted_primary_rolled_back_trips_the_rule() {
     assert!(stale.contains("T2 (start_ts 20, client 2)"), "{stale}");
     assert!(stale.contains("went 3990 ms without a refresh"), "{stale}");
     let text = r.render_text();
-    assert!(text.starts_with("liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"), "{text}");
-    assert!(text.contains("liveness live_owner_rolled_back: T1"), "{text}");
+    assert!(
+        text.starts_with(
+            "liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness live_owner_rolled_back: T1"),
+        "{text}"
+    );
 }
 
 #[test]

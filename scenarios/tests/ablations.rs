@@ -106,7 +106,9 @@ fn no_safety_violation(a: Ablation) -> f64 {
     for seed in 0..30 {
         let r = fuzz::judge(&campaign::generate(seed, &mix(a)), false).result;
         assert!(
-            r.violated_rules.iter().all(|x| liveness.contains(&x.as_str())),
+            r.violated_rules
+                .iter()
+                .all(|x| liveness.contains(&x.as_str())),
             "{a}: seed {seed} reported {:?}",
             r.violated_rules
         );

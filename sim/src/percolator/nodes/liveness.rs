@@ -34,7 +34,9 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
     serve_costed(&at, move |w: &Cluster, req: KeepAlive| {
         (keep_alive(w, req), cost)
     });
-    serve_costed(&at, move |w: &Cluster, req: IsAlive| (is_alive(w, req), cost));
+    serve_costed(&at, move |w: &Cluster, req: IsAlive| {
+        (is_alive(w, req), cost)
+    });
     std::future::pending::<()>().await
 }
 

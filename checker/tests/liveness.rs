@@ -1,0 +1,93 @@
+//! The liveness rules on hand-made histories: each rule has one that trips
+//! it and one that does not.
+
+use percsim_checker::{LivenessRule, check_liveness, parse};
+use std::path::PathBuf;
+
+/// The liveness report of fixture `name`.
+fn judge(name: &str) -> percsim_checker::LivenessReport {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/liveness/{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    check_liveness(&parse(&text).unwrap())
+}
+
+#[test]
+fn a_live_owners_refreshed_or_unfaulted_primary_rolled_back_trips_the_rule() {
+    let r = judge("live_owner_rolled_back");
+    assert!(!r.passed());
+    let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, [LivenessRule::LiveOwnerRolledBack; 2]);
+    let fresh = &r.findings[0].summary;
+    assert!(fresh.contains("T1 (start_ts 10, client 0)"), "{fresh}");
+    assert!(
+        fresh.contains("rolled back at 2500 ms by client 1"),
+        "{fresh}"
+    );
+    assert!(fresh.contains("lock a/v"), "{fresh}");
+    assert!(fresh.contains("refreshed 490 ms before"), "{fresh}");
+    assert!(fresh.contains("lock_ttl - bound = 2800 ms"), "{fresh}");
+    let stale = &r.findings[1].summary;
+    assert!(stale.contains("T2 (start_ts 20, client 2)"), "{stale}");
+    assert!(stale.contains("went 3990 ms without a refresh"), "{stale}");
+    let text = r.render_text();
+    assert!(
+        text.starts_with(
+            "liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness live_owner_rolled_back: T1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_frozen_owner_a_faulted_path_an_own_abort_or_a_secondary_do_not_trip_it() {
+    let r = judge("live_owner_not_rolled_back");
+    assert!(r.passed(), "{:#?}", r.findings);
+    assert!(r.thresholds.is_some());
+}
+
+#[test]
+fn a_reader_backing_off_from_a_long_dead_owner_trips_the_rule() {
+    let r = judge("dead_owner_blocks");
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    let f = &r.findings[0];
+    assert_eq!(f.rule, LivenessRule::DeadOwnerBlocks);
+    assert_eq!(f.txns, [3]);
+    for part in [
+        "client 1 backed off at 1500 ms from lock b/v of T3 (start_ts 20, client 2)",
+        "died at 100 ms",
+        "1400 ms later, past session_ttl + bound = 1200 ms",
+    ] {
+        assert!(f.summary.contains(part), "{part}: {}", f.summary);
+    }
+}
+
+#[test]
+fn a_wait_within_the_bound_or_on_a_slow_network_or_on_a_live_owner_does_not_trip_it() {
+    let r = judge("dead_owner_does_not_block");
+    assert!(r.passed(), "{:#?}", r.findings);
+}
+
+#[test]
+fn a_history_without_thresholds_is_not_judged() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/dead_owner_blocks.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut h = parse(&text).unwrap();
+    h.events.retain(|e| e.kind != "liveness_thresholds");
+    let r = check_liveness(&h);
+    assert!(r.passed() && r.thresholds.is_none());
+    assert!(r.render_text().contains("not judged"));
+}
+
+#[test]
+fn every_rule_has_a_name_and_a_description() {
+    for rule in LivenessRule::ALL {
+        assert!(!rule.name().is_empty() && !rule.description().is_empty());
+    }
+    assert_eq!(LivenessRule::DeadOwnerBlocks.name(), "dead_owner_blocks");
+}

@@ -126,13 +126,42 @@ impl LivenessReport {
 
 /// Judges `history` by the liveness rules.
 pub fn check_liveness(history: &History) -> LivenessReport {
-    let Some(thresholds) = thresholds(&history.events) else {
+    let owners = history.transactions.iter().map(|t| {
+        let o = Owner {
+            id: t.id,
+            client: t.client,
+            complete_ns: t.complete_ns,
+            unknown: t.outcome == Outcome::Unknown,
+        };
+        (t.start_ts, o)
+    });
+    judge(owners.collect(), &history.events)
+}
+
+/// Judges the history read into `c` by the liveness rules (the same
+/// verdict as [`check_liveness`] on the history it was read from).
+pub(crate) fn check_liveness_compact(c: &crate::compact::Compact) -> LivenessReport {
+    let owners = c.txns.iter().map(|t| {
+        let o = Owner {
+            id: t.id,
+            client: t.client,
+            complete_ns: t.complete_ns(),
+            unknown: t.outcome == Outcome::Unknown,
+        };
+        (t.start_ts, o)
+    });
+    judge(owners.collect(), &c.events)
+}
+
+/// Judges the transactions `owners` (by start_ts) and `events` by the rules.
+fn judge(owners: BTreeMap<u64, Owner>, events: &[Event]) -> LivenessReport {
+    let Some(thresholds) = thresholds(events) else {
         return LivenessReport {
             thresholds: None,
             findings: Vec::new(),
         };
     };
-    let world = World::build(history);
+    let world = World::build(owners, events);
     let mut findings = live_owner_rolled_back(&world, &thresholds);
     findings.extend(dead_owner_blocks(&world, &thresholds));
     LivenessReport {
@@ -220,29 +249,16 @@ struct World<'h> {
 }
 
 impl<'h> World<'h> {
-    fn build(h: &'h History) -> Self {
-        let owners = h
-            .transactions
-            .iter()
-            .map(|t| {
-                let o = Owner {
-                    id: t.id,
-                    client: t.client,
-                    complete_ns: t.complete_ns,
-                    unknown: t.outcome == Outcome::Unknown,
-                };
-                (t.start_ts, o)
-            })
-            .collect();
+    fn build(owners: BTreeMap<u64, Owner>, events: &'h [Event]) -> Self {
         let mut w = World {
-            events: &h.events,
+            events,
             owners,
             primaries: BTreeMap::new(),
-            disturbances: disturbances(&h.events),
+            disturbances: disturbances(events),
             sessions_ended: BTreeMap::new(),
             skewed: Vec::new(),
         };
-        for e in &h.events {
+        for e in events {
             w.note(e);
         }
         w

@@ -91,3 +91,41 @@ fn every_rule_has_a_name_and_a_description() {
     }
     assert_eq!(LivenessRule::DeadOwnerBlocks.name(), "dead_owner_blocks");
 }
+
+/// `percsim check FILE` on fixture `name`: (exit code, text, JSON report).
+fn check_file(name: &str) -> (i32, String, serde_json::Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/liveness/{name}.json"));
+    let (mut text, mut json) = (Vec::new(), Vec::new());
+    let code = percsim_checker::run_check_file(&path, false, &mut text);
+    assert_eq!(percsim_checker::run_check_file(&path, true, &mut json), code);
+    let json = serde_json::from_slice(&json).expect("a JSON report");
+    (code, String::from_utf8(text).unwrap(), json)
+}
+
+#[test]
+fn checking_a_file_runs_the_liveness_rules_and_exits_3_with_the_explanation() {
+    let (code, text, json) = check_file("dead_owner_blocks");
+    assert_eq!(code, 3, "{text}");
+    assert!(
+        text.contains("liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness dead_owner_blocks: client 1 backed off at 1500 ms"),
+        "{text}"
+    );
+    assert_eq!(json["passed"], true, "the safety rules hold");
+    assert_eq!(json["liveness"]["findings"][0]["rule"], "dead_owner_blocks");
+    assert_eq!(json["liveness"]["thresholds"]["bound_ms"], 200);
+}
+
+#[test]
+fn checking_a_file_whose_owners_were_treated_fairly_exits_0() {
+    for name in ["dead_owner_does_not_block", "live_owner_not_rolled_back"] {
+        let (code, text, json) = check_file(name);
+        assert_eq!(code, 0, "{name}: {text}");
+        assert!(text.contains("liveness thresholds:"), "{name}: {text}");
+        assert_eq!(json["liveness"]["findings"], serde_json::json!([]), "{name}");
+    }
+}

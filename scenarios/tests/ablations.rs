@@ -20,8 +20,13 @@ fn caught(a: Ablation, seeds: u64, rule: &str) {
 }
 
 fn caught_in(mix: &Mix, a: Ablation, seeds: u64, rule: &str) {
+    let mut seen = Vec::new();
     for seed in 0..seeds {
         let r = fuzz::judge(&campaign::generate(seed, mix), false).result;
+        if r.verdict != Verdict::Pass {
+            let why = r.explanation.as_deref().unwrap_or("").lines().next();
+            seen.push(format!("seed {seed}: {:?} {:?} {why:?}", r.verdict, r.violated_rules));
+        }
         if r.verdict == Verdict::Safety {
             assert!(
                 r.violated_rules.iter().any(|x| x == rule),
@@ -31,7 +36,10 @@ fn caught_in(mix: &Mix, a: Ablation, seeds: u64, rule: &str) {
             return;
         }
     }
-    panic!("{a} was not caught in seeds 0..{seeds}");
+    panic!(
+        "{a} was not caught in seeds 0..{seeds}; other verdicts:\n{}",
+        seen.join("\n")
+    );
 }
 
 #[test]
@@ -142,9 +150,14 @@ fn observer_ignores_ack() {
     caught(Ablation::ObserverIgnoresAck, 20, "observer_at_most_once");
 }
 
+/// The cleared notification is lost only when the observer's transaction
+/// then fails. Since the client refreshes its primary every
+/// `lock_ttl_ms / refreshes_per_ttl` while it holds its locks, 38 of seeds
+/// 0..300 fail (12.7%), the first at seed 22 (none in 0..20): a bound of
+/// 40 seeds misses with probability 0.4%.
 #[test]
 fn notify_cleared_early() {
-    caught(Ablation::NotifyClearedEarly, 20, "no_lost_notification");
+    caught(Ablation::NotifyClearedEarly, 40, "no_lost_notification");
 }
 
 #[test]
@@ -204,3 +217,4 @@ fn a_rows_rates_do_not_depend_on_the_threads() {
         (one.seeds, one.seeds_to_failure, one.abort_rate)
     );
 }
+

@@ -402,7 +402,10 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
             }),
             "clock_skew" => u(e, "client").map(|c| lasting(node(&client_node(c)))),
             "partition" => Some(lasting(Scope::Nodes(partition_nodes(e)))),
-            "packet_loss" | "latency" | "duplicate" => Some(lasting(Scope::Network)),
+            "packet_loss" | "latency" | "duplicate" => Some(Disturbance {
+                to_ns: late_until_ns(&lasting(Scope::Network), e),
+                ..lasting(Scope::Network)
+            }),
             "intercepted" => Some(Disturbance {
                 to_ns: e.t_ns,
                 ..lasting(Scope::Network)
@@ -420,6 +423,14 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
         out.extend(d);
     }
     out
+}
+
+/// The end of a network fault `d` (recorded by `e`) counting its late
+/// messages: a copy held back by `max_delay_ms` (duplicates) or `max_ms`
+/// (latency) lands that long after the fault's last moment.
+fn late_until_ns(d: &Disturbance, e: &Event) -> u64 {
+    let delay_ms = u(e, "max_delay_ms").or_else(|| u(e, "max_ms")).unwrap_or(0);
+    d.to_ns.saturating_add(delay_ms * MS)
 }
 
 /// Both sides of a partition event.

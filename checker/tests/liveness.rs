@@ -129,3 +129,29 @@ fn checking_a_file_whose_owners_were_treated_fairly_exits_0() {
         assert_eq!(json["liveness"]["findings"], serde_json::json!([]), "{name}");
     }
 }
+
+/// The trip fixture with a network fault of `kind` from 0 to 5 ms whose
+/// late copies land up to `delay_ms` after it (`delay_field`).
+fn after_network_fault(kind: &str, delay_field: &str, delay_ms: u64) -> percsim_checker::History {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/live_owner_rolled_back.json");
+    let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let event = serde_json::json!({"t_ns": 0, "kind": kind, "duration_ms": 5, delay_field: delay_ms});
+    h.events
+        .insert(1, serde_json::from_value(event).expect("an event"));
+    h
+}
+
+/// A primary written at 10 ms by a copy a network fault held back (the
+/// fault ended at 5 ms, its copies land up to 20 ms later) has no
+/// trustworthy refresh times: not judged. Copies held back no longer than
+/// the fault lasted leave both findings.
+#[test]
+fn a_primary_written_by_a_late_copy_after_a_network_fault_is_not_judged() {
+    for (kind, field) in [("duplicate", "max_delay_ms"), ("latency", "max_ms")] {
+        let r = check_liveness(&after_network_fault(kind, field, 20));
+        assert!(r.passed(), "{kind}: {:#?}", r.findings);
+        let r = check_liveness(&after_network_fault(kind, field, 0));
+        assert_eq!(r.findings.len(), 2, "{kind}: {:#?}", r.findings);
+    }
+}

@@ -277,7 +277,12 @@ fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record(
         let mut s = dead_owner(seed);
         cluster(&mut s).crashes[0].step = StepPoint::CommitPrimarySent;
         let faithful = fuzz::judge(&s, false).result;
-        assert_eq!(faithful.verdict, campaign::Verdict::Pass, "seed {seed}");
+        assert_eq!(
+            faithful.verdict,
+            campaign::Verdict::Pass,
+            "seed {seed}: {}",
+            faithful.explanation.as_deref().unwrap_or("")
+        );
         let n = |k: &str| faithful.counters.get(k).copied().unwrap_or(0);
         assert_eq!(n("store.late_prewrite_relocked"), 0, "seed {seed}");
         assert_eq!(n("store.commit_after_rollback"), 0, "seed {seed}");
@@ -295,3 +300,4 @@ fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record(
         "no seed of {seeds:?} failed without rollback records"
     );
 }
+

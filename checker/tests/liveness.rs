@@ -98,7 +98,10 @@ fn check_file(name: &str) -> (i32, String, serde_json::Value) {
         .join(format!("tests/fixtures/liveness/{name}.json"));
     let (mut text, mut json) = (Vec::new(), Vec::new());
     let code = percsim_checker::run_check_file(&path, false, &mut text);
-    assert_eq!(percsim_checker::run_check_file(&path, true, &mut json), code);
+    assert_eq!(
+        percsim_checker::run_check_file(&path, true, &mut json),
+        code
+    );
     let json = serde_json::from_slice(&json).expect("a JSON report");
     (code, String::from_utf8(text).unwrap(), json)
 }
@@ -126,7 +129,11 @@ fn checking_a_file_whose_owners_were_treated_fairly_exits_0() {
         let (code, text, json) = check_file(name);
         assert_eq!(code, 0, "{name}: {text}");
         assert!(text.contains("liveness thresholds:"), "{name}: {text}");
-        assert_eq!(json["liveness"]["findings"], serde_json::json!([]), "{name}");
+        assert_eq!(
+            json["liveness"]["findings"],
+            serde_json::json!([]),
+            "{name}"
+        );
     }
 }
 
@@ -136,7 +143,8 @@ fn after_network_fault(kind: &str, delay_field: &str, delay_ms: u64) -> percsim_
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/liveness/live_owner_rolled_back.json");
     let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let event = serde_json::json!({"t_ns": 0, "kind": kind, "duration_ms": 5, delay_field: delay_ms});
+    let event =
+        serde_json::json!({"t_ns": 0, "kind": kind, "duration_ms": 5, delay_field: delay_ms});
     h.events
         .insert(1, serde_json::from_value(event).expect("an event"));
     h

@@ -213,7 +213,10 @@ pub fn check_capsule_with(
         Some(stream) => match percsim_checker::stream::parse(&stream.to_string()) {
             Ok(h) => {
                 let r = percsim_checker::stream::check(&h);
-                (exit_code(r.passed(), true), render(&r, json, |r| r.render_text()))
+                (
+                    exit_code(r.passed(), true),
+                    render(&r, json, |r| r.render_text()),
+                )
             }
             Err(e) => {
                 let m = format!("the stream history in capsule {}: {e}", path.display());

@@ -25,7 +25,10 @@ fn caught_in(mix: &Mix, a: Ablation, seeds: u64, rule: &str) {
         let r = fuzz::judge(&campaign::generate(seed, mix), false).result;
         if r.verdict != Verdict::Pass {
             let why = r.explanation.as_deref().unwrap_or("").lines().next();
-            seen.push(format!("seed {seed}: {:?} {:?} {why:?}", r.verdict, r.violated_rules));
+            seen.push(format!(
+                "seed {seed}: {:?} {:?} {why:?}",
+                r.verdict, r.violated_rules
+            ));
         }
         if r.verdict == Verdict::Safety {
             assert!(
@@ -217,4 +220,3 @@ fn a_rows_rates_do_not_depend_on_the_threads() {
         (one.seeds, one.seeds_to_failure, one.abort_rate)
     );
 }
-

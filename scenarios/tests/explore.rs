@@ -366,4 +366,3 @@ fn every_listed_planted_bug_is_found_and_the_faithful_build_is_clean() {
         assert_eq!(faithful.schedules, f.faithful, "{}", f.script);
     }
 }
-

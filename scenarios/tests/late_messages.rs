@@ -302,5 +302,3 @@ fn a_dead_clients_late_commit_after_its_late_prewrite_needs_the_rollback_record(
         "no seed of {seeds:?} failed without rollback records"
     );
 }
-
-

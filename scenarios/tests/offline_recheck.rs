@@ -148,4 +148,3 @@ fn every_failing_capsule_of_an_ablation_campaign_rechecks_the_same_offline() {
         "no history with a missing put's data was re-checked"
     );
 }
-

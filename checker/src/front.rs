@@ -5,7 +5,8 @@
 use crate::parse::HistoryError;
 use crate::report::REPORT_FORMAT;
 use crate::{
-    EdnError, History, Model, ModelSource, Report, compact, elle, parse, reader, stream, window,
+    EdnError, History, LivenessReport, Model, ModelSource, Report, compact, elle, parse, reader,
+    stream, window,
 };
 use serde::Serialize;
 use std::io::Write;
@@ -182,8 +183,8 @@ fn cannot_read(path: &Path, e: &std::io::Error) -> HistoryError {
 
 /// A history judged by its format's rules.
 enum Judged {
-    /// A `percsim-history/1` file's report.
-    Transactions(Report),
+    /// A `percsim-history/1` file's report, with its liveness verdict.
+    Transactions(Report, LivenessReport),
     /// A stream history's report.
     Stream(stream::StreamReport),
     /// An Elle history's report, with the models it satisfies.
@@ -193,14 +194,27 @@ enum Judged {
 impl Judged {
     fn passed(&self) -> bool {
         match self {
-            Judged::Transactions(r) | Judged::Elle(r) => r.passed(),
+            Judged::Transactions(r, _) | Judged::Elle(r) => r.passed(),
             Judged::Stream(r) => r.passed(),
+        }
+    }
+
+    /// The process exit code: 1 when a safety rule is broken, else 3 when
+    /// a liveness rule is, else 0.
+    fn exit_code(&self) -> i32 {
+        match self {
+            _ if !self.passed() => 1,
+            Judged::Transactions(_, l) if !l.passed() => 3,
+            _ => 0,
         }
     }
 
     fn text(&self) -> String {
         match self {
-            Judged::Transactions(r) => r.render_text(),
+            Judged::Transactions(r, l) if l.thresholds.is_some() => {
+                format!("{}{}", r.render_text(), l.render_text())
+            }
+            Judged::Transactions(r, _) => r.render_text(),
             Judged::Stream(r) => r.render_text(),
             Judged::Elle(r) => {
                 let yes_no = |b: bool| if b { "yes" } else { "no" };
@@ -216,7 +230,13 @@ impl Judged {
 
     fn write_json(&self, out: &mut dyn Write) -> serde_json::Result<()> {
         match self {
-            Judged::Transactions(r) => serde_json::to_writer_pretty(out, r),
+            Judged::Transactions(r, l) => serde_json::to_writer_pretty(
+                out,
+                &TransactionsReport {
+                    report: r,
+                    liveness: l.thresholds.is_some().then_some(l),
+                },
+            ),
             Judged::Stream(r) => serde_json::to_writer_pretty(out, r),
             Judged::Elle(r) => serde_json::to_writer_pretty(
                 out,
@@ -239,6 +259,16 @@ struct EdnReport<'a> {
     serializable: bool,
 }
 
+/// The JSON report of a `percsim-history/1` file: the report, and the
+/// liveness verdict when the history records the rules' thresholds.
+#[derive(Serialize)]
+struct TransactionsReport<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    liveness: Option<&'a LivenessReport>,
+}
+
 /// Reads the file at `path` as `format` and judges it by that format's
 /// rules, against `model` when one is given (else the model the history
 /// names, or the default).
@@ -250,7 +280,10 @@ fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Jud
     };
     match format {
         HistoryFormat::Transactions => read_file(path)
-            .map(|h| Judged::Transactions(modelled(crate::check_compact(h))))
+            .map(|h| {
+                let liveness = crate::liveness::check_liveness_compact(&h);
+                Judged::Transactions(modelled(crate::check_compact(h)), liveness)
+            })
             .map_err(|e| match e {
                 FileError::Read(e) => cannot_read(path, &e),
                 FileError::Invalid(e) => invalid(e),
@@ -289,8 +322,12 @@ pub struct CheckOptions {
 
 /// Reads the history at `path` (any format the checker knows, told by
 /// [`detect_file`]), judges it by its format's rules, and writes the report
-/// to `out`: text, or JSON when `json` is set. Returns the process exit
-/// code: 0 when every rule holds, 1 when any is broken, 2 when the file
+/// to `out`: text, or JSON when `json` is set. A `percsim-history/1` file
+/// that records the liveness rules' thresholds is also judged by those
+/// rules ([`crate::check_liveness`]): their thresholds and findings follow
+/// the report (under `liveness` in JSON). Returns the process exit code: 0
+/// when every rule holds, 1 when a safety rule is broken, 3 when only
+/// liveness rules are, 2 when the file
 /// cannot be read, is of no known format, or is not a valid document of its
 /// format (the message says which format, why and where).
 pub fn run_check_file(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
@@ -313,7 +350,7 @@ pub fn run_check_file_with(path: &Path, options: CheckOptions, out: &mut dyn Wri
             } else {
                 out.write_all(j.text().as_bytes())
             };
-            if j.passed() { 0 } else { 1 }
+            j.exit_code()
         }
         Err(e) => {
             write_error(out, json, &e);

@@ -52,6 +52,7 @@ mod fx;
 mod history;
 mod judge;
 mod keys;
+pub mod liveness;
 mod model;
 mod notifications;
 mod observer_once;
@@ -75,6 +76,9 @@ pub use front::{
     CheckOptions, HistoryFormat, detect, detect_file, run_check_file, run_check_file_with,
 };
 pub use history::*;
+pub use liveness::{
+    LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, check_liveness,
+};
 pub use model::{Model, ModelSource, UnknownModel};
 pub use parse::{HistoryError, parse};
 pub use report::{AllowedAnomalies, CycleStep, Finding, Report, RuleReport, Stats};

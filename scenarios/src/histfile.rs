@@ -201,7 +201,7 @@ pub fn check_capsule_with(
                 .unwrap_or(&serde_json::Value::Null)
         );
     }
-    let (passed, text) = match value.get("stream_history").filter(|h| !h.is_null()) {
+    let (code, text) = match value.get("stream_history").filter(|h| !h.is_null()) {
         Some(_) if let Some(m) = options.model => {
             let m = format!(
                 "the capsule {} holds a stream history, judged by the stream rules, which take \
@@ -213,7 +213,10 @@ pub fn check_capsule_with(
         Some(stream) => match percsim_checker::stream::parse(&stream.to_string()) {
             Ok(h) => {
                 let r = percsim_checker::stream::check(&h);
-                (r.passed(), render(&r, json, |r| r.render_text()))
+                (
+                    exit_code(r.passed(), true),
+                    render(&r, json, |r| r.render_text()),
+                )
             }
             Err(e) => {
                 let m = format!("the stream history in capsule {}: {e}", path.display());
@@ -235,13 +238,51 @@ pub fn check_capsule_with(
                     Some(m) => r.judged_by(m, percsim_checker::ModelSource::Asked),
                     None => r,
                 };
-                (r.passed(), render(&r, json, |r| r.render_text()))
+                let l = percsim_checker::check_liveness(&loaded.history);
+                (
+                    exit_code(r.passed(), l.passed()),
+                    render_with_liveness(&r, &l, json),
+                )
             }
             Err(e) => return fail(out, e),
         },
     };
     let _ = out.write_all(text.as_bytes());
-    if passed { 0 } else { 1 }
+    code
+}
+
+/// `percsim check`'s exit code: 1 when a safety rule is broken, else 3
+/// when a liveness rule is, else 0.
+fn exit_code(safe: bool, live: bool) -> i32 {
+    match (safe, live) {
+        (false, _) => 1,
+        (true, false) => 3,
+        (true, true) => 0,
+    }
+}
+
+/// A transaction history's report and, when the history records the
+/// liveness rules' thresholds, their verdict: after the text, or under
+/// `liveness` in the JSON (as `percsim check` prints a history file's).
+fn render_with_liveness(
+    r: &percsim_checker::Report,
+    l: &percsim_checker::LivenessReport,
+    json: bool,
+) -> String {
+    if l.thresholds.is_none() {
+        return render(r, json, |r| r.render_text());
+    }
+    if !json {
+        return format!("{}{}", r.render_text(), l.render_text());
+    }
+    let mut value = serde_json::to_value(r).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert(
+            "liveness".into(),
+            serde_json::to_value(l).unwrap_or_default(),
+        );
+    }
+    render(&value, true, |v| v.to_string())
 }
 
 /// The system of a capsule's scenario, if its runs are judged on a stream

@@ -288,6 +288,7 @@ pub fn verdict_of(
     };
     let simulate = started.elapsed();
     let report = out.transactions().map(percsim_checker::check);
+    let liveness = out.transactions().map(percsim_checker::check_liveness);
     let stream_report = out.stream().map(percsim_checker::stream::check);
     let check = started.elapsed() - simulate;
     let s = &out.summary;
@@ -331,6 +332,13 @@ pub fn verdict_of(
         result.verdict = Verdict::Liveness;
         let text = render(report.as_ref(), stream_report.as_ref());
         result.explanation = Some(format!("liveness: {l}\n\n{text}"));
+    } else if let Some(live) = liveness.as_ref().filter(|l| !l.passed()) {
+        result.verdict = Verdict::Liveness;
+        result
+            .violated_rules
+            .extend(live.findings.iter().map(|f| f.rule.name().to_string()));
+        result.violated_rules.dedup();
+        result.explanation = Some(live.render_text());
     }
     result.wall_ms = started.elapsed().as_millis() as u64;
     Judged {

@@ -20,8 +20,16 @@ fn caught(a: Ablation, seeds: u64, rule: &str) {
 }
 
 fn caught_in(mix: &Mix, a: Ablation, seeds: u64, rule: &str) {
+    let mut seen = Vec::new();
     for seed in 0..seeds {
         let r = fuzz::judge(&campaign::generate(seed, mix), false).result;
+        if r.verdict != Verdict::Pass {
+            let why = r.explanation.as_deref().unwrap_or("").lines().next();
+            seen.push(format!(
+                "seed {seed}: {:?} {:?} {why:?}",
+                r.verdict, r.violated_rules
+            ));
+        }
         if r.verdict == Verdict::Safety {
             assert!(
                 r.violated_rules.iter().any(|x| x == rule),
@@ -31,7 +39,10 @@ fn caught_in(mix: &Mix, a: Ablation, seeds: u64, rule: &str) {
             return;
         }
     }
-    panic!("{a} was not caught in seeds 0..{seeds}");
+    panic!(
+        "{a} was not caught in seeds 0..{seeds}; other verdicts:\n{}",
+        seen.join("\n")
+    );
 }
 
 #[test]
@@ -95,13 +106,20 @@ fn wall_clock_start_ts() {
     caught(Ablation::WallClockStartTs, 5, "timestamp_order");
 }
 
-/// A liveness-only ablation costs aborts or waiting, never safety.
+/// A liveness-only ablation costs aborts or waiting, never safety: the
+/// only rules it may break are liveness rules (a liveness verdict).
 fn no_safety_violation(a: Ablation) -> f64 {
+    let liveness: Vec<&str> = percsim_checker::LivenessRule::ALL
+        .iter()
+        .map(|r| r.name())
+        .collect();
     let (mut aborted, mut finished) = (0, 0);
     for seed in 0..30 {
         let r = fuzz::judge(&campaign::generate(seed, &mix(a)), false).result;
         assert!(
-            r.violated_rules.is_empty(),
+            r.violated_rules
+                .iter()
+                .all(|x| liveness.contains(&x.as_str())),
             "{a}: seed {seed} reported {:?}",
             r.violated_rules
         );
@@ -135,9 +153,14 @@ fn observer_ignores_ack() {
     caught(Ablation::ObserverIgnoresAck, 20, "observer_at_most_once");
 }
 
+/// The cleared notification is lost only when the observer's transaction
+/// then fails. Since the client refreshes its primary every
+/// `lock_ttl_ms / refreshes_per_ttl` while it holds its locks, 38 of seeds
+/// 0..300 fail (12.7%), the first at seed 22 (none in 0..20): a bound of
+/// 40 seeds misses with probability 0.4%.
 #[test]
 fn notify_cleared_early() {
-    caught(Ablation::NotifyClearedEarly, 20, "no_lost_notification");
+    caught(Ablation::NotifyClearedEarly, 40, "no_lost_notification");
 }
 
 #[test]

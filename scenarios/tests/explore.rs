@@ -84,7 +84,17 @@ fn found(report: &ExploreReport) -> u64 {
 fn no_rollback_record_is_found_deterministically_and_its_capsule_replays() {
     let base = script("percolator", "no-rollback-record");
     let bug = ablated(&base, &["no-rollback-record".to_string()]).expect("a planted bug");
-    let o = opts(1, 2_500);
+    // A reader rolls back only an owner whose primary is stale or whose
+    // session ended: the bug needs the owner stopped (one stop).
+    let o = ExploreOptions {
+        world: Schedule {
+            window_ms: 2_500,
+            stop_budget: 1,
+            stop_ms: 2_000,
+            ..Schedule::default()
+        },
+        ..opts(1, 2_500)
+    };
     let first = explore(&bug, &o).expect("explores");
     let n = found(&first);
     let again = explore(
@@ -282,8 +292,8 @@ const FOUND: &[Found] = &[
         "percolator",
         "no-rollback-record",
         "no-rollback-record",
-        (2_500, 0, 2_000),
-        (8, 68),
+        (2_500, 1, 2_000),
+        (19, 96),
     ),
     found_at(
         "pulsar",

@@ -616,9 +616,14 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn print_summary(r: &SeedResult) {
+/// Print a seed's result; `thresholds` is the line of the liveness rules'
+/// thresholds, printed under the seed when the history records them.
+fn print_summary(r: &SeedResult, thresholds: Option<&str>) {
     println!("system        {}", r.system);
     println!("seed          {}", r.seed);
+    if let Some(t) = thresholds {
+        println!("              {t}");
+    }
     println!("workload      {}", r.workload);
     println!(
         "transactions  {} committed, {} aborted, {} unknown",
@@ -709,7 +714,11 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>, out: Option<&Path
             return 2;
         }
     }
-    print_summary(&judged.result);
+    let thresholds = judged
+        .transactions()
+        .and_then(|h| percsim_checker::check_liveness(h).thresholds)
+        .map(|t| t.line());
+    print_summary(&judged.result, thresholds.as_deref());
     if let Some(report) = &judged.report
         && report.allowed.total > 0
     {

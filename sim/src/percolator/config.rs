@@ -107,6 +107,12 @@ pub struct PercolatorConfig {
     pub rpc_attempts: u32,
     /// Liveness sessions expire after this long without a keep-alive.
     pub session_ttl_ms: u64,
+    /// The slack the liveness rules allow on top of a TTL (network delay
+    /// and the time to act on what was learnt): a dead owner's lock may
+    /// block a reader up to `session_ttl_ms` plus this after the owner
+    /// died, and a primary refreshed less than `client.lock_ttl_ms` minus
+    /// this before must not be rolled back while its owner lives.
+    pub liveness_bound_ms: u64,
     /// The oracle persists ranges of this many timestamps.
     pub oracle_range: u64,
     /// The master pings tablet servers this often.
@@ -145,6 +151,7 @@ impl Default for PercolatorConfig {
             client: ClientConfig::default(),
             rpc_attempts: 4,
             session_ttl_ms: 1_000,
+            liveness_bound_ms: 200,
             oracle_range: 1_000,
             heartbeat_ms: 100,
             heartbeat_misses: 3,
@@ -209,6 +216,9 @@ impl PercolatorConfig {
         }
         if self.rpc_attempts == 0 {
             return err("rpc_attempts", "must be at least 1");
+        }
+        if let Some((field, problem)) = self.client.problem() {
+            return err(&format!("client.{field}"), &problem);
         }
         if self.session_ttl_ms == 0 || self.heartbeat_ms == 0 || self.oracle_range == 0 {
             return err(

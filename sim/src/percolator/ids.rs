@@ -180,6 +180,15 @@ crate::identities! {
         RollBackBeforePrewrite => ("roll_back_before_prewrite", "a rollback record before any prewrite"),
         /// A late or duplicated prewrite met its transaction's rollback record.
         LatePrewriteRejected => ("late_prewrite_rejected", "a late prewrite was rejected by a rollback record"),
+        /// The store wrote a primary lock's wall time: its prewrite landed
+        /// or its owner refreshed it.
+        PrimaryRefreshed => ("primary_refreshed", "the store wrote a primary lock's wall time (prewrite or refresh)"),
+        /// The liveness service found a session expired, or forgot it at a restart.
+        SessionEnded => ("session_ended", "the liveness service ended a session"),
+        /// A reader met a lock it judged live and backed off.
+        LockWait => ("lock_wait", "a reader backed off from a lock it judged live"),
+        /// The thresholds the liveness rules judge this run by.
+        LivenessThresholds => ("liveness_thresholds", "the thresholds of the liveness rules"),
     }
 }
 

@@ -11,7 +11,7 @@ use super::{
     Cluster, SWEEPER_NODE, client_addr, inspect, liveness_addr, master_addr, nodes, oracle_addr,
     record, tablet_server_addr,
 };
-use crate::percolator::ids::kinds;
+use crate::percolator::ids::{PercolatorEvent, kinds};
 use crate::world::driver::FaultControl;
 use crate::world::ids::Role;
 use crate::world::node::NodeName;
@@ -72,6 +72,14 @@ impl System for Percolator {
             },
             observers: self.workload.observers(),
         });
+        world.event(
+            PercolatorEvent::LivenessThresholds.name(),
+            serde_json::json!({
+                "lock_ttl_ms": cfg.client.lock_ttl_ms,
+                "session_ttl_ms": cfg.session_ttl_ms,
+                "bound_ms": cfg.liveness_bound_ms,
+            }),
+        );
         Arc::new(Installed {
             cluster: Arc::new(Cluster {
                 world: world.clone(),

@@ -39,7 +39,10 @@ pub(crate) async fn wait_or_clean<T: Host>(
     backoff: &mut Backoff,
 ) -> Result<(), TxnError> {
     if let Some(suspicion) = suspect(t, info).await?
-        && clean_up(t, info, (reader, reader_ts), suspicion).await?
+        && (clean_up(t, info, (reader, reader_ts), suspicion).await?
+            || (suspicion == Suspicion::Stale
+                && token_gone(t, info).await?
+                && clean_up(t, info, (reader, reader_ts), Suspicion::TokenGone).await?))
     {
         return Ok(());
     }
@@ -70,6 +73,16 @@ async fn suspect<T: Transport>(t: &T, info: &LockInfo) -> Result<Option<Suspicio
         return Ok(Some(Suspicion::TokenGone));
     }
     Ok(None)
+}
+
+/// Whether the owner of `info` no longer holds its liveness token (asked
+/// when a lock looked stale but its primary was fresh: a dead owner's
+/// fresh primary must not block the reader until it too goes stale).
+async fn token_gone<T: Transport>(t: &T, info: &LockInfo) -> Result<bool, RpcError> {
+    if t.ablations().has(Ablation::StaleByWallTimeOnly) {
+        return Ok(false);
+    }
+    Ok(!t.owner_alive(info.lock.owner).await?)
 }
 
 /// Settle the transaction at `start_ts` whose primary is `primary`, rolling
@@ -377,6 +390,41 @@ mod tests {
                 (CleanupKind::RollBack, Suspicion::Stale)
             ]
         );
+    }
+
+    #[test]
+    fn a_dead_owners_stale_secondary_with_a_fresh_primary_is_cleaned_at_once() {
+        let w = FakeWorld {
+            dead: vec![OWNER],
+            ..world()
+        };
+        let info = refreshed_primary_locked_secondary(&w);
+        // The secondary looks stale, the primary fresh, but its owner's
+        // token is gone: the reader does not wait for the primary to age.
+        *w.now_ms.lock().unwrap() = 3_010;
+        assert_eq!(meet(&w, &info, &mut Backoff::new(&w)), Ok(()));
+        assert!(w.sleeps().is_empty());
+        let cleanups = w.cleanups.lock().unwrap();
+        let kinds: Vec<_> = cleanups.iter().map(|c| (c.kind, c.suspicion)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (CleanupKind::RollBack, Suspicion::TokenGone),
+                (CleanupKind::RollBack, Suspicion::TokenGone)
+            ]
+        );
+        drop(cleanups);
+        // Judged by wall time alone, the reader waits for the primary instead.
+        let w = FakeWorld {
+            dead: vec![OWNER],
+            ablations: Ablations::only(Ablation::StaleByWallTimeOnly),
+            ..world()
+        };
+        let info = refreshed_primary_locked_secondary(&w);
+        *w.now_ms.lock().unwrap() = 3_010;
+        assert_eq!(meet(&w, &info, &mut Backoff::new(&w)), Ok(()));
+        assert_eq!(w.sleeps(), vec![10]);
+        assert!(w.cleanups.lock().unwrap().is_empty());
     }
 
     #[test]

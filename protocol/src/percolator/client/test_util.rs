@@ -59,6 +59,9 @@ pub struct FakeWorld {
     /// Called at every point reached (to change the world in between steps).
     #[allow(clippy::type_complexity)]
     pub on_point: Option<Box<dyn Fn(&FakeWorld, StepPoint) + Send + Sync>>,
+    /// Called after every sleep, with how many sleeps there have been.
+    #[allow(clippy::type_complexity)]
+    pub on_sleep: Option<Box<dyn Fn(&FakeWorld, usize) + Send + Sync>>,
 }
 
 impl FakeWorld {
@@ -174,8 +177,15 @@ impl Transport for FakeWorld {
         Ok(!self.dead.contains(&owner))
     }
     async fn sleep_ms(&self, ms: u64) {
-        self.sleeps_ms.lock().unwrap().push(ms);
+        let count = {
+            let mut sleeps = self.sleeps_ms.lock().unwrap();
+            sleeps.push(ms);
+            sleeps.len()
+        };
         *self.now_ms.lock().unwrap() += ms;
+        if let Some(f) = &self.on_sleep {
+            f(self, count);
+        }
     }
     fn ablations(&self) -> Ablations {
         self.ablations

@@ -60,10 +60,13 @@ pub struct ClientConfig {
     /// A read gives up (and its transaction aborts) after waiting this long
     /// on locks.
     pub lock_wait_max_ms: u64,
-    /// A committing owner refreshes its primary lock's wall time once every
-    /// lock is answered, if this long has passed since it sent them (one
-    /// refresh per commit; none during the commit of the primary).
-    pub touch_interval_ms: u64,
+    /// A committing owner refreshes its primary lock's wall time every
+    /// `lock_ttl_ms / refreshes_per_ttl` ms while it holds its locks (from
+    /// its prewrites until the commit of its primary is answered), as the
+    /// paper's workers do ("periodically update this wall time while
+    /// committing") and TiKV's TTL manager does (twice per TTL). At least 1,
+    /// at most `lock_ttl_ms`.
+    pub refreshes_per_ttl: u64,
     /// How many times the commit of the primary is retried before the
     /// outcome is reported unknown.
     pub commit_retries: u32,
@@ -76,9 +79,38 @@ impl Default for ClientConfig {
             backoff_min_ms: 10,
             backoff_max_ms: 400,
             lock_wait_max_ms: 10_000,
-            touch_interval_ms: 1_000,
+            refreshes_per_ttl: 3,
             commit_retries: 3,
         }
+    }
+}
+
+impl ClientConfig {
+    /// How often a committing owner refreshes its primary lock, in ms:
+    /// `lock_ttl_ms / refreshes_per_ttl`, at least 1.
+    pub fn refresh_interval_ms(&self) -> u64 {
+        (self.lock_ttl_ms / self.refreshes_per_ttl.max(1)).max(1)
+    }
+
+    /// Why these settings cannot run, if they cannot: the field at fault
+    /// and the problem.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if self.lock_ttl_ms == 0 {
+            return Some(("lock_ttl_ms", "must be at least 1".into()));
+        }
+        if self.refreshes_per_ttl == 0 {
+            return Some(("refreshes_per_ttl", "must be at least 1".into()));
+        }
+        if self.refreshes_per_ttl > self.lock_ttl_ms {
+            return Some((
+                "refreshes_per_ttl",
+                format!(
+                    "{} refreshes within a TTL of {} ms would be less than 1 ms apart",
+                    self.refreshes_per_ttl, self.lock_ttl_ms
+                ),
+            ));
+        }
+        None
     }
 }
 

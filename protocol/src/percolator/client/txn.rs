@@ -19,6 +19,10 @@ use crate::percolator::actions::{
     GetResult, Prewrite, PrewriteError, RowReply, RowRequest, TxnStatus,
 };
 use crate::percolator::types::{CellKey, Lock, MutationKind, Ts, TxnTs};
+use futures::future::Either;
+use std::convert::Infallible;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A transaction in progress. Reads see the snapshot at start_ts (not the
 /// transaction's own buffered writes, as in the paper's pseudocode).
@@ -230,13 +234,31 @@ impl<'t, T: Host> Transaction<'t, T> {
 
     /// Two-phase commit: prewrite every cell at once (the primary's request
     /// issued first); take a commit_ts; commit the primary (the commit
-    /// point); then the secondaries.
+    /// point); then the secondaries. While it runs, the primary lock's wall
+    /// time is refreshed every [`ClientConfig::refresh_interval_ms`] until
+    /// the commit of the primary is answered.
+    ///
+    /// [`ClientConfig::refresh_interval_ms`]: super::ClientConfig::refresh_interval_ms
     pub async fn commit(self) -> CommitOutcome {
-        let t = self.t;
         if self.writes.is_empty() {
             return self.finish(CommitOutcome::Committed { commit_ts: None });
         }
         let primary = self.writes[0].0.clone();
+        let gone = AtomicBool::new(false);
+        let body = pin!(self.commit_writes(&primary, &gone));
+        let refresher = pin!(self.refresh_while_locked(&primary, &gone));
+        match futures::future::select(body, refresher).await {
+            Either::Left((outcome, _)) => outcome,
+            Either::Right((never, _)) => match never {},
+        }
+    }
+
+    /// [`Transaction::commit`] of a transaction with writes, whose primary
+    /// lock is on `primary`; `gone` is set once a refresh found the primary
+    /// lock gone (someone rolled the transaction back).
+    async fn commit_writes(&self, primary: &CellKey, gone: &AtomicBool) -> CommitOutcome {
+        let t = self.t;
+        let primary = primary.clone();
         t.reached(self.id, StepPoint::BeforePrewrite).await;
         let sent_ms = t.wall_ms();
         // Every lock is requested at once (paper, "locks are acquired in
@@ -249,7 +271,7 @@ impl<'t, T: Host> Transaction<'t, T> {
             self.roll_back_own().await;
             return outcome;
         }
-        if !self.keep_alive(&primary, sent_ms).await {
+        if gone.load(Ordering::Relaxed) || !self.keep_alive(&primary, sent_ms).await {
             let outcome = self.finish(CommitOutcome::Aborted {
                 reason: AbortReason::RolledBack,
             });
@@ -276,7 +298,10 @@ impl<'t, T: Host> Transaction<'t, T> {
         if secondaries_first {
             self.commit_secondaries(ts).await;
         }
-        match self.commit_primary(&primary, ts).await {
+        let answered = self.commit_primary(&primary, ts).await;
+        // The primary lock is gone either way: nothing left to refresh.
+        gone.store(true, Ordering::Relaxed);
+        match answered {
             Some(Ok(())) => {}
             Some(Err(reason)) => return self.finish(CommitOutcome::Aborted { reason }),
             None => return self.finish(CommitOutcome::Unknown),
@@ -381,25 +406,59 @@ impl<'t, T: Host> Transaction<'t, T> {
         None
     }
 
-    /// Refresh the primary lock's wall time if it is due (the locks were
-    /// sent at `sent_ms`). Returns false when the primary lock is gone
-    /// (someone rolled us back).
+    /// Refresh the primary lock's wall time if a refresh is due once every
+    /// lock is answered (the locks were sent at `sent_ms`). Returns false
+    /// when the primary lock is gone (someone rolled us back).
     async fn keep_alive(&self, primary: &CellKey, sent_ms: u64) -> bool {
         let now = self.t.wall_ms();
         if self.t.ablations().has(Ablation::NoLockRefresh)
-            || now.saturating_sub(sent_ms) < self.t.config().touch_interval_ms
+            || now.saturating_sub(sent_ms) < self.t.config().refresh_interval_ms()
         {
             return true;
         }
+        self.touch(primary).await
+    }
+
+    /// Refresh the primary lock's wall time to the client's clock. Returns
+    /// false when the lock is gone; an unanswered refresh counts as done
+    /// (the next one tries again).
+    async fn touch(&self, primary: &CellKey) -> bool {
         let req = RowRequest::Touch {
             col: primary.col.clone(),
             start_ts: self.start_ts,
-            wall_ms: now,
+            wall_ms: self.t.wall_ms(),
         };
         !matches!(
             self.t.row(&primary.row, req).await,
             Ok(RowReply::Touch(false))
         )
+    }
+
+    /// Refresh the primary lock every [`ClientConfig::refresh_interval_ms`]
+    /// until a refresh finds it gone or the commit of the primary was
+    /// answered (`gone`); then set `gone` and wait forever (the commit's
+    /// own future ends the pair). The `no-lock-refresh` ablation removes
+    /// exactly this and the refresh once every lock is answered.
+    ///
+    /// [`ClientConfig::refresh_interval_ms`]: super::ClientConfig::refresh_interval_ms
+    async fn refresh_while_locked(&self, primary: &CellKey, gone: &AtomicBool) -> Infallible {
+        if !self.t.ablations().has(Ablation::NoLockRefresh) {
+            self.refresh_until_gone(primary, gone).await;
+            gone.store(true, Ordering::Relaxed);
+        }
+        std::future::pending().await
+    }
+
+    /// The refresh loop of [`Transaction::refresh_while_locked`]: returns
+    /// when a refresh found the primary lock gone or `gone` was set.
+    async fn refresh_until_gone(&self, primary: &CellKey, gone: &AtomicBool) {
+        let every_ms = self.t.config().refresh_interval_ms();
+        loop {
+            self.t.sleep_ms(every_ms).await;
+            if gone.load(Ordering::Relaxed) || !self.touch(primary).await {
+                return;
+            }
+        }
     }
 
     /// Best-effort rollback of every cell after an abort (each prewrite had
@@ -449,6 +508,10 @@ mod tests {
     use crate::percolator::client::test_util::{FakeWorld, run};
     use crate::percolator::client::{ClientConfig, TxnEvent};
     use crate::percolator::types::{CellKey, SessionId, Ts, WriteKind};
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Waker};
 
     /// Begin a transaction on `w`, buffer `writes` (row, value; `None`
     /// deletes) in column `c` and commit it.
@@ -595,17 +658,13 @@ mod tests {
 
     #[test]
     fn a_due_refresh_touches_the_primary_and_finds_it_rolled_back() {
-        let mut w = FakeWorld {
-            cfg: ClientConfig {
-                touch_interval_ms: 0,
-                ..ClientConfig::default()
-            },
-            ..FakeWorld::default()
-        };
-        // Someone rolls the primary back once the first secondary is locked.
+        let mut w = FakeWorld::default();
+        // Someone rolls the primary back once the first secondary is
+        // locked, and a refresh interval passes.
         w.on_point = Some(Box::new(|w, p| {
             if p == StepPoint::AfterPrewriteSecondary(1) {
                 must_roll_back_primary(w);
+                *w.now_ms.lock().unwrap() += w.cfg.refresh_interval_ms();
             }
         }));
         let outcome = must_commit(&w, &[("a", Some("1")), ("b", Some("2")), ("d", None)]);
@@ -629,6 +688,106 @@ mod tests {
             must_show(&w, "b", 1),
             (false, Some((Ts(1), WriteKind::Rollback)))
         );
+    }
+
+    /// A transaction of `w` that buffered `a`/c and `b`/c, with its locks
+    /// prewritten at wall time 0 (the primary on `a`).
+    fn locked_txn(w: &FakeWorld) -> Transaction<'_, FakeWorld> {
+        let mut txn = run(Transaction::begin(w)).unwrap();
+        txn.set("a", "c", "1");
+        txn.set("b", "c", "2");
+        let primary = CellKey::new("a", "c");
+        for i in 0..2 {
+            assert_eq!(run(txn.prewrite(i, &primary)), None);
+        }
+        txn
+    }
+
+    /// The wall times of the refreshes sent so far.
+    fn touches(w: &FakeWorld) -> Vec<u64> {
+        let requests = w.requests.lock().unwrap();
+        requests
+            .iter()
+            .filter_map(|(_, r)| match r {
+                RowRequest::Touch { wall_ms, .. } => Some(*wall_ms),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_primary_is_refreshed_every_ttl_over_k_until_it_is_gone() {
+        let mut w = FakeWorld {
+            cfg: ClientConfig {
+                lock_ttl_ms: 3_000,
+                refreshes_per_ttl: 4,
+                ..ClientConfig::default()
+            },
+            ..FakeWorld::default()
+        };
+        // Someone rolls the transaction back during the fourth interval.
+        w.on_sleep = Some(Box::new(|w, n| {
+            if n == 4 {
+                must_roll_back_primary(w);
+            }
+        }));
+        let txn = locked_txn(&w);
+        let gone = AtomicBool::new(false);
+        run(txn.refresh_until_gone(&CellKey::new("a", "c"), &gone));
+        assert_eq!(w.sleeps(), [750, 750, 750, 750]);
+        // Three refreshes moved the primary's wall time; the fourth found
+        // the lock gone and ended the loop.
+        assert_eq!(touches(&w), [750, 1_500, 2_250, 3_000]);
+        assert!(!gone.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_refresh_raises_the_primary_lock_and_the_loop_stops_once_the_commit_is_answered() {
+        let w = FakeWorld::default();
+        let txn = locked_txn(&w);
+        let primary = CellKey::new("a", "c");
+        let lock_wall = |w: &FakeWorld| w.row_now("a").col("c").lock.get(&Ts(1)).map(|l| l.wall_ms);
+        assert_eq!(lock_wall(&w), Some(0));
+        *w.now_ms.lock().unwrap() = 1_000;
+        assert!(run(txn.touch(&primary)));
+        assert_eq!(lock_wall(&w), Some(1_000));
+        // The commit of the primary was answered: one more wait, no refresh.
+        let gone = AtomicBool::new(true);
+        run(txn.refresh_until_gone(&primary, &gone));
+        assert_eq!(touches(&w), [1_000]);
+        assert_eq!(w.sleeps(), [1_000]);
+    }
+
+    #[test]
+    fn without_lock_refresh_the_refresher_never_touches() {
+        let w = FakeWorld {
+            ablations: Ablations::only(Ablation::NoLockRefresh),
+            ..FakeWorld::default()
+        };
+        let txn = locked_txn(&w);
+        let gone = AtomicBool::new(false);
+        let primary = CellKey::new("a", "c");
+        let mut refresher = pin!(txn.refresh_while_locked(&primary, &gone));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(refresher.as_mut().poll(&mut cx).is_pending());
+        assert!(touches(&w).is_empty());
+        assert!(w.sleeps().is_empty());
+    }
+
+    #[test]
+    fn the_refresh_setting_is_validated() {
+        let cfg = |lock_ttl_ms, refreshes_per_ttl| ClientConfig {
+            lock_ttl_ms,
+            refreshes_per_ttl,
+            ..ClientConfig::default()
+        };
+        assert_eq!(cfg(3_000, 3).problem(), None);
+        assert_eq!(cfg(3_000, 3).refresh_interval_ms(), 1_000);
+        assert_eq!(cfg(3_000, 0).problem().unwrap().0, "refreshes_per_ttl");
+        let (field, why) = cfg(2, 3).problem().unwrap();
+        assert_eq!(field, "refreshes_per_ttl");
+        assert!(why.contains("less than 1 ms apart"), "{why}");
+        assert_eq!(cfg(0, 1).problem().unwrap().0, "lock_ttl_ms");
     }
 
     #[test]

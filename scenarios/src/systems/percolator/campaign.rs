@@ -144,8 +144,6 @@ fn build(seed: u64, shape: &Shape, mix: &Mix) -> Scenario {
         ..PercolatorConfig::default()
     };
     cluster.client.lock_ttl_ms = shape.ttl_ms.0;
-    // Owners refresh their primary lock well within its TTL.
-    cluster.client.touch_interval_ms = (shape.ttl_ms.0 / 3).max(50);
     for (class, (on, intensity)) in faults(mix).iter().zip(&shape.faults) {
         if *on {
             // Names were validated with the mix.

@@ -581,8 +581,15 @@ impl Ledger for Client {
         record::cleanup(&mut self.cluster.recorder(), self.index as u64, &event, now);
     }
 
-    fn lock_wait(&self, _lock: &LockInfo) {
+    fn lock_wait(&self, lock: &LockInfo) {
         self.cluster.bump(PercolatorCounter::ClientLockWaits);
+        self.cluster.event(
+            PercolatorEvent::LockWait,
+            json!({
+                "by_client": self.index, "row": lock.cell.row, "col": lock.cell.col,
+                "start_ts": lock.start_ts.0,
+            }),
+        );
     }
 
     async fn reached(&self, txn: u64, step: StepPoint) {

@@ -2,6 +2,7 @@
 //! when they stop renewing them; readers ask whether a lock's owner still
 //! holds its session.
 
+use crate::percolator::ids::PercolatorEvent;
 use crate::percolator::rpc::{IsAlive, KeepAlive, OpenSession, RowLockCall};
 use crate::percolator::{Cluster, CpuKind, liveness_addr};
 use crate::world::port::Port;
@@ -17,7 +18,10 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
     let ep = Port::bind(&cluster.world, liveness_addr());
     // Sessions are memory only: a restart forgets them all, and every owner
     // then looks dead (safe: cleanup is synchronised on the primary).
-    cluster.lock(&cluster.sessions).clear();
+    let forgotten = std::mem::take(&mut *cluster.lock(&cluster.sessions));
+    for (session, (client, _)) in forgotten {
+        session_ended(&cluster, session, client, "service_restart");
+    }
     cluster.lock(&cluster.row_locks).clear();
     let cost = cluster.cfg.costs.service_request_us;
     let at = CpuKind::Liveness.server(&ep, &cluster);
@@ -31,11 +35,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         (keep_alive(w, req), cost)
     });
     serve_costed(&at, move |w: &Cluster, req: IsAlive| {
-        let alive = w
-            .lock(&w.sessions)
-            .get(&req.session)
-            .is_some_and(|(_, expiry)| *expiry > Instant::now());
-        (alive, cost)
+        (is_alive(w, req), cost)
     });
     std::future::pending::<()>().await
 }
@@ -85,8 +85,38 @@ fn keep_alive(cluster: &Cluster, req: KeepAlive) -> bool {
             true
         }
         _ => {
-            s.remove(&req.session);
+            let ended = s.remove(&req.session);
+            drop(s);
+            if let Some((client, _)) = ended {
+                session_ended(cluster, req.session, client, "expired");
+            }
             false
         }
     }
+}
+
+/// Whether `req.session` is alive. An expired session is forgotten here,
+/// the first time it is found expired (a keep-alive or a question about it
+/// would find it expired all the same), and its end recorded.
+fn is_alive(cluster: &Cluster, req: IsAlive) -> bool {
+    let mut s = cluster.lock(&cluster.sessions);
+    let Some((client, expiry)) = s.get(&req.session).copied() else {
+        return false;
+    };
+    if expiry > Instant::now() {
+        return true;
+    }
+    s.remove(&req.session);
+    drop(s);
+    session_ended(cluster, req.session, client, "expired");
+    false
+}
+
+/// Record that session `session` of client `client` ended, and why
+/// (`expired`, `service_restart`).
+fn session_ended(cluster: &Cluster, session: SessionId, client: usize, why: &str) {
+    cluster.event(
+        PercolatorEvent::SessionEnded,
+        serde_json::json!({"session": session.0, "client": client, "why": why}),
+    );
 }

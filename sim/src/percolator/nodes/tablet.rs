@@ -4,7 +4,7 @@
 //! applied, and its reply is lost.
 
 use crate::percolator::config::CostModel;
-use crate::percolator::ids::{PercolatorCounter, PercolatorEvent};
+use crate::percolator::ids::{PercolatorCounter, PercolatorEvent, kinds};
 use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
 use crate::world::port::Port;
@@ -75,6 +75,7 @@ fn row_step(
         None => execute(&Row::default(), &call.row, &call.req, cluster.cfg.ablations),
     };
     note_rollbacks(cluster, &call, &reply);
+    note_refresh(cluster, me, &call, &reply, !mutation.is_empty());
     if matches!(reply, RowReply::Prewrite(Err(PrewriteError::RolledBack))) {
         // A late or duplicated prewrite met its transaction's rollback record.
         cluster.bump(PercolatorCounter::StoreLatePrewriteRejected);
@@ -97,6 +98,31 @@ fn row_step(
     drop(d);
     let after = cluster.server_point(Point::TabletAfterApply, me);
     (Ok(reply), cost, after)
+}
+
+/// Record the store writing a primary lock's wall time (`wrote`): a
+/// prewrite of a primary that locked its cell, or a refresh that raised its
+/// wall time (the liveness rules read when a primary was last refreshed).
+fn note_refresh(cluster: &Cluster, me: usize, call: &RowCall, reply: &RowReply, wrote: bool) {
+    if !wrote {
+        return;
+    }
+    let (col, start_ts, session) = match (&call.req, reply) {
+        (RowRequest::Prewrite(p), RowReply::Prewrite(Ok(())))
+            if p.lock.primary.row == call.row && p.lock.primary.col == p.col =>
+        {
+            (&p.col, p.start_ts, Some(p.lock.owner.0))
+        }
+        (RowRequest::Touch { col, start_ts, .. }, RowReply::Touch(true)) => (col, *start_ts, None),
+        _ => return,
+    };
+    let mut fields = serde_json::json!({
+        "row": call.row, "col": col, "start_ts": start_ts.0, "server": kinds::TABLET.nth(me).to_string(),
+    });
+    if let Some(session) = session {
+        fields["session"] = session.into();
+    }
+    cluster.event(PercolatorEvent::PrimaryRefreshed, fields);
 }
 
 /// Keep the simulator's own record of rollbacks (whatever the protocol

@@ -1,0 +1,165 @@
+//! The liveness rules on hand-made histories: each rule has one that trips
+//! it and one that does not.
+
+use percsim_checker::{LivenessRule, check_liveness, parse};
+use std::path::PathBuf;
+
+/// The liveness report of fixture `name`.
+fn judge(name: &str) -> percsim_checker::LivenessReport {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/liveness/{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    check_liveness(&parse(&text).unwrap())
+}
+
+#[test]
+fn a_live_owners_refreshed_or_unfaulted_primary_rolled_back_trips_the_rule() {
+    let r = judge("live_owner_rolled_back");
+    assert!(!r.passed());
+    let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, [LivenessRule::LiveOwnerRolledBack; 2]);
+    let fresh = &r.findings[0].summary;
+    assert!(fresh.contains("T1 (start_ts 10, client 0)"), "{fresh}");
+    assert!(
+        fresh.contains("rolled back at 2500 ms by client 1"),
+        "{fresh}"
+    );
+    assert!(fresh.contains("lock a/v"), "{fresh}");
+    assert!(fresh.contains("refreshed 490 ms before"), "{fresh}");
+    assert!(fresh.contains("lock_ttl - bound = 2800 ms"), "{fresh}");
+    let stale = &r.findings[1].summary;
+    assert!(stale.contains("T2 (start_ts 20, client 2)"), "{stale}");
+    assert!(stale.contains("went 3990 ms without a refresh"), "{stale}");
+    let text = r.render_text();
+    assert!(
+        text.starts_with(
+            "liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness live_owner_rolled_back: T1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_frozen_owner_a_faulted_path_an_own_abort_or_a_secondary_do_not_trip_it() {
+    let r = judge("live_owner_not_rolled_back");
+    assert!(r.passed(), "{:#?}", r.findings);
+    assert!(r.thresholds.is_some());
+}
+
+#[test]
+fn a_reader_backing_off_from_a_long_dead_owner_trips_the_rule() {
+    let r = judge("dead_owner_blocks");
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    let f = &r.findings[0];
+    assert_eq!(f.rule, LivenessRule::DeadOwnerBlocks);
+    assert_eq!(f.txns, [3]);
+    for part in [
+        "client 1 backed off at 1500 ms from lock b/v of T3 (start_ts 20, client 2)",
+        "died at 100 ms",
+        "1400 ms later, past session_ttl + bound = 1200 ms",
+    ] {
+        assert!(f.summary.contains(part), "{part}: {}", f.summary);
+    }
+}
+
+#[test]
+fn a_wait_within_the_bound_or_on_a_slow_network_or_on_a_live_owner_does_not_trip_it() {
+    let r = judge("dead_owner_does_not_block");
+    assert!(r.passed(), "{:#?}", r.findings);
+}
+
+#[test]
+fn a_history_without_thresholds_is_not_judged() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/dead_owner_blocks.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut h = parse(&text).unwrap();
+    h.events.retain(|e| e.kind != "liveness_thresholds");
+    let r = check_liveness(&h);
+    assert!(r.passed() && r.thresholds.is_none());
+    assert!(r.render_text().contains("not judged"));
+}
+
+#[test]
+fn every_rule_has_a_name_and_a_description() {
+    for rule in LivenessRule::ALL {
+        assert!(!rule.name().is_empty() && !rule.description().is_empty());
+    }
+    assert_eq!(LivenessRule::DeadOwnerBlocks.name(), "dead_owner_blocks");
+}
+
+/// `percsim check FILE` on fixture `name`: (exit code, text, JSON report).
+fn check_file(name: &str) -> (i32, String, serde_json::Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/liveness/{name}.json"));
+    let (mut text, mut json) = (Vec::new(), Vec::new());
+    let code = percsim_checker::run_check_file(&path, false, &mut text);
+    assert_eq!(
+        percsim_checker::run_check_file(&path, true, &mut json),
+        code
+    );
+    let json = serde_json::from_slice(&json).expect("a JSON report");
+    (code, String::from_utf8(text).unwrap(), json)
+}
+
+#[test]
+fn checking_a_file_runs_the_liveness_rules_and_exits_3_with_the_explanation() {
+    let (code, text, json) = check_file("dead_owner_blocks");
+    assert_eq!(code, 3, "{text}");
+    assert!(
+        text.contains("liveness thresholds: lock_ttl 3000 ms, session_ttl 1000 ms, bound 200 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness dead_owner_blocks: client 1 backed off at 1500 ms"),
+        "{text}"
+    );
+    assert_eq!(json["passed"], true, "the safety rules hold");
+    assert_eq!(json["liveness"]["findings"][0]["rule"], "dead_owner_blocks");
+    assert_eq!(json["liveness"]["thresholds"]["bound_ms"], 200);
+}
+
+#[test]
+fn checking_a_file_whose_owners_were_treated_fairly_exits_0() {
+    for name in ["dead_owner_does_not_block", "live_owner_not_rolled_back"] {
+        let (code, text, json) = check_file(name);
+        assert_eq!(code, 0, "{name}: {text}");
+        assert!(text.contains("liveness thresholds:"), "{name}: {text}");
+        assert_eq!(
+            json["liveness"]["findings"],
+            serde_json::json!([]),
+            "{name}"
+        );
+    }
+}
+
+/// The trip fixture with a network fault of `kind` from 0 to 5 ms whose
+/// late copies land up to `delay_ms` after it (`delay_field`).
+fn after_network_fault(kind: &str, delay_field: &str, delay_ms: u64) -> percsim_checker::History {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/live_owner_rolled_back.json");
+    let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let event =
+        serde_json::json!({"t_ns": 0, "kind": kind, "duration_ms": 5, delay_field: delay_ms});
+    h.events
+        .insert(1, serde_json::from_value(event).expect("an event"));
+    h
+}
+
+/// A primary written at 10 ms by a copy a network fault held back (the
+/// fault ended at 5 ms, its copies land up to 20 ms later) has no
+/// trustworthy refresh times: not judged. Copies held back no longer than
+/// the fault lasted leave both findings.
+#[test]
+fn a_primary_written_by_a_late_copy_after_a_network_fault_is_not_judged() {
+    for (kind, field) in [("duplicate", "max_delay_ms"), ("latency", "max_ms")] {
+        let r = check_liveness(&after_network_fault(kind, field, 20));
+        assert!(r.passed(), "{kind}: {:#?}", r.findings);
+        let r = check_liveness(&after_network_fault(kind, field, 0));
+        assert_eq!(r.findings.len(), 2, "{kind}: {:#?}", r.findings);
+    }
+}

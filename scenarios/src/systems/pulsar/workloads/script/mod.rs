@@ -33,7 +33,11 @@ use crate::script::{
 };
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::client::TxnOutcome;
+use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{Partition, TxnId};
+
+/// The id of the cluster's one transaction coordinator.
+const COORDINATOR_ID: u16 = 0;
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{
     ArmedPoint, BoxFuture, Conn, Fault, PulsarControl, PulsarPointAction, PulsarTask,
@@ -172,12 +176,17 @@ impl ScriptSystem for PulsarScript {
     }
 
     fn validate_point(point: &PulsarPoint, node: &str, env: &Env<'_>) -> Result<(), String> {
-        match node.starts_with("broker-") {
+        let at = point.parts().0;
+        let kind = match at.on_client() {
+            true => "client",
+            false => "broker",
+        };
+        match node.starts_with(&format!("{kind}-")) {
             true => Ok(()),
             false => Err(format!(
-                "{}: node {node:?} never reaches point {} (only brokers do)",
+                "{}: node {node:?} never reaches point {} (only {kind}s do)",
                 env.at(),
-                point.parts().0.name()
+                at.name()
             )),
         }
     }
@@ -225,12 +234,21 @@ impl ScriptSystem for PulsarScript {
     }
 
     fn driver_step<'a>(
-        _: &'a PulsarScriptFile,
-        _: usize,
-        _: &'a PulsarVerb,
-        _: &'a ScriptControlOf,
+        s: &'a PulsarScriptFile,
+        i: usize,
+        verb: &'a PulsarVerb,
+        control: &'a ScriptControlOf,
     ) -> StepFuture<'a> {
-        // Pulsar's driver verbs are assertions, checked through `assert`.
+        // Every other driver verb is an assertion, checked through `assert`.
+        if let PulsarVerb::Unload { partition, .. } = verb {
+            let resource = match partition {
+                Some(p) => Resource::Partition(control.partition(*p)),
+                None => Resource::Coordinator(COORDINATOR_ID),
+            };
+            if let Err(e) = control.control.unload(&resource) {
+                s.fail(i, format!("{resource} unloaded"), e);
+            }
+        }
         Box::pin(std::future::ready(()))
     }
 

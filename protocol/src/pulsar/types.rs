@@ -133,7 +133,9 @@ pub struct Message {
 
 /// How the consumers of a subscription share it (Pulsar's subscription
 /// types; Key_Shared is not modelled).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionType {
     /// Every consumer gets messages; each message goes to one of them.

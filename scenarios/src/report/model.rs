@@ -371,6 +371,9 @@ mod lane_tests {
         // Another system's client 4 is a client.
         let other = history(serde_json::json!({"omid": {"clients": 5}}));
         let lanes = [Lane { client: 4, slot: 0 }];
-        assert_eq!(lane_labels(&lanes, &super::named_clients(&other)), ["client 4"]);
+        assert_eq!(
+            lane_labels(&lanes, &super::named_clients(&other)),
+            ["client 4"]
+        );
     }
 }

@@ -200,10 +200,7 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     /// Acknowledge `offset` on `sub` inside the transaction (registering
     /// the subscription first); pending until the transaction ends.
     pub async fn ack(&mut self, sub: &SubscriptionKey, offset: u64) -> Result<(), ClientError> {
-        let acked = match self
-            .register(Participant::Subscription(sub.clone()))
-            .await
-        {
+        let acked = match self.register(Participant::Subscription(sub.clone())).await {
             Ok(()) => ack_message(self.t, sub, offset, Some(self.id)).await,
             Err(e) => Err(e),
         };

@@ -38,7 +38,10 @@ mod tests {
         apply_all(&mut t, &again);
         // The same live broker takes it back, at the next epoch: its logs
         // are opened again and its memory rebuilt.
-        assert_eq!(t.owner(&part(0)).map(|a| (a.session, a.epoch)), Some((Some(b(0)), 2)));
+        assert_eq!(
+            t.owner(&part(0)).map(|a| (a.session, a.epoch)),
+            Some((Some(b(0)), 2))
+        );
     }
 
     #[test]

@@ -157,7 +157,10 @@ mod tests {
         b.close("s", &p1);
         assert_eq!(b.read_as("s", &p2, 0, 9, failover), Ok(vec![0, 1]));
         // p1 reopens on a new session: it attaches again, as the standby.
-        assert_eq!(b.read_as("s", &consumer("p1", 2), 0, 9, failover), Ok(vec![]));
+        assert_eq!(
+            b.read_as("s", &consumer("p1", 2), 0, 9, failover),
+            Ok(vec![])
+        );
     }
 
     #[test]

@@ -184,7 +184,11 @@ impl Subscription {
     /// if so whether it is handed messages now (a Failover subscription's
     /// standby consumers are not). Memory only: a restarted broker
     /// forgets who was attached, as its consumers reconnect.
-    pub fn admit(&self, reader: &ConsumerRef, kind: SubscriptionType) -> Result<bool, SubscribeError> {
+    pub fn admit(
+        &self,
+        reader: &ConsumerRef,
+        kind: SubscriptionType,
+    ) -> Result<bool, SubscribeError> {
         let others = self.attached.iter().any(|n| *n != reader.name);
         match self.kind {
             Some(has) if has != kind && others => {

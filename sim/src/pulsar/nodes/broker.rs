@@ -344,7 +344,10 @@ impl Broker {
         at: &At,
         appends: impl FnOnce(PartitionView<'_>) -> bool,
     ) {
-        if !self.cluster.armed_on(&self.name, ServerPoint::AppendInFlight, at) {
+        if !self
+            .cluster
+            .armed_on(&self.name, ServerPoint::AppendInFlight, at)
+        {
             return;
         }
         let appends = self.with_partition(partition, |store, owned| {
@@ -410,7 +413,8 @@ impl Broker {
             txn,
             partition: Some(partition.clone()),
         };
-        let appends = |view: PartitionView<'_>| deliver_marker(view, &call.0, ablations).is_durable();
+        let appends =
+            |view: PartitionView<'_>| deliver_marker(view, &call.0, ablations).is_durable();
         self.append_issued(&partition, &at, appends).await;
         // The marker is durable first; the buffer learns it after, as
         // Pulsar's transaction buffer updates itself in the append's

@@ -2,9 +2,7 @@
 //! what the model cannot do, refused by name) and its assertions on the
 //! durable logs while it runs.
 
-use super::{
-    PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, TxnRecord,
-};
+use super::{PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, TxnRecord};
 use crate::script::{Env, Mismatch, Step};
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::{LogRecord, TxnState};
@@ -104,9 +102,9 @@ pub(super) fn validate_verb(
             }
             txn.as_ref().map_or(Ok(()), |t| txn_begun(s, t, env))
         }
-        PulsarVerb::Redeliver { actor } | PulsarVerb::Reopen { actor } | PulsarVerb::Close { actor } => {
-            consumer(s, actor, env)
-        }
+        PulsarVerb::Redeliver { actor }
+        | PulsarVerb::Reopen { actor }
+        | PulsarVerb::Close { actor } => consumer(s, actor, env),
         PulsarVerb::Commit { txn, .. } | PulsarVerb::Abort { txn, .. } => txn_begun(s, txn, env),
         PulsarVerb::AssertTxn { txn, .. } => txn_begun(s, txn, env),
         PulsarVerb::AssertSubscription { pending, .. } => pending

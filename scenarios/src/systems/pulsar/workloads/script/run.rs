@@ -147,7 +147,9 @@ impl<'c> Actor<'c> {
                 Some(r) => {
                     r.closed = true;
                     let closed = r.consumer.close(&r.conn).await;
-                    closed.err().map(|e| ("closed".into(), format!("failed: {e}")))
+                    closed
+                        .err()
+                        .map(|e| ("closed".into(), format!("failed: {e}")))
                 }
                 None => None,
             },

@@ -175,6 +175,37 @@ fn the_fault_and_consumer_cases_pass() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
+/// Each targeted fault's script passes, and fails once its faults
+/// (`stop_at`, `unload`) are taken out: the expectations need them.
+#[test]
+fn each_targeted_fault_is_what_its_script_expects() {
+    let mut wrong = Vec::new();
+    for f in [
+        "marker-before-buffer.json",
+        "lost-append.json",
+        "client-dies-after-end-txn.json",
+        "unload-topic.json",
+    ] {
+        let v = example(f);
+        let r = judge(v.clone());
+        if r.verdict != Verdict::Pass {
+            wrong.push(format!("{f}: {:?} {:?}", r.verdict, r.explanation));
+        }
+        let mut without = v.clone();
+        let steps = without["workload"]["steps"].as_array_mut().expect("steps");
+        for step in steps.iter_mut() {
+            if matches!(step["do"].as_str(), Some("stop_at" | "unload")) {
+                *step = json!({"do": "sleep", "ms": 0});
+            }
+        }
+        let r = judge(without);
+        if r.verdict != Verdict::ExpectationFailed {
+            wrong.push(format!("{f} without its faults: {:?}", r.verdict));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Every example script of `examples/pulsar/script/`.
 fn examples() -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/script");
@@ -211,7 +242,7 @@ fn flipped(step: &Value) -> Option<Value> {
         }
     } else if let Some(Value::Array(a)) = o.get_mut("expect_set") {
         a.push(json!("zz"));
-    } else if o.remove("expect_none").is_some() {
+    } else if o.remove("expect_none").is_some() || o.remove("expect_refused").is_some() {
         o.insert("expect".into(), json!(["zz"]));
     } else if let Some(Value::String(w)) = o.get_mut("state") {
         *w = other(w).to_string();
@@ -284,8 +315,26 @@ fn bad_steps_are_refused_by_step_and_verb() {
     let set = |i: usize, step: Value| move |v: &mut Value| v["workload"]["steps"][i] = step;
     let cases: Vec<(Edit, &str)> = vec![
         (
-            Box::new(set(17, json!({"do": "close", "actor": "c1"}))),
-            "workload.steps[17]: close: closing a consumer is not modelled",
+            Box::new(set(17, json!({"do": "close", "actor": "p"}))),
+            "workload.steps[17].actor: \"p\" is not a consumer",
+        ),
+        (
+            Box::new(set(
+                5,
+                json!({"do": "recv", "actor": "c1", "expect_none": true, "expect_refused": true}),
+            )),
+            "workload.steps[5]: recv: give at most one of expect, expect_set, expect_none, expect_refused",
+        ),
+        (
+            Box::new(set(
+                3,
+                json!({"do": "stop_at", "point": "after_end_sent", "node": "broker-0", "fault": {"kill": {}}}),
+            )),
+            "node \"broker-0\" never reaches point after_end_sent (only clients do)",
+        ),
+        (
+            Box::new(set(3, json!({"do": "unload"}))),
+            "workload.steps[3]: unload: give either partition or coordinator: true",
         ),
         (
             Box::new(set(
@@ -296,9 +345,9 @@ fn bad_steps_are_refused_by_step_and_verb() {
         ),
         (
             Box::new(|v: &mut Value| {
-                v["workload"]["steps"][1]["subscription_type"] = json!("exclusive")
+                v["workload"]["steps"][1]["subscription_type"] = json!("key_shared")
             }),
-            "workload.steps[1].subscription_type: consumer: Exclusive is not modelled",
+            "workload.steps[1].subscription_type: consumer: KeyShared is not modelled",
         ),
         (
             Box::new(set(

@@ -7,7 +7,7 @@ use super::ablation::PulsarAblations;
 use super::buffer::{self, Entry, TbState};
 use super::client::{BrokerReply, BrokerRequest};
 use super::subscription::{self, AckError, Dispatch, SubMutation, Subscription};
-use super::types::{Marker, Participant};
+use super::types::{ConsumerRef, Marker, Participant};
 use std::collections::BTreeMap;
 
 /// What a broker must write before it replies.
@@ -34,6 +34,25 @@ pub enum BrokerWrite {
         /// Who holds what.
         dispatch: Dispatch,
     },
+    /// Nothing durable: a consumer of subscription `name` closed
+    /// ([`Subscription::close`]).
+    Close {
+        /// The subscription's name.
+        name: String,
+        /// The consumer.
+        consumer: ConsumerRef,
+    },
+}
+
+impl BrokerWrite {
+    /// Whether it appends to a durable log (a partition's or a
+    /// subscription's).
+    pub fn is_durable(&self) -> bool {
+        matches!(
+            self,
+            BrokerWrite::Partition(_) | BrokerWrite::Subscription { .. }
+        )
+    }
 }
 
 /// The state of one partition as its owner holds it in memory.
@@ -70,19 +89,36 @@ pub fn execute(
             from,
             mode,
             max,
+            kind,
         } => {
             let sub = view.sub(subscription);
+            let active = match sub.admit(consumer, *kind) {
+                Ok(active) => active,
+                Err(e) => return (BrokerReply::ReadRefused(e), BrokerWrite::Nothing),
+            };
+            // A Failover subscription's standby consumer is handed nothing.
+            let max = if active { *max } else { 0 };
             let d = buffer::read(
-                view.log, view.tb, &sub, consumer, *from, *mode, *max, ablations,
+                view.log, view.tb, &sub, consumer, *from, *mode, max, ablations,
             );
             let offsets = d.messages.iter().map(|m| m.offset).collect();
-            let dispatch = subscription::dispatch(&sub, consumer, offsets);
+            let dispatch = subscription::dispatch(&sub, consumer, offsets, *kind);
             let write = BrokerWrite::Dispatch {
                 name: subscription.clone(),
                 dispatch,
             };
             (BrokerReply::Delivery(d), write)
         }
+        BrokerRequest::Close {
+            subscription,
+            consumer,
+        } => (
+            BrokerReply::Closed,
+            BrokerWrite::Close {
+                name: subscription.clone(),
+                consumer: consumer.clone(),
+            },
+        ),
         BrokerRequest::Ack { offset, .. } if !is_message(view.log, *offset) => (
             BrokerReply::AckRefused(AckError::NoSuchMessage(*offset)),
             BrokerWrite::Nothing,

@@ -1,6 +1,7 @@
 //! Named crash and pause points of the coordinator and the brokers, where a
-//! fault schedule can kill or freeze the server exactly (the client's own
-//! points are [`super::client::ClientPoint`]). The steps do no I/O, so a
+//! fault schedule can kill or freeze the server exactly, and the one
+//! scripted point of a client's end-txn (the points a processor's workload
+//! crashes at are [`super::client::ClientPoint`]). The steps do no I/O, so a
 //! point is a place between two [`super::coordinator::TcAction`]s or
 //! between a durable write and its reply; the simulator offers them.
 
@@ -35,11 +36,33 @@ pub enum ServerPoint {
     AfterMarkerLogged,
     /// Broker: a pending ack is durable; the consumer has no answer.
     AfterPendingAckLogged,
+    /// Broker: a marker is durable in the partition's log; the
+    /// transaction buffer (or the subscription) in memory does not know
+    /// it yet (a script's point).
+    BeforeMarkerApplied,
+    /// Coordinator or broker: an append to a durable log is issued and not
+    /// stored yet; a kill here loses it, a pause holds it in flight (a
+    /// script's point).
+    AppendInFlight,
+    /// Client: its end-txn request (commit or abort) is on the wire; no
+    /// answer has come (a script's point, armed on a `client-N`).
+    AfterEndSent,
 }
 
 impl ServerPoint {
     /// The points only a script arms (a campaign's draws stay the same).
-    pub const SCRIPTED: [ServerPoint; 1] = [ServerPoint::BeforeEndingLogged];
+    pub const SCRIPTED: [ServerPoint; 4] = [
+        ServerPoint::BeforeEndingLogged,
+        ServerPoint::BeforeMarkerApplied,
+        ServerPoint::AppendInFlight,
+        ServerPoint::AfterEndSent,
+    ];
+
+    /// Whether a client reaches it (else a broker does, for itself or for
+    /// the coordinator it hosts).
+    pub fn on_client(self) -> bool {
+        self == ServerPoint::AfterEndSent
+    }
 
     /// Every point a campaign draws from, in the order of a transaction's life.
     pub const ALL: [ServerPoint; 8] = [
@@ -65,6 +88,9 @@ impl ServerPoint {
             ServerPoint::AfterAppendLogged => "after_append_logged",
             ServerPoint::AfterMarkerLogged => "after_marker_logged",
             ServerPoint::AfterPendingAckLogged => "after_pending_ack_logged",
+            ServerPoint::BeforeMarkerApplied => "before_marker_applied",
+            ServerPoint::AppendInFlight => "append_in_flight",
+            ServerPoint::AfterEndSent => "after_end_sent",
         }
     }
 
@@ -97,6 +123,15 @@ impl ServerPoint {
             }
             ServerPoint::AfterPendingAckLogged => {
                 "the pending ack is durable unanswered: the client's retry is a no-op"
+            }
+            ServerPoint::BeforeMarkerApplied => {
+                "the marker is durable, the buffer in memory is stale: recovery rebuilds it from the log"
+            }
+            ServerPoint::AppendInFlight => {
+                "the append is issued, not stored: a death loses it, the sender times out"
+            }
+            ServerPoint::AfterEndSent => {
+                "the client died with its end-txn on the wire: the coordinator finishes it alone"
             }
         }
     }

@@ -212,6 +212,10 @@ impl Broker {
                 self.subs.entry(name).or_default().dispatch(&dispatch);
                 false
             }
+            BrokerWrite::Close { name, consumer } => {
+                self.subs.entry(name).or_default().close(&consumer);
+                false
+            }
         }
     }
 
@@ -277,17 +281,42 @@ impl Broker {
         from: u64,
         max: usize,
     ) -> Vec<u64> {
+        self.read_as(name, reader, from, max, SubscriptionType::Shared)
+            .expect("a shared read")
+    }
+
+    /// A dispatch read by `reader` sharing the subscription as `kind`: the
+    /// offsets handed out, or why the reader may not attach.
+    pub fn read_as(
+        &mut self,
+        name: &str,
+        reader: &ConsumerRef,
+        from: u64,
+        max: usize,
+        kind: SubscriptionType,
+    ) -> Result<Vec<u64>, subscription::SubscribeError> {
         let req = BrokerRequest::Read {
             subscription: name.to_string(),
             consumer: reader.clone(),
             from,
             mode: ReadMode::Dispatch,
             max,
+            kind,
         };
         match self.execute(&req) {
-            BrokerReply::Delivery(d) => d.messages.iter().map(|m| m.offset).collect(),
+            BrokerReply::Delivery(d) => Ok(d.messages.iter().map(|m| m.offset).collect()),
+            BrokerReply::ReadRefused(e) => Err(e),
             other => panic!("unexpected reply {other:?}"),
         }
+    }
+
+    /// `reader` closes its consumer of subscription `name`.
+    pub fn close(&mut self, name: &str, reader: &ConsumerRef) {
+        let req = BrokerRequest::Close {
+            subscription: name.to_string(),
+            consumer: reader.clone(),
+        };
+        assert_eq!(self.execute(&req), BrokerReply::Closed);
     }
 
     pub fn must_replay(&self, name: &str, until: u64) -> Vec<(u64, String)> {

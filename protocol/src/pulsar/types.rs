@@ -131,6 +131,23 @@ pub struct Message {
     pub payload: String,
 }
 
+/// How the consumers of a subscription share it (Pulsar's subscription
+/// types; Key_Shared is not modelled).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SubscriptionType {
+    /// Every consumer gets messages; each message goes to one of them.
+    #[default]
+    Shared,
+    /// One consumer only: another one is refused while it is attached.
+    Exclusive,
+    /// Many consumers, one active (the first attached): the others get
+    /// nothing until it closes.
+    Failover,
+}
+
 /// A consumer as a broker's dispatcher knows it: a name stable across the
 /// client process's restarts and the session (connection) it reads on. A
 /// read on a higher session of the same name means the earlier connection

@@ -41,6 +41,15 @@ pub(crate) fn client_addr(i: usize) -> SocketAddr {
     )
 }
 
+/// Points only scripts arm, added after exploration's choice points were
+/// set: an exploration offers no stop at them, so its schedules (and their
+/// fingerprints) stay as they were.
+const NOT_EXPLORED: [ServerPoint; 3] = [
+    ServerPoint::BeforeMarkerApplied,
+    ServerPoint::AppendInFlight,
+    ServerPoint::AfterEndSent,
+];
+
 /// A Pulsar cluster installed in a world: what its nodes share. Only
 /// `durable` is the servers' state; the rest is the world's (the history
 /// being recorded, how often each point was reached).
@@ -149,7 +158,8 @@ impl Cluster {
             })
         };
         let planned = planned.or_else(|| self.armed_action(node, point, &at));
-        let Some(action) = planned.or_else(explored) else {
+        let explorable = !NOT_EXPLORED.contains(&point);
+        let Some(action) = planned.or_else(|| explorable.then(explored).flatten()) else {
             return;
         };
         let pause_ms = match action {
@@ -170,7 +180,9 @@ impl Cluster {
             }
         };
         self.world.recorder().bump(&class.counter());
-        self.bump(counter);
+        if !point.on_client() {
+            self.bump(counter);
+        }
         self.world.request(match action {
             PointAction::Pause { pause_ms } => Control::Pause {
                 node: node.to_string(),
@@ -183,6 +195,13 @@ impl Cluster {
         });
         // The kill takes effect when the world's control task runs.
         sleep(Duration::from_millis(1)).await;
+    }
+
+    /// Whether a driver armed `point` on `node` for what `at` says (it
+    /// stays armed).
+    pub(crate) fn armed_on(&self, node: &str, point: ServerPoint, at: &At) -> bool {
+        let armed = crate::world::lock(&self.armed);
+        armed.iter().any(|a| a.matches(node, point, at))
     }
 
     /// The action of the first point a driver armed that this reach

@@ -18,7 +18,8 @@ pub mod calls {
     pub const SEND: &str = "send";
     /// A client acknowledges a message on a subscription.
     pub const ACK: &str = "ack";
-    /// A client reads (dispatch or replay) from a subscription.
+    /// A client reads (dispatch or replay) from a subscription, or closes
+    /// its consumer.
     pub const READ: &str = "read";
     /// The coordinator sends a transaction's marker to a participant.
     pub const MARKER: &str = "marker";

@@ -4,15 +4,17 @@
 
 use crate::pulsar::Cluster;
 use crate::pulsar::control::ArmedPoint;
-use crate::pulsar::ids::kinds;
+use crate::pulsar::ids::{PulsarEvent, kinds};
 use crate::world::driver::FaultControl;
 use crate::world::faults::Fault;
 use crate::world::intercept::{Rule, RuleId};
 use crate::world::node::NodeName;
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::LogRecord;
+use percsim_protocol::pulsar::ownership::{self, Resource};
 use percsim_protocol::pulsar::subscription::SubRecord;
 use percsim_protocol::pulsar::types::Partition;
+use serde_json::json;
 use std::sync::Arc;
 
 /// Lets a Pulsar workload's driver inject faults and read the cluster
@@ -89,6 +91,31 @@ impl PulsarControl {
         self.cluster.durable().tc_log.clone()
     }
 
+    /// Unload `resource` (a partition with its subscriptions, or the
+    /// coordinator) from the broker that owns it, with no process dying
+    /// (Pulsar's topic unload): the metadata service places it again at its
+    /// next scan, at the next epoch, and the new owner (maybe the same
+    /// broker) fences the logs and recovers the buffer and pending acks
+    /// from them. Returns the broker that owned it; an error if nobody
+    /// owns it now.
+    pub fn unload(&self, resource: &Resource) -> Result<usize, String> {
+        let from = {
+            let mut d = self.cluster.durable();
+            let from = d.meta.owner(resource).and_then(|a| a.session);
+            let plan = ownership::unload(&d.meta, resource);
+            for r in &plan {
+                d.meta.apply(r);
+            }
+            from.filter(|_| !plan.is_empty())
+                .ok_or_else(|| format!("{resource} has no owner to unload it from"))?
+        };
+        self.cluster.event(
+            PulsarEvent::Unloaded,
+            json!({"resource": resource.to_string(), "from": from.broker}),
+        );
+        Ok(from.broker)
+    }
+
     /// The nodes of the points armed by [`PulsarControl::arm`] that no
     /// server has reached yet (one entry per point still armed).
     pub fn armed_left(&self) -> Vec<String> {
@@ -98,19 +125,27 @@ impl PulsarControl {
             .collect()
     }
 
-    /// Arm a server point. Errors when the node is not a broker of the
-    /// cluster (coordinator and broker points are reached by brokers).
+    /// Arm a server point. Errors when the node never reaches it: a
+    /// client's point (`after_end_sent`) is reached by a client of the
+    /// cluster, every other point by a broker (coordinator points by the
+    /// broker hosting the coordinator).
     pub fn arm(&self, armed: ArmedPoint) -> Result<(), String> {
+        let (kind, count) = match armed.point.on_client() {
+            true => (kinds::CLIENT, self.cluster.clients),
+            false => (kinds::BROKER, self.cluster.cfg.brokers),
+        };
         let never = || {
             format!(
-                "node {:?} never reaches point {} (only brokers do: broker-0..broker-{})",
+                "node {:?} never reaches point {} (only {}s do: {}..{})",
                 armed.node,
                 armed.point.name(),
-                self.cluster.cfg.brokers.saturating_sub(1)
+                kind.label,
+                kind.nth(0),
+                kind.nth(count.saturating_sub(1))
             )
         };
         let name = NodeName::parse(&armed.node, &kinds::ALL).map_err(|_| never())?;
-        if name.kind() != kinds::BROKER || name.index().unwrap_or(0) >= self.cluster.cfg.brokers {
+        if name.kind() != kind || name.index().unwrap_or(0) >= count {
             return Err(never());
         }
         crate::world::lock(&self.cluster.armed).push(armed);

@@ -58,6 +58,8 @@ crate::identities! {
         CrashAtPoint => ("crash_at_point", "a server was killed at a named point"),
         /// A client was killed at a named point of its procedures.
         ClientCrashAtPoint => ("crash_at_client_point", "a client was killed at a named point"),
+        /// A driver unloaded a resource from its owner (no broker died); the next assignment places it again.
+        Unloaded => ("resource_unloaded", "a resource was unloaded from its owner with no broker dying"),
     }
 }
 

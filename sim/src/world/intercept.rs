@@ -318,6 +318,18 @@ impl World {
         Ok(())
     }
 
+    /// Put `req` on the wire now, apart from its sender: it reaches `dst`
+    /// even if the sender dies or freezes right after (a request already
+    /// sent when its process stops). The reply comes back on the returned
+    /// channel; it is counted as a late request when it arrives.
+    pub(crate) fn send_apart<R: Request>(
+        self: &Arc<Self>,
+        dst: SocketAddr,
+        req: R,
+    ) -> oneshot::Receiver<R::Response> {
+        self.carry_on_wire(dst, req, Duration::ZERO, None, false)
+    }
+
     /// Carry `req` on the wire node: deliver it after `delay` (or once
     /// `release` fires) unless a partition then cuts the sender from `dst`;
     /// the reply comes back on the returned channel. The sender's death or

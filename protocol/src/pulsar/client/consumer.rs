@@ -6,7 +6,7 @@ use super::outcome::ClientError;
 use super::transport::{BrokerReply, BrokerRequest};
 use super::txn::{ack_message, retry, send_message};
 use crate::pulsar::buffer::{Delivered, ReadMode};
-use crate::pulsar::types::{Partition, SubscriptionKey};
+use crate::pulsar::types::{Partition, SubscriptionKey, SubscriptionType};
 
 /// Send `payload` to `partition` outside any transaction. Returns its
 /// offset. For a transactional send use [`super::PulsarTxn::send`].
@@ -38,16 +38,47 @@ pub struct Consumer {
     sub: SubscriptionKey,
     position: u64,
     replay: bool,
+    kind: SubscriptionType,
 }
 
 impl Consumer {
     /// A consumer of `sub` starting at the partition's beginning (a
     /// restarted consumer starts there too: its position is not durable).
     pub fn new(sub: SubscriptionKey) -> Self {
+        Self::of_type(sub, SubscriptionType::Shared)
+    }
+
+    /// A consumer of `sub` sharing it as `kind`.
+    pub fn of_type(sub: SubscriptionKey, kind: SubscriptionType) -> Self {
         Consumer {
             sub,
             position: 0,
             replay: false,
+            kind,
+        }
+    }
+
+    /// How it shares the subscription.
+    pub fn kind(&self) -> SubscriptionType {
+        self.kind
+    }
+
+    /// Close the consumer: the broker detaches it and hands what it held to
+    /// the subscription's other consumers (retried: closing twice is
+    /// harmless).
+    pub async fn close<T: PulsarHost>(&self, t: &T) -> Result<(), ClientError> {
+        let call = || {
+            t.broker(
+                &self.sub.partition,
+                BrokerRequest::Close {
+                    subscription: self.sub.name.clone(),
+                    consumer: t.consumer(),
+                },
+            )
+        };
+        match retry(t, call).await? {
+            BrokerReply::Closed => Ok(()),
+            _ => Err(ClientError::UnexpectedReply),
         }
     }
 
@@ -97,11 +128,14 @@ impl Consumer {
                     from,
                     mode,
                     max,
+                    kind: self.kind,
                 },
             )
         };
-        let BrokerReply::Delivery(d) = retry(t, call).await? else {
-            return Err(ClientError::UnexpectedReply);
+        let d = match retry(t, call).await? {
+            BrokerReply::Delivery(d) => d,
+            BrokerReply::ReadRefused(e) => return Err(e.into()),
+            _ => return Err(ClientError::UnexpectedReply),
         };
         if mode == ReadMode::Dispatch {
             self.position = self.position.max(d.next);

@@ -4,7 +4,7 @@
 use crate::common::RpcError;
 use crate::pulsar::buffer::AppendError;
 use crate::pulsar::coordinator::TcError;
-use crate::pulsar::subscription::AckError;
+use crate::pulsar::subscription::{AckError, SubscribeError};
 use serde::{Deserialize, Serialize};
 
 /// Why a client step failed.
@@ -22,6 +22,9 @@ pub enum ClientError {
     /// The subscription refused the ack.
     #[error("ack: {0}")]
     Ack(#[from] AckError),
+    /// The subscription refused the consumer.
+    #[error("subscribe: {0}")]
+    Subscribe(#[from] SubscribeError),
     /// A server answered with a reply of another kind.
     #[error("unexpected reply")]
     UnexpectedReply,

@@ -32,6 +32,8 @@ struct World {
     now_ms: u64,
     /// How many end replies to lose after the end was carried out.
     lose_end_replies: u32,
+    /// How many send replies to lose after the send was carried out.
+    lose_send_replies: u32,
     /// Planted in every server.
     ablations: PulsarAblations,
 }
@@ -187,7 +189,14 @@ impl PulsarTransport for Mem {
         partition: &Partition,
         req: BrokerRequest,
     ) -> impl Future<Output = Result<BrokerReply, RpcError>> + Send {
-        ready(Ok(self.w().broker_req(partition, req)))
+        let mut w = self.w();
+        let send = matches!(req, BrokerRequest::Send(_));
+        let reply = w.broker_req(partition, req);
+        if send && w.lose_send_replies > 0 {
+            w.lose_send_replies -= 1;
+            return ready(Err(RpcError::Timeout));
+        }
+        ready(Ok(reply))
     }
     fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
         self.w().now_ms += ms;
@@ -253,6 +262,24 @@ fn lost_commit_reply_is_unknown() {
     // first try, or aborted by a timeout; the client cannot tell.
     assert_eq!(block_on(txn.commit()), TxnOutcome::Unknown);
     assert_eq!(t.must_receive_all(&p("out", 0)), vec!["a"]);
+}
+
+#[test]
+fn a_transaction_whose_send_failed_aborts_instead_of_committing() {
+    let t = Mem::new();
+    let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+    block_on(txn.send(&p("out", 0), "a")).unwrap();
+    // The second send lands, but its answer is lost: the client cannot
+    // know it is there, so it must not commit the transaction.
+    t.w().lose_send_replies = 1;
+    let lost = block_on(txn.send(&p("out", 0), "b")).unwrap_err();
+    assert_eq!(lost, ClientError::Rpc(RpcError::Timeout));
+    let reason = AbortReason::Unavailable;
+    assert_eq!(block_on(txn.commit()), TxnOutcome::Aborted { reason });
+    // The abort marker landed: a later plain message is readable, and
+    // neither of the transaction's messages ever is.
+    block_on(send(&t, &p("out", 0), "after")).unwrap();
+    assert_eq!(t.must_receive_all(&p("out", 0)), vec!["after"]);
 }
 
 /// The transaction times out before its client asks to commit.

@@ -4,9 +4,9 @@
 use crate::common::RpcError;
 use crate::pulsar::buffer::{AppendError, Delivery, ReadMode};
 use crate::pulsar::coordinator::TcError;
-use crate::pulsar::subscription::AckError;
+use crate::pulsar::subscription::{AckError, SubscribeError};
 use crate::pulsar::types::{
-    ConsumerRef, Message, Participant, Partition, ProducerRef, TxnAction, TxnId,
+    ConsumerRef, Message, Participant, Partition, ProducerRef, SubscriptionType, TxnAction, TxnId,
 };
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -70,6 +70,17 @@ pub enum BrokerRequest {
         mode: ReadMode,
         /// At most this many messages.
         max: usize,
+        /// How the consumer shares the subscription (it attaches with it).
+        #[serde(default)]
+        kind: SubscriptionType,
+    },
+    /// The consumer closes: the dispatcher detaches it and takes back
+    /// what it holds (they go to the subscription's other consumers).
+    Close {
+        /// The subscription's name.
+        subscription: String,
+        /// The consumer closing.
+        consumer: ConsumerRef,
     },
     /// Acknowledge a message on a subscription.
     Ack {
@@ -95,6 +106,10 @@ pub enum BrokerReply {
     Acked,
     /// The ack was refused.
     AckRefused(AckError),
+    /// The read was refused: the consumer may not attach.
+    ReadRefused(SubscribeError),
+    /// The consumer is closed.
+    Closed,
 }
 
 /// Client-side settings. A missing field takes its default (the

@@ -9,7 +9,7 @@ use super::transport::{BrokerReply, BrokerRequest, PulsarTransport, TcReply, TcR
 use crate::common::RpcError;
 use crate::pulsar::buffer::AppendError;
 use crate::pulsar::coordinator::{TcError, TxnState};
-use crate::pulsar::subscription::AckError;
+use crate::pulsar::subscription::{AckError, SubscribeError};
 use crate::pulsar::types::{Message, Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -40,6 +40,9 @@ pub struct PulsarTxn<'t, T: PulsarHost> {
     t: &'t T,
     id: TxnId,
     participants: BTreeSet<Participant>,
+    /// Why a send or an ack of it failed (refused, or no answer), if one
+    /// did: the commit then aborts instead.
+    failed: Option<AbortReason>,
 }
 
 impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
@@ -65,6 +68,7 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
                     t,
                     id,
                     participants: BTreeSet::new(),
+                    failed: None,
                 })
             }
             TcReply::Refused(e) => Err(e.into()),
@@ -107,24 +111,47 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     /// the partition first). Returns its offset. Not retried (a retry could
     /// write it twice); a failure should abort the transaction.
     pub async fn send(&mut self, partition: &Partition, payload: &str) -> Result<u64, ClientError> {
-        self.register(Participant::Partition(partition.clone()))
-            .await?;
-        send_message(self.t, partition, payload, Some(self.id)).await
+        let sent = match self
+            .register(Participant::Partition(partition.clone()))
+            .await
+        {
+            Ok(()) => send_message(self.t, partition, payload, Some(self.id)).await,
+            Err(e) => Err(e),
+        };
+        self.note(sent)
+    }
+
+    /// Remember why a step of the transaction failed (the first reason).
+    fn note<R>(&mut self, r: Result<R, ClientError>) -> Result<R, ClientError> {
+        if let Err(e) = &r {
+            self.failed.get_or_insert(AbortReason::of(e));
+        }
+        r
     }
 
     /// Acknowledge `offset` on `sub` inside the transaction (registering
     /// the subscription first); pending until the transaction ends.
     pub async fn ack(&mut self, sub: &SubscriptionKey, offset: u64) -> Result<(), ClientError> {
-        self.register(Participant::Subscription(sub.clone()))
-            .await?;
-        ack_message(self.t, sub, offset, Some(self.id)).await
+        let acked = match self.register(Participant::Subscription(sub.clone())).await {
+            Ok(()) => ack_message(self.t, sub, offset, Some(self.id)).await,
+            Err(e) => Err(e),
+        };
+        self.note(acked)
     }
 
     /// Ask the coordinator to commit; wait for its answer (given once every
     /// participant has its marker and COMMITTED is logged). `Aborted` only
     /// when the coordinator says so (it is aborting or has aborted);
     /// `Unknown` when it no longer knows the transaction or never answers.
+    ///
+    /// A transaction one of whose sends or acks failed (refused, or no
+    /// answer: it may still land) is not committed: as Pulsar's client
+    /// waits for every operation of the transaction and fails the commit
+    /// if one failed, it aborts instead, with that step's reason.
     pub async fn commit(self) -> TxnOutcome {
+        if let Some(reason) = self.failed {
+            return self.abort(reason).await;
+        }
         self.t
             .reached(Some(self.id), ClientPoint::BeforeCommit)
             .await;

@@ -14,7 +14,9 @@
 //!   live broker, with the next epoch;
 //! - [`lookup`]: the owner of a resource, as the metadata store answers
 //!   it, and the client's cache of answers;
-//! - `fence`: opening a log at an epoch, and checking an append's epoch.
+//! - `fence`: opening a log at an epoch, and checking an append's epoch;
+//! - [`unload`]: an administrator takes a resource from its owner, with
+//!   no broker dying.
 
 mod assign;
 mod expire;
@@ -22,6 +24,7 @@ mod fence;
 mod heartbeat;
 mod lookup;
 mod state;
+mod unload;
 
 pub use assign::assign;
 pub use expire::{Expiry, expire};
@@ -29,6 +32,7 @@ pub use fence::{Epochs, Fenced, check_append, open_log};
 pub use heartbeat::{HeartbeatReply, heartbeat};
 pub use lookup::{LookupCache, lookup};
 pub use state::{Assignment, MetaRecord, OwnershipTable, Resource, SessionId};
+pub use unload::unload;
 
 #[cfg(test)]
 pub(crate) mod test_util {

@@ -70,6 +70,12 @@ pub enum MetaRecord {
         /// The session.
         session: SessionId,
     },
+    /// An administrator unloaded a resource: its owner gives it up (the
+    /// epoch stays until the next assignment).
+    Unloaded {
+        /// The resource.
+        resource: Resource,
+    },
     /// A resource was given to a session at an epoch.
     Assigned {
         /// The resource.
@@ -123,6 +129,11 @@ impl OwnershipTable {
             MetaRecord::Expired { session } => {
                 self.live.remove(session);
                 self.expired.insert(*session);
+            }
+            MetaRecord::Unloaded { resource } => {
+                if let Some(a) = self.owners.get_mut(resource) {
+                    a.session = None;
+                }
             }
             MetaRecord::Assigned {
                 resource,

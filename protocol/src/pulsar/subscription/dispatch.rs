@@ -13,23 +13,30 @@
 //! message can be dispatched again (the consumers reconnect).
 
 use super::state::{Dispatch, Subscription};
-use crate::pulsar::types::ConsumerRef;
+use crate::pulsar::types::{ConsumerRef, SubscriptionType};
 
 /// The dispatch state change for `reader` having been handed `offsets` on
 /// `sub`. Apply with [`Subscription::dispatch`]: a newer session of the
 /// reader's name first takes back what its earlier sessions held.
-pub fn dispatch(sub: &Subscription, reader: &ConsumerRef, offsets: Vec<u64>) -> Dispatch {
+pub fn dispatch(
+    sub: &Subscription,
+    reader: &ConsumerRef,
+    offsets: Vec<u64>,
+    kind: SubscriptionType,
+) -> Dispatch {
     debug_assert!(offsets.iter().all(|o| sub.available_to(*o, reader)));
     Dispatch {
         consumer: reader.clone(),
         offsets,
+        kind,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::pulsar::subscription::SubscribeError;
     use crate::pulsar::test_util::*;
-    use crate::pulsar::types::TxnAction;
+    use crate::pulsar::types::{SubscriptionType, TxnAction};
 
     #[test]
     fn each_message_goes_to_one_consumer() {
@@ -99,5 +106,72 @@ mod tests {
         assert_eq!(b.must_read_as("s", &consumer("p1", 1), 0, 9), vec![1]);
         b.restart();
         assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 9), vec![1]);
+    }
+
+    fn exclusive() -> SubscriptionType {
+        SubscriptionType::Exclusive
+    }
+
+    #[test]
+    fn an_exclusive_subscription_refuses_a_second_consumer_until_the_first_closes() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        let (p1, p2) = (consumer("p1", 1), consumer("p2", 1));
+        assert_eq!(b.read_as("s", &p1, 0, 9, exclusive()), Ok(vec![0]));
+        assert_eq!(
+            b.read_as("s", &p2, 0, 9, exclusive()),
+            Err(SubscribeError::ConsumerBusy)
+        );
+        let shared = SubscriptionType::Shared;
+        assert_eq!(
+            b.read_as("s", &p2, 0, 9, shared),
+            Err(SubscribeError::TypeMismatch {
+                has: exclusive(),
+                asked: shared
+            })
+        );
+        // p1 closes: what it held goes to the next consumer.
+        b.close("s", &p1);
+        assert_eq!(b.read_as("s", &p2, 0, 9, exclusive()), Ok(vec![0]));
+        // The closed session is handed nothing, and refused now p2 holds it.
+        assert_eq!(
+            b.read_as("s", &p1, 0, 9, exclusive()),
+            Err(SubscribeError::ConsumerBusy)
+        );
+    }
+
+    #[test]
+    fn a_failover_subscription_feeds_its_first_consumer_and_fails_over_when_it_closes() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        b.must_send(None, "b");
+        let failover = SubscriptionType::Failover;
+        let (p1, p2) = (consumer("p1", 1), consumer("p2", 1));
+        assert_eq!(b.read_as("s", &p1, 0, 1, failover), Ok(vec![0]));
+        assert_eq!(
+            b.read_as("s", &p2, 0, 9, failover),
+            Ok(vec![]),
+            "a standby consumer gets nothing"
+        );
+        assert_eq!(b.sub("s").attached(), ["p1", "p2"]);
+        b.close("s", &p1);
+        assert_eq!(b.read_as("s", &p2, 0, 9, failover), Ok(vec![0, 1]));
+        // p1 reopens on a new session: it attaches again, as the standby.
+        assert_eq!(
+            b.read_as("s", &consumer("p1", 2), 0, 9, failover),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn a_closed_shared_consumer_s_messages_go_to_the_others() {
+        let mut b = Broker::default();
+        b.must_send(None, "a");
+        let p1 = consumer("p1", 1);
+        assert_eq!(b.must_read_as("s", &p1, 0, 9), vec![0]);
+        assert!(b.must_read_as("s", &consumer("p2", 1), 0, 9).is_empty());
+        b.close("s", &p1);
+        assert!(b.must_read_as("s", &p1, 0, 9).is_empty(), "closed");
+        assert_eq!(b.must_read_as("s", &consumer("p2", 1), 0, 9), vec![0]);
     }
 }

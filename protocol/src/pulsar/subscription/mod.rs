@@ -14,4 +14,4 @@ pub use ack::ack;
 pub use dispatch::dispatch;
 pub use end::end;
 pub use recover::recover;
-pub use state::{AckError, Dispatch, SubMutation, SubRecord, Subscription};
+pub use state::{AckError, Dispatch, SubMutation, SubRecord, SubscribeError, Subscription};

@@ -1,7 +1,7 @@
 //! A subscription's durable records and the acknowledgment state built
 //! from them.
 
-use crate::pulsar::types::{ConsumerRef, TxnAction, TxnId};
+use crate::pulsar::types::{ConsumerRef, SubscriptionType, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,6 +41,27 @@ pub struct Dispatch {
     pub consumer: ConsumerRef,
     /// The offsets now handed to it.
     pub offsets: Vec<u64>,
+    /// How it shares the subscription (it attaches with it).
+    pub kind: SubscriptionType,
+}
+
+/// Why a consumer may not attach to a subscription (Pulsar refuses its
+/// subscribe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum SubscribeError {
+    /// Another consumer holds the subscription exclusively
+    /// (`ConsumerBusyException`).
+    #[error("another consumer holds the exclusive subscription")]
+    ConsumerBusy,
+    /// The subscription's attached consumers share it another way
+    /// (`SubscriptionBusyException`: "subscription is of different type").
+    #[error("the subscription is {has:?}, not {asked:?}")]
+    TypeMismatch {
+        /// How its attached consumers share it.
+        has: SubscriptionType,
+        /// How this consumer asked to.
+        asked: SubscriptionType,
+    },
 }
 
 /// What an ack or end step changes: `durable` records are appended to the
@@ -103,6 +124,11 @@ pub struct Subscription {
     ended: BTreeMap<TxnId, TxnAction>,
     dispatched: BTreeMap<u64, ConsumerRef>,
     sessions: BTreeMap<String, u64>,
+    /// The names of the consumers attached, in the order they attached
+    /// (the first is a Failover subscription's active one), and how they
+    /// share it.
+    attached: Vec<String>,
+    kind: Option<SubscriptionType>,
 }
 
 impl Subscription {
@@ -154,14 +180,61 @@ impl Subscription {
             .is_none_or(|h| h == reader || (h.name == reader.name && h.session < reader.session))
     }
 
+    /// Whether `reader` may attach sharing the subscription as `kind`, and
+    /// if so whether it is handed messages now (a Failover subscription's
+    /// standby consumers are not). Memory only: a restarted broker
+    /// forgets who was attached, as its consumers reconnect.
+    pub fn admit(
+        &self,
+        reader: &ConsumerRef,
+        kind: SubscriptionType,
+    ) -> Result<bool, SubscribeError> {
+        let others = self.attached.iter().any(|n| *n != reader.name);
+        match self.kind {
+            Some(has) if has != kind && others => {
+                return Err(SubscribeError::TypeMismatch { has, asked: kind });
+            }
+            _ => {}
+        }
+        if kind == SubscriptionType::Exclusive && others {
+            return Err(SubscribeError::ConsumerBusy);
+        }
+        let first = self.attached.first();
+        Ok(kind != SubscriptionType::Failover || first.is_none_or(|n| *n == reader.name))
+    }
+
+    /// The names of the consumers attached, in the order they attached.
+    pub fn attached(&self) -> &[String] {
+        &self.attached
+    }
+
+    /// Close `consumer` (memory only): it is detached, the dispatcher takes
+    /// back what any session of its name holds, and a read on its session
+    /// (or an earlier one) is handed nothing; a reopened consumer reads on
+    /// a later session.
+    pub fn close(&mut self, consumer: &ConsumerRef) {
+        self.attached.retain(|n| *n != consumer.name);
+        if self.attached.is_empty() {
+            self.kind = None;
+        }
+        self.dispatched.retain(|_, h| h.name != consumer.name);
+        let next = consumer.session + 1;
+        let s = self.sessions.entry(consumer.name.clone()).or_insert(next);
+        *s = (*s).max(next);
+    }
+
     /// Apply a dispatch (memory only): a newer session of the consumer's
     /// name takes back what its earlier sessions held, then it holds
-    /// `offsets`.
+    /// `offsets`; the consumer is attached (if it was not).
     pub fn dispatch(&mut self, d: &Dispatch) {
         if self.is_closed(&d.consumer) {
             return;
         }
         let c = &d.consumer;
+        if !self.attached.contains(&c.name) {
+            self.attached.push(c.name.clone());
+        }
+        self.kind = Some(d.kind);
         if self.sessions.insert(c.name.clone(), c.session) != Some(c.session) {
             self.dispatched
                 .retain(|_, h| h.name != c.name || h.session == c.session);

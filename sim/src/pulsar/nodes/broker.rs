@@ -292,22 +292,91 @@ impl Broker {
         owned: &mut Owned,
         write: BrokerWrite,
     ) -> Result<bool, Fenced> {
-        let markers = markers_in(partition, &write);
-        let wrote = apply(store, owned, write)?;
+        let wrote = self.store(partition, store, owned, &write)?;
+        if wrote {
+            self.remember(partition, store, owned, write);
+        }
+        Ok(wrote)
+    }
+
+    /// The durable half of [`Broker::write`]: append `write` to the logs
+    /// (refused by a later owner's fence) and tell the assertions; whether
+    /// it wrote anything.
+    fn store(
+        &self,
+        partition: &Partition,
+        store: &mut PartitionStore,
+        owned: &mut Owned,
+        write: &BrokerWrite,
+    ) -> Result<bool, Fenced> {
+        let wrote = store_write(store, owned, write)?;
         if wrote {
             let resource = Resource::Partition(partition.clone());
             let mut watch = self.cluster.watch();
             watch.append(&resource, &self.writer(owned.epoch));
-            invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
-            for (to, txn, action) in markers {
+            for (to, txn, action) in markers_in(partition, write) {
                 watch.marker(&to, txn, action);
             }
         }
         Ok(wrote)
     }
 
+    /// The memory half of [`Broker::write`], once the durable half wrote.
+    fn remember(
+        &self,
+        partition: &Partition,
+        store: &PartitionStore,
+        owned: &mut Owned,
+        write: BrokerWrite,
+    ) {
+        apply_in_memory(owned, write);
+        let resource = Resource::Partition(partition.clone());
+        invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
+    }
+
+    /// Reach [`ServerPoint::AppendInFlight`] before a step that appends to
+    /// `partition` (`appends` tells from the partition now), when a driver
+    /// armed it here: a kill there loses the append, a pause holds it in
+    /// flight.
+    async fn append_issued(
+        &self,
+        partition: &Partition,
+        at: &At,
+        appends: impl FnOnce(PartitionView<'_>) -> bool,
+    ) {
+        if !self
+            .cluster
+            .armed_on(&self.name, ServerPoint::AppendInFlight, at)
+        {
+            return;
+        }
+        let appends = self.with_partition(partition, |store, owned| {
+            Ok(appends(PartitionView {
+                log: &store.log,
+                tb: &owned.tb,
+                subs: &owned.subs,
+            }))
+        });
+        if appends.unwrap_or(false) {
+            self.cluster
+                .reached(&self.name, ServerPoint::AppendInFlight, at.clone())
+                .await;
+        }
+    }
+
     async fn request(&self, call: BrokerCall) -> Result<BrokerReply, NotOwner> {
         let ablations = self.cluster.cfg.ablations;
+        let txn = match &call.req {
+            BrokerRequest::Send(m) => m.txn,
+            BrokerRequest::Ack { txn, .. } => *txn,
+            BrokerRequest::Read { .. } | BrokerRequest::Close { .. } => None,
+        };
+        let at = At {
+            txn,
+            partition: Some(call.partition.clone()),
+        };
+        let appends = |view: PartitionView<'_>| execute(view, &call.req, ablations).1.is_durable();
+        self.append_issued(&call.partition, &at, appends).await;
         let (reply, wrote) = self.with_partition(&call.partition, |store, owned| {
             let view = PartitionView {
                 log: &store.log,
@@ -327,10 +396,7 @@ impl Broker {
             _ => None,
         };
         if let (true, Some((p, txn))) = (wrote, point) {
-            let at = At {
-                txn,
-                partition: Some(call.partition.clone()),
-            };
+            let at = At { txn, ..at };
             self.cluster.reached(&self.name, p, at).await;
         }
         Ok(reply)
@@ -342,24 +408,44 @@ impl Broker {
             Participant::Partition(p) => p.clone(),
             Participant::Subscription(s) => s.partition.clone(),
         };
-        let wrote = self.with_partition(&partition, |store, owned| {
+        let txn = Some(call.0.txn);
+        let at = At {
+            txn,
+            partition: Some(partition.clone()),
+        };
+        let appends =
+            |view: PartitionView<'_>| deliver_marker(view, &call.0, ablations).is_durable();
+        self.append_issued(&partition, &at, appends).await;
+        // The marker is durable first; the buffer learns it after, as
+        // Pulsar's transaction buffer updates itself in the append's
+        // callback.
+        let stored = self.with_partition(&partition, |store, owned| {
             let view = PartitionView {
                 log: &store.log,
                 tb: &owned.tb,
                 subs: &owned.subs,
             };
             let write = deliver_marker(view, &call.0, ablations);
-            self.write(&partition, store, owned, write)
+            let wrote = self.store(&partition, store, owned, &write)?;
+            Ok(wrote.then_some((write, owned.epoch)))
         })?;
-        if wrote {
-            let at = At {
-                txn: Some(call.0.txn),
-                partition: Some(partition),
-            };
-            self.cluster
-                .reached(&self.name, ServerPoint::AfterMarkerLogged, at)
-                .await;
-        }
+        let Some((write, epoch)) = stored else {
+            return Ok(());
+        };
+        self.cluster
+            .reached(&self.name, ServerPoint::BeforeMarkerApplied, at.clone())
+            .await;
+        self.with_partition(&partition, |store, owned| {
+            // A later ownership (after a pause here) rebuilt its memory
+            // from the log, marker included.
+            if owned.epoch == epoch {
+                self.remember(&partition, store, owned, write);
+            }
+            Ok(())
+        })?;
+        self.cluster
+            .reached(&self.name, ServerPoint::AfterMarkerLogged, at)
+            .await;
         Ok(())
     }
 }
@@ -388,17 +474,42 @@ fn markers_in(partition: &Partition, write: &BrokerWrite) -> Vec<(Participant, T
 
 /// Make `write` durable, then apply it in memory; whether it wrote
 /// anything. Refused if the logs were opened by a later owner.
+#[cfg(test)]
 fn apply(
     store: &mut PartitionStore,
     owned: &mut Owned,
     write: BrokerWrite,
+) -> Result<bool, Fenced> {
+    let wrote = store_write(store, owned, &write)?;
+    if wrote {
+        apply_in_memory(owned, write);
+    }
+    Ok(wrote)
+}
+
+/// The durable half of a write: append it to the logs; whether it wrote
+/// anything. Refused if the logs were opened by a later owner. A read's
+/// dispatch has no durable half: it goes to the dispatcher's memory here.
+fn store_write(
+    store: &mut PartitionStore,
+    owned: &mut Owned,
+    write: &BrokerWrite,
 ) -> Result<bool, Fenced> {
     match write {
         BrokerWrite::Nothing => return Ok(false),
         BrokerWrite::Dispatch { name, dispatch } => {
             // The dispatcher's memory, lost with this incarnation: nothing
             // is appended, so there is nothing for a fence to refuse.
-            owned.subs.entry(name).or_default().dispatch(&dispatch);
+            owned
+                .subs
+                .entry(name.clone())
+                .or_default()
+                .dispatch(dispatch);
+            return Ok(false);
+        }
+        BrokerWrite::Close { name, consumer } => {
+            // The dispatcher's memory too.
+            owned.subs.entry(name.clone()).or_default().close(consumer);
             return Ok(false);
         }
         _ => {}
@@ -408,18 +519,26 @@ fn apply(
         writer: owned.epoch,
     })?;
     match write {
-        BrokerWrite::Nothing | BrokerWrite::Dispatch { .. } => {}
-        BrokerWrite::Partition(entry) => {
-            store.log.push(entry.clone());
-            owned.tb.apply(&entry);
-        }
+        BrokerWrite::Nothing | BrokerWrite::Dispatch { .. } | BrokerWrite::Close { .. } => {}
+        BrokerWrite::Partition(entry) => store.log.push(entry.clone()),
         BrokerWrite::Subscription { name, mutation } => {
             let log = store.subs.entry(name.clone()).or_default();
             log.extend(mutation.durable.iter().cloned());
-            owned.subs.entry(name).or_default().apply(&mutation);
         }
     }
     Ok(true)
+}
+
+/// The memory half of a write [`store_write`] made durable: the
+/// transaction buffer or the subscription learns it.
+fn apply_in_memory(owned: &mut Owned, write: BrokerWrite) {
+    match write {
+        BrokerWrite::Nothing | BrokerWrite::Dispatch { .. } | BrokerWrite::Close { .. } => {}
+        BrokerWrite::Partition(entry) => owned.tb.apply(&entry),
+        BrokerWrite::Subscription { name, mutation } => {
+            owned.subs.entry(name).or_default().apply(&mutation);
+        }
+    }
 }
 
 #[cfg(test)]

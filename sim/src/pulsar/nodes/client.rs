@@ -4,7 +4,7 @@
 //! coordinator or a partition and caches the answer; "not owner" or no
 //! answer makes it look up again.
 
-use crate::pulsar::control::calls;
+use crate::pulsar::control::{At, calls};
 use crate::pulsar::ids::{PulsarCounter, PulsarEvent, kinds};
 use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
@@ -24,6 +24,7 @@ use percsim_protocol::pulsar::client::{
     PulsarTransport, TcReply, TcRequest, TxnOutcome,
 };
 use percsim_protocol::pulsar::ownership::Resource;
+use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::types::{ConsumerRef, Partition, ProducerRef, TxnId};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -143,7 +144,7 @@ impl Tag {
         let (call, txn) = match req {
             BrokerRequest::Send(m) => (calls::SEND, m.txn),
             BrokerRequest::Ack { txn, .. } => (calls::ACK, *txn),
-            BrokerRequest::Read { .. } => (calls::READ, None),
+            BrokerRequest::Read { .. } | BrokerRequest::Close { .. } => (calls::READ, None),
         };
         Tag {
             call,
@@ -323,6 +324,40 @@ impl Conn {
         }
     }
 
+    /// When a driver armed [`ServerPoint::AfterEndSent`] on this client
+    /// for `txn`: send the end-txn `req` to the coordinator's owner, then
+    /// stop there (a kill: the request goes on without us; a pause: we
+    /// wait for its answer after). `None` when nothing is armed.
+    async fn end_then_stop(
+        &self,
+        txn: TxnId,
+        req: &TcRequest,
+    ) -> Option<Result<TcReply, RpcError>> {
+        let p = &self.process;
+        let me = kinds::CLIENT.nth(p.index).to_string();
+        let at = At {
+            txn: Some(txn),
+            partition: None,
+        };
+        if !p.cluster.armed_on(&me, ServerPoint::AfterEndSent, &at) {
+            return None;
+        }
+        let resource = Resource::Coordinator(COORDINATOR);
+        let owner = match p.router.owner(&p.cluster, &p.ep, &resource).await {
+            Ok(owner) => owner,
+            Err(e) => return Some(Err(e)),
+        };
+        let world = &p.cluster.world;
+        let reply = world.send_apart(broker_addr(owner), TcCall(req.clone()));
+        p.cluster.reached(&me, ServerPoint::AfterEndSent, at).await;
+        let timeout = Duration::from_millis(world.config().rpc_timeout_ms);
+        Some(match deadline::within(timeout, reply).await {
+            Ok(Ok(Ok(reply))) => Ok(reply),
+            Ok(Ok(Err(NotOwner))) => Err(RpcError::Unavailable),
+            _ => Err(RpcError::Timeout),
+        })
+    }
+
     /// Die here (a processor crashing mid-transaction); restarted later.
     async fn crash(&self, point: ClientPoint) {
         let c = &self.process.cluster;
@@ -359,6 +394,11 @@ impl PulsarTransport for Conn {
 
     async fn coordinator(&self, req: TcRequest) -> Result<TcReply, RpcError> {
         let resource = Resource::Coordinator(COORDINATOR);
+        if let TcRequest::End { txn, .. } = &req
+            && let Some(reply) = self.end_then_stop(*txn, &req).await
+        {
+            return reply;
+        }
         let tag = Tag::of_tc(&req);
         self.routed(&resource, || TcCall(req.clone()), true, tag)
             .await

@@ -151,8 +151,15 @@ impl Tc {
         Ok(())
     }
 
-    /// The time an append to the log takes.
-    async fn append_latency(&self) {
+    /// The time an append to the log takes, for the transaction `txn`
+    /// (none: an OPEN not yet numbered) and the participant on `partition`
+    /// if any. The append is issued first: a driver's stop at
+    /// [`ServerPoint::AppendInFlight`] kills the broker with the record
+    /// not stored, or holds it in flight.
+    async fn append_latency(&self, txn: Option<TxnId>, partition: Option<Partition>) {
+        let at = At { txn, partition };
+        let point = ServerPoint::AppendInFlight;
+        self.cluster.reached(&self.node, point, at).await;
         let ms = self.cluster.cfg.log_write_ms;
         if ms > 0 {
             sleep(Duration::from_millis(ms)).await;
@@ -174,7 +181,7 @@ impl Tc {
                 producer,
                 timeout_ms,
             } => {
-                self.append_latency().await;
+                self.append_latency(None, None).await;
                 let txn = {
                     let mut s = self.state();
                     let deadline = self.cluster.now_ms() + timeout_ms;
@@ -186,7 +193,11 @@ impl Tc {
                 Ok(TcReply::Opened(txn))
             }
             TcRequest::AddParticipant { txn, participant } => {
-                self.append_latency().await;
+                let partition = match &participant {
+                    Participant::Partition(p) => p.clone(),
+                    Participant::Subscription(s) => s.partition.clone(),
+                };
+                self.append_latency(Some(txn), Some(partition)).await;
                 let mut s = self.state();
                 match coordinator::add_participant(&s, txn, &participant) {
                     Ok(Some(record)) => {
@@ -218,7 +229,7 @@ impl Tc {
             // The ablated coordinator answers before the record is durable.
             let tc = self.clone();
             madsim::task::spawn(async move {
-                tc.append_latency().await;
+                tc.append_latency(Some(txn), None).await;
                 if tc.log_end(txn, action) {
                     tc.reached(ServerPoint::AfterEndingLogged, txn, None).await;
                 }
@@ -226,7 +237,7 @@ impl Tc {
             });
             return Ok(TcReply::Ended(action));
         }
-        self.append_latency().await;
+        self.append_latency(Some(txn), None).await;
         let plan = {
             let mut s = self.state();
             match coordinator::end(&s, txn, action, ablations) {
@@ -278,7 +289,7 @@ impl Tc {
 
     /// Log COMMITTED/ABORTED and answer with the outcome.
     async fn finish(&self, txn: TxnId) -> Result<TcReply, NotOwner> {
-        self.append_latency().await;
+        self.append_latency(Some(txn), None).await;
         let reply = {
             let mut s = self.state();
             match coordinator::finish(&s, txn) {

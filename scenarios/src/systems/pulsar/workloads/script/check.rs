@@ -2,9 +2,7 @@
 //! what the model cannot do, refused by name) and its assertions on the
 //! durable logs while it runs.
 
-use super::{
-    PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, SubscriptionType, TxnRecord,
-};
+use super::{PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, TxnRecord};
 use crate::script::{Env, Mismatch, Step};
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::{LogRecord, TxnState};
@@ -43,7 +41,7 @@ fn consumer(s: &PulsarScriptFile, actor: &str, env: &Env<'_>) -> Result<(), Stri
     match declaration(s, actor, env.index()) {
         Some(PulsarVerb::Consumer { .. }) => Ok(()),
         _ => Err(format!(
-            "{}.actor: {actor:?} is not a consumer (only a consumer receives, acknowledges, redelivers or reopens)",
+            "{}.actor: {actor:?} is not a consumer (only a consumer receives, acknowledges, redelivers, closes or reopens)",
             env.at()
         )),
     }
@@ -65,9 +63,9 @@ pub(super) fn validate_verb(
             ..
         } => {
             env.client(*client)?;
-            if *subscription_type != SubscriptionType::Shared {
+            if subscription_type.modelled().is_none() {
                 return Err(format!(
-                    "{at}.subscription_type: consumer: {subscription_type:?} is not modelled (the model's dispatcher is Shared: each message goes to one consumer, taken back when that consumer reopens)"
+                    "{at}.subscription_type: consumer: {subscription_type:?} is not modelled (the model has shared, exclusive and failover)"
                 ));
             }
             match receiver_queue {
@@ -81,11 +79,12 @@ pub(super) fn validate_verb(
             consumer(s, actor, env)?;
             let given = usize::from(expect.expect.is_some())
                 + usize::from(expect.expect_set.is_some())
-                + usize::from(expect.expect_none);
+                + usize::from(expect.expect_none)
+                + usize::from(expect.expect_refused);
             match given {
                 0 | 1 => Ok(()),
                 _ => Err(format!(
-                    "{at}: recv: give at most one of expect, expect_set, expect_none"
+                    "{at}: recv: give at most one of expect, expect_set, expect_none, expect_refused"
                 )),
             }
         }
@@ -103,10 +102,9 @@ pub(super) fn validate_verb(
             }
             txn.as_ref().map_or(Ok(()), |t| txn_begun(s, t, env))
         }
-        PulsarVerb::Redeliver { actor } | PulsarVerb::Reopen { actor } => consumer(s, actor, env),
-        PulsarVerb::Close { .. } => Err(format!(
-            "{at}: close: closing a consumer is not modelled (the dispatcher takes a consumer's messages back only when its name reads on a new session: use reopen)"
-        )),
+        PulsarVerb::Redeliver { actor }
+        | PulsarVerb::Reopen { actor }
+        | PulsarVerb::Close { actor } => consumer(s, actor, env),
         PulsarVerb::Commit { txn, .. } | PulsarVerb::Abort { txn, .. } => txn_begun(s, txn, env),
         PulsarVerb::AssertTxn { txn, .. } => txn_begun(s, txn, env),
         PulsarVerb::AssertSubscription { pending, .. } => pending
@@ -114,6 +112,15 @@ pub(super) fn validate_verb(
             .flat_map(|p| p.keys())
             .try_for_each(|t| txn_begun(s, t, env)),
         PulsarVerb::AssertLog { .. } => Ok(()),
+        PulsarVerb::Unload {
+            partition,
+            coordinator,
+        } => match (partition, coordinator) {
+            (Some(_), false) | (None, true) => Ok(()),
+            _ => Err(format!(
+                "{at}: unload: give either partition or coordinator: true"
+            )),
+        },
     }
 }
 

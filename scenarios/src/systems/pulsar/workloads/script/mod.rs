@@ -33,7 +33,11 @@ use crate::script::{
 };
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::client::TxnOutcome;
+use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::types::{Partition, TxnId};
+
+/// The id of the cluster's one transaction coordinator.
+const COORDINATOR_ID: u16 = 0;
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{
     ArmedPoint, BoxFuture, Conn, Fault, NodeName, PulsarControl, PulsarPointAction, PulsarTask,
@@ -172,13 +176,18 @@ impl ScriptSystem for PulsarScript {
     }
 
     fn validate_point(point: &PulsarPoint, node: &str, env: &Env<'_>) -> Result<(), String> {
+        let at = point.parts().0;
+        let (kind, label) = match at.on_client() {
+            true => (pulsar_kinds::CLIENT, "client"),
+            false => (pulsar_kinds::BROKER, "broker"),
+        };
         let name = NodeName::parse(node, &pulsar_kinds::ALL);
-        match name.is_ok_and(|n| n.kind() == pulsar_kinds::BROKER) {
+        match name.is_ok_and(|n| n.kind() == kind) {
             true => Ok(()),
             false => Err(format!(
-                "{}: node {node:?} never reaches point {} (only brokers do)",
+                "{}: node {node:?} never reaches point {} (only {label}s do)",
                 env.at(),
-                point.parts().0.name()
+                at.name()
             )),
         }
     }
@@ -226,12 +235,21 @@ impl ScriptSystem for PulsarScript {
     }
 
     fn driver_step<'a>(
-        _: &'a PulsarScriptFile,
-        _: usize,
-        _: &'a PulsarVerb,
-        _: &'a ScriptControlOf,
+        s: &'a PulsarScriptFile,
+        i: usize,
+        verb: &'a PulsarVerb,
+        control: &'a ScriptControlOf,
     ) -> StepFuture<'a> {
-        // Pulsar's driver verbs are assertions, checked through `assert`.
+        // Every other driver verb is an assertion, checked through `assert`.
+        if let PulsarVerb::Unload { partition, .. } = verb {
+            let resource = match partition {
+                Some(p) => Resource::Partition(control.partition(*p)),
+                None => Resource::Coordinator(COORDINATOR_ID),
+            };
+            if let Err(e) = control.control.unload(&resource) {
+                s.fail(i, format!("{resource} unloaded"), e);
+            }
+        }
         Box::pin(std::future::ready(()))
     }
 

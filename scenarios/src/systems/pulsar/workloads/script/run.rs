@@ -37,6 +37,10 @@ struct Reader {
     consumer: Consumer,
     /// How many messages one read fetches at most.
     queue: usize,
+    /// Whether it is closed (until a reopen).
+    closed: bool,
+    /// Why the broker refused its last read, if it did.
+    refused: Option<ClientError>,
     /// Where each value it received is: its subscription and offset.
     received: BTreeMap<String, (SubscriptionKey, u64)>,
 }
@@ -81,14 +85,18 @@ impl<'c> Actor<'c> {
             PulsarVerb::Consumer {
                 partition,
                 subscription,
+                subscription_type,
                 receiver_queue,
                 ..
             } => {
                 let sub = SubscriptionKey::new(self.partition(partition), &subscription);
+                let kind = subscription_type.modelled().unwrap_or_default();
                 self.reader = Some(Reader {
                     conn: self.conn.sibling(self.index),
-                    consumer: Consumer::new(sub),
+                    consumer: Consumer::of_type(sub, kind),
                     queue: receiver_queue.unwrap_or(DEFAULT_RECEIVER_QUEUE),
+                    closed: false,
+                    refused: None,
                     received: BTreeMap::new(),
                 });
                 None
@@ -113,6 +121,7 @@ impl<'c> Actor<'c> {
                 within_ms,
                 ..
             } => match self.reader.as_mut() {
+                Some(r) if r.closed => Some(("an open consumer".into(), "it is closed".into())),
                 Some(r) => receive(r, &expect, quiet_ms, within_ms).await,
                 None => None,
             },
@@ -128,10 +137,22 @@ impl<'c> Actor<'c> {
             PulsarVerb::Reopen { .. } => {
                 if let Some(r) = self.reader.as_mut() {
                     r.conn = r.conn.reopened();
-                    r.consumer = Consumer::new(r.consumer.subscription().clone());
+                    let sub = r.consumer.subscription().clone();
+                    r.consumer = Consumer::of_type(sub, r.consumer.kind());
+                    r.closed = false;
                 }
                 None
             }
+            PulsarVerb::Close { .. } => match self.reader.as_mut() {
+                Some(r) => {
+                    r.closed = true;
+                    let closed = r.consumer.close(&r.conn).await;
+                    closed
+                        .err()
+                        .map(|e| ("closed".into(), format!("failed: {e}")))
+                }
+                None => None,
+            },
             PulsarVerb::Commit {
                 txn,
                 expect,
@@ -269,13 +290,18 @@ fn judge_told(
     judge(expect, &got, meets, words).map(|m| (m.expected, m.happened))
 }
 
-/// One read; the values received, recorded for later acks.
+/// One read; the values received, recorded for later acks (a refused
+/// read receives nothing, and is remembered).
 async fn poll(r: &mut Reader) -> Vec<String> {
-    let got = r
-        .consumer
-        .receive(&r.conn, r.queue)
-        .await
-        .unwrap_or_default();
+    let got = match r.consumer.receive(&r.conn, r.queue).await {
+        Ok(got) => got,
+        Err(e) => {
+            if matches!(e, ClientError::Subscribe(_)) {
+                r.refused = Some(e);
+            }
+            Vec::new()
+        }
+    };
     let sub = r.consumer.subscription().clone();
     got.into_iter()
         .map(|m| {
@@ -311,6 +337,15 @@ async fn receive(
     within_ms: u64,
 ) -> Option<(String, String)> {
     let mut got = Vec::new();
+    r.refused = None;
+    if expect.expect_refused {
+        read_for(r, quiet_ms, &mut got, |_| false).await;
+        return match (&r.refused, got.is_empty()) {
+            (Some(_), true) => None,
+            (Some(e), false) => Some(("refused".into(), format!("refused ({e}) after {got:?}"))),
+            (None, _) => Some(("refused".into(), format!("received {got:?}"))),
+        };
+    }
     if let Some(want) = &expect.expect {
         read_for(r, within_ms, &mut got, |g| g.len() >= want.len()).await;
         read_for(r, quiet_ms, &mut got, |_| false).await;

@@ -12,21 +12,33 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// How a consumer shares its subscription. The model's dispatcher hands
-/// each message to one consumer of the subscription and takes it back when
-/// that consumer's name reads on a new session: Pulsar's Shared type.
+/// How a consumer shares its subscription (Pulsar's subscription types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionType {
     /// Every consumer gets messages; each message goes to one of them.
     #[default]
     Shared,
-    /// One consumer only (not modelled: refused).
+    /// One consumer only: the broker refuses another while it is attached.
     Exclusive,
-    /// One active consumer, others on standby (not modelled: refused).
+    /// One active consumer (the first attached), the others on standby
+    /// until it closes.
     Failover,
     /// Messages spread by key (not modelled: refused).
     KeyShared,
+}
+
+impl SubscriptionType {
+    /// The model's type, if it has it.
+    pub fn modelled(self) -> Option<percsim_protocol::pulsar::types::SubscriptionType> {
+        use percsim_protocol::pulsar::types::SubscriptionType as Model;
+        match self {
+            SubscriptionType::Shared => Some(Model::Shared),
+            SubscriptionType::Exclusive => Some(Model::Exclusive),
+            SubscriptionType::Failover => Some(Model::Failover),
+            SubscriptionType::KeyShared => None,
+        }
+    }
 }
 
 /// What a `commit` step expects the client to be told: the engine's
@@ -85,6 +97,10 @@ pub struct RecvExpect {
     /// Nothing for `quiet_ms`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub expect_none: bool,
+    /// The broker refuses the consumer (another consumer holds the
+    /// subscription exclusively, or its consumers share it another way).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expect_refused: bool,
 }
 
 /// Pulsar's verbs. An actor (a producer or a consumer, named by `actor`,
@@ -112,7 +128,7 @@ pub enum PulsarVerb {
         partition: u32,
         /// The subscription's name.
         subscription: String,
-        /// How it shares the subscription (only `shared` is modelled).
+        /// How it shares the subscription (`key_shared` is not modelled).
         #[serde(default)]
         subscription_type: SubscriptionType,
         /// How many messages one read fetches at most (default 1000).
@@ -191,7 +207,9 @@ pub enum PulsarVerb {
         /// The consumer.
         actor: String,
     },
-    /// Close the consumer (not modelled: refused; see `reopen`).
+    /// Close the consumer: the broker detaches it and hands what it held
+    /// to the subscription's other consumers; it receives nothing more
+    /// until `reopen`.
     Close {
         /// The consumer.
         actor: String,
@@ -221,6 +239,19 @@ pub enum PulsarVerb {
         /// Go on with the next step without waiting for this one.
         #[serde(default, skip_serializing_if = "is_false")]
         no_wait: bool,
+    },
+    /// Unload partition `partition` of the script's topic (with its
+    /// subscriptions), or with `coordinator` the transaction coordinator,
+    /// from the broker that owns it, with no process dying: the metadata
+    /// service places it again at the next epoch, and its new owner (maybe
+    /// the same broker) recovers the buffer and pending acks from the logs.
+    Unload {
+        /// The partition to unload.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
+        /// Unload the transaction coordinator instead.
+        #[serde(default, skip_serializing_if = "is_false")]
+        coordinator: bool,
     },
     /// A partition's durable log now: each entry a message's value or a
     /// marker, `<commit T1>` / `<abort T1>`.
@@ -268,6 +299,7 @@ pub const VERBS: &[&str] = &[
     "close",
     "commit",
     "abort",
+    "unload",
     "assert_log",
     "assert_subscription",
     "assert_txn",
@@ -335,6 +367,10 @@ percsim_sim::identities! {
         CrashAtPoint => ("crash_at_point", "a server was killed or frozen at a named point"),
         /// A message rule acted on a message.
         Intercepted => ("intercepted", "a message rule dropped, delayed, held or duplicated a message"),
+        /// A broker took over a resource: it fenced the logs and recovered from them.
+        OwnershipTaken => ("ownership_taken", "a broker fenced a resource's logs and recovered from them"),
+        /// A driver unloaded a resource from its owner.
+        Unloaded => ("unloaded", "a resource was unloaded from its owner with no broker dying"),
     }
 }
 
@@ -364,6 +400,8 @@ impl Countable for PulsarCount {
             PulsarCount::NotOwner => PulsarCounter::NotOwner.name().into(),
             PulsarCount::CrashAtPoint => PulsarEvent::CrashAtPoint.counter(),
             PulsarCount::Intercepted => Counter::NetIntercepted.name().into(),
+            PulsarCount::OwnershipTaken => PulsarEvent::OwnershipTaken.counter(),
+            PulsarCount::Unloaded => PulsarEvent::Unloaded.counter(),
         }
     }
 }

@@ -9,12 +9,13 @@
 //! [`read`]: percsim_protocol::omid::actions::read
 
 use super::config::{Bank, OmidWorkload, Register};
+use super::program::{OmidClient, OmidOutcome};
 use super::rpc::{
     self, BeginReply, BeginReq, CLIENT_KIND, CommitReply, CommitReq, LeaseReply, LeaseReq,
     OmidCounter, StoreOp, StoreReply, TsoAnswer,
 };
 use super::store::{Caller, tablet_of_row, tablet_of_txn};
-use super::{ClientDisk, Shared};
+use super::{ClientDisk, Job, Shared};
 use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
 use crate::world::txn_history::TxnFinish;
@@ -46,7 +47,7 @@ fn register(i: usize) -> String {
 /// The initial load: the bank's accounts, committed at timestamps 1 and 2
 /// with their shadow cells, and the TSO's ceiling above them.
 pub(super) fn load(shared: &Shared) {
-    let OmidWorkload::Bank(bank) = &shared.workload else {
+    let Job::Workload(OmidWorkload::Bank(bank)) = &shared.job else {
         return;
     };
     let mut store = lock(&shared.store);
@@ -74,7 +75,7 @@ pub(super) fn load(shared: &Shared) {
 /// The workload's own invariant after convergence: the bank's committed
 /// balances still sum to the total.
 pub(super) fn final_check(shared: &Shared) -> Vec<String> {
-    let OmidWorkload::Bank(bank) = &shared.workload else {
+    let Job::Workload(OmidWorkload::Bank(bank)) = &shared.job else {
         return Vec::new();
     };
     let committed = lock(&shared.store).committed();
@@ -105,9 +106,9 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
 }
 
 /// One incarnation of client `index`.
-struct Client {
+pub(super) struct Client {
     shared: Arc<Shared>,
-    index: usize,
+    pub(super) index: usize,
     name: NodeName,
     port: Port,
     /// The TSO it takes for the primary (none: ask the liveness service).
@@ -115,11 +116,11 @@ struct Client {
 }
 
 /// A transaction in progress.
-struct Txn {
+pub(super) struct Txn {
     /// The history's id.
-    id: u64,
+    pub(super) id: u64,
     /// Its start timestamp.
-    start_ts: u64,
+    pub(super) start_ts: u64,
     /// The cells it wrote.
     writes: Vec<(String, String)>,
 }
@@ -128,19 +129,28 @@ struct Txn {
 /// phase ends.
 pub(super) async fn run(shared: Arc<Shared>, index: usize) {
     let port = Port::bind(&shared.world, rpc::client_addr(index));
-    let me = Client {
+    let me = Arc::new(Client {
         shared,
         index,
         name: CLIENT_KIND.nth(index),
         port,
         primary: Mutex::default(),
-    };
-    let think = Duration::from_millis(me.shared.workload.think_ms());
-    while !me.shared.world.stopping() {
-        match me.shared.workload.clone() {
-            OmidWorkload::Bank(b) => me.bank(&b).await,
-            OmidWorkload::Register(r) => me.register(&r).await,
+    });
+    let workload = match me.shared.job.clone() {
+        Job::Workload(w) => w,
+        Job::Program(program) => {
+            // A program's client runs only the program's transactions.
+            program.client(OmidClient(me.clone())).await;
+            me.disk().done = true;
+            return;
         }
+    };
+    let think = Duration::from_millis(workload.think_ms());
+    while !me.shared.world.stopping() {
+        match &workload {
+            OmidWorkload::Bank(b) => me.bank(b).await,
+            OmidWorkload::Register(r) => me.register(r).await,
+        };
         sleep(think).await;
     }
     me.disk().done = true;
@@ -177,7 +187,8 @@ impl Client {
             for i in 0..b.accounts {
                 self.read(&txn, &account(i), BALANCE).await;
             }
-            return self.commit(txn).await;
+            self.commit(txn).await;
+            return;
         }
         let from = below(b.accounts as u64) as usize;
         let to = (from + 1 + below(b.accounts as u64 - 1) as usize) % b.accounts;
@@ -195,7 +206,7 @@ impl Client {
                 self.write(&mut txn, &account(to), BALANCE, y).await;
             }
         }
-        self.commit(txn).await
+        self.commit(txn).await;
     }
 
     /// One register transaction: a read-modify-write of one register, or
@@ -212,7 +223,7 @@ impl Client {
             let other = register(below(r.keys as u64) as usize);
             self.read(&txn, &other, VALUE).await;
         }
-        self.commit(txn).await
+        self.commit(txn).await;
     }
 
     /// The primary TSO's address: the one it used last, else the lease
@@ -263,7 +274,7 @@ impl Client {
     }
 
     /// Begin a transaction: register it, take its start timestamp.
-    async fn begin(&self) -> Txn {
+    pub(super) async fn begin(&self) -> Txn {
         let world = &self.shared.world;
         self.disk().begun += 1;
         let (id, _) = world.recorder().begin(self.index as u64, world.now_ns());
@@ -280,7 +291,7 @@ impl Client {
 
     /// Write `value` to (`row`, `col`): the data cell goes to the store now,
     /// at the transaction's start timestamp.
-    async fn write(&self, txn: &mut Txn, row: &str, col: &str, value: String) {
+    pub(super) async fn write(&self, txn: &mut Txn, row: &str, col: &str, value: String) {
         let op = history::Op::Write {
             row: row.into(),
             col: col.into(),
@@ -324,7 +335,7 @@ impl Client {
     }
 
     /// Read (`row`, `col`) in `txn`'s snapshot and record what it saw.
-    async fn read(&self, txn: &Txn, row: &str, col: &str) -> Option<String> {
+    pub(super) async fn read(&self, txn: &Txn, row: &str, col: &str) -> Option<String> {
         let mut seen = None;
         for v in self.versions(txn, row, col).await {
             if let Resolution::Visible { .. } = self.resolve(txn, row, col, &v).await {
@@ -402,13 +413,16 @@ impl Client {
         lock(&self.shared.txns).finish(&mut world.recorder(), txn.id, finish, now);
     }
 
-    /// Commit `txn` through the TSO, then complete it.
-    async fn commit(&self, txn: Txn) {
+    /// Commit `txn` through the TSO, then complete it; what the client
+    /// was told.
+    pub(super) async fn commit(&self, txn: Txn) -> OmidOutcome {
         if txn.writes.is_empty() {
-            return self.finish(&txn, TxnFinish::Committed { commit_ts: None });
+            self.finish(&txn, TxnFinish::Committed { commit_ts: None });
+            return OmidOutcome::Committed { commit_ts: None };
         }
+        let start_ts = Some(txn.start_ts);
         self.shared
-            .point(OmidPoint::ClientAfterDataWrites, &self.name)
+            .point(OmidPoint::ClientAfterDataWrites, &self.name, start_ts)
             .await;
         let req = CommitReq {
             start_ts: txn.start_ts,
@@ -421,7 +435,8 @@ impl Client {
             }
             CommitReply::Aborted { reason } => {
                 self.each_write(&txn, None).await;
-                return self.finish(&txn, TxnFinish::Aborted { reason: &reason });
+                self.finish(&txn, TxnFinish::Aborted { reason: &reason });
+                return OmidOutcome::Aborted { reason };
             }
             CommitReply::Committed {
                 commit_ts,
@@ -433,11 +448,11 @@ impl Client {
             return self.commit_late(txn, commit_ts).await;
         }
         self.shared
-            .point(OmidPoint::ClientBeforeShadowCells, &self.name)
+            .point(OmidPoint::ClientBeforeShadowCells, &self.name, start_ts)
             .await;
         self.each_write(&txn, Some(commit_ts)).await;
         self.shared
-            .point(OmidPoint::ClientAfterShadowCells, &self.name)
+            .point(OmidPoint::ClientAfterShadowCells, &self.name, start_ts)
             .await;
         let delete = StoreOp::CtDelete {
             start_ts: txn.start_ts,
@@ -450,12 +465,26 @@ impl Client {
                 commit_ts: Some(commit_ts),
             },
         );
+        OmidOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        }
+    }
+
+    /// Roll `txn` back on its client's word: remove its data cells.
+    pub(super) async fn rollback(&self, txn: Txn) {
+        self.each_write(&txn, None).await;
+        self.finish(
+            &txn,
+            TxnFinish::Aborted {
+                reason: "rolled back",
+            },
+        );
     }
 
     /// The planted bug `shadow-cells-before-commit-table`: the shadow cells
     /// first, then the commit-table entry; an invalidated transaction
     /// removes its data cells and aborts.
-    async fn commit_late(&self, txn: Txn, commit_ts: u64) {
+    async fn commit_late(&self, txn: Txn, commit_ts: u64) -> OmidOutcome {
         self.each_write(&txn, Some(commit_ts)).await;
         let put = StoreOp::CtPut {
             start_ts: txn.start_ts,
@@ -463,12 +492,17 @@ impl Client {
             epoch: None,
         };
         match self.ct(&txn, put, txn.start_ts).await {
-            Some(CtEntry::Committed { .. }) => self.finish(
-                &txn,
-                TxnFinish::Committed {
+            Some(CtEntry::Committed { .. }) => {
+                self.finish(
+                    &txn,
+                    TxnFinish::Committed {
+                        commit_ts: Some(commit_ts),
+                    },
+                );
+                OmidOutcome::Committed {
                     commit_ts: Some(commit_ts),
-                },
-            ),
+                }
+            }
             _ => {
                 self.each_write(&txn, None).await;
                 self.finish(
@@ -477,6 +511,9 @@ impl Client {
                         reason: "invalidated",
                     },
                 );
+                OmidOutcome::Aborted {
+                    reason: "invalidated".into(),
+                }
             }
         }
     }

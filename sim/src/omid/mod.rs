@@ -15,6 +15,7 @@
 mod client;
 pub mod config;
 mod liveness;
+pub mod program;
 mod rpc;
 mod store;
 mod tso;
@@ -33,6 +34,7 @@ use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+pub use program::{OmidClient, OmidControl, OmidOutcome, OmidProgram, OmidTxn, Stop};
 pub use rpc::{NODE_KINDS, OmidCounter, OmidEvent};
 
 /// Check an Omid run's settings: the section, the workload, and the
@@ -48,6 +50,13 @@ pub fn validate(
         field: "workload".into(),
         problem,
     })?;
+    validate_cluster(world, cfg)
+}
+
+/// Check an Omid cluster's section and the world's settings against its
+/// nodes (errors name `world.<field>` or the section's field).
+pub fn validate_cluster(world: &WorldConfig, cfg: &OmidConfig) -> Result<(), ConfigError> {
+    cfg.validate()?;
     let names = rpc::node_names(sizes(cfg));
     world
         .validate(NodeNames { nodes: &names })
@@ -87,16 +96,43 @@ pub fn run(
     let system = Omid {
         world: world.clone(),
         cfg: cfg.clone(),
-        workload: workload.clone(),
+        job: Job::Workload(workload.clone()),
     };
     Ok(crate::run_system(&system, seed, scenario))
+}
+
+/// Validate, then run `program` (a script) on the Omid cluster `cfg` in a
+/// world set up by `world`, with `seed`; `scenario` is stored in the history.
+pub fn run_program(
+    world: &WorldConfig,
+    cfg: &OmidConfig,
+    program: Arc<dyn OmidProgram>,
+    seed: u64,
+    scenario: serde_json::Value,
+) -> Result<RunOutput, ConfigError> {
+    validate_cluster(world, cfg)?;
+    let system = Omid {
+        world: world.clone(),
+        cfg: cfg.clone(),
+        job: Job::Program(program),
+    };
+    Ok(crate::run_system(&system, seed, scenario))
+}
+
+/// What the clients run: a workload's loop, or a program's tasks.
+#[derive(Clone)]
+enum Job {
+    /// A campaign workload.
+    Workload(OmidWorkload),
+    /// A program (a script).
+    Program(Arc<dyn OmidProgram>),
 }
 
 /// Omid before it runs.
 pub struct Omid {
     world: WorldConfig,
     cfg: OmidConfig,
-    workload: OmidWorkload,
+    job: Job,
 }
 
 impl System for Omid {
@@ -108,7 +144,7 @@ impl System for Omid {
         let shared = Shared {
             world: world.clone(),
             cfg: self.cfg.clone(),
-            workload: self.workload.clone(),
+            job: self.job.clone(),
             ablations: OmidAblations::of(&self.cfg.ablations),
             store: Mutex::default(),
             tso_disk: Mutex::new(tso::TsoDisk {
@@ -118,6 +154,7 @@ impl System for Omid {
             lease: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
+            armed: Mutex::default(),
             txns: Mutex::default(),
         };
         client::load(&shared);
@@ -138,7 +175,7 @@ struct ClientDisk {
 struct Shared {
     world: Arc<World>,
     cfg: OmidConfig,
-    workload: OmidWorkload,
+    job: Job,
     ablations: OmidAblations,
     /// The tablet servers' durable store: data cells, shadow cells, the
     /// commit table.
@@ -152,6 +189,8 @@ struct Shared {
     clients: Vec<Mutex<ClientDisk>>,
     /// How often each named point was reached over the run.
     reached: Mutex<BTreeMap<OmidPoint, u64>>,
+    /// Stops a program armed at named points, not reached yet.
+    armed: Mutex<Vec<program::Armed>>,
     /// The history's transactions.
     txns: Mutex<TxnHistory>,
 }
@@ -161,9 +200,14 @@ impl Shared {
         self.world.recorder().bump(counter);
     }
 
-    /// `node` reached `point`: if a crash is set for this time, ask the
-    /// world to kill it and never go on; if a pause is, freeze it there.
-    async fn point(&self, point: OmidPoint, node: &NodeName) {
+    /// `node` reached `point` (about the transaction of `start_ts`, if
+    /// any): if a program armed a stop there, or a crash is set for this
+    /// time, ask the world to kill it and never go on; if a pause is,
+    /// freeze it there.
+    async fn point(&self, point: OmidPoint, node: &NodeName, start_ts: Option<u64>) {
+        if let Some(stop) = self.take_armed(point, &node.to_string(), start_ts) {
+            return self.stop_armed(point, node, stop).await;
+        }
         let nth = {
             let mut reached = lock(&self.reached);
             let n = reached.entry(point).or_default();
@@ -202,6 +246,31 @@ impl Shared {
 }
 
 impl Shared {
+    /// Stop `node` at `point` as a program armed it.
+    async fn stop_armed(&self, point: OmidPoint, node: &NodeName, stop: Stop) {
+        let fields = serde_json::json!({"node": node.to_string(), "point": point.name()});
+        match stop {
+            Stop::Pause { pause_ms } => {
+                self.bump(&FaultKind::PauseAtStep.counter());
+                self.world.event(OmidEvent::PauseAtPoint.name(), fields);
+                self.world.request(Control::Pause {
+                    node: node.to_string(),
+                    duration_ms: Some(pause_ms),
+                });
+                madsim::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            Stop::Kill { restart_after_ms } => {
+                self.bump(&FaultKind::CrashAtStep.counter());
+                self.world.event(OmidEvent::CrashAtPoint.name(), fields);
+                self.world.request(Control::Kill {
+                    node: node.to_string(),
+                    restart_after_ms,
+                });
+                std::future::pending::<()>().await
+            }
+        }
+    }
+
     /// `node` reached `point` with no crash set there: crash or freeze it
     /// if an exploration chooses so.
     async fn explored_stop(&self, point: OmidPoint, node: &NodeName) {
@@ -298,8 +367,14 @@ impl Tenant for OmidTenant {
 
     fn expire_session(&self, _client: usize) {}
 
-    fn driver(&self, _control: FaultControl) -> Option<BoxFuture<()>> {
-        None
+    fn driver(&self, control: FaultControl) -> Option<BoxFuture<()>> {
+        let Job::Program(program) = &self.0.job else {
+            return None;
+        };
+        program.driver(OmidControl {
+            faults: control,
+            shared: self.0.clone(),
+        })
     }
 
     fn begin_healed(&self) -> BoxFuture<()> {
@@ -319,7 +394,10 @@ impl Tenant for OmidTenant {
     }
 
     fn final_check(&self) -> BoxFuture<Vec<String>> {
-        let violations = client::final_check(&self.0);
+        let mut violations = client::final_check(&self.0);
+        if let Job::Program(program) = &self.0.job {
+            violations.extend(program.final_check());
+        }
         Box::pin(async move { violations })
     }
 

@@ -320,6 +320,21 @@ impl StoreOp {
         }
     }
 
+    /// The start timestamp of the transaction it is about (a read's:
+    /// the reader's); none for a fence.
+    pub fn start_ts(&self) -> Option<u64> {
+        match self {
+            StoreOp::Write { start_ts, .. }
+            | StoreOp::Remove { start_ts, .. }
+            | StoreOp::Shadow { start_ts, .. }
+            | StoreOp::CtGet { start_ts }
+            | StoreOp::CtPut { start_ts, .. }
+            | StoreOp::CtDelete { start_ts } => Some(*start_ts),
+            StoreOp::Read { below_ts, .. } => Some(*below_ts),
+            StoreOp::CtFence { .. } => None,
+        }
+    }
+
     /// Whether it changes the store.
     pub fn writes(&self) -> bool {
         !matches!(self, StoreOp::Read { .. } | StoreOp::CtGet { .. })

@@ -223,7 +223,10 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
             sleep(Duration::from_millis(shared.cfg.store_ms)).await;
             let reply = lock(&shared.store).apply(index, &op);
             if op.writes() {
-                shared.point(OmidPoint::TabletAfterApply, &me).await;
+                let start_ts = op.start_ts();
+                shared
+                    .point(OmidPoint::TabletAfterApply, &me, start_ts)
+                    .await;
             }
             reply
         }

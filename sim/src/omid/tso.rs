@@ -310,7 +310,7 @@ impl Tso {
             // The planted bug: the client writes its shadow cells, then the
             // commit-table entry itself.
             self.shared
-                .point(OmidPoint::TsoAfterDecision, &self.name)
+                .point(OmidPoint::TsoAfterDecision, &self.name, Some(req.start_ts))
                 .await;
             return CommitReply::Committed {
                 commit_ts,
@@ -339,7 +339,7 @@ impl Tso {
     /// side; the entry in effect, or `None` if the fence refused it.
     async fn persist(&self, start_ts: u64, commit_ts: u64, epoch: u64) -> Option<CtEntry> {
         self.shared
-            .point(OmidPoint::TsoAfterDecision, &self.name)
+            .point(OmidPoint::TsoAfterDecision, &self.name, Some(start_ts))
             .await;
         let committed = CtEntry::Committed { commit_ts };
         let entry = self
@@ -347,7 +347,7 @@ impl Tso {
             .await;
         if let Some(CtEntry::Committed { .. }) = entry {
             self.shared
-                .point(OmidPoint::TsoAfterCommitTable, &self.name)
+                .point(OmidPoint::TsoAfterCommitTable, &self.name, Some(start_ts))
                 .await;
         }
         entry

@@ -1,7 +1,9 @@
 //! Apache Omid's transaction manager as a system of the testbed: its
 //! section of a scenario file (`"omid": {...}`, an [`OmidConfig`]), its
-//! workloads (`omid-bank`, `omid-register`), its campaign and its planted
-//! bugs. See `docs/omid.md`.
+//! workloads (`omid-bank`, `omid-register`, `script`), its campaign and
+//! its planted bugs. See `docs/omid.md`.
+
+pub mod script;
 
 use crate::campaign::Mix;
 use crate::faultmix;
@@ -15,6 +17,9 @@ use percsim_sim::{ConfigError, FaultKind, NodeKind, RunOutput, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
+use script::{OmidScriptFile, ScriptProgram};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Omid in the registry.
 pub static OMID: OmidDef = OmidDef;
@@ -44,6 +49,50 @@ pub const OMID_CLASSES: &[&str] = &[
     "crash_at_step",
     "pause_at_step",
 ];
+
+/// Omid's workloads, as a scenario file names them: the campaign's two
+/// and scripts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum OmidWorkloadSpec {
+    /// Transfers between accounts and reads of every account.
+    #[serde(rename = "omid-bank")]
+    Bank(Bank),
+    /// Reads and read-modify-writes of registers.
+    #[serde(rename = "omid-register")]
+    Register(Register),
+    /// A script: named transactions, steps and expectations.
+    Script(OmidScriptFile),
+}
+
+impl From<OmidWorkload> for OmidWorkloadSpec {
+    fn from(w: OmidWorkload) -> Self {
+        match w {
+            OmidWorkload::Bank(b) => OmidWorkloadSpec::Bank(b),
+            OmidWorkload::Register(r) => OmidWorkloadSpec::Register(r),
+        }
+    }
+}
+
+impl OmidWorkloadSpec {
+    /// The workload's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OmidWorkloadSpec::Bank(_) => "omid-bank",
+            OmidWorkloadSpec::Register(_) => "omid-register",
+            OmidWorkloadSpec::Script(_) => "script",
+        }
+    }
+
+    /// The campaign workload it is (none for a script).
+    fn campaign(&self) -> Option<OmidWorkload> {
+        match self {
+            OmidWorkloadSpec::Bank(b) => Some(OmidWorkload::Bank(b.clone())),
+            OmidWorkloadSpec::Register(r) => Some(OmidWorkload::Register(r.clone())),
+            OmidWorkloadSpec::Script(_) => None,
+        }
+    }
+}
 
 /// An Omid scenario's own part: the cluster (a scenario file's `omid`
 /// section) and the workload.
@@ -88,7 +137,7 @@ impl SystemDef for OmidDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["omid-bank", "omid-register"]
+        &["omid-bank", "omid-register", "script"]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
@@ -124,16 +173,27 @@ impl SystemDef for OmidDef {
 
 impl TypedSystem for OmidDef {
     type Section = OmidConfig;
-    type Workload = OmidWorkload;
+    type Workload = OmidWorkloadSpec;
     const NAME: &'static str = NAME;
 
-    fn workload_name(workload: &OmidWorkload) -> &'static str {
+    fn workload_name(workload: &OmidWorkloadSpec) -> &'static str {
         workload.name()
     }
 
     fn validate(spec: &OmidSpec, world: &WorldConfig) -> Result<(), ScenarioError> {
-        spec.workload.validate().map_err(ScenarioError::Invalid)?;
-        percsim_sim::omid::validate(world, &spec.cluster, &spec.workload)
+        let Some(workload) = spec.workload.campaign() else {
+            percsim_sim::omid::validate_cluster(world, &spec.cluster)
+                .map_err(|e| config_error(NAME, e))?;
+            let OmidWorkloadSpec::Script(s) = &spec.workload else {
+                return Ok(());
+            };
+            let nodes = percsim_sim::omid::node_names(&spec.cluster);
+            return s
+                .validate(spec.cluster.clients, &nodes)
+                .map_err(ScenarioError::Invalid);
+        };
+        workload.validate().map_err(ScenarioError::Invalid)?;
+        percsim_sim::omid::validate(world, &spec.cluster, &workload)
             .map_err(|e| config_error(NAME, e))
     }
 
@@ -143,7 +203,25 @@ impl TypedSystem for OmidDef {
         seed: u64,
         description: serde_json::Value,
     ) -> Result<RunOutput, ConfigError> {
-        percsim_sim::omid::run(world, &spec.cluster, &spec.workload, seed, description)
+        let workload = match &spec.workload {
+            OmidWorkloadSpec::Bank(b) => OmidWorkload::Bank(b.clone()),
+            OmidWorkloadSpec::Register(r) => OmidWorkload::Register(r.clone()),
+            OmidWorkloadSpec::Script(s) => {
+                let program = Arc::new(ScriptProgram(s.fresh()));
+                return percsim_sim::omid::run_program(
+                    world,
+                    &spec.cluster,
+                    program,
+                    seed,
+                    description,
+                );
+            }
+        };
+        percsim_sim::omid::run(world, &spec.cluster, &workload, seed, description)
+    }
+
+    fn expectations(spec: &OmidSpec) -> bool {
+        matches!(spec.workload, OmidWorkloadSpec::Script(_))
     }
 }
 
@@ -205,7 +283,11 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
             cluster.pauses = pauses(intensity, cluster.lease_ms, &mut rng);
         }
     }
-    OmidSpec { cluster, workload }.scenario(seed, world)
+    OmidSpec {
+        cluster,
+        workload: workload.into(),
+    }
+    .scenario(seed, world)
 }
 
 /// Whether `mix` lets fault class `class` on (a mix that names no class

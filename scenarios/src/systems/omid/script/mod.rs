@@ -1,0 +1,286 @@
+//! `script`: an Omid workload written step by step with expectations, on
+//! the engine of `crate::script`. Transactions are the engine's threads:
+//! `begin` opens one on a client, `get` and `put` run in its snapshot,
+//! `commit` (through the TSO) or `abort` closes it. The driver stops a
+//! node (client, TSO, backup, tablet server) at one of Omid's named points
+//! for one transaction, installs message rules for one call kind, and
+//! asserts the store (a transaction's commit-table entry, its data cell
+//! and shadow cell). The checker judges the history afterwards, as for
+//! campaigns. See `docs/omid.md`.
+//!
+//! ```json
+//! {"name": "script", "steps": [
+//!   {"do": "begin", "client": 0, "txn": "T1"},
+//!   {"do": "put", "txn": "T1", "row": "x", "value": "1"},
+//!   {"do": "stop_at", "point": {"at": "client_before_shadow_cells", "txn": "T1"},
+//!    "node": "client-0", "fault": {"pause": {"ms": 500}}},
+//!   {"do": "commit", "txn": "T1", "no_wait": true},
+//!   {"do": "sleep", "ms": 100},
+//!   {"do": "assert_commit_table", "txn": "T1", "entry": "committed"},
+//!   {"do": "begin", "client": 1, "txn": "T2"},
+//!   {"do": "get", "txn": "T2", "row": "x", "expect": "1"},
+//!   {"do": "commit", "txn": "T2", "expect": "committed"}
+//! ]}
+//! ```
+
+mod run;
+mod verbs;
+
+pub use run::ScriptProgram;
+pub use verbs::*;
+
+use crate::script::{
+    Env, Mismatch, RuleWords, Script, ScriptControl, ScriptSystem, StepFuture, Thread, ThreadWords,
+};
+use percsim_protocol::omid::OmidPointOwner;
+use percsim_sim::omid::{OmidClient, OmidControl, OmidOutcome, Stop};
+use percsim_sim::world::intercept::{Rule, RuleId};
+use percsim_sim::{BoxFuture, Fault};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// An Omid script: the engine's script with Omid's verbs.
+pub type OmidScriptFile = Script<OmidScript>;
+
+/// Omid's fields of a script file: none (the store starts empty).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OmidScript {}
+
+/// A transaction a script began: its history id and start timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Begun {
+    /// Its id in the history.
+    pub id: u64,
+    /// Its start timestamp.
+    pub start_ts: u64,
+}
+
+/// The transactions begun so far, by name, shared by the transactions'
+/// tasks and the driver (which resolves the names of rules, points and
+/// assertions).
+pub type TxnNames = Arc<Mutex<BTreeMap<String, Begun>>>;
+
+/// An Omid script's run state.
+#[derive(Default)]
+pub struct OmidState {
+    /// The transactions begun, by name.
+    pub txns: TxnNames,
+    /// What each transaction's client was told, by name.
+    pub told: BTreeMap<String, OmidOutcome>,
+}
+
+/// The driver's view while an Omid script runs: the cluster's control and
+/// the names of the transactions begun.
+pub struct ScriptControlOf {
+    /// The cluster's control.
+    pub control: OmidControl,
+    /// The transactions begun, by name.
+    pub txns: TxnNames,
+}
+
+impl ScriptControlOf {
+    /// The transaction named `name`, if it was begun.
+    pub fn txn(&self, name: &str) -> Option<Begun> {
+        lock(&self.txns).get(name).copied()
+    }
+}
+
+impl ScriptControl for ScriptControlOf {
+    type RuleId = RuleId;
+    fn inject(&self, fault: &Fault) {
+        self.control.faults().inject(fault);
+    }
+    fn heal_partitions(&self) {
+        self.control.faults().heal_partitions();
+    }
+    fn node_up(&self, node: &str) -> bool {
+        self.control.faults().node_up(node)
+    }
+    fn counter(&self, name: &str) -> u64 {
+        self.control.faults().counter(name)
+    }
+    fn release(&self, rule: RuleId) {
+        self.control.release(rule);
+    }
+}
+
+/// The kind of node `node` is, as the point owners name them.
+fn owner_of(node: &str) -> Option<OmidPointOwner> {
+    match node {
+        "tso" | "tso-backup" => Some(OmidPointOwner::Tso),
+        n if n.starts_with("client-") => Some(OmidPointOwner::Client),
+        n if n.starts_with("tablet-") => Some(OmidPointOwner::Tablet),
+        _ => None,
+    }
+}
+
+impl ScriptSystem for OmidScript {
+    type Verb = OmidVerb;
+    type Count = OmidCount;
+    type Wait = OmidWait;
+    type Rule = OmidRule;
+    type Point = OmidScriptPoint;
+    type PointFault = OmidPointFault;
+    type State = OmidState;
+    type Control = ScriptControlOf;
+    type Client = OmidClient;
+    const FIELDS: &'static [&'static str] = &[];
+    const VERBS: &'static [&'static str] = VERBS;
+    const THREAD: ThreadWords = ThreadWords {
+        field: "txn",
+        noun: "transaction",
+        opened: "begun",
+        closed: "its commit or abort",
+    };
+
+    fn client_node(client: usize) -> String {
+        // Omid's clients, as the world names them (`client-N`).
+        format!("client-{client}")
+    }
+
+    fn validate_verb(s: &OmidScriptFile, verb: &OmidVerb, env: &Env<'_>) -> Result<(), String> {
+        match verb {
+            OmidVerb::Begin { client, .. } => env.client(*client),
+            OmidVerb::AssertCommitTable { txn, .. } | OmidVerb::AssertCell { txn, .. } => {
+                txn_begun(s, txn, env)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_wait(s: &OmidScriptFile, wait: &OmidWait, env: &Env<'_>) -> Result<(), String> {
+        let OmidWait::TxnFinished(txn) = wait;
+        txn_begun(s, txn, env)
+    }
+
+    fn validate_point(point: &OmidScriptPoint, node: &str, env: &Env<'_>) -> Result<(), String> {
+        let (at, _) = point.parts();
+        let owner = at.owner();
+        match owner_of(node) == Some(owner) {
+            true => Ok(()),
+            false => Err(format!(
+                "{}: node {node:?} never reaches point {} (only a {} node does)",
+                env.at(),
+                at.name(),
+                owner.name()
+            )),
+        }
+    }
+
+    fn validate_rule(s: &OmidScriptFile, rule: &OmidRule, env: &Env<'_>) -> Result<(), String> {
+        if let Some(c) = rule.client {
+            env.client(c)?;
+        }
+        match &rule.txn {
+            Some(txn) => txn_begun(s, txn, env),
+            None => Ok(()),
+        }
+    }
+
+    fn run_thread(thread: Thread<Self>, client: OmidClient) -> BoxFuture<()> {
+        Box::pin(run::run_txn(thread, client))
+    }
+
+    fn arm_point(
+        control: &ScriptControlOf,
+        point: &OmidScriptPoint,
+        node: &str,
+        fault: &OmidPointFault,
+    ) -> Result<(), String> {
+        let (at, txn) = point.parts();
+        let start_ts = match txn {
+            Some(name) => Some(
+                control
+                    .txn(name)
+                    .ok_or_else(|| format!("transaction {name:?} is not begun yet"))?
+                    .start_ts,
+            ),
+            None => None,
+        };
+        let stop = match fault {
+            OmidPointFault::Kill { restart_after_ms } => Stop::Kill {
+                restart_after_ms: *restart_after_ms,
+            },
+            OmidPointFault::Pause { ms } => Stop::Pause { pause_ms: *ms },
+        };
+        control.control.arm(at, node, start_ts, stop)
+    }
+
+    fn stops_left(control: &ScriptControlOf) -> Option<Vec<String>> {
+        Some(control.control.stops_left())
+    }
+
+    fn driver_step<'a>(
+        _: &'a OmidScriptFile,
+        _: usize,
+        _: &'a OmidVerb,
+        _: &'a ScriptControlOf,
+    ) -> StepFuture<'a> {
+        // Omid's driver verbs are assertions, checked through `assert`.
+        Box::pin(std::future::ready(()))
+    }
+
+    fn assert(
+        _: &OmidScriptFile,
+        _: usize,
+        verb: &OmidVerb,
+        control: &ScriptControlOf,
+    ) -> Option<Mismatch> {
+        run::assert(verb, control)
+    }
+
+    fn holds(s: &OmidScriptFile, wait: &OmidWait, _: &ScriptControlOf) -> bool {
+        let OmidWait::TxnFinished(txn) = wait;
+        s.with_state(|st| st.told.contains_key(txn))
+    }
+
+    fn install(
+        _: &OmidScriptFile,
+        rule: &OmidRule,
+        words: RuleWords,
+        control: &ScriptControlOf,
+    ) -> Result<RuleId, Mismatch> {
+        let txn = match &rule.txn {
+            Some(name) => Some(control.txn(name).ok_or_else(|| {
+                Mismatch::new(
+                    format!("transaction {name:?} begun before the rule"),
+                    "it is not begun yet",
+                )
+            })?),
+            None => None,
+        };
+        Ok(control.control.intercept(Rule {
+            call: rule.call.tag(),
+            txn: txn.map(|t| t.id),
+            items: None,
+            from: rule.client.map(Self::client_node),
+            leg: words.leg,
+            fate: words.fate,
+            times: words.times,
+        }))
+    }
+}
+
+/// `txn` is begun by a step before the current one.
+fn txn_begun(s: &OmidScriptFile, txn: &str, env: &Env<'_>) -> Result<(), String> {
+    let begun = s
+        .steps
+        .iter()
+        .take(env.index())
+        .filter_map(|st| st.verb())
+        .any(|v| matches!(v, OmidVerb::Begin { txn: t, .. } if t == txn));
+    match begun {
+        true => Ok(()),
+        false => Err(format!(
+            "{}: transaction {txn:?} is not begun by an earlier step",
+            env.at()
+        )),
+    }
+}
+
+/// Lock a mutex, whatever a panicked holder left.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

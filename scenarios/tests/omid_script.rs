@@ -1,0 +1,187 @@
+//! Omid scripted through the engine of `percsim_scenarios::script`: each
+//! planted bug's script under `scenarios/examples/omid/script/` passes on
+//! the faithful build and fails under its bug by the rule it names; a
+//! changed expectation fails by its step; bad steps are refused by step
+//! and verb.
+
+use percsim_scenarios::campaign::{SeedResult, Verdict};
+use percsim_scenarios::fuzz;
+use percsim_scenarios::scenario::Scenario;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// The example `name` of `examples/omid/script/`, as JSON.
+fn example(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/omid/script")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// Load and judge a scenario.
+fn judge(v: Value) -> SeedResult {
+    let s = Scenario::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+    fuzz::judge(&s, false).result
+}
+
+/// Judge example `name` with the planted bug `bug`.
+fn with_bug(name: &str, bug: &str) -> SeedResult {
+    let mut v = example(name);
+    v["omid"]["ablations"] = json!([bug]);
+    judge(v)
+}
+
+/// Each planted bug's script passes on the faithful build and fails under
+/// the bug by the rule it names.
+#[test]
+fn each_planted_bug_has_a_script_that_catches_it() {
+    let cases = [
+        ("no-low-watermark-abort", "no_write_conflicts"),
+        ("reply-before-commit-table", "snapshot_reads"),
+        ("shadow-cells-before-commit-table", "no_dependency_cycles"),
+        ("reader-skips-commit-table", "snapshot_reads"),
+        ("no-invalidation", "snapshot_reads"),
+        ("no-tso-fencing", "timestamp_order"),
+    ];
+    let mut wrong = Vec::new();
+    for (bug, rule) in cases {
+        let file = format!("bug-{bug}.json");
+        let faithful = judge(example(&file));
+        if faithful.verdict != Verdict::Pass {
+            wrong.push(format!("{file} faithful: {:?}", faithful.explanation));
+        }
+        let r = with_bug(&file, bug);
+        if r.verdict != Verdict::Safety || !r.violated_rules.iter().any(|x| x == rule) {
+            wrong.push(format!(
+                "{file} with {bug}: {:?} {:?} {:?}",
+                r.verdict, r.violated_rules, r.explanation
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// Judge example `name` with the JSON at `pointer` replaced by `value`;
+/// require an expectation failure whose explanation names `step` and holds
+/// `says`.
+fn fails_when_changed(name: &str, pointer: &str, value: Value, step: &str, says: &str) {
+    let mut v = example(name);
+    *v.pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("{name}: no {pointer}")) = value;
+    let r = judge(v);
+    assert_eq!(
+        r.verdict,
+        Verdict::ExpectationFailed,
+        "{name} {pointer}: {:?}",
+        r.explanation
+    );
+    let why = r.explanation.unwrap_or_default();
+    assert!(
+        why.contains(step) && why.contains(says),
+        "{name} {pointer}: {why}"
+    );
+}
+
+/// Each kind of Omid expectation fails, by its step, when it is changed.
+#[test]
+fn each_kind_of_expectation_fails_by_its_step_when_changed() {
+    let f = "bug-reader-skips-commit-table.json";
+    let cases = [
+        (
+            "/workload/steps/8/expect",
+            json!("2"),
+            "step 8",
+            "expected \"2\"; happened \"1\"",
+        ),
+        (
+            "/workload/steps/9/expect",
+            json!("aborted"),
+            "step 9",
+            "expected aborted; happened committed",
+        ),
+        (
+            "/workload/steps/5/entry",
+            json!("invalid"),
+            "step 5",
+            "expected commit-table entry invalid; happened the entry is committed",
+        ),
+        (
+            "/workload/steps/6/shadow",
+            json!(true),
+            "step 6",
+            "expected its shadow cell in (x, v) present; happened it is absent",
+        ),
+        (
+            "/workload/steps/13/value",
+            json!("9"),
+            "step 13",
+            "expected its data cell in (x, v) to hold \"9\"",
+        ),
+    ];
+    for (pointer, value, step, says) in cases {
+        fails_when_changed(f, pointer, value, step, says);
+    }
+    fails_when_changed(
+        "bug-no-low-watermark-abort.json",
+        "/workload/steps/11/equals",
+        json!(0),
+        "step 11",
+        "below_low_watermark",
+    );
+}
+
+/// Why the example `name`, with `f` applied, is refused.
+fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
+    let mut v = example(name);
+    f(&mut v);
+    let checked = Scenario::from_value(v).and_then(|s| s.validate());
+    checked.expect_err("refused").to_string()
+}
+
+/// A step naming what does not exist, or a verb Omid does not have, is
+/// refused by its index.
+#[test]
+fn bad_steps_are_refused_by_step_and_verb() {
+    let f = "bug-no-tso-fencing.json";
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let set = |i: usize, step: Value| move |v: &mut Value| v["workload"]["steps"][i] = step;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(set(1, json!({"do": "scan", "txn": "T1", "row": "y"}))),
+            "steps[1]: unknown verb \"scan\"",
+        ),
+        (
+            Box::new(set(
+                5,
+                json!({"do": "stop_at", "point": "tso_after_decision", "node": "client-0", "fault": {"kill": {}}}),
+            )),
+            "node \"client-0\" never reaches point tso_after_decision (only a tso node does)",
+        ),
+        (
+            Box::new(set(
+                5,
+                json!({"do": "assert_commit_table", "txn": "T9", "entry": "none"}),
+            )),
+            "workload.steps[5]: transaction \"T9\" is not begun by an earlier step",
+        ),
+        (
+            Box::new(set(
+                5,
+                json!({"do": "intercept", "name": "r", "call": "commit", "client": 7, "fate": "drop"}),
+            )),
+            "client 7 does not exist",
+        ),
+        (
+            Box::new(set(
+                2,
+                json!({"do": "commit", "txn": "T1", "expect": "maybe"}),
+            )),
+            "steps[2] (do \"commit\"): unknown variant `maybe`",
+        ),
+    ];
+    for (edit, says) in cases {
+        let why = refused(f, edit);
+        assert!(why.contains(says), "expected {says:?} in {why:?}");
+    }
+}

@@ -1,0 +1,205 @@
+//! What an Omid cluster gives a program it runs instead of a campaign
+//! workload (a script): each client's handle to run transactions one call
+//! at a time ([`OmidClient`]), and the driver's view of the cluster
+//! ([`OmidControl`]): stops armed at Omid's named points for one node and
+//! optionally one transaction, targeted message faults, and the durable
+//! store (data cells, shadow cells, the commit table).
+
+use super::Shared;
+use super::client::{Client, Txn};
+use crate::FaultControl;
+use crate::world::intercept::{Rule, RuleId};
+use crate::world::{BoxFuture, lock};
+use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
+use std::sync::Arc;
+
+/// A program the Omid cluster runs instead of a campaign workload.
+pub trait OmidProgram: Send + Sync + 'static {
+    /// Client `client.index()`'s task, in one incarnation (a restarted
+    /// client runs it again).
+    fn client(&self, client: OmidClient) -> BoxFuture<()>;
+    /// A task on the harness's node during the workload phase, which may
+    /// inject faults and read the store; the phase ends when it finishes.
+    fn driver(&self, control: OmidControl) -> Option<BoxFuture<()>>;
+    /// After the healed phase: the program's own violations.
+    fn final_check(&self) -> Vec<String>;
+}
+
+/// A client's handle: one incarnation of client `index()`.
+#[derive(Clone)]
+pub struct OmidClient(pub(super) Arc<Client>);
+
+/// A transaction a program's client began.
+pub struct OmidTxn(pub(super) Txn);
+
+impl OmidTxn {
+    /// Its id in the history.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Its start timestamp.
+    pub fn start_ts(&self) -> u64 {
+        self.0.start_ts
+    }
+}
+
+/// What a transaction's client was told at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OmidOutcome {
+    /// Committed (`None`: read-only, never sent to the TSO).
+    Committed {
+        /// Its commit timestamp.
+        commit_ts: Option<u64>,
+    },
+    /// Aborted, for `reason`.
+    Aborted {
+        /// Why, as the history records it.
+        reason: String,
+    },
+}
+
+impl OmidClient {
+    /// The client's index (`client-N`).
+    pub fn index(&self) -> usize {
+        self.0.index
+    }
+
+    /// Begin a transaction: its start timestamp from the primary TSO.
+    pub async fn begin(&self) -> OmidTxn {
+        OmidTxn(self.0.begin().await)
+    }
+
+    /// Read (`row`, `col`) in `txn`'s snapshot (`None`: no visible value).
+    pub async fn get(&self, txn: &OmidTxn, row: &str, col: &str) -> Option<String> {
+        self.0.read(&txn.0, row, col).await
+    }
+
+    /// Write `value` to (`row`, `col`): its data cell goes to the store now.
+    pub async fn put(&self, txn: &mut OmidTxn, row: &str, col: &str, value: String) {
+        self.0.write(&mut txn.0, row, col, value).await
+    }
+
+    /// Commit `txn` through the TSO and complete it (shadow cells, then the
+    /// commit-table entry's deletion); what the client was told.
+    pub async fn commit(&self, txn: OmidTxn) -> OmidOutcome {
+        self.0.commit(txn.0).await
+    }
+
+    /// Roll `txn` back: remove its data cells, without the TSO.
+    pub async fn abort(&self, txn: OmidTxn) {
+        self.0.rollback(txn.0).await
+    }
+}
+
+/// What happens to a node stopped at a named point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Killed; restarted this many ms later (`None`: at the healed phase).
+    Kill {
+        /// The restart delay, in simulated ms.
+        restart_after_ms: Option<u64>,
+    },
+    /// Frozen for this long.
+    Pause {
+        /// How long, in simulated ms.
+        pause_ms: u64,
+    },
+}
+
+/// A stop a program armed: `node` at `point`, for the transaction of
+/// `start_ts` only if one is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Armed {
+    pub point: OmidPoint,
+    pub node: String,
+    pub start_ts: Option<u64>,
+    pub stop: Stop,
+}
+
+/// The driver's view of an Omid cluster.
+pub struct OmidControl {
+    pub(super) faults: FaultControl,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl OmidControl {
+    /// The world's fault control.
+    pub fn faults(&self) -> &FaultControl {
+        &self.faults
+    }
+
+    /// Stop `node` the next time it reaches `point` (about the transaction
+    /// of `start_ts`, if named). An error if the same stop is armed already.
+    pub fn arm(
+        &self,
+        point: OmidPoint,
+        node: &str,
+        start_ts: Option<u64>,
+        stop: Stop,
+    ) -> Result<(), String> {
+        let mut armed = lock(&self.shared.armed);
+        if armed
+            .iter()
+            .any(|a| a.point == point && a.node == node && a.start_ts == start_ts)
+        {
+            return Err(format!(
+                "point {} of node {node:?} is armed already",
+                point.name()
+            ));
+        }
+        armed.push(Armed {
+            point,
+            node: node.to_string(),
+            start_ts,
+            stop,
+        });
+        Ok(())
+    }
+
+    /// The nodes of the stops armed that never happened.
+    pub fn stops_left(&self) -> Vec<String> {
+        lock(&self.shared.armed)
+            .iter()
+            .map(|a| a.node.clone())
+            .collect()
+    }
+
+    /// Install a targeted message fault.
+    pub fn intercept(&self, rule: Rule) -> RuleId {
+        self.shared.world.intercept(rule)
+    }
+
+    /// Lift a targeted message fault and deliver what it holds.
+    pub fn release(&self, rule: RuleId) {
+        self.shared.world.release(rule);
+    }
+
+    /// The commit-table entry of the transaction of `start_ts` now.
+    pub fn commit_table(&self, start_ts: u64) -> Option<CtEntry> {
+        lock(&self.shared.store).ct.get(&start_ts).copied()
+    }
+
+    /// The versions of (`row`, `col`) in the store now, oldest first.
+    pub fn versions(&self, row: &str, col: &str) -> Vec<DataVersion> {
+        let key = (row.to_string(), col.to_string());
+        let store = lock(&self.shared.store);
+        store.cells.get(&key).cloned().unwrap_or_default()
+    }
+}
+
+impl Shared {
+    /// The stop armed for `node` at `point` about `start_ts`, taken out.
+    pub(super) fn take_armed(
+        &self,
+        point: OmidPoint,
+        node: &str,
+        start_ts: Option<u64>,
+    ) -> Option<Stop> {
+        let mut armed = lock(&self.armed);
+        let i = armed.iter().position(|a| {
+            a.point == point && a.node == node && (a.start_ts.is_none() || a.start_ts == start_ts)
+        })?;
+        Some(armed.remove(i).stop)
+    }
+}

@@ -9,7 +9,6 @@
 //! [`read`]: percsim_protocol::omid::actions::read
 
 use super::config::{Bank, OmidWorkload, Register};
-use super::program::{OmidClient, OmidOutcome};
 use super::rpc::{
     self, BeginReply, BeginReq, CLIENT_KIND, CommitReply, CommitReq, LeaseReply, LeaseReq,
     OmidCounter, StoreOp, StoreReply, TsoAnswer,
@@ -517,4 +516,23 @@ impl Client {
             }
         }
     }
+}
+
+/// A client's handle: one incarnation of client `index()`.
+#[derive(Clone)]
+pub struct OmidClient(pub(super) Arc<Client>);
+
+/// What a transaction's client was told at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OmidOutcome {
+    /// Committed (`None`: read-only, never sent to the TSO).
+    Committed {
+        /// Its commit timestamp.
+        commit_ts: Option<u64>,
+    },
+    /// Aborted, for `reason`.
+    Aborted {
+        /// Why, as the history records it.
+        reason: String,
+    },
 }

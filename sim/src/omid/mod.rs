@@ -34,7 +34,8 @@ use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-pub use program::{OmidClient, OmidControl, OmidOutcome, OmidProgram, OmidTxn, Stop};
+pub use client::{OmidClient, OmidOutcome};
+pub use program::{OmidControl, OmidProgram, OmidTxn, Stop};
 pub use rpc::{NODE_KINDS, OmidCounter, OmidEvent};
 
 /// Check an Omid run's settings: the section, the workload, and the

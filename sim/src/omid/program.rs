@@ -6,7 +6,7 @@
 //! store (data cells, shadow cells, the commit table).
 
 use super::Shared;
-use super::client::{Client, Txn};
+use super::client::{OmidClient, OmidOutcome, Txn};
 use crate::FaultControl;
 use crate::world::intercept::{Rule, RuleId};
 use crate::world::{BoxFuture, lock};
@@ -25,10 +25,6 @@ pub trait OmidProgram: Send + Sync + 'static {
     fn final_check(&self) -> Vec<String>;
 }
 
-/// A client's handle: one incarnation of client `index()`.
-#[derive(Clone)]
-pub struct OmidClient(pub(super) Arc<Client>);
-
 /// A transaction a program's client began.
 pub struct OmidTxn(pub(super) Txn);
 
@@ -42,21 +38,6 @@ impl OmidTxn {
     pub fn start_ts(&self) -> u64 {
         self.0.start_ts
     }
-}
-
-/// What a transaction's client was told at its end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OmidOutcome {
-    /// Committed (`None`: read-only, never sent to the TSO).
-    Committed {
-        /// Its commit timestamp.
-        commit_ts: Option<u64>,
-    },
-    /// Aborted, for `reason`.
-    Aborted {
-        /// Why, as the history records it.
-        reason: String,
-    },
 }
 
 impl OmidClient {

@@ -7,11 +7,8 @@ use super::ledger::{ClientEvent, ClientPoint, PulsarHost};
 use super::outcome::{AbortReason, ClientError, TxnOutcome};
 use super::transport::{BrokerReply, BrokerRequest, PulsarTransport, TcReply, TcRequest};
 use crate::common::RpcError;
-use crate::pulsar::buffer::AppendError;
 use crate::pulsar::coordinator::{TcError, TxnState};
-use crate::pulsar::subscription::{AckError, SubscribeError};
 use crate::pulsar::types::{Message, Participant, Partition, SubscriptionKey, TxnAction, TxnId};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::future::Future;
 

@@ -321,7 +321,7 @@ const FOUND: &[Found] = &[
         "commit-before-log-durable",
         "commit-before-log-durable",
         (20, 1, 2_000),
-        (16, 110),
+        (19, 110),
     ),
     found_at(
         "pulsar",

@@ -98,7 +98,7 @@ impl<'h> Model<'h> {
             })
             .collect();
         let timeline = Timeline {
-            lanes: lane_labels(&lanes, &named_clients(history)),
+            lanes: lane_labels(&lanes, &[(percsim_sim::LOADER_CLIENT, "initial load")]),
             bars,
             bands: fault_bands(
                 &history.events,
@@ -141,18 +141,6 @@ pub(crate) fn healed_at(events: &[Event]) -> Option<u64> {
         .iter()
         .find(|e| e.kind == "phase_healed")
         .map(|e| e.t_ns)
-}
-
-/// The clients of a transaction history that are no client of the
-/// workload, by name: the initial load, and Percolator's final read sweep
-/// (one past its last client: `percolator.clients`, default 4).
-fn named_clients(history: &History) -> Vec<(u64, &'static str)> {
-    let mut named = vec![(percsim_sim::LOADER_CLIENT, "initial load")];
-    if let Some(p) = history.scenario.get("percolator") {
-        let clients = p.get("clients").and_then(|c| c.as_u64()).unwrap_or(4);
-        named.push((clients, "final read sweep"));
-    }
-    named
 }
 
 /// Each lane's label: the client and, when it ran several workers, which;
@@ -377,31 +365,6 @@ mod lane_tests {
         );
         let unnamed = lane_labels(&lanes, &[]);
         assert_eq!(unnamed[3], format!("client {}", u64::MAX));
-    }
-
-    fn history(scenario: serde_json::Value) -> percsim_checker::History {
-        serde_json::from_value(serde_json::json!({
-            "format": "percsim-history/1",
-            "scenario": scenario,
-            "transactions": [],
-            "final_state": {"cells": []}
-        }))
-        .expect("a history")
-    }
-
-    #[test]
-    fn percolator_s_final_read_sweep_is_named_by_what_it_is() {
-        let h = history(serde_json::json!({"percolator": {"clients": 3}}));
-        let lanes = [Lane { client: 3, slot: 0 }, Lane { client: 2, slot: 0 }];
-        let labels = lane_labels(&lanes, &super::named_clients(&h));
-        assert_eq!(labels, ["final read sweep", "client 2"]);
-        // Another system's client 4 is a client.
-        let other = history(serde_json::json!({"omid": {"clients": 5}}));
-        let lanes = [Lane { client: 4, slot: 0 }];
-        assert_eq!(
-            lane_labels(&lanes, &super::named_clients(&other)),
-            ["client 4"]
-        );
     }
 }
 

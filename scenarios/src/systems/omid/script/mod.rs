@@ -33,7 +33,9 @@ use crate::script::{
     Env, Mismatch, RuleWords, Script, ScriptControl, ScriptSystem, StepFuture, Thread, ThreadWords,
 };
 use percsim_protocol::omid::OmidPointOwner;
-use percsim_sim::omid::{OmidClient, OmidControl, OmidOutcome, Stop};
+use percsim_sim::Role;
+use percsim_sim::omid::{NODE_KINDS, OmidClient, OmidControl, OmidOutcome, Stop};
+use percsim_sim::world::NodeName;
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{BoxFuture, Fault};
 use serde::{Deserialize, Serialize};
@@ -108,10 +110,11 @@ impl ScriptControl for ScriptControlOf {
 
 /// The kind of node `node` is, as the point owners name them.
 fn owner_of(node: &str) -> Option<OmidPointOwner> {
-    match node {
-        "tso" | "tso-backup" => Some(OmidPointOwner::Tso),
-        n if n.starts_with("client-") => Some(OmidPointOwner::Client),
-        n if n.starts_with("tablet-") => Some(OmidPointOwner::Tablet),
+    let name = NodeName::parse(node, &NODE_KINDS).ok()?;
+    match name.role() {
+        Role::Coordinator => Some(OmidPointOwner::Tso),
+        Role::Client => Some(OmidPointOwner::Client),
+        Role::DataServer => Some(OmidPointOwner::Tablet),
         _ => None,
     }
 }

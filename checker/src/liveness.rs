@@ -12,7 +12,7 @@
 //! | id | what must hold |
 //! |----|----------------|
 //! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) that the store refreshed less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale |
-//! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service |
+//! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service (a network fault, a freeze, or the liveness service's death: the reader then waits out the lock's own TTL) |
 
 use crate::history::{Event, History, Outcome};
 use serde::Serialize;
@@ -581,9 +581,13 @@ fn dead_owner_blocks(w: &World<'_>, t: &LivenessThresholds) -> Vec<LivenessFindi
         let Some((dead_ns, how)) = w.death_ns(ts, e.t_ns) else {
             continue;
         };
-        // A frozen reader, a cut or slow network may deliver an old answer.
+        // A frozen reader, a cut or slow network may deliver an old answer;
+        // a killed liveness service gives none (the reader then waits out the
+        // lock's own TTL). The reader's own death is no such fault.
         let path = [client_node(reader), "liveness".to_string()];
-        let noisy = w.touched(&path, (dead_ns, e.t_ns), |d| !d.deadly);
+        let noisy = w.touched(&path, (dead_ns, e.t_ns), |d| {
+            !d.deadly || matches!(&d.scope, Scope::Node(n) if n == "liveness")
+        });
         if e.t_ns - dead_ns <= limit_ns || noisy {
             continue;
         }

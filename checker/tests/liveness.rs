@@ -163,3 +163,13 @@ fn a_primary_written_by_a_late_copy_after_a_network_fault_is_not_judged() {
         assert_eq!(r.findings.len(), 2, "{kind}: {:#?}", r.findings);
     }
 }
+
+#[test]
+fn a_killed_liveness_service_excuses_a_reader_but_another_servers_death_does_not() {
+    // The reader cannot learn that the owner's session ended while the
+    // liveness service is down: it waits out the lock's own TTL.
+    assert!(judge("dead_owner_blocks_liveness_killed").passed());
+    let r = judge("dead_owner_blocks_tablet_killed");
+    let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, [LivenessRule::DeadOwnerBlocks]);
+}

@@ -5,7 +5,7 @@
 use super::{
     Begun, ExpectEntry, ExpectOutcome, OmidScript, OmidScriptFile, OmidVerb, ScriptControlOf, lock,
 };
-use crate::script::{Mismatch, Thread};
+use crate::script::{Mismatch, Thread, judge};
 use percsim_protocol::omid::CtEntry;
 use percsim_sim::BoxFuture;
 use percsim_sim::omid::{OmidClient, OmidControl, OmidOutcome, OmidProgram, OmidTxn};
@@ -77,18 +77,19 @@ async fn step(
             txn: name, expect, ..
         } => {
             let outcome = client.commit(txn).await;
-            let met = match expect {
-                None => true,
-                Some(ExpectOutcome::Committed) => matches!(outcome, OmidOutcome::Committed { .. }),
-                Some(ExpectOutcome::Aborted) => matches!(outcome, OmidOutcome::Aborted { .. }),
+            let met = |e: &ExpectOutcome, o: &OmidOutcome| {
+                matches!(
+                    (e, o),
+                    (ExpectOutcome::Committed, OmidOutcome::Committed { .. })
+                        | (ExpectOutcome::Aborted, OmidOutcome::Aborted { .. })
+                )
             };
-            if let (false, Some(e)) = (met, expect) {
-                let e = match e {
-                    ExpectOutcome::Committed => "committed",
-                    ExpectOutcome::Aborted => "aborted",
-                };
-                script.fail(i, e, told(&outcome));
-            }
+            let word = |e: &ExpectOutcome| match e {
+                ExpectOutcome::Committed => "committed",
+                ExpectOutcome::Aborted => "aborted",
+            };
+            let words = |e: &ExpectOutcome, o: &OmidOutcome| (word(e).to_string(), told(o));
+            script.fail_on(i, judge(expect, &outcome, met, words));
             script.with_state(|s| s.told.insert(name, outcome));
             return None;
         }

@@ -364,6 +364,12 @@ impl FindingClass {
     pub fn is_allowed(self) -> bool {
         self == FindingClass::G2Item
     }
+
+    /// The class with this name, if there is one ([`Named::from_name`],
+    /// callable without the trait in scope).
+    pub fn from_name(name: &str) -> Option<FindingClass> {
+        <FindingClass as Named>::from_name(name)
+    }
 }
 
 impl Named for FindingClass {

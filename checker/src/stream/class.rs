@@ -296,6 +296,12 @@ impl StreamFindingClass {
                 | MessagesWithoutAcks
         )
     }
+
+    /// The class with this name, if there is one ([`Named::from_name`],
+    /// callable without the trait in scope).
+    pub fn from_name(name: &str) -> Option<StreamFindingClass> {
+        <StreamFindingClass as Named>::from_name(name)
+    }
 }
 
 impl Named for StreamFindingClass {

@@ -81,7 +81,7 @@ fn read_skew_by_a_read_only_commit_is_a_forbidden_cycle() {
     assert_eq!(f.txns[0], 2);
     says(&f.summary, &["read y.v = \"y2\""]);
     let f = assert_one(&r, CYCLES, "G-single", &[2, 3]);
-    assert_eq!(steps(&f), [(2, 3, "rw"), (3, 2, "wr")]);
+    assert_eq!(steps(f), [(2, 3, "rw"), (3, 2, "wr")]);
     assert!(
         f.details
             .iter()
@@ -112,7 +112,7 @@ fn real_time_order_leaves_a_read_only_commit() {
     assert_failed(&r, &[SNAPSHOT, CYCLES]);
     assert_one(&r, SNAPSHOT, "future_read", &[1, 2]);
     let f = assert_one(&r, CYCLES, "G1c", &[1, 2]);
-    assert_eq!(steps(&f), [(1, 2, "rt"), (2, 1, "wr")]);
+    assert_eq!(steps(f), [(1, 2, "rt"), (2, 1, "wr")]);
     says(&f.cycle[0].explanation, &["completed at 0.000200 ms"]);
 }
 

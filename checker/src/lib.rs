@@ -50,6 +50,7 @@ mod fastread;
 mod front;
 mod fx;
 mod history;
+mod identity;
 mod judge;
 mod keys;
 pub mod liveness;
@@ -76,6 +77,7 @@ pub use front::{
     CheckOptions, HistoryFormat, detect, detect_file, run_check_file, run_check_file_with,
 };
 pub use history::*;
+pub use identity::{ClassOf, Named, RuleOf};
 pub use liveness::{
     LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, check_liveness,
 };

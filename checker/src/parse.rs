@@ -107,69 +107,79 @@ fn locate(json: &str) -> Option<String> {
     }
 }
 
-fn locate_txn(item: &Value, path: &str) -> Option<String> {
-    let Some(t) = item.as_object() else {
+/// A field of an object: its name, and whether a value fits its type.
+type Field = (&'static str, fn(&Value) -> bool);
+
+/// Whether `v` reads as a `T`.
+fn fits<T: DeserializeOwned>(v: &Value) -> bool {
+    T::deserialize(v).is_ok()
+}
+
+/// Where `v`, meant to be a `T` at `path`, does not fit (`None` when it
+/// does): `path` itself when it is no object; else `path.name` for the
+/// first of `fields` present that does not fit its type; else what `more`
+/// finds in the object; else `path`.
+fn locate_object<T: DeserializeOwned>(
+    v: &Value,
+    path: &str,
+    fields: &[Field],
+    more: impl FnOnce(&Map<String, Value>) -> Option<String>,
+) -> Option<String> {
+    if fits::<T>(v) {
+        return None;
+    }
+    let Some(o) = v.as_object() else {
         return Some(path.to_string());
     };
-    let path = match t.get("id").and_then(Value::as_u64) {
+    let bad = |(name, fits): &Field| {
+        let v = o.get(*name)?;
+        (!fits(v)).then(|| format!("{path}.{name}"))
+    };
+    fields
+        .iter()
+        .find_map(bad)
+        .or_else(|| more(o))
+        .or(Some(path.to_string()))
+}
+
+/// A `{row, col}` object's fields.
+const ROW_COL: [Field; 2] = [("row", fits::<String>), ("col", fits::<String>)];
+
+fn locate_txn(item: &Value, path: &str) -> Option<String> {
+    let path = match item.get("id").and_then(Value::as_u64) {
         Some(id) => format!("{path} (transaction id {id})"),
         None => path.to_string(),
     };
-    if Transaction::deserialize(item).is_ok() {
-        return None;
-    }
-    bad_field::<u64>(t, &path, "id")
-        .or_else(|| bad_field::<u64>(t, &path, "client"))
-        .or_else(|| bad_field::<u64>(t, &path, "start_ts"))
-        .or_else(|| bad_field::<Option<u64>>(t, &path, "commit_ts"))
-        .or_else(|| bad_field::<u64>(t, &path, "invoke_ns"))
-        .or_else(|| bad_field::<Option<u64>>(t, &path, "complete_ns"))
-        .or_else(|| bad_field::<Outcome>(t, &path, "outcome"))
-        .or_else(|| bad_field::<Option<String>>(t, &path, "abort_reason"))
-        .or_else(|| {
-            t.get("ops")
-                .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
-        })
-        .or_else(|| locate_run(t.get("observer")?, &format!("{path}.observer")))
-        .or(Some(path))
+    const FIELDS: [Field; 8] = [
+        ("id", fits::<u64>),
+        ("client", fits::<u64>),
+        ("start_ts", fits::<u64>),
+        ("commit_ts", fits::<Option<u64>>),
+        ("invoke_ns", fits::<u64>),
+        ("complete_ns", fits::<Option<u64>>),
+        ("outcome", fits::<Outcome>),
+        ("abort_reason", fits::<Option<String>>),
+    ];
+    locate_object::<Transaction>(item, &path, &FIELDS, |t| {
+        t.get("ops")
+            .and_then(|ops| locate_array(ops, &format!("{path}.ops"), locate_op))
+            .or_else(|| locate_run(t.get("observer")?, &format!("{path}.observer")))
+    })
 }
 
 fn locate_run(run: &Value, rp: &str) -> Option<String> {
-    if Option::<ObserverRun>::deserialize(run).is_ok() {
-        return None;
-    }
-    let Some(o) = run.as_object() else {
-        return Some(rp.to_string());
-    };
-    bad_field::<String>(o, rp, "name")
-        .or_else(|| bad_field::<String>(o, rp, "row"))
-        .or_else(|| bad_field::<String>(o, rp, "col"))
-        .or(Some(rp.to_string()))
+    let fields: [Field; 3] = [("name", fits::<String>), ROW_COL[0], ROW_COL[1]];
+    locate_object::<Option<ObserverRun>>(run, rp, &fields, |_| None)
 }
 
 fn locate_event(e: &Value, path: &str) -> Option<String> {
-    if Event::deserialize(e).is_ok() {
-        return None;
-    }
-    let Some(o) = e.as_object() else {
-        return Some(path.to_string());
-    };
-    bad_field::<u64>(o, path, "t_ns")
-        .or_else(|| bad_field::<String>(o, path, "kind"))
-        .or(Some(path.to_string()))
+    let fields: [Field; 2] = [("t_ns", fits::<u64>), ("kind", fits::<String>)];
+    locate_object::<Event>(e, path, &fields, |_| None)
 }
 
 fn locate_decl(d: &Value, path: &str) -> Option<String> {
-    if ObserverDecl::deserialize(d).is_ok() {
-        return None;
-    }
-    let Some(o) = d.as_object() else {
-        return Some(path.to_string());
-    };
-    bad_field::<String>(o, path, "name")
-        .or_else(|| bad_field::<String>(o, path, "col"))
-        .or_else(|| bad_field::<bool>(o, path, "weak"))
-        .or(Some(path.to_string()))
+    let fields: [Field; 3] = [("name", fits::<String>), ROW_COL[1], ("weak", fits::<bool>)];
+    locate_object::<ObserverDecl>(d, path, &fields, |_| None)
 }
 
 /// The path of the problem in a `final_state` (which is known to be one,
@@ -191,63 +201,32 @@ fn locate_final_state(v: &Value) -> String {
 }
 
 fn locate_cell(c: &Value, path: &str) -> Option<String> {
-    if CellState::deserialize(c).is_ok() {
-        return None;
-    }
-    let Some(o) = c.as_object() else {
-        return Some(path.to_string());
-    };
-    bad_field::<String>(o, path, "row")
-        .or_else(|| bad_field::<String>(o, path, "col"))
-        .or_else(|| {
-            locate_array(
-                o.get("versions")?,
-                &format!("{path}.versions"),
-                locate_version,
-            )
-        })
-        .or(Some(path.to_string()))
+    locate_object::<CellState>(c, path, &ROW_COL, |o| {
+        let versions = o.get("versions")?;
+        locate_array(versions, &format!("{path}.versions"), locate_version)
+    })
 }
 
 fn locate_version(ver: &Value, p: &str) -> Option<String> {
-    if Version::deserialize(ver).is_ok() {
-        return None;
-    }
-    let Some(o) = ver.as_object() else {
-        return Some(p.to_string());
-    };
-    bad_field::<u64>(o, p, "start_ts")
-        .or_else(|| bad_field::<u64>(o, p, "commit_ts"))
-        .or_else(|| bad_field::<VersionKind>(o, p, "kind"))
-        .or_else(|| bad_field::<Option<String>>(o, p, "value"))
-        .or(Some(p.to_string()))
+    let fields: [Field; 4] = [
+        ("start_ts", fits::<u64>),
+        ("commit_ts", fits::<u64>),
+        ("kind", fits::<VersionKind>),
+        ("value", fits::<Option<String>>),
+    ];
+    locate_object::<Version>(ver, p, &fields, |_| None)
 }
 
 fn locate_lock(l: &Value, path: &str) -> Option<String> {
-    if LockState::deserialize(l).is_ok() {
-        return None;
-    }
-    let Some(o) = l.as_object() else {
-        return Some(path.to_string());
-    };
-    bad_field::<String>(o, path, "row")
-        .or_else(|| bad_field::<String>(o, path, "col"))
-        .or_else(|| bad_field::<u64>(o, path, "start_ts"))
-        .or_else(|| locate_cell_ref(o.get("primary")?, &format!("{path}.primary")))
-        .or(Some(path.to_string()))
+    let fields: [Field; 3] = [ROW_COL[0], ROW_COL[1], ("start_ts", fits::<u64>)];
+    locate_object::<LockState>(l, path, &fields, |o| {
+        locate_cell_ref(o.get("primary")?, &format!("{path}.primary"))
+    })
 }
 
 /// A `{row, col}` reference (a lock's primary, a notify entry).
 fn locate_cell_ref(c: &Value, path: &str) -> Option<String> {
-    if CellRef::deserialize(c).is_ok() {
-        return None;
-    }
-    let Some(o) = c.as_object() else {
-        return Some(path.to_string());
-    };
-    bad_field::<String>(o, path, "row")
-        .or_else(|| bad_field::<String>(o, path, "col"))
-        .or(Some(path.to_string()))
+    locate_object::<CellRef>(c, path, &ROW_COL, |_| None)
 }
 
 /// `Some(path.name)` when the field is present and does not fit `T`.
@@ -276,24 +255,15 @@ fn locate_array(
 }
 
 fn locate_op(op: &Value, path: &str) -> Option<String> {
-    if Op::deserialize(op).is_ok() {
-        return None;
-    }
-    let Some(o) = op.as_object() else {
-        return Some(path.to_string());
+    let value: Field = match op.get("f").and_then(Value::as_str) {
+        Some("read") => ("value", fits::<Option<String>>),
+        Some("write") => ("value", fits::<String>),
+        Some("delete") => ("value", |_| true),
+        _ if op.is_object() => return Some(format!("{path}.f")),
+        _ => return Some(path.to_string()),
     };
-    let f = match o.get("f").and_then(Value::as_str) {
-        Some(f @ ("read" | "write" | "delete")) => f,
-        _ => return Some(format!("{path}.f")),
-    };
-    bad_field::<String>(o, path, "row")
-        .or_else(|| bad_field::<String>(o, path, "col"))
-        .or_else(|| match f {
-            "read" => bad_field::<Option<String>>(o, path, "value"),
-            "write" => bad_field::<String>(o, path, "value"),
-            _ => None,
-        })
-        .or(Some(path.to_string()))
+    let fields = [ROW_COL[0], ROW_COL[1], value];
+    locate_object::<Op>(op, path, &fields, |_| None)
 }
 
 /// An observer run must name a declared observer, and that observer's column.

@@ -15,6 +15,7 @@ use crate::window::{ReadError, Window, refuse};
 use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
+use std::marker::PhantomData;
 
 /// Reads a whole history of `len_bytes` bytes (a size hint) from `reader`
 /// (JSON) into the compact form: the document's outer levels are walked by
@@ -132,7 +133,9 @@ fn top<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadE
         match k {
             0 => c.format = whole(w.value(1)?)?,
             1 => c.seed = whole(w.value(1)?)?,
-            2 => fast_elements(w, c, fastread::txns, |c, v| seeded(OneTxn(c), v))?,
+            2 => fast_elements(w, c, fastread::txns, |c, v| {
+                seeded(One::<TxnPart>::new(c), v)
+            })?,
             3 => c.events = whole(w.value(1)?)?,
             4 => final_state(w, c)?,
             5 => c.observers = whole(w.value(1)?)?,
@@ -222,32 +225,104 @@ impl<'de> Visitor<'de> for Str<'_> {
     }
 }
 
-struct OneTxn<'c>(&'c mut Compact);
+/// A part of the document that a map visitor reads straight into the
+/// compact form: a transaction, an op, a store cell or a version. [`One`]
+/// reads one, [`Many`] a sequence of them; `read` walks the members.
+trait Part {
+    /// What reading one gives.
+    type Out;
+    /// What it is, for the parser's "expected ..." (the caller names the
+    /// problem by reading the file again the ordinary way).
+    const WHAT: &'static str;
+    /// Reads one from its members.
+    fn read<'de, A: MapAccess<'de>>(c: &mut Compact, m: A) -> Result<Self::Out, A::Error>;
+}
 
-impl<'de> DeserializeSeed<'de> for OneTxn<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+/// One [`Part`], read from a map.
+struct One<'c, P>(&'c mut Compact, PhantomData<P>);
+
+impl<'c, P> One<'c, P> {
+    fn new(c: &'c mut Compact) -> Self {
+        One(c, PhantomData)
+    }
+}
+
+impl<'de, P: Part> DeserializeSeed<'de> for One<'_, P> {
+    type Value = P::Out;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<P::Out, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for OneTxn<'_> {
+impl<'de, P: Part> Visitor<'de> for One<'_, P> {
+    type Value = P::Out;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(P::WHAT)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<P::Out, A::Error> {
+        P::read(self.0, m)
+    }
+}
+
+/// A sequence of [`Part`]s, each handed to `push` as it is read.
+struct Many<'c, P: Part> {
+    c: &'c mut Compact,
+    push: fn(&mut Compact, P::Out),
+}
+
+impl<'de, P: Part> DeserializeSeed<'de> for Many<'_, P> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, P: Part> Visitor<'de> for Many<'_, P> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a transaction")
+        write!(f, "a sequence, each {}", P::WHAT)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        let c = self.0;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(x) = seq.next_element_seed(One::<P>::new(&mut *self.c))? {
+            (self.push)(&mut *self.c, x);
+        }
+        Ok(())
+    }
+}
+
+/// The next known key of a map, as its index in `names`, marked in `seen`
+/// (a second sighting is an error); unknown keys' values are skipped.
+fn next_key<'de, A: MapAccess<'de>>(
+    m: &mut A,
+    names: &'static [&'static str],
+    seen: &mut u32,
+) -> Result<Option<usize>, A::Error> {
+    while let Some(k) = m.next_key_seed(Key(names))? {
+        match k {
+            Some(k) => {
+                once::<A::Error>(seen, k, names)?;
+                return Ok(Some(k));
+            }
+            None => {
+                m.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A transaction, pushed onto [`Compact::txns`] with its ops and scans.
+struct TxnPart;
+
+impl Part for TxnPart {
+    type Out = ();
+    const WHAT: &'static str = "a transaction";
+    fn read<'de, A: MapAccess<'de>>(c: &mut Compact, mut m: A) -> Result<(), A::Error> {
         let mut seen = 0u32;
         let mut t = Txn::default();
         let ops_before = c.ops.len();
         let mut scans = Vec::new();
-        while let Some(k) = m.next_key_seed(Key(TXN))? {
-            let Some(k) = k else {
-                m.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            once::<A::Error>(&mut seen, k, TXN)?;
+        while let Some(k) = next_key(&mut m, TXN, &mut seen)? {
             match k {
                 0 => t.id = m.next_value()?,
                 1 => t.client = m.next_value()?,
@@ -260,7 +335,10 @@ impl<'de> Visitor<'de> for OneTxn<'_> {
                     let (c, nullable) = (&mut *c, true);
                     t.abort_reason = m.next_value_seed(Str { c, nullable })?;
                 }
-                8 => m.next_value_seed(Ops(&mut *c))?,
+                8 => m.next_value_seed(Many::<OpPart> {
+                    c: &mut *c,
+                    push: |c, op| c.ops.push(op),
+                })?,
                 9 => t.observer = mark(c, m.next_value::<Option<ObserverRun>>()?),
                 _ => scans = m.next_value::<Vec<Scan>>()?,
             }
@@ -289,53 +367,16 @@ fn mark(c: &mut Compact, run: Option<ObserverRun>) -> u32 {
     c.runs.len() as u32 - 1
 }
 
-/// A transaction's `ops`, appended to [`Compact::ops`].
-struct Ops<'c>(&'c mut Compact);
+/// One op of a transaction's `ops`.
+struct OpPart;
 
-impl<'de> DeserializeSeed<'de> for Ops<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Ops<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a sequence of ops")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(op) = seq.next_element_seed(OneOp(&mut *self.0))? {
-            self.0.ops.push(op);
-        }
-        Ok(())
-    }
-}
-
-struct OneOp<'c>(&'c mut Compact);
-
-impl<'de> DeserializeSeed<'de> for OneOp<'_> {
-    type Value = COp;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<COp, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for OneOp<'_> {
-    type Value = COp;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an op")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<COp, A::Error> {
-        let c = self.0;
+impl Part for OpPart {
+    type Out = COp;
+    const WHAT: &'static str = "an op";
+    fn read<'de, A: MapAccess<'de>>(c: &mut Compact, mut m: A) -> Result<COp, A::Error> {
         let mut seen = 0u32;
         let (mut kind, mut row, mut col, mut value) = (None, NIL, NIL, NIL);
-        while let Some(k) = m.next_key_seed(Key(OP))? {
-            let Some(k) = k else {
-                m.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            once::<A::Error>(&mut seen, k, OP)?;
+        while let Some(k) = next_key(&mut m, OP, &mut seen)? {
             let nullable = k == 3;
             match k {
                 0 => match m.next_value_seed(Key(KINDS))? {
@@ -369,7 +410,9 @@ const FINAL: &[&str] = &["cells", "locks", "notify"];
 fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadError> {
     let seen = members(w, 1, FINAL, |w, k| {
         match k {
-            0 => fast_elements(w, c, fastread::cells, |c, v| seeded(OneCell(c), v))?,
+            0 => fast_elements(w, c, fastread::cells, |c, v| {
+                seeded(One::<CellPart>::new(c), v)
+            })?,
             1 => {
                 for l in whole::<Vec<LockState>>(w.value(2)?)? {
                     let lock = CLock {
@@ -392,35 +435,24 @@ fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(
     Ok(require::<serde_json::Error>(seen, &[0], FINAL)?)
 }
 
-struct OneCell<'c>(&'c mut Compact);
+/// A store cell, pushed onto [`Compact::state`] with its versions.
+struct CellPart;
 
-impl<'de> DeserializeSeed<'de> for OneCell<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for OneCell<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a cell")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        let c = self.0;
+impl Part for CellPart {
+    type Out = ();
+    const WHAT: &'static str = "a cell";
+    fn read<'de, A: MapAccess<'de>>(c: &mut Compact, mut m: A) -> Result<(), A::Error> {
         let mut seen = 0u32;
         let (mut row, mut col, nullable) = (NIL, NIL, false);
         let lo = c.versions.len();
-        while let Some(k) = m.next_key_seed(Key(CELL))? {
-            let Some(k) = k else {
-                m.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            once::<A::Error>(&mut seen, k, CELL)?;
+        while let Some(k) = next_key(&mut m, CELL, &mut seen)? {
             match k {
                 0 => row = m.next_value_seed(Str { c, nullable })?,
                 1 => col = m.next_value_seed(Str { c, nullable })?,
-                _ => m.next_value_seed(Versions(&mut *c))?,
+                _ => m.next_value_seed(Many::<VersionPart> {
+                    c: &mut *c,
+                    push: |c, v| c.versions.push(v),
+                })?,
             }
         }
         require::<A::Error>(seen, &[0, 1, 2], CELL)?;
@@ -431,45 +463,13 @@ impl<'de> Visitor<'de> for OneCell<'_> {
     }
 }
 
-/// A cell's `versions`, appended to [`Compact::versions`].
-struct Versions<'c>(&'c mut Compact);
+/// One version of a store cell's `versions`.
+struct VersionPart;
 
-impl<'de> DeserializeSeed<'de> for Versions<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Versions<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a sequence of versions")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element_seed(OneVersion(&mut *self.0))? {
-            self.0.versions.push(v);
-        }
-        Ok(())
-    }
-}
-
-struct OneVersion<'c>(&'c mut Compact);
-
-impl<'de> DeserializeSeed<'de> for OneVersion<'_> {
-    type Value = CVersion;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<CVersion, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for OneVersion<'_> {
-    type Value = CVersion;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a version")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<CVersion, A::Error> {
-        let c = self.0;
+impl Part for VersionPart {
+    type Out = CVersion;
+    const WHAT: &'static str = "a version";
+    fn read<'de, A: MapAccess<'de>>(c: &mut Compact, mut m: A) -> Result<CVersion, A::Error> {
         let mut seen = 0u32;
         let mut v = CVersion {
             start_ts: 0,
@@ -478,12 +478,7 @@ impl<'de> Visitor<'de> for OneVersion<'_> {
             value: NIL,
             data_missing: false,
         };
-        while let Some(k) = m.next_key_seed(Key(VERSION))? {
-            let Some(k) = k else {
-                m.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            once::<A::Error>(&mut seen, k, VERSION)?;
+        while let Some(k) = next_key(&mut m, VERSION, &mut seen)? {
             match k {
                 0 => v.start_ts = m.next_value()?,
                 1 => v.commit_ts = m.next_value()?,

@@ -1,9 +1,11 @@
 //! The verdict: per-rule results, the first few findings of each class with
 //! explanations, the allowed anomalies, and their text rendering.
 
-use crate::{FindingClass, Rule};
+use crate::FindingClass;
+use crate::identity::{ClassOf, Named};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fmt::Write as _;
 
 /// How many findings of each class a report shows in full; the rest are counted.
@@ -378,17 +380,28 @@ impl Draft {
     }
 }
 
-/// Collects the findings of one rule: counts all, keeps the first few of each class.
-pub(crate) struct Sink {
-    rule: Rule,
+/// A finding as a stream rule states it: summary, transactions, details.
+impl From<(String, Vec<u64>, Vec<String>)> for Draft {
+    fn from((summary, txns, details): (String, Vec<u64>, Vec<String>)) -> Draft {
+        Draft::new(summary, txns, details)
+    }
+}
+
+/// Collects the findings of one rule, of any history format (`C` is its
+/// classes): counts all, keeps the first few of each class.
+pub(crate) struct Sink<C: ClassOf = FindingClass> {
+    rule: C::Rule,
     total: u64,
     counts: BTreeMap<String, u64>,
     shown: Vec<Finding>,
     note: Option<String>,
 }
 
-impl Sink {
-    pub(crate) fn new(rule: Rule) -> Sink {
+impl<C: ClassOf + fmt::Display> Sink<C>
+where
+    C::Rule: fmt::Display,
+{
+    pub(crate) fn new(rule: C::Rule) -> Sink<C> {
         Sink {
             rule,
             total: 0,
@@ -405,8 +418,12 @@ impl Sink {
 
     /// Files one finding of `class`, which must be one of the rule's
     /// classes; `make` runs only if it will be shown.
-    pub(crate) fn add(&mut self, class: FindingClass, make: impl FnOnce() -> Draft) {
-        debug_assert_eq!(class.rule(), self.rule, "{class} filed under {}", self.rule);
+    pub(crate) fn add<D: Into<Draft>>(&mut self, class: C, make: impl FnOnce() -> D) {
+        debug_assert!(
+            class.rule_of() == self.rule,
+            "{class} filed under {}",
+            self.rule
+        );
         let class = class.name();
         self.total += 1;
         let count = match self.counts.get_mut(class) {
@@ -420,7 +437,7 @@ impl Sink {
             }
         };
         if count <= SHOWN_PER_CLASS {
-            let d = make();
+            let d = make().into();
             self.shown.push(Finding {
                 rule: self.rule.name().to_string(),
                 class: class.to_string(),
@@ -455,7 +472,9 @@ impl Sink {
             note: self.note,
         }
     }
+}
 
+impl Sink<FindingClass> {
     pub(crate) fn into_allowed(mut self) -> AllowedAnomalies {
         let (total, counts, examples) = self.sorted_findings();
         AllowedAnomalies {
@@ -469,6 +488,7 @@ impl Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Rule;
 
     #[test]
     fn a_class_is_filed_under_its_rule_by_name() {

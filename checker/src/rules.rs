@@ -34,59 +34,52 @@ struct Entry {
     id: Rule,
     name: &'static str,
     phase: Phase,
-    run: fn(&mut Shared<'_, '_>, &mut Sink),
+    run: Run,
+}
+
+/// What runs a rule.
+type Run = fn(&mut Shared<'_, '_>, &mut Sink);
+
+impl Entry {
+    /// A rule that runs in [`Phase::Then`].
+    const fn then(id: Rule, name: &'static str, run: Run) -> Entry {
+        let phase = Phase::Then;
+        Entry {
+            id,
+            name,
+            phase,
+            run,
+        }
+    }
 }
 
 /// Every rule, in report order.
 const RULES: [Entry; 8] = [
-    Entry {
-        id: snapshot::ID,
-        name: snapshot::NAME,
-        phase: Phase::Then,
-        run: |s, sink| snapshot::check(s.ctx, sink),
-    },
-    Entry {
-        id: conflicts::ID,
-        name: conflicts::NAME,
-        phase: Phase::Then,
-        run: |s, sink| conflicts::check(s.ctx, sink),
-    },
-    Entry {
-        id: timestamps::ID,
-        name: timestamps::NAME,
-        phase: Phase::Then,
-        run: |s, sink| timestamps::check(s.ctx, sink),
-    },
-    Entry {
-        id: atomicity::ID,
-        name: atomicity::NAME,
-        phase: Phase::Then,
-        run: |s, sink| atomicity::check(s.ctx, sink),
-    },
+    Entry::then(snapshot::ID, snapshot::NAME, |s, k| {
+        snapshot::check(s.ctx, k)
+    }),
+    Entry::then(conflicts::ID, conflicts::NAME, |s, k| {
+        conflicts::check(s.ctx, k)
+    }),
+    Entry::then(timestamps::ID, timestamps::NAME, |s, k| {
+        timestamps::check(s.ctx, k)
+    }),
+    Entry::then(atomicity::ID, atomicity::NAME, |s, k| {
+        atomicity::check(s.ctx, k)
+    }),
     Entry {
         id: cycles::ID,
         name: cycles::NAME,
         phase: Phase::First,
         run: |s, sink| s.graph = cycles::check(s.ctx, sink, &mut s.allowed),
     },
-    Entry {
-        id: observer_once::ID,
-        name: observer_once::NAME,
-        phase: Phase::Then,
-        run: |s, sink| observer_once::check(s.ctx, s.observers(), sink),
-    },
-    Entry {
-        id: notifications::ID,
-        name: notifications::NAME,
-        phase: Phase::Then,
-        run: |s, sink| notifications::check(s.ctx, s.observers(), sink),
-    },
-    Entry {
-        id: scans::ID,
-        name: scans::NAME,
-        phase: Phase::Then,
-        run: |s, sink| scans::check(s.ctx, sink),
-    },
+    Entry::then(observer_once::ID, observer_once::NAME, |s, k| {
+        observer_once::check(s.ctx, s.observers(), k)
+    }),
+    Entry::then(notifications::ID, notifications::NAME, |s, k| {
+        notifications::check(s.ctx, s.observers(), k)
+    }),
+    Entry::then(scans::ID, scans::NAME, |s, k| scans::check(s.ctx, k)),
 ];
 
 /// What the rules run over, and what some of them share or leave for the

@@ -46,15 +46,12 @@ fn a_dropped_row_is_a_missing_row() {
     let r = report("scan_missing_row");
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "missing_row", &[3, 1]);
-    assert!(
-        f.summary.contains("did not return a.v = \"1\""),
-        "{}",
-        f.summary
-    );
-    assert!(
-        f.summary.contains("written by T1, committed at 2"),
-        "{}",
-        f.summary
+    says(
+        &f.summary,
+        &[
+            "did not return a.v = \"1\"",
+            "written by T1, committed at 2",
+        ],
     );
     let (code, text) = run("scan_missing_row", false);
     assert_eq!(code, 1);
@@ -67,8 +64,7 @@ fn a_missing_row_in_an_all_columns_scan() {
     let r = check(&h);
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "missing_row", &[3, 1]);
-    assert!(f.summary.contains("a.w"), "{}", f.summary);
-    assert!(f.summary.contains("every column"), "{}", f.summary);
+    says(&f.summary, &["a.w", "every column"]);
 }
 
 #[test]
@@ -80,12 +76,7 @@ fn a_row_committed_after_the_snapshot_is_a_phantom() {
     let r = check(&with_answer(1, returned));
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "phantom", &[3, 4]);
-    assert!(f.summary.contains("d.v = \"4\""), "{}", f.summary);
-    assert!(
-        f.summary.contains("committed only at 7 (by T4)"),
-        "{}",
-        f.summary
-    );
+    says(&f.summary, &["d.v = \"4\"", "committed only at 7 (by T4)"]);
 }
 
 #[test]
@@ -101,7 +92,7 @@ fn a_deleted_row_is_a_phantom() {
     let r = check(&h);
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "phantom", &[3, 2]);
-    assert!(f.summary.contains("b.v was deleted"), "{}", f.summary);
+    says(&f.summary, &["b.v was deleted"]);
 }
 
 #[test]
@@ -117,11 +108,7 @@ fn a_row_outside_the_predicate_or_returned_twice_is_a_phantom() {
     let r = check(&outside);
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "phantom", &[3]);
-    assert!(
-        f.summary.contains("outside its rows and columns"),
-        "{}",
-        f.summary
-    );
+    says(&f.summary, &["outside its rows and columns"]);
 
     let twice = with_answer(
         0,
@@ -132,7 +119,7 @@ fn a_row_outside_the_predicate_or_returned_twice_is_a_phantom() {
         ],
     );
     let f = assert_one(&check(&twice), SCANS, "phantom", &[3]).clone();
-    assert!(f.summary.contains("returned c.v twice"), "{}", f.summary);
+    says(&f.summary, &["returned c.v twice"]);
 }
 
 #[test]
@@ -146,7 +133,7 @@ fn a_row_never_written_is_a_phantom() {
         ],
     );
     let f = assert_one(&check(&h), SCANS, "phantom", &[3]).clone();
-    assert!(f.summary.contains("no version of bb.v"), "{}", f.summary);
+    says(&f.summary, &["no version of bb.v"]);
 }
 
 #[test]
@@ -155,11 +142,7 @@ fn another_value_is_a_wrong_version() {
     let r = check(&h);
     assert_failed(&r, &[SCANS]);
     let f = assert_one(&r, SCANS, "wrong_version", &[3, 2]);
-    assert!(
-        f.summary.contains("returned c.v = \"9\"") && f.summary.contains("is \"3\""),
-        "{}",
-        f.summary
-    );
+    says(&f.summary, &["returned c.v = \"9\"", "is \"3\""]);
 }
 
 #[test]
@@ -179,7 +162,7 @@ fn the_store_not_the_client_decides_what_is_visible() {
     h.transactions.push(late);
     let r = check(&h);
     let f = assert_one(&r, SCANS, "missing_row", &[5, 4]);
-    assert!(f.summary.contains("d.v"), "{}", f.summary);
+    says(&f.summary, &["d.v"]);
 }
 
 /// A scan is judged at its transaction's snapshot, not at the start_ts the

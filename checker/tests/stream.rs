@@ -65,6 +65,24 @@ fn has_all(text: &str, needles: &[&str]) {
     }
 }
 
+/// Fixture `name` fails only `rule`, with these counts per class.
+fn fails_only(name: &str, rule: &str, want: &[(&str, u64)]) -> StreamReport {
+    let r = report(name);
+    assert_failed(&r, &[rule]);
+    let want: Vec<(String, u64)> = want.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+    assert_eq!(counts(&r, rule), want);
+    r
+}
+
+/// History `v` with the receipt of `message` moved to `t_ns` (ops kept in
+/// time order).
+fn received_at(mut v: Value, message: &str, t_ns: u64) -> Value {
+    let i = op_index(&v, "receive", message, None);
+    ops_mut(&mut v)[i]["t_ns"] = json!(t_ns);
+    ops_mut(&mut v).sort_by_key(|o| o["t_ns"].as_u64());
+    v
+}
+
 fn ops_mut(v: &mut Value) -> &mut Vec<Value> {
     v["ops"].as_array_mut().expect("ops")
 }
@@ -105,12 +123,7 @@ fn valid_pipeline_passes_every_rule() {
 
 #[test]
 fn aborted_read() {
-    let r = report("aborted_read");
-    assert_failed(&r, &["aborted_read"]);
-    assert_eq!(
-        counts(&r, "aborted_read"),
-        [("aborted_by_client".to_string(), 1)]
-    );
+    let r = fails_only("aborted_read", "aborted_read", &[("aborted_by_client", 1)]);
     let e = class(&r, "aborted_read", "aborted_by_client");
     has_all(
         &e,
@@ -151,11 +164,10 @@ fn aborted_read_of_a_transaction_that_never_committed() {
 
 #[test]
 fn read_uncommitted_before_commit_request() {
-    let r = report("read_uncommitted");
-    assert_failed(&r, &["read_uncommitted"]);
-    assert_eq!(
-        counts(&r, "read_uncommitted"),
-        [("before_commit_request".to_string(), 1)]
+    let r = fails_only(
+        "read_uncommitted",
+        "read_uncommitted",
+        &[("before_commit_request", 1)],
     );
     let e = class(&r, "read_uncommitted", "before_commit_request");
     has_all(
@@ -168,20 +180,18 @@ fn read_uncommitted_before_commit_request() {
         ],
     );
     // The near miss: received at the very moment the commit was requested passes.
-    let mut v = value("read_uncommitted");
-    let i = op_index(&v, "receive", "o2b", None);
-    ops_mut(&mut v)[i]["t_ns"] = json!(370);
-    ops_mut(&mut v).sort_by_key(|o| o["t_ns"].as_u64());
-    assert_failed(&judge(&v), &[]);
+    assert_failed(
+        &judge(&received_at(value("read_uncommitted"), "o2b", 370)),
+        &[],
+    );
 }
 
 #[test]
 fn read_uncommitted_past_an_open_transaction() {
-    let r = report("read_uncommitted_past_open");
-    assert_failed(&r, &["read_uncommitted"]);
-    assert_eq!(
-        counts(&r, "read_uncommitted"),
-        [("past_open_transaction".to_string(), 1)]
+    let r = fails_only(
+        "read_uncommitted_past_open",
+        "read_uncommitted",
+        &[("past_open_transaction", 1)],
     );
     let e = class(&r, "read_uncommitted", "past_open_transaction");
     has_all(
@@ -195,23 +205,18 @@ fn read_uncommitted_past_an_open_transaction() {
         ],
     );
     // Received after T1's commit request: passes.
-    let mut v = value("read_uncommitted_past_open");
-    let i = op_index(&v, "receive", "m3", None);
-    ops_mut(&mut v)[i]["t_ns"] = json!(131);
-    ops_mut(&mut v).sort_by_key(|o| o["t_ns"].as_u64());
-    assert_failed(&judge(&v), &[]);
+    assert_failed(
+        &judge(&received_at(value("read_uncommitted_past_open"), "m3", 131)),
+        &[],
+    );
 }
 
 #[test]
 fn lost_write() {
-    let r = report("lost_write");
-    assert_failed(&r, &["lost_write"]);
-    assert_eq!(
-        counts(&r, "lost_write"),
-        [
-            ("never_delivered".to_string(), 1),
-            ("not_visible".to_string(), 1)
-        ]
+    let r = fails_only(
+        "lost_write",
+        "lost_write",
+        &[("never_delivered", 1), ("not_visible", 1)],
     );
     has_all(
         &class(&r, "lost_write", "not_visible"),
@@ -244,14 +249,10 @@ fn lost_write() {
 
 #[test]
 fn duplicate() {
-    let r = report("duplicate");
-    assert_failed(&r, &["duplicate"]);
-    assert_eq!(
-        counts(&r, "duplicate"),
-        [
-            ("acked_twice".to_string(), 1),
-            ("duplicate_in_log".to_string(), 1)
-        ]
+    let r = fails_only(
+        "duplicate",
+        "duplicate",
+        &[("acked_twice", 1), ("duplicate_in_log", 1)],
     );
     has_all(
         &class(&r, "duplicate", "duplicate_in_log"),
@@ -291,14 +292,10 @@ fn duplicate() {
 
 #[test]
 fn torn_transaction() {
-    let r = report("torn_transaction");
-    assert_failed(&r, &["torn_transaction"]);
-    assert_eq!(
-        counts(&r, "torn_transaction"),
-        [
-            ("conflicting_markers".to_string(), 1),
-            ("messages_without_acks".to_string(), 1)
-        ]
+    let r = fails_only(
+        "torn_transaction",
+        "torn_transaction",
+        &[("conflicting_markers", 1), ("messages_without_acks", 1)],
     );
     has_all(
         &class(&r, "torn_transaction", "messages_without_acks"),
@@ -472,14 +469,10 @@ fn torn_transaction_partly_visible() {
 
 #[test]
 fn monotonic_offsets() {
-    let r = report("monotonic_offsets");
-    assert_failed(&r, &["monotonic_offsets"]);
-    assert_eq!(
-        counts(&r, "monotonic_offsets"),
-        [
-            ("inconsistent_offset".to_string(), 1),
-            ("nonmonotonic_receive".to_string(), 1)
-        ]
+    let r = fails_only(
+        "monotonic_offsets",
+        "monotonic_offsets",
+        &[("inconsistent_offset", 1), ("nonmonotonic_receive", 1)],
     );
     has_all(
         &class(&r, "monotonic_offsets", "nonmonotonic_receive"),
@@ -518,14 +511,10 @@ fn nonmonotonic_send() {
 
 #[test]
 fn exactly_once() {
-    let r = report("exactly_once");
-    assert_failed(&r, &["exactly_once"]);
-    assert_eq!(
-        counts(&r, "exactly_once"),
-        [
-            ("duplicate_output".to_string(), 1),
-            ("output_without_input".to_string(), 1)
-        ]
+    let r = fails_only(
+        "exactly_once",
+        "exactly_once",
+        &[("duplicate_output", 1), ("output_without_input", 1)],
     );
     has_all(
         &class(&r, "exactly_once", "duplicate_output"),

@@ -183,64 +183,63 @@ fn sub<'g>(
     local_id: &[u32],
     keep: impl Fn(u8) -> bool,
 ) -> Local<'g> {
-    let mut off = Vec::with_capacity(nodes.len() + 1);
-    let mut to = Vec::new();
-    let mut eid = Vec::new();
-    off.push(0);
-    for &v in nodes {
-        for e in g.edges(v) {
-            let w = local_id[g.to(e) as usize];
-            if w != NONE && keep(g.kind(e)) {
-                to.push(w);
-                eid.push(e as u32);
-            }
-        }
-        off.push(local_offset(to.len()));
-    }
-    Local {
-        g,
-        nodes,
-        state: false,
-        off,
-        to,
-        eid,
-    }
+    let at = Within { g, nodes, local_id };
+    at.build(&[false], |_, e, w| keep(g.kind(e)).then_some(w))
 }
 
 /// The state graph whose cycles are exactly the closed walks with no two
 /// consecutive rw edges: the cycles snapshot isolation forbids.
 fn state_graph<'g>(g: &'g Graph, nodes: &'g [u32], local_id: &[u32]) -> Local<'g> {
-    let mut off = Vec::with_capacity(2 * nodes.len() + 1);
-    let mut to = Vec::new();
-    let mut eid = Vec::new();
-    off.push(0);
-    for &v in nodes {
-        for after_rw in [false, true] {
-            for e in g.edges(v) {
-                let w = local_id[g.to(e) as usize];
-                if w == NONE {
-                    continue;
-                }
-                if g.kind(e) == RW {
-                    if !after_rw {
-                        to.push(2 * w + 1);
+    let at = Within { g, nodes, local_id };
+    at.build(&[false, true], |after_rw, e, w| {
+        if g.kind(e) == RW {
+            (!after_rw).then_some(2 * w + 1)
+        } else {
+            Some(2 * w)
+        }
+    })
+}
+
+/// One component of a graph: its nodes, and each graph node's local id
+/// ([`NONE`] outside it).
+struct Within<'g, 'l> {
+    g: &'g Graph,
+    nodes: &'g [u32],
+    local_id: &'l [u32],
+}
+
+impl<'g> Within<'g, '_> {
+    /// The local graph with one local node per component node and layer
+    /// (two layers make a state graph, see [`Local`]): its edges are those
+    /// of the graph inside the component to which `arc(layer, edge, local
+    /// id of the target)` gives a local target.
+    fn build(&self, layers: &[bool], arc: impl Fn(bool, usize, u32) -> Option<u32>) -> Local<'g> {
+        let (g, nodes) = (self.g, self.nodes);
+        let mut off = Vec::with_capacity(layers.len() * nodes.len() + 1);
+        let mut to = Vec::new();
+        let mut eid = Vec::new();
+        off.push(0);
+        for &v in nodes {
+            for &layer in layers {
+                for e in g.edges(v) {
+                    let w = self.local_id[g.to(e) as usize];
+                    if let Some(t) = (w != NONE).then(|| arc(layer, e, w)).flatten() {
+                        to.push(t);
                         eid.push(e as u32);
                     }
-                } else {
-                    to.push(2 * w);
-                    eid.push(e as u32);
                 }
+                off.push(local_offset(to.len()));
             }
-            off.push(local_offset(to.len()));
         }
-    }
-    Local {
-        g,
-        nodes,
-        state: true,
-        off,
-        to,
-        eid,
+        let state = layers.len() == 2;
+        Local {
+            g,
+            nodes,
+            state,
+            off,
+            to,
+            eid,
+        }
     }
 }
 

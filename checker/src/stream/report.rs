@@ -1,14 +1,11 @@
 //! The verdict on a stream history: the checker's per-rule reports
-//! ([`RuleReport`], [`Finding`]) with stream statistics, and its text.
+//! ([`RuleReport`], [`crate::Finding`]) with stream statistics, and its text.
 
-use super::{StreamFindingClass, StreamRule};
-use crate::{Finding, RuleReport};
+use super::StreamFindingClass;
+use crate::RuleReport;
+use crate::report::Sink;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// How many findings of each class a report shows in full; the rest are counted.
-const SHOWN_PER_CLASS: usize = 5;
 
 /// The checker's verdict on one stream history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -106,74 +103,15 @@ impl StreamReport {
     }
 }
 
-/// Collects one rule's findings: counts all, keeps the first few of each class.
-pub(crate) struct Collector {
-    rule: StreamRule,
-    counts: BTreeMap<String, u64>,
-    shown: Vec<Finding>,
-    note: Option<String>,
-}
-
-impl Collector {
-    pub(crate) fn new(rule: StreamRule) -> Collector {
-        Collector {
-            rule,
-            counts: BTreeMap::new(),
-            shown: Vec::new(),
-            note: None,
-        }
-    }
-
-    /// Sets the rule's remark (see [`RuleReport::note`]).
-    pub(crate) fn note(&mut self, note: String) {
-        self.note = Some(note);
-    }
-
-    /// Files one finding of `class`. `make` gives the summary, the
-    /// transactions involved and the explanation step by step; it runs only
-    /// if the finding will be shown.
-    pub(crate) fn add(
-        &mut self,
-        class: StreamFindingClass,
-        make: impl FnOnce() -> (String, Vec<u64>, Vec<String>),
-    ) {
-        debug_assert_eq!(class.rule(), self.rule, "{class} filed under {}", self.rule);
-        let class = class.name();
-        let count = self.counts.entry(class.to_string()).or_insert(0);
-        *count += 1;
-        if *count as usize <= SHOWN_PER_CLASS {
-            let (summary, txns, details) = make();
-            let mut seen = std::collections::BTreeSet::new();
-            self.shown.push(Finding {
-                rule: self.rule.name().to_string(),
-                class: class.to_string(),
-                summary,
-                txns: txns.into_iter().filter(|t| seen.insert(*t)).collect(),
-                details,
-                cycle: Vec::new(),
-            });
-        }
-    }
-
-    pub(crate) fn into_rule(mut self, name: &str) -> RuleReport {
-        self.shown.sort_by(|a, b| a.class.cmp(&b.class));
-        let total = self.counts.values().sum();
-        RuleReport {
-            id: self.rule.name().to_string(),
-            name: name.to_string(),
-            passed: total == 0,
-            total,
-            counts: self.counts,
-            violations: self.shown,
-            note: self.note,
-        }
-    }
-}
+/// Collects one stream rule's findings (the checker's one [`Sink`], over
+/// the stream classes).
+pub(crate) type Collector = Sink<StreamFindingClass>;
 
 // The one test needs debug assertions (a release test build has nothing here).
 #[cfg(all(test, debug_assertions))]
 mod tests {
     use super::*;
+    use crate::stream::StreamRule;
 
     #[test]
     #[should_panic(expected = "acked_twice filed under lost_write")]

@@ -76,6 +76,45 @@ pub fn assert_one<'a>(r: &'a Report, rule: &str, class: &str, txns: &[u64]) -> &
     fs[0]
 }
 
+/// Fixture `name` fails exactly the rules `failed`, and has one finding of
+/// `class` under `rule` over `txns` (any order): the report and a copy of
+/// that finding.
+pub fn one_finding(
+    name: &str,
+    failed: &[&str],
+    rule: &str,
+    class: &str,
+    txns: &[u64],
+) -> (Report, Finding) {
+    let r = report(name);
+    assert_failed(&r, failed);
+    let f = assert_one(&r, rule, class, txns).clone();
+    (r, f)
+}
+
+/// Asserts `text` contains each of `needles`, printing it otherwise.
+pub fn says(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "{n:?} missing from:\n{text}");
+    }
+}
+
+/// A cycle's steps as (from, to, edge).
+pub fn steps(f: &Finding) -> Vec<(u64, u64, &str)> {
+    let cycle = f.cycle.iter();
+    cycle.map(|s| (s.from, s.to, s.edge.as_str())).collect()
+}
+
+/// Asserts one of `details` contains each of `needles`.
+pub fn a_detail_says(details: &[String], needles: &[&str]) {
+    assert!(
+        details
+            .iter()
+            .any(|d| needles.iter().all(|n| d.contains(n))),
+        "no detail says {needles:?}: {details:?}"
+    );
+}
+
 /// A history built in code: transactions, the store's cells and the
 /// observers, with no locks or notify entries unless a test adds them.
 pub struct HistoryBuilder {

@@ -20,6 +20,7 @@ mod error;
 pub mod explore;
 pub mod export;
 pub mod faultmix;
+pub mod fired;
 pub mod fuzz;
 pub mod histfile;
 pub mod interop_bench;

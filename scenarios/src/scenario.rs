@@ -133,15 +133,22 @@ impl<'de> Deserialize<'de> for Scenario {
     }
 }
 
-/// `value` as a `T`, an error naming the path inside `field`.
+/// `value` as a `T`, an error naming the path inside `field`. An error
+/// that names its own path from `field` on (a script's
+/// `workload.steps[3] (do "commit"): ...`) is kept as it is.
 pub fn typed<T: serde::de::DeserializeOwned>(
     field: &str,
     value: Value,
 ) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path.is_empty() || path == "." {
+        let inner = e.into_inner().to_string();
+        let own_path = inner
+            .strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with('.'));
+        if own_path {
+            ScenarioError::Parse(inner)
+        } else if path.is_empty() || path == "." {
             ScenarioError::Parse(format!("{field}: {inner}"))
         } else {
             ScenarioError::Parse(format!("{field}.{path}: {inner}"))

@@ -961,7 +961,7 @@ fn fuzz_sweeps_a_scenario_file_with_capsules_and_shrinking() {
 #[test]
 fn a_misspelt_verb_is_named_by_its_step_index() {
     let json = failing_script().replace(r#""do":"commit""#, r#""do":"comit""#);
-    bad_scenario(&json, "steps[2]");
+    bad_scenario(&json, "bad scenario: workload.steps[2]: unknown verb");
     bad_scenario(&json, "unknown verb \"comit\"");
 }
 
@@ -1000,6 +1000,38 @@ fn a_configured_crash_that_never_fires_fails_a_run_naming_the_entry() {
     let fired = never_fired_scenario()
         .replace("\"txn\":1000", "\"txn\":1")
         .replace("after_commit_primary", "before_prewrite");
+    std::fs::write(&file, fired).unwrap();
+    let o = percsim(&["run", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("not fired"), "{}", text(&o));
+}
+
+/// A Pulsar stream run whose section kills a node the 100000th time any
+/// node reaches `after_open_logged` (never, in 500 ms) and freezes one the
+/// first time a message is appended (at once).
+fn pulsar_never_fired_scenario() -> String {
+    r#"{"format":"percsim-scenario/2","seed":1,"system":"pulsar",
+      "world":{"run_ms":500,"quiesce_ms":30000},
+      "pulsar":{"clients":2,"brokers":2,"partitions":1,"crashes":[
+        {"point":"after_open_logged","nth":100000},
+        {"point":"after_append_logged","nth":1,"pause_ms":10}]},
+      "workload":{"name":"stream"}}"#
+        .to_string()
+}
+
+#[test]
+fn a_configured_pulsar_crash_that_never_fires_fails_a_run_naming_the_entry() {
+    let file = tmp("pulsar-never-fired.json");
+    std::fs::write(&file, pulsar_never_fired_scenario()).unwrap();
+    let o = percsim(&["run", file.to_str().unwrap()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}");
+    let entry = "not fired: pulsar.crashes[0] (kill the node reaching after_open_logged, the 100000th time it is reached in the run) never fired";
+    assert!(out.contains(entry), "{entry:?} not in:\n{out}");
+    assert!(!out.contains("pulsar.crashes[1]"), "the pause fired:\n{out}");
+    assert!(out.contains("verdict       ExpectationFailed"), "{out}");
+    // Both entries at times the run reaches fire: it passes.
+    let fired = pulsar_never_fired_scenario().replace("\"nth\":100000", "\"nth\":1");
     std::fs::write(&file, fired).unwrap();
     let o = percsim(&["run", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -149,7 +149,7 @@ fn bad_steps_are_refused_by_step_and_verb() {
     let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(set(1, json!({"do": "scan", "txn": "T1", "row": "y"}))),
-            "steps[1]: unknown verb \"scan\"",
+            "workload.steps[1]: unknown verb \"scan\"",
         ),
         (
             Box::new(set(
@@ -163,7 +163,7 @@ fn bad_steps_are_refused_by_step_and_verb() {
                 5,
                 json!({"do": "assert_commit_table", "txn": "T9", "entry": "none"}),
             )),
-            "workload.steps[5]: transaction \"T9\" is not begun by an earlier step",
+            "workload.steps[5] (do \"assert_commit_table\"): transaction \"T9\" is not begun by an earlier step",
         ),
         (
             Box::new(set(
@@ -177,7 +177,7 @@ fn bad_steps_are_refused_by_step_and_verb() {
                 2,
                 json!({"do": "commit", "txn": "T1", "expect": "maybe"}),
             )),
-            "steps[2] (do \"commit\"): unknown variant `maybe`",
+            "workload.steps[2] (do \"commit\"): unknown variant `maybe`",
         ),
     ];
     for (edit, says) in cases {

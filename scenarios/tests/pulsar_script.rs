@@ -316,14 +316,14 @@ fn bad_steps_are_refused_by_step_and_verb() {
     let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(set(17, json!({"do": "close", "actor": "p"}))),
-            "workload.steps[17].actor: \"p\" is not a consumer",
+            "workload.steps[17] (do \"close\"): actor: \"p\" is not a consumer",
         ),
         (
             Box::new(set(
                 5,
                 json!({"do": "recv", "actor": "c1", "expect_none": true, "expect_refused": true}),
             )),
-            "workload.steps[5]: recv: give at most one of expect, expect_set, expect_none, expect_refused",
+            "workload.steps[5] (do \"recv\"): recv: give at most one of expect, expect_set, expect_none, expect_refused",
         ),
         (
             Box::new(set(
@@ -334,45 +334,45 @@ fn bad_steps_are_refused_by_step_and_verb() {
         ),
         (
             Box::new(set(3, json!({"do": "unload"}))),
-            "workload.steps[3]: unload: give either partition or coordinator: true",
+            "workload.steps[3] (do \"unload\"): unload: give either partition or coordinator: true",
         ),
         (
             Box::new(set(
                 16,
                 json!({"do": "ack", "actor": "c1", "value": "m2", "cumulative": true}),
             )),
-            "workload.steps[16].cumulative: ack: cumulative acknowledgment is not modelled",
+            "workload.steps[16] (do \"ack\"): cumulative: ack: cumulative acknowledgment is not modelled",
         ),
         (
             Box::new(|v: &mut Value| {
                 v["workload"]["steps"][1]["subscription_type"] = json!("key_shared")
             }),
-            "workload.steps[1].subscription_type: consumer: KeyShared is not modelled",
+            "workload.steps[1] (do \"consumer\"): subscription_type: consumer: KeyShared is not modelled",
         ),
         (
             Box::new(set(
                 5,
                 json!({"do": "recv", "actor": "p", "expect_none": true}),
             )),
-            "workload.steps[5].actor: \"p\" is not a consumer",
+            "workload.steps[5] (do \"recv\"): actor: \"p\" is not a consumer",
         ),
         (
             Box::new(set(
                 8,
                 json!({"do": "ack", "actor": "c1", "txn": "T9", "value": "m1"}),
             )),
-            "workload.steps[8].txn: transaction \"T9\" is not begun before this step",
+            "workload.steps[8] (do \"ack\"): txn: transaction \"T9\" is not begun before this step",
         ),
         (
             Box::new(set(9, json!({"do": "begin", "actor": "c1", "txn": "T1"}))),
-            "workload.steps[9].txn: transaction \"T1\" is begun twice",
+            "workload.steps[9] (do \"begin\"): txn: transaction \"T1\" is begun twice",
         ),
         (
             Box::new(set(
                 3,
                 json!({"do": "send", "actor": "nobody", "partition": 0, "value": "x"}),
             )),
-            "workload.steps[3].actor: actor \"nobody\" is used before it is declared",
+            "workload.steps[3] (do \"send\"): actor: actor \"nobody\" is used before it is declared",
         ),
         (
             Box::new(set(
@@ -386,11 +386,11 @@ fn bad_steps_are_refused_by_step_and_verb() {
                 3,
                 json!({"do": "intercept", "name": "r", "call": "marker", "client": 0, "fate": "drop"}),
             )),
-            "workload.steps[3].client: the coordinator sends markers, not a client",
+            "workload.steps[3] (do \"intercept\"): client: the coordinator sends markers, not a client",
         ),
         (
             Box::new(|v: &mut Value| v["pulsar"]["clients"] = json!(2)),
-            "workload.steps[2].client: client 2 does not exist (2 clients)",
+            "workload.steps[2] (do \"consumer\"): client: client 2 does not exist (2 clients)",
         ),
     ];
     for (edit, says) in cases {

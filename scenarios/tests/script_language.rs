@@ -116,7 +116,7 @@ fn bad_new_fields_are_refused() {
     v["workload"]["steps"][6]["until"] = json!({"node_up": "tablet-9"});
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
     assert!(
-        e.contains("workload.steps[6]: no node named \"tablet-9\""),
+        e.contains("workload.steps[6] (do \"wait\"): no node named \"tablet-9\""),
         "{e}"
     );
     let mut v = example("store-and-events");
@@ -301,7 +301,7 @@ fn bad_message_rules_are_refused() {
     );
     refused(
         &|v| v["workload"]["steps"][19]["fate"] = json!({"duplicate": {"after_ms": 1}}),
-        "workload.steps[19].fate: only requests can be duplicated",
+        "workload.steps[19] (do \"intercept\"): fate: only requests can be duplicated",
     );
     refused(
         &|v| v["workload"]["steps"][8]["name"] = json!("nothing"),
@@ -324,7 +324,7 @@ fn bad_message_rules_are_refused() {
     );
     refused(
         &|v| v["workload"]["steps"][2]["times"] = json!(0),
-        "workload.steps[2].times: must be at least 1",
+        "workload.steps[2] (do \"intercept\"): times: must be at least 1",
     );
 }
 
@@ -390,7 +390,7 @@ fn bad_observers_are_refused() {
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
     assert!(
         e.contains(
-            "workload.steps[9].ack.observer: no observer named \"other\" observes column \"doc\""
+            "workload.steps[9] (do \"assert_cell\"): ack.observer: no observer named \"other\" observes column \"doc\""
         ),
         "{e}"
     );
@@ -518,7 +518,10 @@ fn an_expectation_on_a_commit_armed_to_crash_is_refused_at_load() {
             commit
         ]));
         let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
-        assert!(e.contains(&format!("workload.steps[3].{field}")), "{e}");
+        assert!(
+            e.contains(&format!("workload.steps[3] (do \"commit\"): {field}")),
+            "{e}"
+        );
         assert!(e.contains("armed to crash"), "{e}");
     }
     // The builder's commit takes an expectation: refused the same way;
@@ -532,7 +535,10 @@ fn an_expectation_on_a_commit_armed_to_crash_is_refused_at_load() {
         0,
     );
     let e = wrong.validate().unwrap_err().to_string();
-    assert!(e.contains("workload.steps[3].expect"), "{e}");
+    assert!(
+        e.contains("workload.steps[3] (do \"commit\"): expect"),
+        "{e}"
+    );
     let right = armed.commit_armed("T").store(Stored::Committed).build();
     let judged = regress::run(&script_scenario(&right, 0)).expect("runs");
     assert!(judged.passed(), "{:?}", judged.problems);
@@ -814,5 +820,8 @@ fn the_builders_at_end_refuses_a_wait_naming_it() {
         .validate()
         .unwrap_err()
         .to_string();
-    assert!(e.contains("workload.at_end[0]: only assert_* steps"), "{e}");
+    assert!(
+        e.contains("workload.at_end[0] (do \"wait\"): only assert_* steps"),
+        "{e}"
+    );
 }

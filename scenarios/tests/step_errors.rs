@@ -47,7 +47,7 @@ fn misspelt(verb: &str) -> String {
 fn mistakes(v: &Value, list: &str, i: usize, field: &str) -> Vec<(&'static str, Value, String)> {
     let step = v["workload"][list][i].clone();
     let verb = step["do"].as_str().expect("a verb").to_string();
-    let at = format!("{list}[{i}]");
+    let at = format!("workload.{list}[{i}]");
     let with = |f: &dyn Fn(&mut Value)| {
         let mut changed = v.clone();
         f(&mut changed["workload"][list][i]);
@@ -110,7 +110,7 @@ fn percolators_step_mistakes_are_named_by_step() {
     v["workload"]["steps"][3]["step"] = json!("after_comit_primary");
     let why = refused(v);
     assert!(
-        why.contains("steps[3] (do \"crash_at\"): unknown variant `after_comit_primary`"),
+        why.contains("workload.steps[3] (do \"crash_at\"): unknown variant `after_comit_primary`"),
         "{why}"
     );
 }
@@ -143,4 +143,60 @@ fn the_mistakes_are_real_ones() {
         s.validate().unwrap_or_else(|e| panic!("{path}: {e}"));
     }
     assert_eq!(misspelt("commit"), "comit");
+}
+
+/// The error `percsim run` and a scenario file's test give for the file
+/// `name` holding `v`: what `regress::run_file` returns.
+fn file_error(name: &str, v: &Value) -> String {
+    let dir = std::env::temp_dir().join(format!("percsim-step-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).expect("written");
+    let e = percsim_scenarios::regress::run_file(&path).expect_err("refused");
+    e.strip_prefix(&format!("{}: ", path.display()))
+        .unwrap_or_else(|| panic!("the file is not named first: {e}"))
+        .to_string()
+}
+
+/// A step that cannot be read and a step that reads but cannot run are
+/// named alike: the file, `bad scenario:`, the step's place, its verb,
+/// then the problem (the field first when the problem is one field's).
+#[test]
+fn reading_and_checking_errors_name_a_step_alike() {
+    let v = file("examples/script/interrupted-commits.json");
+    let step = |i: usize, f: &dyn Fn(&mut Value)| {
+        let mut changed = v.clone();
+        f(&mut changed["workload"]["steps"][i]);
+        changed
+    };
+    let at = "bad scenario: workload.steps[4] (do \"commit\"): ";
+    let cases = [
+        (
+            "read.json",
+            step(4, &|s| s["bogus"] = json!(1)),
+            "unknown field `bogus`",
+        ),
+        (
+            "checked.json",
+            step(4, &|s| s["txn"] = json!("T9")),
+            "txn: transaction \"T9\" is used before it is begun",
+        ),
+    ];
+    for (name, changed, problem) in cases {
+        let e = file_error(name, &changed);
+        assert!(e.starts_with(&format!("{at}{problem}")), "{name}: {e}");
+    }
+    let mut changed = v.clone();
+    changed["workload"]["at_end"][0] = json!({"do": "sleep", "ms": 1});
+    let e = file_error("at-end.json", &changed);
+    assert_eq!(
+        e,
+        "bad scenario: workload.at_end[0] (do \"sleep\"): only assert_* steps may run at the end"
+    );
+    changed["workload"]["at_end"][0] = json!({"do": "sleep"});
+    let e = file_error("at-end-read.json", &changed);
+    assert_eq!(
+        e,
+        "bad scenario: workload.at_end[0] (do \"sleep\"): missing field `ms`"
+    );
 }

@@ -208,31 +208,31 @@ fn bad_toy_steps_are_refused_by_step_and_verb() {
         ),
         (
             json!({"do": "write", "op": "w9", "client": 7, "value": "z"}),
-            "workload.steps[12].client: client 7 does not exist (3 clients)",
+            "workload.steps[12] (do \"write\"): client: client 7 does not exist (3 clients)",
         ),
         (
             json!({"do": "write", "op": "w9", "client": 0, "value": "a"}),
-            "workload.steps[12].value: \"a\" is written by step 0 already",
+            "workload.steps[12] (do \"write\"): value: \"a\" is written by step 0 already",
         ),
         (
             json!({"do": "read", "op": "w1", "client": 0}),
-            "workload.steps[12].op: operation \"w1\" is issued twice",
+            "workload.steps[12] (do \"read\"): op: operation \"w1\" is issued twice",
         ),
         (
             json!({"do": "stop_at", "point": "after_apply", "node": "client-0", "fault": {"kill": {}}}),
-            "workload.steps[12]: node \"client-0\" never reaches point after_apply (only the primary does)",
+            "workload.steps[12] (do \"stop_at\"): node \"client-0\" never reaches point after_apply (only the primary does)",
         ),
         (
             json!({"do": "wait", "until": {"op_finished": "w9"}}),
-            "workload.steps[12]: operation \"w9\" is not issued before this step",
+            "workload.steps[12] (do \"wait\"): operation \"w9\" is not issued before this step",
         ),
         (
             json!({"do": "intercept", "name": "r", "call": "commit", "fate": "drop"}),
-            "workload: steps[12] (do \"intercept\"): unknown variant `commit`, expected `write` or `read`",
+            "workload.steps[12] (do \"intercept\"): unknown variant `commit`, expected `write` or `read`",
         ),
         (
             json!({"do": "read", "op": "r9", "client": 0, "expect": 3}),
-            "workload: steps[12] (do \"read\"): invalid type: integer `3`, expected a string",
+            "workload.steps[12] (do \"read\"): invalid type: integer `3`, expected a string",
         ),
     ];
     for (step, want) in cases {

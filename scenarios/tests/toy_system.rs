@@ -457,3 +457,34 @@ fn the_toys_own_item_is_flagged_when_its_counter_never_moved() {
     let some = merged(line(&[(own.counter.as_str(), 2)]));
     assert!(!some.never_happened().contains(&own), "{}", some.render());
 }
+
+/// A crash of the toy's section keyed to a time its point is never reached
+/// fails a single run (exit code 7) naming the entry, through the generic
+/// run path; the same entry at a time the run reaches fires and passes.
+#[test]
+fn a_configured_crash_of_the_toy_that_never_fires_fails_the_run_naming_it() {
+    toy();
+    let text = std::fs::read_to_string(scenario_file()).expect("the toy's file");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    v["toy"]["crashes"][1]["nth"] = serde_json::json!(100_000);
+    let never = Scenario::from_value(v).expect("a toy scenario");
+    let entry = "toy.crashes[1] (kill the primary the 100000th time it reaches after_durable) never fired";
+    let mut judged = fuzz::judge(&never, false);
+    // A campaign's judgement does not ask for it; a single run does.
+    assert_eq!(judged.result.verdict, Verdict::Pass, "{:?}", judged.result.explanation);
+    percsim_scenarios::judge::require_fired(&never, &mut judged);
+    let r = &judged.result;
+    assert_eq!(r.verdict.exit_code(), 7, "{:?}", r.explanation);
+    assert_eq!(r.not_fired, [entry]);
+    let said = r.explanation.as_deref().unwrap_or_default();
+    assert!(said.contains(&format!("not fired: {entry}")), "{said}");
+    // A scenario file run as a test fails with it too.
+    let run = percsim_scenarios::regress::run(&never).expect("runs");
+    assert_eq!(run.problems, [format!("not fired: {entry}")]);
+    // As written, both entries fire.
+    let fired = Scenario::load(&scenario_file()).expect("the toy's file");
+    let mut judged = fuzz::judge(&fired, false);
+    percsim_scenarios::judge::require_fired(&fired, &mut judged);
+    assert_eq!(judged.result.verdict, Verdict::Pass, "{:?}", judged.result.explanation);
+    assert!(judged.result.not_fired.is_empty());
+}

@@ -162,18 +162,22 @@ impl<'de, W: DeserializeOwned> Deserialize<'de> for Until<W> {
     }
 }
 
-/// Read a list of steps (`field` names it in errors).
+/// Read a list of steps (`field` names it in errors). An error names the
+/// step by its path in the file, then its verb when it is a known one,
+/// then the problem, as a check of a step does
+/// (`workload.steps[3] (do "commit"): unknown field ...`).
 fn steps<S: ScriptSystem>(field: &str, v: Value) -> Result<Vec<Step<S>>, String> {
     let Value::Array(items) = v else {
-        return Err(format!("{field}: expected a list of steps"));
+        return Err(format!("workload.{field}: expected a list of steps"));
     };
     items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
+            let at = format!("workload.{field}[{i}]");
             read(item).map_err(|(verb, e)| match verb {
-                Some(verb) => format!("{field}[{i}] (do {verb:?}): {e}"),
-                None => format!("{field}[{i}]: {e}"),
+                Some(verb) => format!("{at} (do {verb:?}): {e}"),
+                None => format!("{at}: {e}"),
             })
         })
         .collect()

@@ -373,21 +373,21 @@ fn unknown_verbs_and_bad_fields_are_refused_by_step() {
     .unwrap_err();
     assert_eq!(
         e,
-        "steps[1]: unknown verb \"jump\" (verbs: stop_at, kill, restart, pause, resume, partition, heal, intercept, release, sleep, wait, assert_count, open, work, close, note, check)"
+        "workload.steps[1]: unknown verb \"jump\" (verbs: stop_at, kill, restart, pause, resume, partition, heal, intercept, release, sleep, wait, assert_count, open, work, close, note, check)"
     );
     let e = script(steps(
         json!([{"do": "open", "client": 0, "thread": "a", "x": 1}]),
     ))
     .unwrap_err();
     assert!(
-        e.starts_with("steps[0] (do \"open\"): unknown field `x`"),
+        e.starts_with("workload.steps[0] (do \"open\"): unknown field `x`"),
         "{e}"
     );
     let e = script(steps(json!([{"do": "sleep"}]))).unwrap_err();
-    assert_eq!(e, "steps[0] (do \"sleep\"): missing field `ms`");
+    assert_eq!(e, "workload.steps[0] (do \"sleep\"): missing field `ms`");
     let e = script(json!({"at_end": [{"thread": "a"}], "steps": []})).unwrap_err();
     assert!(
-        e.starts_with("at_end[0]: a step needs a \"do\" word"),
+        e.starts_with("workload.at_end[0]: a step needs a \"do\" word"),
         "{e}"
     );
     let e = script(json!({"steps": [], "lable": "x"})).unwrap_err();
@@ -477,31 +477,31 @@ fn generic_mistakes_are_refused_with_their_place() {
     };
     refused(
         json!([{"do": "work", "thread": "a", "ms": 1}]),
-        "workload.steps[0].thread: thread \"a\" is used before it is opened",
+        "workload.steps[0] (do \"work\"): thread: thread \"a\" is used before it is opened",
     );
     refused(
         json!([{"do": "open", "client": 0, "thread": "a"}, {"do": "open", "client": 1, "thread": "a"}]),
-        "workload.steps[1].thread: thread \"a\" is opened twice",
+        "workload.steps[1] (do \"open\"): thread: thread \"a\" is opened twice",
     );
     refused(
         json!([{"do": "open", "client": 0, "thread": "a"}, {"do": "close", "thread": "a"}, {"do": "close", "thread": "a"}]),
-        "workload.steps[2].thread: thread \"a\" is used after its close",
+        "workload.steps[2] (do \"close\"): thread: thread \"a\" is used after its close",
     );
     refused(
         json!([{"do": "open", "client": 2, "thread": "a"}]),
-        "workload.steps[0].client: client 2 does not exist (2 clients)",
+        "workload.steps[0] (do \"open\"): client: client 2 does not exist (2 clients)",
     );
     refused(
         json!([{"do": "kill", "node": "n3"}]),
-        "workload.steps[0]: no node named \"n3\" (nodes: n1, n2)",
+        "workload.steps[0] (do \"kill\"): no node named \"n3\" (nodes: n1, n2)",
     );
     refused(
         json!([{"do": "stop_at", "point": "p", "node": "n3", "fault": "crash"}]),
-        "workload.steps[0]: no node named \"n3\"",
+        "workload.steps[0] (do \"stop_at\"): no node named \"n3\"",
     );
     refused(
         json!([{"do": "stop_at", "point": "never", "node": "n1", "fault": "crash"}]),
-        "workload.steps[0]: n1 never reaches never",
+        "workload.steps[0] (do \"stop_at\"): n1 never reaches never",
     );
     refused(
         json!([{"do": "release", "name": "r"}]),
@@ -509,22 +509,22 @@ fn generic_mistakes_are_refused_with_their_place() {
     );
     refused(
         json!([{"do": "intercept", "name": "r", "leg": "request", "fate": "drop"}, {"do": "intercept", "name": "r", "leg": "request", "fate": "drop"}]),
-        "workload.steps[1].name: a message rule named \"r\" is installed twice",
+        "workload.steps[1] (do \"intercept\"): name: a message rule named \"r\" is installed twice",
     );
     refused(
         json!([{"do": "intercept", "name": "r", "leg": "reply", "fate": {"duplicate": {"after_ms": 1}}}]),
-        "workload.steps[0].fate: only requests can be duplicated",
+        "workload.steps[0] (do \"intercept\"): fate: only requests can be duplicated",
     );
     refused(
         json!([{"do": "intercept", "name": "r", "leg": "request", "fate": "drop", "times": 0}]),
-        "workload.steps[0].times: must be at least 1",
+        "workload.steps[0] (do \"intercept\"): times: must be at least 1",
     );
     refused(
         json!([{"do": "assert_count", "count": "kills", "equals": 0, "since_step": 0}]),
-        "workload.steps[0].since_step: step 0 does not come before this step",
+        "workload.steps[0] (do \"assert_count\"): since_step: step 0 does not come before this step",
     );
     let e = script(json!({"steps": [], "at_end": [{"do": "heal"}]})).unwrap_err();
-    assert!(e.contains("workload.at_end[0]: only assert_* steps"), "{e}");
+    assert!(e.contains("workload.at_end[0] (do \"heal\"): only assert_* steps"), "{e}");
 }
 
 #[test]

@@ -63,47 +63,82 @@ impl Env<'_> {
     }
 }
 
+/// What the checks of a script's steps have seen so far, in file order.
+#[derive(Default)]
+struct Seen<'s> {
+    /// Threads opened, with their client.
+    opened: BTreeMap<&'s str, usize>,
+    /// Threads closed.
+    closed: BTreeSet<&'s str>,
+    /// Intercept rules installed, and whether each is still in force.
+    rules: BTreeMap<&'s str, bool>,
+}
+
 impl<S: ScriptSystem> Script<S> {
     /// Check the script against a run of `clients` clients and these
-    /// nodes. Errors name the step by its path in the file.
+    /// nodes. An error names the step by its path in the file, then its
+    /// verb, then the problem: `workload.steps[3] (do "commit"): txn:
+    /// transaction "T1" is not begun before this step`, as an error
+    /// reading the step does.
     pub fn validate(&self, clients: usize, nodes: &[String]) -> Result<(), String> {
         self.system.validate_setup()?;
-        let mut opened: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut closed: BTreeSet<&str> = BTreeSet::new();
-        let mut rules: BTreeMap<&str, bool> = BTreeMap::new();
-        let w = S::THREAD;
+        let mut seen = Seen::default();
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("workload.steps[{i}]");
-            self.validate_step(&at, i, step, clients, nodes, &opened)?;
-            validate_rule_names(&at, step, &mut rules)?;
-            let Some(verb) = step.verb() else { continue };
-            let at = format!("{at}.{}", w.field);
-            if let (Some(client), Some(t)) = (verb.opens(), verb.thread())
-                && opened.insert(t, client).is_some()
-            {
-                return Err(format!("{at}: {} {t:?} is {} twice", w.noun, w.opened));
-            }
-            if let Some(t) = verb.thread() {
-                if !opened.contains_key(t) {
-                    return Err(format!(
-                        "{at}: {} {t:?} is used before it is {}",
-                        w.noun, w.opened
-                    ));
-                }
-                if closed.contains(t) {
-                    return Err(format!("{at}: {} {t:?} is used after {}", w.noun, w.closed));
-                }
-                if verb.closes() {
-                    closed.insert(t);
-                }
-            }
+            self.validate_in_order(&at, i, step, clients, nodes, &mut seen)
+                .map_err(|e| named(&at, step, e))?;
         }
         for (i, step) in self.at_end.iter().enumerate() {
             let at = format!("workload.at_end[{i}]");
-            if !step.is_assertion() {
-                return Err(format!("{at}: only assert_* steps may run at the end"));
-            }
-            self.validate_step(&at, self.steps.len(), step, clients, nodes, &opened)?;
+            let checked = match step.is_assertion() {
+                true => {
+                    let i = self.steps.len();
+                    self.validate_step(&at, i, step, clients, nodes, &seen.opened)
+                }
+                false => Err(format!("{at}: only assert_* steps may run at the end")),
+            };
+            checked.map_err(|e| named(&at, step, e))?;
+        }
+        Ok(())
+    }
+
+    /// Check step `i` (at `at`) and what it opens, uses, closes, installs
+    /// and releases against the steps before it (`seen`), then add it.
+    fn validate_in_order<'s>(
+        &'s self,
+        at: &str,
+        i: usize,
+        step: &'s Step<S>,
+        clients: usize,
+        nodes: &[String],
+        seen: &mut Seen<'s>,
+    ) -> Result<(), String> {
+        let w = S::THREAD;
+        self.validate_step(at, i, step, clients, nodes, &seen.opened)?;
+        validate_rule_names(at, step, &mut seen.rules)?;
+        let Some(verb) = step.verb() else {
+            return Ok(());
+        };
+        let at = format!("{at}.{}", w.field);
+        if let (Some(client), Some(t)) = (verb.opens(), verb.thread())
+            && seen.opened.insert(t, client).is_some()
+        {
+            return Err(format!("{at}: {} {t:?} is {} twice", w.noun, w.opened));
+        }
+        let Some(t) = verb.thread() else {
+            return Ok(());
+        };
+        if !seen.opened.contains_key(t) {
+            return Err(format!(
+                "{at}: {} {t:?} is used before it is {}",
+                w.noun, w.opened
+            ));
+        }
+        if seen.closed.contains(t) {
+            return Err(format!("{at}: {} {t:?} is used after {}", w.noun, w.closed));
+        }
+        if verb.closes() {
+            seen.closed.insert(t);
         }
         Ok(())
     }
@@ -159,6 +194,23 @@ impl<S: ScriptSystem> Script<S> {
             Step::Heal | Step::Release { .. } | Step::Sleep { .. } => Ok(()),
         }
     }
+}
+
+/// `e`, an error about the step at `at` (`workload.steps[3]`), as every
+/// error about a step reads: `workload.steps[3] (do "commit"): PROBLEM`.
+/// A check names the step as `{at}: PROBLEM`, or a field of it as
+/// `{at}.txn: PROBLEM`, which reads `... (do "commit"): txn: PROBLEM`.
+fn named<S: ScriptSystem>(at: &str, step: &Step<S>, e: String) -> String {
+    let json = serde_json::to_value(step).unwrap_or_default();
+    let verb = json.get("do").and_then(|v| v.as_str()).unwrap_or("?");
+    let problem = match e.strip_prefix(at) {
+        Some(rest) => rest
+            .strip_prefix(": ")
+            .or_else(|| rest.strip_prefix('.'))
+            .unwrap_or(rest),
+        None => &e,
+    };
+    format!("{at} (do {verb:?}): {problem}")
 }
 
 /// A rule's times, leg and fate agree; the error is a field path's tail.

@@ -9,11 +9,12 @@ use super::protocol::{ToyAblation, ToyPoint};
 use super::world;
 use percsim_scenarios::campaign::Mix;
 use percsim_scenarios::faultmix;
+use percsim_scenarios::fired::{PointStop, ordinal, point_stops_not_fired};
 use percsim_scenarios::planted_bugs;
 use percsim_scenarios::scenario::{Scenario, ScenarioError};
 use percsim_scenarios::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
 use percsim_scenarios::typed::{Typed, TypedSystem};
-use percsim_sim::{ConfigError, FaultKind, NodeKind, Role, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, FaultKind, NodeKind, Role, RunOutput, SystemHistory, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -162,6 +163,26 @@ impl TypedSystem for ToyDef {
 
     fn expectations(spec: &ToySpec) -> bool {
         spec.workload.script().is_some()
+    }
+
+    fn not_fired(spec: &ToySpec, history: &SystemHistory) -> Vec<String> {
+        let stops: Vec<PointStop> = spec
+            .cluster
+            .crashes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| PointStop {
+                entry: format!("{NAME}.crashes[{i}]"),
+                point: c.point.name(),
+                nth: c.nth,
+                what: format!(
+                    "kill the primary the {} time it reaches {}",
+                    ordinal(c.nth),
+                    c.point.name()
+                ),
+            })
+            .collect();
+        point_stops_not_fired(history, world::ToyEvent::CrashAtPoint.name(), &stops)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod workloads;
 
 use crate::campaign::Mix;
 use crate::compare::RunFacts;
+use crate::fired::{PointStop, ordinal, point_stops_not_fired};
 use crate::planted_bugs;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::system::{
@@ -20,7 +21,8 @@ use crate::system::{
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
 use percsim_sim::{
-    ConfigError, NodeKind, PulsarConfig, PulsarWorkload, Role, RunOutput, WorldConfig, pulsar_kinds,
+    ConfigError, NodeKind, PulsarConfig, PulsarEvent, PulsarWorkload, Role, RunOutput,
+    SystemHistory, WorldConfig, pulsar_kinds,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -234,4 +236,35 @@ impl TypedSystem for PulsarDef {
     fn expectations(spec: &PulsarSpec) -> bool {
         matches!(spec.workload, PulsarWorkloadSpec::Script(_))
     }
+
+    fn not_fired(spec: &PulsarSpec, history: &SystemHistory) -> Vec<String> {
+        not_fired(&spec.cluster, history)
+    }
+}
+
+/// The entries of `cluster.crashes` (each keyed to the `nth` time any node
+/// reaches a point in the run) with no stop there in `history`.
+fn not_fired(cluster: &PulsarConfig, history: &SystemHistory) -> Vec<String> {
+    let stops: Vec<PointStop> = cluster
+        .crashes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let verb = match c.pause_ms {
+                Some(_) => "freeze",
+                None => "kill",
+            };
+            let point = c.point.name();
+            PointStop {
+                entry: format!("{NAME}.crashes[{i}]"),
+                point,
+                nth: c.nth,
+                what: format!(
+                    "{verb} the node reaching {point}, the {} time it is reached in the run",
+                    ordinal(c.nth)
+                ),
+            }
+        })
+        .collect();
+    point_stops_not_fired(history, PulsarEvent::CrashAtPoint.name(), &stops)
 }

@@ -25,11 +25,11 @@ use crate::history::{Outcome, VersionKind};
 mod exact;
 mod scan;
 
-pub(crate) use scan::{Miss, Scratch};
 use scan::{
     BATCH, CELL_NAMES, Cur, KIND_NAMES, OP_NAMES, OUTCOME_NAMES, RawOp, Scan, TXN_NAMES,
     VERSION_KIND_NAMES, VERSION_NAMES,
 };
+pub(crate) use scan::{Miss, Scratch};
 
 /// Scans the elements of an array from the start of `text` with `one`: the
 /// first at its start, then each after a `,`, up to [`BATCH`], stopping

@@ -5,8 +5,8 @@
 //! and the stream checker's findings step by step.
 
 use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels, node_kinds_of};
-use super::svg::{self, esc, outcome_class};
 use super::page::{finding_card, replay_line, short, truncation_notes};
+use super::svg::{self, esc, outcome_class};
 use crate::histfile::{Lane, Span, lanes_of};
 use percsim_checker::Event;
 use percsim_checker::stream::{

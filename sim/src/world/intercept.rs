@@ -22,8 +22,8 @@
 
 use crate::world::deadline::{self, within};
 use crate::world::ids::{Counter, EventKind};
-use crate::world::port::Port;
 use crate::world::lock;
+use crate::world::port::Port;
 use futures::channel::oneshot;
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};

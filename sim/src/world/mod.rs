@@ -39,5 +39,5 @@ pub use control::FaultControl;
 pub use guard::lock;
 pub use net::{Carried, NetFaults};
 pub use node::{NodeKind, NodeName, NodeNameError};
-pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};
 pub use state::{Control, World};
+pub use system::{BoxFuture, NodeInit, NodeSpec, System, Tenant, Unsettled};

@@ -21,9 +21,7 @@ use crate::system::{
 };
 use crate::typed::TypedSystem;
 use percsim_protocol::pulsar::PulsarAblation;
-use percsim_sim::{
-    ConfigError, NodeKind, PulsarConfig, Role, RunOutput, WorldConfig,
-};
+use percsim_sim::{ConfigError, NodeKind, PulsarConfig, Role, RunOutput, WorldConfig};
 use std::collections::BTreeMap;
 
 use def::NAME;

@@ -12,7 +12,7 @@
 //! it accepts: the general scanner accepts all of it too, with the same
 //! result (the same fields, the same strings in the same order).
 
-use super::{Cur, RawOp, Scratch, plain_end};
+use super::scan::{Cur, RawOp, Scratch, plain_end};
 use crate::compact::{CVersion, NIL, OpKind, Txn};
 use crate::history::{Outcome, VersionKind};
 

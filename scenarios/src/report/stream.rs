@@ -5,8 +5,8 @@
 //! and the stream checker's findings step by step.
 
 use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels, node_kinds_of};
+use super::page::{finding_card, replay_line, short, truncation_notes};
 use super::svg::{self, esc, outcome_class};
-use super::{finding_card, short, truncation_notes};
 use crate::histfile::{Lane, Span, lanes_of};
 use percsim_checker::Event;
 use percsim_checker::stream::{
@@ -169,7 +169,7 @@ fn header(
         )
     };
     let field = |k: &str| src.capsule.and_then(|c| c.get(k));
-    let replay = super::replay_line(src.capsule, &format!("percsim check {}", src.file));
+    let replay = replay_line(src.capsule, &format!("percsim check {}", src.file));
     let recorded = field("verdict")
         .map(|v| format!(" (capsule verdict: {v})"))
         .unwrap_or_default();

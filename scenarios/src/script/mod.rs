@@ -510,7 +510,7 @@ pub struct Script<S: ScriptSystem> {
     pub at_end: Vec<Step<S>>,
     /// A step that has not finished after this long fails the script.
     pub step_timeout_ms: u64,
-    state: Arc<Mutex<run::State<S>>>,
+    state: Arc<Mutex<State<S>>>,
 }
 
 impl<S: ScriptSystem> Clone for Script<S> {
@@ -563,4 +563,46 @@ pub struct Env<'a> {
     nodes: &'a [String],
     opened: &'a BTreeMap<&'a str, usize>,
     words: ThreadWords,
+}
+
+/// A condition under which a step counts as finished before it returns.
+type Done = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The state of one run, shared by the driver and the clients' threads.
+struct State<S: ScriptSystem> {
+    /// The step that may start next.
+    cursor: usize,
+    /// The script gave up (a step timed out).
+    aborted: bool,
+    failures: Vec<String>,
+    /// Steps that count as finished, for the driver, once their condition
+    /// holds (a commit armed to crash finishes when its client reaches the
+    /// armed point).
+    watch: BTreeMap<usize, Done>,
+    /// The driver's view of the world (set before anything runs).
+    control: Option<Arc<S::Control>>,
+    /// Counter values when a step named by a `since_step` started.
+    marks: BTreeMap<(usize, S::Count), u64>,
+    /// The `stop_at` steps whose stop was armed, in order.
+    stops: Vec<usize>,
+    /// Message rules in force, by name.
+    rules: BTreeMap<String, <S::Control as ScriptControl>::RuleId>,
+    /// The system's own state.
+    system: S::State,
+}
+
+impl<S: ScriptSystem> Default for State<S> {
+    fn default() -> Self {
+        State {
+            cursor: 0,
+            aborted: false,
+            failures: Vec::new(),
+            watch: BTreeMap::new(),
+            control: None,
+            marks: BTreeMap::new(),
+            stops: Vec::new(),
+            rules: BTreeMap::new(),
+            system: S::State::default(),
+        }
+    }
 }

@@ -2,53 +2,12 @@
 //! (node actions, waits, assertions, message rules) on the driver, all in
 //! step order; then the end-of-run checks.
 
-use super::{Mismatch, Script, ScriptControl, ScriptSystem, Step, SystemVerb, Thread, Until};
+use super::{
+    Mismatch, Script, ScriptControl, ScriptSystem, State, Step, SystemVerb, Thread, Until,
+};
 use percsim_sim::Fault;
-use std::collections::BTreeMap;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
-
-/// A condition under which a step counts as finished before it returns.
-type Done = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// The state of one run, shared by the driver and the clients' threads.
-pub(super) struct State<S: ScriptSystem> {
-    /// The step that may start next.
-    cursor: usize,
-    /// The script gave up (a step timed out).
-    aborted: bool,
-    failures: Vec<String>,
-    /// Steps that count as finished, for the driver, once their condition
-    /// holds (a commit armed to crash finishes when its client reaches the
-    /// armed point).
-    watch: BTreeMap<usize, Done>,
-    /// The driver's view of the world (set before anything runs).
-    control: Option<Arc<S::Control>>,
-    /// Counter values when a step named by a `since_step` started.
-    marks: BTreeMap<(usize, S::Count), u64>,
-    /// The `stop_at` steps whose stop was armed, in order.
-    stops: Vec<usize>,
-    /// Message rules in force, by name.
-    rules: BTreeMap<String, <S::Control as ScriptControl>::RuleId>,
-    /// The system's own state.
-    system: S::State,
-}
-
-impl<S: ScriptSystem> Default for State<S> {
-    fn default() -> Self {
-        State {
-            cursor: 0,
-            aborted: false,
-            failures: Vec::new(),
-            watch: BTreeMap::new(),
-            control: None,
-            marks: BTreeMap::new(),
-            stops: Vec::new(),
-            rules: BTreeMap::new(),
-            system: S::State::default(),
-        }
-    }
-}
 
 impl<S: ScriptSystem> Thread<S> {
     /// The thread's name (a transaction's, an actor's).

@@ -29,7 +29,6 @@
 //! Without a schedule nothing here runs: a world without `explore` costs
 //! one branch per message.
 
-use crate::world::World;
 use crate::world::guard::lock;
 use madsim::task::NodeId;
 use madsim::time::{Duration, Instant};
@@ -41,6 +40,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 pub use crate::world::schedule::*;
+
+mod steer;
 
 /// Where a world reads its system's state hash from: the installed
 /// system's `Tenant::state_hash`, through a weak reference (`None` once the
@@ -190,125 +191,6 @@ pub fn hash_of(value: &impl Hash) -> u64 {
     let mut h = DefaultHasher::new();
     value.hash(&mut h);
     h.finish()
-}
-
-impl World {
-    /// The exploration's decision for a message sent on link `from` ->
-    /// `to` at `now` that the seed would deliver at `arrival`: when it
-    /// arrives (`None`: lost).
-    pub(crate) fn explore_message(
-        &self,
-        chooser: &std::sync::Mutex<Chooser>,
-        (from, _to): (NodeId, NodeId),
-        now: Instant,
-        arrival: Instant,
-    ) -> Option<Instant> {
-        let state = self.state_hash_if_asked(chooser);
-        let mut c = lock(chooser);
-        let options = c.message_options();
-        let at = c.trace.len() as u32;
-        let place = hash_of(&(ChoiceKind::Message, format!("{from}")));
-        let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
-        let chosen = c.choose(ChoiceKind::Message, place, options, state);
-        let chosen = pct.unwrap_or(chosen);
-        if let Some(last) = c.trace.last_mut() {
-            last.chosen = chosen;
-        }
-        let window = Duration::from_millis(c.schedule.window_ms);
-        match chosen {
-            0 => Some(arrival),
-            1 => Some(arrival + window),
-            2 => {
-                c.faults_used += 1;
-                None
-            }
-            3 => {
-                c.faults_used += 1;
-                let late = Duration::from_millis(self.cfg.rpc_timeout_ms) + window;
-                Some(now.max(arrival) + late)
-            }
-            v => Some(arrival + window * u32::from(v - 2)),
-        }
-    }
-
-    /// The exploration's decision for `node` at its system's point
-    /// `point` (by the system's name for it): go on (`None`), crash or
-    /// freeze. Always `None` in a run without an exploration schedule.
-    pub fn explore_stop(&self, node: &str, point: &str) -> Option<ExploreStop> {
-        let chooser = self.chooser.as_ref()?;
-        let state = self.state_hash_if_asked(chooser);
-        let mut c = lock(chooser);
-        let options = c.stop_options();
-        let at = c.trace.len() as u32;
-        let pct = c.pct.is_some().then(|| c.pct_stop(at, options));
-        let place = hash_of(&(ChoiceKind::Stop, point, node));
-        let chosen = c.choose(ChoiceKind::Stop, place, options, state);
-        let chosen = pct.unwrap_or(chosen);
-        if let Some(last) = c.trace.last_mut() {
-            last.chosen = chosen;
-        }
-        let ms = c.schedule.stop_ms;
-        let stop = match chosen {
-            0 => return None,
-            1 => ExploreStop::Crash {
-                restart_after_ms: ms,
-            },
-            _ => ExploreStop::Pause { duration_ms: ms },
-        };
-        c.stops_used += 1;
-        Some(stop)
-    }
-
-    /// Whether an exploration schedule steers this run.
-    pub fn exploring(&self) -> bool {
-        self.chooser.is_some()
-    }
-
-    /// The choices the run made (empty without a schedule).
-    pub(crate) fn take_choices(&self) -> Vec<Choice> {
-        self.chooser
-            .as_ref()
-            .map(|c| lock(c).take_trace())
-            .unwrap_or_default()
-    }
-
-    /// Set where the system's state hash comes from (the tenant).
-    pub(crate) fn set_state_source(&self, tenant: &Arc<dyn crate::world::Tenant>) {
-        let weak = Arc::downgrade(tenant);
-        let _ = self
-            .state_source
-            .set(Box::new(move || weak.upgrade()?.state_hash()));
-    }
-
-    /// The hash of the world's and the system's state, if the schedule
-    /// asks for it and the system gives one now.
-    fn state_hash_if_asked(&self, chooser: &std::sync::Mutex<Chooser>) -> Option<u64> {
-        let budgets = {
-            let c = lock(chooser);
-            if !c.schedule.hash_states {
-                return None;
-            }
-            (c.faults_used, c.stops_used)
-        };
-        let system = (self.state_source.get()?)()?;
-        let running = lock(&self.running).clone();
-        let queued = self.queued_requests();
-        // How far the run has got (events recorded), so that two moments of
-        // one run with the same stores are not taken for one state.
-        let progress = self.recorder().events().len();
-        Some(hash_of(&(system, budgets, running, queued, progress)))
-    }
-
-    /// The requests waiting at every port, by address and kind, as how
-    /// long from now each arrives.
-    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Queued)> {
-        let now = Instant::now();
-        let ports: Vec<_> = lock(&self.ports)
-            .iter()
-            .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
-            .collect();
-        ports.into_iter().map(|(a, p)| (a, p.queued(now))).collect()
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! workloads (`omid-bank`, `omid-register`, `script`), its campaign and
 //! its planted bugs. See `docs/omid.md`.
 
+mod def;
 pub mod script;
 
 use crate::campaign::Mix;
@@ -21,15 +22,7 @@ use script::{OmidScriptFile, ScriptProgram};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// Omid in the registry.
-pub static OMID: OmidDef = OmidDef;
-
-/// Omid's [`SystemDef`].
-pub struct OmidDef;
-
-/// The name Omid is known by: a scenario file's `"system"` and the key of
-/// its section.
-pub const NAME: &str = "omid";
+pub use def::{NAME, OMID, OmidDef};
 
 /// The world's fault classes Omid honours, and its own `crash_at_step`
 /// and `pause_at_step` (a node killed or frozen at one of its named

@@ -8,10 +8,12 @@ pub mod bench;
 pub mod campaign;
 pub mod compare;
 pub mod coverage;
+mod def;
 mod explore_bench;
 pub mod faults;
 mod not_fired;
 pub mod paper;
+mod spec;
 pub mod workloads;
 
 use crate::campaign::Mix;
@@ -23,38 +25,18 @@ use crate::system::{
     config_error,
 };
 use crate::systems::percolator::workloads::WorkloadSpec;
-use crate::typed::{Typed, TypedSystem};
+use crate::typed::TypedSystem;
 use percsim_protocol::percolator::Ablation;
 use percsim_sim::{
     ConfigError, NodeKind, PercolatorConfig, PercolatorCounter, Role, RunOutput, WorldConfig,
 };
 use std::collections::BTreeMap;
 
-/// Percolator in the registry.
-pub static PERCOLATOR: PercolatorDef = PercolatorDef;
-
-/// Percolator's [`SystemDef`].
-pub struct PercolatorDef;
-
-/// The name Percolator is known by.
-const NAME: &str = "percolator";
-
-/// A Percolator scenario's own part: the cluster (a scenario file's
-/// `percolator` section) and the workload.
-pub type PercolatorSpec = Typed<PercolatorDef>;
+use def::NAME;
+pub use def::{PERCOLATOR, PercolatorDef};
+pub use spec::{PercolatorSpec, scenario};
 
 planted_bugs!(Ablation);
-
-/// A Percolator scenario of `workload` on `cluster` in a world set up by
-/// `world`, with `seed`.
-pub fn scenario(
-    seed: u64,
-    world: WorldConfig,
-    cluster: PercolatorConfig,
-    workload: WorkloadSpec,
-) -> Scenario {
-    PercolatorSpec { cluster, workload }.scenario(seed, world)
-}
 
 impl SystemDef for PercolatorDef {
     fn name(&self) -> &'static str {

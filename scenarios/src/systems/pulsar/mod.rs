@@ -7,7 +7,9 @@ pub mod ablations;
 pub mod campaign;
 pub mod compare;
 pub mod coverage;
+mod def;
 mod shrink;
+mod spec;
 pub mod workloads;
 
 use crate::campaign::Mix;
@@ -18,86 +20,19 @@ use crate::scenario::{Scenario, ScenarioError};
 use crate::system::{
     CoverageItem, KillTable, PlantedBug, SummarySection, SystemDef, SystemSpec, config_error,
 };
-use crate::typed::{Typed, TypedSystem};
-use percsim_protocol::pulsar::{PulsarAblation, PulsarAblations};
+use crate::typed::TypedSystem;
+use percsim_protocol::pulsar::PulsarAblation;
 use percsim_sim::{
-    ConfigError, NodeKind, PulsarConfig, PulsarEvent, PulsarWorkload, Role, RunOutput,
-    SystemHistory, WorldConfig, pulsar_kinds,
+    ConfigError, NodeKind, PulsarConfig, PulsarEvent, Role, RunOutput, SystemHistory, WorldConfig,
 };
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use workloads::{PulsarScriptFile, ScriptWorkload, Stream, StreamPipeline};
 
-/// Pulsar in the registry.
-pub static PULSAR: PulsarDef = PulsarDef;
-
-/// Pulsar's [`SystemDef`].
-pub struct PulsarDef;
-
-/// The name Pulsar is known by.
-const NAME: &str = "pulsar";
-
-/// Pulsar's workloads, as a scenario file names them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum PulsarWorkloadSpec {
-    /// Transactional producers and read-committed consumers.
-    Stream(Stream),
-    /// The document job as an exactly-once stream processor.
-    StreamPipeline(StreamPipeline),
-    /// A script: named producers and consumers, steps and expectations.
-    Script(PulsarScriptFile),
-}
-
-impl PulsarWorkloadSpec {
-    /// The workload's name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            PulsarWorkloadSpec::Stream(_) => "stream",
-            PulsarWorkloadSpec::StreamPipeline(_) => "stream-pipeline",
-            PulsarWorkloadSpec::Script(_) => "script",
-        }
-    }
-
-    fn validate(&self, cluster: &PulsarConfig) -> Result<(), String> {
-        match self {
-            PulsarWorkloadSpec::Stream(s) => s.validate(),
-            PulsarWorkloadSpec::StreamPipeline(p) => p.validate(),
-            PulsarWorkloadSpec::Script(s) => {
-                let mut nodes = vec![pulsar_kinds::METADATA.single()];
-                nodes.extend((0..cluster.brokers).map(|i| pulsar_kinds::BROKER.nth(i)));
-                nodes.extend((0..cluster.clients).map(|i| pulsar_kinds::CLIENT.nth(i)));
-                let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
-                s.validate(cluster.clients, &nodes)
-            }
-        }
-    }
-
-    fn build(&self) -> Arc<dyn PulsarWorkload> {
-        match self {
-            PulsarWorkloadSpec::Stream(s) => Arc::new(s.clone()),
-            PulsarWorkloadSpec::StreamPipeline(p) => Arc::new(p.clone()),
-            PulsarWorkloadSpec::Script(s) => Arc::new(ScriptWorkload(s.fresh())),
-        }
-    }
-}
-
-/// A Pulsar scenario's own part: the cluster (a scenario file's `pulsar`
-/// section) and the workload.
-pub type PulsarSpec = Typed<PulsarDef>;
+use def::NAME;
+pub use def::{PULSAR, PulsarDef};
+use spec::ablations_of;
+pub use spec::{PulsarSpec, PulsarWorkloadSpec};
 
 planted_bugs!(PulsarAblation);
-
-/// The planted bugs among `names` that are Pulsar's (others are other
-/// systems').
-fn ablations_of(names: &[String]) -> PulsarAblations {
-    let mut a = PulsarAblations::NONE;
-    for x in PulsarAblation::chosen(names) {
-        a.insert(x);
-    }
-    a
-}
 
 impl SystemDef for PulsarDef {
     fn name(&self) -> &'static str {

@@ -1,0 +1,151 @@
+//! Omid's part of the script engine: how its verbs are checked, run and
+//! judged, through the engine's [`ScriptSystem`] interface.
+
+use super::*;
+
+impl ScriptSystem for OmidScript {
+    type Verb = OmidVerb;
+    type Count = OmidCount;
+    type Wait = OmidWait;
+    type Rule = OmidRule;
+    type Point = OmidScriptPoint;
+    type PointFault = OmidPointFault;
+    type State = OmidState;
+    type Control = ScriptControlOf;
+    type Client = OmidClient;
+    const FIELDS: &'static [&'static str] = &[];
+    const VERBS: &'static [&'static str] = VERBS;
+    const THREAD: ThreadWords = ThreadWords {
+        field: "txn",
+        noun: "transaction",
+        opened: "begun",
+        closed: "its commit or abort",
+    };
+
+    fn client_node(client: usize) -> String {
+        // Omid's clients, as the world names them (`client-N`).
+        format!("client-{client}")
+    }
+
+    fn validate_verb(s: &OmidScriptFile, verb: &OmidVerb, env: &Env<'_>) -> Result<(), String> {
+        match verb {
+            OmidVerb::Begin { client, .. } => env.client(*client),
+            OmidVerb::AssertCommitTable { txn, .. } | OmidVerb::AssertCell { txn, .. } => {
+                txn_begun(s, txn, env)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_wait(s: &OmidScriptFile, wait: &OmidWait, env: &Env<'_>) -> Result<(), String> {
+        let OmidWait::TxnFinished(txn) = wait;
+        txn_begun(s, txn, env)
+    }
+
+    fn validate_point(point: &OmidScriptPoint, node: &str, env: &Env<'_>) -> Result<(), String> {
+        let (at, _) = point.parts();
+        let owner = at.owner();
+        match owner_of(node) == Some(owner) {
+            true => Ok(()),
+            false => Err(format!(
+                "{}: node {node:?} never reaches point {} (only a {} node does)",
+                env.at(),
+                at.name(),
+                owner.name()
+            )),
+        }
+    }
+
+    fn validate_rule(s: &OmidScriptFile, rule: &OmidRule, env: &Env<'_>) -> Result<(), String> {
+        if let Some(c) = rule.client {
+            env.client(c)?;
+        }
+        match &rule.txn {
+            Some(txn) => txn_begun(s, txn, env),
+            None => Ok(()),
+        }
+    }
+
+    fn run_thread(thread: Thread<Self>, client: OmidClient) -> BoxFuture<()> {
+        Box::pin(run::run_txn(thread, client))
+    }
+
+    fn arm_point(
+        control: &ScriptControlOf,
+        point: &OmidScriptPoint,
+        node: &str,
+        fault: &OmidPointFault,
+    ) -> Result<(), String> {
+        let (at, txn) = point.parts();
+        let start_ts = match txn {
+            Some(name) => Some(
+                control
+                    .txn(name)
+                    .ok_or_else(|| format!("transaction {name:?} is not begun yet"))?
+                    .start_ts,
+            ),
+            None => None,
+        };
+        let stop = match fault {
+            OmidPointFault::Kill { restart_after_ms } => Stop::Kill {
+                restart_after_ms: *restart_after_ms,
+            },
+            OmidPointFault::Pause { ms } => Stop::Pause { pause_ms: *ms },
+        };
+        control.control.arm(at, node, start_ts, stop)
+    }
+
+    fn stops_left(control: &ScriptControlOf) -> Option<Vec<String>> {
+        Some(control.control.stops_left())
+    }
+
+    fn driver_step<'a>(
+        _: &'a OmidScriptFile,
+        _: usize,
+        _: &'a OmidVerb,
+        _: &'a ScriptControlOf,
+    ) -> StepFuture<'a> {
+        // Omid's driver verbs are assertions, checked through `assert`.
+        Box::pin(std::future::ready(()))
+    }
+
+    fn assert(
+        _: &OmidScriptFile,
+        _: usize,
+        verb: &OmidVerb,
+        control: &ScriptControlOf,
+    ) -> Option<Mismatch> {
+        run::assert(verb, control)
+    }
+
+    fn holds(s: &OmidScriptFile, wait: &OmidWait, _: &ScriptControlOf) -> bool {
+        let OmidWait::TxnFinished(txn) = wait;
+        s.with_state(|st| st.told.contains_key(txn))
+    }
+
+    fn install(
+        _: &OmidScriptFile,
+        rule: &OmidRule,
+        words: RuleWords,
+        control: &ScriptControlOf,
+    ) -> Result<RuleId, Mismatch> {
+        let txn = match &rule.txn {
+            Some(name) => Some(control.txn(name).ok_or_else(|| {
+                Mismatch::new(
+                    format!("transaction {name:?} begun before the rule"),
+                    "it is not begun yet",
+                )
+            })?),
+            None => None,
+        };
+        Ok(control.control.intercept(Rule {
+            call: rule.call.tag(),
+            txn: txn.map(|t| t.id),
+            items: None,
+            from: rule.client.map(Self::client_node),
+            leg: words.leg,
+            fate: words.fate,
+            times: words.times,
+        }))
+    }
+}

@@ -36,7 +36,9 @@ pub fn point_stops_not_fired(
     let fired = |s: &PointStop| {
         let (point, nth) = (Value::from(s.point), json!(s.nth));
         history.events().iter().any(|e| {
-            e.kind == event && e.fields.get("point") == Some(&point) && e.fields.get("nth") == Some(&nth)
+            e.kind == event
+                && e.fields.get("point") == Some(&point)
+                && e.fields.get("nth") == Some(&nth)
         })
     };
     stops
@@ -109,7 +111,9 @@ mod tests {
             .collect();
         assert_eq!(
             words,
-            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"
+            ]
         );
     }
 }

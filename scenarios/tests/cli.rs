@@ -1028,7 +1028,10 @@ fn a_configured_pulsar_crash_that_never_fires_fails_a_run_naming_the_entry() {
     assert_eq!(o.status.code(), Some(7), "{out}");
     let entry = "not fired: pulsar.crashes[0] (kill the node reaching after_open_logged, the 100000th time it is reached in the run) never fired";
     assert!(out.contains(entry), "{entry:?} not in:\n{out}");
-    assert!(!out.contains("pulsar.crashes[1]"), "the pause fired:\n{out}");
+    assert!(
+        !out.contains("pulsar.crashes[1]"),
+        "the pause fired:\n{out}"
+    );
     assert!(out.contains("verdict       ExpectationFailed"), "{out}");
     // Both entries at times the run reaches fire: it passes.
     let fired = pulsar_never_fired_scenario().replace("\"nth\":100000", "\"nth\":1");

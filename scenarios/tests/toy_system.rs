@@ -468,10 +468,16 @@ fn a_configured_crash_of_the_toy_that_never_fires_fails_the_run_naming_it() {
     let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     v["toy"]["crashes"][1]["nth"] = serde_json::json!(100_000);
     let never = Scenario::from_value(v).expect("a toy scenario");
-    let entry = "toy.crashes[1] (kill the primary the 100000th time it reaches after_durable) never fired";
+    let entry =
+        "toy.crashes[1] (kill the primary the 100000th time it reaches after_durable) never fired";
     let mut judged = fuzz::judge(&never, false);
     // A campaign's judgement does not ask for it; a single run does.
-    assert_eq!(judged.result.verdict, Verdict::Pass, "{:?}", judged.result.explanation);
+    assert_eq!(
+        judged.result.verdict,
+        Verdict::Pass,
+        "{:?}",
+        judged.result.explanation
+    );
     percsim_scenarios::judge::require_fired(&never, &mut judged);
     let r = &judged.result;
     assert_eq!(r.verdict.exit_code(), 7, "{:?}", r.explanation);
@@ -485,6 +491,11 @@ fn a_configured_crash_of_the_toy_that_never_fires_fails_the_run_naming_it() {
     let fired = Scenario::load(&scenario_file()).expect("the toy's file");
     let mut judged = fuzz::judge(&fired, false);
     percsim_scenarios::judge::require_fired(&fired, &mut judged);
-    assert_eq!(judged.result.verdict, Verdict::Pass, "{:?}", judged.result.explanation);
+    assert_eq!(
+        judged.result.verdict,
+        Verdict::Pass,
+        "{:?}",
+        judged.result.explanation
+    );
     assert!(judged.result.not_fired.is_empty());
 }

@@ -524,7 +524,10 @@ fn generic_mistakes_are_refused_with_their_place() {
         "workload.steps[0] (do \"assert_count\"): since_step: step 0 does not come before this step",
     );
     let e = script(json!({"steps": [], "at_end": [{"do": "heal"}]})).unwrap_err();
-    assert!(e.contains("workload.at_end[0] (do \"heal\"): only assert_* steps"), "{e}");
+    assert!(
+        e.contains("workload.at_end[0] (do \"heal\"): only assert_* steps"),
+        "{e}"
+    );
 }
 
 #[test]

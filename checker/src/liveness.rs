@@ -11,8 +11,15 @@
 //!
 //! | id | what must hold |
 //! |----|----------------|
-//! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) that the store refreshed less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale |
+//! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) whose wall time, as the store holds it, was stamped less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale |
 //! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service (a network fault, a freeze, or the liveness service's death: the reader then waits out the lock's own TTL) |
+//!
+//! A primary's freshness is the wall time its owner stamped into the lock
+//! (`stamped_ms` of `primary_refreshed`), not when the store wrote it: a
+//! reader sees only the stamp, and a prewrite or refresh that was delayed
+//! or retried lands with an old one. An owner's session is dated from when
+//! the liveness service opened it (`session_opened`): a fault that ended
+//! the client's sessions before then did not end this one.
 
 use crate::history::{Event, History, Outcome};
 use serde::Serialize;
@@ -216,6 +223,16 @@ struct Disturbance {
     freezes: bool,
 }
 
+/// One write of a primary lock's wall time: when the store wrote it, and
+/// when its owner stamped it (what a reader judges the lock by; a delayed
+/// or retried request lands with an old stamp). Histories that record no
+/// stamp give the write time for both.
+#[derive(Debug, Clone, Copy)]
+struct Refresh {
+    written_ns: u64,
+    stamped_ns: u64,
+}
+
 /// A transaction whose primary the store locked: who owns it and when the
 /// store wrote its wall time.
 #[derive(Debug, Clone, Default)]
@@ -223,7 +240,7 @@ struct Primary {
     row: String,
     col: String,
     session: Option<u64>,
-    refreshed_ns: Vec<u64>,
+    refreshes: Vec<Refresh>,
     servers: Vec<String>,
 }
 
@@ -244,6 +261,8 @@ struct World<'h> {
     disturbances: Vec<Disturbance>,
     /// When each session ended, by session id.
     sessions_ended: BTreeMap<u64, u64>,
+    /// When the liveness service opened each session, by session id.
+    sessions_opened: BTreeMap<u64, u64>,
     /// Clients whose clock was ever skewed.
     skewed: Vec<u64>,
 }
@@ -256,6 +275,7 @@ impl<'h> World<'h> {
             primaries: BTreeMap::new(),
             disturbances: disturbances(events),
             sessions_ended: BTreeMap::new(),
+            sessions_opened: BTreeMap::new(),
             skewed: Vec::new(),
         };
         for e in events {
@@ -275,7 +295,11 @@ impl<'h> World<'h> {
                 let p = self.primaries.entry(ts).or_default();
                 (p.row, p.col) = (row.to_string(), col.to_string());
                 p.session = p.session.or(u(e, "session"));
-                p.refreshed_ns.push(e.t_ns);
+                let stamped_ns = u(e, "stamped_ms").map_or(e.t_ns, |ms| (ms * MS).min(e.t_ns));
+                p.refreshes.push(Refresh {
+                    written_ns: e.t_ns,
+                    stamped_ns,
+                });
                 if let Some(server) = s(e, "server")
                     && !p.servers.iter().any(|x| x == server)
                 {
@@ -287,6 +311,11 @@ impl<'h> World<'h> {
                     self.sessions_ended.entry(session).or_insert(e.t_ns);
                 }
             }
+            "session_opened" => {
+                if let Some(session) = u(e, "session") {
+                    self.sessions_opened.entry(session).or_insert(e.t_ns);
+                }
+            }
             "clock_skew" => self.skewed.extend(u(e, "client")),
             _ => {}
         }
@@ -294,9 +323,10 @@ impl<'h> World<'h> {
 
     /// When the owner of the transaction at `start_ts` died, if it did
     /// before `until_ns`: the session its lock names ended, or, after the
-    /// owner's client took that session (its last new session before the
-    /// lock was written, else the transaction's start), its process was
-    /// killed, its session expired or the liveness service was killed.
+    /// liveness service opened that session (when the history records it;
+    /// else after the owner's last new session or restart before the lock
+    /// was written), its process was killed, its session expired or the
+    /// liveness service was killed.
     fn death_ns(&self, start_ts: u64, until_ns: u64) -> Option<(u64, &'static str)> {
         let owner = self.owners.get(&start_ts)?;
         let node = client_node(owner.client);
@@ -305,8 +335,11 @@ impl<'h> World<'h> {
             .and_then(|p| p.session)
             .and_then(|s| self.sessions_ended.get(&s).copied())
             .map(|t| (t, "its session ended"));
-        let locked_ns = primary.and_then(|p| p.refreshed_ns.first().copied());
-        let since = self.session_taken_ns(owner, locked_ns);
+        let opened = primary
+            .and_then(|p| p.session)
+            .and_then(|s| self.sessions_opened.get(&s).copied());
+        let locked_ns = primary.and_then(|p| p.refreshes.first().map(|r| r.written_ns));
+        let since = opened.unwrap_or_else(|| self.session_taken_ns(owner, locked_ns));
         let fault = self
             .disturbances
             .iter()
@@ -548,15 +581,15 @@ fn judge_rollback(
     })
 }
 
-/// When the store first wrote the primary `p`, and last wrote it at or
-/// before `t_ns`.
+/// When the owner stamped the primary `p` first, and last among the
+/// stamps the store had written by `t_ns`.
 fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64)> {
-    let first = *p.refreshed_ns.first()?;
+    let first = p.refreshes.iter().map(|r| r.stamped_ns).min()?;
     let last = p
-        .refreshed_ns
+        .refreshes
         .iter()
-        .copied()
-        .filter(|&r| r <= t_ns)
+        .filter(|r| r.written_ns <= t_ns)
+        .map(|r| r.stamped_ns)
         .max()?;
     Some((first, last))
 }

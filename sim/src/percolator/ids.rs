@@ -182,7 +182,9 @@ crate::identities! {
         LatePrewriteRejected => ("late_prewrite_rejected", "a late prewrite was rejected by a rollback record"),
         /// The store wrote a primary lock's wall time: its prewrite landed
         /// or its owner refreshed it.
-        PrimaryRefreshed => ("primary_refreshed", "the store wrote a primary lock's wall time (prewrite or refresh)"),
+        PrimaryRefreshed => ("primary_refreshed", "the store wrote a primary lock's wall time (prewrite or refresh), stamped by its owner at stamped_ms"),
+        /// The liveness service opened a session for a client.
+        SessionOpened => ("session_opened", "the liveness service opened a session"),
         /// The liveness service found a session expired, or forgot it at a restart.
         SessionEnded => ("session_ended", "the liveness service ended a session"),
         /// A reader met a lock it judged live and backed off.

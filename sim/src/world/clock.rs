@@ -30,6 +30,12 @@ impl ClockSkew {
     pub fn is_skewed(&self) -> bool {
         self.offset_ms != 0 || self.drift_ppm != 0
     }
+
+    /// The simulated time (ms) at which a clock that is not skewed shows
+    /// `wall_ms` (0 for a wall time before the clocks' start).
+    pub fn unskewed_true_ms(wall_ms: u64) -> u64 {
+        wall_ms.saturating_sub(WALL_BASE_MS)
+    }
 }
 
 /// One entry of the world's `clocks` list: the skew of the node it names

@@ -73,6 +73,12 @@ fn open_session(cluster: &Cluster, req: OpenSession) -> SessionId {
     cluster
         .lock(&cluster.sessions)
         .insert(id, (req.client, Instant::now() + ttl));
+    // The liveness rules date a lock's session from here: a fault that
+    // ended the client's sessions before this moment did not end this one.
+    cluster.event(
+        PercolatorEvent::SessionOpened,
+        serde_json::json!({"session": id.0, "client": req.client}),
+    );
     id
 }
 

@@ -7,6 +7,7 @@ use crate::percolator::config::CostModel;
 use crate::percolator::ids::{PercolatorCounter, PercolatorEvent, kinds};
 use crate::percolator::rpc::{NotServing, Ping, RawCall, RawReply, RowCall, ScanCall, ScanNotify};
 use crate::percolator::{Cluster, CpuKind, Durable, tablet_server_addr};
+use crate::world::ClockSkew;
 use crate::world::port::Port;
 use crate::world::serve::{AfterHandler, serve, serve_costed, serve_costed_at_points};
 use percsim_protocol::percolator::actions::{
@@ -107,17 +108,29 @@ fn note_refresh(cluster: &Cluster, me: usize, call: &RowCall, reply: &RowReply, 
     if !wrote {
         return;
     }
-    let (col, start_ts, session) = match (&call.req, reply) {
+    let (col, start_ts, session, wall_ms) = match (&call.req, reply) {
         (RowRequest::Prewrite(p), RowReply::Prewrite(Ok(())))
             if p.lock.primary.row == call.row && p.lock.primary.col == p.col =>
         {
-            (&p.col, p.start_ts, Some(p.lock.owner.0))
+            (&p.col, p.start_ts, Some(p.lock.owner.0), p.lock.wall_ms)
         }
-        (RowRequest::Touch { col, start_ts, .. }, RowReply::Touch(true)) => (col, *start_ts, None),
+        (
+            RowRequest::Touch {
+                col,
+                start_ts,
+                wall_ms,
+            },
+            RowReply::Touch(true),
+        ) => (col, *start_ts, None, *wall_ms),
         _ => return,
     };
+    // A reader judges the lock by the wall time written in it, which its
+    // owner stamped when it built the request (a delayed or retried request
+    // lands with an old stamp): on the simulated time axis for the rules.
+    let stamped_ms = ClockSkew::unskewed_true_ms(wall_ms);
     let mut fields = serde_json::json!({
         "row": call.row, "col": col, "start_ts": start_ts.0, "server": kinds::TABLET.nth(me).to_string(),
+        "stamped_ms": stamped_ms,
     });
     if let Some(session) = session {
         fields["session"] = session.into();

@@ -151,7 +151,8 @@ pub fn render(rows: &[OmidKillRow]) -> String {
             || "-".into(),
             |f| format!("seed {}: {}", f.seed, f.violated_rules.join(", ")),
         );
-        let shown = |n: Option<u64>| n.map_or(format!("none in {}", r.range_seeds), |n| n.to_string());
+        let shown =
+            |n: Option<u64>| n.map_or(format!("none in {}", r.range_seeds), |n| n.to_string());
         let (caught, median, max) = match r.ablation {
             Some(_) => (
                 format!("{} of {RANGES}", r.caught()),

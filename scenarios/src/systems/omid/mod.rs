@@ -10,9 +10,7 @@ use crate::campaign::Mix;
 use crate::faultmix;
 use crate::planted_bugs;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::system::{
-    CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, config_error,
-};
+use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, config_error};
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
 use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
@@ -269,17 +267,18 @@ impl TypedSystem for OmidDef {
     }
 }
 
-/// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
+/// The Omid scenario of `seed`, drawn from `mix`: 3-8 clients, 1-3 tablet
 /// servers, a conflict map of 1-3 keys at cell or row granularity (small,
 /// so that evictions raise the low watermark), a TSO and its backup with
 /// a lease of 50-150 ms, a workload phase of 3-8 s, each fault class of
 /// the mix (every one of [`OMID_CLASSES`] when it names none) on with
-/// probability one half, the mix's planted bugs of Omid switched on. Every
+/// probability one half (Omid's stops at named points, which every cluster
+/// meets, three times in four), the mix's planted bugs of Omid switched on. Every
 /// draw is made whichever classes are named, so leaving one out leaves the
 /// rest as they were.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
-    let clients = rng.random_range(2..=5);
+    let clients = rng.random_range(3..=8);
     let mut world = WorldConfig {
         run_ms: rng.random_range(3_000..=8_000),
         quiesce_ms: 10_000,
@@ -303,7 +302,8 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     };
     let mut cut = Some(store_partition(&cluster, world.run_ms, &mut rng));
     for class in OMID_CLASSES {
-        let on = rng.random_bool(0.5);
+        let stop = matches!(*class, "crash_at_step" | "pause_at_step");
+        let on = rng.random_bool(if stop { 0.75 } else { 0.5 });
         let intensity = rng.random_range(0.0..1.0);
         let timeout_ms = world.rpc_timeout_ms;
         let points = match *class {
@@ -339,7 +339,9 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 /// and answer clients, but its commit-table writes wait.
 fn store_partition(cluster: &OmidConfig, run_ms: u64, rng: &mut ChaCha8Rng) -> TimedFault {
     let tsos: Vec<String> = ["tso", "tso-backup"].map(String::from).to_vec();
-    let tablets = (0..cluster.tablets).map(|i| format!("tablet-{i}")).collect();
+    let tablets = (0..cluster.tablets)
+        .map(|i| format!("tablet-{i}"))
+        .collect();
     TimedFault {
         at_ms: rng.random_range(100..run_ms.max(101)),
         fault: Fault::Partition {
@@ -429,20 +431,20 @@ fn owner_of(rng: &mut ChaCha8Rng) -> OmidPointOwner {
     }
 }
 
-/// Two to eight crashes at Omid's named points, each the 1st to the 30th
+/// Two to eight crashes at Omid's named points, each the 1st to the 20th
 /// time the point is reached, restarted 20-500 ms later.
 fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
     let n = 2 + (intensity * 6.0) as usize;
     (0..n)
         .map(|_| PointStop {
             point: point_of(owner_of(rng), rng),
-            nth: rng.random_range(1..=30),
+            nth: rng.random_range(1..=20),
             ms: rng.random_range(20..=500),
         })
         .collect()
 }
 
-/// Two to eight pauses at Omid's named points, each the 1st to the 30th
+/// Two to eight pauses at Omid's named points, each the 1st to the 20th
 /// time the point is reached. A TSO freezes for three quarters to five
 /// quarters of its lease plus up to one call timeout (`timeout_ms`): a TSO
 /// frozen past its lease is replaced, and the clients whose calls it
@@ -457,7 +459,7 @@ fn pauses(intensity: f64, lease_ms: u64, timeout_ms: u64, rng: &mut ChaCha8Rng) 
         .map(|_| {
             let owner = owner_of(rng);
             let point = point_of(owner, rng);
-            let nth = rng.random_range(1..=30);
+            let nth = rng.random_range(1..=20);
             let ms = match owner {
                 OmidPointOwner::Tso => {
                     lease_ms * rng.random_range(3..=5) / 4 + rng.random_range(0..=timeout_ms)

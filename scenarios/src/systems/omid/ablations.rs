@@ -234,4 +234,18 @@ mod tests {
         let r = row(&[Some(1), None, Some(2)]);
         assert_eq!((r.median(), r.max()), (Some(2), None));
     }
+
+    #[test]
+    fn an_unknown_bug_or_a_budget_below_one_seed_a_range_is_refused_by_name() {
+        let opts = |only: &[&str], budget| crate::system::KillTable {
+            only: only.iter().map(|s| s.to_string()).collect(),
+            budget,
+            jobs: 1,
+            shrink_budget: 0,
+        };
+        let e = kill_table(&opts(&["no-such-bug"], 100)).unwrap_err();
+        assert_eq!(e, "unknown omid planted bug \"no-such-bug\"");
+        let e = kill_table(&opts(&["no-invalidation"], 19)).unwrap_err();
+        assert!(e.starts_with("--budget 19 is too small"), "{e}");
+    }
 }

@@ -35,8 +35,8 @@ pub const NAME: &str = "omid";
 /// The world's fault classes Omid honours, and its own `crash_at_step`
 /// and `pause_at_step` (a node killed or frozen at one of its named
 /// points; a frozen TSO loses its lease and the backup takes over). It has
-/// no master, client sessions or clocks; its liveness service only keeps
-/// the TSO's lease.
+/// no master, client sessions or clocks; its liveness service keeps the
+/// TSO's lease, and a killed one lets the lease run out.
 pub const OMID_CLASSES: &[&str] = &[
     "kill_client",
     "kill_data_server",

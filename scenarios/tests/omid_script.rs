@@ -185,3 +185,34 @@ fn bad_steps_are_refused_by_step_and_verb() {
         assert!(why.contains(says), "expected {says:?} in {why:?}");
     }
 }
+
+/// `script_scenario` builds a scenario sized to a script from the script
+/// alone: a planted bug's script runs on as many clients as it names and
+/// the checker finds no violation in its history on the faithful build (its expectations
+/// were written for its own file's cluster); a bad step is refused by its
+/// field.
+#[test]
+fn a_script_alone_becomes_a_scenario_sized_to_it() {
+    let omid = percsim_scenarios::systems::find("omid").expect("registered");
+    let file = "bug-no-invalidation.json";
+    let full = example(file);
+    let mut script = full["workload"].clone();
+    script.as_object_mut().unwrap().remove("name");
+    let s = percsim_scenarios::regress::script_scenario(omid, &script, 3)
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
+    let written = s.to_value().expect("written");
+    assert_eq!(
+        written["omid"]["clients"], full["omid"]["clients"],
+        "{file}"
+    );
+    let r = fuzz::judge(&s, false).result;
+    assert!(r.committed >= 1, "{file}: {:?}", r.explanation);
+    assert_ne!(r.verdict, Verdict::Safety, "{file}: {:?}", r.explanation);
+    let bad = json!({"steps": [{"do": "begin", "client": 0, "txn": "T1", "when": 1}]});
+    let e = percsim_scenarios::regress::script_scenario(omid, &bad, 3).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("steps[0] (do \"begin\"): unknown field `when`"),
+        "{e}"
+    );
+}

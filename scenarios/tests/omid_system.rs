@@ -11,6 +11,7 @@ use percsim_scenarios::campaign::{Mix, Verdict};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;
 use percsim_scenarios::systems::omid;
+use percsim_scenarios::systems::omid::ablations;
 use std::path::{Path, PathBuf};
 
 fn scenario_file() -> PathBuf {
@@ -93,27 +94,44 @@ fn a_faithful_campaign_passes_with_its_determinism_checked() {
     }
 }
 
-/// The planted bugs the default campaign catches within 32 seeds.
-/// `reply-before-commit-table` is not among them: the client reports a
-/// commit only after its shadow cells are durable, so the lost decision
-/// shows only when a reader invalidates in the short window between the
-/// TSO's answer and the shadow cells (see `docs/omid.md`). Nor is
-/// `no-tso-fencing`, which the failover scenario below catches.
-const CAUGHT: &[OmidAblation] = &[
-    OmidAblation::NoLowWatermarkAbort,
-    OmidAblation::ShadowCellsBeforeCommitTable,
-    OmidAblation::ReaderSkipsCommitTable,
-    OmidAblation::NoInvalidation,
+/// Each planted bug's median of seeds to the first failure over the
+/// kill table's 20 disjoint ranges of 10 seeds (a range without a failure
+/// counts as unreached), at most: the figures measured for
+/// `docs/omid.md`, so a change to the campaign that makes a bug harder to
+/// find fails here. `None`: the median is not reached, and the bug must be
+/// caught in at least one range (`reply-before-commit-table`, whose lost
+/// decision shows only to a reader in the short window between the TSO's
+/// answer and the shadow cells).
+const MEDIAN_AT_MOST: &[(OmidAblation, Option<u64>)] = &[
+    (OmidAblation::NoLowWatermarkAbort, Some(5)),
+    (OmidAblation::ReplyBeforeCommitTable, None),
+    (OmidAblation::ShadowCellsBeforeCommitTable, Some(5)),
+    (OmidAblation::ReaderSkipsCommitTable, Some(2)),
+    (OmidAblation::NoInvalidation, Some(8)),
+    (OmidAblation::NoTsoFencing, Some(5)),
 ];
 
 #[test]
-fn each_planted_bug_is_caught_within_a_few_seeds_and_the_faithful_build_passes_them() {
-    for a in CAUGHT {
-        let name = a.name();
-        let (found, verdicts) = harness::first_failure(32, &mix(&[name]), omid::generate);
-        let n = found.unwrap_or_else(|| panic!("{name} not caught in 32 seeds: {verdicts:?}"));
-        harness::all_pass(n, &mix(&[]), omid::generate);
+fn each_planted_bug_is_caught_within_its_median_and_the_faithful_build_passes_the_ranges() {
+    let faithful = ablations::measure(None, 10, 2);
+    assert_eq!(faithful.caught(), 0, "{:?}", faithful.first_failure);
+    let mut wrong = Vec::new();
+    for (a, bound) in MEDIAN_AT_MOST {
+        let row = ablations::measure(Some(*a), 10, 2);
+        let held = match bound {
+            Some(b) => row.median().is_some_and(|m| m <= *b),
+            None => row.caught() > 0,
+        };
+        if !held {
+            wrong.push(format!(
+                "{}: median {:?}, bound {bound:?} ({:?})",
+                a.name(),
+                row.median(),
+                row.seeds_to_failure
+            ));
+        }
     }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 /// The failover scenario (`tests/omid/failover.json`: the primary TSO

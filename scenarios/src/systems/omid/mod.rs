@@ -3,6 +3,7 @@
 //! workloads (`omid-bank`, `omid-register`, `script`), its campaign and
 //! its planted bugs. See `docs/omid.md`.
 
+pub mod ablations;
 mod def;
 pub mod script;
 
@@ -10,11 +11,11 @@ use crate::campaign::Mix;
 use crate::faultmix;
 use crate::planted_bugs;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::system::{CoverageItem, PlantedBug, SystemDef, SystemSpec, config_error};
+use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, config_error};
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
 use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
-use percsim_sim::{ConfigError, FaultKind, NodeKind, RunOutput, WorldConfig};
+use percsim_sim::{ConfigError, Fault, FaultKind, NodeKind, RunOutput, TimedFault, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -27,12 +28,13 @@ pub use def::{NAME, OMID, OmidDef};
 /// The world's fault classes Omid honours, and its own `crash_at_step`
 /// and `pause_at_step` (a node killed or frozen at one of its named
 /// points; a frozen TSO loses its lease and the backup takes over). It has
-/// no master, client sessions or clocks; its liveness service only keeps
-/// the TSO's lease.
+/// no master, client sessions or clocks; its liveness service keeps the
+/// TSO's lease, and a killed one lets the lease run out.
 pub const OMID_CLASSES: &[&str] = &[
     "kill_client",
     "kill_data_server",
     "kill_coordinator",
+    "kill_liveness",
     "pause",
     "stall",
     "partition",
@@ -162,6 +164,46 @@ impl SystemDef for OmidDef {
     fn generate(&self, seed: u64, mix: &Mix) -> Scenario {
         generate(seed, mix)
     }
+
+    fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {
+        ablations::kill_table(opts)
+    }
+
+    fn script_scenario(
+        &self,
+        script: serde_json::Value,
+        seed: u64,
+    ) -> Result<Scenario, ScenarioError> {
+        let script: OmidScriptFile = crate::scenario::typed("workload", script)?;
+        Ok(script_scenario(script, seed))
+    }
+}
+
+/// A scenario running `script` on a small cluster (2 tablet servers, the
+/// TSO and its backup, as many clients as the script names, a 60 s
+/// workload phase), with `seed`.
+pub fn script_scenario(script: OmidScriptFile, seed: u64) -> Scenario {
+    let clients = script
+        .steps
+        .iter()
+        .filter_map(crate::script::Step::verb)
+        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
+        .max()
+        .unwrap_or(1);
+    let cluster = OmidConfig {
+        clients,
+        tablets: 2,
+        ..OmidConfig::default()
+    };
+    let world = WorldConfig {
+        run_ms: 60_000,
+        ..WorldConfig::default()
+    };
+    OmidSpec {
+        cluster,
+        workload: OmidWorkloadSpec::Script(script),
+    }
+    .scenario(seed, world)
 }
 
 impl TypedSystem for OmidDef {
@@ -218,16 +260,18 @@ impl TypedSystem for OmidDef {
     }
 }
 
-/// The Omid scenario of `seed`, drawn from `mix`: 2-5 clients, 1-3 tablet
-/// servers, a conflict map of 1-8 keys at cell or row granularity, a TSO
-/// and its backup with a lease of 50-150 ms, a
-/// workload phase of 3-8 s, each fault class of the mix (every one of
-/// [`OMID_CLASSES`] when it names none) on with probability one half, the
-/// mix's planted bugs of Omid switched on. Every draw is made whichever
-/// classes are named, so leaving one out leaves the rest as they were.
+/// The Omid scenario of `seed`, drawn from `mix`: 3-8 clients, 1-3 tablet
+/// servers, a conflict map of 1-3 keys at cell or row granularity (small,
+/// so that evictions raise the low watermark), a TSO and its backup with
+/// a lease of 50-150 ms, a workload phase of 3-8 s, each fault class of
+/// the mix (every one of [`OMID_CLASSES`] when it names none) on with
+/// probability one half (Omid's stops at named points, which every cluster
+/// meets, three times in four), the mix's planted bugs of Omid switched on. Every
+/// draw is made whichever classes are named, so leaving one out leaves the
+/// rest as they were.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
-    let clients = rng.random_range(2..=5);
+    let clients = rng.random_range(3..=8);
     let mut world = WorldConfig {
         run_ms: rng.random_range(3_000..=8_000),
         quiesce_ms: 10_000,
@@ -236,7 +280,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut cluster = OmidConfig {
         clients,
         tablets: rng.random_range(1..=3),
-        conflict_map_size: rng.random_range(1..=8),
+        conflict_map_size: rng.random_range(1..=3),
         granularity: if rng.random_bool(0.5) {
             Granularity::Cell
         } else {
@@ -245,42 +289,61 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         timestamp_batch: rng.random_range(1..=100),
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
+        lease_ms: rng.random_range(50..=150),
         ablations: OmidAblation::chosen(&mix.ablations),
         ..OmidConfig::default()
     };
-    // `pause_at_step` and the lease are drawn last, so the draws before them
-    // (and the scenarios they made) stay as they were without them.
-    let (drawn_last, drawn_first): (Vec<&str>, Vec<&str>) =
-        OMID_CLASSES.iter().partition(|c| **c == "pause_at_step");
-    for class in drawn_first {
-        if !rng.random_bool(0.5) {
-            continue;
-        }
+    let mut cut = Some(store_partition(&cluster, world.run_ms, &mut rng));
+    for class in OMID_CLASSES {
+        let stop = matches!(*class, "crash_at_step" | "pause_at_step");
+        let on = rng.random_bool(if stop { 0.75 } else { 0.5 });
         let intensity = rng.random_range(0.0..1.0);
-        if !named(mix, class) {
+        let timeout_ms = world.rpc_timeout_ms;
+        let points = match *class {
+            "crash_at_step" => crashes(intensity, &mut rng),
+            "pause_at_step" => pauses(intensity, cluster.lease_ms, timeout_ms, &mut rng),
+            _ => Vec::new(),
+        };
+        if !on || !named(mix, class) {
             continue;
         }
-        if class == "crash_at_step" {
-            cluster.crashes = crashes(intensity, &mut rng);
-        } else {
-            // Every other class of the list is one of the world's.
-            let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+        match *class {
+            "crash_at_step" => cluster.crashes = points.into_iter().map(|p| p.crash()).collect(),
+            "pause_at_step" => cluster.pauses = points.into_iter().map(|p| p.pause()).collect(),
+            _ => {
+                if *class == "partition" {
+                    world.faults.schedule.extend(cut.take());
+                }
+                // Every other class of the list is one of the world's.
+                let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
+            }
         }
     }
     let workload = workload(seed, mix, &mut rng);
-    cluster.lease_ms = rng.random_range(50..=150);
-    for class in drawn_last {
-        let on = rng.random_bool(0.5);
-        let intensity = rng.random_range(0.0..1.0);
-        if on && named(mix, class) {
-            cluster.pauses = pauses(intensity, cluster.lease_ms, &mut rng);
-        }
-    }
     OmidSpec {
         cluster,
         workload: workload.into(),
     }
     .scenario(seed, world)
+}
+
+/// A partition between the TSOs and the tablet servers, 50-400 ms long at
+/// a random time of the workload phase: the TSO can hand out timestamps
+/// and answer clients, but its commit-table writes wait.
+fn store_partition(cluster: &OmidConfig, run_ms: u64, rng: &mut ChaCha8Rng) -> TimedFault {
+    let tsos: Vec<String> = ["tso", "tso-backup"].map(String::from).to_vec();
+    let tablets = (0..cluster.tablets)
+        .map(|i| format!("tablet-{i}"))
+        .collect();
+    TimedFault {
+        at_ms: rng.random_range(100..run_ms.max(101)),
+        fault: Fault::Partition {
+            a: tsos,
+            b: tablets,
+            one_way: false,
+            duration_ms: rng.random_range(50..=400),
+        },
+    }
 }
 
 /// Whether `mix` lets fault class `class` on (a mix that names no class
@@ -315,41 +378,88 @@ fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
     }
 }
 
-/// One to four crashes at Omid's named points.
-fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<CrashAt> {
-    let n = 1 + (intensity * 3.0) as usize;
+/// A node stopped at one of Omid's named points: killed (restarted after
+/// `ms`) or frozen (for `ms`).
+struct PointStop {
+    point: OmidPoint,
+    nth: u64,
+    ms: u64,
+}
+
+impl PointStop {
+    fn crash(self) -> CrashAt {
+        CrashAt {
+            point: self.point,
+            nth: self.nth,
+            restart_after_ms: self.ms,
+        }
+    }
+
+    fn pause(self) -> PauseAt {
+        PauseAt {
+            point: self.point,
+            nth: self.nth,
+            pause_ms: self.ms,
+        }
+    }
+}
+
+/// A named point of `owner`, drawn evenly.
+fn point_of(owner: OmidPointOwner, rng: &mut ChaCha8Rng) -> OmidPoint {
+    let of: Vec<OmidPoint> = OmidPoint::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.owner() == owner)
+        .collect();
+    of[rng.random_range(0..of.len())]
+}
+
+/// The kind of node a stop at a named point hits: the TSO two times in
+/// five, a client two in five, a tablet server one in five.
+fn owner_of(rng: &mut ChaCha8Rng) -> OmidPointOwner {
+    match rng.random_range(0..5) {
+        0 | 1 => OmidPointOwner::Tso,
+        2 | 3 => OmidPointOwner::Client,
+        _ => OmidPointOwner::Tablet,
+    }
+}
+
+/// Two to eight crashes at Omid's named points, each the 1st to the 20th
+/// time the point is reached, restarted 20-500 ms later.
+fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
+    let n = 2 + (intensity * 6.0) as usize;
     (0..n)
-        .map(|_| CrashAt {
-            point: OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())],
-            nth: rng.random_range(1..=6),
-            restart_after_ms: rng.random_range(20..=500),
+        .map(|_| PointStop {
+            point: point_of(owner_of(rng), rng),
+            nth: rng.random_range(1..=20),
+            ms: rng.random_range(20..=500),
         })
         .collect()
 }
 
-/// One to three pauses at Omid's named points, three in four at the TSO's,
-/// each 20-120 ms longer than the lease: a TSO frozen past its lease is
-/// replaced, and the clients whose calls it holds meet it again when it
-/// thaws, which is where a deposed TSO must refuse to serve.
-fn pauses(intensity: f64, lease_ms: u64, rng: &mut ChaCha8Rng) -> Vec<PauseAt> {
-    let n = 1 + (intensity * 2.0) as usize;
-    let tso: Vec<OmidPoint> = OmidPoint::ALL
-        .iter()
-        .copied()
-        .filter(|p| p.owner() == OmidPointOwner::Tso)
-        .collect();
+/// Two to eight pauses at Omid's named points, each the 1st to the 20th
+/// time the point is reached. A TSO freezes for three quarters to five
+/// quarters of its lease plus up to one call timeout (`timeout_ms`): a TSO
+/// frozen past its lease is replaced, and the clients whose calls it
+/// holds meet it again when it thaws, which is where a deposed TSO must
+/// refuse to serve. A client or a tablet server freezes for 20-400 ms (a
+/// collection pause): a client between its data cells and its commit
+/// ages its transaction below the low watermark; one between the TSO's
+/// answer and its shadow cells leaves readers to the commit table.
+fn pauses(intensity: f64, lease_ms: u64, timeout_ms: u64, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
+    let n = 2 + (intensity * 6.0) as usize;
     (0..n)
         .map(|_| {
-            let point = if rng.random_bool(0.75) {
-                tso[rng.random_range(0..tso.len())]
-            } else {
-                OmidPoint::ALL[rng.random_range(0..OmidPoint::ALL.len())]
+            let owner = owner_of(rng);
+            let point = point_of(owner, rng);
+            let nth = rng.random_range(1..=20);
+            let ms = match owner {
+                OmidPointOwner::Tso => {
+                    lease_ms * rng.random_range(3..=5) / 4 + rng.random_range(0..=timeout_ms)
+                }
+                _ => rng.random_range(20..=400),
             };
-            PauseAt {
-                point,
-                nth: rng.random_range(1..=6),
-                pause_ms: lease_ms + rng.random_range(20..=120),
-            }
+            PointStop { point, nth, ms }
         })
         .collect()
 }

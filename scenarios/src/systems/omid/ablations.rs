@@ -1,0 +1,251 @@
+//! Omid's kill table: each planted bug of [`OmidAblation`] runs the
+//! default Omid campaign over [`RANGES`] disjoint seed ranges, each until
+//! its first safety failure; the table gives the median and the largest
+//! number of seeds to the first failure over the ranges. The faithful
+//! build runs every seed of the ranges and must pass them all.
+
+use crate::campaign::{Mix, SeedResult, Verdict};
+use crate::judge::judge;
+use percsim_protocol::omid::OmidAblation;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How many disjoint seed ranges each planted bug runs over.
+pub const RANGES: u64 = 20;
+
+/// One line of Omid's kill table.
+#[derive(Debug, Clone)]
+pub struct OmidKillRow {
+    /// The planted bug (`None`: the faithful build).
+    pub ablation: Option<OmidAblation>,
+    /// Seeds in each range.
+    pub range_seeds: u64,
+    /// For each range, how many of its seeds ran up to and including the
+    /// first failure (`None`: no failure in the range).
+    pub seeds_to_failure: Vec<Option<u64>>,
+    /// The first failure of the first range that failed.
+    pub first_failure: Option<SeedResult>,
+    /// Wall time over every range.
+    pub wall: Duration,
+}
+
+impl OmidKillRow {
+    /// The median of the seeds to the first failure over the ranges (the
+    /// upper of the two middle values; a range without a failure counts
+    /// as more than its seeds): `None` if it is not reached.
+    pub fn median(&self) -> Option<u64> {
+        let mut v: Vec<u64> = self
+            .seeds_to_failure
+            .iter()
+            .map(|n| n.unwrap_or(u64::MAX))
+            .collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().filter(|n| *n != u64::MAX)
+    }
+
+    /// The largest number of seeds to the first failure over the ranges
+    /// (`None` if a range had no failure).
+    pub fn max(&self) -> Option<u64> {
+        self.seeds_to_failure
+            .iter()
+            .try_fold(0, |m, n| n.map(|n| m.max(n)))
+    }
+
+    /// Ranges with a failure.
+    pub fn caught(&self) -> usize {
+        self.seeds_to_failure.iter().flatten().count()
+    }
+}
+
+/// The mix of the default Omid campaign with `ablation` switched on.
+pub fn mix(ablation: Option<OmidAblation>) -> Mix {
+    Mix {
+        systems: vec![super::NAME.to_string()],
+        ablations: ablation
+            .map(|a| vec![a.name().to_string()])
+            .unwrap_or_default(),
+        ..Mix::default()
+    }
+}
+
+/// Whether `r` fails the row of `ablation`: a safety failure under a
+/// planted bug, any verdict but a pass for the faithful build.
+fn fails(ablation: Option<OmidAblation>, r: &SeedResult) -> bool {
+    match ablation {
+        Some(_) => r.verdict == Verdict::Safety,
+        None => r.verdict != Verdict::Pass,
+    }
+}
+
+/// Run seeds `start..start + seeds` under `ablation` on `jobs` threads,
+/// stopping at the first failure (the faithful build runs them all):
+/// the first failure and how many seeds led to it.
+fn first_in(
+    ablation: Option<OmidAblation>,
+    start: u64,
+    seeds: u64,
+    jobs: usize,
+) -> Option<(u64, SeedResult)> {
+    let mix = mix(ablation);
+    let first_fail = AtomicU64::new(u64::MAX);
+    let found: Mutex<Vec<SeedResult>> = Mutex::default();
+    let stop = ablation.is_some();
+    crate::pool::for_each(
+        jobs,
+        seeds,
+        |i| !(stop && i > first_fail.load(Ordering::Relaxed)),
+        |i| judge(&super::generate(start + i, &mix), false).result,
+        |i, r| {
+            if fails(ablation, &r) {
+                first_fail.fetch_min(i, Ordering::Relaxed);
+                found.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+            }
+        },
+    );
+    let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The smallest failing seed: threads may have run past it, and which
+    // ones they ran depends on timing; the row must not.
+    let first = found.into_iter().min_by_key(|r| r.seed)?;
+    Some((first.seed - start + 1, first))
+}
+
+/// Measure one planted bug (or the faithful build with `None`) over
+/// [`RANGES`] disjoint ranges of `range_seeds` seeds from seed 0.
+pub fn measure(ablation: Option<OmidAblation>, range_seeds: u64, jobs: usize) -> OmidKillRow {
+    let started = Instant::now();
+    let mut row = OmidKillRow {
+        ablation,
+        range_seeds,
+        seeds_to_failure: Vec::new(),
+        first_failure: None,
+        wall: Duration::ZERO,
+    };
+    for r in 0..RANGES {
+        let found = first_in(ablation, r * range_seeds, range_seeds, jobs);
+        row.seeds_to_failure.push(found.as_ref().map(|f| f.0));
+        if row.first_failure.is_none() {
+            row.first_failure = found.map(|f| f.1);
+        }
+    }
+    row.wall = started.elapsed();
+    row
+}
+
+/// Render the table.
+pub fn render(rows: &[OmidKillRow]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "| planted bug | ranges caught | median seeds to first failure | most seeds | wall time | rules that fired first |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for r in rows {
+        let name = match r.ablation {
+            Some(a) => format!("{} ({})", a.name(), a.describe()),
+            None => "none (faithful build)".to_string(),
+        };
+        let seeds = RANGES * r.range_seeds;
+        let rule = r.first_failure.as_ref().map_or_else(
+            || "-".into(),
+            |f| format!("seed {}: {}", f.seed, f.violated_rules.join(", ")),
+        );
+        let shown =
+            |n: Option<u64>| n.map_or(format!("none in {}", r.range_seeds), |n| n.to_string());
+        let (caught, median, max) = match r.ablation {
+            Some(_) => (
+                format!("{} of {RANGES}", r.caught()),
+                shown(r.median()),
+                shown(r.max()),
+            ),
+            None => (
+                format!("{} of {RANGES} ranges failed ({seeds} seeds)", r.caught()),
+                "-".into(),
+                "-".into(),
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "| {name} | {caught} | {median} | {max} | {:.1} s | {rule} |",
+            r.wall.as_secs_f64()
+        );
+    }
+    o
+}
+
+/// Omid's kill table as `percsim ablations --system omid` prints it (see
+/// [`crate::system::SystemDef::kill_table`]): `opts.budget` seeds in all,
+/// in [`RANGES`] ranges; the faithful build runs every one of them.
+pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
+    let mut chosen = Vec::new();
+    for name in &opts.only {
+        match OmidAblation::from_name(name) {
+            Some(a) => chosen.push(a),
+            None => return Err(format!("unknown omid planted bug {name:?}")),
+        }
+    }
+    if chosen.is_empty() {
+        chosen = OmidAblation::ALL.to_vec();
+    }
+    if opts.budget < RANGES {
+        return Err(format!(
+            "--budget {} is too small: Omid's kill table runs {RANGES} ranges of at least one seed",
+            opts.budget
+        ));
+    }
+    let (range_seeds, jobs) = (opts.budget / RANGES, opts.jobs.max(1));
+    let mut rows = vec![measure(None, range_seeds, jobs)];
+    for a in chosen {
+        let row = measure(Some(a), range_seeds, jobs);
+        eprintln!(
+            "{}: median {:?}, most {:?} seeds to the first failure",
+            a.name(),
+            row.median(),
+            row.max()
+        );
+        rows.push(row);
+    }
+    print!("{}", render(&rows));
+    let ok = rows[0].caught() == 0 && rows.iter().skip(1).all(|r| r.caught() > 0);
+    Ok(i32::from(!ok))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(firsts: &[Option<u64>]) -> OmidKillRow {
+        OmidKillRow {
+            ablation: Some(OmidAblation::NoInvalidation),
+            range_seeds: 10,
+            seeds_to_failure: firsts.to_vec(),
+            first_failure: None,
+            wall: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn the_median_and_the_largest_count_a_range_without_failure_as_unreached() {
+        let r = row(&[Some(1), Some(5), Some(2), Some(3)]);
+        assert_eq!((r.median(), r.max(), r.caught()), (Some(3), Some(5), 4));
+        let r = row(&[Some(1), None, Some(2), None]);
+        assert_eq!((r.median(), r.max(), r.caught()), (None, None, 2));
+        let r = row(&[Some(1), None, Some(2)]);
+        assert_eq!((r.median(), r.max()), (Some(2), None));
+    }
+
+    #[test]
+    fn an_unknown_bug_or_a_budget_below_one_seed_a_range_is_refused_by_name() {
+        let opts = |only: &[&str], budget| crate::system::KillTable {
+            only: only.iter().map(|s| s.to_string()).collect(),
+            budget,
+            jobs: 1,
+            shrink_budget: 0,
+        };
+        let e = kill_table(&opts(&["no-such-bug"], 100)).unwrap_err();
+        assert_eq!(e, "unknown omid planted bug \"no-such-bug\"");
+        let e = kill_table(&opts(&["no-invalidation"], 19)).unwrap_err();
+        assert!(e.starts_with("--budget 19 is too small"), "{e}");
+    }
+}

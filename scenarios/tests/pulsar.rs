@@ -130,7 +130,11 @@ fn planned_unloads_happen_and_the_pipeline_stays_exactly_once() {
         .copied()
         .unwrap_or(0);
     // Two topics (input and output): two resources per partition unload.
-    assert!(unloaded >= 4, "{unloaded} unloads: {:?}", out.summary.counters);
+    assert!(
+        unloaded >= 4,
+        "{unloaded} unloads: {:?}",
+        out.summary.counters
+    );
     text["pulsar"]["unloads"] = serde_json::json!([{"at_ms": 400, "target": {"partition": 3}}]);
     let e = Scenario::parse(&text.to_string()).unwrap_err().to_string();
     assert!(e.contains("pulsar.unloads"), "{e}");

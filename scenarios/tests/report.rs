@@ -141,8 +141,15 @@ fn special_lanes_are_named_by_the_system() {
         "workload": {"name": "bank", "accounts": 4}
     }));
     let judged = judge(&percolator, false);
-    let history = judged.transactions().expect("a transaction history").clone();
-    let sweep = history.transactions.iter().filter(|t| t.client == 2).count();
+    let history = judged
+        .transactions()
+        .expect("a transaction history")
+        .clone();
+    let sweep = history
+        .transactions
+        .iter()
+        .filter(|t| t.client == 2)
+        .count();
     assert!(sweep > 0, "the final read sweep ran as client 2");
     let loaded = Loaded {
         history,

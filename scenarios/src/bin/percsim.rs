@@ -413,7 +413,10 @@ fn main() -> ExitCode {
                 shrink_budget,
                 ranges,
             };
-            if let Some(s) = systems.iter().find(|s| ranges > 1 && !s.kill_table_ranges()) {
+            if let Some(s) = systems
+                .iter()
+                .find(|s| ranges > 1 && !s.kill_table_ranges())
+            {
                 return fail(&format!(
                     "--ranges {ranges}: the kill table of system {} measures one seed range only",
                     s.name()

@@ -167,9 +167,11 @@ impl PulsarConfig {
                 c.point.name()
             ));
         }
-        if let Some(u) = self.unloads.iter().find(
-            |u| matches!(u.target, UnloadTarget::Partition(p) if p >= self.partitions),
-        ) {
+        if let Some(u) = self
+            .unloads
+            .iter()
+            .find(|u| matches!(u.target, UnloadTarget::Partition(p) if p >= self.partitions))
+        {
             return Err(format!(
                 "pulsar.unloads: partition {:?} at {} ms is not one of the {} partitions (0..{})",
                 u.target, u.at_ms, self.partitions, self.partitions
@@ -205,9 +207,13 @@ mod tests {
             ]
         );
         assert_eq!(c.validate(), Ok(()));
-        let bad = parse(r#"{"partitions": 2, "unloads": [{"at_ms": 300, "target": {"partition": 2}}]}"#);
+        let bad =
+            parse(r#"{"partitions": 2, "unloads": [{"at_ms": 300, "target": {"partition": 2}}]}"#);
         let e = bad.validate().unwrap_err();
-        assert!(e.contains("pulsar.unloads") && e.contains("partition"), "{e}");
+        assert!(
+            e.contains("pulsar.unloads") && e.contains("partition"),
+            "{e}"
+        );
         let none = serde_json::to_value(PulsarConfig::default()).expect("serializes");
         assert!(none.get("unloads").is_none(), "{none}");
     }

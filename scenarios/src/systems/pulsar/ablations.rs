@@ -192,7 +192,10 @@ pub struct RangedRow {
 impl RangedRow {
     /// Seeds to the first failure of each range that failed, in range order.
     pub fn catches(&self) -> Vec<u64> {
-        self.rows.iter().filter_map(|r| r.seeds_to_failure).collect()
+        self.rows
+            .iter()
+            .filter_map(|r| r.seeds_to_failure)
+            .collect()
     }
 
     /// The median seeds to the first failure over the ranges, a range
@@ -260,7 +263,11 @@ pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
             r.rows.len(),
             show(r.median()),
             show(r.max()),
-            if rules.is_empty() { "-".to_string() } else { rules.join("; ") },
+            if rules.is_empty() {
+                "-".to_string()
+            } else {
+                rules.join("; ")
+            },
         );
     }
     o

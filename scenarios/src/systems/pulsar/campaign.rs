@@ -299,7 +299,10 @@ mod tests {
             }
         }
         assert_eq!(points.len(), CAMPAIGN_POINTS.len(), "{points:?}");
-        assert!(partitions > 0 && coordinator > 0, "{partitions} {coordinator}");
+        assert!(
+            partitions > 0 && coordinator > 0,
+            "{partitions} {coordinator}"
+        );
     }
 
     /// Leaving a class out changes nothing else of a seed's scenario.

@@ -141,7 +141,10 @@ impl SystemDef for PulsarDef {
     }
 
     fn lane_names(&self, _scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
-        vec![(percsim_sim::COORDINATOR_CLIENT, "coordinator (no known client)")]
+        vec![(
+            percsim_sim::COORDINATOR_CLIENT,
+            "coordinator (no known client)",
+        )]
     }
 
     fn roles(&self) -> Vec<(Role, &'static str)> {

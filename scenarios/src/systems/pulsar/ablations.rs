@@ -204,7 +204,7 @@ impl RangedRow {
     pub fn median(&self) -> Option<u64> {
         let mut all: Vec<Option<u64>> = self.rows.iter().map(|r| r.seeds_to_failure).collect();
         // A range with no failure sorts last.
-        all.sort_by_key(|n| n.map_or(u64::MAX, |n| n));
+        all.sort_by_key(|n| n.unwrap_or(u64::MAX));
         all.get(all.len().saturating_sub(1) / 2).copied().flatten()
     }
 

@@ -68,6 +68,14 @@ pub trait SystemDef: Send + Sync + 'static {
     /// world names its nodes: what reads a node name of its histories,
     /// events and scripts back into a typed [`NodeName`] (role and index).
     fn node_kinds(&self) -> &'static [NodeKind];
+    /// The lanes of a history of `scenario` (its recorded scenario
+    /// object) that are no workload client's: each a client id its
+    /// histories record such transactions under (a sentinel, such as a
+    /// coordinator's own decisions, or a harness's client) with the name a
+    /// report shows for that lane. None by default.
+    fn lane_names(&self, _scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
+        Vec::new()
+    }
     /// The node of it named `name` (`client-3`, `oracle`), read with its
     /// kinds ([`SystemDef::node_kinds`]); the error says what is wrong.
     fn node(&self, name: &str) -> Result<NodeName, NodeNameError> {
@@ -153,6 +161,11 @@ pub trait SystemDef: Send + Sync + 'static {
     /// has none (`percsim ablations` then refuses it by name).
     fn kill_table(&self, _opts: &KillTable) -> Result<i32, String> {
         Err(format!("system {} has no kill table", self.name()))
+    }
+    /// Whether its kill table measures over several disjoint seed ranges
+    /// ([`KillTable::ranges`]); not by default.
+    fn kill_table_ranges(&self) -> bool {
+        false
     }
     /// Its scenario of `percsim compare`'s job (the document pipeline of
     /// [`crate::compare::DOCUMENTS`] documents) in a world set up by
@@ -314,4 +327,9 @@ pub struct KillTable {
     pub jobs: usize,
     /// Runs spent shrinking each first failure.
     pub shrink_budget: usize,
+    /// Disjoint seed ranges of `budget` seeds each (range `r` starts `r *
+    /// budget` seeds in), for a table of the median and maximum seeds to
+    /// the first failure; 1: one range, the plain table. Only a system
+    /// whose [`SystemDef::kill_table_ranges`] says so takes more than one.
+    pub ranges: u64,
 }

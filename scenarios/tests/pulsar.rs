@@ -101,3 +101,41 @@ fn pulsar_brokers_count_the_late_and_duplicated_copies_they_receive() {
     }
     assert!(copies > 0 && late > 0, "copies {copies}, late {late}");
 }
+
+/// The load manager's unloads, planned by time: the document job with
+/// partitions and the coordinator unloaded while processors hold pending
+/// acks still processes every document exactly once, and each unload
+/// happened (a target out of range is refused by name).
+#[test]
+fn planned_unloads_happen_and_the_pipeline_stays_exactly_once() {
+    let mut text: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pulsar/pipeline.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    text["pulsar"]["unloads"] = serde_json::json!([
+        {"at_ms": 400, "target": {"partition": 0}},
+        {"at_ms": 900, "target": "coordinator"},
+        {"at_ms": 1500, "target": {"partition": 2}},
+        {"at_ms": 2200, "target": {"partition": 1}}
+    ]);
+    let s = Scenario::parse(&text.to_string()).unwrap();
+    let out = run_and_check(&s);
+    let unloaded = out
+        .summary
+        .counters
+        .get("event.resource_unloaded")
+        .copied()
+        .unwrap_or(0);
+    // Two topics (input and output): two resources per partition unload.
+    assert!(
+        unloaded >= 4,
+        "{unloaded} unloads: {:?}",
+        out.summary.counters
+    );
+    text["pulsar"]["unloads"] = serde_json::json!([{"at_ms": 400, "target": {"partition": 3}}]);
+    let e = Scenario::parse(&text.to_string()).unwrap_err().to_string();
+    assert!(e.contains("pulsar.unloads"), "{e}");
+}

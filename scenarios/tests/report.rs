@@ -105,3 +105,62 @@ fn faults_become_bands_and_lanes_never_overlap() {
         }
     }
 }
+
+/// A scenario of `system` from its JSON text.
+fn scenario(text: serde_json::Value) -> percsim_scenarios::Scenario {
+    percsim_scenarios::Scenario::parse(&text.to_string()).expect("a valid scenario")
+}
+
+/// Every lane of a report is named by what it is: Pulsar's transactions
+/// no client began (recorded under the coordinator's sentinel client id)
+/// show on the coordinator's lane, and Percolator's final read sweep on
+/// its own; no report shows the sentinel ids as client numbers.
+#[test]
+fn special_lanes_are_named_by_the_system() {
+    use percsim_scenarios::judge::judge;
+    let pulsar = scenario(serde_json::json!({
+        "format": "percsim-scenario/2", "seed": 3, "system": "pulsar",
+        "world": {"run_ms": 600, "quiesce_ms": 5000},
+        "pulsar": {"clients": 2, "brokers": 1, "partitions": 1},
+        "workload": {"name": "stream"}
+    }));
+    let judged = judge(&pulsar, false);
+    let mut stream = judged.stream().expect("a stream history").clone();
+    // One transaction as the coordinator records one whose client is
+    // unknown (its open's answer was lost, then it timed out).
+    stream.transactions[0].client = percsim_sim::COORDINATOR_CLIENT;
+    let page = report::stream_report(&stream, &[], None, "p.json", false);
+    let sentinel = format!("client {}", percsim_sim::COORDINATOR_CLIENT);
+    assert!(!page.contains(&sentinel), "{sentinel} shown");
+    assert!(page.contains("coordinator (no known client)"));
+
+    let percolator = scenario(serde_json::json!({
+        "format": "percsim-scenario/2", "seed": 3,
+        "world": {"run_ms": 600, "quiesce_ms": 5000},
+        "percolator": {"clients": 2},
+        "workload": {"name": "bank", "accounts": 4}
+    }));
+    let judged = judge(&percolator, false);
+    let history = judged
+        .transactions()
+        .expect("a transaction history")
+        .clone();
+    let sweep = history
+        .transactions
+        .iter()
+        .filter(|t| t.client == 2)
+        .count();
+    assert!(sweep > 0, "the final read sweep ran as client 2");
+    let loaded = Loaded {
+        history,
+        capsule: None,
+        warning: None,
+    };
+    let page = report::html(&loaded, "h.json");
+    for number in [2, percsim_sim::LOADER_CLIENT] {
+        let lane = format!(">client {number}<");
+        assert!(!page.contains(&lane), "{lane} shown");
+    }
+    assert!(page.contains("final read sweep"));
+    assert!(page.contains("initial load"));
+}

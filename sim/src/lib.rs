@@ -42,7 +42,7 @@ pub use percolator::tags::{CallKind, MessageFault};
 pub use percolator::workload::{Worker, Workload, even_splits};
 pub use pulsar::Pulsar;
 pub use pulsar::PulsarControl;
-pub use pulsar::config::{PulsarConfig, ServerCrashAt};
+pub use pulsar::config::{PulsarConfig, ServerCrashAt, UnloadAt, UnloadTarget};
 pub use pulsar::control::{ArmedPoint, PointAction as PulsarPointAction, calls as pulsar_calls};
 pub use pulsar::ids::kinds as pulsar_kinds;
 pub use pulsar::ids::{PulsarCounter, PulsarEvent};

@@ -234,6 +234,10 @@ enum Command {
         /// Only these ablations (comma-separated); default: all that apply.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Disjoint seed ranges of `--budget` seeds each: the table shows
+        /// the median and maximum seeds to the first failure over them.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        ranges: u64,
         /// Whose planted bugs: a system's name (default: the default
         /// system; `percsim systems` lists them).
         #[arg(long, value_parser = parse_systems)]
@@ -398,6 +402,7 @@ fn main() -> ExitCode {
             jobs,
             shrink_budget,
             only,
+            ranges,
             system,
         } => {
             let systems = system.map_or_else(|| vec![systems::default_system()], |s| s.0);
@@ -406,7 +411,17 @@ fn main() -> ExitCode {
                 budget,
                 jobs: jobs.max(1),
                 shrink_budget,
+                ranges,
             };
+            if let Some(s) = systems
+                .iter()
+                .find(|s| ranges > 1 && !s.kill_table_ranges())
+            {
+                return fail(&format!(
+                    "--ranges {ranges}: the kill table of system {} measures one seed range only",
+                    s.name()
+                ));
+            }
             let mut code = 0;
             for s in systems {
                 match s.kill_table(&opts) {

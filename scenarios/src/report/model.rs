@@ -98,7 +98,7 @@ impl<'h> Model<'h> {
             })
             .collect();
         let timeline = Timeline {
-            lanes: lane_labels(&lanes, &[(percsim_sim::LOADER_CLIENT, "initial load")]),
+            lanes: lane_labels(&lanes, &txn_lane_names(&history.scenario)),
             bars,
             bands: fault_bands(
                 &history.events,
@@ -213,6 +213,22 @@ fn client_named(name: &serde_json::Value, kinds: &[NodeKind]) -> Option<u64> {
 
 /// The kinds of node of the system a recorded `scenario` ran (none for a
 /// system not registered here: no node name is then read as a client's).
+/// The special lanes of a transaction history: the world's initial load
+/// (any system's), then those its system names.
+fn txn_lane_names(scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
+    let mut names = vec![(percsim_sim::LOADER_CLIENT, "initial load")];
+    names.extend(lane_names_of(scenario));
+    names
+}
+
+/// The names the scenario's system gives its special lanes (none for a
+/// system not registered here).
+pub(crate) fn lane_names_of(scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
+    crate::systems::of_scenario(scenario)
+        .map(|s| s.lane_names(scenario))
+        .unwrap_or_default()
+}
+
 pub(crate) fn node_kinds_of(scenario: &serde_json::Value) -> &'static [NodeKind] {
     crate::systems::of_scenario(scenario)
         .map(|s| s.node_kinds())

@@ -4,7 +4,9 @@
 //! decision marked), the world's fault bands when a capsule carries them,
 //! and the stream checker's findings step by step.
 
-use super::model::{Bar, Timeline, end_of, fault_bands, healed_at, lane_labels, node_kinds_of};
+use super::model::{
+    Bar, Timeline, end_of, fault_bands, healed_at, lane_labels, lane_names_of, node_kinds_of,
+};
 use super::page::{finding_card, replay_line, short, truncation_notes};
 use super::svg::{self, esc, outcome_class};
 use crate::histfile::{Lane, Span, lanes_of};
@@ -117,7 +119,7 @@ fn timeline(src: &StreamSource<'_>, report: &StreamReport) -> Timeline {
         })
         .collect();
     Timeline {
-        lanes: lane_labels(&lanes, &[(percsim_sim::COORDINATOR_CLIENT, "coordinator")]),
+        lanes: lane_labels(&lanes, &lane_names_of(&src.stream.scenario)),
         bars,
         bands: fault_bands(
             src.events,

@@ -3,7 +3,7 @@
 //! where its nodes listen. It knows no workload: the workload reaches the
 //! clients through [`crate::pulsar::nodes::client::Program`].
 
-use crate::pulsar::config::PulsarConfig;
+use crate::pulsar::config::{PulsarConfig, UnloadAt, UnloadTarget};
 use crate::pulsar::control::{ArmedPoint, At, PointAction};
 use crate::pulsar::ids::{self, PulsarCounter, PulsarEvent};
 use crate::pulsar::invariants::Watch;
@@ -71,6 +71,8 @@ pub(crate) struct Cluster {
     pub watch: Mutex<Watch>,
     /// Points a workload's driver armed, in the order it armed them.
     pub armed: Mutex<Vec<ArmedPoint>>,
+    /// How many of the planned unloads (`cfg.unloads`, by time) are done.
+    pub unloads_done: Mutex<usize>,
 }
 
 impl Cluster {
@@ -107,6 +109,62 @@ impl Cluster {
             PulsarEvent::StaleOwnerFenced,
             json!({"node": node, "resource": resource.to_string(), "log_epoch": f.log, "epoch": f.writer}),
         );
+    }
+
+    /// Unload `resource` from the broker that owns it, with no process
+    /// dying (Pulsar's topic unload): the metadata service places it again
+    /// at its next scan, at the next epoch. Returns the broker that owned
+    /// it; an error if nobody owns it now.
+    pub(crate) fn unload(&self, resource: &Resource) -> Result<usize, String> {
+        let from = {
+            let mut d = self.durable();
+            let from = d.meta.owner(resource).and_then(|a| a.session);
+            let plan = ownership::unload(&d.meta, resource);
+            for r in &plan {
+                d.meta.apply(r);
+            }
+            from.filter(|_| !plan.is_empty())
+                .ok_or_else(|| format!("{resource} has no owner to unload it from"))?
+        };
+        self.event(
+            PulsarEvent::Unloaded,
+            json!({"resource": resource.to_string(), "from": from.broker}),
+        );
+        Ok(from.broker)
+    }
+
+    /// The load manager's planned unloads due by now (`cfg.unloads`, each
+    /// once): every one whose target has an owner is unloaded; one whose
+    /// target has none now (its broker died) has nothing to shed.
+    pub(crate) fn unload_due(&self) {
+        let now_ms = self.now_ms();
+        let due: Vec<UnloadAt> = {
+            let mut done = crate::world::lock(&self.unloads_done);
+            let mut plan: Vec<UnloadAt> = self.cfg.unloads.clone();
+            plan.sort_by_key(|u| u.at_ms);
+            let due: Vec<UnloadAt> = plan
+                .iter()
+                .skip(*done)
+                .take_while(|u| u.at_ms <= now_ms)
+                .copied()
+                .collect();
+            *done += due.len();
+            due
+        };
+        for u in due {
+            let resources: Vec<Resource> = match u.target {
+                UnloadTarget::Coordinator => vec![Resource::Coordinator(store::COORDINATOR)],
+                UnloadTarget::Partition(i) => self
+                    .partitions
+                    .iter()
+                    .filter(|p| p.index == i)
+                    .map(|p| Resource::Partition(p.clone()))
+                    .collect(),
+            };
+            for r in resources {
+                let _ = self.unload(&r);
+            }
+        }
     }
 
     /// Broker `broker` opens a new metadata session: its generation.

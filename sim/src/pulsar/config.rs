@@ -1,7 +1,8 @@
 //! What a simulated Pulsar cluster is made of: brokers, topics' partition
 //! counts, the coordinator's log latency and timeout scan, the brokers'
 //! metadata sessions (heartbeat and timeout), the client
-//! settings, the planted bugs, and the named crash points of its servers.
+//! settings, the planted bugs, the named crash points of its servers and
+//! the load manager's unloads.
 
 use crate::pulsar::ids::kinds;
 use crate::world::node::NodeName;
@@ -32,6 +33,31 @@ fn default_restart_ms() -> u64 {
     200
 }
 
+/// What the load manager unloads: the coordinator, or one partition index
+/// of every topic (with its subscriptions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnloadTarget {
+    /// The transaction coordinator (`"coordinator"`).
+    Coordinator,
+    /// Partition `N` of every topic (`{"partition": N}`).
+    Partition(u32),
+}
+
+/// Unload a resource from its owner at a time of the workload phase, as
+/// Pulsar's load manager sheds a bundle from a busy broker: no process
+/// dies, the resource is placed again at the metadata service's next scan
+/// (maybe on the same broker), and its new owner fences the logs and
+/// recovers the transaction buffer and pending acks from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnloadAt {
+    /// When, in simulated ms from the start of the run.
+    pub at_ms: u64,
+    /// What is unloaded.
+    pub target: UnloadTarget,
+}
+
 /// The Pulsar cluster of a scenario (`"pulsar"` in a scenario file). The
 /// world's own settings (phases, faults, clocks, RPC timeout) are the
 /// scenario's `world` section.
@@ -60,6 +86,9 @@ pub struct PulsarConfig {
     pub ablations: PulsarAblations,
     /// Servers to kill at named points.
     pub crashes: Vec<ServerCrashAt>,
+    /// Resources the load manager unloads, by time (none by default).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unloads: Vec<UnloadAt>,
 }
 
 impl Default for PulsarConfig {
@@ -77,6 +106,7 @@ impl Default for PulsarConfig {
             client: PulsarClientConfig::default(),
             ablations: PulsarAblations::NONE,
             crashes: Vec::new(),
+            unloads: Vec::new(),
         }
     }
 }
@@ -137,13 +167,56 @@ impl PulsarConfig {
                 c.point.name()
             ));
         }
+        if let Some(u) = self
+            .unloads
+            .iter()
+            .find(|u| matches!(u.target, UnloadTarget::Partition(p) if p >= self.partitions))
+        {
+            return Err(format!(
+                "pulsar.unloads: partition {:?} at {} ms is not one of the {} partitions (0..{})",
+                u.target, u.at_ms, self.partitions, self.partitions
+            ));
+        }
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::PulsarConfig;
+    use super::{PulsarConfig, UnloadAt, UnloadTarget};
+
+    /// An unload is written as the load manager's plan reads: a time and
+    /// a target; a partition the cluster does not have is refused by name.
+    #[test]
+    fn unloads_parse_and_a_partition_out_of_range_is_refused() {
+        let c = parse(
+            r#"{"partitions": 2, "unloads": [{"at_ms": 300, "target": {"partition": 1}},
+                                             {"at_ms": 500, "target": "coordinator"}]}"#,
+        );
+        assert_eq!(
+            c.unloads,
+            vec![
+                UnloadAt {
+                    at_ms: 300,
+                    target: UnloadTarget::Partition(1)
+                },
+                UnloadAt {
+                    at_ms: 500,
+                    target: UnloadTarget::Coordinator
+                }
+            ]
+        );
+        assert_eq!(c.validate(), Ok(()));
+        let bad =
+            parse(r#"{"partitions": 2, "unloads": [{"at_ms": 300, "target": {"partition": 2}}]}"#);
+        let e = bad.validate().unwrap_err();
+        assert!(
+            e.contains("pulsar.unloads") && e.contains("partition"),
+            "{e}"
+        );
+        let none = serde_json::to_value(PulsarConfig::default()).expect("serializes");
+        assert!(none.get("unloads").is_none(), "{none}");
+    }
 
     fn parse(text: &str) -> PulsarConfig {
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))

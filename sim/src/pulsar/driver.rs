@@ -4,17 +4,16 @@
 
 use crate::pulsar::Cluster;
 use crate::pulsar::control::ArmedPoint;
-use crate::pulsar::ids::{PulsarEvent, kinds};
+use crate::pulsar::ids::kinds;
 use crate::world::driver::FaultControl;
 use crate::world::faults::Fault;
 use crate::world::intercept::{Rule, RuleId};
 use crate::world::node::NodeName;
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::LogRecord;
-use percsim_protocol::pulsar::ownership::{self, Resource};
+use percsim_protocol::pulsar::ownership::Resource;
 use percsim_protocol::pulsar::subscription::SubRecord;
 use percsim_protocol::pulsar::types::Partition;
-use serde_json::json;
 use std::sync::Arc;
 
 /// Lets a Pulsar workload's driver inject faults and read the cluster
@@ -99,21 +98,7 @@ impl PulsarControl {
     /// from them. Returns the broker that owned it; an error if nobody
     /// owns it now.
     pub fn unload(&self, resource: &Resource) -> Result<usize, String> {
-        let from = {
-            let mut d = self.cluster.durable();
-            let from = d.meta.owner(resource).and_then(|a| a.session);
-            let plan = ownership::unload(&d.meta, resource);
-            for r in &plan {
-                d.meta.apply(r);
-            }
-            from.filter(|_| !plan.is_empty())
-                .ok_or_else(|| format!("{resource} has no owner to unload it from"))?
-        };
-        self.cluster.event(
-            PulsarEvent::Unloaded,
-            json!({"resource": resource.to_string(), "from": from.broker}),
-        );
-        Ok(from.broker)
+        self.cluster.unload(resource)
     }
 
     /// The nodes of the points armed by [`PulsarControl::arm`] that no

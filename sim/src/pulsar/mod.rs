@@ -92,6 +92,7 @@ impl System for Pulsar {
             incarnations: Mutex::new(vec![0; self.clients]),
             watch: Mutex::new(Watch::new(self.cfg.ablations)),
             armed: Mutex::default(),
+            unloads_done: Mutex::default(),
         });
         Arc::new(Installed {
             cluster,

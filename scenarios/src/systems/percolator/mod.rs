@@ -71,6 +71,17 @@ impl SystemDef for PercolatorDef {
         &percsim_sim::percolator_kinds::ALL
     }
 
+    fn lane_names(&self, scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
+        // The healed phase's sweeper runs as the client one past the last
+        // (`percolator.clients`, its default when the section omits it).
+        let clients = scenario
+            .get(NAME)
+            .and_then(|p| p.get("clients"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(percsim_sim::PercolatorConfig::default().clients as u64);
+        vec![(clients, "final read sweep")]
+    }
+
     fn roles(&self) -> Vec<(Role, &'static str)> {
         vec![
             (Role::Client, "client"),

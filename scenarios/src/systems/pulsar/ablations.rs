@@ -47,6 +47,18 @@ pub fn mix(ablation: Option<PulsarAblation>) -> Mix {
 /// Measure one planted bug (or the baseline with `None`) over at most
 /// `budget` Pulsar seeds on `jobs` threads.
 pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> PulsarKillRow {
+    measure_range(ablation, 0, budget, jobs)
+}
+
+/// [`measure`] over the seeds `PULSAR_SEED_BASE + first ..` (at most
+/// `budget` of them); its seeds to the first failure count from `first`.
+pub fn measure_range(
+    ablation: Option<PulsarAblation>,
+    first: u64,
+    budget: u64,
+    jobs: usize,
+) -> PulsarKillRow {
+    let base = PULSAR_SEED_BASE + first;
     let mix = mix(ablation);
     let started = Instant::now();
     let first_fail = AtomicU64::new(u64::MAX);
@@ -56,7 +68,7 @@ pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> Pu
         jobs,
         budget,
         |i| !(stop && i > first_fail.load(Ordering::Relaxed)),
-        |i| judge(&campaign::generate(PULSAR_SEED_BASE + i, &mix), false).result,
+        |i| judge(&campaign::generate(base + i, &mix), false).result,
         |i, r| {
             let failed = match ablation {
                 Some(_) => r.verdict == Verdict::Safety,
@@ -71,7 +83,7 @@ pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> Pu
     let wall = started.elapsed();
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|r| r.seed);
-    let first = results
+    let failed = results
         .iter()
         .find(|r| match ablation {
             Some(_) => r.verdict == Verdict::Safety,
@@ -81,7 +93,7 @@ pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> Pu
     // The seeds up to the first failure, and no more: the threads may have
     // run a few seeds past it before they stopped, how many depends on
     // timing, and the row's rates must not.
-    if let Some(f) = &first {
+    if let Some(f) = &failed {
         results.retain(|r| r.seed <= f.seed);
     }
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
@@ -90,8 +102,8 @@ pub fn measure(ablation: Option<PulsarAblation>, budget: u64, jobs: usize) -> Pu
     PulsarKillRow {
         ablation,
         seeds: results.len() as u64,
-        seeds_to_failure: first.as_ref().map(|f| f.seed - PULSAR_SEED_BASE + 1),
-        first_failure: first,
+        seeds_to_failure: failed.as_ref().map(|f| f.seed - base + 1),
+        first_failure: failed,
         wall,
         abort_rate: aborted as f64 / finished.max(1) as f64,
     }
@@ -146,6 +158,9 @@ pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
         chosen = PulsarAblation::ALL.to_vec();
     }
     let (budget, jobs) = (opts.budget, opts.jobs.max(1));
+    if opts.ranges > 1 {
+        return Ok(ranged_table(&chosen, opts.ranges, budget, jobs));
+    }
     let mut rows = vec![measure(None, budget, jobs)];
     for a in chosen {
         let row = measure(Some(a), budget, jobs);
@@ -163,4 +178,146 @@ pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
     let ok =
         rows[0].first_failure.is_none() && rows.iter().skip(1).all(|r| r.first_failure.is_some());
     Ok(i32::from(!ok))
+}
+
+/// One planted bug (or the baseline) measured over disjoint seed ranges.
+#[derive(Debug, Clone)]
+pub struct RangedRow {
+    /// The planted bug (`None`: the faithful protocol).
+    pub ablation: Option<PulsarAblation>,
+    /// Each range's row, in range order.
+    pub rows: Vec<PulsarKillRow>,
+}
+
+impl RangedRow {
+    /// Seeds to the first failure of each range that failed, in range order.
+    pub fn catches(&self) -> Vec<u64> {
+        self.rows
+            .iter()
+            .filter_map(|r| r.seeds_to_failure)
+            .collect()
+    }
+
+    /// The median seeds to the first failure over the ranges, a range
+    /// with no failure counting as more than any (`None` when half the
+    /// ranges or more had none): the lower middle of an even count.
+    pub fn median(&self) -> Option<u64> {
+        let mut all: Vec<Option<u64>> = self.rows.iter().map(|r| r.seeds_to_failure).collect();
+        // A range with no failure sorts last.
+        all.sort_by_key(|n| n.unwrap_or(u64::MAX));
+        all.get(all.len().saturating_sub(1) / 2).copied().flatten()
+    }
+
+    /// The most seeds any range needed (`None` if one had no failure).
+    pub fn max(&self) -> Option<u64> {
+        self.rows
+            .iter()
+            .map(|r| r.seeds_to_failure)
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().max())
+    }
+}
+
+/// Measure `ablation` over `ranges` disjoint ranges of `budget` seeds
+/// each (range `r` starts `r * budget` seeds in).
+pub fn measure_ranges(
+    ablation: Option<PulsarAblation>,
+    ranges: u64,
+    budget: u64,
+    jobs: usize,
+) -> RangedRow {
+    RangedRow {
+        ablation,
+        rows: (0..ranges)
+            .map(|r| measure_range(ablation, r * budget, budget, jobs))
+            .collect(),
+    }
+}
+
+/// Render the table over seed ranges: each planted bug's ranges caught,
+/// the median and maximum seeds to the first failure, and the rules that
+/// fired (every range's first failure's).
+pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "| planted bug | ranges caught | median seeds to first failure | max | rules that fired |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|");
+    let none = format!("none in {budget}");
+    for r in rows {
+        let name = r.ablation.map_or("none (faithful protocol)", |a| a.name());
+        let caught = r.rows.iter().filter(|x| x.first_failure.is_some()).count();
+        let mut rules: Vec<String> = r
+            .rows
+            .iter()
+            .filter_map(|x| x.first_failure.as_ref())
+            .map(|f| fired(&f.violated_rules, &f.verdict))
+            .collect();
+        rules.sort();
+        rules.dedup();
+        let show = |n: Option<u64>| n.map_or(none.clone(), |n| n.to_string());
+        let _ = writeln!(
+            o,
+            "| {name} | {caught} of {} | {} | {} | {} |",
+            r.rows.len(),
+            show(r.median()),
+            show(r.max()),
+            if rules.is_empty() {
+                "-".to_string()
+            } else {
+                rules.join("; ")
+            },
+        );
+    }
+    o
+}
+
+/// The table over `ranges` disjoint seed ranges; exit code 0 when the
+/// faithful protocol passed every range and every planted bug was caught
+/// in every one.
+fn ranged_table(chosen: &[PulsarAblation], ranges: u64, budget: u64, jobs: usize) -> i32 {
+    let mut rows = vec![measure_ranges(None, ranges, budget, jobs)];
+    for a in chosen {
+        let row = measure_ranges(Some(*a), ranges, budget, jobs);
+        eprintln!("{}: caught after {:?} seeds", a.name(), row.catches());
+        rows.push(row);
+    }
+    print!("{}", render_ranges(&rows, budget));
+    let clean = rows[0].rows.iter().all(|r| r.first_failure.is_none());
+    let caught = rows.iter().skip(1).all(|r| r.max().is_some());
+    i32::from(!(clean && caught))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seeds_to_failure: Option<u64>) -> PulsarKillRow {
+        PulsarKillRow {
+            ablation: None,
+            seeds: 10,
+            first_failure: None,
+            seeds_to_failure,
+            wall: Duration::ZERO,
+            abort_rate: 0.0,
+        }
+    }
+
+    /// The median and maximum count a range with no failure as the worst,
+    /// and say so (none) when it decides them.
+    #[test]
+    fn median_and_max_over_ranges() {
+        let ranged = |v: &[Option<u64>]| RangedRow {
+            ablation: None,
+            rows: v.iter().map(|n| row(*n)).collect(),
+        };
+        let r = ranged(&[Some(5), Some(1), Some(9), Some(3)]);
+        assert_eq!((r.median(), r.max()), (Some(3), Some(9)));
+        let r = ranged(&[Some(5), None, Some(2)]);
+        assert_eq!((r.median(), r.max()), (Some(5), None));
+        let r = ranged(&[None, None, Some(2)]);
+        assert_eq!((r.median(), r.max()), (None, None));
+        assert_eq!(r.catches(), vec![2]);
+    }
 }

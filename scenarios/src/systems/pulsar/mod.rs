@@ -77,6 +77,13 @@ impl SystemDef for PulsarDef {
         &percsim_sim::pulsar_kinds::ALL
     }
 
+    fn lane_names(&self, _scenario: &serde_json::Value) -> Vec<(u64, &'static str)> {
+        vec![(
+            percsim_sim::COORDINATOR_CLIENT,
+            "coordinator (no known client)",
+        )]
+    }
+
     fn roles(&self) -> Vec<(Role, &'static str)> {
         // The coordinator role moves between brokers; the metadata
         // service plays the master's part.
@@ -127,6 +134,10 @@ impl SystemDef for PulsarDef {
 
     fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {
         ablations::kill_table(opts)
+    }
+
+    fn kill_table_ranges(&self) -> bool {
+        true
     }
 
     fn shrink(

@@ -1,7 +1,7 @@
 //! Shrinking a failing Pulsar scenario. Pulsar scenarios are drawn straight
 //! from the seed's random stream (no shrinkable tree), so they shrink by
 //! editing the scenario itself: switch off one fault class, drop one server
-//! crash, drop the clock skew, halve the workload or the run, take away a
+//! crash or one unload, drop the clock skew, halve the workload or the run, take away a
 //! client, a broker or a partition. An edit is kept when the smaller
 //! scenario (same seed) still fails the same way; the edits are tried in a
 //! fixed order, from the start again after each kept one, until none is
@@ -42,11 +42,13 @@ fn edits(s: &Value) -> Vec<Value> {
             ));
         }
     }
-    if let Some(crashes) = s.pointer("/pulsar/crashes").and_then(Value::as_array) {
-        for i in 0..crashes.len() {
-            let mut fewer = crashes.clone();
-            fewer.remove(i);
-            out.push(with(s, "/pulsar/crashes", Value::Array(fewer)));
+    for list in ["/pulsar/crashes", "/pulsar/unloads"] {
+        if let Some(items) = s.pointer(list).and_then(Value::as_array) {
+            for i in 0..items.len() {
+                let mut fewer = items.clone();
+                fewer.remove(i);
+                out.push(with(s, list, Value::Array(fewer)));
+            }
         }
     }
     if s.pointer("/world/clocks")
@@ -149,14 +151,15 @@ mod tests {
     }
 
     #[test]
-    fn edits_switch_off_each_class_and_crash_then_shrink_sizes() {
+    fn edits_switch_off_each_class_crash_and_unload_then_shrink_sizes() {
         let s = json!({
             "world": {
                 "run_ms": 4000,
                 "clocks": [{"offset_ms": 5}, {"offset_ms": 6}, {"offset_ms": 7}],
                 "faults": {"random": {"duplicate": {"rate": 0.5}, "kill_client": null, "pause": {"rate": 0.0}}}
             },
-            "pulsar": {"clients": 3, "brokers": 2, "partitions": 1, "crashes": [{"nth": 1}, {"nth": 2}]},
+            "pulsar": {"clients": 3, "brokers": 2, "partitions": 1, "crashes": [{"nth": 1}, {"nth": 2}],
+                       "unloads": [{"at_ms": 9}]},
             "workload": {"name": "stream-pipeline", "documents": 44, "crash_rate": 0.01}
         });
         assert_eq!(
@@ -166,6 +169,7 @@ mod tests {
                 "/world/faults/random/pause=null",
                 "/pulsar/crashes=[{\"nth\":2}]",
                 "/pulsar/crashes=[{\"nth\":1}]",
+                "/pulsar/unloads=[]",
                 "/world/clocks=[]",
                 "/workload/documents=22",
                 "/workload/crash_rate=0.0",

@@ -51,6 +51,9 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
     loop {
         sleep(every).await;
         scan(&cluster);
+        // The load manager sheds what its plan says is due; the next scan
+        // places it again.
+        cluster.unload_due();
     }
 }
 

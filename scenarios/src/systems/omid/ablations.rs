@@ -242,6 +242,7 @@ mod tests {
             budget,
             jobs: 1,
             shrink_budget: 0,
+            ranges: 1,
         };
         let e = kill_table(&opts(&["no-such-bug"], 100)).unwrap_err();
         assert_eq!(e, "unknown omid planted bug \"no-such-bug\"");

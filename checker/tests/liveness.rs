@@ -217,7 +217,7 @@ fn a_session_is_dated_from_its_opening_not_from_its_clients_restart() {
     let r = judge("dead_owner_session_opened");
     assert_eq!(named(&r), [5], "{:#?}", r.findings);
     assert!(r.findings[0].summary.contains("died at 300 ms"));
-    // Without the openings, the expiry at the restart seems to end session 3.
+    // Without the openings, the expiry at the restart seems to end its session 3.
     let mut h = without_field("dead_owner_session_opened", "none");
     h.events.retain(|e| e.kind != "session_opened");
     let r = check_liveness(&h);

@@ -175,7 +175,7 @@ pub fn assert_sweep(scenario: &Scenario, seeds: Range<u64>, test: &str) {
 /// A scenario of `system` running `script` (its script workload, typed by
 /// the system) on a cluster just large enough for it, with `seed`, built by
 /// the system ([`SystemDef::script_scenario`]); an error when the script
-/// does not fit it or the system takes no scripts.
+/// does not fit it or the system has no `script_scenario` hook.
 pub fn script_scenario<T: serde::Serialize>(
     system: &dyn SystemDef,
     script: &T,

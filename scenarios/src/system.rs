@@ -187,14 +187,15 @@ pub trait SystemDef: Send + Sync + 'static {
     /// The scenario running `script` (its script workload as a scenario
     /// file's `workload` object, without `name`) on a cluster just large
     /// enough for it, with `seed`: what `regress::script_scenario` builds.
-    /// By default an error saying the system takes no scripts.
+    /// By default an error saying the system cannot size a cluster for a
+    /// bare script (its scripts, if it has any, go in a scenario file).
     fn script_scenario(
         &self,
         _script: serde_json::Value,
         _seed: u64,
     ) -> Result<Scenario, ScenarioError> {
         Err(ScenarioError::Invalid(format!(
-            "system {} takes no scripts",
+            "system {} cannot build a scenario from a bare script: write a scenario file with its script workload and cluster",
             self.name()
         )))
     }

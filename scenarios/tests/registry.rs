@@ -167,7 +167,7 @@ fn a_campaign_keys_its_seeds_by_system() {
 fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
     let opts = Options {
         start: 0,
-        end: 12,
+        end: 40,
         jobs: 2,
         mix: mix(&["pulsar"], &[], &["crash_at_step", "pause_at_step"], &[]),
         progress: false,

@@ -652,11 +652,12 @@ fn script_scenario(script: &impl serde::Serialize, seed: u64) -> Scenario {
 }
 
 #[test]
-fn a_system_without_scripts_refuses_a_script_scenario_by_name() {
-    let omid = systems::find("omid").expect("registered");
-    let e = regress::script_scenario(omid, &json!({"steps": []}), 0).unwrap_err();
+fn a_system_without_a_script_scenario_hook_refuses_a_bare_script_by_name() {
+    let pulsar = systems::find("pulsar").expect("registered");
+    let e = regress::script_scenario(pulsar, &json!({"steps": []}), 0).unwrap_err();
     assert!(
-        e.to_string().contains("system omid takes no scripts"),
+        e.to_string()
+            .contains("system pulsar cannot build a scenario from a bare script"),
         "{e}"
     );
 }

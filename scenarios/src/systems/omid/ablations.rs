@@ -6,6 +6,7 @@
 
 use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
+use crate::system::SystemDef;
 use percsim_protocol::omid::OmidAblation;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -62,7 +63,7 @@ impl OmidKillRow {
 /// The mix of the default Omid campaign with `ablation` switched on.
 pub fn mix(ablation: Option<OmidAblation>) -> Mix {
     Mix {
-        systems: vec![super::NAME.to_string()],
+        systems: vec![super::def::NAME.to_string()],
         ablations: ablation
             .map(|a| vec![a.name().to_string()])
             .unwrap_or_default(),
@@ -96,7 +97,7 @@ fn first_in(
         jobs,
         seeds,
         |i| !(stop && i > first_fail.load(Ordering::Relaxed)),
-        |i| judge(&super::generate(start + i, &mix), false).result,
+        |i| judge(&super::def::OMID.generate(start + i, &mix), false).result,
         |i, r| {
             if fails(ablation, &r) {
                 first_fail.fetch_min(i, Ordering::Relaxed);

@@ -14,8 +14,8 @@ pub enum ServerPoint {
     /// Coordinator: OPEN is durable; the TxnId is not answered yet.
     AfterOpenLogged,
     /// Coordinator: a commit or abort request arrived; COMMITTING or
-    /// ABORTING is not logged yet (a script's point only: campaigns draw
-    /// from [`ServerPoint::ALL`]).
+    /// ABORTING is not logged yet (not in [`ServerPoint::ALL`]; scripts
+    /// and Pulsar's campaign stop there).
     BeforeEndingLogged,
     /// Coordinator: COMMITTING or ABORTING is durable; no marker is sent.
     AfterEndingLogged,
@@ -64,7 +64,8 @@ impl ServerPoint {
         self == ServerPoint::AfterEndSent
     }
 
-    /// Every point a campaign draws from, in the order of a transaction's life.
+    /// Every point of a transaction's life, in its order (a campaign
+    /// draws from these and from two windows of its own).
     pub const ALL: [ServerPoint; 8] = [
         ServerPoint::AfterOpenLogged,
         ServerPoint::AfterEndingLogged,

@@ -4,6 +4,7 @@
 //! (the transaction aborted or only read, the node never got there).
 //! Each entry is looked up among the run's stop events.
 
+use crate::fired::ordinal;
 use percsim_checker::Event;
 use percsim_sim::{PercolatorConfig, PercolatorEvent, PointAction, SystemHistory};
 use serde_json::{Value, json};
@@ -81,18 +82,6 @@ fn words(step: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// `1st`, `2nd`, `3rd`, `4th`, ... `11th`, `21st`.
-fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 #[cfg(test)]

@@ -334,3 +334,13 @@ pub struct KillTable {
     /// whose [`SystemDef::kill_table_ranges`] says so takes more than one.
     pub ranges: u64,
 }
+
+/// What a kill table's "rule that fired" column says for a first failure:
+/// its violated rules, or its verdict when no rule names it.
+pub(crate) fn rules_fired(rules: &[String], verdict: &impl std::fmt::Debug) -> String {
+    if rules.is_empty() {
+        format!("{verdict:?}").to_lowercase()
+    } else {
+        rules.join(", ")
+    }
+}

@@ -161,10 +161,10 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
             (None, Some(a)) if a.is_safety() => "NO",
             (None, _) => "no failure",
         };
-        let rule = r
-            .first_failure
-            .as_ref()
-            .map_or_else(|| "-".into(), |f| fired(&f.violated_rules, &f.verdict));
+        let rule = r.first_failure.as_ref().map_or_else(
+            || "-".into(),
+            |f| crate::system::rules_fired(&f.violated_rules, &f.verdict),
+        );
         let _ = writeln!(
             o,
             "| {name} | {safety} | {caught} | {} | {:.2} s | {rule} | {} | {:.1}% | {:.1} |",
@@ -183,16 +183,6 @@ pub fn render(rows: &[KillRow], budget: u64) -> String {
 /// ones through the `pipeline` workload).
 pub fn applicable() -> Vec<Ablation> {
     Ablation::ALL.to_vec()
-}
-
-/// What a kill table's "rule that fired" column says for a first failure:
-/// its violated rules, or its verdict when no rule names it.
-pub(crate) fn fired(rules: &[String], verdict: &impl std::fmt::Debug) -> String {
-    if rules.is_empty() {
-        format!("{verdict:?}").to_lowercase()
-    } else {
-        rules.join(", ")
-    }
 }
 
 /// Percolator's kill table as `percsim ablations` prints it (see

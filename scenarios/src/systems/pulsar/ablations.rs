@@ -8,7 +8,7 @@
 use super::campaign::{self, PULSAR_SEED_BASE};
 use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
-use crate::systems::percolator::ablations::fired;
+use crate::system::rules_fired;
 use percsim_protocol::pulsar::PulsarAblation;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -128,10 +128,10 @@ pub fn render(rows: &[PulsarKillRow], budget: u64) -> String {
             (Some(_), None) => "FAILED",
             (None, None) => "no failure",
         };
-        let rule = r
-            .first_failure
-            .as_ref()
-            .map_or_else(|| "-".into(), |f| fired(&f.violated_rules, &f.verdict));
+        let rule = r.first_failure.as_ref().map_or_else(
+            || "-".into(),
+            |f| rules_fired(&f.violated_rules, &f.verdict),
+        );
         let _ = writeln!(
             o,
             "| {name} | {caught} | {} | {:.2} s | {rule} | {:.1}% |",
@@ -252,7 +252,7 @@ pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
             .rows
             .iter()
             .filter_map(|x| x.first_failure.as_ref())
-            .map(|f| fired(&f.violated_rules, &f.verdict))
+            .map(|f| rules_fired(&f.violated_rules, &f.verdict))
             .collect();
         rules.sort();
         rules.dedup();

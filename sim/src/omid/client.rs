@@ -14,11 +14,11 @@ use super::rpc::{
     OmidCounter, StoreOp, StoreReply, TsoAnswer,
 };
 use super::store::{Caller, tablet_of_row, tablet_of_txn};
-use super::{ClientDisk, Job, Shared};
+use super::types::{Client, ClientDisk, Job, OmidClient, Shared};
 use crate::world::intercept::MsgTag;
+use crate::world::lock;
 use crate::world::port::Port;
 use crate::world::txn_history::TxnFinish;
-use crate::world::{NodeName, lock};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -102,16 +102,6 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
     } else {
         vec![format!("the balances sum to {total}, not {want}")]
     }
-}
-
-/// One incarnation of client `index`.
-pub(super) struct Client {
-    shared: Arc<Shared>,
-    pub(super) index: usize,
-    name: NodeName,
-    port: Port,
-    /// The TSO it takes for the primary (none: ask the liveness service).
-    primary: Mutex<Option<SocketAddr>>,
 }
 
 /// A transaction in progress.
@@ -517,10 +507,6 @@ impl Client {
         }
     }
 }
-
-/// A client's handle: one incarnation of client `index()`.
-#[derive(Clone)]
-pub struct OmidClient(pub(super) Arc<Client>);
 
 /// What a transaction's client was told at its end.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! a durable record ([`LeaseRecord`]), grants it to one TSO at a time in
 //! rising epochs, and tells clients which TSO holds it.
 
-use super::Shared;
 use super::rpc::{self, LeaseReply, LeaseReq};
+use super::types::Shared;
 use crate::world::lock;
 use crate::world::port::Port;
 use percsim_protocol::omid::actions::lease::{self, LeaseClock};

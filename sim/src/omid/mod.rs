@@ -19,24 +19,24 @@ pub mod program;
 mod rpc;
 mod store;
 mod tso;
+mod types;
 
 use crate::world::explore::ExploreStop;
 use crate::world::system_history::SystemHistory;
-use crate::world::txn_history::TxnHistory;
 use crate::world::{
     BoxFuture, Control, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World, lock,
 };
 use crate::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
 use config::{OmidConfig, OmidWorkload};
 use percsim_checker as history;
-use percsim_protocol::omid::actions::lease::LeaseRecord;
 use percsim_protocol::omid::{OmidAblations, OmidPoint};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-pub use client::{OmidClient, OmidOutcome};
-pub use program::{OmidControl, OmidProgram, OmidTxn, Stop};
+pub use client::OmidOutcome;
+pub use program::OmidTxn;
 pub use rpc::{NODE_KINDS, OmidCounter, OmidEvent};
+use types::{Job, Shared};
+pub use types::{OmidClient, OmidControl, OmidProgram, Stop};
 
 /// Check an Omid run's settings: the section, the workload, and the
 /// world's settings against its nodes (errors name `world.<field>`,
@@ -120,15 +120,6 @@ pub fn run_program(
     Ok(crate::run_system(&system, seed, scenario))
 }
 
-/// What the clients run: a workload's loop, or a program's tasks.
-#[derive(Clone)]
-enum Job {
-    /// A campaign workload.
-    Workload(OmidWorkload),
-    /// A program (a script).
-    Program(Arc<dyn OmidProgram>),
-}
-
 /// Omid before it runs.
 pub struct Omid {
     world: WorldConfig,
@@ -148,7 +139,7 @@ impl System for Omid {
             job: self.job.clone(),
             ablations: OmidAblations::of(&self.cfg.ablations),
             store: Mutex::default(),
-            tso_disk: Mutex::new(tso::TsoDisk {
+            tso_disk: Mutex::new(types::TsoDisk {
                 ceiling: 1,
                 epoch: 0,
             }),
@@ -161,39 +152,6 @@ impl System for Omid {
         client::load(&shared);
         Arc::new(OmidTenant(Arc::new(shared)))
     }
-}
-
-/// A client's durable record.
-#[derive(Debug, Default)]
-struct ClientDisk {
-    /// Transactions begun so far (values it writes are numbered by them).
-    begun: u64,
-    /// It stopped after the workload phase.
-    done: bool,
-}
-
-/// What outlives every incarnation: the world, the settings, durable state.
-struct Shared {
-    world: Arc<World>,
-    cfg: OmidConfig,
-    job: Job,
-    ablations: OmidAblations,
-    /// The tablet servers' durable store: data cells, shadow cells, the
-    /// commit table.
-    store: Mutex<store::Store>,
-    /// The TSO's persisted ceiling (no timestamp at or above it was handed
-    /// out) and the epoch of the last takeover.
-    tso_disk: Mutex<tso::TsoDisk>,
-    /// The liveness service's durable lease record.
-    lease: Mutex<LeaseRecord>,
-    /// Each client's durable record.
-    clients: Vec<Mutex<ClientDisk>>,
-    /// How often each named point was reached over the run.
-    reached: Mutex<BTreeMap<OmidPoint, u64>>,
-    /// Stops a program armed at named points, not reached yet.
-    armed: Mutex<Vec<program::Armed>>,
-    /// The history's transactions.
-    txns: Mutex<TxnHistory>,
 }
 
 impl Shared {

@@ -5,25 +5,12 @@
 //! optionally one transaction, targeted message faults, and the durable
 //! store (data cells, shadow cells, the commit table).
 
-use super::Shared;
-use super::client::{OmidClient, OmidOutcome, Txn};
+use super::client::{OmidOutcome, Txn};
+use super::types::{Armed, OmidClient, OmidControl, Shared, Stop};
 use crate::FaultControl;
 use crate::world::intercept::{Rule, RuleId};
-use crate::world::{BoxFuture, lock};
+use crate::world::lock;
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
-use std::sync::Arc;
-
-/// A program the Omid cluster runs instead of a campaign workload.
-pub trait OmidProgram: Send + Sync + 'static {
-    /// Client `client.index()`'s task, in one incarnation (a restarted
-    /// client runs it again).
-    fn client(&self, client: OmidClient) -> BoxFuture<()>;
-    /// A task on the harness's node during the workload phase, which may
-    /// inject faults and read the store; the phase ends when it finishes.
-    fn driver(&self, control: OmidControl) -> Option<BoxFuture<()>>;
-    /// After the healed phase: the program's own violations.
-    fn final_check(&self) -> Vec<String>;
-}
 
 /// A transaction a program's client began.
 pub struct OmidTxn(pub(super) Txn);
@@ -71,37 +58,6 @@ impl OmidClient {
     pub async fn abort(&self, txn: OmidTxn) {
         self.0.rollback(txn.0).await
     }
-}
-
-/// What happens to a node stopped at a named point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// Killed; restarted this many ms later (`None`: at the healed phase).
-    Kill {
-        /// The restart delay, in simulated ms.
-        restart_after_ms: Option<u64>,
-    },
-    /// Frozen for this long.
-    Pause {
-        /// How long, in simulated ms.
-        pause_ms: u64,
-    },
-}
-
-/// A stop a program armed: `node` at `point`, for the transaction of
-/// `start_ts` only if one is named.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Armed {
-    pub point: OmidPoint,
-    pub node: String,
-    pub start_ts: Option<u64>,
-    pub stop: Stop,
-}
-
-/// The driver's view of an Omid cluster.
-pub struct OmidControl {
-    pub(super) faults: FaultControl,
-    pub(super) shared: Arc<Shared>,
 }
 
 impl OmidControl {

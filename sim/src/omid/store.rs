@@ -5,8 +5,8 @@
 //! its start timestamp picks. A write is durable once applied (the
 //! server's log is synced per write); the store survives every crash.
 
-use super::Shared;
 use super::rpc::{self, OmidCounter, StoreOp, StoreReply, TABLET_KIND};
+use super::types::{Shared, Store};
 use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
 use crate::world::{Carried, NodeName, lock};
@@ -33,18 +33,6 @@ pub(super) struct Committed {
 
 /// Every cell's committed versions, by (row, column), oldest commit first.
 pub(super) type CommittedCells = BTreeMap<(String, String), Vec<Committed>>;
-
-/// The durable store.
-#[derive(Debug, Default)]
-pub(super) struct Store {
-    /// Each cell's versions, by (row, column), oldest first.
-    pub cells: BTreeMap<(String, String), Vec<DataVersion>>,
-    /// The commit table, by start timestamp.
-    pub ct: BTreeMap<u64, CtEntry>,
-    /// Each tablet server's commit-table fence: the highest TSO epoch
-    /// that took over (decisions of lower epochs are refused there).
-    pub fences: BTreeMap<usize, u64>,
-}
 
 impl Store {
     /// Apply `op` on tablet server `tablet`; answer what it answers.

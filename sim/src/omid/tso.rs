@@ -10,12 +10,12 @@
 //! epoch was fenced, stops serving and answers "not primary". Its memory
 //! (the term: range, conflict map, decisions) dies with its incarnation.
 
-use super::Shared;
 use super::rpc::{
     self, BeginReply, BeginReq, CommitReply, CommitReq, LeaseReply, LeaseReq, OmidCounter, StoreOp,
     StoreReply,
 };
 use super::store::{Caller, tablet_of_txn};
+use super::types::Shared;
 use crate::world::port::Port;
 use crate::world::{NodeName, lock};
 use madsim::time::{Duration, Instant, sleep};
@@ -25,16 +25,6 @@ use percsim_protocol::omid::actions::lease::LeaseGrant;
 use percsim_protocol::omid::{CtEntry, OmidAblation, OmidPoint};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-
-/// The TSO's persisted state: the ceiling of its timestamps and the epoch
-/// of the last TSO that took over (a lower epoch may not raise it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct TsoDisk {
-    /// No timestamp at or above it was handed out.
-    pub ceiling: u64,
-    /// The epoch of the last takeover.
-    pub epoch: u64,
-}
 
 /// One term of a TSO as primary: what it keeps in memory.
 struct Term {

@@ -4,32 +4,16 @@
 //! changed expectation fails by its step; bad steps are refused by step
 //! and verb.
 
-use percsim_scenarios::campaign::{SeedResult, Verdict};
+mod harness;
+
+use harness::judge;
+use percsim_scenarios::campaign::Verdict;
 use percsim_scenarios::fuzz;
-use percsim_scenarios::scenario::Scenario;
 use serde_json::{Value, json};
-use std::path::Path;
 
 /// The example `name` of `examples/omid/script/`, as JSON.
 fn example(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/omid/script")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    serde_json::from_str(&text).expect("JSON")
-}
-
-/// Load and judge a scenario.
-fn judge(v: Value) -> SeedResult {
-    let s = Scenario::from_value(v).unwrap_or_else(|e| panic!("{e}"));
-    fuzz::judge(&s, false).result
-}
-
-/// Judge example `name` with the planted bug `bug`.
-fn with_bug(name: &str, bug: &str) -> SeedResult {
-    let mut v = example(name);
-    v["omid"]["ablations"] = json!([bug]);
-    judge(v)
+    harness::example("omid/script", name)
 }
 
 /// Each planted bug's script passes on the faithful build and fails under
@@ -44,22 +28,7 @@ fn each_planted_bug_has_a_script_that_catches_it() {
         ("no-invalidation", "snapshot_reads"),
         ("no-tso-fencing", "timestamp_order"),
     ];
-    let mut wrong = Vec::new();
-    for (bug, rule) in cases {
-        let file = format!("bug-{bug}.json");
-        let faithful = judge(example(&file));
-        if faithful.verdict != Verdict::Pass {
-            wrong.push(format!("{file} faithful: {:?}", faithful.explanation));
-        }
-        let r = with_bug(&file, bug);
-        if r.verdict != Verdict::Safety || !r.violated_rules.iter().any(|x| x == rule) {
-            wrong.push(format!(
-                "{file} with {bug}: {:?} {:?} {:?}",
-                r.verdict, r.violated_rules, r.explanation
-            ));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    harness::each_planted_bug_is_caught("omid/script", "omid", &cases);
 }
 
 /// Judge example `name` with the JSON at `pointer` replaced by `value`;
@@ -133,10 +102,7 @@ fn each_kind_of_expectation_fails_by_its_step_when_changed() {
 
 /// Why the example `name`, with `f` applied, is refused.
 fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
-    let mut v = example(name);
-    f(&mut v);
-    let checked = Scenario::from_value(v).and_then(|s| s.validate());
-    checked.expect_err("refused").to_string()
+    harness::refused(example(name), f)
 }
 
 /// A step naming what does not exist, or a verb Omid does not have, is

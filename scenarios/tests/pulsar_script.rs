@@ -3,6 +3,9 @@
 //! fails when one of its expectations is changed; bad steps are refused by
 //! step and verb.
 
+mod harness;
+
+use harness::judge;
 use percsim_scenarios::campaign::Verdict;
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;
@@ -11,17 +14,7 @@ use std::path::Path;
 
 /// The example `name` of `examples/pulsar/script/`, as JSON.
 fn example(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/pulsar/script")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    serde_json::from_str(&text).expect("JSON")
-}
-
-/// Load and judge a scenario.
-fn judge(v: Value) -> percsim_scenarios::campaign::SeedResult {
-    let s = Scenario::from_value(v).unwrap_or_else(|e| panic!("{e}"));
-    fuzz::judge(&s, false).result
+    harness::example("pulsar/script", name)
 }
 
 /// Judge example `name` and require a pass.
@@ -118,13 +111,6 @@ fn read_committed_fails_when_an_expectation_changes() {
     }
 }
 
-/// Judge example `name` with the planted bug `bug`.
-fn with_bug(name: &str, bug: &str) -> percsim_scenarios::campaign::SeedResult {
-    let mut v = example(name);
-    v["pulsar"]["ablations"] = json!([bug]);
-    judge(v)
-}
-
 /// Each planted bug's script passes on the faithful build and fails under
 /// the bug by the rule it names.
 #[test]
@@ -137,22 +123,7 @@ fn each_planted_bug_has_a_script_that_catches_it() {
         ("commit-before-log-durable", "lost_write"),
         ("timeout-races-commit", "torn_transaction"),
     ];
-    let mut wrong = Vec::new();
-    for (bug, rule) in cases {
-        let file = format!("bug-{bug}.json");
-        let faithful = judge(example(&file));
-        if faithful.verdict != Verdict::Pass {
-            wrong.push(format!("{file} faithful: {:?}", faithful.explanation));
-        }
-        let r = with_bug(&file, bug);
-        if r.verdict != Verdict::Safety || !r.violated_rules.iter().any(|x| x == rule) {
-            wrong.push(format!(
-                "{file} with {bug}: {:?} {:?} {:?}",
-                r.verdict, r.violated_rules, r.explanation
-            ));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    harness::each_planted_bug_is_caught("pulsar/script", "pulsar", &cases);
 }
 
 #[test]
@@ -301,10 +272,7 @@ type Edit = Box<dyn FnOnce(&mut Value)>;
 
 /// Why the example `name`, with `f` applied, is refused.
 fn refused(name: &str, f: impl FnOnce(&mut Value)) -> String {
-    let mut v = example(name);
-    f(&mut v);
-    let checked = Scenario::from_value(v).and_then(|s| s.validate());
-    checked.expect_err("refused").to_string()
+    harness::refused(example(name), f)
 }
 
 /// What the model does not have is refused by step and verb, as are steps

@@ -232,6 +232,76 @@ pub trait InterceptRule:
     fn times(&self) -> Option<u32>;
 }
 
+/// Implement [`InterceptRule`] for a rule struct whose fields `name`
+/// (`String`), `leg`, `fate` and `times` hold the engine's words of it.
+#[macro_export]
+macro_rules! intercept_rule {
+    ($rule:ty) => {
+        impl $crate::script::InterceptRule for $rule {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn leg(&self) -> $crate::script::MsgLeg {
+                self.leg
+            }
+            fn fate(&self) -> $crate::script::MsgFate {
+                self.fate
+            }
+            fn times(&self) -> Option<u32> {
+                self.times
+            }
+        }
+    };
+}
+
+/// The transaction a `stop_at` point names (`None`: it names none), as
+/// `begun` finds it by name; an error if it is not begun yet.
+pub fn begun_for_point<T>(
+    name: Option<&str>,
+    begun: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, String> {
+    name.map(|n| begun(n).ok_or_else(|| format!("transaction {n:?} is not begun yet")))
+        .transpose()
+}
+
+/// The transaction an intercept rule names (`None`: it names none), as
+/// `begun` finds it by name; a mismatch if it is not begun yet.
+pub fn begun_for_rule<T>(
+    name: Option<&str>,
+    begun: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, Mismatch> {
+    name.map(|n| {
+        begun(n).ok_or_else(|| {
+            Mismatch::new(
+                format!("transaction {n:?} begun before the rule"),
+                "it is not begun yet",
+            )
+        })
+    })
+    .transpose()
+}
+
+/// How many clients a script needs: one more than the highest client a
+/// step opens a thread on (1 if no step opens one).
+pub fn clients_needed<S: ScriptSystem>(script: &Script<S>) -> usize {
+    script
+        .steps
+        .iter()
+        .filter_map(Step::verb)
+        .filter_map(|v| v.opens().map(|c| c + 1))
+        .max()
+        .unwrap_or(1)
+}
+
+/// The world a scenario built from a script alone runs in: the default
+/// world with a 60 s workload phase.
+pub fn script_world() -> percsim_sim::WorldConfig {
+    percsim_sim::WorldConfig {
+        run_ms: 60_000,
+        ..percsim_sim::WorldConfig::default()
+    }
+}
+
 /// What the driver may do to the world and read of it.
 pub trait ScriptControl: Send + Sync + 'static {
     /// The handle of an installed intercept rule.

@@ -92,20 +92,7 @@ struct FakeRule {
     times: Option<u32>,
 }
 
-impl InterceptRule for FakeRule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn leg(&self) -> MsgLeg {
-        self.leg
-    }
-    fn fate(&self) -> MsgFate {
-        self.fate
-    }
-    fn times(&self) -> Option<u32> {
-        self.times
-    }
-}
+crate::intercept_rule!(FakeRule);
 
 /// What the control saw: faults injected, rules installed and released.
 #[derive(Clone, Default)]
@@ -542,4 +529,51 @@ fn a_script_writes_back_what_it_read() {
     let mut want = v;
     want["steps"][1]["timeout_ms"] = json!(DEFAULT_WAIT_TIMEOUT_MS);
     assert_eq!(serde_json::to_value(&s).expect("json"), want);
+}
+
+#[test]
+fn a_point_or_rule_naming_a_transaction_not_begun_is_refused() {
+    let begun = |name: &str| (name == "T1").then_some(7u64);
+    assert_eq!(begun_for_point(None, begun), Ok(None));
+    assert_eq!(begun_for_point(Some("T1"), begun), Ok(Some(7)));
+    assert_eq!(
+        begun_for_point(Some("T2"), begun),
+        Err("transaction \"T2\" is not begun yet".to_string())
+    );
+    assert_eq!(begun_for_rule(Some("T1"), begun), Ok(Some(7)));
+    assert_eq!(
+        begun_for_rule(Some("T2"), begun),
+        Err(Mismatch::new(
+            "transaction \"T2\" begun before the rule",
+            "it is not begun yet"
+        ))
+    );
+}
+
+#[test]
+fn a_script_needs_one_client_more_than_the_highest_it_opens_a_thread_on() {
+    let none = script(steps(json!([{"do": "note", "text": "x"}]))).expect("valid");
+    assert_eq!(clients_needed(&none), 1);
+    let two = script(steps(json!([
+        {"do": "open", "client": 1, "thread": "b"},
+        {"do": "open", "client": 0, "thread": "a"},
+        {"do": "close", "thread": "a"},
+        {"do": "close", "thread": "b"},
+    ])))
+    .expect("valid");
+    assert_eq!(clients_needed(&two), 2);
+}
+
+#[test]
+fn the_intercept_rule_macro_reads_the_rule_s_own_fields() {
+    let rule = FakeRule {
+        name: "r".into(),
+        leg: MsgLeg::Reply,
+        fate: MsgFate::Drop,
+        times: Some(2),
+    };
+    assert_eq!(
+        (rule.name(), rule.leg(), rule.fate(), rule.times()),
+        ("r", MsgLeg::Reply, MsgFate::Drop, Some(2))
+    );
 }

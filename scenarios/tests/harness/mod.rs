@@ -1,12 +1,14 @@
 //! What the tests of one system through the generic paths share: a
 //! campaign mix of it, a scenario file that must load, run and pass, the
-//! field-naming errors of a file with one value changed, and a sweep for
-//! the first failing seed of a planted bug.
+//! field-naming errors of a file with one value changed, a sweep for the
+//! first failing seed of a planted bug, and a system's example scripts:
+//! loading and judging one, a refused change, and whether each planted
+//! bug's script catches its bug.
 
 #![allow(dead_code)]
 
 use percsim_scenarios::campaign::Judged;
-use percsim_scenarios::campaign::{Mix, Verdict};
+use percsim_scenarios::campaign::{Mix, SeedResult, Verdict};
 use percsim_scenarios::fuzz;
 use percsim_scenarios::scenario::Scenario;
 use serde_json::Value;
@@ -92,4 +94,53 @@ pub fn all_pass(seeds: u64, mix: &Mix, generate: impl Fn(u64, &Mix) -> Scenario)
         let r = fuzz::judge(&generate(seed, mix), false).result;
         assert_eq!(r.verdict, Verdict::Pass, "seed {seed}: {:?}", r.explanation);
     }
+}
+
+/// The scenario file `name` of `examples/<dir>/`, as JSON.
+pub fn example(dir: &str, name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(dir)
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// Load and judge the scenario `v` (its determinism not checked).
+pub fn judge(v: Value) -> SeedResult {
+    let s = Scenario::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+    fuzz::judge(&s, false).result
+}
+
+/// Fail unless, for each case `(bug, rule)`, the script `bug-<bug>.json`
+/// of `examples/<dir>/` passes on the faithful build and fails under the
+/// planted bug (set in the scenario's `section`) by `rule`; the message
+/// lists every case that does not.
+pub fn each_planted_bug_is_caught(dir: &str, section: &str, cases: &[(&str, &str)]) {
+    let mut wrong = Vec::new();
+    for (bug, rule) in cases {
+        let file = format!("bug-{bug}.json");
+        let faithful = judge(example(dir, &file));
+        if faithful.verdict != Verdict::Pass {
+            wrong.push(format!("{file} faithful: {:?}", faithful.explanation));
+        }
+        let mut v = example(dir, &file);
+        v[section]["ablations"] = serde_json::json!([bug]);
+        let r = judge(v);
+        if r.verdict != Verdict::Safety || !r.violated_rules.iter().any(|x| x == rule) {
+            wrong.push(format!(
+                "{file} with {bug}: {:?} {:?} {:?}",
+                r.verdict, r.violated_rules, r.explanation
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// Why the scenario `v`, changed by `edit`, is refused when it is loaded
+/// and validated; fails if it is not.
+pub fn refused(mut v: Value, edit: impl FnOnce(&mut Value)) -> String {
+    edit(&mut v);
+    let checked = Scenario::from_value(v).and_then(|s| s.validate());
+    checked.expect_err("refused").to_string()
 }

@@ -19,8 +19,8 @@
 use super::protocol::ToyPoint;
 use super::world::{Client, ToyControl, ToyCounter, client_name};
 use percsim_scenarios::script::{
-    Countable, Env, InterceptRule, Mismatch, MsgFate, MsgLeg, RuleWords, Script, ScriptControl,
-    ScriptSystem, StepFuture, SystemVerb, Thread, ThreadWords, judge_eq,
+    Countable, Env, Mismatch, MsgFate, MsgLeg, RuleWords, Script, ScriptControl, ScriptSystem,
+    StepFuture, SystemVerb, Thread, ThreadWords, judge_eq,
 };
 use percsim_sim::world::intercept::{Rule, RuleId};
 use percsim_sim::{BoxFuture, Fault, FaultKind};
@@ -222,20 +222,7 @@ pub struct ToyRule {
     pub times: Option<u32>,
 }
 
-impl InterceptRule for ToyRule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn leg(&self) -> MsgLeg {
-        self.leg
-    }
-    fn fate(&self) -> MsgFate {
-        self.fate
-    }
-    fn times(&self) -> Option<u32> {
-        self.times
-    }
-}
+percsim_scenarios::intercept_rule!(ToyRule);
 
 /// What `stop_at` does to the primary at its point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

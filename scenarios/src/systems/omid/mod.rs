@@ -183,22 +183,12 @@ impl SystemDef for OmidDef {
 /// TSO and its backup, as many clients as the script names, a 60 s
 /// workload phase), with `seed`.
 pub fn script_scenario(script: OmidScriptFile, seed: u64) -> Scenario {
-    let clients = script
-        .steps
-        .iter()
-        .filter_map(crate::script::Step::verb)
-        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
-        .max()
-        .unwrap_or(1);
     let cluster = OmidConfig {
-        clients,
+        clients: crate::script::clients_needed(&script),
         tablets: 2,
         ..OmidConfig::default()
     };
-    let world = WorldConfig {
-        run_ms: 60_000,
-        ..WorldConfig::default()
-    };
+    let world = crate::script::script_world();
     OmidSpec {
         cluster,
         workload: OmidWorkloadSpec::Script(script),

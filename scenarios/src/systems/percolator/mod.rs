@@ -188,24 +188,14 @@ impl SystemDef for PercolatorDef {
 /// tablets, as many clients as the script names, one worker each, a 60 s
 /// workload phase), with `seed`.
 pub fn script_scenario(script: workloads::Script, seed: u64) -> Scenario {
-    let clients = script
-        .steps
-        .iter()
-        .filter_map(crate::script::Step::verb)
-        .filter_map(|v| crate::script::SystemVerb::opens(v).map(|c| c + 1))
-        .max()
-        .unwrap_or(1);
     let cluster = PercolatorConfig {
         tablet_servers: 2,
         tablets: 2,
-        clients,
+        clients: crate::script::clients_needed(&script),
         workers_per_client: 1,
         ..PercolatorConfig::default()
     };
-    let world = WorldConfig {
-        run_ms: 60_000,
-        ..WorldConfig::default()
-    };
+    let world = crate::script::script_world();
     scenario(seed, world, cluster, WorkloadSpec::Script(script))
 }
 

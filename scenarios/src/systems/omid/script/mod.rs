@@ -32,6 +32,7 @@ pub use verbs::*;
 
 use crate::script::{
     Env, Mismatch, RuleWords, Script, ScriptControl, ScriptSystem, StepFuture, Thread, ThreadWords,
+    begun_for_point, begun_for_rule,
 };
 use percsim_protocol::omid::OmidPointOwner;
 use percsim_sim::Role;

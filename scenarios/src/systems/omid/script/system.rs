@@ -77,15 +77,7 @@ impl ScriptSystem for OmidScript {
         fault: &OmidPointFault,
     ) -> Result<(), String> {
         let (at, txn) = point.parts();
-        let start_ts = match txn {
-            Some(name) => Some(
-                control
-                    .txn(name)
-                    .ok_or_else(|| format!("transaction {name:?} is not begun yet"))?
-                    .start_ts,
-            ),
-            None => None,
-        };
+        let start_ts = begun_for_point(txn, |name| control.txn(name))?.map(|t| t.start_ts);
         let stop = match fault {
             OmidPointFault::Kill { restart_after_ms } => Stop::Kill {
                 restart_after_ms: *restart_after_ms,
@@ -129,15 +121,7 @@ impl ScriptSystem for OmidScript {
         words: RuleWords,
         control: &ScriptControlOf,
     ) -> Result<RuleId, Mismatch> {
-        let txn = match &rule.txn {
-            Some(name) => Some(control.txn(name).ok_or_else(|| {
-                Mismatch::new(
-                    format!("transaction {name:?} begun before the rule"),
-                    "it is not begun yet",
-                )
-            })?),
-            None => None,
-        };
+        let txn = begun_for_rule(rule.txn.as_deref(), |name| control.txn(name))?;
         Ok(control.control.intercept(Rule {
             call: rule.call.tag(),
             txn: txn.map(|t| t.id),

@@ -1,7 +1,7 @@
 //! The words of an Omid script: its verbs, counts, wait conditions,
 //! intercept rules and named points.
 
-use crate::script::{Countable, InterceptRule, MsgFate, MsgLeg, SystemVerb};
+use crate::script::{Countable, MsgFate, MsgLeg, SystemVerb};
 use percsim_protocol::omid::OmidPoint;
 use percsim_sim::FaultKind;
 use percsim_sim::omid::OmidCounter;
@@ -352,20 +352,7 @@ pub struct OmidRule {
     pub times: Option<u32>,
 }
 
-impl InterceptRule for OmidRule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn leg(&self) -> MsgLeg {
-        self.leg
-    }
-    fn fate(&self) -> MsgFate {
-        self.fate
-    }
-    fn times(&self) -> Option<u32> {
-        self.times
-    }
-}
+crate::intercept_rule!(OmidRule);
 
 /// Where `stop_at` stops a node: a named point, for one transaction if
 /// given (`"tso_after_decision"` or `{"at": "tso_after_decision", "txn": "T1"}`).

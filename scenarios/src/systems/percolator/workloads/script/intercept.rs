@@ -5,7 +5,7 @@
 //! delivers what it holds.
 
 use super::CellRef;
-use crate::script::{InterceptRule, MsgFate, MsgLeg};
+use crate::script::{MsgFate, MsgLeg};
 use percsim_sim::CallKind;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -181,17 +181,4 @@ impl MessageRule {
     }
 }
 
-impl InterceptRule for MessageRule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn leg(&self) -> MsgLeg {
-        self.leg
-    }
-    fn fate(&self) -> MsgFate {
-        self.fate
-    }
-    fn times(&self) -> Option<u32> {
-        self.times
-    }
-}
+crate::intercept_rule!(MessageRule);

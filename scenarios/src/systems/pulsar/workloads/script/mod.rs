@@ -30,7 +30,7 @@ pub use verbs::*;
 
 use crate::script::{
     Env, Mismatch, RuleWords, Script, ScriptControl, ScriptSystem, StepFuture, SystemVerb, Thread,
-    ThreadWords,
+    ThreadWords, begun_for_point, begun_for_rule,
 };
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::client::TxnOutcome;

@@ -77,14 +77,7 @@ impl ScriptSystem for PulsarScript {
         fault: &PulsarPointFault,
     ) -> Result<(), String> {
         let (at, txn, partition) = point.parts();
-        let txn = match txn {
-            Some(name) => Some(
-                control
-                    .txn(name)
-                    .ok_or_else(|| format!("transaction {name:?} is not begun yet"))?,
-            ),
-            None => None,
-        };
+        let txn = begun_for_point(txn, |name| control.txn(name))?;
         let action = match fault {
             PulsarPointFault::Kill { restart_after_ms } => PulsarPointAction::Kill {
                 restart_after_ms: *restart_after_ms,
@@ -145,15 +138,7 @@ impl ScriptSystem for PulsarScript {
         words: RuleWords,
         control: &ScriptControlOf,
     ) -> Result<RuleId, Mismatch> {
-        let txn = match &rule.txn {
-            Some(name) => Some(control.txn(name).ok_or_else(|| {
-                Mismatch::new(
-                    format!("transaction {name:?} begun before the rule"),
-                    "it is not begun yet",
-                )
-            })?),
-            None => None,
-        };
+        let txn = begun_for_rule(rule.txn.as_deref(), |name| control.txn(name))?;
         Ok(control.control.intercept(Rule {
             call: rule.call.tag(),
             txn: txn.map(|t| t.seq),

@@ -1,7 +1,7 @@
 //! The words of a Pulsar script: its verbs, counts, wait conditions,
 //! message rules and points, as a script file spells them.
 
-use crate::script::{Countable, InterceptRule, MsgFate, MsgLeg, SystemVerb};
+use crate::script::{Countable, MsgFate, MsgLeg, SystemVerb};
 use percsim_protocol::pulsar::client::AbortReason;
 use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_sim::{Counter, PulsarCounter, PulsarEvent};
@@ -489,20 +489,7 @@ pub struct PulsarRule {
     pub times: Option<u32>,
 }
 
-impl InterceptRule for PulsarRule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn leg(&self) -> MsgLeg {
-        self.leg
-    }
-    fn fate(&self) -> MsgFate {
-        self.fate
-    }
-    fn times(&self) -> Option<u32> {
-        self.times
-    }
-}
+crate::intercept_rule!(PulsarRule);
 
 /// Where `stop_at` stops a broker: a named point, for one transaction
 /// and one partition if given (`"after_end_logged"` or

@@ -208,11 +208,20 @@ impl Faults {
         self.inject_now(fault);
     }
 
-    /// Inject `fault` now, counted by its class.
+    /// Inject `fault` now, counted by its class if it happened: a pause
+    /// of a node that is down or frozen already, or a stall of no node,
+    /// did not, and is not counted.
     fn inject_now(&mut self, fault: &Fault) {
+        if !self.take_effect(fault) {
+            return;
+        }
         if let Some(class) = fault.kind() {
             self.world.recorder().bump(&class.counter());
         }
+    }
+
+    /// Make `fault` take effect now; whether it did.
+    fn take_effect(&mut self, fault: &Fault) -> bool {
         let now = Instant::now();
         let after = |ms: u64| now + Duration::from_millis(ms);
         match fault {
@@ -222,12 +231,12 @@ impl Faults {
             } => self.kill(node, *restart_after_ms),
             Fault::Restart { node } => self.restart(node),
             Fault::Resume { node } => self.run_undo(Undo::Resume(node.clone())),
-            Fault::Pause { node, duration_ms } => self.pause(node, *duration_ms),
+            Fault::Pause { node, duration_ms } => return self.pause(node, *duration_ms),
             Fault::Stall {
                 client,
                 node,
                 duration_ms,
-            } => self.stall(*client, node.as_deref(), *duration_ms),
+            } => return self.stall(*client, node.as_deref(), *duration_ms),
             Fault::Partition { .. } => self.partition(fault),
             Fault::PacketLoss { rate, duration_ms } => {
                 self.world.world_event(
@@ -267,6 +276,7 @@ impl Faults {
                     .world_event(EventKind::SessionExpired, json!({"client": client}));
             }
         }
+        true
     }
 
     /// Freeze `node` for `duration_ms` at a named point of its system,
@@ -277,13 +287,14 @@ impl Faults {
         self.pause(node, duration_ms);
     }
 
-    /// Freeze `node` for `duration_ms` (not if it is dead or paused already).
-    fn pause(&mut self, node: &str, duration_ms: u64) {
+    /// Freeze `node` for `duration_ms` (not if it is dead or paused
+    /// already); whether it froze it.
+    fn pause(&mut self, node: &str, duration_ms: u64) -> bool {
         let Some(id) = self.ids.id(node) else {
-            return;
+            return false;
         };
         if self.killed.contains(node) || !self.paused.insert(node.to_string()) {
-            return;
+            return false;
         }
         Handle::current().pause(id);
         self.world.world_event(
@@ -292,18 +303,20 @@ impl Faults {
         );
         let until = Instant::now() + Duration::from_millis(duration_ms);
         self.undo.push((until, Undo::Resume(node.to_string())));
+        true
     }
 
     /// Stall the transaction threads of `client` (by index) or else of
-    /// `node` (by name) for `duration_ms` (nothing if no such node runs).
-    fn stall(&mut self, client: Option<usize>, node: Option<&str>, duration_ms: u64) {
+    /// `node` (by name) for `duration_ms` (nothing if no such node runs);
+    /// whether it stalled one.
+    fn stall(&mut self, client: Option<usize>, node: Option<&str>, duration_ms: u64) -> bool {
         let target = match (client, node) {
             (Some(c), _) => self.ids.client(c),
             (None, Some(n)) => self.ids.get(n).map(|k| k.name),
             (None, None) => None,
         };
         let Some(target) = target else {
-            return;
+            return false;
         };
         let until = Instant::now() + Duration::from_millis(duration_ms);
         let mut stalled = self.world.stalled();
@@ -316,6 +329,7 @@ impl Faults {
         };
         self.world.world_event(EventKind::Stall, fields);
         self.undo.push((until, Undo::Unstall(target)));
+        true
     }
 
     /// Cut the links of a [`Fault::Partition`].

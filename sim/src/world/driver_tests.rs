@@ -102,6 +102,9 @@ fn a_stop_at_a_point_is_not_counted_as_a_fault_class() {
         f.apply(&Fault::Restart {
             node: "client-0".into(),
         });
+        f.apply(&Fault::Resume {
+            node: "client-1".into(),
+        });
         f.apply(&kill("client-0"));
         f.apply(&Fault::Pause {
             node: "client-1".into(),
@@ -111,6 +114,43 @@ fn a_stop_at_a_point_is_not_counted_as_a_fault_class() {
         (at_points, injected, f.is_down("client-1"))
     });
     assert_eq!(counts, ((0, 0), (1, 1), true));
+}
+
+/// A pause or a stall that found nothing to freeze did not happen, and is
+/// not counted: a pause of a node that is down or frozen already, a stall
+/// of a client that does not exist.
+#[test]
+fn a_fault_that_did_not_happen_is_not_counted() {
+    let roles = [Role::Client, Role::DataServer];
+    let counts = with_faults(&roles, |faults, world| async move {
+        let mut f = lock_faults(&faults);
+        let count = |k: FaultKind| {
+            let n = world.recorder().counters().get(&k.counter()).copied();
+            n.unwrap_or(0)
+        };
+        let pause = |node: &str| Fault::Pause {
+            node: node.into(),
+            duration_ms: 10,
+        };
+        f.apply(&kill("data_server-0"));
+        f.apply(&pause("data_server-0"));
+        let on_a_dead_node = count(FaultKind::Pause);
+        f.apply(&pause("client-0"));
+        f.apply(&pause("client-0"));
+        let twice = count(FaultKind::Pause);
+        f.apply(&Fault::Stall {
+            client: Some(5),
+            node: None,
+            duration_ms: 10,
+        });
+        let stall_of_no_client = count(FaultKind::Stall);
+        let pauses = event_kinds(&world)
+            .iter()
+            .filter(|k| k.as_str() == "pause")
+            .count();
+        (on_a_dead_node, twice, stall_of_no_client, pauses)
+    });
+    assert_eq!(counts, (0, 1, 0, 1));
 }
 
 #[test]

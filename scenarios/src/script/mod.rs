@@ -26,6 +26,8 @@ mod parse;
 mod run;
 mod validate;
 
+/// The macro implementing [`InterceptRule`], beside the trait.
+pub use crate::intercept_rule;
 pub use expect::{Outcome, judge, judge_eq};
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ struct FakeRule {
     times: Option<u32>,
 }
 
-crate::intercept_rule!(FakeRule);
+intercept_rule!(FakeRule);
 
 /// What the control saw: faults injected, rules installed and released.
 #[derive(Clone, Default)]

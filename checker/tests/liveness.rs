@@ -223,3 +223,34 @@ fn a_session_is_dated_from_its_opening_not_from_its_clients_restart() {
     let r = check_liveness(&h);
     assert_eq!(named(&r), [3, 5], "{:#?}", r.findings);
 }
+
+#[test]
+fn an_owner_is_not_blamed_for_the_time_its_lock_spent_on_the_way() {
+    // T1's prewrite landed 2200 ms after it was stamped, already past
+    // lock_ttl: its owner could not refresh a lock the store did not hold,
+    // so the rollback 10 ms later is fair. T2's landed at once and its
+    // owner held it unrefreshed for 2200 ms: a live owner let it go stale.
+    let r = judge("live_owner_landed_stale");
+    assert_eq!(named(&r), [2], "{:#?}", r.findings);
+    let summary = &r.findings[0].summary;
+    assert!(
+        summary.contains("went 2210 ms without a refresh (lock_ttl 2000 ms)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the store holding it for 2200 ms of them"),
+        "{summary}"
+    );
+    // Had the store written T1's prewrite when it was stamped, its owner
+    // would have let it go stale too.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/live_owner_landed_stale.json");
+    let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for e in &mut h.events {
+        if e.kind == "primary_refreshed" {
+            e.t_ns = 110_000_000;
+        }
+    }
+    h.events.sort_by_key(|e| e.t_ns);
+    assert_eq!(named(&check_liveness(&h)), [1, 2]);
+}

@@ -552,8 +552,12 @@ fn judge_rollback(
     // retried after its tablet moved) is the path's, not the owner's.
     let held_ms = (e.t_ns - held_ns) / MS;
     let fresh_ms = t.lock_ttl_ms.saturating_sub(t.bound_ms);
+    // The refresh path: the primary's servers, the owner, and the master,
+    // which a client asks where a tablet is when its cached location is
+    // gone (a refresh waits out a dead master's time-out).
     let mut path = p.servers.clone();
     path.extend(owner_node);
+    path.push("master".to_string());
     // A late copy of a refresh lands after it was stamped: only a network
     // without loss, delay or duplicates gives the refresh times.
     let network = w.touched(&[], (first_ns, e.t_ns), |d| d.scope == Scope::Network);
@@ -568,7 +572,7 @@ fn judge_rollback(
         format!(
             "its primary went {age_ms} ms without a refresh (lock_ttl {} ms), the store holding \
              it for {held_ms} ms of them (at least lock_ttl - bound = {fresh_ms} ms), while no \
-             fault touched the owner or the primary's server",
+             fault touched the owner, the primary's server or the master",
             t.lock_ttl_ms
         )
     } else {

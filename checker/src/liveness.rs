@@ -11,13 +11,17 @@
 //!
 //! | id | what must hold |
 //! |----|----------------|
-//! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) whose wall time, as the store holds it, was stamped less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale |
+//! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) whose wall time, as the store holds it, was stamped less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale (the store held it unrefreshed for at least `lock_ttl_ms - bound_ms`) |
 //! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service (a network fault, a freeze, or the liveness service's death: the reader then waits out the lock's own TTL) |
 //!
 //! A primary's freshness is the wall time its owner stamped into the lock
 //! (`stamped_ms` of `primary_refreshed`), not when the store wrote it: a
 //! reader sees only the stamp, and a prewrite or refresh that was delayed
-//! or retried lands with an old one. An owner's session is dated from when
+//! or retried lands with an old one. Such a lock may land already stale:
+//! its owner is judged to have let it go stale only for the time the store
+//! held it, since no owner can refresh a lock before it is written (TiKV's
+//! client starts its TTL manager once the primary's prewrite succeeded).
+//! An owner's session is dated from when
 //! the liveness service opened it (`session_opened`): a fault that ended
 //! the client's sessions before then did not end this one.
 
@@ -526,7 +530,7 @@ fn judge_rollback(
     p: &Primary,
 ) -> Option<LivenessFinding> {
     let owner = w.owners.get(&ts)?;
-    let (first_ns, last_ns) = refreshed_before(p, e.t_ns)?;
+    let (first_ns, last_ns, held_ns) = refreshed_before(p, e.t_ns)?;
     let reader = u(e, "by_client");
     // An owner that finished, or whose commit stays unknown, no longer refreshes.
     let finished = owner.unknown || owner.complete_ns.is_some_and(|c| c <= e.t_ns);
@@ -543,9 +547,17 @@ fn judge_rollback(
         return None;
     }
     let age_ms = (e.t_ns - last_ns) / MS;
+    // The owner can refresh only a lock the store holds: the time its
+    // request spent on the way (held by a server that never wrote it, or
+    // retried after its tablet moved) is the path's, not the owner's.
+    let held_ms = (e.t_ns - held_ns) / MS;
     let fresh_ms = t.lock_ttl_ms.saturating_sub(t.bound_ms);
+    // The refresh path: the primary's servers, the owner, and the master,
+    // which a client asks where a tablet is when its cached location is
+    // gone (a refresh waits out a dead master's time-out).
     let mut path = p.servers.clone();
     path.extend(owner_node);
+    path.push("master".to_string());
     // A late copy of a refresh lands after it was stamped: only a network
     // without loss, delay or duplicates gives the refresh times.
     let network = w.touched(&[], (first_ns, e.t_ns), |d| d.scope == Scope::Network);
@@ -556,10 +568,11 @@ fn judge_rollback(
         format!(
             "its primary was refreshed {age_ms} ms before, within lock_ttl - bound = {fresh_ms} ms"
         )
-    } else if quiet {
+    } else if quiet && held_ms >= fresh_ms {
         format!(
-            "its primary went {age_ms} ms without a refresh (lock_ttl {} ms) while no fault \
-             touched the owner or the primary's server",
+            "its primary went {age_ms} ms without a refresh (lock_ttl {} ms), the store holding \
+             it for {held_ms} ms of them (at least lock_ttl - bound = {fresh_ms} ms), while no \
+             fault touched the owner, the primary's server or the master",
             t.lock_ttl_ms
         )
     } else {
@@ -582,16 +595,14 @@ fn judge_rollback(
 }
 
 /// When the owner stamped the primary `p` first, and last among the
-/// stamps the store had written by `t_ns`.
-fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64)> {
+/// stamps the store had written by `t_ns`, and when the store last wrote
+/// it by then.
+fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64, u64)> {
     let first = p.refreshes.iter().map(|r| r.stamped_ns).min()?;
-    let last = p
-        .refreshes
-        .iter()
-        .filter(|r| r.written_ns <= t_ns)
-        .map(|r| r.stamped_ns)
-        .max()?;
-    Some((first, last))
+    let written = p.refreshes.iter().filter(|r| r.written_ns <= t_ns);
+    let last = written.clone().map(|r| r.stamped_ns).max()?;
+    let held = written.map(|r| r.written_ns).max()?;
+    Some((first, last, held))
 }
 
 /// `dead_owner_blocks`: every back-off of a reader from a lock whose owner

@@ -223,3 +223,54 @@ fn a_session_is_dated_from_its_opening_not_from_its_clients_restart() {
     let r = check_liveness(&h);
     assert_eq!(named(&r), [3, 5], "{:#?}", r.findings);
 }
+
+#[test]
+fn an_owner_is_not_blamed_for_the_time_its_lock_spent_on_the_way() {
+    // T1's prewrite landed 2200 ms after it was stamped, already past
+    // lock_ttl: its owner could not refresh a lock the store did not hold,
+    // so the rollback 10 ms later is fair. T2's landed at once and its
+    // owner held it unrefreshed for 2200 ms: a live owner let it go stale.
+    let r = judge("live_owner_landed_stale");
+    assert_eq!(named(&r), [2], "{:#?}", r.findings);
+    let summary = &r.findings[0].summary;
+    assert!(
+        summary.contains("went 2210 ms without a refresh (lock_ttl 2000 ms)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the store holding it for 2200 ms of them"),
+        "{summary}"
+    );
+    // Had the store written T1's prewrite when it was stamped, its owner
+    // would have let it go stale too.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/live_owner_landed_stale.json");
+    let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for e in &mut h.events {
+        if e.kind == "primary_refreshed" {
+            e.t_ns = 110_000_000;
+        }
+    }
+    h.events.sort_by_key(|e| e.t_ns);
+    assert_eq!(named(&check_liveness(&h)), [1, 2]);
+}
+
+#[test]
+fn a_dead_master_touches_the_refresh_path_but_another_node_does_not() {
+    // T2's owner never refreshed its primary in 3990 ms. With the master
+    // dead for part of that time, a refresh may have waited out the time-out
+    // of a tablet location asked of it: not judged. T1's primary was
+    // refreshed 490 ms before its rollback, a finding whatever the faults.
+    let with_fault = |node: &str| {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/liveness/live_owner_rolled_back.json");
+        let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let kill = serde_json::json!({"t_ns": 100_000_000, "kind": "kill", "node": node});
+        let restart = serde_json::json!({"t_ns": 300_000_000, "kind": "restart", "node": node});
+        h.events.insert(3, serde_json::from_value(restart).unwrap());
+        h.events.insert(3, serde_json::from_value(kill).unwrap());
+        check_liveness(&h)
+    };
+    assert_eq!(named(&with_fault("master")), [1]);
+    assert_eq!(named(&with_fault("oracle")), [1, 2]);
+}

@@ -164,12 +164,11 @@ fn workload(mix: &Mix, rng: &mut ChaCha8Rng) -> PulsarWorkloadSpec {
 /// The named points a campaign stops servers at: every point of a
 /// transaction's life ([`ServerPoint::ALL`]), and the windows a real
 /// cluster's crashes and pauses also fall in: the coordinator with an end
-/// request in hand and nothing logged, and any server with a log append
-/// issued and not stored (a kill loses it). The client's `after_end_sent`
-/// is left to scripts (the pipeline's processors already die before and
-/// after their commit), and so is `before_marker_applied`: a campaign
-/// stop there breaks the simulator's own check that a partition's owner
-/// remembers every entry of its log, which needs fixing first.
+/// request in hand and nothing logged, any server with a log append
+/// issued and not stored (a kill loses it), and a broker between a
+/// marker's append and its callback. The client's `after_end_sent` is
+/// left to scripts (the pipeline's processors already die before and
+/// after their commit).
 pub const CAMPAIGN_POINTS: [ServerPoint; 11] = [
     ServerPoint::AfterOpenLogged,
     ServerPoint::AfterEndingLogged,

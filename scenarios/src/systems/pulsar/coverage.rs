@@ -216,7 +216,8 @@ mod tests {
         assert!(!happened.never_happened().contains(&unload));
         let text = happened.render();
         assert!(
-            text.lines().any(|l| l.starts_with("  unload ") && l.ends_with(" 2")),
+            text.lines()
+                .any(|l| l.starts_with("  unload ") && l.ends_with(" 2")),
             "{text}"
         );
     }

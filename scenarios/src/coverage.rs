@@ -19,9 +19,11 @@ pub struct CoverageItem {
     pub description: &'static str,
     /// The run counter whose moving shows it happened.
     pub counter: String,
-    /// The fault class whose injection alone produces it, if one does: a
-    /// campaign whose `--faults` leave the class out does not list it.
-    pub class: Option<FaultKind>,
+    /// The name of the fault class whose injection alone produces it, if
+    /// one does (a world class, or a system's own such as Pulsar's
+    /// `unload`): a campaign whose `--faults` leave the class out does not
+    /// list it.
+    pub class: Option<&'static str>,
 }
 
 percsim_sim::identities! {
@@ -80,7 +82,7 @@ impl WorldCoverage {
             name: self.name(),
             description: self.describe(),
             counter: self.counter(),
-            class: Some(self.fault_class()),
+            class: Some(self.fault_class().name()),
         }
     }
 

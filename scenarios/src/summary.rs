@@ -135,13 +135,18 @@ impl Summary {
     /// class the campaign left out.
     fn coverage(&self) -> Vec<CoverageItem> {
         let mut items = coverage_items(&self.ran().0);
-        items.retain(|c| c.class.is_none_or(|k| self.enabled(k)));
+        items.retain(|c| c.class.is_none_or(|k| self.enabled_named(k)));
         items
     }
 
     /// Whether the campaign enabled fault class `kind`.
     fn enabled(&self, kind: FaultKind) -> bool {
-        self.classes.is_empty() || self.classes.iter().any(|c| c == kind.name())
+        self.enabled_named(kind.name())
+    }
+
+    /// Whether the campaign enabled the fault class named `class`.
+    fn enabled_named(&self, class: &str) -> bool {
+        self.classes.is_empty() || self.classes.iter().any(|c| c == class)
     }
 
     /// Named points no node stopped at, of the systems the campaign ran:

@@ -153,6 +153,7 @@ fn each_targeted_fault_is_what_its_script_expects() {
     let mut wrong = Vec::new();
     for f in [
         "marker-before-buffer.json",
+        "stale-owner-marker-callback.json",
         "lost-append.json",
         "client-dies-after-end-txn.json",
         "unload-topic.json",

@@ -80,7 +80,12 @@ pub fn execute(
 ) -> (BrokerReply, BrokerWrite) {
     match req {
         BrokerRequest::Send(m) => match buffer::append(view.tb, m) {
-            Ok(e) => (BrokerReply::Sent(view.tb.len()), BrokerWrite::Partition(e)),
+            // The offset it lands at: the log's end (memory may lag the
+            // log while a marker's update is held back).
+            Ok(e) => (
+                BrokerReply::Sent(view.log.len() as u64),
+                BrokerWrite::Partition(e),
+            ),
             Err(e) => (BrokerReply::SendRefused(e), BrokerWrite::Nothing),
         },
         BrokerRequest::Read {

@@ -67,7 +67,7 @@ impl ToyCoverage {
             name: self.name(),
             description: self.describe(),
             counter: self.counter(),
-            class: Some(FaultKind::CrashAtStep),
+            class: Some(FaultKind::CrashAtStep.name()),
         }
     }
 }

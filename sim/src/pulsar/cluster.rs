@@ -126,6 +126,7 @@ impl Cluster {
             from.filter(|_| !plan.is_empty())
                 .ok_or_else(|| format!("{resource} has no owner to unload it from"))?
         };
+        self.bump(ids::PulsarCounter::Unload);
         self.event(
             PulsarEvent::Unloaded,
             json!({"resource": resource.to_string(), "from": from.broker}),

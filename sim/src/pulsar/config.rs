@@ -167,6 +167,17 @@ impl PulsarConfig {
                 c.point.name()
             ));
         }
+        if let Some((i, c)) = self
+            .crashes
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.point.on_client())
+        {
+            return Err(format!(
+                "pulsar.crashes[{i}]: {} is a client's point, which a crashes entry never reaches (it stops brokers); stop a client there with a script's stop_at on client-N",
+                c.point.name()
+            ));
+        }
         if let Some(u) = self
             .unloads
             .iter()
@@ -216,6 +227,24 @@ mod tests {
         );
         let none = serde_json::to_value(PulsarConfig::default()).expect("serializes");
         assert!(none.get("unloads").is_none(), "{none}");
+    }
+
+    /// A `crashes` entry at the client's `after_end_sent` would never fire
+    /// (only a script arms that point on a client): it is refused at load,
+    /// naming the entry; a broker's point beside it is accepted.
+    #[test]
+    fn a_crash_at_a_client_point_is_refused_naming_the_entry() {
+        let broker = parse(r#"{"crashes": [{"point": "after_marker_logged", "nth": 1}]}"#);
+        assert_eq!(broker.validate(), Ok(()));
+        let client = parse(
+            r#"{"crashes": [{"point": "after_marker_logged", "nth": 1},
+                            {"point": "after_end_sent", "nth": 2}]}"#,
+        );
+        let e = client.validate().unwrap_err();
+        assert!(
+            e.starts_with("pulsar.crashes[1]: after_end_sent") && e.contains("stop_at"),
+            "{e}"
+        );
     }
 
     fn parse(text: &str) -> PulsarConfig {

@@ -27,6 +27,10 @@ crate::identities! {
         AbortUnavailable => ("pulsar.abort.unavailable", "aborted: a server did not answer or refused before commit"),
         /// A client aborted its transaction by its own choice.
         AbortUser => ("pulsar.abort.user", "aborted by the client's own choice"),
+        /// A resource was unloaded from the live broker that owned it (a
+        /// planned unload whose target had no owner then is not counted):
+        /// the fault class `unload`, counted as the world counts its own.
+        Unload => ("fault.unload", "a resource was unloaded from its owner with no broker dying"),
     }
 }
 

@@ -103,13 +103,13 @@ fn point_coverage() -> Vec<CoverageItem> {
             name: "omid_crash_at_point",
             description: "a node killed at one of Omid's named points",
             counter: FaultKind::CrashAtStep.counter(),
-            class: Some(FaultKind::CrashAtStep),
+            class: Some(FaultKind::CrashAtStep.name()),
         },
         CoverageItem {
             name: "omid_pause_at_point",
             description: "a node frozen at one of Omid's named points",
             counter: FaultKind::PauseAtStep.counter(),
-            class: Some(FaultKind::PauseAtStep),
+            class: Some(FaultKind::PauseAtStep.name()),
         },
     ]
 }

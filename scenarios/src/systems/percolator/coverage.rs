@@ -96,8 +96,8 @@ pub fn items() -> Vec<CoverageItem> {
             description: c.describe(),
             counter: c.counter(),
             class: match c {
-                PercolatorCoverage::CrashAtStep => Some(FaultKind::CrashAtStep),
-                PercolatorCoverage::PauseAtStep => Some(FaultKind::PauseAtStep),
+                PercolatorCoverage::CrashAtStep => Some(FaultKind::CrashAtStep.name()),
+                PercolatorCoverage::PauseAtStep => Some(FaultKind::PauseAtStep.name()),
                 _ => None,
             },
         })

@@ -39,7 +39,12 @@ pub const PULSAR_CLASSES: &[&str] = &[
     "duplicate",
     "crash_at_step",
     "pause_at_step",
+    UNLOAD,
 ];
+
+/// Pulsar's own fault class: the load manager's unloads of a resource from
+/// its live owner (`pulsar.unloads`), no process dying.
+pub const UNLOAD: &str = "unload";
 
 /// What a seed draws, slot by slot, in this order: each slot is drawn
 /// whichever classes the mix names, so a class left out leaves the rest of
@@ -109,7 +114,11 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         }
     }
     let workload = workload(mix, &mut rng);
-    pulsar.unloads = unloads(world.run_ms, pulsar.partitions, &mut rng);
+    // Drawn whichever classes the mix names, kept only if it names them.
+    let unloads = unloads(world.run_ms, pulsar.partitions, &mut rng);
+    if named(UNLOAD) {
+        pulsar.unloads = unloads;
+    }
     let spec = PulsarSpec {
         cluster: pulsar,
         workload,
@@ -155,13 +164,12 @@ fn workload(mix: &Mix, rng: &mut ChaCha8Rng) -> PulsarWorkloadSpec {
 /// The named points a campaign stops servers at: every point of a
 /// transaction's life ([`ServerPoint::ALL`]), and the windows a real
 /// cluster's crashes and pauses also fall in: the coordinator with an end
-/// request in hand and nothing logged, and any server with a log append
-/// issued and not stored (a kill loses it). The client's `after_end_sent`
-/// is left to scripts (the pipeline's processors already die before and
-/// after their commit), and so is `before_marker_applied`: a campaign
-/// stop there breaks the simulator's own check that a partition's owner
-/// remembers every entry of its log, which needs fixing first.
-pub const CAMPAIGN_POINTS: [ServerPoint; 10] = [
+/// request in hand and nothing logged, any server with a log append
+/// issued and not stored (a kill loses it), and a broker between a
+/// marker's append and its callback. The client's `after_end_sent` is
+/// left to scripts (the pipeline's processors already die before and
+/// after their commit).
+pub const CAMPAIGN_POINTS: [ServerPoint; 11] = [
     ServerPoint::AfterOpenLogged,
     ServerPoint::AfterEndingLogged,
     ServerPoint::AfterFirstMarker,
@@ -171,14 +179,16 @@ pub const CAMPAIGN_POINTS: [ServerPoint; 10] = [
     ServerPoint::AfterMarkerLogged,
     ServerPoint::AfterPendingAckLogged,
     ServerPoint::BeforeEndingLogged,
+    ServerPoint::BeforeMarkerApplied,
     ServerPoint::AppendInFlight,
 ];
 
 /// The load manager's unloads of a seed: none, or up to three, each at a
 /// time of the workload phase, of a partition index of every topic or
 /// (one in four) of the coordinator. Unloads are the cluster's own
-/// operation (a load manager shedding bundles), not a fault class: every
-/// seed draws them whatever the mix names.
+/// operation (a load manager shedding bundles), the fault class
+/// [`UNLOAD`]: every seed draws them, and keeps them only when the mix
+/// names the class.
 fn unloads(run_ms: u64, partitions: u32, rng: &mut ChaCha8Rng) -> Vec<UnloadAt> {
     let n = rng.random_range(0..=3);
     (0..n)
@@ -247,16 +257,19 @@ mod tests {
 
     /// A narrowed mix injects only its classes: no random class but its
     /// own, no stop at a point of a class not named, no processor crash
-    /// without `crash_at_step`, and no clock ever skewed.
+    /// without `crash_at_step`, no unload without `unload` (and with it
+    /// the default campaign's), and no clock ever skewed.
     #[test]
     fn only_the_named_classes_are_injected() {
         let mut kills = 0;
         let mut pauses = 0;
+        let mut unloads = 0;
         for seed in 0..200 {
             let s = generate(seed, &mix(&["partition"], &["stream-pipeline"]));
             let kinds: Vec<_> = s.world.faults.random.kinds().iter().map(|k| k.0).collect();
             assert!(kinds.iter().all(|k| k.name() == "partition"), "{kinds:?}");
             assert!(cluster(&s).crashes.is_empty());
+            assert!(cluster(&s).unloads.is_empty());
             assert!(s.world.clocks.is_empty());
             let Some(PulsarWorkloadSpec::StreamPipeline(p)) =
                 PulsarSpec::of(&s).map(|x| &x.workload)
@@ -272,8 +285,15 @@ mod tests {
             assert!(cluster(&s).crashes.iter().all(|c| c.pause_ms.is_none()));
             kills += cluster(&s).crashes.len();
             assert!(generate(seed, &Mix::default()).world.clocks.is_empty());
+            let s = generate(seed, &mix(&[UNLOAD], &[]));
+            assert!(s.world.faults.random.kinds().is_empty());
+            assert!(cluster(&s).crashes.is_empty());
+            let all = generate(seed, &Mix::default());
+            assert_eq!(cluster(&s).unloads, cluster(&all).unloads);
+            unloads += cluster(&s).unloads.len();
         }
         assert!(kills > 0 && pauses > 0, "{kills} {pauses}");
+        assert!(unloads > 0, "{unloads}");
     }
 
     /// The default campaign stops servers at every one of its points and

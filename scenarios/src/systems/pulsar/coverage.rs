@@ -19,17 +19,21 @@ percsim_sim::identities! {
         PauseAtPoint => ("pause_at_point", "broker frozen at a named point"),
         /// A client was killed at one of its procedures' named points.
         ClientCrashAtPoint => ("client_crash_at_point", "client killed at a named point"),
+        /// The load manager unloaded a resource from its live owner.
+        Unload => ("unload", "resource unloaded from its owner, no broker dying"),
     }
 }
 
 impl PulsarCoverage {
-    /// The fault class whose injection alone produces it, if one does.
-    pub fn fault_class(self) -> Option<FaultKind> {
+    /// The name of the fault class whose injection alone produces it, if
+    /// one does: a world class, or Pulsar's own `unload`.
+    pub fn fault_class(self) -> Option<&'static str> {
         match self {
             PulsarCoverage::KillAtPoint | PulsarCoverage::ClientCrashAtPoint => {
-                Some(FaultKind::CrashAtStep)
+                Some(FaultKind::CrashAtStep.name())
             }
-            PulsarCoverage::PauseAtPoint => Some(FaultKind::PauseAtStep),
+            PulsarCoverage::PauseAtPoint => Some(FaultKind::PauseAtStep.name()),
+            PulsarCoverage::Unload => Some(super::campaign::UNLOAD),
             PulsarCoverage::OwnershipMoved | PulsarCoverage::StaleOwnerFenced => None,
         }
     }
@@ -42,6 +46,7 @@ impl PulsarCoverage {
             PulsarCoverage::KillAtPoint => PulsarCounter::BrokerKilledAtPoint.name().into(),
             PulsarCoverage::PauseAtPoint => PulsarCounter::BrokerPausedAtPoint.name().into(),
             PulsarCoverage::ClientCrashAtPoint => PulsarEvent::ClientCrashAtPoint.counter(),
+            PulsarCoverage::Unload => PulsarCounter::Unload.name().into(),
         }
     }
 }
@@ -185,6 +190,34 @@ mod tests {
         }
         assert!(
             line("ownership moved").ends_with("0   <-- never happened"),
+            "{text}"
+        );
+    }
+
+    /// Unloads are a fault class of their own: a campaign that leaves
+    /// `unload` out does not expect one, a campaign with it flags none
+    /// happening, and the unloads that happened are listed among the
+    /// faults injected, by their class.
+    #[test]
+    fn unloads_are_a_fault_class_with_their_coverage_item() {
+        let unload = item(PulsarCoverage::Unload);
+        assert_eq!(unload.class, Some("unload"));
+        let mut without = Summary {
+            classes: vec!["crash_at_step".into()],
+            ..Summary::default()
+        };
+        without.add(&result(&[]));
+        assert!(!without.never_happened().contains(&unload));
+        let mut with = Summary::default();
+        with.add(&result(&[]));
+        assert!(with.never_happened().contains(&unload));
+        let mut happened = Summary::default();
+        happened.add(&result(&[("fault.unload", 2)]));
+        assert!(!happened.never_happened().contains(&unload));
+        let text = happened.render();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("  unload ") && l.ends_with(" 2")),
             "{text}"
         );
     }

@@ -31,7 +31,7 @@ use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_protocol::pulsar::subscription::{self, SubRecord, Subscription};
 use percsim_protocol::pulsar::types::{Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One owned partition as this incarnation holds it in memory.
@@ -40,6 +40,65 @@ struct Owned {
     epoch: u64,
     tb: TbState,
     subs: BTreeMap<String, Subscription>,
+    /// Durable writes memory has not learnt yet, in log order: a marker
+    /// whose update is held (its id; a broker stopped between the marker's
+    /// append and its callback), and every write made durable after it
+    /// (`None`: ready). A managed ledger completes its appends in order, so
+    /// no later write reaches memory before a held one.
+    held: VecDeque<(Option<u64>, BrokerWrite)>,
+    /// The id the next held update gets.
+    next_hold: u64,
+}
+
+impl Owned {
+    /// A new ownership at `epoch`, its memory rebuilt from `store`.
+    fn recovered(epoch: u64, store: &PartitionStore) -> Owned {
+        let subs = store
+            .subs
+            .iter()
+            .map(|(name, log)| (name.clone(), subscription::recover(log)))
+            .collect();
+        Owned {
+            epoch,
+            tb: store.buffer(),
+            subs,
+            held: VecDeque::new(),
+            next_hold: 0,
+        }
+    }
+
+    /// Hold back memory's update of the durable `write` (and of every
+    /// write after it) until [`Owned::release`]; the hold's id.
+    fn hold(&mut self, write: BrokerWrite) -> u64 {
+        let id = self.next_hold;
+        self.next_hold += 1;
+        self.held.push_back((Some(id), write));
+        id
+    }
+
+    /// Memory learns the durable `write`: now, or after the held updates
+    /// before it.
+    fn learn(&mut self, write: BrokerWrite) {
+        match self.held.is_empty() {
+            true => apply_in_memory(self, write),
+            false => self.held.push_back((None, write)),
+        }
+    }
+
+    /// Release hold `id`, and apply every update at the queue's head no
+    /// longer held, in order.
+    fn release(&mut self, id: u64) {
+        for (hold, _) in &mut self.held {
+            if *hold == Some(id) {
+                *hold = None;
+            }
+        }
+        while let Some((None, _)) = self.held.front() {
+            if let Some((_, write)) = self.held.pop_front() {
+                apply_in_memory(self, write);
+            }
+        }
+    }
 }
 
 /// One incarnation of a broker.
@@ -182,16 +241,7 @@ impl Broker {
         store.epoch = e;
         let resource = Resource::Partition(p.clone());
         self.cluster.watch().opened(resource, self.writer(epoch));
-        let subs = store
-            .subs
-            .iter()
-            .map(|(name, log)| (name.clone(), subscription::recover(log)))
-            .collect();
-        let owned = Owned {
-            epoch,
-            tb: store.buffer(),
-            subs,
-        };
+        let owned = Owned::recovered(epoch, store);
         self.partitions().insert(p.clone(), owned);
         self.taken(&Resource::Partition(p.clone()), epoch);
     }
@@ -329,9 +379,8 @@ impl Broker {
         owned: &mut Owned,
         write: BrokerWrite,
     ) {
-        apply_in_memory(owned, write);
-        let resource = Resource::Partition(partition.clone());
-        invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
+        owned.learn(write);
+        check_offsets(partition, store, owned);
     }
 
     /// Reach [`ServerPoint::AppendInFlight`] before a step that appends to
@@ -426,9 +475,10 @@ impl Broker {
             };
             let write = deliver_marker(view, &call.0, ablations);
             let wrote = self.store(&partition, store, owned, &write)?;
-            Ok(wrote.then_some((write, owned.epoch)))
+            // Memory learns it in the append's callback, after this point.
+            Ok(wrote.then(|| (owned.hold(write), owned.epoch)))
         })?;
-        let Some((write, epoch)) = stored else {
+        let Some((hold, epoch)) = stored else {
             return Ok(());
         };
         self.cluster
@@ -438,7 +488,8 @@ impl Broker {
             // A later ownership (after a pause here) rebuilt its memory
             // from the log, marker included.
             if owned.epoch == epoch {
-                self.remember(&partition, store, owned, write);
+                owned.release(hold);
+                check_offsets(&partition, store, owned);
             }
             Ok(())
         })?;
@@ -446,6 +497,18 @@ impl Broker {
             .reached(&self.name, ServerPoint::AfterMarkerLogged, at)
             .await;
         Ok(())
+    }
+}
+
+/// Assert that `partition`'s owner remembers every entry of its log, once
+/// memory has learnt every durable write (nothing held) and while no later
+/// owner opened the log: a stale owner frozen past its session's expiry
+/// may wake to a log that its successor has appended to (it is refused at
+/// its next append).
+fn check_offsets(partition: &Partition, store: &PartitionStore, owned: &Owned) {
+    if owned.held.is_empty() && store.epoch == owned.epoch {
+        let resource = Resource::Partition(partition.clone());
+        invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
     }
 }
 
@@ -561,6 +624,8 @@ mod tests {
             epoch,
             tb: TbState::default(),
             subs: BTreeMap::new(),
+            held: VecDeque::new(),
+            next_hold: 0,
         }
     }
 
@@ -585,6 +650,67 @@ mod tests {
         let mut new = owned(2);
         assert_eq!(apply(&mut store, &mut new, message("c")), Ok(true));
         assert_eq!(store.log.len(), 2);
+    }
+
+    fn marker(seq: u64) -> BrokerWrite {
+        BrokerWrite::Partition(Entry::Marker {
+            txn: TxnId {
+                coordinator: 0,
+                seq,
+            },
+            action: TxnAction::Commit,
+        })
+    }
+
+    /// A write made durable after a marker whose update is held waits for
+    /// it: memory learns the log's entries in the log's order, whichever
+    /// is released first, and the offsets check holds once all are learnt.
+    #[test]
+    fn memory_learns_held_writes_in_the_logs_order() {
+        let p = Partition::new("t", 0);
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        assert_eq!(apply(&mut store, &mut o, message("a")), Ok(true));
+        assert_eq!(store_write(&mut store, &mut o, &marker(1)), Ok(true));
+        let first = o.hold(marker(1));
+        assert_eq!(store_write(&mut store, &mut o, &marker(2)), Ok(true));
+        let second = o.hold(marker(2));
+        assert_eq!(store_write(&mut store, &mut o, &message("b")), Ok(true));
+        o.learn(message("b"));
+        assert_eq!(o.tb.len(), 1, "learnt before the held marker");
+        o.release(second);
+        assert_eq!(o.tb.len(), 1, "the second marker overtook the first");
+        o.release(first);
+        assert_eq!(o.tb.len(), 4);
+        assert!(o.held.is_empty());
+        check_offsets(&p, &store, &o);
+        o.learn(message("c"));
+        assert_eq!(o.tb.len(), 5, "nothing held: learnt at once");
+    }
+
+    /// The offsets check stands down for a stale owner (a later owner
+    /// opened the log) and while an update is held; otherwise it trips.
+    #[test]
+    fn the_offsets_check_binds_the_current_owner_with_nothing_held() {
+        let p = Partition::new("t", 0);
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        store.log.push(match message("a") {
+            BrokerWrite::Partition(e) => e,
+            _ => unreachable!(),
+        });
+        let current = std::panic::catch_unwind(|| check_offsets(&p, &store, &owned(1)));
+        assert!(current.is_err(), "a shorter memory passed");
+        o.hold(marker(1));
+        check_offsets(&p, &store, &o);
+        store.epoch = 2;
+        check_offsets(&p, &store, &owned(1));
     }
 
     #[test]

@@ -169,6 +169,10 @@ impl SystemDef for OmidDef {
         ablations::kill_table(opts)
     }
 
+    fn kill_table_ranges(&self) -> bool {
+        true
+    }
+
     fn script_scenario(
         &self,
         script: serde_json::Value,

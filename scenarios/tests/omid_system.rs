@@ -103,12 +103,12 @@ fn a_faithful_campaign_passes_with_its_determinism_checked() {
 /// decision shows only to a reader in the short window between the TSO's
 /// answer and the shadow cells).
 const MEDIAN_AT_MOST: &[(OmidAblation, Option<u64>)] = &[
-    (OmidAblation::NoLowWatermarkAbort, Some(5)),
+    (OmidAblation::NoLowWatermarkAbort, Some(1)),
     (OmidAblation::ReplyBeforeCommitTable, None),
-    (OmidAblation::ShadowCellsBeforeCommitTable, Some(5)),
-    (OmidAblation::ReaderSkipsCommitTable, Some(2)),
-    (OmidAblation::NoInvalidation, Some(8)),
-    (OmidAblation::NoTsoFencing, Some(5)),
+    (OmidAblation::ShadowCellsBeforeCommitTable, Some(1)),
+    (OmidAblation::ReaderSkipsCommitTable, Some(1)),
+    (OmidAblation::NoInvalidation, Some(2)),
+    (OmidAblation::NoTsoFencing, Some(1)),
 ];
 
 #[test]

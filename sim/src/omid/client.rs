@@ -23,7 +23,7 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::read::{self, Resolution};
-use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
+use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint, PostCommit};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -452,6 +452,15 @@ impl Client {
         if !in_commit_table {
             return self.commit_late(txn, commit_ts).await;
         }
+        let committed = TxnFinish::Committed {
+            commit_ts: Some(commit_ts),
+        };
+        let post_commit = self.shared.cfg.post_commit;
+        if post_commit == PostCommit::Async {
+            // The decision is in the commit table: the application is
+            // told now, the post-commit follows.
+            self.finish(&txn, committed);
+        }
         self.shared
             .point(OmidPoint::ClientBeforeShadowCells, &self.name, start_ts)
             .await;
@@ -464,12 +473,9 @@ impl Client {
         };
         let tablet = tablet_of_txn(txn.start_ts, self.shared.cfg.tablets);
         self.caller().store(tablet, Some(txn.id), delete).await;
-        self.finish(
-            &txn,
-            TxnFinish::Committed {
-                commit_ts: Some(commit_ts),
-            },
-        );
+        if post_commit == PostCommit::Sync {
+            self.finish(&txn, committed);
+        }
         OmidOutcome::Committed {
             commit_ts: Some(commit_ts),
         }
@@ -491,6 +497,9 @@ impl Client {
     /// removes its data cells and aborts.
     async fn commit_late(&self, txn: Txn, commit_ts: u64) -> OmidOutcome {
         self.each_write(&txn, Some(commit_ts)).await;
+        self.shared
+            .point(OmidPoint::ClientAfterShadowCells, &self.name, Some(txn.start_ts))
+            .await;
         let put = StoreOp::CtPut {
             start_ts: txn.start_ts,
             entry: CtEntry::Committed { commit_ts },

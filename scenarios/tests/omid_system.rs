@@ -170,7 +170,15 @@ fn without_fencing_the_deposed_tso_goes_on_committing_and_the_checker_fails_the_
 #[test]
 fn the_kill_table_takes_ranges_of_budget_seeds_each() {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_percsim"))
-        .args(["ablations", "--system", "omid", "--ranges", "3", "--budget", "2"])
+        .args([
+            "ablations",
+            "--system",
+            "omid",
+            "--ranges",
+            "3",
+            "--budget",
+            "2",
+        ])
         .args(["--only", "reader-skips-commit-table", "--jobs", "1"])
         .output()
         .expect("run percsim");

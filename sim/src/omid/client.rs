@@ -299,7 +299,10 @@ impl Client {
                 col: col_,
                 value: v.clone(),
             },
-            None => history::Op::Delete { row: row_, col: col_ },
+            None => history::Op::Delete {
+                row: row_,
+                col: col_,
+            },
         };
         lock(&self.shared.txns).op(txn.id, op);
         let tablet = tablet_of_row(row, self.shared.cfg.tablets);
@@ -498,7 +501,11 @@ impl Client {
     async fn commit_late(&self, txn: Txn, commit_ts: u64) -> OmidOutcome {
         self.each_write(&txn, Some(commit_ts)).await;
         self.shared
-            .point(OmidPoint::ClientAfterShadowCells, &self.name, Some(txn.start_ts))
+            .point(
+                OmidPoint::ClientAfterShadowCells,
+                &self.name,
+                Some(txn.start_ts),
+            )
             .await;
         let put = StoreOp::CtPut {
             start_ts: txn.start_ts,

@@ -254,6 +254,9 @@ mod tests {
         let e = kill_table(&opts(&["no-such-bug"], 100)).unwrap_err();
         assert_eq!(e, "unknown omid planted bug \"no-such-bug\"");
         let e = kill_table(&opts(&["no-invalidation"], 0)).unwrap_err();
-        assert!(e.starts_with("--budget 0 --ranges 1: Omid's kill table needs"), "{e}");
+        assert!(
+            e.starts_with("--budget 0 --ranges 1: Omid's kill table needs"),
+            "{e}"
+        );
     }
 }

@@ -182,3 +182,29 @@ fn a_script_alone_becomes_a_scenario_sized_to_it() {
         "{e}"
     );
 }
+
+/// `delete` writes a tombstone: a snapshot from before the delete's
+/// commit reads the old value, one from after reads none, and the checker
+/// finds the history (with its delete) and the final state (with the
+/// committed tombstone) consistent; a later read expecting the old value
+/// fails by its step.
+#[test]
+fn a_delete_is_a_tombstone_seen_by_later_snapshots_only() {
+    let r = judge(example("delete.json"));
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.explanation);
+    assert_eq!(r.committed, 4, "{:?}", r.explanation);
+    fails_when_changed(
+        "delete.json",
+        "/workload/steps/11/expect",
+        json!("1"),
+        "step 11",
+        "expected \"1\"",
+    );
+    fails_when_changed(
+        "delete.json",
+        "/workload/steps/8/expect",
+        Value::Null,
+        "step 8",
+        "happened \"1\"",
+    );
+}

@@ -103,21 +103,21 @@ fn a_faithful_campaign_passes_with_its_determinism_checked() {
 /// decision shows only to a reader in the short window between the TSO's
 /// answer and the shadow cells).
 const MEDIAN_AT_MOST: &[(OmidAblation, Option<u64>)] = &[
-    (OmidAblation::NoLowWatermarkAbort, Some(5)),
+    (OmidAblation::NoLowWatermarkAbort, Some(1)),
     (OmidAblation::ReplyBeforeCommitTable, None),
-    (OmidAblation::ShadowCellsBeforeCommitTable, Some(5)),
-    (OmidAblation::ReaderSkipsCommitTable, Some(2)),
-    (OmidAblation::NoInvalidation, Some(8)),
-    (OmidAblation::NoTsoFencing, Some(5)),
+    (OmidAblation::ShadowCellsBeforeCommitTable, Some(1)),
+    (OmidAblation::ReaderSkipsCommitTable, Some(1)),
+    (OmidAblation::NoInvalidation, Some(2)),
+    (OmidAblation::NoTsoFencing, Some(1)),
 ];
 
 #[test]
 fn each_planted_bug_is_caught_within_its_median_and_the_faithful_build_passes_the_ranges() {
-    let faithful = ablations::measure(None, 10, 2);
+    let faithful = ablations::measure(None, 20, 10, 2);
     assert_eq!(faithful.caught(), 0, "{:?}", faithful.first_failure);
     let mut wrong = Vec::new();
     for (a, bound) in MEDIAN_AT_MOST {
-        let row = ablations::measure(Some(*a), 10, 2);
+        let row = ablations::measure(Some(*a), 20, 10, 2);
         let held = match bound {
             Some(b) => row.median().is_some_and(|m| m <= *b),
             None => row.caught() > 0,
@@ -162,4 +162,35 @@ fn without_fencing_the_deposed_tso_goes_on_committing_and_the_checker_fails_the_
     assert_ne!(r.verdict, Verdict::Pass, "{:?}", r.counters);
     let count = |k: &str| r.counters.get(k).copied().unwrap_or(0);
     assert_eq!(count("omid.stepped_down"), 0, "{:?}", r.counters);
+}
+
+/// `percsim ablations --system omid` reads `--ranges N --budget B` as
+/// Pulsar's kill table does: N disjoint ranges of B seeds each, the
+/// faithful build running all N * B of them.
+#[test]
+fn the_kill_table_takes_ranges_of_budget_seeds_each() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args([
+            "ablations",
+            "--system",
+            "omid",
+            "--ranges",
+            "3",
+            "--budget",
+            "2",
+        ])
+        .args(["--only", "reader-skips-commit-table", "--jobs", "1"])
+        .output()
+        .expect("run percsim");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        out.contains("| 0 of 3 ranges failed (6 seeds) |"),
+        "{out}{err}"
+    );
+    let bug = out
+        .lines()
+        .find(|l| l.starts_with("| reader-skips-commit-table"))
+        .unwrap_or_else(|| panic!("no row of the bug: {out}{err}"));
+    assert!(bug.contains(" of 3 |"), "{bug}");
 }

@@ -142,6 +142,21 @@ named! {
     }
 }
 
+named! {
+    /// When a client reports its commit to the application (Apache Omid's
+    /// client setting `postCommitMode`): after its post-commit (shadow
+    /// cells written, commit-table entry deleted), or at the TSO's answer,
+    /// the post-commit following.
+    pub enum PostCommit, "post-commit mode", {
+        /// The commit is reported once the shadow cells are written and
+        /// the commit-table entry is deleted (Omid's default).
+        Sync => ("sync", "the commit is reported after the shadow cells are written and the commit-table entry deleted"),
+        /// The commit is reported at the TSO's answer; the shadow cells
+        /// and the deletion follow.
+        Async => ("async", "the commit is reported at the TSO's answer, the shadow cells and the entry's deletion follow"),
+    }
+}
+
 /// The planted bugs switched on for a run (none: the faithful protocol).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OmidAblations(Vec<OmidAblation>);
@@ -176,6 +191,10 @@ mod tests {
         );
         let g: Granularity = serde_json::from_str("\"row\"").unwrap();
         assert_eq!(g, Granularity::Row);
+        let m: PostCommit = serde_json::from_str("\"async\"").unwrap();
+        assert_eq!(m, PostCommit::Async);
+        let e = serde_json::from_str::<PostCommit>("\"later\"").unwrap_err();
+        assert!(e.to_string().starts_with("unknown post-commit mode"), "{e}");
     }
 
     #[test]

@@ -21,5 +21,5 @@ pub mod actions;
 pub mod ids;
 pub mod types;
 
-pub use ids::{Granularity, OmidAblation, OmidAblations, OmidPoint, OmidPointOwner};
+pub use ids::{Granularity, OmidAblation, OmidAblations, OmidPoint, OmidPointOwner, PostCommit};
 pub use types::{CtEntry, DataVersion};

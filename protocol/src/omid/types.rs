@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 pub struct DataVersion {
     /// The writer's start timestamp (the version's number).
     pub start_ts: u64,
-    /// The value written.
-    pub value: String,
+    /// The value written; `None`: a tombstone (the transaction deleted
+    /// the cell, as Omid's delete writes a tombstone cell).
+    pub value: Option<String>,
     /// The shadow cell: the writer's commit timestamp, once written.
     pub shadow_ts: Option<u64>,
 }

@@ -23,7 +23,7 @@ use madsim::net::rpc::Request;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::read::{self, Resolution};
-use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint};
+use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint, PostCommit};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -57,7 +57,7 @@ pub(super) fn load(shared: &Shared) {
             (account(i), BALANCE.into()),
             vec![DataVersion {
                 start_ts: 1,
-                value: value.clone(),
+                value: Some(value.clone()),
                 shadow_ts: Some(2),
             }],
         );
@@ -84,7 +84,7 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
         let Some(value) = committed
             .get(&key)
             .and_then(|vs| vs.last())
-            .map(|v| &v.value)
+            .and_then(|v| v.value.as_ref())
         else {
             return vec![format!("account {} has no committed balance", account(i))];
         };
@@ -191,8 +191,8 @@ impl Client {
             let amount = (1 + below(b.max_transfer)).min(x);
             if amount > 0 {
                 let (x, y) = ((x - amount).to_string(), (y + amount).to_string());
-                self.write(&mut txn, &account(from), BALANCE, x).await;
-                self.write(&mut txn, &account(to), BALANCE, y).await;
+                self.write(&mut txn, &account(from), BALANCE, Some(x)).await;
+                self.write(&mut txn, &account(to), BALANCE, Some(y)).await;
             }
         }
         self.commit(txn).await;
@@ -206,7 +206,7 @@ impl Client {
         if madsim::rand::random::<f64>() < r.write_fraction {
             self.read(&txn, &k, VALUE).await;
             let value = self.unique_value();
-            self.write(&mut txn, &k, VALUE, value).await;
+            self.write(&mut txn, &k, VALUE, Some(value)).await;
         } else {
             self.read(&txn, &k, VALUE).await;
             let other = register(below(r.keys as u64) as usize);
@@ -278,13 +278,21 @@ impl Client {
         }
     }
 
-    /// Write `value` to (`row`, `col`): the data cell goes to the store now,
-    /// at the transaction's start timestamp.
-    pub(super) async fn write(&self, txn: &mut Txn, row: &str, col: &str, value: String) {
-        let op = history::Op::Write {
-            row: row.into(),
-            col: col.into(),
-            value: value.clone(),
+    /// Write `value` to (`row`, `col`) (`None`: delete it, a tombstone):
+    /// the data cell goes to the store now, at the transaction's start
+    /// timestamp.
+    pub(super) async fn write(&self, txn: &mut Txn, row: &str, col: &str, value: Option<String>) {
+        let (row_, col_) = (row.to_string(), col.to_string());
+        let op = match &value {
+            Some(v) => history::Op::Write {
+                row: row_,
+                col: col_,
+                value: v.clone(),
+            },
+            None => history::Op::Delete {
+                row: row_,
+                col: col_,
+            },
         };
         lock(&self.shared.txns).op(txn.id, op);
         let tablet = tablet_of_row(row, self.shared.cfg.tablets);
@@ -328,7 +336,8 @@ impl Client {
         let mut seen = None;
         for v in self.versions(txn, row, col).await {
             if let Resolution::Visible { .. } = self.resolve(txn, row, col, &v).await {
-                seen = Some(v.value);
+                // A tombstone is the newest visible version: no value.
+                seen = v.value;
                 break;
             }
         }
@@ -436,6 +445,15 @@ impl Client {
         if !in_commit_table {
             return self.commit_late(txn, commit_ts).await;
         }
+        let committed = TxnFinish::Committed {
+            commit_ts: Some(commit_ts),
+        };
+        let post_commit = self.shared.cfg.post_commit;
+        if post_commit == PostCommit::Async {
+            // The decision is in the commit table: the application is
+            // told now, the post-commit follows.
+            self.finish(&txn, committed);
+        }
         self.shared
             .point(OmidPoint::ClientBeforeShadowCells, &self.name, start_ts)
             .await;
@@ -448,12 +466,9 @@ impl Client {
         };
         let tablet = tablet_of_txn(txn.start_ts, self.shared.cfg.tablets);
         self.caller().store(tablet, Some(txn.id), delete).await;
-        self.finish(
-            &txn,
-            TxnFinish::Committed {
-                commit_ts: Some(commit_ts),
-            },
-        );
+        if post_commit == PostCommit::Sync {
+            self.finish(&txn, committed);
+        }
         OmidOutcome::Committed {
             commit_ts: Some(commit_ts),
         }
@@ -475,6 +490,13 @@ impl Client {
     /// removes its data cells and aborts.
     async fn commit_late(&self, txn: Txn, commit_ts: u64) -> OmidOutcome {
         self.each_write(&txn, Some(commit_ts)).await;
+        self.shared
+            .point(
+                OmidPoint::ClientAfterShadowCells,
+                &self.name,
+                Some(txn.start_ts),
+            )
+            .await;
         let put = StoreOp::CtPut {
             start_ts: txn.start_ts,
             entry: CtEntry::Committed { commit_ts },

@@ -3,7 +3,7 @@
 //! checks whose errors name the field.
 
 use crate::ConfigError;
-use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint};
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, PostCommit};
 use serde::{Deserialize, Serialize};
 
 /// The most clients or tablet servers an Omid cluster runs.
@@ -37,6 +37,10 @@ pub struct OmidConfig {
     pub store_ms: u64,
     /// Whether a backup TSO (`tso-backup`) runs beside the first one.
     pub backup_tso: bool,
+    /// When a client reports its commit: `sync` (after its shadow cells,
+    /// the default) or `async` (at the TSO's answer).
+    #[serde(skip_serializing_if = "is_sync")]
+    pub post_commit: PostCommit,
     /// How long the TSO's lease in the liveness service lasts, in ms.
     pub lease_ms: u64,
     /// Crashes at named points.
@@ -58,6 +62,7 @@ impl Default for OmidConfig {
             persist_ms: 2,
             store_ms: 1,
             backup_tso: true,
+            post_commit: PostCommit::Sync,
             lease_ms: 300,
             crashes: Vec::new(),
             pauses: Vec::new(),
@@ -92,6 +97,12 @@ pub struct PauseAt {
     pub nth: u64,
     /// How long the node stays frozen.
     pub pause_ms: u64,
+}
+
+/// Whether `m` is the default post-commit mode (left out of a written
+/// section, so that sections written before the setting read the same).
+fn is_sync(m: &PostCommit) -> bool {
+    *m == PostCommit::Sync
 }
 
 fn default_restart_ms() -> u64 {

@@ -45,7 +45,14 @@ impl OmidClient {
 
     /// Write `value` to (`row`, `col`): its data cell goes to the store now.
     pub async fn put(&self, txn: &mut OmidTxn, row: &str, col: &str, value: String) {
-        self.0.write(&mut txn.0, row, col, value).await
+        self.0.write(&mut txn.0, row, col, Some(value)).await
+    }
+
+    /// Delete (`row`, `col`): a tombstone goes to the store now, as a data
+    /// cell at the transaction's start timestamp; a snapshot that sees it
+    /// reads no value.
+    pub async fn delete(&self, txn: &mut OmidTxn, row: &str, col: &str) {
+        self.0.write(&mut txn.0, row, col, None).await
     }
 
     /// Commit `txn` through the TSO and complete it (shadow cells, then the

@@ -245,8 +245,8 @@ pub enum StoreOp {
         col: String,
         /// The writer's start timestamp.
         start_ts: u64,
-        /// The value.
-        value: String,
+        /// The value (`None`: a tombstone).
+        value: Option<String>,
     },
     /// Remove an aborted transaction's data cell.
     Remove {

@@ -27,8 +27,8 @@ pub(super) struct Committed {
     pub start_ts: u64,
     /// Its commit timestamp.
     pub commit_ts: u64,
-    /// Its value.
-    pub value: String,
+    /// Its value (`None`: a tombstone, the cell deleted).
+    pub value: Option<String>,
 }
 
 /// Every cell's committed versions, by (row, column), oldest commit first.
@@ -173,8 +173,11 @@ impl Store {
                     .map(|v| history::Version {
                         start_ts: v.start_ts,
                         commit_ts: v.commit_ts,
-                        kind: history::VersionKind::Put,
-                        value: Some(v.value),
+                        kind: match v.value {
+                            Some(_) => history::VersionKind::Put,
+                            None => history::VersionKind::Delete,
+                        },
+                        value: v.value,
                         data_missing: false,
                     })
                     .collect(),
@@ -313,7 +316,7 @@ mod tests {
             row: row.into(),
             col: "v".into(),
             start_ts,
-            value: value.into(),
+            value: Some(value.into()),
         }
     }
 
@@ -351,9 +354,9 @@ mod tests {
         assert_eq!(
             committed[&key]
                 .iter()
-                .map(|v| (v.start_ts, v.commit_ts, v.value.as_str()))
+                .map(|v| (v.start_ts, v.commit_ts, v.value.as_deref()))
                 .collect::<Vec<_>>(),
-            [(3, 4, "a"), (5, 6, "b")]
+            [(3, 4, Some("a")), (5, 6, Some("b"))]
         );
         let StoreReply::Versions(vs) = s.apply(
             0,

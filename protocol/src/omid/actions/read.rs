@@ -180,7 +180,7 @@ mod tests {
     fn an_invalidation_that_lands_after_completion_reads_the_shadow_cell() {
         let v = DataVersion {
             start_ts: 3,
-            value: "v".into(),
+            value: Some("v".into()),
             shadow_ts: None,
         };
         let none = OmidAblations::default();

@@ -41,7 +41,7 @@ impl Model {
     pub fn must_write(&mut self, start: u64, row: &str, value: &str) {
         self.cells.entry(row.into()).or_default().push(DataVersion {
             start_ts: start,
-            value: value.into(),
+            value: Some(value.into()),
             shadow_ts: None,
         });
     }
@@ -140,7 +140,7 @@ impl Model {
                 r = read::after_invalidation(CtEntry::Invalid, shadow, start);
             }
             if let Resolution::Visible { .. } = r {
-                return Some(v.value);
+                return v.value;
             }
         }
         None

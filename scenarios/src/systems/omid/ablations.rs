@@ -1,8 +1,9 @@
 //! Omid's kill table: each planted bug of [`OmidAblation`] runs the
-//! default Omid campaign over [`RANGES`] disjoint seed ranges, each until
-//! its first safety failure; the table gives the median and the largest
-//! number of seeds to the first failure over the ranges. The faithful
-//! build runs every seed of the ranges and must pass them all.
+//! default Omid campaign over `--ranges` disjoint seed ranges of
+//! `--budget` seeds each, each until its first safety failure; the table
+//! gives the median and the largest number of seeds to the first failure
+//! over the ranges. The faithful build runs every seed of the ranges and
+//! must pass them all.
 
 use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
@@ -12,9 +13,6 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// How many disjoint seed ranges each planted bug runs over.
-pub const RANGES: u64 = 20;
 
 /// One line of Omid's kill table.
 #[derive(Debug, Clone)]
@@ -113,8 +111,14 @@ fn first_in(
 }
 
 /// Measure one planted bug (or the faithful build with `None`) over
-/// [`RANGES`] disjoint ranges of `range_seeds` seeds from seed 0.
-pub fn measure(ablation: Option<OmidAblation>, range_seeds: u64, jobs: usize) -> OmidKillRow {
+/// `ranges` disjoint ranges of `range_seeds` seeds from seed 0 (range `r`
+/// is seeds `r * range_seeds` to `(r + 1) * range_seeds - 1`).
+pub fn measure(
+    ablation: Option<OmidAblation>,
+    ranges: u64,
+    range_seeds: u64,
+    jobs: usize,
+) -> OmidKillRow {
     let started = Instant::now();
     let mut row = OmidKillRow {
         ablation,
@@ -123,7 +127,7 @@ pub fn measure(ablation: Option<OmidAblation>, range_seeds: u64, jobs: usize) ->
         first_failure: None,
         wall: Duration::ZERO,
     };
-    for r in 0..RANGES {
+    for r in 0..ranges {
         let found = first_in(ablation, r * range_seeds, range_seeds, jobs);
         row.seeds_to_failure.push(found.as_ref().map(|f| f.0));
         if row.first_failure.is_none() {
@@ -147,7 +151,8 @@ pub fn render(rows: &[OmidKillRow]) -> String {
             Some(a) => format!("{} ({})", a.name(), a.describe()),
             None => "none (faithful build)".to_string(),
         };
-        let seeds = RANGES * r.range_seeds;
+        let ranges = r.seeds_to_failure.len();
+        let seeds = ranges as u64 * r.range_seeds;
         let rule = r.first_failure.as_ref().map_or_else(
             || "-".into(),
             |f| format!("seed {}: {}", f.seed, f.violated_rules.join(", ")),
@@ -156,12 +161,12 @@ pub fn render(rows: &[OmidKillRow]) -> String {
             |n: Option<u64>| n.map_or(format!("none in {}", r.range_seeds), |n| n.to_string());
         let (caught, median, max) = match r.ablation {
             Some(_) => (
-                format!("{} of {RANGES}", r.caught()),
+                format!("{} of {ranges}", r.caught()),
                 shown(r.median()),
                 shown(r.max()),
             ),
             None => (
-                format!("{} of {RANGES} ranges failed ({seeds} seeds)", r.caught()),
+                format!("{} of {ranges} ranges failed ({seeds} seeds)", r.caught()),
                 "-".into(),
                 "-".into(),
             ),
@@ -176,8 +181,9 @@ pub fn render(rows: &[OmidKillRow]) -> String {
 }
 
 /// Omid's kill table as `percsim ablations --system omid` prints it (see
-/// [`crate::system::SystemDef::kill_table`]): `opts.budget` seeds in all,
-/// in [`RANGES`] ranges; the faithful build runs every one of them.
+/// [`crate::system::SystemDef::kill_table`]): `opts.ranges` ranges of
+/// `opts.budget` seeds each, as Pulsar's; the faithful build runs every
+/// one of them.
 pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
     let mut chosen = Vec::new();
     for name in &opts.only {
@@ -189,16 +195,16 @@ pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
     if chosen.is_empty() {
         chosen = OmidAblation::ALL.to_vec();
     }
-    if opts.budget < RANGES {
+    if opts.budget == 0 || opts.ranges == 0 {
         return Err(format!(
-            "--budget {} is too small: Omid's kill table runs {RANGES} ranges of at least one seed",
-            opts.budget
+            "--budget {} --ranges {}: Omid's kill table needs at least one range of at least one seed",
+            opts.budget, opts.ranges
         ));
     }
-    let (range_seeds, jobs) = (opts.budget / RANGES, opts.jobs.max(1));
-    let mut rows = vec![measure(None, range_seeds, jobs)];
+    let (ranges, range_seeds, jobs) = (opts.ranges, opts.budget, opts.jobs.max(1));
+    let mut rows = vec![measure(None, ranges, range_seeds, jobs)];
     for a in chosen {
-        let row = measure(Some(a), range_seeds, jobs);
+        let row = measure(Some(a), ranges, range_seeds, jobs);
         eprintln!(
             "{}: median {:?}, most {:?} seeds to the first failure",
             a.name(),
@@ -237,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_bug_or_a_budget_below_one_seed_a_range_is_refused_by_name() {
+    fn an_unknown_bug_or_an_empty_range_is_refused_by_name() {
         let opts = |only: &[&str], budget| crate::system::KillTable {
             only: only.iter().map(|s| s.to_string()).collect(),
             budget,
@@ -247,7 +253,10 @@ mod tests {
         };
         let e = kill_table(&opts(&["no-such-bug"], 100)).unwrap_err();
         assert_eq!(e, "unknown omid planted bug \"no-such-bug\"");
-        let e = kill_table(&opts(&["no-invalidation"], 19)).unwrap_err();
-        assert!(e.starts_with("--budget 19 is too small"), "{e}");
+        let e = kill_table(&opts(&["no-invalidation"], 0)).unwrap_err();
+        assert!(
+            e.starts_with("--budget 0 --ranges 1: Omid's kill table needs"),
+            "{e}"
+        );
     }
 }

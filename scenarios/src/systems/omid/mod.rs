@@ -13,7 +13,7 @@ use crate::planted_bugs;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, config_error};
 use crate::typed::{Typed, TypedSystem};
-use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner};
+use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner, PostCommit};
 use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
 use percsim_sim::{ConfigError, Fault, FaultKind, NodeKind, RunOutput, TimedFault, WorldConfig};
 use rand::RngExt;
@@ -169,6 +169,10 @@ impl SystemDef for OmidDef {
         ablations::kill_table(opts)
     }
 
+    fn kill_table_ranges(&self) -> bool {
+        true
+    }
+
     fn script_scenario(
         &self,
         script: serde_json::Value,
@@ -253,12 +257,12 @@ impl TypedSystem for OmidDef {
 /// The Omid scenario of `seed`, drawn from `mix`: 3-8 clients, 1-3 tablet
 /// servers, a conflict map of 1-3 keys at cell or row granularity (small,
 /// so that evictions raise the low watermark), a TSO and its backup with
-/// a lease of 50-150 ms, a workload phase of 3-8 s, each fault class of
-/// the mix (every one of [`OMID_CLASSES`] when it names none) on with
-/// probability one half (Omid's stops at named points, which every cluster
-/// meets, three times in four), the mix's planted bugs of Omid switched on. Every
-/// draw is made whichever classes are named, so leaving one out leaves the
-/// rest as they were.
+/// a lease of 50-150 ms, the clients' post-commit mode (sync or async, one
+/// seed in two), a workload phase of 3-8 s; Omid's stops at named points
+/// (which every cluster meets) each on three times in four, and one or two
+/// of the world's fault classes the mix lets on (every one of
+/// [`OMID_CLASSES`] when it names none), each on three times in four; the
+/// mix's planted bugs of Omid switched on.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
     let clients = rng.random_range(3..=8);
@@ -280,13 +284,22 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
         lease_ms: rng.random_range(50..=150),
+        post_commit: if rng.random_bool(0.5) {
+            PostCommit::Sync
+        } else {
+            PostCommit::Async
+        },
         ablations: OmidAblation::chosen(&mix.ablations),
         ..OmidConfig::default()
     };
-    let mut cut = Some(store_partition(&cluster, world.run_ms, &mut rng));
+    let cuts = rng.random_range(1..=3);
+    let mut cut: Vec<TimedFault> = (0..cuts)
+        .map(|_| store_partition(&cluster, world.run_ms, &mut rng))
+        .collect();
+    let world_on = few_world_classes(mix, &mut rng);
     for class in OMID_CLASSES {
         let stop = matches!(*class, "crash_at_step" | "pause_at_step");
-        let on = rng.random_bool(if stop { 0.75 } else { 0.5 });
+        let on = rng.random_bool(0.75) && (stop || world_on.contains(class));
         let intensity = rng.random_range(0.0..1.0);
         let timeout_ms = world.rpc_timeout_ms;
         let points = match *class {
@@ -302,7 +315,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
             "pause_at_step" => cluster.pauses = points.into_iter().map(|p| p.pause()).collect(),
             _ => {
                 if *class == "partition" {
-                    world.faults.schedule.extend(cut.take());
+                    world.faults.schedule.append(&mut cut);
                 }
                 // Every other class of the list is one of the world's.
                 let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
@@ -319,7 +332,8 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 
 /// A partition between the TSOs and the tablet servers, 50-400 ms long at
 /// a random time of the workload phase: the TSO can hand out timestamps
-/// and answer clients, but its commit-table writes wait.
+/// and answer clients, but its commit-table writes wait (the campaign
+/// draws one to three of them; they apply with the `partition` class).
 fn store_partition(cluster: &OmidConfig, run_ms: u64, rng: &mut ChaCha8Rng) -> TimedFault {
     let tsos: Vec<String> = ["tso", "tso-backup"].map(String::from).to_vec();
     let tablets = (0..cluster.tablets)
@@ -334,6 +348,24 @@ fn store_partition(cluster: &OmidConfig, run_ms: u64, rng: &mut ChaCha8Rng) -> T
             duration_ms: rng.random_range(50..=400),
         },
     }
+}
+
+/// The world's fault classes on in a seed: one or two of those `mix`
+/// lets on (of [`OMID_CLASSES`] without Omid's own stops), each class
+/// ranked by a draw made whichever classes are named. A real cluster
+/// meets a few faults at a time; every class at once (each on in one seed
+/// of two, as before) left about 10 commits a seed, and a planted bug
+/// little traffic to show in.
+fn few_world_classes(mix: &Mix, rng: &mut ChaCha8Rng) -> Vec<&'static str> {
+    let mut ranked: Vec<(u64, &'static str)> = OMID_CLASSES
+        .iter()
+        .map(|c| (rng.random::<u64>(), *c))
+        .filter(|(_, c)| !matches!(*c, "crash_at_step" | "pause_at_step"))
+        .collect();
+    let how_many = rng.random_range(1..=2);
+    ranked.retain(|(_, c)| named(mix, c));
+    ranked.sort_unstable();
+    ranked.into_iter().take(how_many).map(|(_, c)| c).collect()
 }
 
 /// Whether `mix` lets fault class `class` on (a mix that names no class
@@ -445,7 +477,7 @@ fn pauses(intensity: f64, lease_ms: u64, timeout_ms: u64, rng: &mut ChaCha8Rng) 
             let nth = rng.random_range(1..=20);
             let ms = match owner {
                 OmidPointOwner::Tso => {
-                    lease_ms * rng.random_range(3..=5) / 4 + rng.random_range(0..=timeout_ms)
+                    lease_ms * rng.random_range(4..=6) / 4 + rng.random_range(0..=timeout_ms)
                 }
                 _ => rng.random_range(20..=400),
             };

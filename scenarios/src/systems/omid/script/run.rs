@@ -73,6 +73,7 @@ async fn step(
         OmidVerb::Put {
             row, col, value, ..
         } => client.put(&mut txn, &row, &col, value).await,
+        OmidVerb::Delete { row, col, .. } => client.delete(&mut txn, &row, &col).await,
         OmidVerb::Commit {
             txn: name, expect, ..
         } => {
@@ -182,7 +183,7 @@ fn assert_cell(
             format!("it is {}", say(!s)),
         ));
     }
-    let stored = mine.map(|v| v.value.clone());
+    let stored = mine.and_then(|v| v.value.clone());
     match value {
         Some(want) if stored.as_ref() != Some(want) => Some(Mismatch::new(
             format!("its data cell in {cell} to hold {want:?}"),

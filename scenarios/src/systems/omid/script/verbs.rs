@@ -100,6 +100,21 @@ pub enum OmidVerb {
         #[serde(default, skip_serializing_if = "is_false")]
         no_wait: bool,
     },
+    /// Delete a cell: a tombstone goes to the store at once, as a data
+    /// cell at the transaction's start timestamp (a snapshot that sees it
+    /// reads no value; the history records a delete).
+    Delete {
+        /// The transaction.
+        txn: String,
+        /// Row key.
+        row: String,
+        /// Column (default `v`).
+        #[serde(default = "default_col")]
+        col: String,
+        /// Go on with the next step without waiting for this one.
+        #[serde(default, skip_serializing_if = "is_false")]
+        no_wait: bool,
+    },
     /// Commit through the TSO; `expect` is checked against what the client
     /// is told.
     Commit {
@@ -151,6 +166,7 @@ pub const VERBS: &[&str] = &[
     "begin",
     "get",
     "put",
+    "delete",
     "commit",
     "abort",
     "assert_commit_table",
@@ -164,6 +180,7 @@ impl OmidVerb {
             OmidVerb::Begin { txn, .. }
             | OmidVerb::Get { txn, .. }
             | OmidVerb::Put { txn, .. }
+            | OmidVerb::Delete { txn, .. }
             | OmidVerb::Commit { txn, .. }
             | OmidVerb::Abort { txn }
             | OmidVerb::AssertCommitTable { txn, .. }
@@ -196,6 +213,7 @@ impl SystemVerb for OmidVerb {
             OmidVerb::Begin { no_wait, .. }
             | OmidVerb::Get { no_wait, .. }
             | OmidVerb::Put { no_wait, .. }
+            | OmidVerb::Delete { no_wait, .. }
             | OmidVerb::Commit { no_wait, .. } => *no_wait,
             _ => false,
         }

@@ -20,11 +20,26 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    // HEAD names the branch; the branch's ref (loose, or packed) names the commit.
-    for path in ["HEAD", "refs/heads", "packed-refs"] {
-        if let Some(p) = git(&["rev-parse", "--git-path", path])
-            && std::path::Path::new(&p).exists()
-        {
+    // HEAD names the branch; the branch's own ref (loose, or packed) names
+    // the commit. Only that branch's loose ref is watched when it exists:
+    // other worktrees share `refs/heads`, and their commits must not rebuild
+    // this crate. A packed branch is watched through its folder, where the
+    // next commit writes it loose.
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    let loose = branch
+        .as_deref()
+        .and_then(|b| git(&["rev-parse", "--git-path", b]))
+        .filter(|p| std::path::Path::new(p).exists());
+    let mut watched: Vec<String> = ["HEAD", "packed-refs"]
+        .iter()
+        .filter_map(|p| git(&["rev-parse", "--git-path", p]))
+        .collect();
+    watched.push(match loose {
+        Some(p) => p,
+        None => git(&["rev-parse", "--git-path", "refs/heads"]).unwrap_or_default(),
+    });
+    for p in watched {
+        if !p.is_empty() && std::path::Path::new(&p).exists() {
             println!("cargo:rerun-if-changed={p}");
         }
     }

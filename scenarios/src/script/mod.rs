@@ -334,6 +334,17 @@ pub struct ThreadWords {
     pub closed: &'static str,
 }
 
+impl ThreadWords {
+    /// A transaction's words (`txn`, begun, its commit or abort), for the
+    /// systems whose steps run transactions.
+    pub const TRANSACTION: ThreadWords = ThreadWords {
+        field: "txn",
+        noun: "transaction",
+        opened: "begun",
+        closed: "its commit or abort",
+    };
+}
+
 /// An expectation not met: what was expected, what happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {

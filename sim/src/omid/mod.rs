@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 
 pub use client::OmidOutcome;
 pub use program::OmidTxn;
-pub use rpc::{NODE_KINDS, OmidCounter, OmidEvent};
+pub use rpc::{CLIENT_KIND, NODE_KINDS, OmidCounter, OmidEvent};
 use types::{Job, Shared};
 pub use types::{OmidClient, OmidControl, OmidProgram, Stop};
 

@@ -15,16 +15,10 @@ impl ScriptSystem for OmidScript {
     type Client = OmidClient;
     const FIELDS: &'static [&'static str] = &[];
     const VERBS: &'static [&'static str] = VERBS;
-    const THREAD: ThreadWords = ThreadWords {
-        field: "txn",
-        noun: "transaction",
-        opened: "begun",
-        closed: "its commit or abort",
-    };
+    const THREAD: ThreadWords = ThreadWords::TRANSACTION;
 
     fn client_node(client: usize) -> String {
-        // Omid's clients, as the world names them (`client-N`).
-        format!("client-{client}")
+        percsim_sim::omid::CLIENT_KIND.nth(client).to_string()
     }
 
     fn validate_verb(s: &OmidScriptFile, verb: &OmidVerb, env: &Env<'_>) -> Result<(), String> {

@@ -15,12 +15,7 @@ impl ScriptSystem for PercolatorScript {
     type Client = Arc<Client>;
     const FIELDS: &'static [&'static str] = &["initial", "observers"];
     const VERBS: &'static [&'static str] = VERBS;
-    const THREAD: ThreadWords = ThreadWords {
-        field: "txn",
-        noun: "transaction",
-        opened: "begun",
-        closed: "its commit or abort",
-    };
+    const THREAD: ThreadWords = ThreadWords::TRANSACTION;
 
     fn validate_setup(&self) -> Result<(), String> {
         observe::validate(&self.observers)

@@ -65,7 +65,7 @@ impl ServerPoint {
     }
 
     /// Every point of a transaction's life, in its order (a campaign
-    /// draws from these and from two windows of its own).
+    /// draws from these and from three windows of its own).
     pub const ALL: [ServerPoint; 8] = [
         ServerPoint::AfterOpenLogged,
         ServerPoint::AfterEndingLogged,

@@ -77,9 +77,9 @@ struct Seen<'s> {
 impl<S: ScriptSystem> Script<S> {
     /// Check the script against a run of `clients` clients and these
     /// nodes. An error names the step by its path in the file, then its
-    /// verb, then the problem: `workload.steps[3] (do "commit"): txn:
-    /// transaction "T1" is not begun before this step`, as an error
-    /// reading the step does.
+    /// verb, then the problem in the system's own words, as an error
+    /// reading the step does: Percolator says `workload.steps[3] (do
+    /// "commit"): txn: transaction "T9" is used before it is begun`.
     pub fn validate(&self, clients: usize, nodes: &[String]) -> Result<(), String> {
         self.system.validate_setup()?;
         let mut seen = Seen::default();

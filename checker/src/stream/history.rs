@@ -30,7 +30,8 @@ pub struct StreamHistory {
     pub final_state: StreamFinalState,
     /// Fault, cluster and protocol events (kills, restarts, ownership
     /// moves, ...) in time order, as the transaction format has them: for
-    /// context only, never judged. Absent in files written before it
+    /// context, never judged by the safety rules (the liveness rule reads
+    /// the thresholds, the kills, the faults and the heal). Absent in files written before it
     /// existed, and left out when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::Event>,

@@ -136,7 +136,9 @@ fn run_all_with(ctx: &Ctx<'_>, parallel: bool) -> Verdicts {
             let then = run_phase(ctx, Phase::Then);
             // A rule that panics on the graph's thread panics here, as it
             // would have on this one.
-            let first = first.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            let first = first
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
             (first, then)
         })
     } else {
@@ -222,6 +224,9 @@ mod tests {
             judged += 1;
             failing += usize::from(a.rules.iter().any(|r| !r.passed));
         }
-        assert!(judged >= 30 && failing >= 20, "{judged} judged, {failing} failing");
+        assert!(
+            judged >= 30 && failing >= 20,
+            "{judged} judged, {failing} failing"
+        );
     }
 }

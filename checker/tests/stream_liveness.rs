@@ -24,7 +24,12 @@ fn judge(v: &Value) -> percsim_checker::LivenessReport {
 fn a_dead_clients_transaction_left_open_past_its_timeout_trips_the_rule() {
     let r = judge(&value("dead_client_txn_open"));
     let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
-    assert_eq!(rules, [LivenessRule::DeadClientTxnOpen; 2], "{:#?}", r.findings);
+    assert_eq!(
+        rules,
+        [LivenessRule::DeadClientTxnOpen; 2],
+        "{:#?}",
+        r.findings
+    );
     let never = &r.findings[0];
     assert_eq!(never.txns, [1]);
     for part in [
@@ -38,7 +43,8 @@ fn a_dead_clients_transaction_left_open_past_its_timeout_trips_the_rule() {
     }
     let late = &r.findings[1];
     assert!(
-        late.summary.contains("ended it only at 3000 ms, past 2750 ms")
+        late.summary
+            .contains("ended it only at 3000 ms, past 2750 ms")
             && late.summary.contains("its timeout 500 ms"),
         "{}",
         late.summary
@@ -63,7 +69,10 @@ fn transactions_ended_in_time_a_live_client_or_a_finished_one_do_not_trip_it() {
 fn the_transactions_own_timeout_and_a_fault_on_the_cluster_are_what_keep_it_quiet() {
     // Judged by the default timeout (1000 ms), T2 ended 10 s late.
     let mut v = value("dead_client_txn_ended");
-    v["transactions"][2].as_object_mut().unwrap().remove("timeout_ms");
+    v["transactions"][2]
+        .as_object_mut()
+        .unwrap()
+        .remove("timeout_ms");
     let r = judge(&v);
     assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
     assert_eq!(r.findings[0].txns, [2]);
@@ -74,7 +83,11 @@ fn the_transactions_own_timeout_and_a_fault_on_the_cluster_are_what_keep_it_quie
     let r = judge(&v);
     assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
     assert_eq!(r.findings[0].txns, [3]);
-    assert!(r.findings[0].summary.contains("ended it only at 8500 ms, past 4250 ms"));
+    assert!(
+        r.findings[0]
+            .summary
+            .contains("ended it only at 8500 ms, past 4250 ms")
+    );
     // With the fault, the deadline is the heal's, and it says so.
     let mut v = value("dead_client_txn_ended");
     v["transactions"][3]["abort_logged_ns"] = Value::from(9_000_000_000u64);
@@ -103,13 +116,22 @@ fn checking_the_file_exits_3_with_the_thresholds_and_the_explanation() {
     let code = percsim_checker::run_check_file(&path("dead_client_txn_open"), false, &mut text);
     let text = String::from_utf8(text).unwrap();
     assert_eq!(code, 3, "{text}");
-    assert!(text.contains("liveness thresholds: txn_timeout 1000 ms"), "{text}");
-    assert!(text.contains("liveness dead_client_txn_open: T1 (0,1)"), "{text}");
+    assert!(
+        text.contains("liveness thresholds: txn_timeout 1000 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness dead_client_txn_open: T1 (0,1)"),
+        "{text}"
+    );
     let code = percsim_checker::run_check_file(&path("dead_client_txn_open"), true, &mut json);
     assert_eq!(code, 3);
     let json: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(json["liveness"]["thresholds"]["txn_timeout_ms"], 1000);
-    assert_eq!(json["liveness"]["findings"][0]["rule"], "dead_client_txn_open");
+    assert_eq!(
+        json["liveness"]["findings"][0]["rule"],
+        "dead_client_txn_open"
+    );
     let mut quiet = Vec::new();
     let code = percsim_checker::run_check_file(&path("dead_client_txn_ended"), false, &mut quiet);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&quiet));

@@ -113,21 +113,40 @@ fn pulsar_client_dies(scan_ms: u64) -> Value {
 fn a_coordinator_that_never_times_out_a_dead_clients_transaction_is_caught() {
     let faithful = Scenario::from_value(pulsar_client_dies(50)).unwrap();
     let judged = fuzz::judge(&faithful, false);
-    assert_eq!(judged.result.verdict, Verdict::Pass, "{:?}", judged.result.explanation);
+    assert_eq!(
+        judged.result.verdict,
+        Verdict::Pass,
+        "{:?}",
+        judged.result.explanation
+    );
     let h = judged.stream().expect("a stream history");
     let l = percsim_checker::stream::check_stream_liveness(h);
     assert!(l.passed() && l.thresholds.is_some(), "{:#?}", l);
     let t = h.transactions.iter().find(|t| t.client == 0).expect("T1");
-    assert!(t.abort_logged_ns.is_some() && t.timeout_ms == Some(1000), "{t:?}");
+    assert!(
+        t.abort_logged_ns.is_some() && t.timeout_ms == Some(1000),
+        "{t:?}"
+    );
 
     let off = Scenario::from_value(pulsar_client_dies(1_000_000)).unwrap();
-    let mut h = fuzz::judge(&off, false).stream().expect("a stream history").clone();
-    for e in h.events.iter_mut().filter(|e| e.kind == "liveness_thresholds") {
+    let mut h = fuzz::judge(&off, false)
+        .stream()
+        .expect("a stream history")
+        .clone();
+    for e in h
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == "liveness_thresholds")
+    {
         e.fields.insert("timeout_scan_ms".into(), json!(50));
     }
     let l = percsim_checker::stream::check_stream_liveness(&h);
     assert_eq!(l.findings.len(), 1, "{:#?}", l.findings);
     let f = &l.findings[0];
     assert_eq!(f.rule, percsim_checker::LivenessRule::DeadClientTxnOpen);
-    assert!(f.summary.contains("(client 0)") && f.summary.contains("never ended it"), "{}", f.summary);
+    assert!(
+        f.summary.contains("(client 0)") && f.summary.contains("never ended it"),
+        "{}",
+        f.summary
+    );
 }

@@ -132,7 +132,9 @@ impl Judged {
         let died_ns = h
             .events
             .iter()
-            .filter(|e| e.kind == "kill" && e.fields.get("node").and_then(|n| n.as_str()) == Some(&node))
+            .filter(|e| {
+                e.kind == "kill" && e.fields.get("node").and_then(|n| n.as_str()) == Some(&node)
+            })
             .map(|e| e.t_ns)
             .find(|&d| d >= txn.invoke_ns && d < heard_ns)?;
         let timeout_ms = txn.timeout_ms.unwrap_or(self.t.txn_timeout_ms);
@@ -178,7 +180,10 @@ impl Judged {
                 self.end_ns / MS
             ),
         };
-        let label = txn.label.as_deref().map_or(String::new(), |l| format!(" {l}"));
+        let label = txn
+            .label
+            .as_deref()
+            .map_or(String::new(), |l| format!(" {l}"));
         Some(LivenessFinding {
             rule: LivenessRule::DeadClientTxnOpen,
             summary: format!(
@@ -223,12 +228,18 @@ fn cluster_faults(events: &[Event]) -> Vec<(u64, u64)> {
         .iter()
         .find(|e| e.kind == "phase_healed")
         .map_or(u64::MAX, |e| e.t_ns);
-    let node = |e: &Event| e.fields.get("node").and_then(|n| n.as_str().map(str::to_string));
+    let node = |e: &Event| {
+        e.fields
+            .get("node")
+            .and_then(|n| n.as_str().map(str::to_string))
+    };
     let server = |e: &Event| node(e).is_some_and(|n| !n.starts_with("client-"));
     let until = |i: usize, ends: &[&str], same_node: bool| {
         events[i + 1..]
             .iter()
-            .find(|x| ends.contains(&x.kind.as_str()) && (!same_node || node(x) == node(&events[i])))
+            .find(|x| {
+                ends.contains(&x.kind.as_str()) && (!same_node || node(x) == node(&events[i]))
+            })
             .map_or(healed, |x| x.t_ns)
     };
     let mut out = Vec::new();

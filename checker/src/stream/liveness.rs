@@ -13,13 +13,17 @@
 //! A history without a `liveness_thresholds` event is not judged.
 //!
 //! A transaction is judged when its client was killed after it began and
-//! before it heard the outcome. It must be ended `timeout + timeout_scan_ms
-//! + bound_ms` after it began; when a fault touched the cluster in that
-//! time (a broker or the metadata service killed or frozen, a partition, a
-//! network fault, a resource unloaded), the coordinator may have been down
-//! or unreachable, and it must be ended `session_timeout_ms +
-//! timeout_scan_ms + bound_ms` after the heal at the latest (a recovered
-//! coordinator keeps each transaction's deadline, which is in its log).
+//! before it heard the outcome. It must be ended within its timeout plus
+//! `timeout_scan_ms` plus `bound_ms` of its beginning. When a fault touched
+//! the cluster while it was open (a broker or the metadata service killed
+//! or frozen, a partition, a network fault, a targeted message rule, an
+//! unload), its coordinator may have been down or cut off: it must then be
+//! ended within `session_timeout_ms` plus `timeout_scan_ms` plus
+//! `bound_ms` of the end of the last such fault, if that is later (a
+//! recovered coordinator keeps each transaction's deadline, which is in its
+//! log). A fault whose end the history does not record ends at the heal,
+//! or never when it began after the heal (the transaction is then not
+//! judged).
 
 use super::StreamHistory;
 use crate::history::Event;
@@ -54,8 +58,8 @@ impl TxnThresholds {
         format!(
             "liveness thresholds: txn_timeout {} ms, timeout_scan {} ms, session_timeout {} ms, \
              bound {} ms (a dead client's transaction is ended within its timeout + {} ms of \
-             its beginning, or within {} ms of the heal when a fault touched the cluster \
-             meanwhile)",
+             its beginning, or within {} ms of the end of the last fault on the cluster \
+             while it was open)",
             self.txn_timeout_ms,
             self.timeout_scan_ms,
             self.session_timeout_ms,
@@ -88,15 +92,9 @@ pub fn check_stream_liveness(h: &StreamHistory) -> LivenessReport {
         };
     };
     let faults = cluster_faults(&h.events);
-    let healed_ns = h
-        .events
-        .iter()
-        .find(|e| e.kind == "phase_healed")
-        .map(|e| e.t_ns);
     let world = Judged {
         t,
         faults,
-        healed_ns,
         end_ns: run_end_ns(h),
     };
     let findings = h
@@ -115,7 +113,6 @@ struct Judged {
     t: TxnThresholds,
     /// Faults that may keep a coordinator from acting, `[from_ns, to_ns]`.
     faults: Vec<(u64, u64)>,
-    healed_ns: Option<u64>,
     /// The last moment the history records.
     end_ns: u64,
 }
@@ -144,25 +141,35 @@ impl Judged {
             "its timeout {timeout_ms} ms + timeout_scan {} ms + bound {} ms after it began",
             t.timeout_scan_ms, t.bound_ms
         );
-        let faulted = self
+        // A fault on the cluster while the transaction was open may have
+        // kept its coordinator down or cut off: the deadline is then
+        // counted from the end of the last such fault (whose own window may
+        // reach further faults); a fault that never ended is not judged.
+        let recovery_ns = (t.session_timeout_ms + t.timeout_scan_ms + t.bound_ms) * MS;
+        let mut last_end = None;
+        while let Some(end) = self
             .faults
             .iter()
-            .any(|&(from, to)| from <= deadline_ns && to >= txn.invoke_ns);
-        if faulted {
-            // Not judged when the history records no heal.
-            let healed = self.healed_ns?;
-            let after_heal = healed + (t.session_timeout_ms + t.timeout_scan_ms + t.bound_ms) * MS;
-            if after_heal > deadline_ns {
-                deadline_ns = after_heal;
-                why = format!(
-                    "session_timeout {} ms + timeout_scan {} ms + bound {} ms after the heal at \
-                     {} ms (a fault touched the cluster while it was open)",
-                    t.session_timeout_ms,
-                    t.timeout_scan_ms,
-                    t.bound_ms,
-                    healed / MS
-                );
+            .filter(|&&(from, to)| from <= deadline_ns && to >= txn.invoke_ns)
+            .map(|&(_, to)| to)
+            .max()
+            .filter(|&end| end.saturating_add(recovery_ns) > deadline_ns)
+        {
+            if end == u64::MAX {
+                return None;
             }
+            deadline_ns = end + recovery_ns;
+            last_end = Some(end);
+        }
+        if let Some(end) = last_end {
+            why = format!(
+                "session_timeout {} ms + timeout_scan {} ms + bound {} ms after the last fault on \
+                 the cluster while it was open ended, at {} ms",
+                t.session_timeout_ms,
+                t.timeout_scan_ms,
+                t.bound_ms,
+                end / MS
+            );
         }
         let ended_ns = [txn.commit_logged_ns, txn.abort_logged_ns]
             .into_iter()
@@ -234,13 +241,16 @@ fn cluster_faults(events: &[Event]) -> Vec<(u64, u64)> {
             .and_then(|n| n.as_str().map(str::to_string))
     };
     let server = |e: &Event| node(e).is_some_and(|n| !n.starts_with("client-"));
+    // A fault's end when none is recorded: the heal if it began before,
+    // else never (`u64::MAX`).
+    let or_heal = |t_ns: u64| if t_ns <= healed { healed } else { u64::MAX };
     let until = |i: usize, ends: &[&str], same_node: bool| {
         events[i + 1..]
             .iter()
             .find(|x| {
                 ends.contains(&x.kind.as_str()) && (!same_node || node(x) == node(&events[i]))
             })
-            .map_or(healed, |x| x.t_ns)
+            .map_or(or_heal(events[i].t_ns), |x| x.t_ns)
     };
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
@@ -251,9 +261,9 @@ fn cluster_faults(events: &[Event]) -> Vec<(u64, u64)> {
             "partition" => until(i, &["partition_healed"], false),
             "packet_loss" | "latency" | "duplicate" => {
                 let late_ms = u("max_delay_ms").or_else(|| u("max_ms")).unwrap_or(0);
-                u("duration_ms").map_or(healed, |d| e.t_ns + (d + late_ms) * MS)
+                u("duration_ms").map_or(or_heal(e.t_ns), |d| e.t_ns + (d + late_ms) * MS)
             }
-            "intercepted" | "resource_unloaded" => healed,
+            "intercepted" | "resource_unloaded" => or_heal(e.t_ns),
             _ => continue,
         };
         out.push((e.t_ns, to));

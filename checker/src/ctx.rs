@@ -106,7 +106,7 @@ pub(crate) struct Ctx<'a> {
     orphans: Vec<(u32, u64)>,
     /// Transactions by start_ts (the first one in history order on a tie),
     /// made on the first question ([`Ctx::by_start`]: a lock's owner).
-    by_start: std::cell::OnceCell<Vec<u32>>,
+    by_start: std::sync::OnceLock<Vec<u32>>,
     /// Committed by the client's word (with a commit_ts, or without one when
     /// read-only) or by the store's.
     pub committed: Vec<bool>,
@@ -118,7 +118,7 @@ pub(crate) struct Ctx<'a> {
     /// Every write op, by cell, then value, then history order: who wrote
     /// which value. Made on the first question ([`Ctx::writer_of`]): a
     /// valid history asks none (12 bytes a write).
-    windex: std::cell::OnceCell<WriteIndex>,
+    windex: std::sync::OnceLock<WriteIndex>,
     /// Cells whose written values are all distinct, never deleted, and
     /// with no put whose data is missing.
     pub cell_unique: Vec<bool>,
@@ -528,12 +528,12 @@ impl<'a> Ctx<'a> {
             rec_range,
             recs,
             orphans,
-            by_start: std::cell::OnceCell::new(),
+            by_start: std::sync::OnceLock::new(),
             committed,
             cv_off: versions.off.iter().map(|&o| offset(o)).collect(),
             cv: versions.cv,
             cv_from_store: versions.from_store,
-            windex: std::cell::OnceCell::new(),
+            windex: std::sync::OnceLock::new(),
             cell_unique,
             events_by_start,
             runs,

@@ -185,8 +185,8 @@ fn cannot_read(path: &Path, e: &std::io::Error) -> HistoryError {
 enum Judged {
     /// A `percsim-history/1` file's report, with its liveness verdict.
     Transactions(Report, LivenessReport),
-    /// A stream history's report.
-    Stream(stream::StreamReport),
+    /// A stream history's report, with its liveness verdict.
+    Stream(stream::StreamReport, LivenessReport),
     /// An Elle history's report, with the models it satisfies.
     Elle(Report),
 }
@@ -195,7 +195,7 @@ impl Judged {
     fn passed(&self) -> bool {
         match self {
             Judged::Transactions(r, _) | Judged::Elle(r) => r.passed(),
-            Judged::Stream(r) => r.passed(),
+            Judged::Stream(r, _) => r.passed(),
         }
     }
 
@@ -204,7 +204,7 @@ impl Judged {
     fn exit_code(&self) -> i32 {
         match self {
             _ if !self.passed() => 1,
-            Judged::Transactions(_, l) if !l.passed() => 3,
+            Judged::Transactions(_, l) | Judged::Stream(_, l) if !l.passed() => 3,
             _ => 0,
         }
     }
@@ -215,7 +215,10 @@ impl Judged {
                 format!("{}{}", r.render_text(), l.render_text())
             }
             Judged::Transactions(r, _) => r.render_text(),
-            Judged::Stream(r) => r.render_text(),
+            Judged::Stream(r, l) if l.thresholds.is_some() => {
+                format!("{}{}", r.render_text(), l.render_text())
+            }
+            Judged::Stream(r, _) => r.render_text(),
             Judged::Elle(r) => {
                 let yes_no = |b: bool| if b { "yes" } else { "no" };
                 format!(
@@ -237,7 +240,13 @@ impl Judged {
                     liveness: l.thresholds.is_some().then_some(l),
                 },
             ),
-            Judged::Stream(r) => serde_json::to_writer_pretty(out, r),
+            Judged::Stream(r, l) => serde_json::to_writer_pretty(
+                out,
+                &StreamJsonReport {
+                    report: r,
+                    liveness: l.thresholds.is_some().then_some(l),
+                },
+            ),
             Judged::Elle(r) => serde_json::to_writer_pretty(
                 out,
                 &EdnReport {
@@ -248,6 +257,16 @@ impl Judged {
             ),
         }
     }
+}
+
+/// The JSON report of a stream history: the report, and the liveness
+/// verdict when the history records the rule's thresholds.
+#[derive(Serialize)]
+struct StreamJsonReport<'a> {
+    #[serde(flatten)]
+    report: &'a stream::StreamReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    liveness: Option<&'a LivenessReport>,
 }
 
 /// The JSON report of an EDN history: the report, and the two models.
@@ -299,7 +318,10 @@ fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Jud
             }
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
             let h = stream::parse(&text).map_err(invalid)?;
-            Ok(Judged::Stream(stream::check(&h)))
+            Ok(Judged::Stream(
+                stream::check(&h),
+                stream::check_stream_liveness(&h),
+            ))
         }
         HistoryFormat::ElleListAppend => {
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
@@ -324,8 +346,9 @@ pub struct CheckOptions {
 /// [`detect_file`]), judges it by its format's rules, and writes the report
 /// to `out`: text, or JSON when `json` is set. A `percsim-history/1` file
 /// that records the liveness rules' thresholds is also judged by those
-/// rules ([`crate::check_liveness`]): their thresholds and findings follow
-/// the report (under `liveness` in JSON). Returns the process exit code: 0
+/// rules ([`crate::check_liveness`]), a stream history that records them by
+/// the stream liveness rule ([`stream::check_stream_liveness`]): their
+/// thresholds and findings follow the report (under `liveness` in JSON). Returns the process exit code: 0
 /// when every rule holds, 1 when a safety rule is broken, 3 when only
 /// liveness rules are, 2 when the file
 /// cannot be read, is of no known format, or is not a valid document of its

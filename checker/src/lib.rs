@@ -79,7 +79,8 @@ pub use front::{
 pub use history::*;
 pub use identity::{ClassOf, Named, RuleOf};
 pub use liveness::{
-    LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, check_liveness,
+    LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, LockThresholds,
+    check_liveness,
 };
 pub use model::{Model, ModelSource, UnknownModel};
 pub use parse::{HistoryError, parse};

@@ -37,13 +37,16 @@ pub enum LivenessRule {
     LiveOwnerRolledBack,
     /// A dead owner's lock kept a reader waiting past the session TTL.
     DeadOwnerBlocks,
+    /// A dead client's stream transaction stayed open past its timeout.
+    DeadClientTxnOpen,
 }
 
 impl LivenessRule {
     /// Every rule, in report order.
-    pub const ALL: [LivenessRule; 2] = [
+    pub const ALL: [LivenessRule; 3] = [
         LivenessRule::LiveOwnerRolledBack,
         LivenessRule::DeadOwnerBlocks,
+        LivenessRule::DeadClientTxnOpen,
     ];
 
     /// The rule's stable snake_case id.
@@ -51,6 +54,7 @@ impl LivenessRule {
         match self {
             LivenessRule::LiveOwnerRolledBack => "live_owner_rolled_back",
             LivenessRule::DeadOwnerBlocks => "dead_owner_blocks",
+            LivenessRule::DeadClientTxnOpen => "dead_client_txn_open",
         }
     }
 
@@ -63,14 +67,39 @@ impl LivenessRule {
             LivenessRule::DeadOwnerBlocks => {
                 "a dead owner's lock blocks readers no longer than the session TTL plus a bound"
             }
+            LivenessRule::DeadClientTxnOpen => {
+                "a dead client's transaction is ended by its coordinator within its timeout plus a bound"
+            }
         }
     }
 }
 
-/// The thresholds the rules judge by, as the producer recorded them in its
+/// The thresholds the liveness rules judge a history by, as its producer
+/// recorded them in its `liveness_thresholds` event: a lock-based system's
+/// (Percolator) or a transaction coordinator's (Pulsar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum LivenessThresholds {
+    /// Percolator's locks and sessions.
+    Locks(LockThresholds),
+    /// A stream coordinator's transaction timeouts.
+    Transactions(crate::stream::TxnThresholds),
+}
+
+impl LivenessThresholds {
+    /// The thresholds in one line, as printed under the seed.
+    pub fn line(&self) -> String {
+        match self {
+            LivenessThresholds::Locks(t) => t.line(),
+            LivenessThresholds::Transactions(t) => t.line(),
+        }
+    }
+}
+
+/// The thresholds of the lock rules, as the producer recorded them in its
 /// `liveness_thresholds` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct LivenessThresholds {
+pub struct LockThresholds {
     /// A lock whose primary is older than this may be cleaned up.
     pub lock_ttl_ms: u64,
     /// A dead owner's session ends at most this long after its death.
@@ -79,7 +108,7 @@ pub struct LivenessThresholds {
     pub bound_ms: u64,
 }
 
-impl LivenessThresholds {
+impl LockThresholds {
     /// The thresholds in one line, as printed under the seed.
     pub fn line(&self) -> String {
         format!(
@@ -176,15 +205,15 @@ fn judge(owners: BTreeMap<u64, Owner>, events: &[Event]) -> LivenessReport {
     let mut findings = live_owner_rolled_back(&world, &thresholds);
     findings.extend(dead_owner_blocks(&world, &thresholds));
     LivenessReport {
-        thresholds: Some(thresholds),
+        thresholds: Some(LivenessThresholds::Locks(thresholds)),
         findings,
     }
 }
 
 /// The thresholds of the first `liveness_thresholds` event.
-fn thresholds(events: &[Event]) -> Option<LivenessThresholds> {
+fn thresholds(events: &[Event]) -> Option<LockThresholds> {
     let e = events.iter().find(|e| e.kind == "liveness_thresholds")?;
-    Some(LivenessThresholds {
+    Some(LockThresholds {
         lock_ttl_ms: u(e, "lock_ttl_ms")?,
         session_ttl_ms: u(e, "session_ttl_ms")?,
         bound_ms: u(e, "bound_ms")?,
@@ -503,7 +532,7 @@ fn end_partitions(out: &mut [Disturbance], t_ns: u64) {
 
 /// `live_owner_rolled_back`: every rollback of a live owner's primary by
 /// another client, judged at the time it was recorded.
-fn live_owner_rolled_back(w: &World<'_>, t: &LivenessThresholds) -> Vec<LivenessFinding> {
+fn live_owner_rolled_back(w: &World<'_>, t: &LockThresholds) -> Vec<LivenessFinding> {
     let mut out = Vec::new();
     for e in w.events.iter().filter(|e| e.kind == "roll_back") {
         if s(e, "suspicion") == Some("own_abort") {
@@ -524,7 +553,7 @@ fn live_owner_rolled_back(w: &World<'_>, t: &LivenessThresholds) -> Vec<Liveness
 /// Judge one rollback `e` of the primary `p` of the transaction at `ts`.
 fn judge_rollback(
     w: &World<'_>,
-    t: &LivenessThresholds,
+    t: &LockThresholds,
     e: &Event,
     ts: u64,
     p: &Primary,
@@ -607,7 +636,7 @@ fn refreshed_before(p: &Primary, t_ns: u64) -> Option<(u64, u64, u64)> {
 
 /// `dead_owner_blocks`: every back-off of a reader from a lock whose owner
 /// had been dead longer than the session TTL plus the bound.
-fn dead_owner_blocks(w: &World<'_>, t: &LivenessThresholds) -> Vec<LivenessFinding> {
+fn dead_owner_blocks(w: &World<'_>, t: &LockThresholds) -> Vec<LivenessFinding> {
     let limit_ns = (t.session_ttl_ms + t.bound_ms) * MS;
     let mut out = Vec::new();
     // One finding per reader and lock: its first back-off past the threshold.

@@ -11,22 +11,19 @@ use crate::report::Sink;
 use crate::{AllowedAnomalies, RuleReport};
 use crate::{atomicity, conflicts, notifications, observer_once, scans, snapshot, timestamps};
 
-/// When a rule runs. The report lists the rules in the table's order,
+/// Where a rule runs. The report lists the rules in the table's order,
 /// whatever their phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Right after the index, before any other rule: the dependency graph,
-    /// the rule that takes the most memory. Its memory is then taken before
-    /// the other rules' temporaries have been freed (an allocator keeps
-    /// freed pages a while, and the peak is the largest sum), and theirs fit
-    /// in what it freed.
+    /// First, or on a thread of its own beside the others on a large
+    /// history: the dependency graph, the rule that takes the most time and
+    /// memory. Run first, its memory is taken before the other rules'
+    /// temporaries have been freed, and theirs fit in what it freed.
     First,
-    /// After the rules of [`Phase::First`], in the table's order.
+    /// After the rules of [`Phase::First`] (or beside them), in the
+    /// table's order.
     Then,
 }
-
-/// The phases, in the order they run.
-const PHASES: [Phase; 2] = [Phase::First, Phase::Then];
 
 /// One rule: its id, its name in the report, when it runs, and what runs
 /// it (into the sink given, with what the rules share).
@@ -115,9 +112,56 @@ pub(crate) struct Verdicts {
     pub graph: GraphStats,
 }
 
-/// Runs every rule over the index, phase by phase (see [`Phase`]), each
-/// into its own sink; the reports come back in the table's order.
+/// Below this many transactions the rules run one after the other on the
+/// calling thread: a second thread costs more than it saves on a small
+/// history, and a campaign checks thousands of small histories, each on a
+/// core of its own already.
+const PARALLEL_FROM_TXNS: usize = 100_000;
+
+/// Runs every rule over the index, each into its own sink; the reports
+/// come back in the table's order. On a history of at least
+/// [`PARALLEL_FROM_TXNS`] transactions the rules of [`Phase::First`] (the
+/// dependency graph) run on a thread of their own beside the others.
 pub(crate) fn run_all(ctx: &Ctx<'_>) -> Verdicts {
+    run_all_with(ctx, ctx.h.txns.len() >= PARALLEL_FROM_TXNS)
+}
+
+/// [`run_all`], with the dependency graph on a thread of its own when
+/// `parallel` is set. The rules share nothing they change (each phase has
+/// its own [`Shared`]), so the reports are the same either way.
+fn run_all_with(ctx: &Ctx<'_>, parallel: bool) -> Verdicts {
+    let (first, then) = if parallel {
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| run_phase(ctx, Phase::First));
+            let then = run_phase(ctx, Phase::Then);
+            // A rule that panics on the graph's thread panics here, as it
+            // would have on this one.
+            let first = first
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (first, then)
+        })
+    } else {
+        (run_phase(ctx, Phase::First), run_phase(ctx, Phase::Then))
+    };
+    let reports = first.reports.into_iter().zip(then.reports);
+    Verdicts {
+        // Every entry has one of the phases, so every report is there.
+        rules: reports.filter_map(|(a, b)| a.or(b)).collect(),
+        allowed: first.shared.allowed.into_allowed(),
+        graph: first.shared.graph,
+    }
+}
+
+/// What one phase's rules gave: the report of each rule of the phase (at
+/// its place in the table), and what they left in their [`Shared`].
+struct PhaseRun<'c, 'a> {
+    reports: [Option<RuleReport>; RULES.len()],
+    shared: Shared<'c, 'a>,
+}
+
+/// Runs the rules of `phase` over `ctx`, in the table's order.
+fn run_phase<'c, 'a>(ctx: &'c Ctx<'a>, phase: Phase) -> PhaseRun<'c, 'a> {
     let mut shared = Shared {
         ctx,
         observers: None,
@@ -125,21 +169,14 @@ pub(crate) fn run_all(ctx: &Ctx<'_>) -> Verdicts {
         graph: GraphStats::default(),
     };
     let mut reports: [Option<RuleReport>; RULES.len()] = Default::default();
-    for phase in PHASES {
-        for (entry, report) in RULES.iter().zip(&mut reports) {
-            if entry.phase == phase {
-                let mut sink = Sink::new(entry.id);
-                (entry.run)(&mut shared, &mut sink);
-                *report = Some(sink.into_rule(entry.name));
-            }
+    for (entry, report) in RULES.iter().zip(&mut reports) {
+        if entry.phase == phase {
+            let mut sink = Sink::new(entry.id);
+            (entry.run)(&mut shared, &mut sink);
+            *report = Some(sink.into_rule(entry.name));
         }
     }
-    Verdicts {
-        // Every entry has one of the phases, so every report is there.
-        rules: reports.into_iter().flatten().collect(),
-        allowed: shared.allowed.into_allowed(),
-        graph: shared.graph,
-    }
+    PhaseRun { reports, shared }
 }
 
 #[cfg(test)]
@@ -148,9 +185,9 @@ mod tests {
 
     /// The table lists each rule of a `percsim-history/1` history once, in
     /// the order of [`Rule::ALL`] (the report's), and only the dependency
-    /// graph runs first.
+    /// graph runs in the first phase.
     #[test]
-    fn the_table_is_in_report_order_and_the_graph_runs_first() {
+    fn the_table_is_in_report_order_and_only_the_graph_runs_apart() {
         let ids: Vec<Rule> = RULES.iter().map(|e| e.id).collect();
         assert_eq!(ids, Rule::ALL[..RULES.len()]);
         assert!(!ids.contains(&Rule::ConsistentLists));
@@ -160,6 +197,36 @@ mod tests {
             .map(|e| e.id)
             .collect();
         assert_eq!(first, [Rule::NoDependencyCycles]);
-        assert_eq!(PHASES[0], Phase::First);
+    }
+
+    /// Every percsim history among the fixtures, valid or not, gets the
+    /// same verdicts with the dependency graph on a thread of its own as
+    /// with every rule on one thread (each fixture fails a different rule,
+    /// so every rule's findings are compared).
+    #[test]
+    fn the_rules_give_the_same_verdicts_in_parallel_and_one_after_the_other() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut judged = 0;
+        let mut failing = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let Ok(h) = crate::parse(&text) else { continue };
+            let mut c = crate::compact::Compact::from_history(&h);
+            c.renumber_cells();
+            let store = c.take_store();
+            let ctx = Ctx::build(&c, store);
+            let (a, b) = (run_all_with(&ctx, false), run_all_with(&ctx, true));
+            assert_eq!(a.rules, b.rules, "{}", path.display());
+            assert_eq!(a.allowed, b.allowed, "{}", path.display());
+            let edges = |v: &Verdicts| (v.graph.edges, v.graph.unique_cells);
+            assert_eq!(edges(&a), edges(&b), "{}", path.display());
+            judged += 1;
+            failing += usize::from(a.rules.iter().any(|r| !r.passed));
+        }
+        assert!(
+            judged >= 30 && failing >= 20,
+            "{judged} judged, {failing} failing"
+        );
     }
 }

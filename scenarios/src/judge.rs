@@ -288,7 +288,10 @@ pub fn verdict_of(
     };
     let simulate = started.elapsed();
     let report = out.transactions().map(percsim_checker::check);
-    let liveness = out.transactions().map(percsim_checker::check_liveness);
+    let liveness = (out.transactions().map(percsim_checker::check_liveness)).or_else(|| {
+        out.stream()
+            .map(percsim_checker::stream::check_stream_liveness)
+    });
     let stream_report = out.stream().map(percsim_checker::stream::check);
     let check = started.elapsed() - simulate;
     let s = &out.summary;

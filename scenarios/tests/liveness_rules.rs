@@ -1,7 +1,9 @@
 //! Liveness judged on Percolator runs: the scripts of
 //! `scenarios/examples/percolator/script/bug-*.json` pass on the faithful
 //! build and fail with a liveness verdict (exit 3) under the planted bug
-//! they name; the refresh setting is validated.
+//! they name; the refresh setting is validated. A Pulsar coordinator that
+//! never times out a dead client's transaction is a `dead_client_txn_open`
+//! finding.
 
 use percsim_scenarios::campaign::Verdict;
 use percsim_scenarios::fuzz;
@@ -76,4 +78,75 @@ fn a_bad_refresh_setting_is_refused() {
     v["percolator"]["client"]["refreshes_per_ttl"] = json!(5000);
     let e = Scenario::parse(&v.to_string()).unwrap_err().to_string();
     assert!(e.contains("less than 1 ms apart"), "{e}");
+}
+
+/// A Pulsar script: client 0 begins T1, sends in it and is killed; the
+/// coordinator scans for timeouts every `scan_ms`.
+fn pulsar_client_dies(scan_ms: u64) -> Value {
+    json!({
+        "format": "percsim-scenario/2",
+        "system": "pulsar",
+        "seed": 1,
+        "description": "a client dies holding an open transaction",
+        "world": {"run_ms": 8000, "rpc_timeout_ms": 500},
+        "pulsar": {"clients": 2, "brokers": 1, "partitions": 1, "timeout_scan_ms": scan_ms},
+        "workload": {
+            "name": "script",
+            "steps": [
+                {"do": "producer", "actor": "p", "client": 0},
+                {"do": "begin", "actor": "p", "txn": "T1"},
+                {"do": "send", "actor": "p", "txn": "T1", "partition": 0, "value": "a"},
+                {"do": "kill", "node": "client-0"},
+                {"do": "sleep", "ms": 5000}
+            ]
+        }
+    })
+}
+
+/// The faithful coordinator aborts a dead client's transaction past its
+/// timeout: the run passes, its thresholds recorded. No planted bug turns
+/// the coordinator's timeouts off, so a coordinator whose timeout scan
+/// never comes (`timeout_scan_ms` longer than the run) stands in for one:
+/// its history, judged by the faithful coordinator's thresholds, is a
+/// `dead_client_txn_open` finding naming T1.
+#[test]
+fn a_coordinator_that_never_times_out_a_dead_clients_transaction_is_caught() {
+    let faithful = Scenario::from_value(pulsar_client_dies(50)).unwrap();
+    let judged = fuzz::judge(&faithful, false);
+    assert_eq!(
+        judged.result.verdict,
+        Verdict::Pass,
+        "{:?}",
+        judged.result.explanation
+    );
+    let h = judged.stream().expect("a stream history");
+    let l = percsim_checker::stream::check_stream_liveness(h);
+    assert!(l.passed() && l.thresholds.is_some(), "{:#?}", l);
+    let t = h.transactions.iter().find(|t| t.client == 0).expect("T1");
+    assert!(
+        t.abort_logged_ns.is_some() && t.timeout_ms == Some(1000),
+        "{t:?}"
+    );
+
+    let off = Scenario::from_value(pulsar_client_dies(1_000_000)).unwrap();
+    let mut h = fuzz::judge(&off, false)
+        .stream()
+        .expect("a stream history")
+        .clone();
+    for e in h
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == "liveness_thresholds")
+    {
+        e.fields.insert("timeout_scan_ms".into(), json!(50));
+    }
+    let l = percsim_checker::stream::check_stream_liveness(&h);
+    assert_eq!(l.findings.len(), 1, "{:#?}", l.findings);
+    let f = &l.findings[0];
+    assert_eq!(f.rule, percsim_checker::LivenessRule::DeadClientTxnOpen);
+    assert!(
+        f.summary.contains("(client 0)") && f.summary.contains("never ended it"),
+        "{}",
+        f.summary
+    );
 }

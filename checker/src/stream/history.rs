@@ -30,7 +30,8 @@ pub struct StreamHistory {
     pub final_state: StreamFinalState,
     /// Fault, cluster and protocol events (kills, restarts, ownership
     /// moves, ...) in time order, as the transaction format has them: for
-    /// context only, never judged. Absent in files written before it
+    /// context, never judged by the safety rules (the liveness rule reads
+    /// the thresholds, the kills, the faults and the heal). Absent in files written before it
     /// existed, and left out when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::Event>,
@@ -88,6 +89,18 @@ pub struct StreamTxn {
     /// must commit: a coordinator that recovers the log finishes the commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_logged_ns: Option<u64>,
+    /// When the coordinator's log durably held its decision to abort
+    /// (Pulsar's ABORTING, on the client's request or a timeout), observed
+    /// at the coordinator; absent if not recorded. From then on the
+    /// transaction is no longer open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_logged_ns: Option<u64>,
+    /// The timeout the client asked for when it opened the transaction,
+    /// observed at the coordinator; absent if not recorded (then the
+    /// `txn_timeout_ms` of the history's `liveness_thresholds` event is its
+    /// timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// An outcome a transaction coordinator decided and the history recorded at

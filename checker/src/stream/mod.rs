@@ -32,6 +32,7 @@
 mod class;
 mod history;
 mod index;
+mod liveness;
 mod parse;
 mod report;
 mod rules;
@@ -42,6 +43,7 @@ pub use history::{
     PartitionLog, ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory,
     StreamOp, StreamTxn, SubscriptionDecl,
 };
+pub use liveness::{TxnThresholds, check_stream_liveness};
 pub use parse::{StreamHistoryError, parse};
 pub use report::{StreamReport, StreamStats};
 

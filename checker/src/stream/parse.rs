@@ -80,6 +80,7 @@ fn declarations(h: &StreamHistory) -> Result<Names<'_>, StreamHistoryError> {
             ("complete_ns", t.complete_ns),
             ("coordinator.t_ns", t.coordinator.as_ref().map(|d| d.t_ns)),
             ("commit_logged_ns", t.commit_logged_ns),
+            ("abort_logged_ns", t.abort_logged_ns),
         ] {
             if t_ns.is_some_and(|x| x < t.invoke_ns) {
                 return Err(StreamHistoryError::at(

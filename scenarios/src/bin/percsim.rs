@@ -732,6 +732,10 @@ fn run_and_report(scenario: &Scenario, history: Option<&Path>, out: Option<&Path
     let thresholds = judged
         .transactions()
         .and_then(|h| percsim_checker::check_liveness(h).thresholds)
+        .or_else(|| {
+            let stream = judged.stream();
+            stream.and_then(|h| percsim_checker::stream::check_stream_liveness(h).thresholds)
+        })
         .map(|t| t.line());
     print_summary(&judged.result, thresholds.as_deref());
     if let Some(report) = &judged.report

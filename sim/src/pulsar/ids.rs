@@ -64,6 +64,8 @@ crate::identities! {
         ClientCrashAtPoint => ("crash_at_client_point", "a client was killed at a named point"),
         /// A driver unloaded a resource from its owner (no broker died); the next assignment places it again.
         Unloaded => ("resource_unloaded", "a resource was unloaded from its owner with no broker dying"),
+        /// The thresholds the liveness rules judge this run by.
+        LivenessThresholds => ("liveness_thresholds", "the thresholds of the liveness rules"),
     }
 }
 

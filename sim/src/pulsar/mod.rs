@@ -32,7 +32,7 @@ use crate::world::{BoxFuture, NodeSpec, System, Tenant, Unsettled, World, WorldC
 pub(crate) use cluster::{Cluster, broker_addr, client_addr, metadata_addr};
 use config::PulsarConfig;
 pub use driver::PulsarControl;
-use ids::kinds;
+use ids::{PulsarEvent, kinds};
 use invariants::Watch;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
@@ -94,12 +94,26 @@ impl System for Pulsar {
             armed: Mutex::default(),
             unloads_done: Mutex::default(),
         });
+        cluster.event(
+            PulsarEvent::LivenessThresholds,
+            serde_json::json!({
+                "txn_timeout_ms": self.cfg.client.txn_timeout_ms,
+                "timeout_scan_ms": self.cfg.timeout_scan_ms,
+                "session_timeout_ms": self.cfg.session_timeout_ms,
+                "bound_ms": LIVENESS_BOUND_MS,
+            }),
+        );
         Arc::new(Installed {
             cluster,
             workload: self.workload.clone(),
         })
     }
 }
+
+/// The slack the liveness rules allow a coordinator on top of a
+/// transaction's timeout and its timeout scan: the log's appends, the
+/// markers' round trips and the time to act.
+pub const LIVENESS_BOUND_MS: u64 = 200;
 
 /// The cluster as it starts: every broker's first session open and the
 /// resources assigned among them (as if the brokers had registered before

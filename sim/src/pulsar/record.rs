@@ -81,7 +81,10 @@ impl StreamRecorder {
         let client = r.client as u64;
         match e {
             ClientEvent::Begun { txn } => {
-                self.txns.insert(txn, new_txn(txn, client, now_ns));
+                let mut t = new_txn(txn, client, now_ns);
+                // The coordinator recorded the timeout when it opened it.
+                t.timeout_ms = self.txns.get(&txn).and_then(|o| o.timeout_ms);
+                self.txns.insert(txn, t);
                 self.live.insert(txn, r.client);
             }
             ClientEvent::Sent {
@@ -211,6 +214,26 @@ impl StreamRecorder {
         t.commit_logged_ns.get_or_insert(now_ns);
     }
 
+    /// The coordinator opened `txn` with a timeout of `timeout_ms`, as its
+    /// client asked (the client's `Begun` follows and keeps it).
+    pub(crate) fn opened(&mut self, txn: TxnId, timeout_ms: u64) {
+        let t = self
+            .txns
+            .entry(txn)
+            .or_insert_with(|| new_txn(txn, COORDINATOR_CLIENT, 0));
+        t.timeout_ms = Some(timeout_ms);
+    }
+
+    /// The coordinator's log durably holds ABORTING for `txn` at `now_ns`
+    /// (recorded once, the first time).
+    pub(crate) fn abort_logged(&mut self, txn: TxnId, now_ns: u64) {
+        let t = self
+            .txns
+            .entry(txn)
+            .or_insert_with(|| new_txn(txn, COORDINATOR_CLIENT, 0));
+        t.abort_logged_ns.get_or_insert(now_ns);
+    }
+
     /// Client `client` restarted: the transactions its earlier life ran
     /// will never finish (their outcome stays unknown).
     pub(crate) fn orphan(&mut self, client: usize) {
@@ -259,6 +282,8 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
         abort_reason: None,
         coordinator: None,
         commit_logged_ns: None,
+        abort_logged_ns: None,
+        timeout_ms: None,
     }
 }
 

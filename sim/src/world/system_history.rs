@@ -181,6 +181,8 @@ mod tests {
             abort_reason: None,
             coordinator: None,
             commit_logged_ns: None,
+            abort_logged_ns: None,
+            timeout_ms: None,
         };
         let h = SystemHistory::Stream(StreamHistory {
             format: STREAM_FORMAT.into(),

@@ -139,13 +139,17 @@ impl Tc {
         }
         d.tc_log.push(record.clone());
         drop(d);
-        if let LogRecord::State {
-            txn,
-            state: TxnState::Committing,
-        } = &record
-        {
-            let c = &self.cluster;
-            c.stream().commit_logged(*txn, c.world.now_ns());
+        let c = &self.cluster;
+        match &record {
+            LogRecord::State {
+                txn,
+                state: TxnState::Committing,
+            } => c.stream().commit_logged(*txn, c.world.now_ns()),
+            LogRecord::State {
+                txn,
+                state: TxnState::Aborting,
+            } => c.stream().abort_logged(*txn, c.world.now_ns()),
+            _ => {}
         }
         state.apply(&record);
         Ok(())
@@ -187,6 +191,7 @@ impl Tc {
                     let deadline = self.cluster.now_ms() + timeout_ms;
                     let (txn, record) = coordinator::open(&s, producer, deadline);
                     self.log(&mut s, record)?;
+                    self.cluster.stream().opened(txn, timeout_ms);
                     txn
                 };
                 self.reached(ServerPoint::AfterOpenLogged, txn, None).await;

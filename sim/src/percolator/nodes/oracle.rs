@@ -32,9 +32,13 @@ pub(crate) async fn main(cluster: Arc<Cluster>) {
         }
         let forgets = cluster.cfg.ablations.has(Ablation::OracleForgets);
         let mut after = AfterHandler::Reply;
-        if let (Some(max), false) = (grant.persist_max, forgets) {
+        if let Some(max) = grant.persist_max {
             // Durable before the reply leaves: a restart resumes above it.
-            cluster.durable().oracle_max = max;
+            // The planted bug skips the write, not the moment: a stop there
+            // restarts the oracle below what it granted.
+            if !forgets {
+                cluster.durable().oracle_max = max;
+            }
             after = cluster.server_point(Point::OracleAfterPersist, 0);
         }
         let mut rec = cluster.world.recorder();

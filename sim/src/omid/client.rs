@@ -8,7 +8,7 @@
 //!
 //! [`read`]: percsim_protocol::omid::actions::read
 
-use super::config::{Bank, OmidWorkload, Register};
+use super::config::{Bank, ListAppend, OmidWorkload, Register};
 use super::rpc::{
     self, BeginReply, BeginReq, CLIENT_KIND, CommitReply, CommitReq, LeaseReply, LeaseReq,
     OmidCounter, StoreOp, StoreReply, TsoAnswer,
@@ -24,6 +24,7 @@ use madsim::time::{Duration, sleep};
 use percsim_checker as history;
 use percsim_protocol::omid::actions::read::{self, Resolution};
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidPoint, PostCommit};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -32,6 +33,19 @@ const BALANCE: &str = "balance";
 
 /// The registers' column.
 const VALUE: &str = "v";
+
+/// The lists' column.
+const LIST: &str = "list";
+
+/// List `i`'s row.
+fn list(i: usize) -> String {
+    format!("list-{i}")
+}
+
+/// A list's elements (its cell's value, comma-separated).
+fn elements(list: &str) -> Vec<&str> {
+    list.split(',').filter(|e| !e.is_empty()).collect()
+}
 
 /// Account `i`'s row.
 fn account(i: usize) -> String {
@@ -72,10 +86,13 @@ pub(super) fn load(shared: &Shared) {
 }
 
 /// The workload's own invariant after convergence: the bank's committed
-/// balances still sum to the total.
+/// balances still sum to the total; each list holds each element at most
+/// once, and every element whose append was reported committed.
 pub(super) fn final_check(shared: &Shared) -> Vec<String> {
-    let Job::Workload(OmidWorkload::Bank(bank)) = &shared.job else {
-        return Vec::new();
+    let bank = match &shared.job {
+        Job::Workload(OmidWorkload::Bank(bank)) => bank,
+        Job::Workload(OmidWorkload::ListAppend(l)) => return lists_check(shared, l),
+        _ => return Vec::new(),
     };
     let committed = lock(&shared.store).committed();
     let mut total = 0u64;
@@ -102,6 +119,41 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
     } else {
         vec![format!("the balances sum to {total}, not {want}")]
     }
+}
+
+/// The lists' check after convergence (see [`final_check`]).
+fn lists_check(shared: &Shared, l: &ListAppend) -> Vec<String> {
+    let committed = lock(&shared.store).committed();
+    let acked = lock(&shared.appended);
+    let mut problems = Vec::new();
+    for row in (0..l.keys).map(list) {
+        let key = (row.clone(), LIST.to_string());
+        let value = committed
+            .get(&key)
+            .and_then(|vs| vs.last())
+            .and_then(|v| v.value.clone())
+            .unwrap_or_default();
+        problems.extend(list_problems(&row, &value, acked.get(&row)));
+    }
+    problems
+}
+
+/// What is wrong with list `row` holding `value` after convergence, when
+/// the appends of `acked` were reported committed: an element held twice,
+/// an element acked and not held.
+fn list_problems(row: &str, value: &str, acked: Option<&BTreeSet<String>>) -> Vec<String> {
+    let es = elements(value);
+    let unique: BTreeSet<&str> = es.iter().copied().collect();
+    let mut problems = Vec::new();
+    if unique.len() != es.len() {
+        problems.push(format!("{row} holds a duplicated element: {value}"));
+    }
+    for e in acked.into_iter().flatten() {
+        if !unique.contains(e.as_str()) {
+            problems.push(format!("{row} lost the committed append {e}"));
+        }
+    }
+    problems
 }
 
 /// A transaction in progress.
@@ -139,6 +191,7 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
         match &workload {
             OmidWorkload::Bank(b) => me.bank(b).await,
             OmidWorkload::Register(r) => me.register(r).await,
+            OmidWorkload::ListAppend(l) => me.list_append(l).await,
         };
         sleep(think).await;
     }
@@ -170,7 +223,7 @@ impl Client {
     }
 
     /// One bank transaction: a transfer, or a read of every account.
-    async fn bank(&self, b: &Bank) {
+    async fn bank(self: &Arc<Self>, b: &Bank) {
         let mut txn = self.begin().await;
         if madsim::rand::random::<f64>() < b.read_all_fraction {
             for i in 0..b.accounts {
@@ -200,7 +253,7 @@ impl Client {
 
     /// One register transaction: a read-modify-write of one register, or
     /// a read of two.
-    async fn register(&self, r: &Register) {
+    async fn register(self: &Arc<Self>, r: &Register) {
         let mut txn = self.begin().await;
         let k = register(below(r.keys as u64) as usize);
         if madsim::rand::random::<f64>() < r.write_fraction {
@@ -213,6 +266,43 @@ impl Client {
             self.read(&txn, &other, VALUE).await;
         }
         self.commit(txn).await;
+    }
+
+    /// One list-append transaction: 1 to `max_ops` reads or appends on
+    /// lists drawn at random; each list appended to is written once, at
+    /// the end, with the transaction's elements after those it read.
+    async fn list_append(self: &Arc<Self>, l: &ListAppend) {
+        let mut txn = self.begin().await;
+        let tag = self.unique_value();
+        let ops = 1 + below(l.max_ops as u64) as usize;
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        let mut appended: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for k in 0..ops {
+            let row = list(below(l.keys as u64) as usize);
+            if !seen.contains_key(&row) {
+                let v = self.read(&txn, &row, LIST).await.unwrap_or_default();
+                seen.insert(row.clone(), v);
+            }
+            if madsim::rand::random::<f64>() < l.append_fraction {
+                appended.entry(row).or_default().push(format!("{tag}.{k}"));
+            }
+        }
+        for (row, es) in &appended {
+            let mut value = seen.get(row).cloned().unwrap_or_default();
+            for e in es {
+                if !value.is_empty() {
+                    value.push(',');
+                }
+                value.push_str(e);
+            }
+            self.write(&mut txn, row, LIST, Some(value)).await;
+        }
+        if let OmidOutcome::Committed { .. } = self.commit(txn).await {
+            let mut acked = lock(&self.shared.appended);
+            for (row, es) in appended {
+                acked.entry(row).or_default().extend(es);
+            }
+        }
     }
 
     /// The primary TSO's address: the one it used last, else the lease
@@ -413,7 +503,7 @@ impl Client {
 
     /// Commit `txn` through the TSO, then complete it; what the client
     /// was told.
-    pub(super) async fn commit(&self, txn: Txn) -> OmidOutcome {
+    pub(super) async fn commit(self: &Arc<Self>, txn: Txn) -> OmidOutcome {
         if txn.writes.is_empty() {
             self.finish(&txn, TxnFinish::Committed { commit_ts: None });
             return OmidOutcome::Committed { commit_ts: None };
@@ -448,16 +538,39 @@ impl Client {
         let committed = TxnFinish::Committed {
             commit_ts: Some(commit_ts),
         };
-        let post_commit = self.shared.cfg.post_commit;
-        if post_commit == PostCommit::Async {
-            // The decision is in the commit table: the application is
-            // told now, the post-commit follows.
+        let outcome = OmidOutcome::Committed {
+            commit_ts: Some(commit_ts),
+        };
+        if self.shared.cfg.post_commit == PostCommit::Sync {
+            self.post_commit(&txn, commit_ts).await;
             self.finish(&txn, committed);
+            return outcome;
         }
+        // The decision is in the commit table: the application is told
+        // now, the post-commit follows.
+        self.finish(&txn, committed);
+        let queue_ms = self.shared.cfg.post_commit_queue_ms;
+        if queue_ms == 0 {
+            self.post_commit(&txn, commit_ts).await;
+            return outcome;
+        }
+        // The post-commit executor's queue: the client goes on.
+        let me = self.clone();
+        madsim::task::spawn(async move {
+            sleep(Duration::from_millis(queue_ms)).await;
+            me.post_commit(&txn, commit_ts).await;
+        });
+        outcome
+    }
+
+    /// The post-commit of `txn`, committed at `commit_ts`: its shadow
+    /// cells, then its commit-table entry's deletion.
+    async fn post_commit(&self, txn: &Txn, commit_ts: u64) {
+        let start_ts = Some(txn.start_ts);
         self.shared
             .point(OmidPoint::ClientBeforeShadowCells, &self.name, start_ts)
             .await;
-        self.each_write(&txn, Some(commit_ts)).await;
+        self.each_write(txn, Some(commit_ts)).await;
         self.shared
             .point(OmidPoint::ClientAfterShadowCells, &self.name, start_ts)
             .await;
@@ -466,12 +579,6 @@ impl Client {
         };
         let tablet = tablet_of_txn(txn.start_ts, self.shared.cfg.tablets);
         self.caller().store(tablet, Some(txn.id), delete).await;
-        if post_commit == PostCommit::Sync {
-            self.finish(&txn, committed);
-        }
-        OmidOutcome::Committed {
-            commit_ts: Some(commit_ts),
-        }
     }
 
     /// Roll `txn` back on its client's word: remove its data cells.
@@ -543,4 +650,28 @@ pub enum OmidOutcome {
         /// Why, as the history records it.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_with_a_duplicate_or_a_lost_committed_append_is_reported() {
+        let acked: BTreeSet<String> = ["c0-1.0", "c1-1.0"].map(String::from).into();
+        assert!(list_problems("list-0", "c0-1.0,c1-1.0,c2-1.0", Some(&acked)).is_empty());
+        assert_eq!(
+            list_problems("list-0", "c0-1.0,c0-1.0,c1-1.0", Some(&acked)),
+            ["list-0 holds a duplicated element: c0-1.0,c0-1.0,c1-1.0"]
+        );
+        assert_eq!(
+            list_problems("list-0", "c0-1.0", Some(&acked)),
+            ["list-0 lost the committed append c1-1.0"]
+        );
+        assert_eq!(
+            list_problems("list-1", "", Some(&acked)).len(),
+            2,
+            "an empty list lost both"
+        );
+    }
 }

@@ -43,6 +43,17 @@ pub struct OmidConfig {
     pub post_commit: PostCommit,
     /// How long the TSO's lease in the liveness service lasts, in ms.
     pub lease_ms: u64,
+    /// The TSO's commit-table writer batches decisions and flushes them
+    /// every `ct_flush_ms` (0: each decision is written at once); a commit
+    /// is answered once its batch is in the commit table.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ct_flush_ms: u64,
+    /// With `async` post-commit, how long a committed transaction's
+    /// post-commit (its shadow cells, then the commit-table entry's
+    /// deletion) waits in the client's post-commit executor's queue, in ms,
+    /// while the client goes on with its next transaction.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub post_commit_queue_ms: u64,
     /// Crashes at named points.
     pub crashes: Vec<CrashAt>,
     /// Pauses at named points.
@@ -64,6 +75,8 @@ impl Default for OmidConfig {
             backup_tso: true,
             post_commit: PostCommit::Sync,
             lease_ms: 300,
+            ct_flush_ms: 0,
+            post_commit_queue_ms: 0,
             crashes: Vec::new(),
             pauses: Vec::new(),
             ablations: Vec::new(),
@@ -72,29 +85,38 @@ impl Default for OmidConfig {
 }
 
 /// Kill the node that reaches `point` the `nth` time (from 1, counted over
-/// the run across the nodes of its kind), and restart it
-/// `restart_after_ms` later.
+/// the run across the nodes of its kind, from `after_ms` of simulated time
+/// on), and restart it `restart_after_ms` later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrashAt {
     /// The named point.
     pub point: OmidPoint,
-    /// Which time the point is reached.
+    /// Which time the point is reached (from `after_ms` on).
     pub nth: u64,
+    /// From when the point's reaches are counted, in simulated ms since
+    /// the run started (0: from the start).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_ms: u64,
     /// When the node comes back.
     #[serde(default = "default_restart_ms")]
     pub restart_after_ms: u64,
 }
 
 /// Freeze the node that reaches `point` the `nth` time (from 1, counted
-/// over the run across the nodes of its kind) for `pause_ms`.
+/// over the run across the nodes of its kind, from `after_ms` of simulated
+/// time on) for `pause_ms`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PauseAt {
     /// The named point.
     pub point: OmidPoint,
-    /// Which time the point is reached.
+    /// Which time the point is reached (from `after_ms` on).
     pub nth: u64,
+    /// From when the point's reaches are counted, in simulated ms since
+    /// the run started (0: from the start).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_ms: u64,
     /// How long the node stays frozen.
     pub pause_ms: u64,
 }
@@ -103,6 +125,12 @@ pub struct PauseAt {
 /// section, so that sections written before the setting read the same).
 fn is_sync(m: &PostCommit) -> bool {
     *m == PostCommit::Sync
+}
+
+/// Whether `n` is zero (a setting left out of a written section when it
+/// is, so that sections written before it read the same).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn default_restart_ms() -> u64 {
@@ -115,6 +143,17 @@ fn err(field: impl Into<String>, problem: impl Into<String>) -> Result<(), Confi
         field: field.into(),
         problem: problem.into(),
     })
+}
+
+/// A stop's `after_ms` (of the entry `entry`): at most one simulated hour.
+fn after_ms(entry: &str, ms: u64) -> Result<(), ConfigError> {
+    if ms > crate::world::MAX_PHASE_MS {
+        return err(
+            format!("{entry}.after_ms"),
+            format!("must be at most one simulated hour, found {ms}"),
+        );
+    }
+    Ok(())
 }
 
 impl OmidConfig {
@@ -136,6 +175,8 @@ impl OmidConfig {
             ("persist_ms", self.persist_ms),
             ("store_ms", self.store_ms),
             ("lease_ms", self.lease_ms),
+            ("post_commit_queue_ms", self.post_commit_queue_ms),
+            ("ct_flush_ms", self.ct_flush_ms),
         ] {
             if ms > MAX_STEP_MS {
                 return err(field, format!("must be at most {MAX_STEP_MS}, found {ms}"));
@@ -157,6 +198,7 @@ impl OmidConfig {
                     format!("must be 1 ms to one simulated hour, found {}", p.pause_ms),
                 );
             }
+            after_ms(&format!("pauses[{i}]"), p.after_ms)?;
         }
         for (i, c) in self.crashes.iter().enumerate() {
             if c.nth == 0 {
@@ -168,6 +210,7 @@ impl OmidConfig {
                     "more than one simulated hour",
                 );
             }
+            after_ms(&format!("crashes[{i}]"), c.after_ms)?;
         }
         Ok(())
     }
@@ -189,6 +232,9 @@ pub enum OmidWorkload {
     /// Reads and read-modify-writes of a few registers with unique values.
     #[serde(rename = "omid-register")]
     Register(Register),
+    /// Appends of unique elements to a few lists, each list one cell.
+    #[serde(rename = "omid-list-append")]
+    ListAppend(ListAppend),
 }
 
 /// The bank: `accounts` accounts loaded with `initial` each; a transaction
@@ -244,6 +290,38 @@ impl Default for Register {
     }
 }
 
+/// Lists: `keys` lists, each a cell holding its elements comma-separated;
+/// a transaction makes 1 to `max_ops` operations, each on a list drawn at
+/// random: a read, or (probability `append_fraction`) an append of a
+/// unique element (a read-modify-write of the cell, written once at the
+/// end of the transaction with all its appends), as Jepsen's Elle does
+/// with its list-append. The order of a list's versions shows in their
+/// values; after convergence every list holds each element at most once
+/// and every element whose append was reported committed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ListAppend {
+    /// Lists.
+    pub keys: usize,
+    /// The most operations a transaction makes.
+    pub max_ops: usize,
+    /// The share of operations that append.
+    pub append_fraction: f64,
+    /// Simulated ms a client waits between two transactions.
+    pub think_ms: u64,
+}
+
+impl Default for ListAppend {
+    fn default() -> Self {
+        ListAppend {
+            keys: 4,
+            max_ops: 4,
+            append_fraction: 0.6,
+            think_ms: 5,
+        }
+    }
+}
+
 /// A share (`field`, a probability) between 0 and 1.
 fn fraction(field: &str, f: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&f) {
@@ -261,6 +339,7 @@ impl OmidWorkload {
         match self {
             OmidWorkload::Bank(_) => "omid-bank",
             OmidWorkload::Register(_) => "omid-register",
+            OmidWorkload::ListAppend(_) => "omid-list-append",
         }
     }
 
@@ -269,6 +348,7 @@ impl OmidWorkload {
         match self {
             OmidWorkload::Bank(b) => b.think_ms,
             OmidWorkload::Register(r) => r.think_ms,
+            OmidWorkload::ListAppend(l) => l.think_ms,
         }
     }
 
@@ -301,6 +381,21 @@ impl OmidWorkload {
                 }
                 fraction("write_fraction", r.write_fraction)
             }
+            OmidWorkload::ListAppend(l) => {
+                if l.keys == 0 || l.keys > 1_000 {
+                    return Err(format!(
+                        "workload.keys: must be 1 to 1000, found {}",
+                        l.keys
+                    ));
+                }
+                if l.max_ops == 0 || l.max_ops > 100 {
+                    return Err(format!(
+                        "workload.max_ops: must be 1 to 100, found {}",
+                        l.max_ops
+                    ));
+                }
+                fraction("append_fraction", l.append_fraction)
+            }
         }
     }
 }
@@ -331,6 +426,7 @@ mod tests {
             bad(|c| c.pauses = vec![PauseAt {
                 point: OmidPoint::TsoAfterDecision,
                 nth: 1,
+                after_ms: 0,
                 pause_ms: 0
             }]),
             "pauses[0].pause_ms: must be 1 ms to one simulated hour, found 0"
@@ -343,6 +439,7 @@ mod tests {
             CrashAt {
                 point: OmidPoint::TsoAfterDecision,
                 nth,
+                after_ms: 0,
                 restart_after_ms: 10,
             }
         }
@@ -373,6 +470,42 @@ mod tests {
         assert_eq!(
             w.validate().unwrap_err(),
             "workload.write_fraction: must be between 0 and 1, found 2"
+        );
+        let w: OmidWorkload =
+            serde_json::from_str(r#"{"name": "omid-list-append", "keys": 2}"#).unwrap();
+        assert_eq!(w.name(), "omid-list-append");
+        w.validate().expect("lists");
+        let w = OmidWorkload::ListAppend(ListAppend {
+            max_ops: 0,
+            ..ListAppend::default()
+        });
+        assert_eq!(
+            w.validate().unwrap_err(),
+            "workload.max_ops: must be 1 to 100, found 0"
+        );
+        let w = OmidWorkload::ListAppend(ListAppend {
+            append_fraction: -0.5,
+            ..ListAppend::default()
+        });
+        assert_eq!(
+            w.validate().unwrap_err(),
+            "workload.append_fraction: must be between 0 and 1, found -0.5"
+        );
+    }
+
+    #[test]
+    fn a_stop_counted_from_past_an_hour_names_its_entry() {
+        let mut c = OmidConfig::default();
+        c.pauses = vec![PauseAt {
+            point: OmidPoint::TsoAfterDecision,
+            nth: 1,
+            after_ms: 4_000_000,
+            pause_ms: 10,
+        }];
+        let e = c.validate().unwrap_err();
+        assert_eq!(
+            format!("{}: {}", e.field, e.problem),
+            "pauses[0].after_ms: must be at most one simulated hour, found 4000000"
         );
     }
 }

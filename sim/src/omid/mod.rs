@@ -27,7 +27,7 @@ use crate::world::{
     BoxFuture, Control, NodeName, NodeNames, NodeSpec, Tenant, Unsettled, World, lock,
 };
 use crate::{ConfigError, FaultControl, FaultKind, Role, RunOutput, System, WorldConfig};
-use config::{OmidConfig, OmidWorkload};
+use config::{CrashAt, OmidConfig, OmidWorkload, PauseAt};
 use percsim_checker as history;
 use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::sync::{Arc, Mutex};
@@ -146,6 +146,11 @@ impl System for Omid {
             lease: Mutex::default(),
             clients: (0..self.cfg.clients).map(|_| Mutex::default()).collect(),
             reached: Mutex::default(),
+            stop_counts: Mutex::new(types::StopCounts {
+                crashes: vec![0; self.cfg.crashes.len()],
+                pauses: vec![0; self.cfg.pauses.len()],
+            }),
+            appended: Mutex::default(),
             armed: Mutex::default(),
             txns: Mutex::default(),
         };
@@ -167,16 +172,10 @@ impl Shared {
         if let Some(stop) = self.take_armed(point, &node.to_string(), start_ts) {
             return self.stop_armed(point, node, stop).await;
         }
-        let nth = {
-            let mut reached = lock(&self.reached);
-            let n = reached.entry(point).or_default();
-            *n += 1;
-            *n
-        };
+        let (nth, pause, crash) = self.count_reach(point);
         let fields =
             serde_json::json!({"node": node.to_string(), "point": point.name(), "nth": nth});
-        let cfg = &self.cfg;
-        if let Some(p) = cfg.pauses.iter().find(|p| p.point == point && p.nth == nth) {
+        if let Some(p) = pause {
             self.bump(&FaultKind::PauseAtStep.counter());
             self.world
                 .event(OmidEvent::PauseAtPoint.name(), fields.clone());
@@ -187,11 +186,7 @@ impl Shared {
             // The pause takes effect when the harness runs; yield until it does.
             madsim::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let Some(crash) = cfg
-            .crashes
-            .iter()
-            .find(|c| c.point == point && c.nth == nth)
-        else {
+        let Some(crash) = crash else {
             return self.explored_stop(point, node).await;
         };
         self.bump(&FaultKind::CrashAtStep.counter());
@@ -202,6 +197,61 @@ impl Shared {
         });
         std::future::pending::<()>().await
     }
+}
+
+impl Shared {
+    /// Count a reach of `point`: the time it is reached over the run, and
+    /// the pause and the crash of the section whose count (from its
+    /// `after_ms` on) it completes, if any.
+    fn count_reach(&self, point: OmidPoint) -> (u64, Option<&PauseAt>, Option<&CrashAt>) {
+        let nth = {
+            let mut reached = lock(&self.reached);
+            let n = reached.entry(point).or_default();
+            *n += 1;
+            *n
+        };
+        let now_ms = self.world.now_ns() / 1_000_000;
+        let mut counts = lock(&self.stop_counts);
+        let pause = due(
+            &self.cfg.pauses,
+            &mut counts.pauses,
+            |p| (p.point, p.after_ms, p.nth),
+            point,
+            now_ms,
+        );
+        let crash = due(
+            &self.cfg.crashes,
+            &mut counts.crashes,
+            |c| (c.point, c.after_ms, c.nth),
+            point,
+            now_ms,
+        );
+        (nth, pause, crash)
+    }
+}
+
+/// Count a reach of `point` at `now_ms` for each stop of `stops` at it
+/// whose `after_ms` has come (`key` gives a stop's point, `after_ms` and
+/// `nth`); the first stop whose count it completes.
+fn due<'a, T>(
+    stops: &'a [T],
+    counts: &mut [u64],
+    key: impl Fn(&T) -> (OmidPoint, u64, u64),
+    point: OmidPoint,
+    now_ms: u64,
+) -> Option<&'a T> {
+    let mut hit = None;
+    for (stop, count) in stops.iter().zip(counts.iter_mut()) {
+        let (at, after_ms, nth) = key(stop);
+        if at != point || now_ms < after_ms {
+            continue;
+        }
+        *count += 1;
+        if *count == nth && hit.is_none() {
+            hit = Some(stop);
+        }
+    }
+    hit
 }
 
 impl Shared {
@@ -382,5 +432,38 @@ impl Tenant for OmidTenant {
 
     fn helper_nodes(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pause(point: OmidPoint, nth: u64, after_ms: u64) -> PauseAt {
+        PauseAt {
+            point,
+            nth,
+            after_ms,
+            pause_ms: 10,
+        }
+    }
+
+    /// A stop counts the reaches of its point from its `after_ms` on: one
+    /// from the start fires at the run's `nth` reach, one from later at
+    /// the `nth` reach after it, and a reach of another point counts for
+    /// neither.
+    #[test]
+    fn a_stop_counts_the_reaches_of_its_point_from_its_after_ms_on() {
+        let d = OmidPoint::TsoAfterDecision;
+        let stops = [pause(d, 2, 0), pause(d, 2, 100)];
+        let mut counts = vec![0; 2];
+        let key = |p: &PauseAt| (p.point, p.after_ms, p.nth);
+        let mut reach = |point, now_ms| due(&stops, &mut counts, key, point, now_ms);
+        assert_eq!(reach(d, 10), None);
+        assert_eq!(reach(OmidPoint::TabletAfterApply, 20), None);
+        assert_eq!(reach(d, 30), Some(&stops[0]));
+        assert_eq!(reach(d, 120), None, "the later stop's first reach");
+        assert_eq!(reach(d, 130), Some(&stops[1]));
+        assert_eq!(reach(d, 140), None, "each fires once");
     }
 }

@@ -328,6 +328,7 @@ impl Tso {
     /// `start_ts` to the commit table, passing the named points on either
     /// side; the entry in effect, or `None` if the fence refused it.
     async fn persist(&self, start_ts: u64, commit_ts: u64, epoch: u64) -> Option<CtEntry> {
+        self.batch_flush().await;
         self.shared
             .point(OmidPoint::TsoAfterDecision, &self.name, Some(start_ts))
             .await;
@@ -341,6 +342,20 @@ impl Tso {
                 .await;
         }
         entry
+    }
+
+    /// Wait for the commit-table writer's next flush: with
+    /// `ct_flush_ms` set, decisions are batched and written at every
+    /// multiple of it on the simulated clock (none: each is written at once).
+    async fn batch_flush(&self) {
+        let flush_ms = self.shared.cfg.ct_flush_ms;
+        if flush_ms == 0 {
+            return;
+        }
+        let flush_ns = flush_ms * 1_000_000;
+        let now_ns = self.shared.world.now_ns();
+        let wait_ns = flush_ns - now_ns % flush_ns;
+        sleep(Duration::from_nanos(wait_ns)).await;
     }
 
     /// Abort a transaction that started below the low watermark: it may

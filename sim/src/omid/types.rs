@@ -11,7 +11,7 @@ use crate::world::txn_history::TxnHistory;
 use crate::world::{BoxFuture, NodeName, World};
 use percsim_protocol::omid::actions::lease::LeaseRecord;
 use percsim_protocol::omid::{CtEntry, DataVersion, OmidAblations, OmidPoint};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -33,10 +33,24 @@ pub(super) struct Shared {
     pub(super) clients: Vec<Mutex<ClientDisk>>,
     /// How often each named point was reached over the run.
     pub(super) reached: Mutex<BTreeMap<OmidPoint, u64>>,
+    /// How often each crash's and each pause's point was reached since
+    /// its `after_ms`, by its index in the section's list.
+    pub(super) stop_counts: Mutex<StopCounts>,
+    /// The lists' elements whose append was reported committed, by row.
+    pub(super) appended: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// Stops a program armed at named points, not reached yet.
     pub(super) armed: Mutex<Vec<Armed>>,
     /// The history's transactions.
     pub(super) txns: Mutex<TxnHistory>,
+}
+
+/// How often each stop's point was reached since its `after_ms`.
+#[derive(Debug, Default)]
+pub(super) struct StopCounts {
+    /// For each crash of the section's `crashes`.
+    pub(super) crashes: Vec<u64>,
+    /// For each pause of the section's `pauses`.
+    pub(super) pauses: Vec<u64>,
 }
 
 /// What the clients run: a workload's loop, or a program's tasks.

@@ -1,6 +1,6 @@
 //! Apache Omid's transaction manager as a system of the testbed: its
 //! section of a scenario file (`"omid": {...}`, an [`OmidConfig`]), its
-//! workloads (`omid-bank`, `omid-register`, `script`), its campaign and
+//! workloads (`omid-bank`, `omid-register`, `omid-list-append`, `script`), its campaign and
 //! its planted bugs. See `docs/omid.md`.
 
 pub mod ablations;
@@ -14,7 +14,9 @@ use crate::scenario::{Scenario, ScenarioError};
 use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, config_error};
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner, PostCommit};
-use percsim_sim::omid::config::{Bank, CrashAt, OmidConfig, OmidWorkload, PauseAt, Register};
+use percsim_sim::omid::config::{
+    Bank, CrashAt, ListAppend, OmidConfig, OmidWorkload, PauseAt, Register,
+};
 use percsim_sim::{ConfigError, Fault, FaultKind, NodeKind, RunOutput, TimedFault, WorldConfig};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -45,7 +47,7 @@ pub const OMID_CLASSES: &[&str] = &[
     "pause_at_step",
 ];
 
-/// Omid's workloads, as a scenario file names them: the campaign's two
+/// Omid's workloads, as a scenario file names them: the campaign's three
 /// and scripts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
@@ -56,6 +58,9 @@ pub enum OmidWorkloadSpec {
     /// Reads and read-modify-writes of registers.
     #[serde(rename = "omid-register")]
     Register(Register),
+    /// Appends of unique elements to lists.
+    #[serde(rename = "omid-list-append")]
+    ListAppend(ListAppend),
     /// A script: named transactions, steps and expectations.
     Script(OmidScriptFile),
 }
@@ -65,6 +70,7 @@ impl From<OmidWorkload> for OmidWorkloadSpec {
         match w {
             OmidWorkload::Bank(b) => OmidWorkloadSpec::Bank(b),
             OmidWorkload::Register(r) => OmidWorkloadSpec::Register(r),
+            OmidWorkload::ListAppend(l) => OmidWorkloadSpec::ListAppend(l),
         }
     }
 }
@@ -75,6 +81,7 @@ impl OmidWorkloadSpec {
         match self {
             OmidWorkloadSpec::Bank(_) => "omid-bank",
             OmidWorkloadSpec::Register(_) => "omid-register",
+            OmidWorkloadSpec::ListAppend(_) => "omid-list-append",
             OmidWorkloadSpec::Script(_) => "script",
         }
     }
@@ -84,6 +91,7 @@ impl OmidWorkloadSpec {
         match self {
             OmidWorkloadSpec::Bank(b) => Some(OmidWorkload::Bank(b.clone())),
             OmidWorkloadSpec::Register(r) => Some(OmidWorkload::Register(r.clone())),
+            OmidWorkloadSpec::ListAppend(l) => Some(OmidWorkload::ListAppend(l.clone())),
             OmidWorkloadSpec::Script(_) => None,
         }
     }
@@ -132,11 +140,11 @@ impl SystemDef for OmidDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["omid-bank", "omid-register", "script"]
+        &["omid-bank", "omid-register", "omid-list-append", "script"]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
-        &["omid-bank", "omid-register"]
+        &["omid-bank", "omid-register", "omid-list-append"]
     }
 
     fn node_kinds(&self) -> &'static [NodeKind] {
@@ -235,6 +243,7 @@ impl TypedSystem for OmidDef {
         let workload = match &spec.workload {
             OmidWorkloadSpec::Bank(b) => OmidWorkload::Bank(b.clone()),
             OmidWorkloadSpec::Register(r) => OmidWorkload::Register(r.clone()),
+            OmidWorkloadSpec::ListAppend(l) => OmidWorkload::ListAppend(l.clone()),
             OmidWorkloadSpec::Script(s) => {
                 let program = Arc::new(ScriptProgram(s.fresh()));
                 return percsim_sim::omid::run_program(
@@ -257,12 +266,15 @@ impl TypedSystem for OmidDef {
 /// The Omid scenario of `seed`, drawn from `mix`: 3-8 clients, 1-3 tablet
 /// servers, a conflict map of 1-3 keys at cell or row granularity (small,
 /// so that evictions raise the low watermark), a TSO and its backup with
-/// a lease of 50-150 ms, the clients' post-commit mode (sync or async, one
-/// seed in two), a workload phase of 3-8 s; Omid's stops at named points
-/// (which every cluster meets) each on three times in four, and one or two
-/// of the world's fault classes the mix lets on (every one of
-/// [`OMID_CLASSES`] when it names none), each on three times in four; the
-/// mix's planted bugs of Omid switched on.
+/// a lease of 50-150 ms whose commit-table writer flushes every 0-20 ms,
+/// the clients' post-commit mode (sync, or one seed in two async with a
+/// post-commit queue of 1-150 ms), a workload phase of 3-8 s; one to
+/// three TSO-store partitions three seeds in four (and whenever the
+/// `partition` class is drawn); Omid's stops at named points (which every
+/// cluster meets), each class on three times in four, at moments drawn
+/// over the whole phase; and one or two of the world's fault classes the
+/// mix lets on (every one of [`OMID_CLASSES`] when it names none), each on
+/// three times in four; the mix's planted bugs of Omid switched on.
 pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6f6d_6964);
     let clients = rng.random_range(3..=8);
@@ -284,27 +296,33 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         persist_ms: rng.random_range(1..=5),
         store_ms: rng.random_range(1..=8),
         lease_ms: rng.random_range(50..=150),
-        post_commit: if rng.random_bool(0.5) {
-            PostCommit::Sync
-        } else {
-            PostCommit::Async
-        },
         ablations: OmidAblation::chosen(&mix.ablations),
         ..OmidConfig::default()
     };
+    if rng.random_bool(0.5) {
+        cluster.post_commit = PostCommit::Async;
+        cluster.post_commit_queue_ms = rng.random_range(1..=150);
+    }
     let cuts = rng.random_range(1..=3);
     let mut cut: Vec<TimedFault> = (0..cuts)
         .map(|_| store_partition(&cluster, world.run_ms, &mut rng))
         .collect();
+    let cut_alone = rng.random_bool(0.75);
+    cluster.ct_flush_ms = rng.random_range(0..=20);
     let world_on = few_world_classes(mix, &mut rng);
     for class in OMID_CLASSES {
         let stop = matches!(*class, "crash_at_step" | "pause_at_step");
         let on = rng.random_bool(0.75) && (stop || world_on.contains(class));
         let intensity = rng.random_range(0.0..1.0);
         let timeout_ms = world.rpc_timeout_ms;
+        let span = Span {
+            run_ms: world.run_ms,
+            lease_ms: cluster.lease_ms,
+            timeout_ms,
+        };
         let points = match *class {
-            "crash_at_step" => crashes(intensity, &mut rng),
-            "pause_at_step" => pauses(intensity, cluster.lease_ms, timeout_ms, &mut rng),
+            "crash_at_step" => crashes(intensity, span, &mut rng),
+            "pause_at_step" => pauses(intensity, span, &mut rng),
             _ => Vec::new(),
         };
         if !on || !named(mix, class) {
@@ -322,6 +340,10 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
             }
         }
     }
+    if cut_alone && named(mix, "partition") {
+        // Empty when the `partition` class took them already.
+        world.faults.schedule.append(&mut cut);
+    }
     let workload = workload(seed, mix, &mut rng);
     OmidSpec {
         cluster,
@@ -333,7 +355,8 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
 /// A partition between the TSOs and the tablet servers, 50-400 ms long at
 /// a random time of the workload phase: the TSO can hand out timestamps
 /// and answer clients, but its commit-table writes wait (the campaign
-/// draws one to three of them; they apply with the `partition` class).
+/// draws one to three of them; they apply three seeds in four, and with
+/// the `partition` class, when the mix lets `partition` on).
 fn store_partition(cluster: &OmidConfig, run_ms: u64, rng: &mut ChaCha8Rng) -> TimedFault {
     let tsos: Vec<String> = ["tso", "tso-backup"].map(String::from).to_vec();
     let tablets = (0..cluster.tablets)
@@ -374,8 +397,8 @@ fn named(mix: &Mix, class: &str) -> bool {
     mix.faults.is_empty() || mix.faults.iter().any(|f| faultmix::canonical(f) == class)
 }
 
-/// The workload of a campaign seed: the mix's workloads (Omid's two when
-/// it names none) taken in turn by seed.
+/// The workload of a campaign seed: the mix's workloads (Omid's three
+/// when it names none) taken in turn by seed.
 fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
     let names: Vec<&str> = if mix.workloads.is_empty() {
         OMID.campaign_workloads().to_vec()
@@ -389,6 +412,12 @@ fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
         "omid-register" => OmidWorkload::Register(Register {
             keys,
             write_fraction: fraction,
+            think_ms,
+        }),
+        "omid-list-append" => OmidWorkload::ListAppend(ListAppend {
+            keys,
+            max_ops: rng.random_range(1..=4),
+            append_fraction: fraction,
             think_ms,
         }),
         _ => OmidWorkload::Bank(Bank {
@@ -405,7 +434,17 @@ fn workload(seed: u64, mix: &Mix, rng: &mut ChaCha8Rng) -> OmidWorkload {
 struct PointStop {
     point: OmidPoint,
     nth: u64,
+    after_ms: u64,
     ms: u64,
+}
+
+/// What a stop's draws depend on: the workload phase's length, the
+/// TSO's lease and the clients' call timeout, in ms.
+#[derive(Clone, Copy)]
+struct Span {
+    run_ms: u64,
+    lease_ms: u64,
+    timeout_ms: u64,
 }
 
 impl PointStop {
@@ -413,6 +452,7 @@ impl PointStop {
         CrashAt {
             point: self.point,
             nth: self.nth,
+            after_ms: self.after_ms,
             restart_after_ms: self.ms,
         }
     }
@@ -421,6 +461,7 @@ impl PointStop {
         PauseAt {
             point: self.point,
             nth: self.nth,
+            after_ms: self.after_ms,
             pause_ms: self.ms,
         }
     }
@@ -446,42 +487,53 @@ fn owner_of(rng: &mut ChaCha8Rng) -> OmidPointOwner {
     }
 }
 
-/// Two to eight crashes at Omid's named points, each the 1st to the 20th
-/// time the point is reached, restarted 20-500 ms later.
-fn crashes(intensity: f64, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
+/// Two to eight crashes at Omid's named points, each the 1st to the 3rd
+/// time the point is reached from a moment drawn over the whole workload
+/// phase (a real cluster's crash comes at any moment of its run, while
+/// commits are in flight), restarted 20-500 ms later.
+fn crashes(intensity: f64, span: Span, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
     let n = 2 + (intensity * 6.0) as usize;
     (0..n)
         .map(|_| PointStop {
             point: point_of(owner_of(rng), rng),
-            nth: rng.random_range(1..=20),
+            nth: rng.random_range(1..=3),
+            after_ms: rng.random_range(0..span.run_ms.max(1)),
             ms: rng.random_range(20..=500),
         })
         .collect()
 }
 
-/// Two to eight pauses at Omid's named points, each the 1st to the 20th
-/// time the point is reached. A TSO freezes for three quarters to five
-/// quarters of its lease plus up to one call timeout (`timeout_ms`): a TSO
-/// frozen past its lease is replaced, and the clients whose calls it
-/// holds meet it again when it thaws, which is where a deposed TSO must
-/// refuse to serve. A client or a tablet server freezes for 20-400 ms (a
-/// collection pause): a client between its data cells and its commit
-/// ages its transaction below the low watermark; one between the TSO's
-/// answer and its shadow cells leaves readers to the commit table.
-fn pauses(intensity: f64, lease_ms: u64, timeout_ms: u64, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
+/// Two to eight pauses at Omid's named points, each the 1st to the 3rd
+/// time the point is reached from a moment drawn over the whole workload
+/// phase. A TSO freezes for one to one and a half leases plus up to one
+/// call timeout: a TSO frozen past its lease is replaced, and the clients
+/// whose calls it holds meet it again when it thaws, which is where a
+/// deposed TSO must refuse to serve. A client or a tablet server freezes
+/// for 20-400 ms (a collection pause): a client between its data cells
+/// and its commit ages its transaction below the low watermark; one
+/// between the TSO's answer and its shadow cells leaves readers to the
+/// commit table.
+fn pauses(intensity: f64, span: Span, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
     let n = 2 + (intensity * 6.0) as usize;
     (0..n)
         .map(|_| {
             let owner = owner_of(rng);
             let point = point_of(owner, rng);
-            let nth = rng.random_range(1..=20);
+            let nth = rng.random_range(1..=3);
+            let after_ms = rng.random_range(0..span.run_ms.max(1));
             let ms = match owner {
                 OmidPointOwner::Tso => {
-                    lease_ms * rng.random_range(4..=6) / 4 + rng.random_range(0..=timeout_ms)
+                    span.lease_ms * rng.random_range(4..=6) / 4
+                        + rng.random_range(0..=span.timeout_ms)
                 }
                 _ => rng.random_range(20..=400),
             };
-            PointStop { point, nth, ms }
+            PointStop {
+                point,
+                nth,
+                after_ms,
+                ms,
+            }
         })
         .collect()
 }

@@ -361,7 +361,10 @@ mod tests {
         let causes = metrics(&f).abort_causes;
         assert_eq!(
             causes,
-            vec![("invalidated".to_string(), 0.5), ("conflict".to_string(), 0.25)]
+            vec![
+                ("invalidated".to_string(), 0.5),
+                ("conflict".to_string(), 0.25)
+            ]
         );
     }
 

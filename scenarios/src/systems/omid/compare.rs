@@ -455,7 +455,11 @@ mod tests {
         let events = vec![
             event(500, "kill", json!({"node": "client-0"})),
             event(600, "kill", json!({"node": "tablet-0"})),
-            event(800, "omid_invalidated", json!({"start_ts": 20, "by": "client-1"})),
+            event(
+                800,
+                "omid_invalidated",
+                json!({"start_ts": 20, "by": "client-1"}),
+            ),
             event(1_000, "kill", json!({"node": "tso"})),
             event(2_000, "phase_healed", json!({})),
         ];

@@ -6,6 +6,7 @@
 use percsim_checker::{Event, Outcome};
 use percsim_sim::EventKind;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// How a transaction ended, as its client was told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub fn workload_end_ns(events: &[Event]) -> u64 {
 
 /// One transaction: when it began and ended (simulated ns from the start
 /// of the run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnFact {
     /// When the client began it.
     pub invoke_ns: u64,
@@ -48,6 +49,9 @@ pub struct TxnFact {
     pub complete_ns: Option<u64>,
     /// The outcome.
     pub ending: Ending,
+    /// Why it aborted, as the history records it (None: not aborted, or
+    /// no reason recorded).
+    pub abort_reason: Option<String>,
 }
 
 /// One document of the pipeline job: when its load was acknowledged and
@@ -97,6 +101,7 @@ pub struct Samples {
     commit_ms: Vec<f64>,
     begun: u64,
     aborted: u64,
+    causes: BTreeMap<String, u64>,
     blocked_ms: Vec<f64>,
     never_resolved: u64,
     recovery_ms: Vec<f64>,
@@ -126,6 +131,10 @@ pub struct Metrics {
     pub commit_p99_ms: Option<f64>,
     /// Aborted transactions among all begun in the workload phase.
     pub abort_rate: Option<f64>,
+    /// The aborts by cause (the history's abort reason; `unnamed` when
+    /// none is recorded), each as a share of all begun in the workload
+    /// phase, most frequent first (ties by name).
+    pub abort_causes: Vec<(String, f64)>,
     /// Deaths of clients or coordinators in the workload phase.
     pub deaths: u64,
     /// Time a piece of dead work blocked others (death to resolution), median.
@@ -179,7 +188,11 @@ impl Samples {
             self.begun += 1;
             match (t.ending, t.complete_ns) {
                 (Ending::Committed, Some(c)) => self.commit_ms.push(ms(c - t.invoke_ns)),
-                (Ending::Aborted, _) => self.aborted += 1,
+                (Ending::Aborted, _) => {
+                    self.aborted += 1;
+                    let cause = t.abort_reason.as_deref().unwrap_or("unnamed");
+                    *self.causes.entry(cause.to_string()).or_default() += 1;
+                }
                 _ => {}
             }
         }
@@ -218,6 +231,18 @@ impl Samples {
         }
     }
 
+    /// The aborts by cause, as shares of the transactions begun, most
+    /// frequent first.
+    fn causes(&self) -> Vec<(String, f64)> {
+        let mut causes: Vec<(String, u64)> =
+            self.causes.iter().map(|(c, n)| (c.clone(), *n)).collect();
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        causes
+            .into_iter()
+            .map(|(c, n)| (c, n as f64 / self.begun.max(1) as f64))
+            .collect()
+    }
+
     /// The metrics of everything added so far.
     pub fn metrics(&self) -> Metrics {
         let sorted = |v: &[f64]| {
@@ -237,6 +262,7 @@ impl Samples {
             commit_p50_ms: quantile(&commit, 0.5),
             commit_p99_ms: quantile(&commit, 0.99),
             abort_rate: (self.begun > 0).then(|| self.aborted as f64 / self.begun as f64),
+            abort_causes: self.causes(),
             deaths: self.deaths,
             blocked_p50_ms: quantile(&blocked, 0.5),
             blocked_max_ms: blocked.last().copied(),
@@ -260,6 +286,7 @@ mod tests {
             invoke_ns: invoke_ms * MS,
             complete_ns: complete_ms.map(|c| c * MS),
             ending,
+            abort_reason: None,
         }
     }
 
@@ -311,6 +338,34 @@ mod tests {
         assert_eq!(m.commit_p50_ms, Some(20.0));
         assert_eq!(m.commit_p99_ms, Some(30.0));
         assert_eq!(m.abort_rate, Some(0.2));
+        assert_eq!(m.abort_causes, vec![("unnamed".to_string(), 0.2)]);
+    }
+
+    #[test]
+    fn aborts_are_counted_by_cause_most_frequent_first() {
+        let aborted = |ms: u64, reason: &str| TxnFact {
+            abort_reason: Some(reason.to_string()),
+            ..txn(ms, Some(ms + 1), Ending::Aborted)
+        };
+        let f = RunFacts {
+            workload_end_ns: 1_000 * MS,
+            txns: vec![
+                aborted(10, "invalidated"),
+                aborted(20, "conflict"),
+                aborted(30, "invalidated"),
+                txn(40, Some(50), Ending::Committed),
+                aborted(2_000, "conflict"), // after the phase
+            ],
+            ..RunFacts::default()
+        };
+        let causes = metrics(&f).abort_causes;
+        assert_eq!(
+            causes,
+            vec![
+                ("invalidated".to_string(), 0.5),
+                ("conflict".to_string(), 0.25)
+            ]
+        );
     }
 
     #[test]

@@ -45,6 +45,18 @@ fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
 }
 
+/// Aborts by cause, as `cause 1.2%` joined, or `-` when none aborted.
+fn causes(causes: &[(String, f64)]) -> String {
+    if causes.is_empty() {
+        return "-".to_string();
+    }
+    let each: Vec<String> = causes
+        .iter()
+        .map(|(c, r)| format!("{c} {:.1}%", r * 100.0))
+        .collect();
+    each.join(", ")
+}
+
 /// Each row: its label and how to print it from a column's metrics.
 type Row = (&'static str, fn(&Metrics) -> String);
 
@@ -68,6 +80,7 @@ const ROWS: &[Row] = &[
     ("abort rate", |m| {
         num(m.abort_rate.map(|r| r * 100.0), 1) + "%"
     }),
+    ("abort causes (share of begun)", |m| causes(&m.abort_causes)),
     ("deaths (clients, coordinator)", |m| m.deaths.to_string()),
     ("dead work blocking others p50 ms", |m| {
         num(m.blocked_p50_ms, 0)

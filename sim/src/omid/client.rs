@@ -460,9 +460,14 @@ impl Client {
                     entry: CtEntry::Invalid,
                     epoch: None,
                 };
-                self.ct(txn, put, v.start_ts)
+                let entry = self
+                    .ct(txn, put, v.start_ts)
                     .await
-                    .unwrap_or(CtEntry::Invalid)
+                    .unwrap_or(CtEntry::Invalid);
+                if entry == CtEntry::Invalid {
+                    self.invalidated(v.start_ts);
+                }
+                entry
             }
             Resolution::RereadShadow => CtEntry::Invalid,
             other => return other,
@@ -473,6 +478,14 @@ impl Client {
             .find(|w| w.start_ts == v.start_ts)
             .and_then(|w| w.shadow_ts);
         read::after_invalidation(entry, shadow_ts, txn.start_ts)
+    }
+
+    /// Record that this reader left the transaction of `start_ts` invalid.
+    fn invalidated(&self, start_ts: u64) {
+        let fields = serde_json::json!({"start_ts": start_ts, "by": self.name.to_string()});
+        self.shared
+            .world
+            .event(super::rpc::OmidEvent::Invalidated.name(), fields);
     }
 
     /// Write or remove `txn`'s data cells' companions: its shadow cells at

@@ -33,6 +33,12 @@ impl OmidClient {
         self.0.index
     }
 
+    /// Whether the workload phase is over (a program's loop that should
+    /// end with the phase asks this).
+    pub fn stopping(&self) -> bool {
+        self.0.shared.world.stopping()
+    }
+
     /// Begin a transaction: its start timestamp from the primary TSO.
     pub async fn begin(&self) -> OmidTxn {
         OmidTxn(self.0.begin().await)

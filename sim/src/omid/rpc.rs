@@ -394,5 +394,7 @@ crate::identities! {
         PauseAtPoint => ("omid_pause_at_point", "a node froze at a named point"),
         /// A TSO took the lease over.
         Takeover => ("omid_takeover", "a TSO took the lease over in a new epoch"),
+        /// A reader left a transaction invalid in the commit table.
+        Invalidated => ("omid_invalidated", "a reader invalidated an undecided transaction: its writes are void and a late commit of it fails"),
     }
 }

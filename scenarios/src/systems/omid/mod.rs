@@ -1,9 +1,11 @@
 //! Apache Omid's transaction manager as a system of the testbed: its
 //! section of a scenario file (`"omid": {...}`, an [`OmidConfig`]), its
-//! workloads (`omid-bank`, `omid-register`, `omid-list-append`, `script`), its campaign and
-//! its planted bugs. See `docs/omid.md`.
+//! workloads (`omid-bank`, `omid-register`, `omid-list-append`, `script`,
+//! and `omid-pipeline`, `percsim compare`'s job), its campaign and its
+//! planted bugs. See `docs/omid.md`.
 
 pub mod ablations;
+pub mod compare;
 mod def;
 pub mod script;
 
@@ -63,6 +65,9 @@ pub enum OmidWorkloadSpec {
     ListAppend(ListAppend),
     /// A script: named transactions, steps and expectations.
     Script(OmidScriptFile),
+    /// `percsim compare`'s document pipeline.
+    #[serde(rename = "omid-pipeline")]
+    Pipeline(compare::Pipeline),
 }
 
 impl From<OmidWorkload> for OmidWorkloadSpec {
@@ -83,6 +88,7 @@ impl OmidWorkloadSpec {
             OmidWorkloadSpec::Register(_) => "omid-register",
             OmidWorkloadSpec::ListAppend(_) => "omid-list-append",
             OmidWorkloadSpec::Script(_) => "script",
+            OmidWorkloadSpec::Pipeline(_) => "omid-pipeline",
         }
     }
 
@@ -92,7 +98,7 @@ impl OmidWorkloadSpec {
             OmidWorkloadSpec::Bank(b) => Some(OmidWorkload::Bank(b.clone())),
             OmidWorkloadSpec::Register(r) => Some(OmidWorkload::Register(r.clone())),
             OmidWorkloadSpec::ListAppend(l) => Some(OmidWorkload::ListAppend(l.clone())),
-            OmidWorkloadSpec::Script(_) => None,
+            OmidWorkloadSpec::Script(_) | OmidWorkloadSpec::Pipeline(_) => None,
         }
     }
 }
@@ -140,7 +146,13 @@ impl SystemDef for OmidDef {
     }
 
     fn workloads(&self) -> &'static [&'static str] {
-        &["omid-bank", "omid-register", "omid-list-append", "script"]
+        &[
+            "omid-bank",
+            "omid-register",
+            "omid-list-append",
+            "script",
+            "omid-pipeline",
+        ]
     }
 
     fn campaign_workloads(&self) -> &'static [&'static str] {
@@ -175,6 +187,26 @@ impl SystemDef for OmidDef {
 
     fn kill_table(&self, opts: &KillTable) -> Result<i32, String> {
         ablations::kill_table(opts)
+    }
+
+    fn compare_scenario(&self, seed: u64, world: WorldConfig) -> Option<Scenario> {
+        let job = compare::Pipeline::default();
+        let spec = OmidSpec {
+            cluster: OmidConfig {
+                clients: job.clients(),
+                tablets: 3,
+                ..OmidConfig::default()
+            },
+            workload: OmidWorkloadSpec::Pipeline(job),
+        };
+        Some(spec.scenario(seed, world))
+    }
+
+    fn compare_facts(&self, out: &RunOutput) -> Result<crate::compare::RunFacts, String> {
+        let history = out
+            .transactions()
+            .ok_or("the run recorded no transaction history")?;
+        Ok(compare::facts(history))
     }
 
     fn kill_table_ranges(&self) -> bool {
@@ -221,6 +253,17 @@ impl TypedSystem for OmidDef {
         let Some(workload) = spec.workload.campaign() else {
             percsim_sim::omid::validate_cluster(world, &spec.cluster)
                 .map_err(|e| config_error(NAME, e))?;
+            if let OmidWorkloadSpec::Pipeline(job) = &spec.workload {
+                job.validate().map_err(ScenarioError::Invalid)?;
+                if spec.cluster.clients < job.clients() {
+                    return Err(ScenarioError::Invalid(format!(
+                        "omid.clients: the pipeline needs {} ({} loaders and as many processors), found {}",
+                        job.clients(),
+                        job.loaders,
+                        spec.cluster.clients
+                    )));
+                }
+            }
             let OmidWorkloadSpec::Script(s) = &spec.workload else {
                 return Ok(());
             };
@@ -244,6 +287,16 @@ impl TypedSystem for OmidDef {
             OmidWorkloadSpec::Bank(b) => OmidWorkload::Bank(b.clone()),
             OmidWorkloadSpec::Register(r) => OmidWorkload::Register(r.clone()),
             OmidWorkloadSpec::ListAppend(l) => OmidWorkload::ListAppend(l.clone()),
+            OmidWorkloadSpec::Pipeline(job) => {
+                let program = Arc::new(compare::PipelineProgram(job.clone()));
+                return percsim_sim::omid::run_program(
+                    world,
+                    &spec.cluster,
+                    program,
+                    seed,
+                    description,
+                );
+            }
             OmidWorkloadSpec::Script(s) => {
                 let program = Arc::new(ScriptProgram(s.fresh()));
                 return percsim_sim::omid::run_program(

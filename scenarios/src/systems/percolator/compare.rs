@@ -32,6 +32,7 @@ pub fn facts(h: &History) -> RunFacts {
             invoke_ns: t.invoke_ns,
             complete_ns: t.complete_ns,
             ending: t.outcome.into(),
+            abort_reason: t.abort_reason.clone(),
         })
         .collect();
     RunFacts {

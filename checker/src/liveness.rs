@@ -74,6 +74,40 @@ impl LivenessRule {
     }
 }
 
+/// The thresholds of the stream liveness rule, as the producer recorded
+/// them in its `liveness_thresholds` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TxnThresholds {
+    /// A transaction's timeout when it records none of its own.
+    pub txn_timeout_ms: u64,
+    /// How often the coordinator looks for transactions past their timeout.
+    pub timeout_scan_ms: u64,
+    /// How long a dead broker's resources take to move (its metadata
+    /// session's timeout): a coordinator may be recovering that long after
+    /// the heal.
+    pub session_timeout_ms: u64,
+    /// Slack on top: the log's appends, the round trips, the time to act.
+    pub bound_ms: u64,
+}
+
+impl TxnThresholds {
+    /// The thresholds in one line, as printed under the seed.
+    pub fn line(&self) -> String {
+        format!(
+            "liveness thresholds: txn_timeout {} ms, timeout_scan {} ms, session_timeout {} ms, \
+             bound {} ms (a dead client's transaction is ended within its timeout + {} ms of \
+             its beginning, or within {} ms of the end of the last fault on the cluster \
+             while it was open)",
+            self.txn_timeout_ms,
+            self.timeout_scan_ms,
+            self.session_timeout_ms,
+            self.bound_ms,
+            self.timeout_scan_ms + self.bound_ms,
+            self.session_timeout_ms + self.timeout_scan_ms + self.bound_ms
+        )
+    }
+}
+
 /// The thresholds the liveness rules judge a history by, as its producer
 /// recorded them in its `liveness_thresholds` event: a lock-based system's
 /// (Percolator) or a transaction coordinator's (Pulsar).
@@ -83,7 +117,7 @@ pub enum LivenessThresholds {
     /// Percolator's locks and sessions.
     Locks(LockThresholds),
     /// A stream coordinator's transaction timeouts.
-    Transactions(crate::stream::TxnThresholds),
+    Transactions(TxnThresholds),
 }
 
 impl LivenessThresholds {
@@ -426,7 +460,7 @@ impl<'h> World<'h> {
 }
 
 /// The node name of client `client`.
-fn client_node(client: u64) -> String {
+pub(crate) fn client_node(client: u64) -> String {
     format!("client-{client}")
 }
 

@@ -99,7 +99,7 @@ fn bad_compare_flags_are_named_with_exit_code_2() {
 }
 
 #[test]
-fn compare_all_puts_both_systems_on_the_same_job_and_mix() {
+fn compare_all_puts_every_system_on_the_same_job_and_mix() {
     let args = [
         "compare",
         "--mixes",
@@ -116,7 +116,7 @@ fn compare_all_puts_both_systems_on_the_same_job_and_mix() {
         .iter()
         .map(|c| c["system"].as_str().unwrap())
         .collect();
-    assert_eq!(systems, ["percolator", "pulsar"]);
+    assert_eq!(systems, ["percolator", "pulsar", "omid"]);
     for c in cells {
         let m = &c["metrics"];
         assert!(m["docs_per_sim_s"].as_f64().unwrap() > 0.0, "{c}");

@@ -392,7 +392,7 @@ const FOUND: &[Found] = &[
         "decision-race",
         "reply-before-commit-table",
         (2, 300, 1, 1_000),
-        (1_272, 1_737),
+        (1_245, 1_739),
     ),
     found_at(
         "omid",

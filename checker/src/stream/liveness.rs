@@ -27,8 +27,10 @@
 
 use super::StreamHistory;
 use crate::history::Event;
-use crate::liveness::{LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds};
-use serde::Serialize;
+use crate::liveness::{
+    LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, TxnThresholds, client_node,
+};
+use std::collections::BTreeSet;
 
 const MS: u64 = 1_000_000;
 
@@ -36,39 +38,7 @@ const MS: u64 = 1_000_000;
 /// to have begun (the coordinator's own record of it).
 const NO_CLIENT: u64 = u64::MAX;
 
-/// The thresholds of the stream liveness rule, as the producer recorded
-/// them in its `liveness_thresholds` event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct TxnThresholds {
-    /// A transaction's timeout when it records none of its own.
-    pub txn_timeout_ms: u64,
-    /// How often the coordinator looks for transactions past their timeout.
-    pub timeout_scan_ms: u64,
-    /// How long a dead broker's resources take to move (its metadata
-    /// session's timeout): a coordinator may be recovering that long after
-    /// the heal.
-    pub session_timeout_ms: u64,
-    /// Slack on top: the log's appends, the round trips, the time to act.
-    pub bound_ms: u64,
-}
-
 impl TxnThresholds {
-    /// The thresholds in one line, as printed under the seed.
-    pub fn line(&self) -> String {
-        format!(
-            "liveness thresholds: txn_timeout {} ms, timeout_scan {} ms, session_timeout {} ms, \
-             bound {} ms (a dead client's transaction is ended within its timeout + {} ms of \
-             its beginning, or within {} ms of the end of the last fault on the cluster \
-             while it was open)",
-            self.txn_timeout_ms,
-            self.timeout_scan_ms,
-            self.session_timeout_ms,
-            self.bound_ms,
-            self.timeout_scan_ms + self.bound_ms,
-            self.session_timeout_ms + self.timeout_scan_ms + self.bound_ms
-        )
-    }
-
     /// The thresholds of the first `liveness_thresholds` event.
     fn of(events: &[Event]) -> Option<TxnThresholds> {
         let e = events.iter().find(|e| e.kind == "liveness_thresholds")?;
@@ -91,7 +61,7 @@ pub fn check_stream_liveness(h: &StreamHistory) -> LivenessReport {
             findings: Vec::new(),
         };
     };
-    let faults = cluster_faults(&h.events);
+    let faults = cluster_faults(h);
     let world = Judged {
         t,
         faults,
@@ -124,7 +94,7 @@ impl Judged {
         if txn.client == NO_CLIENT {
             return None;
         }
-        let node = format!("client-{}", txn.client);
+        let node = client_node(txn.client);
         let heard_ns = txn.complete_ns.unwrap_or(u64::MAX);
         let died_ns = h
             .events
@@ -225,12 +195,19 @@ fn run_end_ns(h: &StreamHistory) -> u64 {
 }
 
 /// Every fault that may keep a coordinator from acting, with the time it
-/// was in force: a server (any node but a client) killed or frozen until
+/// was in force: a server (any node but the clients that began the
+/// history's transactions, named as the format names them) killed or frozen until
 /// it restarted or resumed, a partition until it healed, a network fault
 /// for its duration and its late copies, a targeted message rule or an
 /// unload until the heal. A fault whose end the history does not record
 /// lasts to the end.
-fn cluster_faults(events: &[Event]) -> Vec<(u64, u64)> {
+fn cluster_faults(h: &StreamHistory) -> Vec<(u64, u64)> {
+    let events = &h.events;
+    let clients: BTreeSet<String> = h
+        .transactions
+        .iter()
+        .map(|t| client_node(t.client))
+        .collect();
     let healed = events
         .iter()
         .find(|e| e.kind == "phase_healed")
@@ -240,7 +217,7 @@ fn cluster_faults(events: &[Event]) -> Vec<(u64, u64)> {
             .get("node")
             .and_then(|n| n.as_str().map(str::to_string))
     };
-    let server = |e: &Event| node(e).is_some_and(|n| !n.starts_with("client-"));
+    let server = |e: &Event| node(e).is_some_and(|n| !clients.contains(&n));
     // A fault's end when none is recorded: the heal if it began before,
     // else never (`u64::MAX`).
     let or_heal = |t_ns: u64| if t_ns <= healed { healed } else { u64::MAX };

@@ -37,13 +37,14 @@ mod parse;
 mod report;
 mod rules;
 
+pub use crate::liveness::TxnThresholds;
 pub use class::{StreamFindingClass, StreamRule};
 pub use history::{
     AckOp, AckedPositions, ConsumerIsolation, CoordinatorDecision, LogEntry, MarkerKind, OpResult,
     PartitionLog, ReceiveOp, STREAM_FORMAT, SendOp, Source, StreamFinalState, StreamHistory,
     StreamOp, StreamTxn, SubscriptionDecl,
 };
-pub use liveness::{TxnThresholds, check_stream_liveness};
+pub use liveness::check_stream_liveness;
 pub use parse::{StreamHistoryError, parse};
 pub use report::{StreamReport, StreamStats};
 

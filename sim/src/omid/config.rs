@@ -495,13 +495,15 @@ mod tests {
 
     #[test]
     fn a_stop_counted_from_past_an_hour_names_its_entry() {
-        let mut c = OmidConfig::default();
-        c.pauses = vec![PauseAt {
-            point: OmidPoint::TsoAfterDecision,
-            nth: 1,
-            after_ms: 4_000_000,
-            pause_ms: 10,
-        }];
+        let c = OmidConfig {
+            pauses: vec![PauseAt {
+                point: OmidPoint::TsoAfterDecision,
+                nth: 1,
+                after_ms: 4_000_000,
+                pause_ms: 10,
+            }],
+            ..OmidConfig::default()
+        };
         let e = c.validate().unwrap_err();
         assert_eq!(
             format!("{}: {}", e.field, e.problem),

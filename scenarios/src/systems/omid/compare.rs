@@ -445,8 +445,8 @@ mod tests {
         txns[1]["ops"] = json!([w("out/00000", "source", "doc/00000")]);
         txns[2]["ops"] = json!([w("out/00000", "source", "doc/00000")]);
         txns[3]["ops"] = json!([w("doc/00001", "raw", "content-2")]);
-        for i in 4..7 {
-            txns[i]["ops"] = json!([w("loader", "next", "9")]);
+        for t in &mut txns[4..7] {
+            t["ops"] = json!([w("loader", "next", "9")]);
         }
         // T8 read the cell T5, T6 and T7 wrote (T10's, nobody read).
         txns[7]["ops"] = json!([{"f": "read", "row": "loader", "col": "next", "value": null}]);

@@ -54,6 +54,30 @@ pub struct TxnFact {
     pub abort_reason: Option<String>,
 }
 
+impl From<&percsim_checker::Transaction> for TxnFact {
+    /// A transaction of a transaction history, as its client saw it.
+    fn from(t: &percsim_checker::Transaction) -> TxnFact {
+        TxnFact {
+            invoke_ns: t.invoke_ns,
+            complete_ns: t.complete_ns,
+            ending: t.outcome.into(),
+            abort_reason: t.abort_reason.clone(),
+        }
+    }
+}
+
+impl From<&percsim_checker::stream::StreamTxn> for TxnFact {
+    /// A transaction of a stream history, as its client saw it.
+    fn from(t: &percsim_checker::stream::StreamTxn) -> TxnFact {
+        TxnFact {
+            invoke_ns: t.invoke_ns,
+            complete_ns: t.complete_ns,
+            ending: t.outcome.into(),
+            abort_reason: t.abort_reason.clone(),
+        }
+    }
+}
+
 /// One document of the pipeline job: when its load was acknowledged and
 /// when its processing completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -229,16 +229,7 @@ fn written<'a>(t: &'a Transaction, col: &str) -> Option<(&'a str, &'a str)> {
 
 /// Read an Omid history of the pipeline.
 pub fn facts(h: &History) -> RunFacts {
-    let txns = h
-        .transactions
-        .iter()
-        .map(|t| TxnFact {
-            invoke_ns: t.invoke_ns,
-            complete_ns: t.complete_ns,
-            ending: t.outcome.into(),
-            abort_reason: t.abort_reason.clone(),
-        })
-        .collect();
+    let txns = h.transactions.iter().map(TxnFact::from).collect();
     RunFacts {
         workload_end_ns: workload_end_ns(&h.events),
         txns,

@@ -25,16 +25,7 @@ pub fn job() -> crate::systems::percolator::workloads::Pipeline {
 /// Read a Percolator history.
 pub fn facts(h: &History) -> RunFacts {
     let workload_end_ns = workload_end_ns(&h.events);
-    let txns = h
-        .transactions
-        .iter()
-        .map(|t| TxnFact {
-            invoke_ns: t.invoke_ns,
-            complete_ns: t.complete_ns,
-            ending: t.outcome.into(),
-            abort_reason: t.abort_reason.clone(),
-        })
-        .collect();
+    let txns = h.transactions.iter().map(TxnFact::from).collect();
     RunFacts {
         workload_end_ns,
         txns,

@@ -28,16 +28,7 @@ pub fn job() -> super::workloads::StreamPipeline {
 pub fn facts(h: &StreamHistory) -> RunFacts {
     let events = &h.events;
     let workload_end_ns = workload_end_ns(events);
-    let txns = h
-        .transactions
-        .iter()
-        .map(|t| TxnFact {
-            invoke_ns: t.invoke_ns,
-            complete_ns: t.complete_ns,
-            ending: t.outcome.into(),
-            abort_reason: t.abort_reason.clone(),
-        })
-        .collect();
+    let txns = h.transactions.iter().map(TxnFact::from).collect();
     RunFacts {
         workload_end_ns,
         txns,

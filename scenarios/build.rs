@@ -4,6 +4,8 @@
 //! asked of git itself: in a worktree `.git` is a file and HEAD lives under
 //! the main repository's `.git/worktrees/`, and a path that does not exist
 //! would make cargo re-run the script (and rebuild the crate) every time.
+//! `PERCSIM_BUILD_COMMIT`, when set, names the commit instead and nothing
+//! is watched.
 use std::process::Command;
 
 /// `git` run in this crate's folder, its trimmed output if it succeeded.
@@ -20,6 +22,13 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // A fixed commit name, for working copies that commit often: with it
+    // set, no git file is watched, so a commit does not rebuild the crate.
+    println!("cargo:rerun-if-env-changed=PERCSIM_BUILD_COMMIT");
+    if let Ok(c) = std::env::var("PERCSIM_BUILD_COMMIT") {
+        println!("cargo:rustc-env=PERCSIM_COMMIT={c}");
+        return;
+    }
     // HEAD names the branch; the branch's own ref (loose, or packed) names
     // the commit. Only that branch's loose ref is watched when it exists:
     // other worktrees share `refs/heads`, and their commits must not rebuild

@@ -181,8 +181,13 @@ fn cannot_read(path: &Path, e: &std::io::Error) -> HistoryError {
     HistoryError::whole(format!("cannot read {}: {e}", path.display()))
 }
 
-/// A history judged by its format's rules.
-enum Judged {
+/// A history judged by its format's rules, ready to be printed as
+/// `percsim check` prints it: the report, then the liveness verdict when the
+/// history records the liveness rules' thresholds.
+pub struct Judged(Judgement);
+
+/// What [`Judged`] holds, per format.
+enum Judgement {
     /// A `percsim-history/1` file's report, with its liveness verdict.
     Transactions(Report, LivenessReport),
     /// A stream history's report, with its liveness verdict.
@@ -192,34 +197,66 @@ enum Judged {
 }
 
 impl Judged {
-    fn passed(&self) -> bool {
-        match self {
-            Judged::Transactions(r, _) | Judged::Elle(r) => r.passed(),
-            Judged::Stream(r, _) => r.passed(),
-        }
+    /// A transaction history judged by the safety rules (against `model`
+    /// when one is given, else the model it names) and the liveness rules.
+    pub fn transactions(h: &History, model: Option<Model>) -> Judged {
+        let r = crate::check(h);
+        let r = match model {
+            Some(m) => r.judged_by(m, ModelSource::Asked),
+            None => r,
+        };
+        Judged(Judgement::Transactions(r, crate::check_liveness(h)))
+    }
+
+    /// A stream history judged by the stream rules and the stream liveness
+    /// rule.
+    pub fn stream(h: &stream::StreamHistory) -> Judged {
+        Judged(Judgement::Stream(
+            stream::check(h),
+            stream::check_stream_liveness(h),
+        ))
     }
 
     /// The process exit code: 1 when a safety rule is broken, else 3 when
     /// a liveness rule is, else 0.
-    fn exit_code(&self) -> i32 {
-        match self {
+    pub fn exit_code(&self) -> i32 {
+        match &self.0 {
             _ if !self.passed() => 1,
-            Judged::Transactions(_, l) | Judged::Stream(_, l) if !l.passed() => 3,
+            Judgement::Transactions(_, l) | Judgement::Stream(_, l) if !l.passed() => 3,
             _ => 0,
         }
     }
 
+    /// Writes the report to `out`: text, or pretty JSON (the liveness
+    /// verdict under `liveness`) when `json` is set.
+    pub fn write(&self, out: &mut dyn Write, json: bool) -> std::io::Result<()> {
+        if json {
+            self.write_json(&mut *out)
+                .map_err(std::io::Error::other)
+                .and_then(|()| writeln!(out))
+        } else {
+            out.write_all(self.text().as_bytes())
+        }
+    }
+
+    fn passed(&self) -> bool {
+        match &self.0 {
+            Judgement::Transactions(r, _) | Judgement::Elle(r) => r.passed(),
+            Judgement::Stream(r, _) => r.passed(),
+        }
+    }
+
     fn text(&self) -> String {
-        match self {
-            Judged::Transactions(r, l) if l.thresholds.is_some() => {
+        match &self.0 {
+            Judgement::Transactions(r, l) if l.thresholds.is_some() => {
                 format!("{}{}", r.render_text(), l.render_text())
             }
-            Judged::Transactions(r, _) => r.render_text(),
-            Judged::Stream(r, l) if l.thresholds.is_some() => {
+            Judgement::Transactions(r, _) => r.render_text(),
+            Judgement::Stream(r, l) if l.thresholds.is_some() => {
                 format!("{}{}", r.render_text(), l.render_text())
             }
-            Judged::Stream(r, _) => r.render_text(),
-            Judged::Elle(r) => {
+            Judgement::Stream(r, _) => r.render_text(),
+            Judgement::Elle(r) => {
                 let yes_no = |b: bool| if b { "yes" } else { "no" };
                 format!(
                     "Elle list-append history (EDN): version orders inferred from the lists read\n{}\nsnapshot isolated: {}\nserializable: {}\n",
@@ -232,22 +269,22 @@ impl Judged {
     }
 
     fn write_json(&self, out: &mut dyn Write) -> serde_json::Result<()> {
-        match self {
-            Judged::Transactions(r, l) => serde_json::to_writer_pretty(
+        match &self.0 {
+            Judgement::Transactions(r, l) => serde_json::to_writer_pretty(
                 out,
                 &TransactionsReport {
                     report: r,
                     liveness: l.thresholds.is_some().then_some(l),
                 },
             ),
-            Judged::Stream(r, l) => serde_json::to_writer_pretty(
+            Judgement::Stream(r, l) => serde_json::to_writer_pretty(
                 out,
                 &StreamJsonReport {
                     report: r,
                     liveness: l.thresholds.is_some().then_some(l),
                 },
             ),
-            Judged::Elle(r) => serde_json::to_writer_pretty(
+            Judgement::Elle(r) => serde_json::to_writer_pretty(
                 out,
                 &EdnReport {
                     report: r,
@@ -301,7 +338,10 @@ fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Jud
         HistoryFormat::Transactions => read_file(path)
             .map(|h| {
                 let liveness = crate::liveness::check_liveness_compact(&h);
-                Judged::Transactions(modelled(crate::check_compact(h)), liveness)
+                Judged(Judgement::Transactions(
+                    modelled(crate::check_compact(h)),
+                    liveness,
+                ))
             })
             .map_err(|e| match e {
                 FileError::Read(e) => cannot_read(path, &e),
@@ -318,15 +358,12 @@ fn judge(format: HistoryFormat, path: &Path, model: Option<Model>) -> Result<Jud
             }
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
             let h = stream::parse(&text).map_err(invalid)?;
-            Ok(Judged::Stream(
-                stream::check(&h),
-                stream::check_stream_liveness(&h),
-            ))
+            Ok(Judged::stream(&h))
         }
         HistoryFormat::ElleListAppend => {
             let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
             let h = elle::parse_elle(&text).map_err(|e| invalid(e.into()))?;
-            Ok(Judged::Elle(modelled(elle::check_elle(&h))))
+            Ok(Judged(Judgement::Elle(modelled(elle::check_elle(&h)))))
         }
     }
 }
@@ -366,13 +403,7 @@ pub fn run_check_file_with(path: &Path, options: CheckOptions, out: &mut dyn Wri
     // A failed write cannot change the verdict, which the exit code carries.
     match judged {
         Ok(j) => {
-            let _ = if json {
-                j.write_json(&mut *out)
-                    .map_err(std::io::Error::other)
-                    .and_then(|()| writeln!(out))
-            } else {
-                out.write_all(j.text().as_bytes())
-            };
+            let _ = j.write(out, json);
             j.exit_code()
         }
         Err(e) => {

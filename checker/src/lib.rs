@@ -74,7 +74,7 @@ pub use class::{FindingClass, Rule};
 pub use edn::EdnError;
 pub use elle::{ElleHistory, check_elle, is_edn, parse_elle};
 pub use front::{
-    CheckOptions, HistoryFormat, detect, detect_file, run_check_file, run_check_file_with,
+    CheckOptions, HistoryFormat, Judged, detect, detect_file, run_check_file, run_check_file_with,
 };
 pub use history::*;
 pub use identity::{ClassOf, Named, RuleOf};

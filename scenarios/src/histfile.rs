@@ -156,9 +156,11 @@ pub fn is_capsule_file(path: &Path) -> bool {
 /// the checker only (no simulation). A capsule of a system that records a
 /// stream history (Pulsar) is judged by the stream checker on its
 /// `stream_history`; any other by the history checker on its `history`.
-/// Writes the report (text after a line with the verdict the run recorded,
-/// or JSON) to `out`; returns the exit code: 0 pass, 1 a rule broken, 2 the
-/// capsule cannot be read or holds no history to judge.
+/// Both are also judged by their liveness rules when the history records
+/// their thresholds. Writes the report (text after a line with the verdict
+/// the run recorded, or JSON) to `out`; returns the exit code: 0 pass, 1 a
+/// safety rule broken, 3 only a liveness rule broken, 2 the capsule cannot
+/// be read or holds no history to judge.
 pub fn check_capsule(path: &Path, json: bool, out: &mut dyn Write) -> i32 {
     let options = percsim_checker::CheckOptions { json, model: None };
     check_capsule_with(path, options, out)
@@ -201,7 +203,7 @@ pub fn check_capsule_with(
                 .unwrap_or(&serde_json::Value::Null)
         );
     }
-    let (code, text) = match value.get("stream_history").filter(|h| !h.is_null()) {
+    let judged = match value.get("stream_history").filter(|h| !h.is_null()) {
         Some(_) if let Some(m) = options.model => {
             let m = format!(
                 "the capsule {} holds a stream history, judged by the stream rules, which take \
@@ -211,13 +213,7 @@ pub fn check_capsule_with(
             return fail(out, m);
         }
         Some(stream) => match percsim_checker::stream::parse(&stream.to_string()) {
-            Ok(h) => {
-                let r = percsim_checker::stream::check(&h);
-                (
-                    exit_code(r.passed(), true),
-                    render(&r, json, |r| r.render_text()),
-                )
-            }
+            Ok(h) => percsim_checker::Judged::stream(&h),
             Err(e) => {
                 let m = format!("the stream history in capsule {}: {e}", path.display());
                 return fail(out, m);
@@ -232,57 +228,13 @@ pub fn check_capsule_with(
             return fail(out, m);
         }
         None => match load(path) {
-            Ok(loaded) => {
-                let r = percsim_checker::check(&loaded.history);
-                let r = match options.model {
-                    Some(m) => r.judged_by(m, percsim_checker::ModelSource::Asked),
-                    None => r,
-                };
-                let l = percsim_checker::check_liveness(&loaded.history);
-                (
-                    exit_code(r.passed(), l.passed()),
-                    render_with_liveness(&r, &l, json),
-                )
-            }
+            Ok(loaded) => percsim_checker::Judged::transactions(&loaded.history, options.model),
             Err(e) => return fail(out, e),
         },
     };
-    let _ = out.write_all(text.as_bytes());
-    code
-}
-
-/// `percsim check`'s exit code: 1 when a safety rule is broken, else 3
-/// when a liveness rule is, else 0.
-fn exit_code(safe: bool, live: bool) -> i32 {
-    match (safe, live) {
-        (false, _) => 1,
-        (true, false) => 3,
-        (true, true) => 0,
-    }
-}
-
-/// A transaction history's report and, when the history records the
-/// liveness rules' thresholds, their verdict: after the text, or under
-/// `liveness` in the JSON (as `percsim check` prints a history file's).
-fn render_with_liveness(
-    r: &percsim_checker::Report,
-    l: &percsim_checker::LivenessReport,
-    json: bool,
-) -> String {
-    if l.thresholds.is_none() {
-        return render(r, json, |r| r.render_text());
-    }
-    if !json {
-        return format!("{}{}", r.render_text(), l.render_text());
-    }
-    let mut value = serde_json::to_value(r).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.insert(
-            "liveness".into(),
-            serde_json::to_value(l).unwrap_or_default(),
-        );
-    }
-    render(&value, true, |v| v.to_string())
+    // A failed write cannot change the verdict, which the exit code carries.
+    let _ = judged.write(out, json);
+    judged.exit_code()
 }
 
 /// The system of a capsule's scenario, if its runs are judged on a stream
@@ -293,16 +245,6 @@ fn stream_system(capsule: &serde_json::Value) -> Option<&'static str> {
         None => crate::systems::default_system(),
     };
     (def.history_format() == percsim_checker::stream::STREAM_FORMAT).then(|| def.name())
-}
-
-/// A report as `percsim check` prints it: pretty JSON or text.
-fn render<R: serde::Serialize>(r: &R, json: bool, text: impl Fn(&R) -> String) -> String {
-    match json {
-        true => serde_json::to_string_pretty(r)
-            .map(|s| s + "\n")
-            .unwrap_or_else(|e| format!("error: {e}\n")),
-        false => text(r),
-    }
 }
 
 /// A transaction's lane: the client and which of its concurrent workers ran

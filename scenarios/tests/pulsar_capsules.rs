@@ -88,9 +88,15 @@ fn capsule_rechecks_and_replays(a: PulsarAblation, seeds: u64) {
     }
 
     // `percsim check CAPSULE`: the same verdict and rule names, offline.
-    let (code, report) = check_json(&path);
+    let (code, mut report) = check_json(&path);
     assert_eq!(code, 1, "{a}: {report}");
     assert_eq!(failed_rules(&report), run_rules, "{a}");
+    // The liveness verdict follows the report, as for a stream history file.
+    let liveness = report
+        .as_object_mut()
+        .and_then(|r| r.remove("liveness"))
+        .expect("the liveness verdict of a history that records its thresholds");
+    assert!(liveness["thresholds"].is_object(), "{a}: {liveness}");
     assert_eq!(
         report,
         serde_json::to_value(judged.stream_report.as_ref().expect("report")).expect("JSON"),
@@ -326,4 +332,55 @@ fn a_failing_pulsar_seed_shrinks() {
         serde_json::to_string(&twice).expect("JSON"),
         serde_json::to_string(&shrunk).expect("JSON")
     );
+}
+
+/// `percsim check CAPSULE` judges a Pulsar capsule's stream history by the
+/// stream liveness rule too, as it judges a stream history file: a dead
+/// client's transaction left open past its bound is exit code 3 with the
+/// thresholds and the explanation; the same capsule around a history whose
+/// transactions were ended in time passes.
+#[test]
+fn a_pulsar_capsule_is_judged_by_the_stream_liveness_rule() {
+    let dir = std::env::temp_dir().join(format!("percsim-live-capsule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../checker/tests/fixtures/stream/"
+    );
+    let capsule_of = |fixture: &str| {
+        let text = std::fs::read_to_string(format!("{fixtures}{fixture}")).expect("fixture");
+        let stream: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let capsule = serde_json::json!({
+            "format": "percsim-capsule/1",
+            "verdict": "liveness",
+            "scenario": {"format": "percsim-scenario/1", "system": "pulsar"},
+            "stream_history": stream,
+        });
+        let path = dir.join(fixture);
+        std::fs::write(&path, capsule.to_string()).expect("written");
+        path
+    };
+    let open = capsule_of("dead_client_txn_open.json");
+    let mut out = Vec::new();
+    assert_eq!(check_capsule(&open, false, &mut out), 3);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(text.contains("dead_client_txn_open"), "{text}");
+    let (code, report) = check_json(&open);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["passed"], true, "safety holds: {report}");
+    let findings = report["liveness"]["findings"]
+        .as_array()
+        .expect("liveness findings");
+    assert!(!findings.is_empty(), "{report}");
+
+    let ended = capsule_of("dead_client_txn_ended.json");
+    let mut out = Vec::new();
+    assert_eq!(check_capsule(&ended, false, &mut out), 0);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(
+        text.contains("liveness"),
+        "the thresholds are printed: {text}"
+    );
+    assert!(!text.contains("dead_client_txn_open"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

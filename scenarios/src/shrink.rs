@@ -373,9 +373,13 @@ mod tests {
     fn verbs(s: &Scenario) -> Vec<String> {
         let v = s.to_value().expect("JSON");
         let list = |p: &str| -> Vec<String> {
-            v.pointer(p).and_then(Value::as_array).map_or(Vec::new(), |a| {
-                a.iter().map(|x| x["do"].as_str().unwrap_or("").to_string()).collect()
-            })
+            v.pointer(p)
+                .and_then(Value::as_array)
+                .map_or(Vec::new(), |a| {
+                    a.iter()
+                        .map(|x| x["do"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
         };
         [list("/workload/steps"), list("/workload/at_end")].concat()
     }
@@ -434,7 +438,10 @@ mod tests {
         assert!(!same(&result(Verdict::Crash, &["read_uncommitted"])));
         let expectation = result(Verdict::ExpectationFailed, &[EXPECTATION_RULE]);
         assert!(same_failure(&expectation, &expectation));
-        assert!(!same_failure(&expectation, &result(Verdict::ExpectationFailed, &[NOT_FIRED_RULE])));
+        assert!(!same_failure(
+            &expectation,
+            &result(Verdict::ExpectationFailed, &[NOT_FIRED_RULE])
+        ));
     }
 
     #[test]

@@ -882,14 +882,24 @@ fn cmd_shrink(path: &Path, flags: &RunFlags, budget: usize) -> i32 {
     );
     println!(
         "shrunk        in {} runs: steps {} -> {}, faults {} -> {}, {} -> {} bytes",
-        shrunk.runs, before.steps, after.steps, before.faults, after.faults, before.bytes, after.bytes
+        shrunk.runs,
+        before.steps,
+        after.steps,
+        before.faults,
+        after.faults,
+        before.bytes,
+        after.bytes
     );
     println!(
         "still fails   {:?} [{}]",
         shrunk.again.verdict,
         shrunk.again.violated_rules.join(", ")
     );
-    match save_shrunk(flags.out.as_deref().unwrap_or(Path::new(".")), &failing, &shrunk) {
+    match save_shrunk(
+        flags.out.as_deref().unwrap_or(Path::new(".")),
+        &failing,
+        &shrunk,
+    ) {
         Ok((capsule, file)) => {
             let (c, f) = (capsule.display(), file.display());
             println!("capsule       {c}");

@@ -5,7 +5,9 @@
 use crate::coverage::CoverageItem;
 use crate::system::SummarySection;
 use percsim_protocol::pulsar::client::ClientPoint;
-use percsim_sim::{FaultKind, PulsarCounter, PulsarEvent, pulsar_point_reached, pulsar_point_stopped};
+use percsim_sim::{
+    FaultKind, PulsarCounter, PulsarEvent, pulsar_point_reached, pulsar_point_stopped,
+};
 use std::collections::BTreeMap;
 
 percsim_sim::identities! {
@@ -273,7 +275,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("{name} listed: {text}"))
                 .to_string()
         };
-        assert!(line("after_open_logged").ends_with(" 2   reached 7"), "{text}");
+        assert!(
+            line("after_open_logged").ends_with(" 2   reached 7"),
+            "{text}"
+        );
         assert!(line("after_ack").ends_with(" 1   reached 3"), "{text}");
         assert!(
             line("after_end_logged").ends_with(" 0   reached 5   <-- never hit"),

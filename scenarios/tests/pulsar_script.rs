@@ -495,3 +495,40 @@ fn percsim_shrink_takes_a_script_or_its_capsule() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `percsim fuzz --scenario` on a failing Pulsar script shrinks each
+/// failing seed's steps too (its system's `shrink_scenario`): the
+/// capsule's shrunk script is shorter and fails by the same rule.
+#[test]
+fn a_swept_script_shrinks_its_steps() {
+    use percsim_scenarios::scenario_sweep::{ScenarioSweep, run};
+    let dir = std::env::temp_dir().join(format!("percsim-pulsar-sweep-{}", std::process::id()));
+    let summary = run(&ScenarioSweep {
+        scenario: under_bug(
+            "bug-commit-before-log-durable.json",
+            "commit-before-log-durable",
+        ),
+        start: 0,
+        end: 1,
+        jobs: 1,
+        out: dir.clone(),
+        shrink_budget: 40,
+        check_determinism: false,
+    });
+    assert_eq!(summary.failures.len(), 1);
+    let capsule = percsim_scenarios::capsule::Capsule::load(&dir.join("pulsar-seed-0.json"))
+        .expect("the capsule");
+    let shrunk = capsule.shrunk.expect("a shrunk scenario");
+    let steps = |s: &Scenario| percsim_scenarios::shrink::size(s).steps;
+    assert!(
+        steps(&shrunk) < steps(&capsule.scenario),
+        "{}",
+        steps(&shrunk)
+    );
+    let again = fuzz::judge(&shrunk, false).result;
+    assert!(
+        again.violated_rules.iter().any(|r| r == "lost_write"),
+        "{again:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

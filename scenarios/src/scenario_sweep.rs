@@ -1,6 +1,8 @@
 //! `percsim fuzz --scenario FILE`: a user's own scenario swept over seeds,
 //! each seed judged like a campaign's (planted bugs, determinism check),
-//! each failure shrunk (the world section) and saved as a capsule.
+//! each failure shrunk (by its system's `shrink_scenario`: a script's
+//! steps, the system's own section, the world section) and saved as a
+//! capsule.
 
 use crate::capsule;
 use crate::judge::{SeedResult, Verdict, judge, not_fired};
@@ -70,17 +72,15 @@ fn run_seed(opts: &ScenarioSweep, seed: u64) -> SeedResult {
         Verdict::Nondeterministic | Verdict::Stuck
     );
     let failed = judged.result.clone();
-    let shrunk = (opts.shrink_budget > 0 && shrinkable).then(|| {
-        let mut still = |s: &Scenario| {
-            let r = judge(s, false).result;
-            r.verdict == failed.verdict
-                && (failed.violated_rules.is_empty()
-                    || r.violated_rules
-                        .iter()
-                        .any(|x| failed.violated_rules.contains(x)))
-        };
-        crate::shrink::world(&scenario, &mut still, opts.shrink_budget)
-    });
+    // The scenario parsed, so its system is registered.
+    let system = crate::systems::find(scenario.system()).ok();
+    let shrunk = system
+        .filter(|_| opts.shrink_budget > 0 && shrinkable)
+        .map(|system| {
+            let mut still =
+                |s: &Scenario| crate::shrink::same_failure(&failed, &judge(s, false).result);
+            system.shrink_scenario(&scenario, &mut still, opts.shrink_budget)
+        });
     let saved = capsule::save(
         &opts.out,
         &scenario,

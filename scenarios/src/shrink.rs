@@ -10,7 +10,15 @@
 //! It is [`crate::system::SystemDef::shrink`]'s default: a system that can
 //! also simplify its own section (fewer nodes, fewer crashes, a smaller
 //! workload) shrinks in its own folder, and may run this first.
+//!
+//! A failing scenario given by hand (a scenario file, a script, a
+//! capsule's: `percsim shrink`) shrinks through
+//! [`crate::system::SystemDef::shrink_scenario`], by default [`scenario`]:
+//! a script's steps dropped one by one, then the world section as above.
+//! [`failure`] judges it first, refuses one that passes, and keeps an edit
+//! only when the run still fails the same way ([`same_failure`]).
 
+use crate::judge::{EXPECTATION_RULE, Judged, NOT_FIRED_RULE, SeedResult, Verdict};
 use crate::scenario::Scenario;
 use percsim_sim::WorldConfig;
 use serde_json::{Value, json};
@@ -26,18 +34,189 @@ pub fn world(
     still_fails: &mut dyn FnMut(&Scenario) -> bool,
     budget: usize,
 ) -> (Scenario, usize) {
+    greedy(failing, &world_candidates, still_fails, budget)
+}
+
+/// `best` with each of its world's one-step simplifications
+/// ([`world_edits`]), those that validate.
+pub fn world_candidates(best: &Scenario) -> Vec<Scenario> {
+    world_edits(&best.world)
+        .into_iter()
+        .map(|world| {
+            let mut smaller = best.clone();
+            smaller.world = world;
+            smaller
+        })
+        .filter(|smaller| smaller.validate().is_ok())
+        .collect()
+}
+
+/// The generic shrink of a failing scenario of any system: its script's
+/// steps ([`script_edits`]), then its world section ([`world_candidates`]),
+/// greedily ([`greedy`]). The default of
+/// [`crate::system::SystemDef::shrink_scenario`].
+pub fn scenario(
+    failing: &Scenario,
+    still_fails: &mut dyn FnMut(&Scenario) -> bool,
+    budget: usize,
+) -> (Scenario, usize) {
     let edits = |best: &Scenario| {
-        world_edits(&best.world)
-            .into_iter()
-            .map(|world| {
-                let mut smaller = best.clone();
-                smaller.world = world;
-                smaller
-            })
-            .filter(|smaller| smaller.validate().is_ok())
-            .collect()
+        let mut all = script_edits(best);
+        all.extend(world_candidates(best));
+        distinct(all)
     };
     greedy(failing, &edits, still_fails, budget)
+}
+
+/// Every one-step simplification of a script scenario (a workload with
+/// `steps`, any system's), in the order tried: each `at_end` entry
+/// dropped, then each step dropped, the last first (what follows the
+/// failure usually goes). Candidates that no longer validate (a step
+/// naming an actor or transaction whose declaring step went) are left
+/// out. None for a workload that is no script.
+pub fn script_edits(s: &Scenario) -> Vec<Scenario> {
+    let Ok(v) = s.to_value() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for list in ["/workload/at_end", "/workload/steps"] {
+        let Some(items) = v.pointer(list).and_then(Value::as_array) else {
+            continue;
+        };
+        for i in (0..items.len()).rev() {
+            let mut fewer = items.clone();
+            fewer.remove(i);
+            out.push(with(&v, list, Value::Array(fewer)));
+        }
+    }
+    out.into_iter()
+        .filter_map(|c| Scenario::from_value(c).ok())
+        .filter(|c| c.validate().is_ok())
+        .collect()
+}
+
+/// `candidates` without repeats (the same scenario offered by two kinds
+/// of edit is tried once), in their first order.
+pub fn distinct(candidates: Vec<Scenario>) -> Vec<Scenario> {
+    let mut seen = std::collections::BTreeSet::new();
+    candidates
+        .into_iter()
+        .filter(|c| seen.insert(serde_json::to_string(c).unwrap_or_default()))
+        .collect()
+}
+
+/// Whether run `r` fails the way `failed` did: the same verdict and, when
+/// `failed` broke a rule of the checker or of the workload, one of those
+/// rules (a failed script expectation or a configured fault that never
+/// fired does not stand in for a broken rule); when it broke none of
+/// those, every rule it was listed under.
+pub fn same_failure(failed: &SeedResult, r: &SeedResult) -> bool {
+    let real = |rules: &[String]| -> Vec<String> {
+        rules
+            .iter()
+            .filter(|x| *x != EXPECTATION_RULE && *x != NOT_FIRED_RULE)
+            .cloned()
+            .collect()
+    };
+    let wanted = real(&failed.violated_rules);
+    r.verdict == failed.verdict
+        && if wanted.is_empty() {
+            failed
+                .violated_rules
+                .iter()
+                .all(|x| r.violated_rules.contains(x))
+        } else {
+            wanted.iter().any(|x| r.violated_rules.contains(x))
+        }
+}
+
+/// A failing scenario shrunk by [`failure`].
+pub struct Shrunk {
+    /// The run of the scenario given.
+    pub judged: Judged,
+    /// The smallest scenario found that fails the same way.
+    pub smallest: Scenario,
+    /// Runs spent shrinking.
+    pub runs: usize,
+    /// The run of the smallest scenario (which fails the same way).
+    pub again: SeedResult,
+}
+
+/// Judge `failing` as `percsim run` does (a configured fault that never
+/// fired fails it) and shrink it with its system's
+/// [`crate::system::SystemDef::shrink_scenario`] within `budget` runs,
+/// keeping an edit only while the run fails the same way
+/// ([`same_failure`]). A scenario that passes, or whose failure a rerun
+/// could not tell apart (nondeterministic, stuck), is refused: the error
+/// says why.
+pub fn failure(failing: &Scenario, budget: usize) -> Result<Shrunk, String> {
+    let system = crate::systems::find(failing.system())?;
+    let judged = judged(failing);
+    let failed = judged.result.clone();
+    match failed.verdict {
+        Verdict::Pass => {
+            return Err(
+                "it passes (verdict pass): nothing to shrink; shrink takes a failing scenario or capsule (add --ablate NAME to run it under a planted bug)"
+                    .to_string(),
+            );
+        }
+        Verdict::Nondeterministic | Verdict::Stuck => {
+            return Err(format!(
+                "its run ends {:?}, which a rerun cannot be told to repeat: it does not shrink",
+                failed.verdict
+            ));
+        }
+        _ => {}
+    }
+    let mut still = |s: &Scenario| same_failure(&failed, &judged_result(s));
+    let (smallest, runs) = system.shrink_scenario(failing, &mut still, budget);
+    let again = judged_result(&smallest);
+    Ok(Shrunk {
+        judged,
+        smallest,
+        runs,
+        again,
+    })
+}
+
+/// `s` run and judged as `percsim run` judges it.
+fn judged(s: &Scenario) -> Judged {
+    let mut j = crate::judge::judge(s, false);
+    crate::judge::require_fired(s, &mut j);
+    j
+}
+
+fn judged_result(s: &Scenario) -> SeedResult {
+    judged(s).result
+}
+
+/// What a scenario's size is measured in when a shrink is reported: its
+/// script's steps (and `at_end` entries), its world's faults (timed ones
+/// and random classes switched on), and its JSON's length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// Script steps and `at_end` entries (0 for a workload that is no
+    /// script).
+    pub steps: usize,
+    /// Timed faults plus random fault classes switched on.
+    pub faults: usize,
+    /// The scenario's JSON, in bytes.
+    pub bytes: usize,
+}
+
+/// The size of `s` ([`Size`]).
+pub fn size(s: &Scenario) -> Size {
+    let v = s.to_value().unwrap_or(Value::Null);
+    let len = |p: &str| v.pointer(p).and_then(Value::as_array).map_or(0, Vec::len);
+    let classes = v
+        .pointer("/world/faults/random")
+        .and_then(Value::as_object)
+        .map_or(0, |r| r.values().filter(|c| !c.is_null()).count());
+    Size {
+        steps: len("/workload/steps") + len("/workload/at_end"),
+        faults: len("/world/faults/schedule") + classes,
+        bytes: v.to_string().len(),
+    }
 }
 
 /// Greedy shrinking: try the candidates `edits` offers for the smallest
@@ -168,6 +347,101 @@ mod tests {
         assert!(edits[4].clocks.is_empty());
         assert_eq!(edits[5].run_ms, 500);
         assert_eq!(edits[5].faults, w.faults);
+    }
+
+    /// A Pulsar script of three steps and one `at_end` entry, as a
+    /// scenario.
+    fn script() -> Scenario {
+        Scenario::parse(
+            &json!({
+                "format": "percsim-scenario/2", "system": "pulsar", "seed": 1,
+                "pulsar": {"clients": 1, "brokers": 1, "partitions": 1},
+                "workload": {"name": "script", "steps": [
+                    {"do": "producer", "actor": "p", "client": 0},
+                    {"do": "send", "actor": "p", "partition": 0, "value": "a"},
+                    {"do": "sleep", "ms": 10}
+                ], "at_end": [
+                    {"do": "assert_log", "partition": 0, "entries": ["a"]}
+                ]}
+            })
+            .to_string(),
+        )
+        .expect("a valid script")
+    }
+
+    /// The steps of a script scenario's candidate, as their `do` words.
+    fn verbs(s: &Scenario) -> Vec<String> {
+        let v = s.to_value().expect("JSON");
+        let list = |p: &str| -> Vec<String> {
+            v.pointer(p)
+                .and_then(Value::as_array)
+                .map_or(Vec::new(), |a| {
+                    a.iter()
+                        .map(|x| x["do"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+        };
+        [list("/workload/steps"), list("/workload/at_end")].concat()
+    }
+
+    #[test]
+    fn script_edits_drop_the_at_end_entries_then_each_step_last_first_if_still_valid() {
+        let candidates: Vec<Vec<String>> = script_edits(&script()).iter().map(verbs).collect();
+        // Dropping the producer leaves a send by no actor: not offered.
+        assert_eq!(
+            candidates,
+            [
+                vec!["producer", "send", "sleep"],
+                vec!["producer", "send", "assert_log"],
+                vec!["producer", "sleep", "assert_log"],
+            ]
+        );
+        let percolator = Scenario::parse(
+            r#"{"format":"percsim-scenario/2","seed":3,"workload":{"name":"bank"}}"#,
+        )
+        .expect("a scenario");
+        assert!(script_edits(&percolator).is_empty());
+        assert_eq!(size(&script()).steps, 4);
+    }
+
+    #[test]
+    fn the_generic_shrink_keeps_only_edits_that_still_fail() {
+        // "Fails" while the send is there: the steps after it go, the
+        // producer and the send stay.
+        let mut runs_seen = 0;
+        let mut still = |s: &Scenario| {
+            runs_seen += 1;
+            verbs(s).iter().any(|v| v == "send")
+        };
+        let (smallest, runs) = scenario(&script(), &mut still, 50);
+        assert_eq!(verbs(&smallest), ["producer", "send"]);
+        assert_eq!(runs, runs_seen);
+        let (same, runs) = scenario(&script(), &mut |_: &Scenario| false, 50);
+        assert_eq!(verbs(&same), verbs(&script()));
+        assert!(runs > 0);
+    }
+
+    fn result(verdict: Verdict, rules: &[&str]) -> SeedResult {
+        let mut r = SeedResult::empty("pulsar", 1, "script");
+        r.verdict = verdict;
+        r.violated_rules = rules.iter().map(|x| x.to_string()).collect();
+        r
+    }
+
+    #[test]
+    fn the_same_failure_needs_the_verdict_and_a_real_rule() {
+        let failed = result(Verdict::Safety, &["read_uncommitted", EXPECTATION_RULE]);
+        let same = |r: &SeedResult| same_failure(&failed, r);
+        assert!(same(&result(Verdict::Safety, &["read_uncommitted"])));
+        assert!(!same(&result(Verdict::Safety, &[EXPECTATION_RULE])));
+        assert!(!same(&result(Verdict::Safety, &["lost_write"])));
+        assert!(!same(&result(Verdict::Crash, &["read_uncommitted"])));
+        let expectation = result(Verdict::ExpectationFailed, &[EXPECTATION_RULE]);
+        assert!(same_failure(&expectation, &expectation));
+        assert!(!same_failure(
+            &expectation,
+            &result(Verdict::ExpectationFailed, &[NOT_FIRED_RULE])
+        ));
     }
 
     #[test]

@@ -274,8 +274,14 @@ impl Summary {
         let _ = writeln!(o, "crash and pause points (nodes stopped at each):");
         for p in &points {
             let n = self.count(&p.counter);
-            let flag = if n == 0 { "   <-- never hit" } else { "" };
-            let _ = writeln!(o, "  {:<44} {n:>8}{flag}", p.name);
+            let reached = self.reach_counter(p).map(|c| self.count(&c));
+            let flag = match (n, reached) {
+                (0, Some(0)) => "   <-- never reached",
+                (0, _) => "   <-- never hit",
+                _ => "",
+            };
+            let reached = reached.map_or(String::new(), |r| format!("   reached {r}"));
+            let _ = writeln!(o, "  {:<44} {n:>8}{reached}{flag}", p.name);
         }
         for p in self.points_never_hit() {
             let _ = writeln!(
@@ -284,6 +290,16 @@ impl Summary {
                 p.name, p.description
             );
         }
+    }
+
+    /// The counter of reaches of named point `p`, if the system that
+    /// lists it counts them ([`SystemDef::point_reach_counter`]).
+    fn reach_counter(&self, p: &CoverageItem) -> Option<String> {
+        self.ran()
+            .0
+            .into_iter()
+            .filter(|s| s.named_points().contains(p))
+            .find_map(|s| s.point_reach_counter(p.name))
     }
 
     fn render_counters(&self, o: &mut String) {

@@ -138,6 +138,14 @@ pub trait SystemDef: Send + Sync + 'static {
     fn named_points(&self) -> Vec<CoverageItem> {
         Vec::new()
     }
+    /// The counter of the times its nodes reached its named point `point`
+    /// (a name of [`SystemDef::named_points`]), when it counts them: a
+    /// campaign then lists each point's reaches beside its stops, and
+    /// tells a point never reached from one reached but never stopped at.
+    /// None by default.
+    fn point_reach_counter(&self, _point: &str) -> Option<String> {
+        None
+    }
     /// Sections of its own for a campaign's summary, from the campaign's
     /// summed counters (such as Percolator's cleanups and aborts by
     /// reason). None by default.
@@ -213,6 +221,20 @@ pub trait SystemDef: Send + Sync + 'static {
         budget: usize,
     ) -> (Scenario, usize) {
         crate::shrink::world(&self.generate(seed, mix), still_fails, budget)
+    }
+    /// Shrink `failing`, a failing scenario of it given as it is (a
+    /// scenario file, a script, a capsule's: `percsim shrink`, `percsim
+    /// fuzz --scenario`): simplify it while `still_fails` holds, within
+    /// `budget` runs; returns the smallest scenario found and the runs it
+    /// took. By default the generic shrink ([`crate::shrink::scenario`]):
+    /// a script's steps, then the `world` section.
+    fn shrink_scenario(
+        &self,
+        failing: &Scenario,
+        still_fails: &mut dyn FnMut(&Scenario) -> bool,
+        budget: usize,
+    ) -> (Scenario, usize) {
+        crate::shrink::scenario(failing, still_fails, budget)
     }
 }
 

@@ -384,3 +384,75 @@ fn a_pulsar_capsule_is_judged_by_the_stream_liveness_rule() {
     assert!(!text.contains("dead_client_txn_open"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs the percsim binary: its exit code and its output.
+fn percsim(args: &[&str]) -> (Option<i32>, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(args)
+        .output()
+        .expect("percsim runs");
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    (o.status.code(), text + &String::from_utf8_lossy(&o.stderr))
+}
+
+/// A campaign seed's Pulsar capsule shrinks with `percsim shrink` (the
+/// shrunk capsule replays with the same verdict) and `percsim report`
+/// draws both capsules with every lane a client's or the coordinator's,
+/// never the coordinator's sentinel id as a client number.
+#[test]
+fn a_campaign_capsule_shrinks_and_is_drawn_with_named_lanes() {
+    let mix = mix(Some(PulsarAblation::ReplayIgnoresAborted));
+    let (scenario, judged) = (0..20)
+        .map(|i| campaign::generate(PULSAR_SEED_BASE + i, &mix))
+        .map(|s| {
+            let j = fuzz::judge(&s, false);
+            (s, j)
+        })
+        .find(|(_, j)| j.result.verdict == Verdict::Safety)
+        .expect("replay-ignores-aborted caught within 20 seeds");
+    let dir =
+        std::env::temp_dir().join(format!("percsim-pulsar-shrink-cli-{}", std::process::id()));
+    let path = fuzz::save_capsule(&dir, &scenario, &judged, None).expect("capsule saved");
+    let shrunk_dir = dir.join("shrunk");
+    let (code, said) = percsim(&[
+        "shrink",
+        path.to_str().expect("UTF-8"),
+        "--budget",
+        "40",
+        "--out",
+        shrunk_dir.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("still fails   Safety ["), "{said}");
+    let shrunk = shrunk_dir.join(format!("pulsar-seed-{}-shrunk.json", scenario.seed));
+    let shrunk = shrunk.to_str().expect("UTF-8");
+    let (code, said) = percsim(&["replay", shrunk, "--shrunk"]);
+    assert_eq!(code, Some(1), "{said}");
+    let clients = serde_json::to_value(&scenario).expect("JSON")["pulsar"]["clients"]
+        .as_u64()
+        .expect("a client count");
+    for capsule in [path.to_str().expect("UTF-8"), shrunk] {
+        let page = dir.join("page.html");
+        let (code, said) = percsim(&["report", capsule, "-o", page.to_str().expect("UTF-8")]);
+        assert_eq!(code, Some(0), "{said}");
+        let page = std::fs::read_to_string(&page).expect("the page");
+        let labels: Vec<&str> = page
+            .split("<text x=\"4\" y=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("\">")?.1.split("</text>").next())
+            .collect();
+        assert!(!labels.is_empty(), "no lane drawn");
+        for l in &labels {
+            // `client 2` or, for one of its workers, `client 2 / 1`.
+            let client = l
+                .strip_prefix("client ")
+                .and_then(|n| n.split(" / ").next()?.parse::<u64>().ok())
+                .is_some_and(|n| n < clients);
+            assert!(
+                client || *l == "coordinator (no known client)",
+                "{l}: {labels:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

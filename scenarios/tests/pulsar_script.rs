@@ -367,3 +367,168 @@ fn bad_steps_are_refused_by_step_and_verb() {
         assert!(why.contains(says), "expected {says:?} in {why:?}");
     }
 }
+
+/// The planted bug's script `name` under the bug, as a scenario.
+fn under_bug(name: &str, bug: &str) -> Scenario {
+    let s = Scenario::from_value(example(name)).expect("a valid example");
+    percsim_scenarios::systems::with_ablations(&s, &[bug.to_string()]).expect("its planted bug")
+}
+
+/// A failing Pulsar script shrinks to fewer steps that still fail by the
+/// same rule, and the smallest scenario, read back from its JSON, runs
+/// the same way; the same failure shrinks to the same scenario; a script
+/// that passes is refused, saying so.
+#[test]
+fn a_failing_script_shrinks_to_fewer_steps_failing_by_the_same_rule() {
+    use percsim_scenarios::shrink;
+    for (name, bug, rule) in [
+        (
+            "bug-no-max-read-position.json",
+            "no-max-read-position",
+            "read_uncommitted",
+        ),
+        (
+            "bug-commit-before-log-durable.json",
+            "commit-before-log-durable",
+            "lost_write",
+        ),
+    ] {
+        let failing = under_bug(name, bug);
+        let shrunk = shrink::failure(&failing, 200).expect("it fails");
+        let first = &shrunk.judged.result;
+        assert!(
+            first.violated_rules.iter().any(|r| r == rule),
+            "{name}: {first:?}"
+        );
+        let (before, after) = (shrink::size(&failing), shrink::size(&shrunk.smallest));
+        assert!(
+            after.steps < before.steps,
+            "{name}: {before:?} -> {after:?}"
+        );
+        assert!(
+            shrunk.runs > 0 && shrunk.runs <= 200,
+            "{name}: {}",
+            shrunk.runs
+        );
+        let text = serde_json::to_string(&shrunk.smallest).expect("JSON");
+        let back = Scenario::parse(&text).expect("the smallest scenario reads back");
+        for again in [&shrunk.again, &fuzz::judge(&back, false).result] {
+            assert_eq!(again.verdict, first.verdict, "{name}: {again:?}");
+            assert!(
+                again.violated_rules.iter().any(|r| r == rule),
+                "{name}: {again:?}"
+            );
+        }
+        let twice = shrink::failure(&failing, 200).expect("it fails");
+        let twice = serde_json::to_string(&twice.smallest).expect("JSON");
+        assert_eq!(twice, text, "{name}: shrinking is deterministic");
+    }
+    let passing = Scenario::from_value(example("bug-no-max-read-position.json")).expect("valid");
+    let refused = shrink::failure(&passing, 200)
+        .err()
+        .expect("a pass is refused");
+    assert!(refused.contains("it passes"), "{refused}");
+}
+
+/// Runs the percsim binary.
+fn percsim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(args)
+        .output()
+        .expect("percsim runs")
+}
+
+/// `percsim shrink` on a failing Pulsar script and on the capsule of its
+/// run: the shrunk capsule replays (`--shrunk`) and the shrunk scenario
+/// file runs with the same verdict (exit 1) and rule; a passing script is
+/// refused with exit 2 and a message saying it passes.
+#[test]
+fn percsim_shrink_takes_a_script_or_its_capsule() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/pulsar/script/bug-no-max-read-position.json");
+    let example = example.to_str().expect("a UTF-8 path");
+    let dir = std::env::temp_dir().join(format!("percsim-pulsar-shrink-{}", std::process::id()));
+    let out = dir.to_str().expect("a UTF-8 path");
+    let bug = ["--ablate", "no-max-read-position", "--out", out];
+    let run = percsim(&[&["run", example][..], &bug].concat());
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).to_string();
+    let shrunk = percsim(&[&["shrink", example][..], &bug].concat());
+    let said = text(&shrunk);
+    assert_eq!(shrunk.status.code(), Some(0), "{said} {shrunk:?}");
+    assert!(said.contains("still fails   Safety ["), "{said}");
+    assert!(said.contains("read_uncommitted"), "{said}");
+    let capsule = dir.join("pulsar-seed-1-shrunk.json");
+    let file = dir.join("pulsar-seed-1-shrunk.scenario.json");
+    let replay = percsim(&["replay", capsule.to_str().expect("UTF-8"), "--shrunk"]);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    assert!(
+        text(&replay).contains("read_uncommitted"),
+        "{}",
+        text(&replay)
+    );
+    let again = percsim(&["run", file.to_str().expect("UTF-8"), "--out", out]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        text(&again).contains("read_uncommitted"),
+        "{}",
+        text(&again)
+    );
+
+    let from_capsule = dir.join("pulsar-seed-1.json");
+    let second = dir.join("again");
+    let shrunk = percsim(&[
+        "shrink",
+        from_capsule.to_str().expect("UTF-8"),
+        "--out",
+        second.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(shrunk.status.code(), Some(0), "{}", text(&shrunk));
+    assert!(second.join("pulsar-seed-1-shrunk.json").exists());
+
+    let passing = percsim(&["shrink", example, "--out", out]);
+    let err = String::from_utf8_lossy(&passing.stderr);
+    assert_eq!(passing.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("it passes") && err.contains("nothing to shrink"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `percsim fuzz --scenario` on a failing Pulsar script shrinks each
+/// failing seed's steps too (its system's `shrink_scenario`): the
+/// capsule's shrunk script is shorter and fails by the same rule.
+#[test]
+fn a_swept_script_shrinks_its_steps() {
+    use percsim_scenarios::scenario_sweep::{ScenarioSweep, run};
+    let dir = std::env::temp_dir().join(format!("percsim-pulsar-sweep-{}", std::process::id()));
+    let summary = run(&ScenarioSweep {
+        scenario: under_bug(
+            "bug-commit-before-log-durable.json",
+            "commit-before-log-durable",
+        ),
+        start: 0,
+        end: 1,
+        jobs: 1,
+        out: dir.clone(),
+        shrink_budget: 40,
+        check_determinism: false,
+    });
+    assert_eq!(summary.failures.len(), 1);
+    let capsule = percsim_scenarios::capsule::Capsule::load(&dir.join("pulsar-seed-0.json"))
+        .expect("the capsule");
+    let shrunk = capsule.shrunk.expect("a shrunk scenario");
+    let steps = |s: &Scenario| percsim_scenarios::shrink::size(s).steps;
+    assert!(
+        steps(&shrunk) < steps(&capsule.scenario),
+        "{}",
+        steps(&shrunk)
+    );
+    let again = fuzz::judge(&shrunk, false).result;
+    assert!(
+        again.violated_rules.iter().any(|r| r == "lost_write"),
+        "{again:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

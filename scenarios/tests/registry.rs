@@ -205,10 +205,45 @@ fn a_pulsar_campaign_reports_its_point_stops_as_covered() {
     for absent in [
         "cleanups:",
         "node paused",
-        "crash and pause points",
+        "before_commit_primary",
         "at a named protocol point",
         "liveness service",
     ] {
         assert!(!text.contains(absent), "{absent}:\n{text}");
+    }
+    pulsar_points_are_counted_one_by_one(&summary);
+}
+
+/// Each of Pulsar's named points is listed with its own stops and reaches:
+/// the stops at the servers' points add up to the brokers' kills and
+/// freezes at points, none is stopped at more often than it was reached,
+/// and a point stopped at is not flagged.
+fn pulsar_points_are_counted_one_by_one(summary: &percsim_scenarios::fuzz::Summary) {
+    use percsim_scenarios::sim::{pulsar_point_reached, pulsar_point_stopped};
+    let text = summary.render();
+    let count = |k: &str| summary.counters.get(k).copied().unwrap_or(0);
+    let points = percsim_scenarios::systems::pulsar::PULSAR.named_points();
+    let servers = &points[..percsim_scenarios::systems::pulsar::campaign::CAMPAIGN_POINTS.len()];
+    let stopped: u64 = servers.iter().map(|p| count(&p.counter)).sum();
+    assert!(stopped > 0, "{text}");
+    assert_eq!(
+        stopped,
+        count("pulsar.broker_killed_at_point") + count("pulsar.broker_paused_at_point"),
+        "{text}"
+    );
+    let never = summary.points_never_hit();
+    for p in &points {
+        assert_eq!(p.counter, pulsar_point_stopped(p.name));
+        let (n, reached) = (count(&p.counter), count(&pulsar_point_reached(p.name)));
+        assert!(n <= reached, "{}: {n} stops, {reached} reaches", p.name);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  {} ", p.name)))
+            .unwrap_or_else(|| panic!("{} not listed:\n{text}", p.name));
+        assert!(
+            line.contains(&format!(" {n}   reached {reached}")),
+            "{line}"
+        );
+        assert_eq!(never.contains(p), n == 0, "{line}");
     }
 }

@@ -164,3 +164,110 @@ fn special_lanes_are_named_by_the_system() {
     assert!(page.contains("final read sweep"));
     assert!(page.contains("initial load"));
 }
+
+/// Runs the percsim binary; its exit code and standard output.
+fn percsim(args: &[&str]) -> (Option<i32>, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(args)
+        .output()
+        .expect("percsim runs");
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr);
+    (o.status.code(), format!("{text}{err}"))
+}
+
+/// The labels of a report's lanes, top to bottom.
+fn lane_labels(page: &str) -> Vec<String> {
+    page.split("<text x=\"4\" y=\"")
+        .skip(1)
+        .filter_map(|rest| {
+            let (_, label) = rest.split_once("\">")?;
+            Some(label.split("</text>").next()?.to_string())
+        })
+        .collect()
+}
+
+/// Whether `label` names a workload client below `clients` (`client 3`,
+/// `client 3 / 1` for one of its workers).
+fn a_client_below(label: &str, clients: u64) -> bool {
+    let Some(rest) = label.strip_prefix("client ") else {
+        return false;
+    };
+    let number = rest.split(" / ").next().unwrap_or("");
+    number.parse::<u64>().is_ok_and(|n| n < clients)
+}
+
+/// `percsim report` on a Pulsar script's failure capsule (from `percsim
+/// run`) and on a Percolator run's history names every lane by what it
+/// is: a workload client by its number, the coordinator's own decisions,
+/// the initial load and the final read sweep by name; no lane shows a
+/// sentinel client id as a number.
+#[test]
+fn percsim_report_names_every_lane_of_both_systems() {
+    let dir = std::env::temp_dir().join(format!("percsim-report-lanes-{}", std::process::id()));
+    let out = dir.to_str().expect("a UTF-8 path");
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let script = examples.join("pulsar/script/bug-no-max-read-position.json");
+    let script = script.to_str().expect("UTF-8");
+    let run = percsim(&[
+        "run",
+        script,
+        "--ablate",
+        "no-max-read-position",
+        "--out",
+        out,
+    ]);
+    assert_eq!(run.0, Some(1), "{}", run.1);
+    let capsule = dir.join("pulsar-seed-1.json");
+    let page = dir.join("pulsar.html");
+    let drawn = percsim(&[
+        "report",
+        capsule.to_str().expect("UTF-8"),
+        "-o",
+        page.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(drawn.0, Some(0), "{}", drawn.1);
+    let page = std::fs::read_to_string(page).expect("the page");
+    let labels = lane_labels(&page);
+    assert!(labels.iter().any(|l| l == "client 0"), "{labels:?}");
+    assert!(labels.iter().any(|l| l == "client 1"), "{labels:?}");
+    for l in &labels {
+        assert!(
+            a_client_below(l, 2) || l == "coordinator (no known client)",
+            "{l} in {labels:?}"
+        );
+    }
+    let sentinel = format!("client {}", percsim_sim::COORDINATOR_CLIENT);
+    assert!(!page.contains(&sentinel), "{sentinel} shown");
+
+    let history = dir.join("bank-history.json");
+    let bank = examples.join("bank.json");
+    let ran = percsim(&[
+        "run",
+        bank.to_str().expect("UTF-8"),
+        "--history",
+        history.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(ran.0, Some(0), "{}", ran.1);
+    let page = dir.join("bank.html");
+    let drawn = percsim(&[
+        "report",
+        history.to_str().expect("UTF-8"),
+        "-o",
+        page.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(drawn.0, Some(0), "{}", drawn.1);
+    let page = std::fs::read_to_string(page).expect("the page");
+    let labels = lane_labels(&page);
+    assert!(labels.iter().any(|l| l == "final read sweep"), "{labels:?}");
+    for l in &labels {
+        let named = ["final read sweep", "initial load"].contains(&l.as_str());
+        assert!(a_client_below(l, 4) || named, "{l} in {labels:?}");
+    }
+    assert!(
+        !labels
+            .iter()
+            .any(|l| l == "client 4" || l.starts_with("client 4 /"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

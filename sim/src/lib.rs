@@ -45,7 +45,10 @@ pub use pulsar::PulsarControl;
 pub use pulsar::config::{PulsarConfig, ServerCrashAt, UnloadAt, UnloadTarget};
 pub use pulsar::control::{ArmedPoint, PointAction as PulsarPointAction, calls as pulsar_calls};
 pub use pulsar::ids::kinds as pulsar_kinds;
-pub use pulsar::ids::{PulsarCounter, PulsarEvent};
+pub use pulsar::ids::{
+    PulsarCounter, PulsarEvent, point_reached_counter as pulsar_point_reached,
+    point_stopped_counter as pulsar_point_stopped,
+};
 pub use pulsar::nodes::client::Conn;
 pub use pulsar::record::COORDINATOR_CLIENT;
 pub use pulsar::workload::{PulsarTask, PulsarWorkload};

@@ -117,6 +117,28 @@ enum Command {
         #[arg(long)]
         history: Option<PathBuf>,
     },
+    /// Shrink a failing scenario (a scenario file, a script) or capsule:
+    /// the smallest scenario found that still fails the same way (same
+    /// verdict, same rule) is saved in a capsule beside its original, and
+    /// as a scenario file of its own. A passing one is refused (exit 2).
+    Shrink {
+        /// The failing scenario file or failure capsule (a capsule's
+        /// shrunk scenario, when it has one, is shrunk further).
+        input: PathBuf,
+        /// Switch on these planted bugs too (comma-separated; the
+        /// scenario's system's, see `percsim systems`).
+        #[arg(long, value_delimiter = ',')]
+        ablate: Vec<String>,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Runs spent shrinking at most.
+        #[arg(long, default_value_t = 200)]
+        budget: usize,
+        /// Where the capsule and the shrunk scenario file go.
+        #[arg(long, default_value = "failures")]
+        out: PathBuf,
+    },
     /// Check a history file (percsim-history/1, percsim-stream-history/1 or Elle EDN), or the
     /// history a failure capsule carries (a Pulsar capsule's stream history).
     Check {
@@ -372,6 +394,21 @@ fn main() -> ExitCode {
             shrunk,
             history,
         } => cmd_replay(&capsule, shrunk, history.as_deref()),
+        Command::Shrink {
+            input,
+            ablate,
+            seed,
+            budget,
+            out,
+        } => cmd_shrink(
+            &input,
+            &RunFlags {
+                seed,
+                ablate,
+                out: Some(out),
+            },
+            budget,
+        ),
         Command::Check {
             history,
             json,
@@ -793,6 +830,109 @@ fn cmd_replay(path: &Path, shrunk: bool, history: Option<&Path>) -> i32 {
         capsule.verdict, capsule.violated_rules
     );
     run_and_report(&scenario, history, None)
+}
+
+/// The scenario `path` holds: a scenario file's, or a capsule's (its
+/// shrunk one when it has one), with `flags`' planted bugs and seed.
+fn shrink_input(path: &Path, flags: &RunFlags) -> Result<Scenario, String> {
+    use percsim_scenarios::capsule::Capsule;
+    let loaded = if percsim_scenarios::histfile::is_capsule_file(path) {
+        let c = Capsule::load(path)?;
+        Ok(c.shrunk.unwrap_or(c.scenario))
+    } else {
+        Scenario::load(path)
+    };
+    let mut scenario = loaded
+        .and_then(|s| systems::with_ablations(&s, &flags.ablate))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(seed) = flags.seed {
+        scenario.seed = seed;
+    }
+    scenario
+        .validate()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(scenario)
+}
+
+/// `percsim shrink`: shrink a failing scenario or capsule, save the
+/// smallest found (a capsule beside the original, and a scenario file),
+/// print how it shrank and the commands that replay it.
+fn cmd_shrink(path: &Path, flags: &RunFlags, budget: usize) -> i32 {
+    use percsim_scenarios::shrink;
+    let failing = match shrink_input(path, flags) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let shrunk = match shrink::failure(&failing, budget) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    let (before, after) = (shrink::size(&failing), shrink::size(&shrunk.smallest));
+    let r = &shrunk.judged.result;
+    println!(
+        "failing       {:?} [{}]",
+        r.verdict,
+        r.violated_rules.join(", ")
+    );
+    println!(
+        "shrunk        in {} runs: steps {} -> {}, faults {} -> {}, {} -> {} bytes",
+        shrunk.runs,
+        before.steps,
+        after.steps,
+        before.faults,
+        after.faults,
+        before.bytes,
+        after.bytes
+    );
+    println!(
+        "still fails   {:?} [{}]",
+        shrunk.again.verdict,
+        shrunk.again.violated_rules.join(", ")
+    );
+    match save_shrunk(
+        flags.out.as_deref().unwrap_or(Path::new(".")),
+        &failing,
+        &shrunk,
+    ) {
+        Ok((capsule, file)) => {
+            let (c, f) = (capsule.display(), file.display());
+            println!("capsule       {c}");
+            println!("replay        percsim replay {c} --shrunk");
+            println!("scenario      {f}");
+            println!("run           percsim run {f}");
+            println!("draw          percsim report {c} -o report.html");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: cannot save the shrunk scenario: {e}");
+            2
+        }
+    }
+}
+
+/// Save a shrink's capsule (`<system>-seed-<seed>-shrunk.json`) and its
+/// smallest scenario (`<system>-seed-<seed>-shrunk.scenario.json`) in
+/// `out`; their absolute paths.
+fn save_shrunk(
+    out: &Path,
+    failing: &Scenario,
+    shrunk: &percsim_scenarios::shrink::Shrunk,
+) -> std::io::Result<(PathBuf, PathBuf)> {
+    use percsim_scenarios::capsule::Capsule;
+    std::fs::create_dir_all(out)?;
+    let stem = format!("{}-seed-{}-shrunk", failing.system(), failing.seed);
+    let capsule = std::path::absolute(out.join(format!("{stem}.json")))?;
+    let smallest = Some((&shrunk.smallest, shrunk.runs));
+    Capsule::new(&capsule, failing, &shrunk.judged, smallest).save(&capsule)?;
+    let file = std::path::absolute(out.join(format!("{stem}.scenario.json")))?;
+    std::fs::write(&file, serde_json::to_string_pretty(&shrunk.smallest)?)?;
+    Ok((capsule, file))
 }
 
 fn cmd_fuzz(opts: &Options, source: ShardSource, jsonl: Option<&Path>) -> i32 {

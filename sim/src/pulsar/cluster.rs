@@ -185,8 +185,9 @@ impl Cluster {
     }
 
     /// Server `node` reached `point` while handling what `at` says: count
-    /// it (`pulsar.point.<name>`), and kill the server (or freeze it) if
-    /// that is planned for this time or a driver armed the point for it.
+    /// it (`pulsar.reached.<name>`), and kill the server (or freeze it) if
+    /// that is planned for this time or a driver armed the point for it
+    /// (counted too: `pulsar.stopped.<name>`).
     pub(crate) async fn reached(&self, node: &str, point: ServerPoint, at: At) {
         let n = {
             let mut points = crate::world::lock(&self.points);
@@ -194,6 +195,8 @@ impl Cluster {
             *n += 1;
             *n
         };
+        let reached = ids::point_reached_counter(point.name());
+        self.world.recorder().bump(&reached);
         let planned = self
             .cfg
             .crashes
@@ -239,6 +242,8 @@ impl Cluster {
             }
         };
         self.world.recorder().bump(&class.counter());
+        let stopped = ids::point_stopped_counter(point.name());
+        self.world.recorder().bump(&stopped);
         if !point.on_client() {
             self.bump(counter);
         }

@@ -69,6 +69,18 @@ crate::identities! {
     }
 }
 
+/// The counter of the times a node reached Pulsar's named point `point`
+/// (a server's or a client's, by its name): `pulsar.reached.<point>`.
+pub fn point_reached_counter(point: &str) -> String {
+    format!("pulsar.reached.{point}")
+}
+
+/// The counter of the stops (kills and pauses) at Pulsar's named point
+/// `point`: `pulsar.stopped.<point>`.
+pub fn point_stopped_counter(point: &str) -> String {
+    format!("pulsar.stopped.{point}")
+}
+
 impl PulsarEvent {
     /// The counter of events of this kind (`event.<name>`).
     pub fn counter(self) -> String {

@@ -23,6 +23,40 @@ pub enum ClientPoint {
     BeforeCommit,
 }
 
+impl ClientPoint {
+    /// Every one, in a processor's order.
+    pub const ALL: [ClientPoint; 4] = [
+        ClientPoint::AfterReceive,
+        ClientPoint::AfterProduce,
+        ClientPoint::AfterAck,
+        ClientPoint::BeforeCommit,
+    ];
+
+    /// Its name, as events and counters spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientPoint::AfterReceive => "after_receive",
+            ClientPoint::AfterProduce => "after_produce",
+            ClientPoint::AfterAck => "after_ack",
+            ClientPoint::BeforeCommit => "before_commit",
+        }
+    }
+
+    /// What a processor killed here leaves behind, in a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ClientPoint::AfterReceive => "a processor holds its input, no transaction is open",
+            ClientPoint::AfterProduce => {
+                "a processor's outputs are sent in its open transaction, its input not acked"
+            }
+            ClientPoint::AfterAck => {
+                "a processor's input is pending-acked in its open transaction, no commit asked"
+            }
+            ClientPoint::BeforeCommit => "a processor is about to ask for its commit",
+        }
+    }
+}
+
 /// What a client reports, as it happens (the history's raw material).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientEvent {

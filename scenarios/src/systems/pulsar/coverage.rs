@@ -1,9 +1,13 @@
-//! What a Pulsar campaign should exercise (its coverage items) and its
-//! section of a campaign's summary (the aborts it counts by reason).
+//! What a Pulsar campaign should exercise (its coverage items and its
+//! named points) and its section of a campaign's summary (the aborts it
+//! counts by reason).
 
 use crate::coverage::CoverageItem;
 use crate::system::SummarySection;
-use percsim_sim::{FaultKind, PulsarCounter, PulsarEvent};
+use percsim_protocol::pulsar::client::ClientPoint;
+use percsim_sim::{
+    FaultKind, PulsarCounter, PulsarEvent, pulsar_point_reached, pulsar_point_stopped,
+};
 use std::collections::BTreeMap;
 
 percsim_sim::identities! {
@@ -62,6 +66,56 @@ pub fn items() -> Vec<CoverageItem> {
             class: c.fault_class(),
         })
         .collect()
+}
+
+/// Pulsar's named points a campaign stops nodes at, each with its counter
+/// of stops (kills and pauses): the servers' points a campaign draws
+/// ([`super::campaign::CAMPAIGN_POINTS`]), then the pipeline processors'
+/// (where a client dies).
+pub fn points() -> Vec<CoverageItem> {
+    let servers = super::campaign::CAMPAIGN_POINTS
+        .iter()
+        .map(|p| (p.name(), p.describe()));
+    let clients = ClientPoint::ALL.iter().map(|p| (p.name(), p.describe()));
+    servers
+        .chain(clients)
+        .map(|(name, description)| CoverageItem {
+            name,
+            description,
+            counter: pulsar_point_stopped(name),
+            // Stopped at by either class of stops at points.
+            class: None,
+        })
+        .collect()
+}
+
+/// The counter of reaches of the named point `point`, if it is one of
+/// Pulsar's ([`points`]).
+pub fn reach_counter(point: &str) -> Option<String> {
+    points()
+        .iter()
+        .any(|p| p.name == point)
+        .then(|| pulsar_point_reached(point))
+}
+
+/// A run's line of its named points (`percsim run`): each point its nodes
+/// reached, the script's points too, as `name=reached/stopped`; `none`
+/// when none was reached.
+pub fn points_line(counters: &BTreeMap<String, u64>) -> String {
+    let prefix = pulsar_point_reached("");
+    let items: Vec<String> = counters
+        .iter()
+        .filter_map(|(k, reached)| {
+            let name = k.strip_prefix(&prefix)?;
+            let stopped = counters.get(&pulsar_point_stopped(name)).unwrap_or(&0);
+            Some(format!("{name}={reached}/{stopped}"))
+        })
+        .collect();
+    if items.is_empty() {
+        "none".into()
+    } else {
+        format!("{} (reached/stopped)", items.join(" "))
+    }
 }
 
 /// The prefix of the counters of aborts by reason
@@ -162,7 +216,6 @@ mod tests {
             !missing.contains(&WorldCoverage::KillLiveness.item()),
             "{missing:?}"
         );
-        assert!(s.points_never_hit().is_empty());
         let text = s.render();
         let line = |what: &str| {
             text.lines()
@@ -180,10 +233,9 @@ mod tests {
         assert!(line("  coordinator timeout").ends_with(" 2"), "{text}");
         for absent in [
             "cleanups:",
-            "crash and pause points",
             "node frozen at a named protocol point",
             "roll forward",
-            "never hit",
+            "before_commit_primary",
             "only timeouts",
         ] {
             assert!(!text.contains(absent), "{absent}: {text}");
@@ -192,6 +244,81 @@ mod tests {
             line("ownership moved").ends_with("0   <-- never happened"),
             "{text}"
         );
+    }
+
+    /// Each of Pulsar's named points is listed with its stops and its
+    /// reaches, read from its own counters: a point stopped at is not
+    /// flagged, one reached but never stopped at is "never hit" (a
+    /// finding), one never reached "never reached"; a campaign that
+    /// enables neither class of stops at points lists none.
+    #[test]
+    fn named_points_list_their_stops_and_reaches() {
+        let mut s = Summary::default();
+        s.add(&result(&[
+            ("pulsar.reached.after_open_logged", 7),
+            ("pulsar.stopped.after_open_logged", 2),
+            ("pulsar.reached.after_end_logged", 5),
+            ("pulsar.reached.after_ack", 3),
+            ("pulsar.stopped.after_ack", 1),
+        ]));
+        let never: Vec<&str> = s.points_never_hit().iter().map(|p| p.name).collect();
+        for hit in ["after_open_logged", "after_ack"] {
+            assert!(!never.contains(&hit), "{hit}: {never:?}");
+        }
+        for missed in ["after_end_logged", "append_in_flight", "before_commit"] {
+            assert!(never.contains(&missed), "{missed}: {never:?}");
+        }
+        let text = s.render();
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("  {name} ")))
+                .unwrap_or_else(|| panic!("{name} listed: {text}"))
+                .to_string()
+        };
+        assert!(
+            line("after_open_logged").ends_with(" 2   reached 7"),
+            "{text}"
+        );
+        assert!(line("after_ack").ends_with(" 1   reached 3"), "{text}");
+        assert!(
+            line("after_end_logged").ends_with(" 0   reached 5   <-- never hit"),
+            "{text}"
+        );
+        assert!(
+            line("append_in_flight").ends_with(" 0   reached 0   <-- never reached"),
+            "{text}"
+        );
+        assert!(
+            text.contains("finding: crash/pause point after_end_logged was never hit"),
+            "{text}"
+        );
+        let mut without = Summary {
+            classes: vec!["duplicate".into()],
+            ..Summary::default()
+        };
+        without.add(&result(&[("pulsar.stopped.after_open_logged", 2)]));
+        assert!(without.points_never_hit().is_empty());
+        assert!(!without.render().contains("after_open_logged"));
+    }
+
+    /// A run's points line names each point reached with its reaches and
+    /// stops, in the counters' order; none reached reads `none`.
+    #[test]
+    fn a_runs_points_line_counts_reaches_and_stops() {
+        let counters: BTreeMap<String, u64> = [
+            ("pulsar.reached.after_open_logged", 4),
+            ("pulsar.stopped.after_open_logged", 1),
+            ("pulsar.reached.append_in_flight", 9),
+            ("pulsar.stopped.after_end_logged", 0),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        assert_eq!(
+            points_line(&counters),
+            "after_open_logged=4/1 append_in_flight=9/0 (reached/stopped)"
+        );
+        assert_eq!(points_line(&BTreeMap::new()), "none");
     }
 
     /// Unloads are a fault class of their own: a campaign that leaves

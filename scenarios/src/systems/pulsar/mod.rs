@@ -103,6 +103,18 @@ impl SystemDef for PulsarDef {
         coverage::items()
     }
 
+    fn named_points(&self) -> Vec<CoverageItem> {
+        coverage::points()
+    }
+
+    fn point_reach_counter(&self, point: &str) -> Option<String> {
+        coverage::reach_counter(point)
+    }
+
+    fn summary_lines(&self, counters: &BTreeMap<String, u64>) -> Vec<(&'static str, String)> {
+        vec![("points", coverage::points_line(counters))]
+    }
+
     fn campaign_sections(&self, counters: &BTreeMap<String, u64>) -> Vec<SummarySection> {
         coverage::sections(counters)
     }
@@ -150,6 +162,15 @@ impl SystemDef for PulsarDef {
         // Pulsar scenarios are drawn without a shrinkable tree: they shrink
         // by editing the scenario.
         shrink::shrink(&campaign::generate(seed, mix), still_fails, budget)
+    }
+
+    fn shrink_scenario(
+        &self,
+        failing: &Scenario,
+        still_fails: &mut dyn FnMut(&Scenario) -> bool,
+        budget: usize,
+    ) -> (Scenario, usize) {
+        shrink::shrink_scenario(failing, still_fails, budget)
     }
 }
 

@@ -29,6 +29,28 @@ pub(crate) fn shrink(
     crate::shrink::greedy(failing, &candidates, still_fails, budget)
 }
 
+/// The smallest scenario found from `failing`, a Pulsar scenario given as
+/// it is (a script, a scenario file, a capsule's), that still fails as
+/// `still_fails` says, and the runs spent (at most `budget`): a script's
+/// steps dropped first, then the edits of a campaign's scenario, then the
+/// world's own (its timed faults).
+pub(crate) fn shrink_scenario(
+    failing: &Scenario,
+    still_fails: &mut dyn FnMut(&Scenario) -> bool,
+    budget: usize,
+) -> (Scenario, usize) {
+    let candidates = |best: &Scenario| {
+        let mut all = crate::shrink::script_edits(best);
+        if let Ok(current) = serde_json::to_value(best) {
+            let own = edits(&current).into_iter();
+            all.extend(own.filter_map(|c| Scenario::parse(&c.to_string()).ok()));
+        }
+        all.extend(crate::shrink::world_candidates(best));
+        crate::shrink::distinct(all)
+    };
+    crate::shrink::greedy(failing, &candidates, still_fails, budget)
+}
+
 /// Every one-step simplification of `s` (a scenario as JSON), biggest
 /// first. Some may be invalid (the caller skips what does not parse).
 fn edits(s: &Value) -> Vec<Value> {

@@ -366,6 +366,8 @@ impl Conn {
             json!({"client": self.process.index, "point": point}),
         );
         c.world.recorder().bump(&FaultKind::CrashAtStep.counter());
+        let counter = crate::pulsar::ids::point_stopped_counter(point.name());
+        c.world.recorder().bump(&counter);
         c.world.request(Control::Kill {
             node: kinds::CLIENT.nth(self.process.index).to_string(),
             restart_after_ms: Some(300),
@@ -429,6 +431,8 @@ impl PulsarTransport for Conn {
 impl PulsarLedger for Conn {
     async fn reached(&self, txn: Option<TxnId>, point: ClientPoint) {
         let c = &self.process.cluster;
+        let counter = crate::pulsar::ids::point_reached_counter(point.name());
+        c.world.recorder().bump(&counter);
         let rate = self.process.program.crash_rate(point);
         if rate > 0.0 && !c.world.stopping() && madsim::rand::random::<f64>() < rate {
             self.crash(point).await;

@@ -193,6 +193,25 @@ pub fn hash_of(value: &impl Hash) -> u64 {
     h.finish()
 }
 
+/// A hash of `value`'s `Debug` text, the same in every run of one build:
+/// for a state whose types print but do not hash. The text goes into the
+/// hasher as it is written, never into a string.
+pub fn hash_of_debug(value: &impl std::fmt::Debug) -> u64 {
+    /// A `fmt::Write` that feeds what is written to a hasher.
+    struct Feed(DefaultHasher);
+    impl std::fmt::Write for Feed {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut feed = Feed(DefaultHasher::new());
+    // Writing to a hasher cannot fail; a `Debug` impl that fails leaves
+    // the hash of what it wrote.
+    let _ = std::fmt::write(&mut feed, format_args!("{value:?}"));
+    feed.0.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

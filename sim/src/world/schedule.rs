@@ -25,6 +25,16 @@ pub struct Schedule {
     /// Hash the world's and the system's state at every choice point
     /// (for pruning states already seen).
     pub hash_states: bool,
+    /// With `hash_states`, the first choice point hashed: the ones before
+    /// it are the same as in the run this schedule extends, whose states
+    /// are known already.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hash_from: u32,
+}
+
+/// Whether `n` is 0 (a field left out when written).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for Schedule {
@@ -37,6 +47,7 @@ impl Default for Schedule {
             forced: Vec::new(),
             pct: None,
             hash_states: false,
+            hash_from: 0,
         }
     }
 }

@@ -97,7 +97,8 @@ impl World {
     fn state_hash_if_asked(&self, chooser: &std::sync::Mutex<Chooser>) -> Option<u64> {
         let budgets = {
             let c = lock(chooser);
-            if !c.schedule.hash_states {
+            let at = c.trace.len() as u32;
+            if !c.schedule.hash_states || at < c.schedule.hash_from {
                 return None;
             }
             (c.faults_used, c.stops_used)

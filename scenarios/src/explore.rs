@@ -272,7 +272,7 @@ fn senders(choices: &[Choice]) -> u64 {
     let set: BTreeSet<u64> = choices
         .iter()
         .filter(|c| c.kind == ChoiceKind::Message)
-        .map(|c| c.place)
+        .map(|c| c.actor)
         .collect();
     set.len() as u64
 }

@@ -165,9 +165,15 @@ impl Chooser {
         }
     }
 
-    /// Record a choice point of `kind` at `place` with `options` options;
-    /// the option taken (forced, PCT's, or the default).
-    fn choose(&mut self, kind: ChoiceKind, place: u64, options: u8, state: Option<u64>) -> u8 {
+    /// Record a choice point of `kind` at `place` (by `actor`) with
+    /// `options` options; the option taken (forced, PCT's, or the default).
+    fn choose(
+        &mut self,
+        kind: ChoiceKind,
+        (place, actor): (u64, u64),
+        options: u8,
+        state: Option<u64>,
+    ) -> u8 {
         let at = self.trace.len() as u32;
         let chosen = self.forced.get(&at).copied().unwrap_or(0);
         self.trace.push(Choice {
@@ -175,6 +181,7 @@ impl Chooser {
             options,
             chosen,
             place,
+            actor,
             state,
         });
         chosen

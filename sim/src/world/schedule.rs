@@ -181,9 +181,15 @@ pub struct Choice {
     pub options: u8,
     /// The option taken.
     pub chosen: u8,
-    /// Where it was: a hash of the sending node (a message) or of the
-    /// point and node (a stop), for coverage.
+    /// Where it was: a hash of the sending node, the receiving node and
+    /// what the message carries (the kind of request it is or answers), or
+    /// of the point and node (a stop). Coverage counts places, and
+    /// pruning tells choice points apart by place and state.
     pub place: u64,
+    /// A hash of the node that sends the message or reaches the point
+    /// (PCT's senders are the distinct actors of messages).
+    #[serde(default)]
+    pub actor: u64,
     /// The hash of the world's and the system's state there, if the
     /// schedule asked for it and the system gives one.
     pub state: Option<u64>,

@@ -272,7 +272,7 @@ fn senders(choices: &[Choice]) -> u64 {
     let set: BTreeSet<u64> = choices
         .iter()
         .filter(|c| c.kind == ChoiceKind::Message)
-        .map(|c| c.place)
+        .map(|c| c.actor)
         .collect();
     set.len() as u64
 }
@@ -317,7 +317,12 @@ fn schedule_of(p: &Pending, opts: &ExploreOptions, k: u64) -> Schedule {
     let mut s = opts.world.clone();
     s.hash_states = opts.prune || s.hash_states;
     match opts.strategy {
-        Strategy::Bounded { .. } => s.forced = p.forced.clone(),
+        Strategy::Bounded { .. } => {
+            s.forced = p.forced.clone();
+            // The choice points before `from` are its parent's, states
+            // and all: only the later ones are hashed.
+            s.hash_from = p.from;
+        }
         Strategy::Pct { depth, seed, .. } => {
             s.pct = Some(Pct {
                 seed: seed.wrapping_add(u64::from(p.from)),
@@ -479,6 +484,7 @@ pub fn failing_scenario(base: &Scenario, opts: &ExploreOptions, failure: &Failur
     s.forced = failure.forced.clone();
     s.pct = None;
     s.hash_states = false;
+    s.hash_from = 0;
     with_schedule(base, s)
 }
 

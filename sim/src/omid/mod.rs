@@ -313,10 +313,7 @@ impl Tenant for OmidTenant {
     fn state_hash(&self) -> Option<u64> {
         let store = self.0.store.try_lock().ok()?;
         let tso = *self.0.tso_disk.try_lock().ok()?;
-        Some(crate::world::explore::hash_of(&format!(
-            "{:?} {tso:?}",
-            *store
-        )))
+        Some(crate::world::explore::hash_of_debug(&(&*store, tso)))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

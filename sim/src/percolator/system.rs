@@ -142,7 +142,7 @@ impl Tenant for Installed {
     fn state_hash(&self) -> Option<u64> {
         let d = self.cluster.durable.try_lock().ok()?;
         let state = (&d.rows, d.oracle_max, &d.tablet_owner, &d.raw);
-        Some(crate::world::explore::hash_of(&format!("{state:?}")))
+        Some(crate::world::explore::hash_of_debug(&state))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

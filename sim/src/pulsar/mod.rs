@@ -182,7 +182,7 @@ const BUSY: &str = "transactions still running";
 impl Tenant for Installed {
     fn state_hash(&self) -> Option<u64> {
         let d = self.cluster.durable.try_lock().ok()?;
-        Some(crate::world::explore::hash_of(&format!("{:?}", *d)))
+        Some(crate::world::explore::hash_of_debug(&*d))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

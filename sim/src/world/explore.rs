@@ -165,9 +165,15 @@ impl Chooser {
         }
     }
 
-    /// Record a choice point of `kind` at `place` with `options` options;
-    /// the option taken (forced, PCT's, or the default).
-    fn choose(&mut self, kind: ChoiceKind, place: u64, options: u8, state: Option<u64>) -> u8 {
+    /// Record a choice point of `kind` at `place` (by `actor`) with
+    /// `options` options; the option taken (forced, PCT's, or the default).
+    fn choose(
+        &mut self,
+        kind: ChoiceKind,
+        (place, actor): (u64, u64),
+        options: u8,
+        state: Option<u64>,
+    ) -> u8 {
         let at = self.trace.len() as u32;
         let chosen = self.forced.get(&at).copied().unwrap_or(0);
         self.trace.push(Choice {
@@ -175,6 +181,7 @@ impl Chooser {
             options,
             chosen,
             place,
+            actor,
             state,
         });
         chosen
@@ -191,6 +198,25 @@ pub fn hash_of(value: &impl Hash) -> u64 {
     let mut h = DefaultHasher::new();
     value.hash(&mut h);
     h.finish()
+}
+
+/// A hash of `value`'s `Debug` text, the same in every run of one build:
+/// for a state whose types print but do not hash. The text goes into the
+/// hasher as it is written, never into a string.
+pub fn hash_of_debug(value: &impl std::fmt::Debug) -> u64 {
+    /// A `fmt::Write` that feeds what is written to a hasher.
+    struct Feed(DefaultHasher);
+    impl std::fmt::Write for Feed {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut feed = Feed(DefaultHasher::new());
+    // Writing to a hasher cannot fail; a `Debug` impl that fails leaves
+    // the hash of what it wrote.
+    let _ = std::fmt::write(&mut feed, format_args!("{value:?}"));
+    feed.0.finish()
 }
 
 #[cfg(test)]

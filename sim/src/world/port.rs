@@ -83,10 +83,12 @@ pub(crate) struct Envelope {
 }
 
 /// Where a reply goes: the caller's slot (gone once the caller stopped
-/// waiting or died) and the caller's node (for partitions).
+/// waiting or died), the caller's node (for partitions) and the kind of
+/// the request it answers (an explored reply's place).
 pub(crate) struct ReplyTo {
     slot: Weak<Slot>,
     node: NodeId,
+    kind: u64,
 }
 
 /// Where a caller waits for its reply.
@@ -120,6 +122,16 @@ pub(super) struct Link {
     pub from: NodeId,
     /// The receiving node.
     pub to: NodeId,
+}
+
+/// What a message on a link carries, as far as an exploration tells
+/// messages apart: the kind of request it is or answers, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Carried {
+    /// The request's kind (its `Request::ID`).
+    pub kind: u64,
+    /// Whether it is the reply to such a request.
+    pub reply: bool,
 }
 
 /// The world as its ports see it: where requests and replies go, and
@@ -187,6 +199,7 @@ impl Port {
         let reply = ReplyTo {
             slot: Arc::downgrade(&slot),
             node: self.inner.node,
+            kind: R::ID,
         };
         let envelope = Envelope {
             from: self.inner.addr,
@@ -217,6 +230,7 @@ impl Port {
             reply: ReplyTo {
                 slot: Weak::new(),
                 node: self.inner.node,
+                kind: R::ID,
             },
             body: Box::new(req),
         };
@@ -351,6 +365,11 @@ impl ReplyTo {
     /// The caller's node.
     pub(super) fn node(&self) -> NodeId {
         self.node
+    }
+
+    /// The kind of the request this reply answers.
+    pub(super) fn kind(&self) -> u64 {
+        self.kind
     }
 
     /// Put `body` where the caller waits, arriving at `arrival` (lost if

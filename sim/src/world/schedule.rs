@@ -25,6 +25,16 @@ pub struct Schedule {
     /// Hash the world's and the system's state at every choice point
     /// (for pruning states already seen).
     pub hash_states: bool,
+    /// With `hash_states`, the first choice point hashed: the ones before
+    /// it are the same as in the run this schedule extends, whose states
+    /// are known already.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hash_from: u32,
+}
+
+/// Whether `n` is 0 (a field left out when written).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for Schedule {
@@ -37,6 +47,7 @@ impl Default for Schedule {
             forced: Vec::new(),
             pct: None,
             hash_states: false,
+            hash_from: 0,
         }
     }
 }
@@ -170,9 +181,15 @@ pub struct Choice {
     pub options: u8,
     /// The option taken.
     pub chosen: u8,
-    /// Where it was: a hash of the sending node (a message) or of the
-    /// point and node (a stop), for coverage.
+    /// Where it was: a hash of the sending node, the receiving node and
+    /// what the message carries (the kind of request it is or answers), or
+    /// of the point and node (a stop). Coverage counts places, and
+    /// pruning tells choice points apart by place and state.
     pub place: u64,
+    /// A hash of the node that sends the message or reaches the point
+    /// (PCT's senders are the distinct actors of messages).
+    #[serde(default)]
+    pub actor: u64,
     /// The hash of the world's and the system's state there, if the
     /// schedule asked for it and the system gives one.
     pub state: Option<u64>,

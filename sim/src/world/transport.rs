@@ -7,7 +7,7 @@ use crate::world::guard::lock;
 use crate::world::net::Delivery;
 use crate::world::node::Incarnation;
 use crate::world::port::{
-    Body, Envelope, HANDLING, Link, LinkFaults, Port, PortInner, ReplyTo, Transport,
+    Body, Carried, Envelope, HANDLING, Link, LinkFaults, Port, PortInner, ReplyTo, Transport,
 };
 use madsim::task::NodeId;
 use madsim::time::{Duration, Instant};
@@ -36,7 +36,8 @@ impl Transport for World {
             from,
             to: port.node(),
         };
-        let Some(arrival) = self.route(link, now) else {
+        let carried = Carried { kind, reply: false };
+        let Some(arrival) = self.route(link, carried, now) else {
             return;
         };
         let seq = self.message_seq.fetch_add(1, Ordering::Relaxed);
@@ -48,7 +49,11 @@ impl Transport for World {
             from,
             to: to.node(),
         };
-        let Some(arrival) = self.route(link, now) else {
+        let carried = Carried {
+            kind: to.kind(),
+            reply: true,
+        };
+        let Some(arrival) = self.route(link, carried, now) else {
             return;
         };
         to.answer(arrival, body);
@@ -64,10 +69,10 @@ impl Transport for World {
 }
 
 impl World {
-    /// When a message sent on `link` at `now` (the current instant)
-    /// arrives, or `None` if the network loses it (a partition, packet
-    /// loss).
-    fn route(&self, path: Link, now: Instant) -> Option<Instant> {
+    /// When a message carrying `carried` sent on `link` at `now` (the
+    /// current instant) arrives, or `None` if the network loses it (a
+    /// partition, packet loss).
+    fn route(&self, path: Link, carried: Carried, now: Instant) -> Option<Instant> {
         {
             let cut = self.net.cut();
             if !cut.is_empty() && cut.contains_key(&(path.from, path.to)) {
@@ -88,7 +93,7 @@ impl World {
         let arrival = now + HANDLING + Duration::from_nanos(latency_ns);
         let arrival = match &self.chooser {
             None => arrival,
-            Some(c) => self.explore_message(c, (path.from, path.to), now, arrival)?,
+            Some(c) => self.explore_message(c, (path, carried), now, arrival)?,
         };
         self.messages.fetch_add(1, Ordering::Relaxed);
         Some(arrival)

@@ -3,15 +3,16 @@
 
 use super::*;
 use crate::world::World;
+use crate::world::port::{Carried, Link};
 
 impl World {
-    /// The exploration's decision for a message sent on link `from` ->
-    /// `to` at `now` that the seed would deliver at `arrival`: when it
-    /// arrives (`None`: lost).
-    pub(crate) fn explore_message(
+    /// The exploration's decision for a message carrying `carried` sent
+    /// on `link` at `now` that the seed would deliver at `arrival`: when
+    /// it arrives (`None`: lost).
+    pub(in crate::world) fn explore_message(
         &self,
         chooser: &std::sync::Mutex<Chooser>,
-        (from, _to): (NodeId, NodeId),
+        (link, carried): (Link, Carried),
         now: Instant,
         arrival: Instant,
     ) -> Option<Instant> {
@@ -19,9 +20,18 @@ impl World {
         let mut c = lock(chooser);
         let options = c.message_options();
         let at = c.trace.len() as u32;
-        let place = hash_of(&(ChoiceKind::Message, format!("{from}")));
+        let from = link.from;
+        // A message's place: its link and what it carries, so that two
+        // messages one node sends at one state are two places.
+        let place = hash_of(&(
+            ChoiceKind::Message,
+            format!("{from}"),
+            format!("{}", link.to),
+            carried,
+        ));
+        let actor = hash_of(&(ChoiceKind::Message, format!("{from}")));
         let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
-        let chosen = c.choose(ChoiceKind::Message, place, options, state);
+        let chosen = c.choose(ChoiceKind::Message, (place, actor), options, state);
         let chosen = pct.unwrap_or(chosen);
         if let Some(last) = c.trace.last_mut() {
             last.chosen = chosen;
@@ -54,7 +64,8 @@ impl World {
         let at = c.trace.len() as u32;
         let pct = c.pct.is_some().then(|| c.pct_stop(at, options));
         let place = hash_of(&(ChoiceKind::Stop, point, node));
-        let chosen = c.choose(ChoiceKind::Stop, place, options, state);
+        let actor = hash_of(&(ChoiceKind::Stop, node));
+        let chosen = c.choose(ChoiceKind::Stop, (place, actor), options, state);
         let chosen = pct.unwrap_or(chosen);
         if let Some(last) = c.trace.last_mut() {
             last.chosen = chosen;
@@ -97,7 +108,8 @@ impl World {
     fn state_hash_if_asked(&self, chooser: &std::sync::Mutex<Chooser>) -> Option<u64> {
         let budgets = {
             let c = lock(chooser);
-            if !c.schedule.hash_states {
+            let at = c.trace.len() as u32;
+            if !c.schedule.hash_states || at < c.schedule.hash_from {
                 return None;
             }
             (c.faults_used, c.stops_used)

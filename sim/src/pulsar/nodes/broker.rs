@@ -722,6 +722,77 @@ mod tests {
         check_offsets(&p, &store, &owned(1));
     }
 
+    /// A marker resent while the first one's update is held (its append's
+    /// callback pending) finds the transaction still open in memory and is
+    /// appended again, with the same outcome, as Pulsar's transaction
+    /// buffer does; the assertions accept the repeat.
+    #[test]
+    fn a_marker_resent_while_the_first_is_held_is_appended_again() {
+        let p = Partition::new("t", 0);
+        let t = TxnId {
+            coordinator: 0,
+            seq: 1,
+        };
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        let mut sent = message("a");
+        if let BrokerWrite::Partition(Entry::Message(m)) = &mut sent {
+            m.txn = Some(t);
+        }
+        assert_eq!(apply(&mut store, &mut o, sent), Ok(true));
+        let marker = percsim_protocol::pulsar::types::Marker {
+            txn: t,
+            producer: ProducerRef {
+                producer_id: 1,
+                epoch: 0,
+            },
+            action: TxnAction::Abort,
+            to: Participant::Partition(p.clone()),
+        };
+        let mut watch = crate::pulsar::invariants::Watch::new(Default::default());
+        watch.tc_record(&percsim_protocol::pulsar::coordinator::LogRecord::Open {
+            txn: t,
+            producer: marker.producer,
+            deadline_ms: 1,
+        });
+        watch.tc_record(&percsim_protocol::pulsar::coordinator::LogRecord::State {
+            txn: t,
+            state: percsim_protocol::pulsar::coordinator::TxnState::Aborting,
+        });
+        let mut holds = Vec::new();
+        for _ in 0..2 {
+            let view = PartitionView {
+                log: &store.log,
+                tb: &o.tb,
+                subs: &o.subs,
+                dedup: Some(&o.dedup),
+            };
+            let write = deliver_marker(view, &marker, Default::default());
+            assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
+            for (to, txn, action) in markers_in(&p, &write) {
+                watch.marker(&to, txn, action);
+            }
+            holds.push(o.hold(write));
+        }
+        for h in holds {
+            o.release(h);
+        }
+        assert_eq!(store.log.len(), 3, "{:?}", store.log);
+        assert_eq!(o.tb.ended(t), Some(TxnAction::Abort));
+        // Learnt, the marker is not written a third time.
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: Some(&o.dedup),
+        };
+        let again = deliver_marker(view, &marker, Default::default());
+        assert_eq!(again, BrokerWrite::Nothing);
+    }
+
     #[test]
     fn a_write_of_nothing_needs_no_fence() {
         let mut store = PartitionStore {

@@ -126,6 +126,28 @@ fn each_planted_bug_has_a_script_that_catches_it() {
     harness::each_planted_bug_is_caught("pulsar/script", "pulsar", &cases);
 }
 
+/// A send whose reply is lost is resent, and a send the network copies
+/// arrives twice: producer deduplication writes each once (the script
+/// passes); with it switched off (`pulsar.deduplication: false`) both are
+/// in the log twice and the stream checker flags them by `duplicate`.
+#[test]
+fn producer_deduplication_writes_resent_and_copied_sends_once() {
+    let f = "resent-and-duplicated-sends.json";
+    passes(f);
+    let mut v = example(f);
+    v["pulsar"]["deduplication"] = json!(false);
+    let r = judge(v);
+    assert_eq!(r.verdict, Verdict::Safety, "{:?}", r.explanation);
+    assert!(
+        r.violated_rules.iter().any(|x| x == "duplicate"),
+        "{:?} {:?}",
+        r.violated_rules,
+        r.explanation
+    );
+    let why = r.explanation.unwrap_or_default();
+    assert!(why.contains("is in the logs 2 times"), "{why}");
+}
+
 #[test]
 fn the_fault_and_consumer_cases_pass() {
     let mut wrong = Vec::new();

@@ -4,10 +4,11 @@
 //! [`crate::percolator::actions::execute`] for this system).
 
 use super::ablation::PulsarAblations;
-use super::buffer::{self, Entry, TbState};
+use super::buffer::{self, AppendError, Entry, TbState};
 use super::client::{BrokerReply, BrokerRequest};
+use super::dedup::{DedupCheck, ProducerDedup};
 use super::subscription::{self, AckError, Dispatch, SubMutation, Subscription};
-use super::types::{ConsumerRef, Marker, Participant};
+use super::types::{ConsumerRef, Marker, Message, Participant};
 use std::collections::BTreeMap;
 
 /// What a broker must write before it replies.
@@ -64,6 +65,9 @@ pub struct PartitionView<'a> {
     pub tb: &'a TbState,
     /// Its subscriptions by name (a missing one is new and empty).
     pub subs: &'a BTreeMap<String, Subscription>,
+    /// Its producer deduplication table, `None` when deduplication is off
+    /// (every message sent is appended, resends and copies included).
+    pub dedup: Option<&'a ProducerDedup>,
 }
 
 impl PartitionView<'_> {
@@ -79,15 +83,7 @@ pub fn execute(
     ablations: PulsarAblations,
 ) -> (BrokerReply, BrokerWrite) {
     match req {
-        BrokerRequest::Send(m) => match buffer::append(view.tb, m) {
-            // The offset it lands at: the log's end (memory may lag the
-            // log while a marker's update is held back).
-            Ok(e) => (
-                BrokerReply::Sent(view.log.len() as u64),
-                BrokerWrite::Partition(e),
-            ),
-            Err(e) => (BrokerReply::SendRefused(e), BrokerWrite::Nothing),
-        },
+        BrokerRequest::Send(m) => send(view, m),
         BrokerRequest::Read {
             subscription,
             consumer,
@@ -145,6 +141,35 @@ pub fn execute(
     }
 }
 
+/// Append `m`, unless producer deduplication knows it: a resend of the
+/// producer's last persisted message is answered with the offset it
+/// landed at, an older copy is refused; neither is written again.
+fn send(view: PartitionView<'_>, m: &Message) -> (BrokerReply, BrokerWrite) {
+    match view.dedup.map(|d| d.check(m)) {
+        Some(DedupCheck::Resent(last)) => {
+            return (BrokerReply::Sent(last.offset), BrokerWrite::Nothing);
+        }
+        Some(DedupCheck::Stale { last }) => {
+            let e = AppendError::Duplicate {
+                producer_id: m.producer.producer_id,
+                sequence_id: m.sequence_id,
+                last: last.sequence_id,
+            };
+            return (BrokerReply::SendRefused(e), BrokerWrite::Nothing);
+        }
+        Some(DedupCheck::New) | None => {}
+    }
+    match buffer::append(view.tb, m) {
+        // The offset it lands at: the log's end (memory may lag the log
+        // while a marker's update is held back).
+        Ok(e) => (
+            BrokerReply::Sent(view.log.len() as u64),
+            BrokerWrite::Partition(e),
+        ),
+        Err(e) => (BrokerReply::SendRefused(e), BrokerWrite::Nothing),
+    }
+}
+
 fn is_message(log: &[Entry], offset: u64) -> bool {
     matches!(log.get(offset as usize), Some(Entry::Message(_)))
 }
@@ -192,6 +217,7 @@ mod tests {
         let m = Message {
             txn: Some(txn(1)),
             producer: PRODUCER,
+            sequence_id: 1,
             payload: "b".into(),
         };
         assert_eq!(b.execute(&BrokerRequest::Send(m)), BrokerReply::Sent(1));
@@ -231,6 +257,7 @@ mod tests {
             log: &b.log,
             tb: &b.tb,
             subs: &b.subs,
+            dedup: Some(&b.dedup),
         }
     }
 }

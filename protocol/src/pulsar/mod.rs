@@ -6,6 +6,7 @@
 //! - [`types`]: TxnIds, partitions, subscriptions, messages and markers.
 //! - [`coordinator`]: the transaction coordinator and its durable log.
 //! - [`buffer`]: the transaction buffer of a partition.
+//! - [`dedup`]: producer deduplication on a partition.
 //! - [`broker`]: one request or marker run on a partition and its
 //!   subscriptions: the reply and the durable write.
 //! - [`subscription`]: acks and pending acks of a subscription.
@@ -23,6 +24,7 @@ pub mod broker;
 pub mod buffer;
 pub mod client;
 pub mod coordinator;
+pub mod dedup;
 pub mod ownership;
 pub mod points;
 pub mod subscription;

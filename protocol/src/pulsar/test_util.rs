@@ -7,6 +7,7 @@ use super::broker::{self, BrokerWrite};
 use super::buffer::{self, AppendError, Entry, ReadMode, TbState};
 use super::client::{BrokerReply, BrokerRequest};
 use super::coordinator::{self, LogRecord, TcAction, TcError, TcState, TxnState};
+use super::dedup::ProducerDedup;
 use super::subscription::{self, AckError, SubRecord, Subscription};
 use super::types::*;
 use std::collections::BTreeMap;
@@ -153,6 +154,12 @@ pub struct Broker {
     pub sub_logs: BTreeMap<String, Vec<SubRecord>>,
     pub subs: BTreeMap<String, Subscription>,
     pub ablations: PulsarAblations,
+    /// The producer deduplication table (kept whether or not it is used).
+    pub dedup: ProducerDedup,
+    /// Producer deduplication switched off.
+    pub no_dedup: bool,
+    /// The sequence id [`Broker::send`] gives its next message.
+    pub next_sequence: u64,
 }
 
 impl Broker {
@@ -164,9 +171,12 @@ impl Broker {
     }
 
     pub fn send(&mut self, t: Option<TxnId>, payload: &str) -> Result<u64, AppendError> {
+        let sequence_id = self.next_sequence;
+        self.next_sequence += 1;
         self.append(&Message {
             txn: t,
             producer: PRODUCER,
+            sequence_id,
             payload: payload.to_string(),
         })
     }
@@ -184,6 +194,7 @@ impl Broker {
             log: &self.log,
             tb: &self.tb,
             subs: &self.subs,
+            dedup: (!self.no_dedup).then_some(&self.dedup),
         }
     }
 
@@ -199,6 +210,7 @@ impl Broker {
         match w {
             BrokerWrite::Nothing => false,
             BrokerWrite::Partition(e) => {
+                self.dedup.record(&e, self.log.len() as u64);
                 self.tb.apply(&e);
                 self.log.push(e);
                 true
@@ -357,6 +369,7 @@ impl Broker {
     /// Lose memory; rebuild from the durable logs.
     pub fn restart(&mut self) {
         self.tb = buffer::recover(&self.log);
+        self.dedup = ProducerDedup::recover(&self.log);
         self.subs = self
             .sub_logs
             .iter()

@@ -127,6 +127,11 @@ pub struct Message {
     pub txn: Option<TxnId>,
     /// The producer session that sent it.
     pub producer: ProducerRef,
+    /// The producer's number for it: one more than its previous message's,
+    /// the same on a resend (what the brokers' producer deduplication
+    /// keys on, with the producer).
+    #[serde(default)]
+    pub sequence_id: u64,
     /// Its content.
     pub payload: String,
 }

@@ -82,6 +82,11 @@ pub struct PulsarConfig {
     pub session_timeout_ms: u64,
     /// Client-side settings (transaction timeout, retries).
     pub client: PulsarClientConfig,
+    /// Whether brokers deduplicate producers' messages by producer and
+    /// sequence id (Pulsar's `brokerDeduplicationEnabled`; on here, off in
+    /// Pulsar's default configuration): off, a resent or duplicated send
+    /// is appended again.
+    pub deduplication: bool,
     /// Protocol mechanisms switched off (the planted bugs).
     pub ablations: PulsarAblations,
     /// Servers to kill at named points.
@@ -104,6 +109,7 @@ impl Default for PulsarConfig {
             // One source of the client's defaults, so a partial `client`
             // object and a missing one agree.
             client: PulsarClientConfig::default(),
+            deduplication: true,
             ablations: PulsarAblations::NONE,
             crashes: Vec::new(),
             unloads: Vec::new(),

@@ -50,6 +50,7 @@ mod tests {
         let req = crate::pulsar::client::BrokerRequest::Send(crate::pulsar::types::Message {
             txn: None,
             producer: PRODUCER,
+            sequence_id: 9,
             payload: "c".into(),
         });
         let reply = b.execute(&req);

@@ -37,6 +37,19 @@ pub enum AppendError {
         /// How it ended.
         action: TxnAction,
     },
+    /// A copy of a message older than its producer's last persisted one
+    /// (producer deduplication drops it: a copy the network delivered late).
+    #[error(
+        "producer {producer_id}'s message {sequence_id} is older than its last persisted one ({last})"
+    )]
+    Duplicate {
+        /// The producer.
+        producer_id: u64,
+        /// The copy's sequence id.
+        sequence_id: u64,
+        /// The producer's highest persisted sequence id.
+        last: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use crate::pulsar::types::*;
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 
 /// Run a future whose every await is ready at once.
@@ -36,6 +37,8 @@ struct World {
     lose_send_replies: u32,
     /// Planted in every server.
     ablations: PulsarAblations,
+    /// Producer deduplication switched off in every broker.
+    no_dedup: bool,
 }
 
 impl World {
@@ -48,9 +51,10 @@ impl World {
     }
 
     fn broker(&mut self, p: &Partition) -> &mut Broker {
-        let ablations = self.ablations;
+        let (ablations, no_dedup) = (self.ablations, self.no_dedup);
         self.brokers.entry(p.clone()).or_insert_with(|| Broker {
             ablations,
+            no_dedup,
             ..Broker::default()
         })
     }
@@ -138,6 +142,7 @@ impl World {
 struct Mem {
     config: PulsarClientConfig,
     producer: ProducerRef,
+    sequence: AtomicU64,
     world: Mutex<World>,
 }
 
@@ -149,6 +154,7 @@ impl Mem {
                 producer_id: 7,
                 epoch: 0,
             },
+            sequence: AtomicU64::new(0),
             world: Mutex::new(World::default()),
         }
     }
@@ -171,6 +177,9 @@ impl PulsarTransport for Mem {
     }
     fn producer(&self) -> ProducerRef {
         self.producer
+    }
+    fn next_sequence_id(&self) -> u64 {
+        self.sequence.fetch_add(1, Ordering::Relaxed)
     }
     fn consumer(&self) -> ConsumerRef {
         ConsumerRef {
@@ -269,9 +278,10 @@ fn a_transaction_whose_send_failed_aborts_instead_of_committing() {
     let t = Mem::new();
     let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
     block_on(txn.send(&p("out", 0), "a")).unwrap();
-    // The second send lands, but its answer is lost: the client cannot
-    // know it is there, so it must not commit the transaction.
-    t.w().lose_send_replies = 1;
+    // The second send lands, but no answer comes, to it nor to any of
+    // its resends: the client cannot know it is there, so it must not
+    // commit the transaction.
+    t.w().lose_send_replies = 1 + t.config.retries;
     let lost = block_on(txn.send(&p("out", 0), "b")).unwrap_err();
     assert_eq!(lost, ClientError::Rpc(RpcError::Timeout));
     let reason = AbortReason::Unavailable;
@@ -280,6 +290,28 @@ fn a_transaction_whose_send_failed_aborts_instead_of_committing() {
     // neither of the transaction's messages ever is.
     block_on(send(&t, &p("out", 0), "after")).unwrap();
     assert_eq!(t.must_receive_all(&p("out", 0)), vec!["after"]);
+}
+
+/// A send whose answer is lost is resent with its sequence id; the
+/// broker's producer deduplication answers the resend with the offset the
+/// first try landed at, and the transaction commits with it once. With
+/// deduplication off the resend is appended again: the message is there
+/// twice.
+#[test]
+fn a_resent_send_is_written_once_and_twice_without_deduplication() {
+    for no_dedup in [false, true] {
+        let t = Mem::new();
+        t.w().no_dedup = no_dedup;
+        let mut txn = block_on(PulsarTxn::begin(&t)).unwrap();
+        t.w().lose_send_replies = 1;
+        let offset = block_on(txn.send(&p("out", 0), "a")).unwrap();
+        assert_eq!(block_on(txn.commit()), TxnOutcome::Committed);
+        let got = t.must_receive_all(&p("out", 0));
+        match no_dedup {
+            false => assert_eq!((offset, got), (0, vec!["a".to_string()])),
+            true => assert_eq!((offset, got), (1, vec!["a".to_string(); 2])),
+        }
+    }
 }
 
 /// The transaction times out before its client asks to commit.
@@ -525,6 +557,9 @@ impl PulsarTransport for AbortsCommits {
     }
     fn producer(&self) -> ProducerRef {
         self.0.producer()
+    }
+    fn next_sequence_id(&self) -> u64 {
+        self.0.next_sequence_id()
     }
     fn consumer(&self) -> ConsumerRef {
         self.0.consumer()

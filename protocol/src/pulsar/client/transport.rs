@@ -121,8 +121,9 @@ pub struct PulsarClientConfig {
     /// The transaction timeout asked for at open (Pulsar's client default
     /// is 3 hours; simulated runs need seconds).
     pub txn_timeout_ms: u64,
-    /// How many times an idempotent request (register, ack, end) is retried
-    /// after no answer.
+    /// How many times a request is retried after no answer: register,
+    /// ack and end (idempotent), and send (resent with its sequence id,
+    /// which the brokers' producer deduplication recognises).
     pub retries: u32,
     /// Pause between retries.
     pub retry_backoff_ms: u64,
@@ -147,6 +148,9 @@ pub trait PulsarTransport: Send + Sync {
     fn config(&self) -> &PulsarClientConfig;
     /// This client's producer session.
     fn producer(&self) -> ProducerRef;
+    /// The sequence id of this producer's next message: one more than the
+    /// last one handed out (each message gets its own; a resend keeps it).
+    fn next_sequence_id(&self) -> u64;
     /// This client's consumer, as brokers' dispatchers know it.
     fn consumer(&self) -> ConsumerRef;
     /// Send a request to a coordinator (routed as [`TcRequest`] says).

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 
 /// Retry `call` while it gets no answer, up to the configured retries.
-/// Only for idempotent requests.
+/// Only for requests that are idempotent, or deduplicated by the server.
 pub(super) async fn retry<T, R, F, Fut>(t: &T, mut call: F) -> Result<R, RpcError>
 where
     T: PulsarTransport,
@@ -105,8 +105,9 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     }
 
     /// Send `payload` to `partition` inside the transaction (registering
-    /// the partition first). Returns its offset. Not retried (a retry could
-    /// write it twice); a failure should abort the transaction.
+    /// the partition first). Returns its offset. Resent after no answer
+    /// with the same sequence id (see [`send_message`]); a failure should
+    /// abort the transaction.
     pub async fn send(&mut self, partition: &Partition, payload: &str) -> Result<u64, ClientError> {
         let sent = match self
             .register(Participant::Partition(partition.clone()))
@@ -203,7 +204,12 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     }
 }
 
-/// Send `payload` to `partition`, inside `txn` if given; not retried.
+/// Send `payload` to `partition`, inside `txn` if given. A send with no
+/// answer is resent, the same message with the same sequence id, up to
+/// the configured retries (as Pulsar's producer resends its pending
+/// messages): the first try may have landed, and the broker's producer
+/// deduplication answers the resend with the offset it landed at instead
+/// of appending it again (with deduplication off, it is appended twice).
 pub(super) async fn send_message<T: PulsarHost>(
     t: &T,
     partition: &Partition,
@@ -213,9 +219,11 @@ pub(super) async fn send_message<T: PulsarHost>(
     let message = Message {
         txn,
         producer: t.producer(),
+        sequence_id: t.next_sequence_id(),
         payload: payload.to_string(),
     };
-    let reply = t.broker(partition, BrokerRequest::Send(message)).await;
+    let call = || t.broker(partition, BrokerRequest::Send(message.clone()));
+    let reply = retry(t, call).await;
     let offset = match &reply {
         Ok(BrokerReply::Sent(o)) => Some(*o),
         _ => None,

@@ -24,6 +24,7 @@ use madsim::time::{Duration, sleep};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
 use percsim_protocol::pulsar::buffer::{Entry, TbState};
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
+use percsim_protocol::pulsar::dedup::ProducerDedup;
 use percsim_protocol::pulsar::ownership::{
     Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
 };
@@ -40,6 +41,10 @@ struct Owned {
     epoch: u64,
     tb: TbState,
     subs: BTreeMap<String, Subscription>,
+    /// The producer deduplication table: learnt as each message is made
+    /// durable (not held back with a marker's update, as Pulsar's table
+    /// is updated at publish, apart from the transaction buffer).
+    dedup: ProducerDedup,
     /// Durable writes memory has not learnt yet, in log order: a marker
     /// whose update is held (its id; a broker stopped between the marker's
     /// append and its callback), and every write made durable after it
@@ -62,6 +67,7 @@ impl Owned {
             epoch,
             tb: store.buffer(),
             subs,
+            dedup: ProducerDedup::recover(&store.log),
             held: VecDeque::new(),
             next_hold: 0,
         }
@@ -332,6 +338,18 @@ impl Broker {
         }
     }
 
+    /// A partition as the protocol's steps see it: its log, and this
+    /// owner's memory of it (the deduplication table only when the
+    /// cluster deduplicates producers).
+    fn view<'a>(&self, store: &'a PartitionStore, owned: &'a Owned) -> PartitionView<'a> {
+        PartitionView {
+            log: &store.log,
+            tb: &owned.tb,
+            subs: &owned.subs,
+            dedup: self.cluster.cfg.deduplication.then_some(&owned.dedup),
+        }
+    }
+
     /// Make `write` durable and apply it in memory ([`apply`]); whether it
     /// wrote anything. An accepted append is checked against what the logs
     /// must keep (see `invariants`).
@@ -399,11 +417,7 @@ impl Broker {
             return;
         }
         let appends = self.with_partition(partition, |store, owned| {
-            Ok(appends(PartitionView {
-                log: &store.log,
-                tb: &owned.tb,
-                subs: &owned.subs,
-            }))
+            Ok(appends(self.view(store, owned)))
         });
         if appends.unwrap_or(false) {
             self.cluster
@@ -426,12 +440,7 @@ impl Broker {
         let appends = |view: PartitionView<'_>| execute(view, &call.req, ablations).1.is_durable();
         self.append_issued(&call.partition, &at, appends).await;
         let (reply, wrote) = self.with_partition(&call.partition, |store, owned| {
-            let view = PartitionView {
-                log: &store.log,
-                tb: &owned.tb,
-                subs: &owned.subs,
-            };
-            let (reply, write) = execute(view, &call.req, ablations);
+            let (reply, write) = execute(self.view(store, owned), &call.req, ablations);
             Ok((reply, self.write(&call.partition, store, owned, write)?))
         })?;
         let point = match &call.req {
@@ -468,12 +477,7 @@ impl Broker {
         // Pulsar's transaction buffer updates itself in the append's
         // callback.
         let stored = self.with_partition(&partition, |store, owned| {
-            let view = PartitionView {
-                log: &store.log,
-                tb: &owned.tb,
-                subs: &owned.subs,
-            };
-            let write = deliver_marker(view, &call.0, ablations);
+            let write = deliver_marker(self.view(store, owned), &call.0, ablations);
             let wrote = self.store(&partition, store, owned, &write)?;
             // Memory learns it in the append's callback, after this point.
             Ok(wrote.then(|| (owned.hold(write), owned.epoch)))
@@ -582,7 +586,10 @@ fn store_write(
     })?;
     match write {
         BrokerWrite::Nothing | BrokerWrite::Dispatch { .. } | BrokerWrite::Close { .. } => {}
-        BrokerWrite::Partition(entry) => store.log.push(entry.clone()),
+        BrokerWrite::Partition(entry) => {
+            owned.dedup.record(entry, store.log.len() as u64);
+            store.log.push(entry.clone());
+        }
         BrokerWrite::Subscription { name, mutation } => {
             let log = store.subs.entry(name.clone()).or_default();
             log.extend(mutation.durable.iter().cloned());
@@ -615,6 +622,7 @@ mod tests {
                 producer_id: 1,
                 epoch: 0,
             },
+            sequence_id: 0,
             payload: payload.into(),
         }))
     }
@@ -624,6 +632,7 @@ mod tests {
             epoch,
             tb: TbState::default(),
             subs: BTreeMap::new(),
+            dedup: ProducerDedup::default(),
             held: VecDeque::new(),
             next_hold: 0,
         }
@@ -711,6 +720,77 @@ mod tests {
         check_offsets(&p, &store, &o);
         store.epoch = 2;
         check_offsets(&p, &store, &owned(1));
+    }
+
+    /// A marker resent while the first one's update is held (its append's
+    /// callback pending) finds the transaction still open in memory and is
+    /// appended again, with the same outcome, as Pulsar's transaction
+    /// buffer does; the assertions accept the repeat.
+    #[test]
+    fn a_marker_resent_while_the_first_is_held_is_appended_again() {
+        let p = Partition::new("t", 0);
+        let t = TxnId {
+            coordinator: 0,
+            seq: 1,
+        };
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        let mut sent = message("a");
+        if let BrokerWrite::Partition(Entry::Message(m)) = &mut sent {
+            m.txn = Some(t);
+        }
+        assert_eq!(apply(&mut store, &mut o, sent), Ok(true));
+        let marker = percsim_protocol::pulsar::types::Marker {
+            txn: t,
+            producer: ProducerRef {
+                producer_id: 1,
+                epoch: 0,
+            },
+            action: TxnAction::Abort,
+            to: Participant::Partition(p.clone()),
+        };
+        let mut watch = crate::pulsar::invariants::Watch::new(Default::default());
+        watch.tc_record(&percsim_protocol::pulsar::coordinator::LogRecord::Open {
+            txn: t,
+            producer: marker.producer,
+            deadline_ms: 1,
+        });
+        watch.tc_record(&percsim_protocol::pulsar::coordinator::LogRecord::State {
+            txn: t,
+            state: percsim_protocol::pulsar::coordinator::TxnState::Aborting,
+        });
+        let mut holds = Vec::new();
+        for _ in 0..2 {
+            let view = PartitionView {
+                log: &store.log,
+                tb: &o.tb,
+                subs: &o.subs,
+                dedup: Some(&o.dedup),
+            };
+            let write = deliver_marker(view, &marker, Default::default());
+            assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
+            for (to, txn, action) in markers_in(&p, &write) {
+                watch.marker(&to, txn, action);
+            }
+            holds.push(o.hold(write));
+        }
+        for h in holds {
+            o.release(h);
+        }
+        assert_eq!(store.log.len(), 3, "{:?}", store.log);
+        assert_eq!(o.tb.ended(t), Some(TxnAction::Abort));
+        // Learnt, the marker is not written a third time.
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: Some(&o.dedup),
+        };
+        let again = deliver_marker(view, &marker, Default::default());
+        assert_eq!(again, BrokerWrite::Nothing);
     }
 
     #[test]

@@ -31,6 +31,7 @@ use rand_core::SeedableRng;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a client process runs of its workload: how many tasks, the loop
 /// each task runs, and where the process may crash (see
@@ -83,6 +84,7 @@ pub(crate) async fn main(cluster: Arc<Cluster>, program: Arc<dyn Program>, me: u
             process: process.clone(),
             task,
             producer,
+            sequence: Arc::default(),
             session: (incarnation as u64) << 32,
         };
         let t = PulsarTask {
@@ -114,6 +116,9 @@ pub struct Conn {
     process: Arc<Process>,
     task: usize,
     producer: ProducerRef,
+    /// The producer's next sequence id (shared by the reopened copies of
+    /// this connection, which keep its producer).
+    sequence: Arc<AtomicU64>,
     /// The consumer session it reads on: the incarnation in the high half,
     /// how often the task reopened its consumer in the low half.
     session: u64,
@@ -187,6 +192,7 @@ impl Conn {
                     | task as u64,
                 epoch: 0,
             },
+            sequence: Arc::default(),
             session: self.session,
         }
     }
@@ -199,6 +205,7 @@ impl Conn {
             process: self.process.clone(),
             task: self.task,
             producer: self.producer,
+            sequence: self.sequence.clone(),
             session: self.session + 1,
         }
     }
@@ -235,7 +242,6 @@ impl Conn {
         &self,
         dst: SocketAddr,
         req: R,
-        duplicable: bool,
         tag: &Tag,
     ) -> Result<R::Response, RpcError> {
         let p = &self.process;
@@ -253,7 +259,7 @@ impl Conn {
             let call = world.call_tagged(&p.ep, dst, req, tag, timeout);
             return call.await.map_err(|()| RpcError::Timeout);
         }
-        if duplicable && p.cluster.world.carry(dst, &req) == Carried::Late {
+        if p.cluster.world.carry(dst, &req) == Carried::Late {
             // The network holds the request back: no reply comes in time.
             madsim::time::sleep(timeout).await;
             return Err(RpcError::Timeout);
@@ -283,7 +289,6 @@ impl Conn {
         &self,
         resource: &Resource,
         make: impl Fn() -> R,
-        duplicable: bool,
         tag: Tag,
     ) -> Result<T, RpcError>
     where
@@ -302,10 +307,7 @@ impl Conn {
                 }
                 Err(e) => return Err(e),
             };
-            match self
-                .call(broker_addr(owner), make(), duplicable, &tag)
-                .await
-            {
+            match self.call(broker_addr(owner), make(), &tag).await {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(NotOwner)) => {
                     p.cluster.bump(PulsarCounter::NotOwner);
@@ -385,6 +387,10 @@ impl PulsarTransport for Conn {
         self.producer
     }
 
+    fn next_sequence_id(&self) -> u64 {
+        self.sequence.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// The task's consumer: named by client and task, its session the
     /// process's incarnation (a restart reconnects on a new session).
     fn consumer(&self) -> ConsumerRef {
@@ -402,8 +408,7 @@ impl PulsarTransport for Conn {
             return reply;
         }
         let tag = Tag::of_tc(&req);
-        self.routed(&resource, || TcCall(req.clone()), true, tag)
-            .await
+        self.routed(&resource, || TcCall(req.clone()), tag).await
     }
 
     async fn broker(
@@ -411,16 +416,15 @@ impl PulsarTransport for Conn {
         partition: &Partition,
         req: BrokerRequest,
     ) -> Result<BrokerReply, RpcError> {
-        // A send is not idempotent (the model's brokers do not deduplicate
-        // producers): the network duplicates every other request.
-        let duplicable = !matches!(req, BrokerRequest::Send(_));
+        // The network duplicates every request, sends included: the
+        // brokers' producer deduplication drops a send's copies.
         let resource = Resource::Partition(partition.clone());
         let make = || BrokerCall {
             partition: partition.clone(),
             req: req.clone(),
         };
         let tag = Tag::of_broker(partition, &req);
-        self.routed(&resource, make, duplicable, tag).await
+        self.routed(&resource, make, tag).await
     }
 
     async fn sleep_ms(&self, ms: u64) {

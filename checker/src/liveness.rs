@@ -264,9 +264,23 @@ fn notifications(report: &mut LivenessReport, c: &crate::compact::Compact) {
     let Some(healed) = c.events.iter().find(|e| e.kind == "phase_healed") else {
         return;
     };
+    // A stall or a pause may outlast the heal: the cluster is whole only
+    // once the last fault ended (a fault with no recorded end: never).
+    let whole_ns = disturbances(&c.events)
+        .iter()
+        .filter(|d| !d.skew)
+        .map(|d| d.to_ns)
+        .fold(healed.t_ns, u64::max);
+    if whole_ns == u64::MAX {
+        return;
+    }
+    let healed = crate::pending::Healed {
+        healed_ns: healed.t_ns,
+        whole_ns,
+    };
     report
         .findings
-        .extend(crate::pending::judge(c, healed.t_ns, &t));
+        .extend(crate::pending::judge(c, healed, &t));
 }
 
 /// Judges the transactions `owners` (by start_ts) and `events` by the rules.
@@ -331,6 +345,8 @@ struct Disturbance {
     deadly: bool,
     /// The node was frozen or stalled: alive, but unable to act.
     freezes: bool,
+    /// A clock set off for the whole run, not a fault that ends.
+    skew: bool,
 }
 
 /// One write of a primary lock's wall time: when the store wrote it, and
@@ -519,6 +535,7 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
             scope,
             deadly: false,
             freezes: false,
+            skew: false,
         };
         let node = |name: &str| Scope::Node(name.to_string());
         // A stop at a named point names its node, or its client.
@@ -543,7 +560,10 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
                 deadly: true,
                 ..lasting(node(&client_node(c)))
             }),
-            "clock_skew" => u(e, "client").map(|c| lasting(node(&client_node(c)))),
+            "clock_skew" => u(e, "client").map(|c| Disturbance {
+                skew: true,
+                ..lasting(node(&client_node(c)))
+            }),
             "partition" => Some(lasting(Scope::Nodes(partition_nodes(e)))),
             "packet_loss" | "latency" | "duplicate" => Some(Disturbance {
                 to_ns: late_until_ns(&lasting(Scope::Network), e),

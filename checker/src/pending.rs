@@ -16,8 +16,11 @@
 //! writes the store holds counts from its beginning). A change with no
 //! such run is pending until the last moment the history records.
 //!
-//! A change is due at the later of the heal (`phase_healed`) and the time
-//! it could be processed; it must be processed within `scan_interval_ms +
+//! A change is due at the later of the heal (`phase_healed`), the end of
+//! the last fault still in force after it (a client's stall or pause may
+//! outlast the heal), and the time it could be processed; a fault whose
+//! end the history does not record leaves the rule unjudged. It must be
+//! processed within `scan_interval_ms +
 //! observer_run_ms + notify_bound_ms` of that, the thresholds the system
 //! records in its `liveness_thresholds` event. A history without them, or
 //! without the heal, is not judged by this rule. Weak observers (whose
@@ -106,10 +109,18 @@ struct Facts<'c> {
     left: BTreeSet<u32>,
 }
 
-/// `notification_pending` on the history read into `c`, with the heal at
-/// `healed_ns` and thresholds `t`: one finding per observer and cell, its
-/// first change pending past the limit.
-pub(crate) fn judge(c: &Compact, healed_ns: u64, t: &NotifyThresholds) -> Vec<LivenessFinding> {
+/// When the healed phase began, and when the last fault ended (at or
+/// after the heal).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Healed {
+    pub healed_ns: u64,
+    pub whole_ns: u64,
+}
+
+/// `notification_pending` on the history read into `c`, healed as
+/// `healed` says, with thresholds `t`: one finding per observer and cell,
+/// its first change pending past the limit.
+pub(crate) fn judge(c: &Compact, healed: Healed, t: &NotifyThresholds) -> Vec<LivenessFinding> {
     let observed: Vec<(&str, &str)> = c
         .observers
         .iter()
@@ -125,7 +136,7 @@ pub(crate) fn judge(c: &Compact, healed_ns: u64, t: &NotifyThresholds) -> Vec<Li
         let col = c.cell_name(cell).1;
         for &(name, _) in observed.iter().filter(|(_, oc)| *oc == col) {
             let runs = facts.runs.get(&(name, cell)).map_or(&[][..], Vec::as_slice);
-            if let Some(f) = facts.first_late(cell, name, changes, runs, healed_ns, t) {
+            if let Some(f) = facts.first_late(cell, name, changes, runs, healed, t) {
                 out.push(f);
             }
         }
@@ -219,16 +230,16 @@ impl<'c> Facts<'c> {
         name: &str,
         changes: &[Change],
         runs: &[Done],
-        healed_ns: u64,
+        healed: Healed,
         t: &NotifyThresholds,
     ) -> Option<LivenessFinding> {
         let limit_ns = t.limit_ms() * MS;
         changes.iter().find_map(|ch| {
-            let due_ns = healed_ns.max(ch.visible_ns?);
+            let due_ns = healed.whole_ns.max(ch.visible_ns?);
             let run = runs.iter().find(|r| r.start_ts > ch.commit_ts);
             let until_ns = run.map_or(self.end_ns, |r| r.done_ns);
             (until_ns.saturating_sub(due_ns) > limit_ns)
-                .then(|| self.explain(cell, name, ch, run, (healed_ns, due_ns), t))
+                .then(|| self.explain(cell, name, ch, run, (healed, due_ns), t))
         })
     }
 
@@ -240,15 +251,21 @@ impl<'c> Facts<'c> {
         name: &str,
         ch: &Change,
         run: Option<&Done>,
-        (healed_ns, due_ns): (u64, u64),
+        (healed, due_ns): (Healed, u64),
         t: &NotifyThresholds,
     ) -> LivenessFinding {
         let (row, col) = self.c.cell_name(cell);
         let writer = &self.c.txns[ch.writer];
-        let since = if due_ns > healed_ns {
-            format!("{} ms, after the heal at {} ms", due_ns / MS, healed_ns / MS)
+        let healed_ms = healed.healed_ns / MS;
+        let since = if due_ns > healed.whole_ns {
+            format!("{} ms, after the heal at {healed_ms} ms", due_ns / MS)
+        } else if due_ns > healed.healed_ns {
+            format!(
+                "the end of the last fault at {} ms, after the heal at {healed_ms} ms",
+                due_ns / MS
+            )
         } else {
-            format!("the heal at {} ms", healed_ns / MS)
+            format!("the heal at {healed_ms} ms")
         };
         let (pending_ms, end) = match run {
             Some(r) => (

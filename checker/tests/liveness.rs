@@ -392,3 +392,28 @@ fn checking_a_file_with_a_late_notification_exits_3() {
     let (code, text, _) = check_file("notification_processed");
     assert_eq!(code, 0, "{text}");
 }
+
+#[test]
+fn a_stall_outlasting_the_heal_puts_off_when_a_change_is_due() {
+    // Client 3, whose scanners run the observer, stalls from 900 to
+    // 1900 ms: y/v (processed at 2700 ms) and z/v (2800 ms) are due from
+    // 1900 ms, 800 and 900 ms before.
+    let mut h = fixture("notification_pending");
+    let stall = serde_json::json!({"t_ns": 900_000_000, "kind": "stall", "client": 3, "duration_ms": 1000});
+    h.events.insert(1, serde_json::from_value(stall).unwrap());
+    assert!(check_liveness(&h).passed());
+    // Ending at 1100 ms, it leaves both late, y/v from the stall's end.
+    h.events[1].fields.insert("duration_ms".into(), serde_json::json!(200));
+    let r = check_liveness(&h);
+    assert_eq!(named(&r), [1, 3, 2, 4], "{:#?}", r.findings);
+    assert!(
+        r.findings[0]
+            .summary
+            .contains("pending 1600 ms from the end of the last fault at 1100 ms, after the heal at 1000 ms"),
+        "{}",
+        r.findings[0].summary
+    );
+    // A fault with no recorded end leaves the rule unjudged.
+    h.events[1].fields.remove("duration_ms");
+    assert!(check_liveness(&h).passed());
+}

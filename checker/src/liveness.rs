@@ -278,9 +278,7 @@ fn notifications(report: &mut LivenessReport, c: &crate::compact::Compact) {
         healed_ns: healed.t_ns,
         whole_ns,
     };
-    report
-        .findings
-        .extend(crate::pending::judge(c, healed, &t));
+    report.findings.extend(crate::pending::judge(c, healed, &t));
 }
 
 /// Judges the transactions `owners` (by start_ts) and `events` by the rules.

@@ -166,7 +166,9 @@ impl<'c> Facts<'c> {
         };
         for (i, txn) in c.txns.iter().enumerate() {
             let ends = [Some(txn.invoke_ns), txn.complete_ns()];
-            facts.end_ns = facts.end_ns.max(ends.into_iter().flatten().max().unwrap_or(0));
+            facts.end_ns = facts
+                .end_ns
+                .max(ends.into_iter().flatten().max().unwrap_or(0));
             let written = c.ops(i).iter().filter(|o| o.kind != OpKind::Read);
             let mut in_store = false;
             for op in written {

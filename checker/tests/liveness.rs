@@ -321,12 +321,20 @@ fn a_notification_pending_past_the_bound_after_the_heal_trips_the_rule() {
 fn notifications_processed_in_time_set_late_or_of_unknown_time_do_not_trip_it() {
     let r = judge("notification_processed");
     assert!(r.passed(), "{:#?}", r.findings);
-    assert!(r.render_text().contains("notifications: scan_interval 40 ms"));
+    assert!(
+        r.render_text()
+            .contains("notifications: scan_interval 40 ms")
+    );
     // One millisecond less of slack and a/v, processed exactly 1500 ms
     // after the heal, is late.
     let mut h = fixture("notification_processed");
-    for e in h.events.iter_mut().filter(|e| e.kind == "liveness_thresholds") {
-        e.fields.insert("notify_bound_ms".into(), serde_json::json!(459));
+    for e in h
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == "liveness_thresholds")
+    {
+        e.fields
+            .insert("notify_bound_ms".into(), serde_json::json!(459));
     }
     let r = check_liveness(&h);
     assert_eq!(named(&r), [1, 2], "{:#?}", r.findings);
@@ -351,7 +359,9 @@ fn notifications_processed_in_time_set_late_or_of_unknown_time_do_not_trip_it() 
 fn a_notification_never_processed_is_pending_to_the_end_of_the_history() {
     let mut h = fixture("notification_pending");
     h.transactions.retain(|t| t.id != 3);
-    h.final_state.cells.retain(|c| c.col != "v:ack:summer" || c.row != "y");
+    h.final_state
+        .cells
+        .retain(|c| c.col != "v:ack:summer" || c.row != "y");
     h.final_state.notify.push(percsim_checker::CellRef {
         row: "y".into(),
         col: "v".into(),
@@ -388,7 +398,10 @@ fn checking_a_file_with_a_late_notification_exits_3() {
     assert_eq!(code, 3, "{text}");
     assert!(text.contains("liveness notification_pending: "), "{text}");
     assert_eq!(json["passed"], true, "the safety rules hold");
-    assert_eq!(json["liveness"]["thresholds"]["notify"]["observer_run_ms"], 1000);
+    assert_eq!(
+        json["liveness"]["thresholds"]["notify"]["observer_run_ms"],
+        1000
+    );
     let (code, text, _) = check_file("notification_processed");
     assert_eq!(code, 0, "{text}");
 }
@@ -399,17 +412,20 @@ fn a_stall_outlasting_the_heal_puts_off_when_a_change_is_due() {
     // 1900 ms: y/v (processed at 2700 ms) and z/v (2800 ms) are due from
     // 1900 ms, 800 and 900 ms before.
     let mut h = fixture("notification_pending");
-    let stall = serde_json::json!({"t_ns": 900_000_000, "kind": "stall", "client": 3, "duration_ms": 1000});
+    let stall =
+        serde_json::json!({"t_ns": 900_000_000, "kind": "stall", "client": 3, "duration_ms": 1000});
     h.events.insert(1, serde_json::from_value(stall).unwrap());
     assert!(check_liveness(&h).passed());
     // Ending at 1100 ms, it leaves both late, y/v from the stall's end.
-    h.events[1].fields.insert("duration_ms".into(), serde_json::json!(200));
+    h.events[1]
+        .fields
+        .insert("duration_ms".into(), serde_json::json!(200));
     let r = check_liveness(&h);
     assert_eq!(named(&r), [1, 3, 2, 4], "{:#?}", r.findings);
     assert!(
-        r.findings[0]
-            .summary
-            .contains("pending 1600 ms from the end of the last fault at 1100 ms, after the heal at 1000 ms"),
+        r.findings[0].summary.contains(
+            "pending 1600 ms from the end of the last fault at 1100 ms, after the heal at 1000 ms"
+        ),
         "{}",
         r.findings[0].summary
     );

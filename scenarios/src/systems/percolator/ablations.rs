@@ -115,8 +115,7 @@ pub fn measure_range(
     stop: bool,
 ) -> KillRow {
     let mix = mix(ablation);
-    let (mut results, wall) =
-        until_failure((&mix, ablation), (first_seed, budget), jobs, stop);
+    let (mut results, wall) = until_failure((&mix, ablation), (first_seed, budget), jobs, stop);
     let first = results.iter().find(|r| catches(ablation, r)).cloned();
     let safety_in = |rs: &[SeedResult]| rs.iter().filter(|r| r.verdict == Verdict::Safety).count();
     // Without a stop every seed ran: a false alarm after the first failure counts.
@@ -127,7 +126,11 @@ pub fn measure_range(
     if let Some(f) = &first {
         results.retain(|r| r.seed <= f.seed);
     }
-    let safety_failures = if stop { safety_in(&results) } else { every_safety } as u64;
+    let safety_failures = if stop {
+        safety_in(&results)
+    } else {
+        every_safety
+    } as u64;
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
         (a + r.aborted, f + r.aborted + r.committed)
     });
@@ -335,7 +338,12 @@ impl RangedRow {
 /// Measure `ablation` over `ranges` disjoint ranges of `budget` seeds each
 /// (range `r` is seeds `r * budget..(r + 1) * budget`), each until its
 /// first catch (the faithful protocol runs every seed).
-pub fn measure_ranges(ablation: Option<Ablation>, ranges: u64, budget: u64, jobs: usize) -> RangedRow {
+pub fn measure_ranges(
+    ablation: Option<Ablation>,
+    ranges: u64,
+    budget: u64,
+    jobs: usize,
+) -> RangedRow {
     let rows = (0..ranges)
         .map(|r| measure_range(ablation, (r * budget, budget), jobs, 0, ablation.is_some()))
         .collect();
@@ -375,7 +383,11 @@ pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
             r.rows.len(),
             show(r.median()),
             show(r.max()),
-            if rules.is_empty() { "-".to_string() } else { rules.join("; ") },
+            if rules.is_empty() {
+                "-".to_string()
+            } else {
+                rules.join("; ")
+            },
         );
     }
     o
@@ -389,7 +401,11 @@ fn ranged_table(chosen: &[Ablation], ranges: u64, budget: u64, jobs: usize) -> i
     let mut rows = vec![measure_ranges(None, ranges, budget, jobs)];
     for a in chosen {
         let row = measure_ranges(Some(*a), ranges, budget, jobs);
-        eprintln!("{}: seeds to the first catch per range {:?}", a.name(), row.catches());
+        eprintln!(
+            "{}: seeds to the first catch per range {:?}",
+            a.name(),
+            row.catches()
+        );
         rows.push(row);
     }
     print!("{}", render_ranges(&rows, budget));

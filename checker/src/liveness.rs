@@ -13,7 +13,7 @@
 //! |----|----------------|
 //! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) whose wall time, as the store holds it, was stamped less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale (the store held it unrefreshed for at least `lock_ttl_ms - bound_ms`) |
 //! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service (a network fault, a freeze, or the liveness service's death: the reader then waits out the lock's own TTL) |
-//! | `notification_pending` | a change to an observed cell is processed by a committed run of each of its observers within `scan_interval_ms + observer_run_ms + notify_bound_ms` of the heal or of its commit, whichever is later (see [`crate::pending`]) |
+//! | `notification_pending` | a change to an observed cell is processed by a committed run of each of its observers within `scan_interval_ms + observer_run_ms + notify_bound_ms` of the heal, of the end of the last fault in force after it, or of its commit, whichever is latest (see `pending.rs`) |
 //!
 //! A primary's freshness is the wall time its owner stamped into the lock
 //! (`stamped_ms` of `primary_refreshed`), not when the store wrote it: a

@@ -59,6 +59,7 @@ mod notifications;
 mod observer_once;
 mod observers;
 mod parse;
+mod pending;
 mod reader;
 mod report;
 mod rules;
@@ -80,7 +81,7 @@ pub use history::*;
 pub use identity::{ClassOf, Named, RuleOf};
 pub use liveness::{
     LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, LockThresholds,
-    check_liveness,
+    NotifyThresholds, check_liveness,
 };
 pub use model::{Model, ModelSource, UnknownModel};
 pub use parse::{HistoryError, parse};

@@ -13,6 +13,7 @@
 //! |----|----------------|
 //! | `live_owner_rolled_back` | no other client rolls back the primary of a live owner (process running, session valid, transaction not finished) whose wall time, as the store holds it, was stamped less than `lock_ttl_ms - bound_ms` before, nor, when no fault touched the owner's refresh path, one the owner let go stale (the store held it unrefreshed for at least `lock_ttl_ms - bound_ms`) |
 //! | `dead_owner_blocks` | no reader backs off from a lock whose owner died (killed, session expired or forgotten) more than `session_ttl_ms + bound_ms` before, unless a fault touched the reader's path to the liveness service (a network fault, a freeze, or the liveness service's death: the reader then waits out the lock's own TTL) |
+//! | `notification_pending` | a change to an observed cell is processed by a committed run of each of its observers within `scan_interval_ms + observer_run_ms + notify_bound_ms` of the heal, of the end of the last fault in force after it, or of its commit, whichever is latest (see `pending.rs`) |
 //!
 //! A primary's freshness is the wall time its owner stamped into the lock
 //! (`stamped_ms` of `primary_refreshed`), not when the store wrote it: a
@@ -26,6 +27,7 @@
 //! the client's sessions before then did not end this one.
 
 use crate::history::{Event, History, Outcome};
+pub use crate::pending::NotifyThresholds;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -39,14 +41,17 @@ pub enum LivenessRule {
     DeadOwnerBlocks,
     /// A dead client's stream transaction stayed open past its timeout.
     DeadClientTxnOpen,
+    /// A notification stayed pending past a bound after the heal.
+    NotificationPending,
 }
 
 impl LivenessRule {
     /// Every rule, in report order.
-    pub const ALL: [LivenessRule; 3] = [
+    pub const ALL: [LivenessRule; 4] = [
         LivenessRule::LiveOwnerRolledBack,
         LivenessRule::DeadOwnerBlocks,
         LivenessRule::DeadClientTxnOpen,
+        LivenessRule::NotificationPending,
     ];
 
     /// The rule's stable snake_case id.
@@ -55,6 +60,7 @@ impl LivenessRule {
             LivenessRule::LiveOwnerRolledBack => "live_owner_rolled_back",
             LivenessRule::DeadOwnerBlocks => "dead_owner_blocks",
             LivenessRule::DeadClientTxnOpen => "dead_client_txn_open",
+            LivenessRule::NotificationPending => "notification_pending",
         }
     }
 
@@ -69,6 +75,9 @@ impl LivenessRule {
             }
             LivenessRule::DeadClientTxnOpen => {
                 "a dead client's transaction is ended by its coordinator within its timeout plus a bound"
+            }
+            LivenessRule::NotificationPending => {
+                "a change to an observed cell is processed by its observers within a bound of the heal"
             }
         }
     }
@@ -140,15 +149,23 @@ pub struct LockThresholds {
     pub session_ttl_ms: u64,
     /// Slack on top of either TTL: network delay and the time to act.
     pub bound_ms: u64,
+    /// The thresholds of `notification_pending`, when the producer
+    /// recorded them (else that rule is not judged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifyThresholds>,
 }
 
 impl LockThresholds {
     /// The thresholds in one line, as printed under the seed.
     pub fn line(&self) -> String {
+        let notify = self.notify.map_or_else(
+            || "notifications not judged (no thresholds recorded)".to_string(),
+            |n| format!("notifications: {}", n.line()),
+        );
         format!(
             "liveness thresholds: lock_ttl {} ms, session_ttl {} ms, bound {} ms \
              (a live owner's primary refreshed within {} ms is not rolled back; \
-             a dead owner's lock blocks no reader more than {} ms after its death)",
+             a dead owner's lock blocks no reader more than {} ms after its death); {notify}",
             self.lock_ttl_ms,
             self.session_ttl_ms,
             self.bound_ms,
@@ -209,7 +226,12 @@ pub fn check_liveness(history: &History) -> LivenessReport {
         };
         (t.start_ts, o)
     });
-    judge(owners.collect(), &history.events)
+    let mut report = judge(owners.collect(), &history.events);
+    // Only a history with observers has notifications to judge.
+    if history.observers.iter().any(|d| !d.weak) {
+        notifications(&mut report, &crate::compact::Compact::from_history(history));
+    }
+    report
 }
 
 /// Judges the history read into `c` by the liveness rules (the same
@@ -224,7 +246,39 @@ pub(crate) fn check_liveness_compact(c: &crate::compact::Compact) -> LivenessRep
         };
         (t.start_ts, o)
     });
-    judge(owners.collect(), &c.events)
+    let mut report = judge(owners.collect(), &c.events);
+    notifications(&mut report, c);
+    report
+}
+
+/// Adds the findings of `notification_pending` on the history read into
+/// `c` to `report`, when the history records the rule's thresholds and
+/// the heal.
+fn notifications(report: &mut LivenessReport, c: &crate::compact::Compact) {
+    let Some(LivenessThresholds::Locks(LockThresholds {
+        notify: Some(t), ..
+    })) = report.thresholds
+    else {
+        return;
+    };
+    let Some(healed) = c.events.iter().find(|e| e.kind == "phase_healed") else {
+        return;
+    };
+    // A stall or a pause may outlast the heal: the cluster is whole only
+    // once the last fault ended (a fault with no recorded end: never).
+    let whole_ns = disturbances(&c.events)
+        .iter()
+        .filter(|d| !d.skew)
+        .map(|d| d.to_ns)
+        .fold(healed.t_ns, u64::max);
+    if whole_ns == u64::MAX {
+        return;
+    }
+    let healed = crate::pending::Healed {
+        healed_ns: healed.t_ns,
+        whole_ns,
+    };
+    report.findings.extend(crate::pending::judge(c, healed, &t));
 }
 
 /// Judges the transactions `owners` (by start_ts) and `events` by the rules.
@@ -251,6 +305,7 @@ fn thresholds(events: &[Event]) -> Option<LockThresholds> {
         lock_ttl_ms: u(e, "lock_ttl_ms")?,
         session_ttl_ms: u(e, "session_ttl_ms")?,
         bound_ms: u(e, "bound_ms")?,
+        notify: NotifyThresholds::of(e),
     })
 }
 
@@ -288,6 +343,8 @@ struct Disturbance {
     deadly: bool,
     /// The node was frozen or stalled: alive, but unable to act.
     freezes: bool,
+    /// A clock set off for the whole run, not a fault that ends.
+    skew: bool,
 }
 
 /// One write of a primary lock's wall time: when the store wrote it, and
@@ -476,6 +533,7 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
             scope,
             deadly: false,
             freezes: false,
+            skew: false,
         };
         let node = |name: &str| Scope::Node(name.to_string());
         // A stop at a named point names its node, or its client.
@@ -500,7 +558,10 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
                 deadly: true,
                 ..lasting(node(&client_node(c)))
             }),
-            "clock_skew" => u(e, "client").map(|c| lasting(node(&client_node(c)))),
+            "clock_skew" => u(e, "client").map(|c| Disturbance {
+                skew: true,
+                ..lasting(node(&client_node(c)))
+            }),
             "partition" => Some(lasting(Scope::Nodes(partition_nodes(e)))),
             "packet_loss" | "latency" | "duplicate" => Some(Disturbance {
                 to_ns: late_until_ns(&lasting(Scope::Network), e),

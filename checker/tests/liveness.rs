@@ -274,3 +274,162 @@ fn a_dead_master_touches_the_refresh_path_but_another_node_does_not() {
     assert_eq!(named(&with_fault("master")), [1]);
     assert_eq!(named(&with_fault("oracle")), [1, 2]);
 }
+
+/// The fixture `name` of `tests/fixtures/liveness/`, parsed.
+fn fixture(name: &str) -> percsim_checker::History {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/liveness/{name}.json"));
+    parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_notification_pending_past_the_bound_after_the_heal_trips_the_rule() {
+    let r = judge("notification_pending");
+    let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, [LivenessRule::NotificationPending; 2], "{r:#?}");
+    assert_eq!(named(&r), [1, 3, 2, 4]);
+    let y = &r.findings[0].summary;
+    for part in [
+        "the notification of y/v for observer \"summer\", set by T1 (start_ts 10, committed at 11, known committed at 800 ms)",
+        "was pending 1700 ms from the heal at 1000 ms",
+        "processed only by T3 (start_ts 30), known committed at 2700 ms",
+        "past scan_interval + observer_run + notify_bound = 40 + 1000 + 460 = 1500 ms",
+    ] {
+        assert!(y.contains(part), "{part}: {y}");
+    }
+    // z/v's writer never learnt its outcome: the change is due from its
+    // roll-forward at 1200 ms, after the heal.
+    let z = &r.findings[1].summary;
+    assert!(
+        z.contains("known committed at 1200 ms), was pending 1600 ms from 1200 ms, after the heal at 1000 ms"),
+        "{z}"
+    );
+    let text = r.render_text();
+    assert!(
+        text.contains(
+            "notifications: scan_interval 40 ms, observer_run 1000 ms, notify_bound 460 ms"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("liveness notification_pending: the notification of y/v"),
+        "{text}"
+    );
+}
+
+#[test]
+fn notifications_processed_in_time_set_late_or_of_unknown_time_do_not_trip_it() {
+    let r = judge("notification_processed");
+    assert!(r.passed(), "{:#?}", r.findings);
+    assert!(
+        r.render_text()
+            .contains("notifications: scan_interval 40 ms")
+    );
+    // One millisecond less of slack and a/v, processed exactly 1500 ms
+    // after the heal, is late.
+    let mut h = fixture("notification_processed");
+    for e in h
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == "liveness_thresholds")
+    {
+        e.fields
+            .insert("notify_bound_ms".into(), serde_json::json!(459));
+    }
+    let r = check_liveness(&h);
+    assert_eq!(named(&r), [1, 2], "{:#?}", r.findings);
+    // b/v counts from its commit at 3000 ms: judged from the heal, its
+    // 3400 ms would be late.
+    let mut h = fixture("notification_processed");
+    h.transactions[2].complete_ns = Some(900_000_000);
+    h.transactions[2].invoke_ns = 800_000_000;
+    assert_eq!(named(&check_liveness(&h)), [3, 4]);
+    // c/v's change, processed at 6200 ms, is judged only once a cleanup
+    // says when it was rolled forward (4600 ms: 1600 ms before).
+    let mut h = fixture("notification_processed");
+    h.transactions[5].complete_ns = Some(6_200_000_000);
+    assert!(check_liveness(&h).passed());
+    let rolled = serde_json::json!({"t_ns": 4_600_000_000u64, "kind": "roll_forward",
+        "start_ts": 50, "row": "c", "col": "v", "by_client": 3, "suspicion": "token_gone"});
+    h.events.push(serde_json::from_value(rolled).unwrap());
+    assert_eq!(named(&check_liveness(&h)), [5, 6]);
+}
+
+#[test]
+fn a_notification_never_processed_is_pending_to_the_end_of_the_history() {
+    let mut h = fixture("notification_pending");
+    h.transactions.retain(|t| t.id != 3);
+    h.final_state
+        .cells
+        .retain(|c| c.col != "v:ack:summer" || c.row != "y");
+    h.final_state.notify.push(percsim_checker::CellRef {
+        row: "y".into(),
+        col: "v".into(),
+    });
+    let r = check_liveness(&h);
+    assert_eq!(named(&r), [1, 2, 4], "{:#?}", r.findings);
+    let y = &r.findings[0].summary;
+    assert!(
+        y.contains("was pending 1800 ms from the heal at 1000 ms: no committed run of the observer started after it, up to the end of the history at 2800 ms (its notify entry is still in the store)"),
+        "{y}"
+    );
+}
+
+#[test]
+fn notifications_are_not_judged_without_their_thresholds_or_the_heal() {
+    let r = check_liveness(&without_field("notification_pending", "observer_run_ms"));
+    assert!(r.passed() && r.thresholds.is_some(), "{:#?}", r.findings);
+    assert!(
+        r.render_text()
+            .contains("notifications not judged (no thresholds recorded)")
+    );
+    let mut h = fixture("notification_pending");
+    h.events.retain(|e| e.kind != "phase_healed");
+    assert!(check_liveness(&h).passed());
+    // A weak observer's notifications are set without a write: not judged.
+    let mut h = fixture("notification_pending");
+    h.observers[0].weak = true;
+    assert!(check_liveness(&h).passed());
+}
+
+#[test]
+fn checking_a_file_with_a_late_notification_exits_3() {
+    let (code, text, json) = check_file("notification_pending");
+    assert_eq!(code, 3, "{text}");
+    assert!(text.contains("liveness notification_pending: "), "{text}");
+    assert_eq!(json["passed"], true, "the safety rules hold");
+    assert_eq!(
+        json["liveness"]["thresholds"]["notify"]["observer_run_ms"],
+        1000
+    );
+    let (code, text, _) = check_file("notification_processed");
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn a_stall_outlasting_the_heal_puts_off_when_a_change_is_due() {
+    // Client 3, whose scanners run the observer, stalls from 900 to
+    // 1900 ms: y/v (processed at 2700 ms) and z/v (2800 ms) are due from
+    // 1900 ms, 800 and 900 ms before.
+    let mut h = fixture("notification_pending");
+    let stall =
+        serde_json::json!({"t_ns": 900_000_000, "kind": "stall", "client": 3, "duration_ms": 1000});
+    h.events.insert(1, serde_json::from_value(stall).unwrap());
+    assert!(check_liveness(&h).passed());
+    // Ending at 1100 ms, it leaves both late, y/v from the stall's end.
+    h.events[1]
+        .fields
+        .insert("duration_ms".into(), serde_json::json!(200));
+    let r = check_liveness(&h);
+    assert_eq!(named(&r), [1, 3, 2, 4], "{:#?}", r.findings);
+    assert!(
+        r.findings[0].summary.contains(
+            "pending 1600 ms from the end of the last fault at 1100 ms, after the heal at 1000 ms"
+        ),
+        "{}",
+        r.findings[0].summary
+    );
+    // A fault with no recorded end leaves the rule unjudged.
+    h.events[1].fields.remove("duration_ms");
+    assert!(check_liveness(&h).passed());
+}

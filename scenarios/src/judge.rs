@@ -334,7 +334,17 @@ pub fn verdict_of(
     } else if let Some(l) = &s.liveness_failure {
         result.verdict = Verdict::Liveness;
         let text = render(report.as_ref(), stream_report.as_ref());
-        result.explanation = Some(format!("liveness: {l}\n\n{text}"));
+        // The liveness rules say what stayed undone, and since when.
+        let rules = match liveness.as_ref().filter(|l| !l.passed()) {
+            Some(live) => {
+                let names = live.findings.iter().map(|f| f.rule.name().to_string());
+                result.violated_rules.extend(names);
+                result.violated_rules.dedup();
+                format!("{}\n", live.render_text())
+            }
+            None => String::new(),
+        };
+        result.explanation = Some(format!("liveness: {l}\n\n{rules}{text}"));
     } else if let Some(live) = liveness.as_ref().filter(|l| !l.passed()) {
         result.verdict = Verdict::Liveness;
         result

@@ -3,7 +3,8 @@
 //! build and fail with a liveness verdict (exit 3) under the planted bug
 //! they name; the refresh setting is validated. A Pulsar coordinator that
 //! never times out a dead client's transaction is a `dead_client_txn_open`
-//! finding.
+//! finding. Observers that never run leave notifications pending past
+//! the bound (`notification_pending`).
 
 use percsim_scenarios::campaign::Verdict;
 use percsim_scenarios::fuzz;
@@ -149,4 +150,49 @@ fn a_coordinator_that_never_times_out_a_dead_clients_transaction_is_caught() {
         "{}",
         f.summary
     );
+}
+
+/// The paper's pipeline on a small cluster without faults, with
+/// `scanners` notify scanners per client and 8 s of healed phase.
+fn pipeline(scanners: u64) -> Value {
+    json!({
+        "format": "percsim-scenario/2",
+        "system": "percolator",
+        "seed": 5,
+        "description": "the indexing pipeline, its observers run by the notify scanners",
+        "world": {"run_ms": 2000, "quiesce_ms": 8000},
+        "percolator": {"clients": 2, "workers_per_client": 1, "scanners_per_client": scanners},
+        "workload": {"name": "pipeline", "documents": 4, "contents": 2}
+    })
+}
+
+/// With scanners, every notification is processed in time; with none,
+/// no observer ever runs: a liveness failure (exit 3) whose explanation
+/// names a notification pending past the bound, the rule and its
+/// thresholds.
+#[test]
+fn observers_that_never_run_leave_notifications_pending_past_the_bound() {
+    let faithful = judge(pipeline(2));
+    assert_eq!(
+        faithful.verdict,
+        Verdict::Pass,
+        "{:?}",
+        faithful.explanation
+    );
+    let r = judge(pipeline(0));
+    let text = r.explanation.clone().unwrap_or_default();
+    assert_eq!(r.verdict, Verdict::Liveness, "{text}");
+    assert_eq!(r.verdict.exit_code(), 3);
+    assert!(
+        r.violated_rules.iter().any(|x| x == "notification_pending"),
+        "{:?}",
+        r.violated_rules
+    );
+    for part in [
+        "liveness notification_pending: the notification of ",
+        "no committed run of the observer started after it",
+        "notifications: scan_interval 40 ms, observer_run ",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
 }

@@ -113,6 +113,12 @@ pub struct PercolatorConfig {
     /// died, and a primary refreshed less than `client.lock_ttl_ms` minus
     /// this before must not be rolled back while its owner lives.
     pub liveness_bound_ms: u64,
+    /// The slack the liveness rule on notifications allows on top of a
+    /// scanner's interval and one observer run's longest time: once the
+    /// healed phase began, a change to an observed cell must be processed
+    /// within the three of them (several dirty cells in a scanner's way,
+    /// round trips).
+    pub notify_bound_ms: u64,
     /// The oracle persists ranges of this many timestamps.
     pub oracle_range: u64,
     /// The master pings tablet servers this often.
@@ -152,6 +158,7 @@ impl Default for PercolatorConfig {
             rpc_attempts: 4,
             session_ttl_ms: 1_000,
             liveness_bound_ms: 200,
+            notify_bound_ms: 2_000,
             oracle_range: 1_000,
             heartbeat_ms: 100,
             heartbeat_misses: 3,

@@ -78,6 +78,9 @@ impl System for Percolator {
                 "lock_ttl_ms": cfg.client.lock_ttl_ms,
                 "session_ttl_ms": cfg.session_ttl_ms,
                 "bound_ms": cfg.liveness_bound_ms,
+                "scan_interval_ms": nodes::client::SCAN_INTERVAL_MS,
+                "observer_run_ms": observer_run_ms(cfg, &self.world),
+                "notify_bound_ms": cfg.notify_bound_ms,
             }),
         );
         Arc::new(Installed {
@@ -100,6 +103,16 @@ impl System for Percolator {
             program,
         })
     }
+}
+
+/// The longest one observer run may take once the faults are healed: a
+/// wait on the lock of an owner that died (its lock's or its session's
+/// TTL, the longer), one row request's attempts each waiting out the
+/// RPC time-out, and the scanner's longest backoff after a failed run.
+fn observer_run_ms(cfg: &PercolatorConfig, world: &WorldConfig) -> u64 {
+    let lock_wait_ms = cfg.client.lock_ttl_ms.max(cfg.session_ttl_ms);
+    let rpc_ms = world.rpc_timeout_ms * u64::from(cfg.rpc_attempts);
+    lock_wait_ms + rpc_ms + nodes::client::OBSERVER_BACKOFF_MAX_MS
 }
 
 /// A node of `cluster` with `role`, as the world starts it.

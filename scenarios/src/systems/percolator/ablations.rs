@@ -1,7 +1,10 @@
 //! Percolator's kill table: for each ablation, run the default campaign until the
 //! first failure or a seed budget, and report whether (and how fast) the
 //! checker caught it. Without any ablation the same budget must show no
-//! failure.
+//! failure. A safety ablation is caught only by a safety verdict, a
+//! liveness-only one only by a liveness verdict. With `--ranges`, each
+//! ablation runs over that many disjoint seed ranges, each until its first
+//! catch, and the table gives the median and maximum seeds to it.
 
 use crate::campaign::{self, Mix, SeedResult, Verdict};
 use crate::judge::judge;
@@ -33,13 +36,28 @@ pub struct KillRow {
     /// Owners that found themselves rolled back by another's cleanup, per
     /// thousand finished transactions (the liveness cost of stale-lock rules).
     pub rolled_back_per_mille: f64,
+    /// Seeds with a safety verdict among those run (for a liveness-only
+    /// ablation, a false alarm).
+    pub safety_failures: u64,
 }
 
-/// Run seeds `0..budget` of `mix` with `jobs` threads until the first
-/// failure; returns the per-seed results run so far, by seed.
+/// Whether `r` catches `ablation`: a safety ablation only by a safety
+/// verdict, a liveness-only one only by a liveness verdict; for the
+/// faithful protocol (`None`), any verdict but a pass is a failure.
+fn catches(ablation: Option<Ablation>, r: &SeedResult) -> bool {
+    match ablation {
+        Some(a) if a.is_safety() => r.verdict == Verdict::Safety,
+        Some(_) => r.verdict == Verdict::Liveness,
+        None => r.verdict != Verdict::Pass,
+    }
+}
+
+/// Run seeds `first..first + budget` of `mix` with `jobs` threads, until
+/// the first that catches `ablation` when `stop_at_failure`; returns the
+/// per-seed results run so far, by seed.
 fn until_failure(
-    mix: &Mix,
-    budget: u64,
+    (mix, ablation): (&Mix, Option<Ablation>),
+    (first, budget): (u64, u64),
     jobs: usize,
     stop_at_failure: bool,
 ) -> (Vec<SeedResult>, Duration) {
@@ -49,11 +67,11 @@ fn until_failure(
     crate::pool::for_each(
         jobs,
         budget,
-        |seed| !(stop_at_failure && seed > first_fail.load(Ordering::Relaxed)),
-        |seed| judge(&campaign::generate(seed, mix), false).result,
-        |seed, r| {
-            if r.verdict == Verdict::Safety {
-                first_fail.fetch_min(seed, Ordering::Relaxed);
+        |i| !(stop_at_failure && i > first_fail.load(Ordering::Relaxed)),
+        |i| judge(&campaign::generate(first + i, mix), false).result,
+        |i, r| {
+            if catches(ablation, &r) {
+                first_fail.fetch_min(i, Ordering::Relaxed);
             }
             results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
         },
@@ -63,37 +81,56 @@ fn until_failure(
     (results, started.elapsed())
 }
 
-/// Measure one ablation (or the baseline with `None`).
+/// The mix of the default campaign with `ablation` switched on.
+fn mix(ablation: Option<Ablation>) -> Mix {
+    Mix {
+        systems: vec![super::NAME.to_string()],
+        ablations: ablation
+            .map(|a| vec![a.name().to_string()])
+            .unwrap_or_default(),
+        ..Mix::default()
+    }
+}
+
+/// Measure one ablation (or the baseline with `None`) over seeds
+/// `0..budget`; a liveness-only ablation runs them all (every one may
+/// raise a false safety alarm).
 pub fn measure(
     ablation: Option<Ablation>,
     budget: u64,
     jobs: usize,
     shrink_budget: usize,
 ) -> KillRow {
-    let mix = Mix {
-        systems: vec![super::NAME.to_string()],
-        ablations: ablation
-            .map(|a| vec![a.name().to_string()])
-            .unwrap_or_default(),
-        ..Mix::default()
-    };
     let stop = ablation.is_some_and(|a| a.is_safety());
-    let (mut results, wall) = until_failure(&mix, budget, jobs, stop);
-    // A safety ablation is caught only by a safety verdict; for the others
-    // (and the baseline) any failure counts.
-    let first = results
-        .iter()
-        .find(|r| match ablation {
-            Some(a) if a.is_safety() => r.verdict == Verdict::Safety,
-            _ => r.verdict != Verdict::Pass,
-        })
-        .cloned();
+    measure_range(ablation, (0, budget), jobs, shrink_budget, stop)
+}
+
+/// [`measure`] over seeds `first..first + budget`, stopping at the first
+/// catch when `stop`; its seeds to the first failure count from `first`.
+pub fn measure_range(
+    ablation: Option<Ablation>,
+    (first_seed, budget): (u64, u64),
+    jobs: usize,
+    shrink_budget: usize,
+    stop: bool,
+) -> KillRow {
+    let mix = mix(ablation);
+    let (mut results, wall) = until_failure((&mix, ablation), (first_seed, budget), jobs, stop);
+    let first = results.iter().find(|r| catches(ablation, r)).cloned();
+    let safety_in = |rs: &[SeedResult]| rs.iter().filter(|r| r.verdict == Verdict::Safety).count();
+    // Without a stop every seed ran: a false alarm after the first failure counts.
+    let every_safety = safety_in(&results);
     // The seeds up to the first failure, and no more: the threads may have
     // run a few seeds past it before they stopped, how many depends on
     // timing, and the row's rates must not.
     if let Some(f) = &first {
         results.retain(|r| r.seed <= f.seed);
     }
+    let safety_failures = if stop {
+        safety_in(&results)
+    } else {
+        every_safety
+    } as u64;
     let (aborted, finished) = results.iter().fold((0, 0), |(a, f), r| {
         (a + r.aborted, f + r.aborted + r.committed)
     });
@@ -106,10 +143,27 @@ pub fn measure(
                 .unwrap_or(0)
         })
         .sum();
-    let crashes = |f: &PointFault| matches!(f.fault, PointAction::Crash { .. });
-    let shrunk = match (&first, shrink_budget) {
+    let shrunk = shrink(first.as_ref(), &mix, shrink_budget);
+    KillRow {
+        ablation,
+        seeds: results.len() as u64,
+        seeds_to_failure: first.as_ref().map(|f| f.seed - first_seed + 1),
+        first_failure: first,
+        wall,
+        shrunk,
+        abort_rate: aborted as f64 / finished.max(1) as f64,
+        rolled_back_per_mille: 1000.0 * rolled_back as f64 / finished.max(1) as f64,
+        safety_failures,
+    }
+}
+
+/// The first failure `first` shrunk with at most `budget` runs, described
+/// (workload, clients x workers, workload-phase length, fault classes on).
+fn shrink(first: Option<&SeedResult>, mix: &Mix, budget: usize) -> Option<String> {
+    match (first, budget) {
         (Some(f), b) if b > 0 => {
-            let (s, runs) = campaign::shrink(&super::PERCOLATOR, f.seed, &mix, f, b);
+            let crashes = |f: &PointFault| matches!(f.fault, PointAction::Crash { .. });
+            let (s, runs) = campaign::shrink(&super::PERCOLATOR, f.seed, mix, f, b);
             let p = super::PercolatorSpec::of(&s)
                 .expect("Percolator's campaign makes Percolator scenarios");
             let (c, w) = (&p.cluster, &s.world);
@@ -127,16 +181,6 @@ pub fn measure(
             ))
         }
         _ => None,
-    };
-    KillRow {
-        ablation,
-        seeds: results.len() as u64,
-        seeds_to_failure: first.as_ref().map(|f| f.seed + 1),
-        first_failure: first,
-        wall,
-        shrunk,
-        abort_rate: aborted as f64 / finished.max(1) as f64,
-        rolled_back_per_mille: 1000.0 * rolled_back as f64 / finished.max(1) as f64,
     }
 }
 
@@ -199,6 +243,15 @@ pub fn kill_table(opts: &crate::system::KillTable) -> Result<i32, String> {
         chosen = applicable();
     }
     let (budget, jobs) = (opts.budget, opts.jobs.max(1));
+    if opts.budget == 0 || opts.ranges == 0 {
+        return Err(format!(
+            "--budget {} --ranges {}: Percolator's kill table needs at least one range of at least one seed",
+            opts.budget, opts.ranges
+        ));
+    }
+    if opts.ranges > 1 {
+        return Ok(ranged_table(&chosen, opts.ranges, budget, jobs));
+    }
     let mut rows = vec![measure(None, budget, jobs, 0)];
     eprintln!(
         "baseline: {} seeds, {} failures",
@@ -231,10 +284,198 @@ fn table_passed(rows: &[KillRow]) -> bool {
         .iter()
         .skip(1)
         .all(|r| liveness(&r) || r.first_failure.is_some());
-    let no_false_alarm = rows.iter().skip(1).filter(liveness).all(|r| {
-        r.first_failure
-            .as_ref()
-            .is_none_or(|f| f.violated_rules.is_empty())
-    });
+    let no_false_alarm = rows
+        .iter()
+        .skip(1)
+        .filter(liveness)
+        .all(|r| r.safety_failures == 0);
     baseline_clean && all_caught && no_false_alarm
+}
+
+/// One ablation (or the baseline) measured over disjoint seed ranges.
+#[derive(Debug, Clone)]
+pub struct RangedRow {
+    /// The ablation (`None`: the faithful protocol).
+    pub ablation: Option<Ablation>,
+    /// Each range's row, in range order.
+    pub rows: Vec<KillRow>,
+}
+
+impl RangedRow {
+    /// Seeds to the first catch of each range (`None`: none in it), in
+    /// range order.
+    pub fn catches(&self) -> Vec<Option<u64>> {
+        self.rows.iter().map(|r| r.seeds_to_failure).collect()
+    }
+
+    /// The median seeds to the first catch over the ranges, the upper of
+    /// the two middle values of an even count, a range without a catch
+    /// counting as more than any (`None` when that is the median).
+    pub fn median(&self) -> Option<u64> {
+        let mut all: Vec<u64> = self
+            .catches()
+            .iter()
+            .map(|n| n.unwrap_or(u64::MAX))
+            .collect();
+        all.sort_unstable();
+        all.get(all.len() / 2).copied().filter(|n| *n != u64::MAX)
+    }
+
+    /// The most seeds any range needed (`None` if one had no catch).
+    pub fn max(&self) -> Option<u64> {
+        self.catches()
+            .into_iter()
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().max())
+    }
+
+    /// Seeds with a safety verdict over every range.
+    pub fn safety_failures(&self) -> u64 {
+        self.rows.iter().map(|r| r.safety_failures).sum()
+    }
+}
+
+/// Measure `ablation` over `ranges` disjoint ranges of `budget` seeds each
+/// (range `r` is seeds `r * budget..(r + 1) * budget`), each until its
+/// first catch (the faithful protocol runs every seed).
+pub fn measure_ranges(
+    ablation: Option<Ablation>,
+    ranges: u64,
+    budget: u64,
+    jobs: usize,
+) -> RangedRow {
+    let rows = (0..ranges)
+        .map(|r| measure_range(ablation, (r * budget, budget), jobs, 0, ablation.is_some()))
+        .collect();
+    RangedRow { ablation, rows }
+}
+
+/// Render the table over seed ranges: each ablation's ranges caught, the
+/// median and maximum seeds to the first catch, and the rules that fired
+/// (every range's first catch's).
+pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "| ablation | safety? | ranges caught | median seeds to first failure | max | wall time | rules that fired |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|");
+    let none = format!("none in {budget}");
+    for r in rows {
+        let (name, safety) = match r.ablation {
+            Some(a) => (a.name(), if a.is_safety() { "yes" } else { "no" }),
+            None => ("none (faithful protocol)", "-"),
+        };
+        let caught = r.catches().iter().flatten().count();
+        let mut rules: Vec<String> = r
+            .rows
+            .iter()
+            .filter_map(|x| x.first_failure.as_ref())
+            .map(|f| crate::system::rules_fired(&f.violated_rules, &f.verdict))
+            .collect();
+        rules.sort();
+        rules.dedup();
+        let show = |n: Option<u64>| n.map_or(none.clone(), |n| n.to_string());
+        let wall: f64 = r.rows.iter().map(|x| x.wall.as_secs_f64()).sum();
+        let _ = writeln!(
+            o,
+            "| {name} | {safety} | {caught} of {} | {} | {} | {wall:.1} s | {} |",
+            r.rows.len(),
+            show(r.median()),
+            show(r.max()),
+            if rules.is_empty() {
+                "-".to_string()
+            } else {
+                rules.join("; ")
+            },
+        );
+    }
+    o
+}
+
+/// The table over `ranges` disjoint seed ranges of `budget` seeds; exit
+/// code 0 when the faithful protocol passed every range, every safety
+/// ablation was caught in every range, and no liveness-only ablation
+/// raised a safety verdict.
+fn ranged_table(chosen: &[Ablation], ranges: u64, budget: u64, jobs: usize) -> i32 {
+    let mut rows = vec![measure_ranges(None, ranges, budget, jobs)];
+    for a in chosen {
+        let row = measure_ranges(Some(*a), ranges, budget, jobs);
+        eprintln!(
+            "{}: seeds to the first catch per range {:?}",
+            a.name(),
+            row.catches()
+        );
+        rows.push(row);
+    }
+    print!("{}", render_ranges(&rows, budget));
+    let clean = rows[0].catches().iter().all(Option::is_none);
+    let ok = rows.iter().skip(1).all(|r| match r.ablation {
+        Some(a) if a.is_safety() => r.max().is_some(),
+        _ => r.safety_failures() == 0,
+    });
+    i32::from(!(clean && ok))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seeds_to_failure: Option<u64>, safety_failures: u64) -> KillRow {
+        KillRow {
+            ablation: None,
+            seeds: 10,
+            first_failure: None,
+            seeds_to_failure,
+            wall: Duration::ZERO,
+            shrunk: None,
+            abort_rate: 0.0,
+            rolled_back_per_mille: 0.0,
+            safety_failures,
+        }
+    }
+
+    fn ranged(firsts: &[Option<u64>]) -> RangedRow {
+        RangedRow {
+            ablation: Some(Ablation::NoLockRefresh),
+            rows: firsts.iter().map(|n| row(*n, 0)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_median_is_the_upper_middle_and_a_range_without_a_catch_counts_as_unreached() {
+        let r = ranged(&[Some(1), Some(5), Some(2), Some(3)]);
+        assert_eq!((r.median(), r.max()), (Some(3), Some(5)));
+        let r = ranged(&[Some(1), None, Some(2), Some(4)]);
+        assert_eq!((r.median(), r.max()), (Some(4), None));
+        let r = ranged(&[Some(1), None, Some(2), None]);
+        assert_eq!((r.median(), r.max()), (None, None));
+    }
+
+    #[test]
+    fn a_liveness_ablation_is_caught_only_by_a_liveness_verdict() {
+        let mut r = crate::campaign::SeedResult::empty("percolator", 0, "bank");
+        let live = Some(Ablation::NoLockRefresh);
+        let safety = Some(Ablation::GetIgnoresLocks);
+        for (verdict, by_live, by_safety, baseline) in [
+            (Verdict::Pass, false, false, false),
+            (Verdict::Liveness, true, false, true),
+            (Verdict::Safety, false, true, true),
+            (Verdict::Stuck, false, false, true),
+        ] {
+            r.verdict = verdict;
+            assert_eq!(catches(live, &r), by_live, "{verdict:?}");
+            assert_eq!(catches(safety, &r), by_safety, "{verdict:?}");
+            assert_eq!(catches(None, &r), baseline, "{verdict:?}");
+        }
+    }
+
+    #[test]
+    fn a_safety_verdict_under_a_liveness_ablation_fails_the_table() {
+        let mut rows = vec![row(None, 0), row(Some(3), 0)];
+        rows[1].ablation = Some(Ablation::NoLockRefresh);
+        assert!(table_passed(&rows));
+        rows[1].safety_failures = 1;
+        assert!(!table_passed(&rows));
+    }
 }

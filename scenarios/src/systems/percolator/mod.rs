@@ -160,6 +160,10 @@ impl SystemDef for PercolatorDef {
         ablations::kill_table(opts)
     }
 
+    fn kill_table_ranges(&self) -> bool {
+        true
+    }
+
     fn bench(&self) -> Vec<Measurement> {
         bench::measurements()
     }

@@ -773,6 +773,20 @@ pub(crate) async fn sweep(sweeper: &Arc<Client>) {
     }
 }
 
+/// A scanner that found no dirty cell waits at least this long (ms) before
+/// it looks again.
+const SCAN_IDLE_MIN_MS: u64 = 10;
+/// ... and less than this long (ms): the longest interval between two
+/// scans of an idle scanner.
+pub(crate) const SCAN_INTERVAL_MS: u64 = 40;
+/// The first backoff (ms) after a failed observer run; it doubles with
+/// each consecutive failure, up to [`OBSERVER_BACKOFF_MAX_MS`].
+const OBSERVER_BACKOFF_MS: u64 = 10;
+/// Doublings of the backoff after consecutive failed observer runs.
+const OBSERVER_BACKOFF_DOUBLINGS: u32 = 7;
+/// The longest backoff (ms) after a failed observer run.
+pub(crate) const OBSERVER_BACKOFF_MAX_MS: u64 = OBSERVER_BACKOFF_MS << OBSERVER_BACKOFF_DOUBLINGS;
+
 /// One notify scanner (paper, "Notifications"): start at a random tablet
 /// and a random row, take each dirty row's lock in the lightweight lock
 /// service, run its observers, and jump to a new random position when the
@@ -795,7 +809,8 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
         };
         let cells = client.tablet_call(tablet, call).await.unwrap_or_default();
         if cells.is_empty() {
-            sleep(Duration::from_millis(rng.random_range(10..40))).await;
+            let idle_ms = rng.random_range(SCAN_IDLE_MIN_MS..SCAN_INTERVAL_MS);
+            sleep(Duration::from_millis(idle_ms)).await;
             continue;
         }
         let mut i = 0;
@@ -839,7 +854,7 @@ async fn scan(client: Arc<Client>, scanner: usize, seed: u64) {
                     cluster.bump(name);
                     if matches!(outcome, Observed::Failed(_) | Observed::Error(_)) {
                         failures += 1;
-                        let cap = 10u64 << failures.min(7);
+                        let cap = OBSERVER_BACKOFF_MS << failures.min(OBSERVER_BACKOFF_DOUBLINGS);
                         sleep(Duration::from_millis(rng.random_range(1..=cap))).await;
                     } else {
                         failures = 0;

@@ -296,6 +296,10 @@ enum Command {
         /// central component and of its servers (docs/compare.md).
         #[arg(long)]
         scale_out: bool,
+        /// With --scale-out: the tablet server counts (comma-separated;
+        /// default 1,2,4,8,16,32,64).
+        #[arg(long, value_delimiter = ',')]
+        servers: Vec<usize>,
     },
     /// Re-run the Percolator paper's evaluation in simulated time (cost
     /// model on) and print each result beside the paper's figure.
@@ -497,6 +501,7 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
         run_ms,
         json,
         scale_out,
+        servers,
     } = cmd
     else {
         unreachable!("compare_command is only called with Command::Compare")
@@ -508,7 +513,10 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
                     .to_string(),
             );
         }
-        return scale_out_command(system.map(|s| s.0), jobs, json);
+        return scale_out_command(system.map(|s| s.0), &servers, jobs, json);
+    }
+    if !servers.is_empty() {
+        return Err("--servers goes with --scale-out".to_string());
     }
     let start = seeds.map_or(0, |s| s.0);
     let end = match (seeds, count) {
@@ -552,6 +560,7 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
 /// run (all of them by default), the table as text or JSON.
 fn scale_out_command(
     systems: Option<Vec<&'static dyn percsim_scenarios::system::SystemDef>>,
+    servers: &[usize],
     jobs: usize,
     json: bool,
 ) -> Result<i32, String> {
@@ -559,6 +568,14 @@ fn scale_out_command(
     if jobs == 0 {
         return Err("--jobs must be at least 1".to_string());
     }
+    if let Some(n) = servers.iter().find(|&&n| n == 0 || n > 64) {
+        return Err(format!("--servers: {n} is not 1 to 64"));
+    }
+    let servers = if servers.is_empty() {
+        &scale::SERVERS[..]
+    } else {
+        servers
+    };
     let probe = percsim_scenarios::compare::ScalePoint {
         servers: 1,
         customers_per_server: 1,
@@ -578,7 +595,7 @@ fn scale_out_command(
             .filter(has)
             .collect(),
     };
-    let rows = scale::run_table(&systems, &scale::LOADS, &scale::SERVERS, jobs)?;
+    let rows = scale::run_table(&systems, &scale::LOADS, servers, jobs)?;
     if json {
         let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         println!("{text}");

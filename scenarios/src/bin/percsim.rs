@@ -595,14 +595,18 @@ fn scale_out_command(
             .filter(has)
             .collect(),
     };
-    let rows = scale::run_table(&systems, &scale::LOADS, servers, jobs)?;
+    let (rows, errors) = scale::run_table(&systems, &scale::LOADS, servers, jobs);
     if json {
         let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
         print!("{}", scale::render(&rows, &scale::LOADS));
     }
-    Ok(0)
+    if errors.is_empty() {
+        Ok(0)
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 /// `percsim fuzz`: check the flags, then run the campaign; a bad flag is

@@ -506,7 +506,7 @@ impl Tpce {
     /// Check for impossible values; the error names the field.
     fn validate(&self) -> Result<(), String> {
         let sizes = [
-            ("customers", self.customers, 10_000_000),
+            ("customers", self.customers, 100_000_000),
             ("securities", self.securities, 100_000),
             ("workers", self.workers, 10_000),
         ];

@@ -186,6 +186,13 @@ pub trait SystemDef: Send + Sync + 'static {
     fn compare_facts(&self, _out: &RunOutput) -> Result<crate::compare::RunFacts, String> {
         Err(format!("system {} has no comparison job", self.name()))
     }
+    /// Its run of `percsim compare --scale-out` at `point`: TPC-E-lite
+    /// with `point.customers()` customers on `point.servers` data servers
+    /// under the CPU cost model, and where its CPU time is counted
+    /// ([`crate::compare::scale`]); `None` (the default): it takes no part.
+    fn scale_out(&self, _point: &crate::compare::ScalePoint) -> Option<crate::compare::ScaleJob> {
+        None
+    }
     /// Its measurements for `percsim bench` (its workloads' throughput,
     /// say), each named; `percsim bench --system` runs them. None by
     /// default.

@@ -91,6 +91,14 @@ fn bad_compare_flags_are_named_with_exit_code_2() {
             &["compare", "--run-ms", "10", "--count", "1"][..],
             "too short",
         ),
+        (
+            &["compare", "--scale-out", "--count", "3"][..],
+            "--scale-out runs no fault mix and one seed",
+        ),
+        (
+            &["compare", "--scale-out", "--system", "pulsar"][..],
+            "system pulsar has no scale-out run",
+        ),
     ] {
         let o = percsim(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
@@ -123,4 +131,62 @@ fn compare_all_puts_every_system_on_the_same_job_and_mix() {
         assert!(m["deaths"].as_u64().unwrap() > 0, "{c}");
         assert!(m["recovery_max_ms"].as_f64().is_some(), "{c}");
     }
+}
+
+/// A small scale-out point: both systems with a scale-out run take part,
+/// commit, and charge their central component and their servers CPU time.
+#[test]
+fn the_scale_out_measures_each_system_at_a_small_point() {
+    use percsim_scenarios::compare::{ScalePoint, scale};
+    let point = ScalePoint {
+        servers: 2,
+        customers_per_server: 20_000,
+        workers_per_server: 16,
+        run_ms: 1_000,
+    };
+    let systems: Vec<&str> = percsim_scenarios::systems::all()
+        .into_iter()
+        .filter_map(|s| {
+            let row = scale::measure(s, point)?.unwrap_or_else(|e| panic!("{e}"));
+            assert!(row.txns_per_s > 20.0, "{row:?}");
+            assert!(row.central_cores > 0.0, "{row:?}");
+            assert!(row.server_cores > row.central_cores, "{row:?}");
+            assert!(row.violations.is_empty(), "{row:?}");
+            Some(s.name())
+        })
+        .collect();
+    assert_eq!(systems, ["percolator", "omid"]);
+}
+
+/// The measurement shows a bend when the central component runs out of
+/// CPU: a TSO charged 1 ms a request serves at most 1,000 requests (500
+/// transactions) per simulated second; at 1 server the load needs less
+/// than 60% of it, at 4 servers more than all of it, so its core is busy
+/// all the time and throughput grows far less than fourfold, staying
+/// under the core's 500 transactions per second.
+#[test]
+fn a_tso_out_of_cpu_bends_the_scale_out_line() {
+    use percsim_scenarios::compare::{ScalePoint, scale};
+    use percsim_scenarios::systems::omid::scale::scale_out_costed;
+    use percsim_sim::omid::config::OmidCosts;
+    let costs = OmidCosts {
+        enabled: true,
+        tso_request_us: 1_000,
+        ..OmidCosts::default()
+    };
+    let row = |servers| {
+        let point = ScalePoint {
+            servers,
+            customers_per_server: 50_000,
+            workers_per_server: 64,
+            run_ms: 2_000,
+        };
+        let job = scale_out_costed(&point, costs);
+        scale::measure_job("omid", &job, point).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (one, four) = (row(1), row(4));
+    assert!(one.central_cores < 0.6, "{one:?}");
+    assert!(four.central_cores > 0.9, "{four:?}");
+    assert!(four.txns_per_s < 3.0 * one.txns_per_s, "{one:?} {four:?}");
+    assert!(four.txns_per_s < 520.0, "{four:?}");
 }

@@ -260,3 +260,33 @@ fn the_campaign_draws_list_append_seeds_and_the_faithful_ones_pass() {
         assert_eq!(r.verdict, Verdict::Pass, "seed {seed}: {:?}", r.explanation);
     }
 }
+
+#[test]
+fn the_tpce_workload_runs_through_a_tso_death_and_passes_the_checker() {
+    let trades = serde_json::json!({"name": "omid-tpce", "customers": 6, "securities": 3,
+                                    "trade_interval_ms": 60, "workers": 2});
+    let r = fuzz::judge(&workload_scenario(trades, &[]), true).result;
+    assert_eq!(r.workload, "omid-tpce");
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.explanation);
+    assert!(r.committed > 40, "{} committed", r.committed);
+    let takeovers = r.counters.get("omid.takeover").copied().unwrap_or(0);
+    assert!(takeovers >= 2, "{:?}", r.counters);
+}
+
+#[test]
+fn a_planted_bug_is_caught_on_the_tpce_workload() {
+    let trades = serde_json::json!({"name": "omid-tpce", "customers": 4, "securities": 2,
+                                    "trade_interval_ms": 60, "workers": 2});
+    let r = fuzz::judge(
+        &workload_scenario(trades, &["reader-skips-commit-table"]),
+        false,
+    )
+    .result;
+    assert_eq!(r.workload, "omid-tpce");
+    assert_eq!(r.verdict, Verdict::Safety, "{:?}", r.counters);
+    assert!(
+        r.violated_rules.iter().any(|v| v == "snapshot_reads"),
+        "{:?}",
+        r.violated_rules
+    );
+}

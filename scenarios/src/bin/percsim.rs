@@ -312,6 +312,16 @@ enum Command {
         /// Print the table as JSON.
         #[arg(long)]
         json: bool,
+        /// Instead of the pipeline job: TPC-E-lite under the CPU cost
+        /// model from 1 to 64 tablet servers, customers growing with the
+        /// servers, at two loads per server; the cores of each system's
+        /// central component and of its servers (docs/compare.md).
+        #[arg(long)]
+        scale_out: bool,
+        /// With --scale-out: the tablet server counts (comma-separated;
+        /// default 1,2,4,8,16,32,64).
+        #[arg(long, value_delimiter = ',')]
+        servers: Vec<usize>,
     },
     /// Re-run the Percolator paper's evaluation in simulated time (cost
     /// model on) and print each result beside the paper's figure.
@@ -527,10 +537,24 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
         jobs,
         run_ms,
         json,
+        scale_out,
+        servers,
     } = cmd
     else {
         unreachable!("compare_command is only called with Command::Compare")
     };
+    if scale_out {
+        if !mixes.is_empty() || count.is_some() || seeds.is_some() {
+            return Err(
+                "--scale-out runs no fault mix and one seed: drop --mixes, --count and --seeds"
+                    .to_string(),
+            );
+        }
+        return scale_out_command(system.map(|s| s.0), &servers, jobs, json);
+    }
+    if !servers.is_empty() {
+        return Err("--servers goes with --scale-out".to_string());
+    }
     let start = seeds.map_or(0, |s| s.0);
     let end = match (seeds, count) {
         (Some(_), Some(_)) => return Err("give --seeds or --count, not both".to_string()),
@@ -567,6 +591,59 @@ fn compare_command(cmd: Command) -> Result<i32, String> {
         println!("{}", table.render());
     }
     Ok(0)
+}
+
+/// `percsim compare --scale-out`: every chosen system with a scale-out
+/// run (all of them by default), the table as text or JSON.
+fn scale_out_command(
+    systems: Option<Vec<&'static dyn percsim_scenarios::system::SystemDef>>,
+    servers: &[usize],
+    jobs: usize,
+    json: bool,
+) -> Result<i32, String> {
+    use percsim_scenarios::compare::scale;
+    if jobs == 0 {
+        return Err("--jobs must be at least 1".to_string());
+    }
+    if let Some(n) = servers.iter().find(|&&n| n == 0 || n > 64) {
+        return Err(format!("--servers: {n} is not 1 to 64"));
+    }
+    let servers = if servers.is_empty() {
+        &scale::SERVERS[..]
+    } else {
+        servers
+    };
+    let probe = percsim_scenarios::compare::ScalePoint {
+        servers: 1,
+        customers_per_server: 1,
+        workers_per_server: 1,
+        run_ms: 1_000,
+    };
+    let has = |s: &&'static dyn percsim_scenarios::system::SystemDef| s.scale_out(&probe).is_some();
+    let systems: Vec<_> = match systems {
+        Some(chosen) => {
+            if let Some(s) = chosen.iter().find(|s| !has(*s)) {
+                return Err(format!("system {} has no scale-out run", s.name()));
+            }
+            chosen
+        }
+        None => percsim_scenarios::systems::all()
+            .into_iter()
+            .filter(has)
+            .collect(),
+    };
+    let (rows, errors) = scale::run_table(&systems, &scale::LOADS, servers, jobs);
+    if json {
+        let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!("{}", scale::render(&rows, &scale::LOADS));
+    }
+    if errors.is_empty() {
+        Ok(0)
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 /// `percsim fuzz`: check the flags, then run the campaign; a bad flag is

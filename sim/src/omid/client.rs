@@ -60,6 +60,12 @@ fn register(i: usize) -> String {
 /// The initial load: the bank's accounts, committed at timestamps 1 and 2
 /// with their shadow cells, and the TSO's ceiling above them.
 pub(super) fn load(shared: &Shared) {
+    if let Job::Workload(OmidWorkload::Tpce(t)) = &shared.job {
+        let ops = super::tpce::load(t, &mut lock(&shared.store).cells);
+        lock(&shared.tso_disk).ceiling = 3;
+        lock(&shared.txns).bootstrap(&mut shared.world.recorder(), 1, 2, ops);
+        return;
+    }
     let Job::Workload(OmidWorkload::Bank(bank)) = &shared.job else {
         return;
     };
@@ -92,6 +98,7 @@ pub(super) fn final_check(shared: &Shared) -> Vec<String> {
     let bank = match &shared.job {
         Job::Workload(OmidWorkload::Bank(bank)) => bank,
         Job::Workload(OmidWorkload::ListAppend(l)) => return lists_check(shared, l),
+        Job::Workload(OmidWorkload::Tpce(t)) => return super::tpce::final_check(shared, t),
         _ => return Vec::new(),
     };
     let committed = lock(&shared.store).committed();
@@ -192,6 +199,7 @@ pub(super) async fn run(shared: Arc<Shared>, index: usize) {
             OmidWorkload::Bank(b) => me.bank(b).await,
             OmidWorkload::Register(r) => me.register(r).await,
             OmidWorkload::ListAppend(l) => me.list_append(l).await,
+            OmidWorkload::Tpce(t) => me.tpce(t).await,
         };
         sleep(think).await;
     }
@@ -204,6 +212,11 @@ fn below(n: u64) -> u64 {
 }
 
 impl Client {
+    /// Its durable record.
+    pub(super) fn disk_mut(&self) -> std::sync::MutexGuard<'_, ClientDisk> {
+        self.disk()
+    }
+
     fn disk(&self) -> std::sync::MutexGuard<'_, ClientDisk> {
         lock(&self.shared.clients[self.index])
     }

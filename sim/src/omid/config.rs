@@ -60,6 +60,60 @@ pub struct OmidConfig {
     pub pauses: Vec<PauseAt>,
     /// Planted bugs switched on, by name.
     pub ablations: Vec<OmidAblation>,
+    /// Simulated CPU costs of the TSO's and the tablet servers' requests
+    /// (off by default).
+    #[serde(skip_serializing_if = "OmidCosts::is_off")]
+    pub costs: OmidCosts,
+}
+
+/// Simulated CPU time of Omid's nodes: what each request costs the TSO
+/// and a tablet server, and how many cores each has. Requests queue when
+/// every core is busy; "cores used" is busy time over simulated time
+/// (counters `cpu.busy_us.tso` and `cpu.busy_us.tablet`). Off by default.
+/// The tablet server's costs default to Percolator's cost model's (a
+/// request 40 µs, a row read 25 µs and its cell 5 µs, a cell written
+/// 10 µs, 4 cores), so both systems' servers are charged alike; the TSO's
+/// per-request cost is sourced in `docs/omid.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OmidCosts {
+    /// Whether requests cost CPU time at all.
+    pub enabled: bool,
+    /// Cores of the TSO.
+    pub tso_cores: usize,
+    /// One request at the TSO: a begin, or a commit's conflict check and
+    /// decision.
+    pub tso_request_us: u64,
+    /// Cores of each tablet server.
+    pub tablet_cores: usize,
+    /// Fixed cost of one request at a tablet server.
+    pub tablet_request_us: u64,
+    /// A read's row and cell at a tablet server, on top of the request.
+    pub tablet_read_us: u64,
+    /// A cell written or erased (a data cell, a shadow cell, a
+    /// commit-table entry), on top of the request.
+    pub tablet_write_us: u64,
+}
+
+impl Default for OmidCosts {
+    fn default() -> Self {
+        OmidCosts {
+            enabled: false,
+            tso_cores: 1,
+            tso_request_us: 6,
+            tablet_cores: 4,
+            tablet_request_us: 40,
+            tablet_read_us: 30,
+            tablet_write_us: 10,
+        }
+    }
+}
+
+impl OmidCosts {
+    /// Whether the model is the default, off (left out of a written section).
+    fn is_off(&self) -> bool {
+        *self == OmidCosts::default()
+    }
 }
 
 impl Default for OmidConfig {
@@ -80,6 +134,7 @@ impl Default for OmidConfig {
             crashes: Vec::new(),
             pauses: Vec::new(),
             ablations: Vec::new(),
+            costs: OmidCosts::default(),
         }
     }
 }
@@ -182,6 +237,9 @@ impl OmidConfig {
                 return err(field, format!("must be at most {MAX_STEP_MS}, found {ms}"));
             }
         }
+        if self.costs.tso_cores == 0 || self.costs.tablet_cores == 0 {
+            return err("costs", "every node has at least 1 core, found 0");
+        }
         if self.lease_ms < MIN_LEASE_MS {
             return err(
                 "lease_ms",
@@ -235,6 +293,47 @@ pub enum OmidWorkload {
     /// Appends of unique elements to a few lists, each list one cell.
     #[serde(rename = "omid-list-append")]
     ListAppend(ListAppend),
+    /// TPC-E-lite: customers' trades, each an order and its settlement.
+    #[serde(rename = "omid-tpce")]
+    Tpce(Tpce),
+}
+
+/// TPC-E-lite, the job of Percolator's `tpce` (the Percolator paper's
+/// section 5.3): a brokerage whose customers trade, on average once every
+/// `trade_interval_ms` each. A trade is two transactions: Trade-Order
+/// (read the account and the security's price, write the order and its
+/// index entry by security) and, `market_delay_ms` later, Trade-Result
+/// (settle the pending order: balance, holding, status; an order that
+/// would leave a negative holding is rejected). Each client runs
+/// `workers` trading loops at once, trades arriving as a Poisson process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tpce {
+    /// Customers (the load: each trades once per interval).
+    pub customers: usize,
+    /// Securities.
+    pub securities: usize,
+    /// Mean simulated time between two trades of one customer.
+    pub trade_interval_ms: u64,
+    /// Simulated delay between a trade's order and its result.
+    pub market_delay_ms: u64,
+    /// Every account's balance before its first trade.
+    pub initial_balance: i64,
+    /// Trading loops per client, running at once.
+    pub workers: usize,
+}
+
+impl Default for Tpce {
+    fn default() -> Self {
+        Tpce {
+            customers: 20,
+            securities: 10,
+            trade_interval_ms: 200,
+            market_delay_ms: 20,
+            initial_balance: 1_000_000,
+            workers: 2,
+        }
+    }
 }
 
 /// The bank: `accounts` accounts loaded with `initial` each; a transaction
@@ -340,6 +439,7 @@ impl OmidWorkload {
             OmidWorkload::Bank(_) => "omid-bank",
             OmidWorkload::Register(_) => "omid-register",
             OmidWorkload::ListAppend(_) => "omid-list-append",
+            OmidWorkload::Tpce(_) => "omid-tpce",
         }
     }
 
@@ -349,6 +449,7 @@ impl OmidWorkload {
             OmidWorkload::Bank(b) => b.think_ms,
             OmidWorkload::Register(r) => r.think_ms,
             OmidWorkload::ListAppend(l) => l.think_ms,
+            OmidWorkload::Tpce(_) => 0,
         }
     }
 
@@ -396,7 +497,37 @@ impl OmidWorkload {
                 }
                 fraction("append_fraction", l.append_fraction)
             }
+            OmidWorkload::Tpce(t) => t.validate(),
         }
+    }
+}
+
+impl Tpce {
+    /// Check for impossible values; the error names the field.
+    fn validate(&self) -> Result<(), String> {
+        let sizes = [
+            ("customers", self.customers, 100_000_000),
+            ("securities", self.securities, 100_000),
+            ("workers", self.workers, 10_000),
+        ];
+        for (field, n, max) in sizes {
+            if n == 0 || n > max {
+                return Err(format!("workload.{field}: must be 1 to {max}, found {n}"));
+            }
+        }
+        if self.trade_interval_ms == 0 {
+            return Err("workload.trade_interval_ms: must be at least 1".into());
+        }
+        if self.market_delay_ms > crate::world::MAX_PHASE_MS {
+            return Err("workload.market_delay_ms: more than one simulated hour".into());
+        }
+        if self.initial_balance <= 0 {
+            return Err(format!(
+                "workload.initial_balance: must be positive, found {}",
+                self.initial_balance
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -18,6 +18,7 @@ mod liveness;
 pub mod program;
 mod rpc;
 mod store;
+mod tpce;
 mod tso;
 mod types;
 

@@ -5,10 +5,12 @@
 //! its start timestamp picks. A write is durable once applied (the
 //! server's log is synced per write); the store survives every crash.
 
+use super::config::OmidCosts;
 use super::rpc::{self, OmidCounter, StoreOp, StoreReply, TABLET_KIND};
 use super::types::{Shared, Store};
 use crate::world::intercept::MsgTag;
 use crate::world::port::Port;
+use crate::world::serve::{Cpu, spend};
 use crate::world::{Carried, NodeName, lock};
 use madsim::net::rpc::Request;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
@@ -204,13 +206,31 @@ pub(super) fn tablet_of_txn(start_ts: u64, tablets: usize) -> usize {
     (start_ts % tablets as u64) as usize
 }
 
+/// The counter of the tablet servers' busy CPU microseconds (cost model on).
+pub(super) const TABLET_CPU: &str = "cpu.busy_us.tablet";
+
+/// What store step `op` costs a tablet server under `costs`: the request,
+/// and a read's row and cell or a cell written or erased.
+fn op_cost_us(costs: &OmidCosts, op: &StoreOp) -> u64 {
+    let work = match op {
+        StoreOp::Read { .. } | StoreOp::CtGet { .. } => costs.tablet_read_us,
+        _ => costs.tablet_write_us,
+    };
+    costs.tablet_request_us + work
+}
+
 /// Run one incarnation of tablet server `index`: serve store steps.
 pub(super) async fn run(shared: Arc<Shared>, index: usize) {
     let port = Port::bind(&shared.world, rpc::tablet_addr(index));
     let me = TABLET_KIND.nth(index);
+    let cpu = Cpu::new(TABLET_CPU, shared.cfg.costs.tablet_cores);
     crate::world::serve::serve_counting(&port, move |op: StoreOp| {
-        let shared = shared.clone();
+        let (shared, cpu) = (shared.clone(), cpu.clone());
         async move {
+            let costs = &shared.cfg.costs;
+            if costs.enabled {
+                spend(&shared.world, &cpu, op_cost_us(costs, &op)).await;
+            }
             sleep(Duration::from_millis(shared.cfg.store_ms)).await;
             let reply = lock(&shared.store).apply(index, &op);
             if op.writes() {

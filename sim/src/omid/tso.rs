@@ -17,6 +17,7 @@ use super::rpc::{
 use super::store::{Caller, tablet_of_txn};
 use super::types::Shared;
 use crate::world::port::Port;
+use crate::world::serve::{Cpu, spend};
 use crate::world::{NodeName, lock};
 use madsim::time::{Duration, Instant, sleep};
 use percsim_protocol::omid::actions::begin::{self, TsRange};
@@ -55,23 +56,28 @@ struct Tso {
     term: Mutex<Option<Term>>,
     /// One timestamp or decision at a time.
     gate: futures::lock::Mutex<()>,
+    /// Its processor, when the cost model is on.
+    cpu: Arc<Mutex<Cpu>>,
 }
 
 /// Run one incarnation of TSO `name`: serve begins and commits, and hold
 /// (or wait for) the lease.
 pub(super) async fn run(shared: Arc<Shared>, name: NodeName) {
     let port = Port::bind(&shared.world, rpc::tso_addr_of(&name.to_string()));
+    let cpu = Cpu::new(TSO_CPU, shared.cfg.costs.tso_cores);
     let me = Arc::new(Tso {
         shared,
         name,
         port,
         term: Mutex::default(),
         gate: futures::lock::Mutex::new(()),
+        cpu,
     });
     let m = me.clone();
     crate::world::serve::serve_counting(&me.port, move |_: BeginReq| {
         let m = m.clone();
         async move {
+            m.spend_request().await;
             let _turn = m.gate.lock().await;
             match m.timestamp().await {
                 Ok(ts) => BeginReply::Started(ts),
@@ -82,10 +88,16 @@ pub(super) async fn run(shared: Arc<Shared>, name: NodeName) {
     let m = me.clone();
     crate::world::serve::serve_counting(&me.port, move |req: CommitReq| {
         let m = m.clone();
-        async move { m.commit(req).await }
+        async move {
+            m.spend_request().await;
+            m.commit(req).await
+        }
     });
     me.hold_lease().await
 }
+
+/// The counter of the TSOs' busy CPU microseconds (cost model on).
+pub(super) const TSO_CPU: &str = "cpu.busy_us.tso";
 
 impl Tso {
     fn ablated(&self, a: OmidAblation) -> bool {
@@ -97,6 +109,15 @@ impl Tso {
             shared: &self.shared,
             port: &self.port,
             name: &self.name,
+        }
+    }
+
+    /// Spend one request's CPU time (cost model on): a begin, or a
+    /// commit's conflict check and decision. Requests queue for the core.
+    async fn spend_request(&self) {
+        let costs = &self.shared.cfg.costs;
+        if costs.enabled {
+            spend(&self.shared.world, &self.cpu, costs.tso_request_us).await;
         }
     }
 

@@ -67,6 +67,8 @@ pub(super) enum Job {
 pub(super) struct ClientDisk {
     /// Transactions begun so far (values it writes are numbered by them).
     pub(super) begun: u64,
+    /// Trades begun so far (`omid-tpce` names its orders by them).
+    pub(super) trades: u64,
     /// It stopped after the workload phase.
     pub(super) done: bool,
 }

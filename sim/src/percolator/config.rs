@@ -208,7 +208,7 @@ impl PercolatorConfig {
             ("tablet_servers", self.tablet_servers, 200),
             ("tablets", self.tablets, 10_000),
             ("clients", self.clients, 200),
-            ("workers_per_client", self.workers_per_client, 64),
+            ("workers_per_client", self.workers_per_client, 1_024),
         ];
         for (field, value, max) in limits {
             if value == 0 {

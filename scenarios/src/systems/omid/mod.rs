@@ -1,12 +1,14 @@
 //! Apache Omid's transaction manager as a system of the testbed: its
 //! section of a scenario file (`"omid": {...}`, an [`OmidConfig`]), its
-//! workloads (`omid-bank`, `omid-register`, `omid-list-append`, `script`,
+//! workloads (`omid-bank`, `omid-register`, `omid-list-append`,
+//! `omid-tpce`, `script`,
 //! and `omid-pipeline`, `percsim compare`'s job), its campaign and its
 //! planted bugs. See `docs/omid.md`.
 
 pub mod ablations;
 pub mod compare;
 mod def;
+pub mod scale;
 pub mod script;
 
 use crate::campaign::Mix;
@@ -17,7 +19,7 @@ use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, 
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner, PostCommit};
 use percsim_sim::omid::config::{
-    Bank, CrashAt, ListAppend, OmidConfig, OmidWorkload, PauseAt, Register,
+    Bank, CrashAt, ListAppend, OmidConfig, OmidWorkload, PauseAt, Register, Tpce,
 };
 use percsim_sim::{ConfigError, Fault, FaultKind, NodeKind, RunOutput, TimedFault, WorldConfig};
 use rand::RngExt;
@@ -63,6 +65,9 @@ pub enum OmidWorkloadSpec {
     /// Appends of unique elements to lists.
     #[serde(rename = "omid-list-append")]
     ListAppend(ListAppend),
+    /// TPC-E-lite: trade orders and their results.
+    #[serde(rename = "omid-tpce")]
+    Tpce(Tpce),
     /// A script: named transactions, steps and expectations.
     Script(OmidScriptFile),
     /// `percsim compare`'s document pipeline.
@@ -76,6 +81,7 @@ impl From<OmidWorkload> for OmidWorkloadSpec {
             OmidWorkload::Bank(b) => OmidWorkloadSpec::Bank(b),
             OmidWorkload::Register(r) => OmidWorkloadSpec::Register(r),
             OmidWorkload::ListAppend(l) => OmidWorkloadSpec::ListAppend(l),
+            OmidWorkload::Tpce(t) => OmidWorkloadSpec::Tpce(t),
         }
     }
 }
@@ -87,6 +93,7 @@ impl OmidWorkloadSpec {
             OmidWorkloadSpec::Bank(_) => "omid-bank",
             OmidWorkloadSpec::Register(_) => "omid-register",
             OmidWorkloadSpec::ListAppend(_) => "omid-list-append",
+            OmidWorkloadSpec::Tpce(_) => "omid-tpce",
             OmidWorkloadSpec::Script(_) => "script",
             OmidWorkloadSpec::Pipeline(_) => "omid-pipeline",
         }
@@ -98,6 +105,7 @@ impl OmidWorkloadSpec {
             OmidWorkloadSpec::Bank(b) => Some(OmidWorkload::Bank(b.clone())),
             OmidWorkloadSpec::Register(r) => Some(OmidWorkload::Register(r.clone())),
             OmidWorkloadSpec::ListAppend(l) => Some(OmidWorkload::ListAppend(l.clone())),
+            OmidWorkloadSpec::Tpce(t) => Some(OmidWorkload::Tpce(t.clone())),
             OmidWorkloadSpec::Script(_) | OmidWorkloadSpec::Pipeline(_) => None,
         }
     }
@@ -150,6 +158,7 @@ impl SystemDef for OmidDef {
             "omid-bank",
             "omid-register",
             "omid-list-append",
+            "omid-tpce",
             "script",
             "omid-pipeline",
         ]
@@ -211,6 +220,10 @@ impl SystemDef for OmidDef {
 
     fn kill_table_ranges(&self) -> bool {
         true
+    }
+
+    fn scale_out(&self, point: &crate::compare::ScalePoint) -> Option<crate::compare::ScaleJob> {
+        Some(scale::scale_out(point))
     }
 
     fn script_scenario(
@@ -287,6 +300,7 @@ impl TypedSystem for OmidDef {
             OmidWorkloadSpec::Bank(b) => OmidWorkload::Bank(b.clone()),
             OmidWorkloadSpec::Register(r) => OmidWorkload::Register(r.clone()),
             OmidWorkloadSpec::ListAppend(l) => OmidWorkload::ListAppend(l.clone()),
+            OmidWorkloadSpec::Tpce(t) => OmidWorkload::Tpce(t.clone()),
             OmidWorkloadSpec::Pipeline(job) => {
                 let program = Arc::new(compare::PipelineProgram(job.clone()));
                 return percsim_sim::omid::run_program(

@@ -123,6 +123,10 @@ impl SystemDef for PercolatorDef {
         Ok(compare::facts(history))
     }
 
+    fn scale_out(&self, point: &crate::compare::ScalePoint) -> Option<crate::compare::ScaleJob> {
+        Some(paper::scale_out(point))
+    }
+
     fn summary_lines(&self, counters: &BTreeMap<String, u64>) -> Vec<(&'static str, String)> {
         let cleanups: Vec<String> = PercolatorCounter::CLEANUPS
             .iter()

@@ -12,6 +12,7 @@
 //! - section 2.3: timestamps one oracle serves as clients grow, thanks to
 //!   each client's single pending RPC (paper: about 2 million per second).
 
+use crate::compare::{ScaleJob, ScalePoint};
 use crate::scenario::Scenario;
 use crate::systems::percolator::bench::{OracleLoad, Timestamps};
 use crate::systems::percolator::workloads::{Pipeline, Tpce, WorkloadSpec};
@@ -61,6 +62,26 @@ impl Costed {
     /// The scenario of `workload` on it.
     fn scenario(self, workload: WorkloadSpec) -> Scenario {
         super::scenario(1, self.world, self.cluster, workload)
+    }
+}
+
+/// `percsim compare --scale-out`'s run at `point`: Figure 9's cluster
+/// (two clients per tablet server, the cost model on) with the point's
+/// customers and trading loops (spread over the clients, at most 1,024
+/// each).
+pub(crate) fn scale_out(point: &ScalePoint) -> ScaleJob {
+    let clients = 2 * point.servers;
+    let workers = point.workers().div_ceil(clients).clamp(1, 1_024);
+    let cluster = costed(point.servers, clients, workers, point.run_ms);
+    let tpce = Tpce {
+        customers: point.customers(),
+        ..Tpce::default()
+    };
+    ScaleJob {
+        scenario: cluster.scenario(WorkloadSpec::Tpce(tpce)),
+        central: "timestamp oracle",
+        central_cpu: "cpu.busy_us.oracle",
+        server_cpu: "cpu.busy_us.tablet",
     }
 }
 

@@ -126,7 +126,7 @@ impl Order {
 impl Tpce {
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
-        in_range("customers", self.customers, 1, 10_000_000)?;
+        in_range("customers", self.customers, 1, 100_000_000)?;
         in_range("securities", self.securities, 1, 100_000)?;
         in_range(
             "customers_per_broker",

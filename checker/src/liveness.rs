@@ -278,7 +278,14 @@ fn notifications(report: &mut LivenessReport, c: &crate::compact::Compact) {
         healed_ns: healed.t_ns,
         whole_ns,
     };
-    report.findings.extend(crate::pending::judge(c, healed, &t));
+    let pending = crate::pending::judge(c, healed, &t);
+    report
+        .findings
+        .extend(pending.into_iter().map(|p| LivenessFinding {
+            rule: LivenessRule::NotificationPending,
+            summary: p.summary,
+            txns: p.txns,
+        }));
 }
 
 /// Judges the transactions `owners` (by start_ts) and `events` by the rules.

@@ -28,7 +28,6 @@
 
 use crate::compact::{Compact, OpKind};
 use crate::history::{Event, Outcome, VersionKind};
-use crate::liveness::{LivenessFinding, LivenessRule};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -117,10 +116,20 @@ pub(crate) struct Healed {
     pub whole_ns: u64,
 }
 
+/// A notification pending past its bound: the explanation, and the
+/// transactions involved (the writer first, then the observer's run, if
+/// one came).
+pub(crate) struct Pending {
+    /// One sentence naming the cell, the observer, the times and the bound.
+    pub(crate) summary: String,
+    /// The writer, then the late run when there is one.
+    pub(crate) txns: Vec<u64>,
+}
+
 /// `notification_pending` on the history read into `c`, healed as
 /// `healed` says, with thresholds `t`: one finding per observer and cell,
 /// its first change pending past the limit.
-pub(crate) fn judge(c: &Compact, healed: Healed, t: &NotifyThresholds) -> Vec<LivenessFinding> {
+pub(crate) fn judge(c: &Compact, healed: Healed, t: &NotifyThresholds) -> Vec<Pending> {
     let observed: Vec<(&str, &str)> = c
         .observers
         .iter()
@@ -234,7 +243,7 @@ impl<'c> Facts<'c> {
         runs: &[Done],
         healed: Healed,
         t: &NotifyThresholds,
-    ) -> Option<LivenessFinding> {
+    ) -> Option<Pending> {
         let limit_ns = t.limit_ms() * MS;
         changes.iter().find_map(|ch| {
             let due_ns = healed.whole_ns.max(ch.visible_ns?);
@@ -255,7 +264,7 @@ impl<'c> Facts<'c> {
         run: Option<&Done>,
         (healed, due_ns): (Healed, u64),
         t: &NotifyThresholds,
-    ) -> LivenessFinding {
+    ) -> Pending {
         let (row, col) = self.c.cell_name(cell);
         let writer = &self.c.txns[ch.writer];
         let healed_ms = healed.healed_ns / MS;
@@ -297,8 +306,7 @@ impl<'c> Facts<'c> {
         };
         let mut txns = vec![writer.id];
         txns.extend(run.map(|r| self.c.txns[r.txn].id));
-        LivenessFinding {
-            rule: LivenessRule::NotificationPending,
+        Pending {
             summary: format!(
                 "the notification of {row}/{col} for observer {name:?}, set by T{} (start_ts {}, \
                  committed at {}, known committed at {} ms), was pending {pending_ms} ms from \

@@ -35,6 +35,7 @@ pub mod script;
 mod shard;
 pub mod shardfile;
 pub mod shrink;
+mod shrink_run;
 mod spec;
 mod summary;
 pub mod system;

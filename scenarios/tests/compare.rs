@@ -167,7 +167,7 @@ fn the_scale_out_measures_each_system_at_a_small_point() {
 #[test]
 fn a_tso_out_of_cpu_bends_the_scale_out_line() {
     use percsim_scenarios::compare::{ScalePoint, scale};
-    use percsim_scenarios::systems::omid::scale::scale_out_costed;
+    use percsim_scenarios::systems::omid::scale_out_costed;
     use percsim_sim::omid::config::OmidCosts;
     let costs = OmidCosts {
         enabled: true,

@@ -322,7 +322,7 @@ const FOUND: &[Found] = &[
         "commit-before-log-durable",
         "commit-before-log-durable",
         (1, 20, 1, 2_000),
-        (21, 116),
+        (17, 116),
     ),
     found_at(
         "pulsar",

@@ -6,13 +6,14 @@
 mod facts;
 mod mix;
 pub mod scale;
+mod scale_job;
 mod table;
 
 pub use facts::{
     DeathFact, DocFact, Ending, Metrics, RunFacts, Samples, TxnFact, quantile, workload_end_ns,
 };
 pub use mix::{FaultMix, parse_mix};
-pub use scale::{ScaleJob, ScalePoint};
+pub use scale_job::{ScaleJob, ScalePoint};
 pub use table::{Cell, Table};
 
 use crate::scenario::Scenario;

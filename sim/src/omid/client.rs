@@ -14,7 +14,7 @@ use super::rpc::{
     OmidCounter, StoreOp, StoreReply, TsoAnswer,
 };
 use super::store::{Caller, tablet_of_row, tablet_of_txn};
-use super::types::{Client, ClientDisk, Job, OmidClient, Shared};
+use super::types::{Client, ClientDisk, Job, OmidClient, OmidOutcome, Shared};
 use crate::world::intercept::MsgTag;
 use crate::world::lock;
 use crate::world::port::Port;
@@ -661,21 +661,6 @@ impl Client {
             }
         }
     }
-}
-
-/// What a transaction's client was told at its end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OmidOutcome {
-    /// Committed (`None`: read-only, never sent to the TSO).
-    Committed {
-        /// Its commit timestamp.
-        commit_ts: Option<u64>,
-    },
-    /// Aborted, for `reason`.
-    Aborted {
-        /// Why, as the history records it.
-        reason: String,
-    },
 }
 
 #[cfg(test)]

@@ -33,11 +33,10 @@ use percsim_checker as history;
 use percsim_protocol::omid::{OmidAblations, OmidPoint};
 use std::sync::{Arc, Mutex};
 
-pub use client::OmidOutcome;
 pub use program::OmidTxn;
 pub use rpc::{CLIENT_KIND, NODE_KINDS, OmidCounter, OmidEvent};
 use types::{Job, Shared};
-pub use types::{OmidClient, OmidControl, OmidProgram, Stop};
+pub use types::{OmidClient, OmidControl, OmidOutcome, OmidProgram, Stop};
 
 /// Check an Omid run's settings: the section, the workload, and the
 /// world's settings against its nodes (errors name `world.<field>`,

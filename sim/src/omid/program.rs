@@ -5,8 +5,8 @@
 //! optionally one transaction, targeted message faults, and the durable
 //! store (data cells, shadow cells, the commit table).
 
-use super::client::{OmidOutcome, Txn};
-use super::types::{Armed, OmidClient, OmidControl, Shared, Stop};
+use super::client::Txn;
+use super::types::{Armed, OmidClient, OmidControl, OmidOutcome, Shared, Stop};
 use crate::FaultControl;
 use crate::world::intercept::{Rule, RuleId};
 use crate::world::lock;

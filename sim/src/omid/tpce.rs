@@ -10,9 +10,8 @@
 //! customer, no holding is negative, every order has its index entry and
 //! every index entry its order, and every order's status is known.
 
-use super::client::OmidOutcome;
 use super::config::Tpce;
-use super::types::{Client, Shared};
+use super::types::{Client, OmidOutcome, Shared};
 use crate::world::lock;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;

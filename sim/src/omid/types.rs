@@ -151,3 +151,18 @@ pub(super) struct Client {
 /// A client's handle: one incarnation of client `index()`.
 #[derive(Clone)]
 pub struct OmidClient(pub(super) Arc<Client>);
+
+/// What a transaction's client was told at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OmidOutcome {
+    /// Committed (`None`: read-only, never sent to the TSO).
+    Committed {
+        /// Its commit timestamp.
+        commit_ts: Option<u64>,
+    },
+    /// Aborted, for `reason`.
+    Aborted {
+        /// Why, as the history records it.
+        reason: String,
+    },
+}

@@ -8,7 +8,6 @@
 pub mod ablations;
 pub mod compare;
 mod def;
-pub mod scale;
 pub mod script;
 
 use crate::campaign::Mix;
@@ -19,7 +18,8 @@ use crate::system::{CoverageItem, KillTable, PlantedBug, SystemDef, SystemSpec, 
 use crate::typed::{Typed, TypedSystem};
 use percsim_protocol::omid::{Granularity, OmidAblation, OmidPoint, OmidPointOwner, PostCommit};
 use percsim_sim::omid::config::{
-    Bank, CrashAt, ListAppend, OmidConfig, OmidWorkload, PauseAt, Register, Tpce,
+    Bank, CrashAt, ListAppend, MAX_NODES, OmidConfig, OmidCosts, OmidWorkload, PauseAt, Register,
+    Tpce,
 };
 use percsim_sim::{ConfigError, Fault, FaultKind, NodeKind, RunOutput, TimedFault, WorldConfig};
 use rand::RngExt;
@@ -223,7 +223,7 @@ impl SystemDef for OmidDef {
     }
 
     fn scale_out(&self, point: &crate::compare::ScalePoint) -> Option<crate::compare::ScaleJob> {
-        Some(scale::scale_out(point))
+        Some(scale_out(point))
     }
 
     fn script_scenario(
@@ -603,4 +603,65 @@ fn pauses(intensity: f64, span: Span, rng: &mut ChaCha8Rng) -> Vec<PointStop> {
             }
         })
         .collect()
+}
+
+// Omid's run of `percsim compare --scale-out`: TPC-E-lite (`omid-tpce`)
+// on as many tablet servers as the point names, the TSO and the tablet
+// servers charged CPU per request (`OmidCosts`, docs/omid.md).
+
+/// Omid's scale-out run at `point`: two clients per tablet server (at
+/// most [`MAX_NODES`]) sharing the point's trading loops; a conflict map
+/// that never evicts within the run (Omid's TSO is configured with room
+/// for 100 million keys) and timestamp ranges of ten million, so that
+/// neither the low watermark nor the ceiling's persistence, but the
+/// TSO's CPU, is what a growing load meets. Calls time out after the
+/// world's default 100 ms: Omid's first calls, sent before the liveness
+/// service listens, are lost and retried after one time-out, so a longer
+/// one (Percolator's 2 s here) would stall the start of every run; a call
+/// queued longer than that at a saturated TSO is retried, as a client's
+/// would be.
+pub fn scale_out(point: &crate::compare::ScalePoint) -> crate::compare::ScaleJob {
+    let costs = OmidCosts {
+        enabled: true,
+        ..OmidCosts::default()
+    };
+    scale_out_costed(point, costs)
+}
+
+/// [`scale_out`] with the CPU costs `costs`.
+pub fn scale_out_costed(
+    point: &crate::compare::ScalePoint,
+    costs: OmidCosts,
+) -> crate::compare::ScaleJob {
+    let clients = (2 * point.servers).min(MAX_NODES);
+    let cluster = OmidConfig {
+        clients,
+        tablets: point.servers,
+        conflict_map_size: 100_000_000,
+        timestamp_batch: 10_000_000,
+        costs,
+        ..OmidConfig::default()
+    };
+    let workload = Tpce {
+        customers: point.customers(),
+        securities: 100,
+        trade_interval_ms: 500_000,
+        market_delay_ms: 100,
+        initial_balance: 1_000_000,
+        workers: point.workers().div_ceil(clients).max(1),
+    };
+    let world = WorldConfig {
+        run_ms: point.run_ms,
+        ..WorldConfig::default()
+    };
+    let spec = OmidSpec {
+        cluster,
+        workload: OmidWorkloadSpec::Tpce(workload),
+    };
+    crate::compare::ScaleJob {
+        scenario: spec.scenario(1, world),
+        central: "TSO",
+        central_cpu: "cpu.busy_us.tso",
+        server_cpu: "cpu.busy_us.tablet",
+    }
 }

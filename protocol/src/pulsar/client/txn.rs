@@ -106,7 +106,7 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
 
     /// Send `payload` to `partition` inside the transaction (registering
     /// the partition first). Returns its offset. Resent after no answer
-    /// with the same sequence id (see [`send_message`]); a failure should
+    /// with the same sequence id (see `send_message`); a failure should
     /// abort the transaction.
     pub async fn send(&mut self, partition: &Partition, payload: &str) -> Result<u64, ClientError> {
         let sent = match self

@@ -19,8 +19,11 @@
 //! The order of schedules is fixed (runs go to the worker pool in batches of
 //! [`BATCH`] and their results are taken in order), so the count of
 //! schedules to the first failure is the same on every run, whatever the
-//! number of workers. A progress file lets a long exploration stop and
-//! resume.
+//! number of workers. Each schedule runs on the pool's thread itself
+//! ([`Scenario::run_here`]), not on a thread of its own, and without the
+//! scenario's description in its history: the failing schedule's capsule
+//! is made by running it again. A progress file lets a long exploration
+//! stop and resume.
 
 use crate::capsule::Capsule;
 use crate::judge::{Judged, Verdict, verdict_of};
@@ -168,20 +171,22 @@ pub fn with_schedule(base: &Scenario, schedule: Schedule) -> Scenario {
     s
 }
 
-/// Run `scenario` once and judge it, keeping its choices.
-fn run_one(scenario: &Scenario) -> Ran {
+/// Run `base` once with `schedule` in its world, on the calling thread
+/// (see [`Scenario::run_here`]), and judge it, keeping its choices; the
+/// history is dropped here, on the thread that built it.
+fn run_one(base: &Scenario, schedule: Schedule) -> Ran {
     let started = Instant::now();
-    match scenario.run() {
+    let mut world = base.world.clone();
+    world.explore = Some(schedule);
+    let (mut judged, choices) = match base.run_here(&world) {
         Ok(mut out) => {
             let choices = std::mem::take(&mut out.summary.choices);
-            let judged = verdict_of(scenario, Ok(out), started);
-            Ran { judged, choices }
+            (verdict_of(base, Ok(out), started), choices)
         }
-        Err(e) => Ran {
-            judged: verdict_of(scenario, Err(e), started),
-            choices: Vec::new(),
-        },
-    }
+        Err(e) => (verdict_of(base, Err(e), started), Vec::new()),
+    };
+    judged.history = None;
+    Ran { judged, choices }
 }
 
 /// Whether a verdict is a failure exploration looks for: a safety
@@ -259,7 +264,7 @@ fn start(base: &Scenario, opts: &ExploreOptions) -> Progress {
     });
     if let Strategy::Pct { .. } = opts.strategy {
         // PCT needs k and n of the default schedule first.
-        let ran = run_one(&with_schedule(base, opts.world.clone()));
+        let ran = run_one(base, opts.world.clone());
         p.report.default_choice_points = ran.choices.len() as u64;
         p.report.senders = senders(&ran.choices);
         p.stack.clear();
@@ -342,12 +347,7 @@ fn run_batch(base: &Scenario, opts: &ExploreOptions, batch: &[Pending], k: u64) 
         opts.jobs,
         batch.len() as u64,
         |_| true,
-        |i| {
-            run_one(&with_schedule(
-                base,
-                schedule_of(&batch[i as usize], opts, k),
-            ))
-        },
+        |i| run_one(base, schedule_of(&batch[i as usize], opts, k)),
         |i, ran| *slots[i as usize].lock().expect("a slot") = Some(ran),
     );
     slots

@@ -1,6 +1,7 @@
 //! The one thread pool of `fuzz`, `ablations` and `bench`: indices handed
 //! out in order to `jobs` threads. Each simulated run still gets a fresh
-//! OS thread of its own (see `Scenario::run`).
+//! OS thread of its own (see `Scenario::run`), except `explore`'s, which
+//! run on the pool's threads (see `Scenario::run_here`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

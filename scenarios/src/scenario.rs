@@ -116,6 +116,28 @@ impl Scenario {
             me.spec.run(&me.world, me.seed, description)
         })
     }
+
+    /// Run the scenario's system and workload with its seed in `world`
+    /// (its own world, or one that differs only in `world.explore`) on the
+    /// calling thread, for a caller that runs many short scenarios one
+    /// after another on its own threads (`percsim explore`): no thread is
+    /// started per run, and the history's `scenario` is null (the caller
+    /// describes the run itself). What a run leaves on its thread: madsim
+    /// restores its thread-local context as its runtime ends, even when
+    /// a run panics; the standard library's hash keys do not go back to
+    /// what a fresh thread's first run gets (madsim seeds them only
+    /// there), which changes only the iteration order of `HashMap`s and
+    /// `HashSet`s: the simulator iterates none, and madsim iterates one
+    /// only to tell each of its simulators (network, file system) of a
+    /// node, in an order nothing sees. A run here records what it records
+    /// on a fresh thread (`scenarios/tests/explore.rs` checks it).
+    pub fn run_here(&self, world: &WorldConfig) -> Result<RunOutput, ScenarioError> {
+        self.spec.validate(world)?;
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.spec.run(world, self.seed, Value::Null)
+        }));
+        run_ended(self.system(), run)
+    }
 }
 
 impl Serialize for Scenario {
@@ -165,11 +187,22 @@ pub fn run_on_thread(
     system: &'static str,
     run: impl FnOnce() -> Result<RunOutput, percsim_sim::ConfigError> + Send + 'static,
 ) -> Result<RunOutput, ScenarioError> {
-    std::thread::Builder::new()
+    let joined = std::thread::Builder::new()
         .name(format!("seed-{seed}"))
         .spawn(run)
         .map_err(|e| ScenarioError::Crashed(format!("cannot start a simulation thread: {e}")))?
-        .join()
+        .join();
+    run_ended(system, joined)
+}
+
+/// How a run of `system` ended: its output, or a panic (a tripped
+/// invariant: [`ScenarioError::Crashed`]; the watchdog:
+/// [`ScenarioError::Stuck`]) or a configuration error.
+fn run_ended(
+    system: &'static str,
+    ended: std::thread::Result<Result<RunOutput, percsim_sim::ConfigError>>,
+) -> Result<RunOutput, ScenarioError> {
+    ended
         .map_err(|panic| {
             let message = panic_message(panic.as_ref());
             if percsim_sim::is_stuck(&message) {

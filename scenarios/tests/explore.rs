@@ -74,6 +74,62 @@ fn the_default_schedule_is_the_seeds_run_and_a_forced_choice_changes_it() {
     assert_ne!(history_text(&lost), plain, "a lost message changes the run");
 }
 
+/// The history of `base` run with `schedule` on the calling thread, as
+/// explore runs its schedules, and on a fresh thread.
+fn here_and_fresh(base: &Scenario, schedule: &Schedule) -> (String, String) {
+    let mut world = base.world.clone();
+    world.explore = Some(schedule.clone());
+    let here = base
+        .run_here(&world)
+        .expect("the scenario runs here")
+        .history;
+    let here = serde_json::to_string(&here).expect("a history serializes");
+    let mut fresh = base.clone();
+    fresh.world = world;
+    (here, history_text(&fresh))
+}
+
+#[test]
+fn a_run_on_a_reused_thread_records_what_a_fresh_thread_does() {
+    let base = script("percolator", "three-txns");
+    let mut probe = base.clone();
+    probe.world.explore = Some(Schedule {
+        stop_budget: 1,
+        ..Schedule::default()
+    });
+    let choices = probe.run().expect("runs").summary.choices;
+    let stop = choices
+        .iter()
+        .position(|c| c.kind == percsim_sim::ChoiceKind::Stop && c.options > 1)
+        .expect("a named point where a stop may be tried") as u32;
+    let f = |at, option| vec![Forced { at, option }];
+    let schedules = [
+        Schedule::default(),
+        Schedule {
+            forced: f(3, 1),
+            ..Schedule::default()
+        },
+        Schedule {
+            fault_budget: 1,
+            forced: f(0, 2),
+            ..Schedule::default()
+        },
+        Schedule {
+            stop_budget: 1,
+            forced: f(stop, 1),
+            ..Schedule::default()
+        },
+    ];
+    let mut distinct = std::collections::BTreeSet::new();
+    // Every schedule twice, in turn, on this one thread.
+    for schedule in schedules.iter().chain(&schedules) {
+        let (here, fresh) = here_and_fresh(&base, schedule);
+        assert!(here == fresh, "{schedule:?}: the runs differ");
+        distinct.insert(here);
+    }
+    assert!(distinct.len() >= 3, "the schedules make different runs");
+}
+
 fn found(report: &ExploreReport) -> u64 {
     let f = report.failure.as_ref().expect("a failing schedule");
     assert_eq!(f.verdict, Verdict::Safety, "{f:?}");

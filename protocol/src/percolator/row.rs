@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The Percolator columns kept beside one data column.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Column {
     /// `c:data`, versioned by start_ts.
     pub data: BTreeMap<Ts, String>,
@@ -49,7 +49,7 @@ impl Column {
 }
 
 /// One row: its data columns, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Row {
     /// Columns by data column name.
     pub cols: BTreeMap<String, Column>,

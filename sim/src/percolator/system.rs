@@ -155,7 +155,7 @@ impl Tenant for Installed {
     fn state_hash(&self) -> Option<u64> {
         let d = self.cluster.durable.try_lock().ok()?;
         let state = (&d.rows, d.oracle_max, &d.tablet_owner, &d.raw);
-        Some(crate::world::explore::hash_of_debug(&state))
+        Some(crate::world::explore::hash_of(&state))
     }
 
     fn nodes(&self) -> Vec<NodeSpec> {

@@ -75,14 +75,17 @@ impl Watchdog {
     }
 
     /// Count one RPC; at the first and then every [`CHECK_EVERY`] calls,
-    /// end the run if a budget
-    /// is exceeded.
+    /// end the run if its wall time is used up, and every
+    /// [`MEMORY_EVERY`] such checks after the first if the memory is (not
+    /// at the first call: a short run, such as each of an exploration's
+    /// schedules, would read `/proc` once for a handful of RPCs).
     pub(crate) fn tick(&self) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         if !n.is_multiple_of(CHECK_EVERY) {
             return;
         }
-        if let Some(why) = self.exceeded(n, n.is_multiple_of(CHECK_EVERY * MEMORY_EVERY)) {
+        let memory = n > 0 && n.is_multiple_of(CHECK_EVERY * MEMORY_EVERY);
+        if let Some(why) = self.exceeded(n, memory) {
             panic!("{STUCK_MARKER} {why}");
         }
     }
@@ -193,6 +196,21 @@ mod tests {
         let msg = tripped.expect_err("tick panics once the budget is gone");
         let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(is_stuck(&msg), "{msg}");
+    }
+
+    #[test]
+    fn memory_is_checked_after_the_first_call_not_at_it() {
+        let w = Watchdog::new(3_600_000, 0);
+        // The first call checks wall time only: a budget of 0 MB holds.
+        w.tick();
+        let tripped = std::panic::catch_unwind(|| {
+            for _ in 0..CHECK_EVERY * MEMORY_EVERY {
+                w.tick();
+            }
+        });
+        let msg = tripped.expect_err("the memory check comes and trips");
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(is_stuck(&msg) && msg.contains("resident"), "{msg}");
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn measurements() -> Vec<Measurement> {
         Measurement {
             name: "explore",
             simulator: false,
-            run: |b| super::explore_bench::measure(if b.quick { 200 } else { 2_000 }),
+            run: |b| super::explore_bench::measure(if b.quick { 500 } else { 3_000 }),
         },
     ]
 }

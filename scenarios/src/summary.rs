@@ -136,7 +136,17 @@ impl Summary {
     fn coverage(&self) -> Vec<CoverageItem> {
         let mut items = coverage_items(&self.ran().0);
         items.retain(|c| c.class.is_none_or(|k| self.enabled_named(k)));
+        items.retain(|c| self.reachable(c.name));
         items
+    }
+
+    /// Whether a workload the campaign ran can reach the coverage item or
+    /// named point `name` ([`SystemDef::reached_by`]).
+    fn reachable(&self, name: &str) -> bool {
+        self.ran().0.iter().all(|s| {
+            s.reached_by(name)
+                .is_none_or(|ws| ws.iter().any(|w| self.workloads.contains_key(*w)))
+        })
     }
 
     /// Whether the campaign enabled fault class `kind`.
@@ -159,8 +169,9 @@ impl Summary {
             .collect()
     }
 
-    /// The named points of the systems the campaign ran (none when it
-    /// enabled neither class that stops nodes at them).
+    /// The named points of the systems the campaign ran that its
+    /// workloads can reach (none when it enabled neither class that stops
+    /// nodes at them).
     fn points(&self) -> Vec<CoverageItem> {
         let mut out: Vec<CoverageItem> = Vec::new();
         if !self.enabled(FaultKind::CrashAtStep) && !self.enabled(FaultKind::PauseAtStep) {
@@ -168,7 +179,7 @@ impl Summary {
         }
         for s in self.ran().0 {
             for p in s.named_points() {
-                if !out.contains(&p) {
+                if !out.contains(&p) && self.reachable(p.name) {
                     out.push(p);
                 }
             }
@@ -561,6 +572,39 @@ mod tests {
             all.never_happened()
                 .contains(&WorldCoverage::KillClient.item())
         );
+    }
+
+    /// A campaign of Pulsar's plain `stream` workload lists none of the
+    /// pipeline processors' named points, nor their kills, as never
+    /// reached: no workload it ran has a processor. One that ran the
+    /// pipeline lists them.
+    #[test]
+    fn points_only_other_workloads_reach_are_not_listed() {
+        let summary = |workload: &str| {
+            let mut s = Summary::default();
+            let mut r = result(1, Verdict::Pass);
+            r.system = "pulsar".into();
+            r.workload = workload.into();
+            s.add(&r);
+            s
+        };
+        let processor = |name: &str| {
+            percsim_protocol::pulsar::client::ClientPoint::ALL
+                .iter()
+                .any(|p| p.name() == name)
+        };
+        let stream = summary("stream");
+        let never = stream.points_never_hit();
+        assert!(!never.is_empty() && !never.iter().any(|p| processor(p.name)));
+        let missing = stream.never_happened();
+        assert!(!missing.iter().any(|c| c.name == "client_crash_at_point"));
+        let text = stream.render();
+        assert!(!text.contains("after_receive"), "{text}");
+        assert!(!text.contains("client killed at a named point"), "{text}");
+        let pipeline = summary("stream-pipeline");
+        assert!(pipeline.points_never_hit().iter().any(|p| processor(p.name)));
+        let missing = pipeline.never_happened();
+        assert!(missing.iter().any(|c| c.name == "client_crash_at_point"));
     }
 
     /// A seed of a system this build does not know is said so, not

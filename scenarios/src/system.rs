@@ -138,6 +138,14 @@ pub trait SystemDef: Send + Sync + 'static {
     fn named_points(&self) -> Vec<CoverageItem> {
         Vec::new()
     }
+    /// The workloads of it whose runs alone can reach its coverage item or
+    /// named point `name` (of [`SystemDef::coverage`] or
+    /// [`SystemDef::named_points`]), when only some of its workloads can:
+    /// a campaign that ran none of them does not list it. None (the
+    /// default): any of its workloads can.
+    fn reached_by(&self, _name: &str) -> Option<&'static [&'static str]> {
+        None
+    }
     /// The counter of the times its nodes reached its named point `point`
     /// (a name of [`SystemDef::named_points`]), when it counts them: a
     /// campaign then lists each point's reaches beside its stops, and

@@ -89,6 +89,16 @@ pub fn points() -> Vec<CoverageItem> {
         .collect()
 }
 
+/// The workloads that alone reach the coverage item or named point
+/// `name`: the pipeline's processors are the only clients that stop at
+/// their named points ([`ClientPoint`]), so a campaign of the plain
+/// `stream` workload reaches none of them.
+pub fn reached_by(name: &str) -> Option<&'static [&'static str]> {
+    let processors = name == PulsarCoverage::ClientCrashAtPoint.name()
+        || ClientPoint::ALL.iter().any(|p| p.name() == name);
+    processors.then_some(&["stream-pipeline"][..])
+}
+
 /// The counter of reaches of the named point `point`, if it is one of
 /// Pulsar's ([`points`]).
 pub fn reach_counter(point: &str) -> Option<String> {

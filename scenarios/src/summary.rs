@@ -45,8 +45,14 @@ pub struct Summary {
     pub systems: BTreeMap<String, u64>,
     /// Seeds by workload.
     pub workloads: BTreeMap<String, u64>,
-    /// Seeds by violated rule.
+    /// Seeds by violated rule, of the seeds whose verdict is not liveness
+    /// (a safety rule, a workload invariant, a failed expectation).
     pub rules: BTreeMap<String, u64>,
+    /// Seeds with a liveness verdict by the liveness rule that found it:
+    /// kept apart from [`Summary::rules`], so that a run that did not
+    /// converge or left a transaction open is never counted as a safety
+    /// violation.
+    pub liveness_rules: BTreeMap<String, u64>,
     /// Transactions summed over every seed.
     pub transactions: Transactions,
     /// Simulated time summed over every seed, in ms.
@@ -75,8 +81,12 @@ impl Summary {
         *self.verdicts.entry(r.verdict).or_default() += 1;
         *self.systems.entry(r.system.clone()).or_default() += 1;
         *self.workloads.entry(r.workload.clone()).or_default() += 1;
+        let rules = match r.verdict {
+            Verdict::Liveness => &mut self.liveness_rules,
+            _ => &mut self.rules,
+        };
         for rule in &r.violated_rules {
-            *self.rules.entry(rule.clone()).or_default() += 1;
+            *rules.entry(rule.clone()).or_default() += 1;
         }
         self.transactions.committed += r.committed;
         self.transactions.aborted += r.aborted;
@@ -323,6 +333,13 @@ impl Summary {
             title: "violations by rule",
             rows: rules,
         });
+        if !self.liveness_rules.is_empty() {
+            let rows = self.liveness_rules.iter().map(|(k, v)| (k.clone(), *v));
+            sections.push(SummarySection {
+                title: "liveness findings by rule",
+                rows: rows.collect(),
+            });
+        }
         for section in sections {
             let _ = writeln!(o, "{}:", section.title);
             if section.rows.is_empty() {
@@ -623,6 +640,35 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("never happened"), "{text}");
+    }
+
+    /// A run that did not converge, whose liveness rules named what
+    /// stayed undone, is counted under the liveness findings, never among
+    /// the safety violations; a safety violation still is.
+    #[test]
+    fn liveness_findings_are_not_counted_as_violations() {
+        let mut s = Summary::default();
+        let mut stuck = result(1, Verdict::Liveness);
+        stuck.violated_rules = vec!["dead_client_txn_open".into()];
+        s.add(&stuck);
+        s.add(&result(2, Verdict::Safety));
+        assert_eq!(s.rules.keys().collect::<Vec<_>>(), ["snapshot_reads"]);
+        assert_eq!(
+            s.liveness_rules.keys().collect::<Vec<_>>(),
+            ["dead_client_txn_open"]
+        );
+        let text = s.render();
+        let violations = text
+            .split("violations by rule:\n")
+            .nth(1)
+            .and_then(|t| t.split("liveness findings by rule:\n").next())
+            .expect("the violations section");
+        assert!(violations.contains("snapshot_reads"), "{text}");
+        assert!(!violations.contains("dead_client_txn_open"), "{text}");
+        assert!(
+            text.contains("liveness findings by rule:\n  dead_client_txn_open"),
+            "{text}"
+        );
     }
 
     /// A failed script expectation ranks below a safety violation and

@@ -619,7 +619,12 @@ mod tests {
         assert!(!text.contains("after_receive"), "{text}");
         assert!(!text.contains("client killed at a named point"), "{text}");
         let pipeline = summary("stream-pipeline");
-        assert!(pipeline.points_never_hit().iter().any(|p| processor(p.name)));
+        assert!(
+            pipeline
+                .points_never_hit()
+                .iter()
+                .any(|p| processor(p.name))
+        );
         let missing = pipeline.never_happened();
         assert!(missing.iter().any(|c| c.name == "client_crash_at_point"));
     }

@@ -468,7 +468,11 @@ pub fn render_ranged(columns: &RangedColumns, lines: &[RangedLine]) -> String {
         heads.push("wall time");
     }
     heads.push(columns.rules);
-    let mut o = format!("| {} |\n|{}\n", heads.join(" | "), "---|".repeat(heads.len()));
+    let mut o = format!(
+        "| {} |\n|{}\n",
+        heads.join(" | "),
+        "---|".repeat(heads.len())
+    );
     for l in lines {
         let mut cells = vec![l.name.clone()];
         cells.extend(l.safety.clone().filter(|_| columns.safety));

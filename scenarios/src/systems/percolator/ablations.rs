@@ -371,7 +371,11 @@ pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
             RangedLine {
                 name: name.to_string(),
                 safety: Some(safety.to_string()),
-                caught: format!("{} of {}", r.catches().iter().flatten().count(), r.rows.len()),
+                caught: format!(
+                    "{} of {}",
+                    r.catches().iter().flatten().count(),
+                    r.rows.len()
+                ),
                 median: ranged_cell(r.median(), budget),
                 max: ranged_cell(r.max(), budget),
                 wall: Some(r.rows.iter().map(|x| x.wall).sum()),

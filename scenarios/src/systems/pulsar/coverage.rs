@@ -167,7 +167,8 @@ mod tests {
             system: super::super::PULSAR.name().into(),
             seed: 1,
             verdict: Verdict::Pass,
-            workload: "stream".into(),
+            // The pipeline: its processors reach their named points.
+            workload: "stream-pipeline".into(),
             committed: 2,
             aborted: 1,
             unknown: 0,

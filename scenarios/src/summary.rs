@@ -617,6 +617,7 @@ mod tests {
         assert!(!missing.iter().any(|c| c.name == "client_crash_at_point"));
         let text = stream.render();
         assert!(!text.contains("after_receive"), "{text}");
+        assert!(!text.contains("after_pending_ack_logged"), "{text}");
         assert!(!text.contains("client killed at a named point"), "{text}");
         let pipeline = summary("stream-pipeline");
         assert!(

@@ -531,7 +531,8 @@ pub(crate) fn client_node(client: u64) -> String {
 /// Every fault of the history with the time it was in force.
 fn disturbances(events: &[Event]) -> Vec<Disturbance> {
     let mut out: Vec<Disturbance> = Vec::new();
-    for e in events {
+    let heals = partition_heals(events);
+    for (i, e) in events.iter().enumerate() {
         let lasting = |scope: Scope| Disturbance {
             from_ns: e.t_ns,
             to_ns: e
@@ -569,7 +570,13 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
                 skew: true,
                 ..lasting(node(&client_node(c)))
             }),
-            "partition" => Some(lasting(Scope::Nodes(partition_nodes(e)))),
+            // A partition lasts to its own heal (or its planned end).
+            "partition" => Some(Disturbance {
+                to_ns: heals.get(&i).copied().unwrap_or(e.t_ns.saturating_add(
+                    u(e, "duration_ms").map_or(u64::MAX, |d| d.saturating_mul(MS)),
+                )),
+                ..lasting(Scope::Nodes(partition_nodes(e)))
+            }),
             "packet_loss" | "latency" | "duplicate" => Some(Disturbance {
                 to_ns: late_until_ns(&lasting(Scope::Network), e),
                 ..lasting(Scope::Network)
@@ -580,10 +587,6 @@ fn disturbances(events: &[Event]) -> Vec<Disturbance> {
             }),
             "restart" | "resume" => {
                 end_on(&mut out, e);
-                None
-            }
-            "partition_healed" => {
-                end_partitions(&mut out, e.t_ns);
                 None
             }
             _ => None,
@@ -623,13 +626,34 @@ fn end_on(out: &mut [Disturbance], e: &Event) {
     }
 }
 
-/// A healed partition ends every partition still in force.
-fn end_partitions(out: &mut [Disturbance], t_ns: u64) {
-    for d in out.iter_mut() {
-        if matches!(d.scope, Scope::Nodes(_)) && d.to_ns > t_ns {
-            d.to_ns = t_ns;
+/// When each partition of `events` healed, by the index of its
+/// `partition` event. A `partition_healed` event ends one partition in
+/// force: the one planned to end first (its start plus its `duration_ms`;
+/// one without a duration is planned to last for ever), the earliest begun
+/// among equals. The simulator heals partitions in that order, and a heal
+/// of every partition at once records one event for each, so overlapping
+/// partitions each end at their own heal. A partition no heal ends is
+/// absent.
+pub(crate) fn partition_heals(events: &[Event]) -> BTreeMap<usize, u64> {
+    let mut open: Vec<(u64, usize)> = Vec::new();
+    let mut out = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        match e.kind.as_str() {
+            "partition" => {
+                let planned_ns = u(e, "duration_ms")
+                    .map_or(u64::MAX, |d| e.t_ns.saturating_add(d.saturating_mul(MS)));
+                open.push((planned_ns, i));
+            }
+            "partition_healed" => {
+                let first = (0..open.len()).min_by_key(|&k| open[k]);
+                if let Some(k) = first {
+                    out.insert(open.remove(k).1, e.t_ns);
+                }
+            }
+            _ => {}
         }
     }
+    out
 }
 
 /// `live_owner_rolled_back`: every rollback of a live owner's primary by

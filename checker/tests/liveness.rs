@@ -433,3 +433,38 @@ fn a_stall_outlasting_the_heal_puts_off_when_a_change_is_due() {
     h.events[1].fields.remove("duration_ms");
     assert!(check_liveness(&h).passed());
 }
+
+/// The back-off fixture (the owner died at 100 ms, the reader backs off at
+/// 1500 ms) with two partitions: a short one of other nodes from 40 ms,
+/// healed at 60 ms, and one cutting the reader off from the liveness
+/// service from 50 ms, healed at `long_heal_ms`.
+fn with_overlapping_partitions(long_heal_ms: u64) -> percsim_checker::History {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/liveness/dead_owner_blocks.json");
+    let mut h = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let ms = 1_000_000u64;
+    for event in [
+        serde_json::json!({"t_ns": 40 * ms, "kind": "partition", "a": ["oracle"],
+            "b": ["client-9"], "duration_ms": 20, "one_way": false}),
+        serde_json::json!({"t_ns": 50 * ms, "kind": "partition", "a": ["client-1"],
+            "b": ["liveness"], "duration_ms": long_heal_ms - 50, "one_way": false}),
+        serde_json::json!({"t_ns": 60 * ms, "kind": "partition_healed"}),
+        serde_json::json!({"t_ns": long_heal_ms * ms, "kind": "partition_healed"}),
+    ] {
+        h.events.push(serde_json::from_value(event).unwrap());
+    }
+    h.events.sort_by_key(|e| e.t_ns);
+    h
+}
+
+#[test]
+fn a_short_partitions_heal_does_not_end_an_overlapping_longer_one() {
+    // The reader was cut off from the liveness service until 1050 ms,
+    // after its owner died: its back-off is excused.
+    let r = check_liveness(&with_overlapping_partitions(1_050));
+    assert!(r.passed(), "{:#?}", r.findings);
+    // Healed at 80 ms, before the death, the cut excuses nothing.
+    let r = check_liveness(&with_overlapping_partitions(80));
+    let rules: Vec<LivenessRule> = r.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, [LivenessRule::DeadOwnerBlocks]);
+}

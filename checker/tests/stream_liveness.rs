@@ -138,3 +138,33 @@ fn checking_the_file_exits_3_with_the_thresholds_and_the_explanation() {
     let code = percsim_checker::run_check_file(&path("dead_client_txn_ended"), false, &mut quiet);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&quiet));
 }
+
+#[test]
+fn each_of_two_overlapping_partitions_ends_at_its_own_heal() {
+    // The long partition heals at 4300 ms: T1's deadline is 650 ms later.
+    let r = judge(&value("dead_client_txn_overlapping_partitions"));
+    assert!(r.passed(), "{:#?}", r.findings);
+    // Aborted past that deadline, T1 trips the rule, judged from 4300 ms
+    // (not from the short partition's heal at 1700 ms).
+    let mut v = value("dead_client_txn_overlapping_partitions");
+    v["transactions"][0]["abort_logged_ns"] = Value::from(5_000_000_000u64);
+    let r = judge(&v);
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    assert!(
+        r.findings[0].summary.contains("past 4950 ms")
+            && r.findings[0].summary.contains("ended, at 4300 ms"),
+        "{}",
+        r.findings[0].summary
+    );
+    // A heal of every partition at once (two heals at one moment) ends both.
+    let mut v = value("dead_client_txn_overlapping_partitions");
+    let events = v["events"].as_array_mut().unwrap();
+    events[5]["t_ns"] = Value::from(1_700_000_000u64);
+    let r = judge(&v);
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    assert!(
+        r.findings[0].summary.contains("past 2350 ms"),
+        "{}",
+        r.findings[0].summary
+    );
+}

@@ -45,8 +45,14 @@ pub struct Summary {
     pub systems: BTreeMap<String, u64>,
     /// Seeds by workload.
     pub workloads: BTreeMap<String, u64>,
-    /// Seeds by violated rule.
+    /// Seeds by violated rule, of the seeds whose verdict is not liveness
+    /// (a safety rule, a workload invariant, a failed expectation).
     pub rules: BTreeMap<String, u64>,
+    /// Seeds with a liveness verdict by the liveness rule that found it:
+    /// kept apart from [`Summary::rules`], so that a run that did not
+    /// converge or left a transaction open is never counted as a safety
+    /// violation.
+    pub liveness_rules: BTreeMap<String, u64>,
     /// Transactions summed over every seed.
     pub transactions: Transactions,
     /// Simulated time summed over every seed, in ms.
@@ -75,8 +81,12 @@ impl Summary {
         *self.verdicts.entry(r.verdict).or_default() += 1;
         *self.systems.entry(r.system.clone()).or_default() += 1;
         *self.workloads.entry(r.workload.clone()).or_default() += 1;
+        let rules = match r.verdict {
+            Verdict::Liveness => &mut self.liveness_rules,
+            _ => &mut self.rules,
+        };
         for rule in &r.violated_rules {
-            *self.rules.entry(rule.clone()).or_default() += 1;
+            *rules.entry(rule.clone()).or_default() += 1;
         }
         self.transactions.committed += r.committed;
         self.transactions.aborted += r.aborted;
@@ -136,7 +146,17 @@ impl Summary {
     fn coverage(&self) -> Vec<CoverageItem> {
         let mut items = coverage_items(&self.ran().0);
         items.retain(|c| c.class.is_none_or(|k| self.enabled_named(k)));
+        items.retain(|c| self.reachable(c.name));
         items
+    }
+
+    /// Whether a workload the campaign ran can reach the coverage item or
+    /// named point `name` ([`SystemDef::reached_by`]).
+    fn reachable(&self, name: &str) -> bool {
+        self.ran().0.iter().all(|s| {
+            s.reached_by(name)
+                .is_none_or(|ws| ws.iter().any(|w| self.workloads.contains_key(*w)))
+        })
     }
 
     /// Whether the campaign enabled fault class `kind`.
@@ -159,8 +179,9 @@ impl Summary {
             .collect()
     }
 
-    /// The named points of the systems the campaign ran (none when it
-    /// enabled neither class that stops nodes at them).
+    /// The named points of the systems the campaign ran that its
+    /// workloads can reach (none when it enabled neither class that stops
+    /// nodes at them).
     fn points(&self) -> Vec<CoverageItem> {
         let mut out: Vec<CoverageItem> = Vec::new();
         if !self.enabled(FaultKind::CrashAtStep) && !self.enabled(FaultKind::PauseAtStep) {
@@ -168,7 +189,7 @@ impl Summary {
         }
         for s in self.ran().0 {
             for p in s.named_points() {
-                if !out.contains(&p) {
+                if !out.contains(&p) && self.reachable(p.name) {
                     out.push(p);
                 }
             }
@@ -312,6 +333,13 @@ impl Summary {
             title: "violations by rule",
             rows: rules,
         });
+        if !self.liveness_rules.is_empty() {
+            let rows = self.liveness_rules.iter().map(|(k, v)| (k.clone(), *v));
+            sections.push(SummarySection {
+                title: "liveness findings by rule",
+                rows: rows.collect(),
+            });
+        }
         for section in sections {
             let _ = writeln!(o, "{}:", section.title);
             if section.rows.is_empty() {
@@ -563,6 +591,45 @@ mod tests {
         );
     }
 
+    /// A campaign of Pulsar's plain `stream` workload lists none of the
+    /// pipeline processors' named points, nor their kills, as never
+    /// reached: no workload it ran has a processor. One that ran the
+    /// pipeline lists them.
+    #[test]
+    fn points_only_other_workloads_reach_are_not_listed() {
+        let summary = |workload: &str| {
+            let mut s = Summary::default();
+            let mut r = result(1, Verdict::Pass);
+            r.system = "pulsar".into();
+            r.workload = workload.into();
+            s.add(&r);
+            s
+        };
+        let processor = |name: &str| {
+            percsim_protocol::pulsar::client::ClientPoint::ALL
+                .iter()
+                .any(|p| p.name() == name)
+        };
+        let stream = summary("stream");
+        let never = stream.points_never_hit();
+        assert!(!never.is_empty() && !never.iter().any(|p| processor(p.name)));
+        let missing = stream.never_happened();
+        assert!(!missing.iter().any(|c| c.name == "client_crash_at_point"));
+        let text = stream.render();
+        assert!(!text.contains("after_receive"), "{text}");
+        assert!(!text.contains("after_pending_ack_logged"), "{text}");
+        assert!(!text.contains("client killed at a named point"), "{text}");
+        let pipeline = summary("stream-pipeline");
+        assert!(
+            pipeline
+                .points_never_hit()
+                .iter()
+                .any(|p| processor(p.name))
+        );
+        let missing = pipeline.never_happened();
+        assert!(missing.iter().any(|c| c.name == "client_crash_at_point"));
+    }
+
     /// A seed of a system this build does not know is said so, not
     /// silently given another system's coverage.
     #[test]
@@ -579,6 +646,35 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("never happened"), "{text}");
+    }
+
+    /// A run that did not converge, whose liveness rules named what
+    /// stayed undone, is counted under the liveness findings, never among
+    /// the safety violations; a safety violation still is.
+    #[test]
+    fn liveness_findings_are_not_counted_as_violations() {
+        let mut s = Summary::default();
+        let mut stuck = result(1, Verdict::Liveness);
+        stuck.violated_rules = vec!["dead_client_txn_open".into()];
+        s.add(&stuck);
+        s.add(&result(2, Verdict::Safety));
+        assert_eq!(s.rules.keys().collect::<Vec<_>>(), ["snapshot_reads"]);
+        assert_eq!(
+            s.liveness_rules.keys().collect::<Vec<_>>(),
+            ["dead_client_txn_open"]
+        );
+        let text = s.render();
+        let violations = text
+            .split("violations by rule:\n")
+            .nth(1)
+            .and_then(|t| t.split("liveness findings by rule:\n").next())
+            .expect("the violations section");
+        assert!(violations.contains("snapshot_reads"), "{text}");
+        assert!(!violations.contains("dead_client_txn_open"), "{text}");
+        assert!(
+            text.contains("liveness findings by rule:\n  dead_client_txn_open"),
+            "{text}"
+        );
     }
 
     /// A failed script expectation ranks below a safety violation and

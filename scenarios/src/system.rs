@@ -138,6 +138,14 @@ pub trait SystemDef: Send + Sync + 'static {
     fn named_points(&self) -> Vec<CoverageItem> {
         Vec::new()
     }
+    /// The workloads of it whose runs alone can reach its coverage item or
+    /// named point `name` (of [`SystemDef::coverage`] or
+    /// [`SystemDef::named_points`]), when only some of its workloads can:
+    /// a campaign that ran none of them does not list it. None (the
+    /// default): any of its workloads can.
+    fn reached_by(&self, _name: &str) -> Option<&'static [&'static str]> {
+        None
+    }
     /// The counter of the times its nodes reached its named point `point`
     /// (a name of [`SystemDef::named_points`]), when it counts them: a
     /// campaign then lists each point's reaches beside its stops, and
@@ -372,4 +380,109 @@ pub(crate) fn rules_fired(rules: &[String], verdict: &impl std::fmt::Debug) -> S
     } else {
         rules.join(", ")
     }
+}
+
+/// Which middle value a ranged kill table's median takes of an even count
+/// of ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Middle {
+    /// The lower of the two middle values.
+    Lower,
+    /// The upper of the two middle values.
+    Upper,
+}
+
+/// The median of the seeds to the first failure over ranges (`None`: a
+/// range without one), such a range counting as more than any: `None`
+/// when that is the median.
+pub fn ranged_median(seeds: &[Option<u64>], middle: Middle) -> Option<u64> {
+    let mut all: Vec<u64> = seeds.iter().map(|n| n.unwrap_or(u64::MAX)).collect();
+    all.sort_unstable();
+    let at = match middle {
+        Middle::Lower => all.len().saturating_sub(1) / 2,
+        Middle::Upper => all.len() / 2,
+    };
+    all.get(at).copied().filter(|n| *n != u64::MAX)
+}
+
+/// The most seeds to the first failure over ranges (`None` if a range had
+/// no failure).
+pub fn ranged_max(seeds: &[Option<u64>]) -> Option<u64> {
+    seeds.iter().try_fold(0, |m, n| n.map(|n| m.max(n)))
+}
+
+/// The columns of a kill table over seed ranges ([`KillTable::ranges`]):
+/// their headings, and which optional ones it has.
+#[derive(Debug, Clone, Copy)]
+pub struct RangedColumns {
+    /// The first column's heading (the planted bug).
+    pub name: &'static str,
+    /// Whether it has a `safety?` column.
+    pub safety: bool,
+    /// The maximum's heading.
+    pub max: &'static str,
+    /// Whether it has a wall time column.
+    pub wall: bool,
+    /// The last column's heading (the rules that fired).
+    pub rules: &'static str,
+}
+
+/// One row of a kill table over seed ranges, its cells as they are shown.
+#[derive(Debug, Clone)]
+pub struct RangedLine {
+    /// The planted bug, or the faithful build.
+    pub name: String,
+    /// The `safety?` cell, when the table has that column.
+    pub safety: Option<String>,
+    /// The ranges caught.
+    pub caught: String,
+    /// The median seeds to the first failure.
+    pub median: String,
+    /// The most seeds to the first failure.
+    pub max: String,
+    /// The wall time over every range, when the table has that column.
+    pub wall: Option<std::time::Duration>,
+    /// The rules that fired.
+    pub rules: String,
+}
+
+/// The seeds-to-failure cell of a ranged table: the count, or `none in
+/// {budget}` when no count was reached.
+pub fn ranged_cell(n: Option<u64>, budget: u64) -> String {
+    n.map_or(format!("none in {budget}"), |n| n.to_string())
+}
+
+/// Render a kill table over seed ranges: its heading and one line per row,
+/// in Markdown.
+pub fn render_ranged(columns: &RangedColumns, lines: &[RangedLine]) -> String {
+    let mut heads = vec![columns.name];
+    if columns.safety {
+        heads.push("safety?");
+    }
+    heads.extend([
+        "ranges caught",
+        "median seeds to first failure",
+        columns.max,
+    ]);
+    if columns.wall {
+        heads.push("wall time");
+    }
+    heads.push(columns.rules);
+    let mut o = format!(
+        "| {} |\n|{}\n",
+        heads.join(" | "),
+        "---|".repeat(heads.len())
+    );
+    for l in lines {
+        let mut cells = vec![l.name.clone()];
+        cells.extend(l.safety.clone().filter(|_| columns.safety));
+        cells.extend([l.caught.clone(), l.median.clone(), l.max.clone()]);
+        if columns.wall {
+            let secs = l.wall.unwrap_or_default().as_secs_f64();
+            cells.push(format!("{secs:.1} s"));
+        }
+        cells.push(l.rules.clone());
+        o.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    o
 }

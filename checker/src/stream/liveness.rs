@@ -29,6 +29,7 @@ use super::StreamHistory;
 use crate::history::Event;
 use crate::liveness::{
     LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, TxnThresholds, client_node,
+    partition_heals,
 };
 use std::collections::BTreeSet;
 
@@ -197,7 +198,7 @@ fn run_end_ns(h: &StreamHistory) -> u64 {
 /// Every fault that may keep a coordinator from acting, with the time it
 /// was in force: a server (any node but the clients that began the
 /// history's transactions, named as the format names them) killed or frozen until
-/// it restarted or resumed, a partition until it healed, a network fault
+/// it restarted or resumed, a partition until its own heal, a network fault
 /// for its duration and its late copies, a targeted message rule or an
 /// unload until the heal. A fault whose end the history does not record
 /// lasts to the end.
@@ -221,21 +222,21 @@ fn cluster_faults(h: &StreamHistory) -> Vec<(u64, u64)> {
     // A fault's end when none is recorded: the heal if it began before,
     // else never (`u64::MAX`).
     let or_heal = |t_ns: u64| if t_ns <= healed { healed } else { u64::MAX };
-    let until = |i: usize, ends: &[&str], same_node: bool| {
+    let until = |i: usize, end: &str| {
         events[i + 1..]
             .iter()
-            .find(|x| {
-                ends.contains(&x.kind.as_str()) && (!same_node || node(x) == node(&events[i]))
-            })
+            .find(|x| x.kind == end && node(x) == node(&events[i]))
             .map_or(or_heal(events[i].t_ns), |x| x.t_ns)
     };
+    // Each partition ends at its own heal, not at the first heal of any.
+    let heals = partition_heals(events);
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
         let u = |name: &str| e.fields.get(name).and_then(|v| v.as_u64());
         let to = match e.kind.as_str() {
-            "kill" if server(e) => until(i, &["restart"], true),
-            "pause" if server(e) => until(i, &["resume"], true),
-            "partition" => until(i, &["partition_healed"], false),
+            "kill" if server(e) => until(i, "restart"),
+            "pause" if server(e) => until(i, "resume"),
+            "partition" => heals.get(&i).copied().unwrap_or(or_heal(e.t_ns)),
             "packet_loss" | "latency" | "duplicate" => {
                 let late_ms = u("max_delay_ms").or_else(|| u("max_ms")).unwrap_or(0);
                 u("duration_ms").map_or(or_heal(e.t_ns), |d| e.t_ns + (d + late_ms) * MS)

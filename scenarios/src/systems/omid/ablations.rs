@@ -9,7 +9,6 @@ use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
 use crate::system::SystemDef;
 use percsim_protocol::omid::OmidAblation;
-use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -35,21 +34,13 @@ impl OmidKillRow {
     /// upper of the two middle values; a range without a failure counts
     /// as more than its seeds): `None` if it is not reached.
     pub fn median(&self) -> Option<u64> {
-        let mut v: Vec<u64> = self
-            .seeds_to_failure
-            .iter()
-            .map(|n| n.unwrap_or(u64::MAX))
-            .collect();
-        v.sort_unstable();
-        v.get(v.len() / 2).copied().filter(|n| *n != u64::MAX)
+        crate::system::ranged_median(&self.seeds_to_failure, crate::system::Middle::Upper)
     }
 
     /// The largest number of seeds to the first failure over the ranges
     /// (`None` if a range had no failure).
     pub fn max(&self) -> Option<u64> {
-        self.seeds_to_failure
-            .iter()
-            .try_fold(0, |m, n| n.map(|n| m.max(n)))
+        crate::system::ranged_max(&self.seeds_to_failure)
     }
 
     /// Ranges with a failure.
@@ -140,44 +131,51 @@ pub fn measure(
 
 /// Render the table.
 pub fn render(rows: &[OmidKillRow]) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "| planted bug | ranges caught | median seeds to first failure | most seeds | wall time | rules that fired first |"
-    );
-    let _ = writeln!(o, "|---|---|---|---|---|---|");
-    for r in rows {
-        let name = match r.ablation {
-            Some(a) => format!("{} ({})", a.name(), a.describe()),
-            None => "none (faithful build)".to_string(),
-        };
-        let ranges = r.seeds_to_failure.len();
-        let seeds = ranges as u64 * r.range_seeds;
-        let rule = r.first_failure.as_ref().map_or_else(
-            || "-".into(),
-            |f| format!("seed {}: {}", f.seed, f.violated_rules.join(", ")),
-        );
-        let shown =
-            |n: Option<u64>| n.map_or(format!("none in {}", r.range_seeds), |n| n.to_string());
-        let (caught, median, max) = match r.ablation {
-            Some(_) => (
-                format!("{} of {ranges}", r.caught()),
-                shown(r.median()),
-                shown(r.max()),
-            ),
-            None => (
-                format!("{} of {ranges} ranges failed ({seeds} seeds)", r.caught()),
-                "-".into(),
-                "-".into(),
-            ),
-        };
-        let _ = writeln!(
-            o,
-            "| {name} | {caught} | {median} | {max} | {:.1} s | {rule} |",
-            r.wall.as_secs_f64()
-        );
-    }
-    o
+    use crate::system::{RangedColumns, RangedLine, ranged_cell};
+    let columns = RangedColumns {
+        name: "planted bug",
+        safety: false,
+        max: "most seeds",
+        wall: true,
+        rules: "rules that fired first",
+    };
+    let lines: Vec<RangedLine> = rows
+        .iter()
+        .map(|r| {
+            let ranges = r.seeds_to_failure.len();
+            let (name, caught, median, max) = match r.ablation {
+                Some(a) => (
+                    format!("{} ({})", a.name(), a.describe()),
+                    format!("{} of {ranges}", r.caught()),
+                    ranged_cell(r.median(), r.range_seeds),
+                    ranged_cell(r.max(), r.range_seeds),
+                ),
+                None => (
+                    "none (faithful build)".to_string(),
+                    format!(
+                        "{} of {ranges} ranges failed ({} seeds)",
+                        r.caught(),
+                        ranges as u64 * r.range_seeds
+                    ),
+                    "-".into(),
+                    "-".into(),
+                ),
+            };
+            RangedLine {
+                name,
+                safety: None,
+                caught,
+                median,
+                max,
+                wall: Some(r.wall),
+                rules: r.first_failure.as_ref().map_or_else(
+                    || "-".into(),
+                    |f| format!("seed {}: {}", f.seed, f.violated_rules.join(", ")),
+                ),
+            }
+        })
+        .collect();
+    crate::system::render_ranged(&columns, &lines)
 }
 
 /// Omid's kill table as `percsim ablations --system omid` prints it (see
@@ -230,6 +228,31 @@ mod tests {
             first_failure: None,
             wall: Duration::ZERO,
         }
+    }
+
+    /// The table as the core renders it, byte for byte as this module
+    /// wrote it before: the faithful build's ranges failed, no median.
+    #[test]
+    fn the_ranged_table_renders_as_before() {
+        let mut caught = row(&[Some(7), Some(4)]);
+        caught.wall = Duration::from_millis(2_000);
+        let mut failure = SeedResult::empty("omid", 9, "bank");
+        failure.violated_rules = vec!["snapshot_reads".into(), "lost_update".into()];
+        caught.first_failure = Some(failure);
+        let mut baseline = row(&[None, None]);
+        baseline.ablation = None;
+        let a = OmidAblation::NoInvalidation;
+        assert_eq!(
+            render(&[baseline, caught]),
+            format!(
+                "| planted bug | ranges caught | median seeds to first failure | most seeds | wall time | rules that fired first |\n\
+                 |---|---|---|---|---|---|\n\
+                 | none (faithful build) | 0 of 2 ranges failed (20 seeds) | - | - | 0.0 s | - |\n\
+                 | {} ({}) | 2 of 2 | 7 | 7 | 2.0 s | seed 9: snapshot_reads, lost_update |\n",
+                a.name(),
+                a.describe()
+            )
+        );
     }
 
     #[test]

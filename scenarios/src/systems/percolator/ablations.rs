@@ -312,21 +312,12 @@ impl RangedRow {
     /// the two middle values of an even count, a range without a catch
     /// counting as more than any (`None` when that is the median).
     pub fn median(&self) -> Option<u64> {
-        let mut all: Vec<u64> = self
-            .catches()
-            .iter()
-            .map(|n| n.unwrap_or(u64::MAX))
-            .collect();
-        all.sort_unstable();
-        all.get(all.len() / 2).copied().filter(|n| *n != u64::MAX)
+        crate::system::ranged_median(&self.catches(), crate::system::Middle::Upper)
     }
 
     /// The most seeds any range needed (`None` if one had no catch).
     pub fn max(&self) -> Option<u64> {
-        self.catches()
-            .into_iter()
-            .collect::<Option<Vec<u64>>>()
-            .and_then(|v| v.into_iter().max())
+        crate::system::ranged_max(&self.catches())
     }
 
     /// Seeds with a safety verdict over every range.
@@ -354,43 +345,49 @@ pub fn measure_ranges(
 /// median and maximum seeds to the first catch, and the rules that fired
 /// (every range's first catch's).
 pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "| ablation | safety? | ranges caught | median seeds to first failure | max | wall time | rules that fired |"
-    );
-    let _ = writeln!(o, "|---|---|---|---|---|---|---|");
-    let none = format!("none in {budget}");
-    for r in rows {
-        let (name, safety) = match r.ablation {
-            Some(a) => (a.name(), if a.is_safety() { "yes" } else { "no" }),
-            None => ("none (faithful protocol)", "-"),
-        };
-        let caught = r.catches().iter().flatten().count();
-        let mut rules: Vec<String> = r
-            .rows
-            .iter()
-            .filter_map(|x| x.first_failure.as_ref())
-            .map(|f| crate::system::rules_fired(&f.violated_rules, &f.verdict))
-            .collect();
-        rules.sort();
-        rules.dedup();
-        let show = |n: Option<u64>| n.map_or(none.clone(), |n| n.to_string());
-        let wall: f64 = r.rows.iter().map(|x| x.wall.as_secs_f64()).sum();
-        let _ = writeln!(
-            o,
-            "| {name} | {safety} | {caught} of {} | {} | {} | {wall:.1} s | {} |",
-            r.rows.len(),
-            show(r.median()),
-            show(r.max()),
-            if rules.is_empty() {
-                "-".to_string()
-            } else {
-                rules.join("; ")
-            },
-        );
-    }
-    o
+    use crate::system::{RangedColumns, RangedLine, ranged_cell};
+    let columns = RangedColumns {
+        name: "ablation",
+        safety: true,
+        max: "max",
+        wall: true,
+        rules: "rules that fired",
+    };
+    let lines: Vec<RangedLine> = rows
+        .iter()
+        .map(|r| {
+            let (name, safety) = match r.ablation {
+                Some(a) => (a.name(), if a.is_safety() { "yes" } else { "no" }),
+                None => ("none (faithful protocol)", "-"),
+            };
+            let mut rules: Vec<String> = r
+                .rows
+                .iter()
+                .filter_map(|x| x.first_failure.as_ref())
+                .map(|f| crate::system::rules_fired(&f.violated_rules, &f.verdict))
+                .collect();
+            rules.sort();
+            rules.dedup();
+            RangedLine {
+                name: name.to_string(),
+                safety: Some(safety.to_string()),
+                caught: format!(
+                    "{} of {}",
+                    r.catches().iter().flatten().count(),
+                    r.rows.len()
+                ),
+                median: ranged_cell(r.median(), budget),
+                max: ranged_cell(r.max(), budget),
+                wall: Some(r.rows.iter().map(|x| x.wall).sum()),
+                rules: if rules.is_empty() {
+                    "-".to_string()
+                } else {
+                    rules.join("; ")
+                },
+            }
+        })
+        .collect();
+    crate::system::render_ranged(&columns, &lines)
 }
 
 /// The table over `ranges` disjoint seed ranges of `budget` seeds; exit
@@ -440,6 +437,37 @@ mod tests {
             ablation: Some(Ablation::NoLockRefresh),
             rows: firsts.iter().map(|n| row(*n, 0)).collect(),
         }
+    }
+
+    /// The ranged table as the core renders it, byte for byte as this
+    /// module wrote it before: a safety column, the wall time summed over
+    /// the ranges, the upper middle as the median.
+    #[test]
+    fn the_ranged_table_renders_as_before() {
+        let mut caught = ranged(&[Some(3), None]);
+        caught.rows[0].wall = Duration::from_millis(1_500);
+        let mut failure = crate::campaign::SeedResult::empty("percolator", 2, "bank");
+        failure.violated_rules = vec!["snapshot_reads".into()];
+        caught.rows[0].first_failure = Some(failure);
+        let baseline = RangedRow {
+            ablation: None,
+            rows: vec![row(None, 0), row(None, 0)],
+        };
+        let name = Ablation::NoLockRefresh.name();
+        let safety = if Ablation::NoLockRefresh.is_safety() {
+            "yes"
+        } else {
+            "no"
+        };
+        assert_eq!(
+            render_ranges(&[baseline, caught], 10),
+            format!(
+                "| ablation | safety? | ranges caught | median seeds to first failure | max | wall time | rules that fired |\n\
+                 |---|---|---|---|---|---|---|\n\
+                 | none (faithful protocol) | - | 0 of 2 | none in 10 | none in 10 | 0.0 s | - |\n\
+                 | {name} | {safety} | 1 of 2 | none in 10 | none in 10 | 1.5 s | snapshot_reads |\n"
+            )
+        );
     }
 
     #[test]

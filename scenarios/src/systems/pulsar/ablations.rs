@@ -8,7 +8,10 @@
 use super::campaign::{self, PULSAR_SEED_BASE};
 use crate::campaign::{Mix, SeedResult, Verdict};
 use crate::judge::judge;
-use crate::system::rules_fired;
+use crate::system::{
+    Middle, RangedColumns, RangedLine, ranged_cell, ranged_max, ranged_median, render_ranged,
+    rules_fired,
+};
 use percsim_protocol::pulsar::PulsarAblation;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -202,19 +205,17 @@ impl RangedRow {
     /// with no failure counting as more than any (`None` when half the
     /// ranges or more had none): the lower middle of an even count.
     pub fn median(&self) -> Option<u64> {
-        let mut all: Vec<Option<u64>> = self.rows.iter().map(|r| r.seeds_to_failure).collect();
-        // A range with no failure sorts last.
-        all.sort_by_key(|n| n.unwrap_or(u64::MAX));
-        all.get(all.len().saturating_sub(1) / 2).copied().flatten()
+        ranged_median(&self.seeds(), Middle::Lower)
     }
 
     /// The most seeds any range needed (`None` if one had no failure).
     pub fn max(&self) -> Option<u64> {
-        self.rows
-            .iter()
-            .map(|r| r.seeds_to_failure)
-            .collect::<Option<Vec<u64>>>()
-            .and_then(|v| v.into_iter().max())
+        ranged_max(&self.seeds())
+    }
+
+    /// Seeds to the first failure of each range (`None`: none in it).
+    fn seeds(&self) -> Vec<Option<u64>> {
+        self.rows.iter().map(|r| r.seeds_to_failure).collect()
     }
 }
 
@@ -238,39 +239,47 @@ pub fn measure_ranges(
 /// the median and maximum seeds to the first failure, and the rules that
 /// fired (every range's first failure's).
 pub fn render_ranges(rows: &[RangedRow], budget: u64) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "| planted bug | ranges caught | median seeds to first failure | max | rules that fired |"
-    );
-    let _ = writeln!(o, "|---|---|---|---|---|");
-    let none = format!("none in {budget}");
-    for r in rows {
-        let name = r.ablation.map_or("none (faithful protocol)", |a| a.name());
-        let caught = r.rows.iter().filter(|x| x.first_failure.is_some()).count();
-        let mut rules: Vec<String> = r
-            .rows
-            .iter()
-            .filter_map(|x| x.first_failure.as_ref())
-            .map(|f| rules_fired(&f.violated_rules, &f.verdict))
-            .collect();
-        rules.sort();
-        rules.dedup();
-        let show = |n: Option<u64>| n.map_or(none.clone(), |n| n.to_string());
-        let _ = writeln!(
-            o,
-            "| {name} | {caught} of {} | {} | {} | {} |",
-            r.rows.len(),
-            show(r.median()),
-            show(r.max()),
-            if rules.is_empty() {
-                "-".to_string()
-            } else {
-                rules.join("; ")
-            },
-        );
-    }
-    o
+    let columns = RangedColumns {
+        name: "planted bug",
+        safety: false,
+        max: "max",
+        wall: false,
+        rules: "rules that fired",
+    };
+    let lines: Vec<RangedLine> = rows
+        .iter()
+        .map(|r| {
+            let mut rules: Vec<String> = r
+                .rows
+                .iter()
+                .filter_map(|x| x.first_failure.as_ref())
+                .map(|f| rules_fired(&f.violated_rules, &f.verdict))
+                .collect();
+            rules.sort();
+            rules.dedup();
+            RangedLine {
+                name: r
+                    .ablation
+                    .map_or("none (faithful protocol)", |a| a.name())
+                    .to_string(),
+                safety: None,
+                caught: format!(
+                    "{} of {}",
+                    r.rows.iter().filter(|x| x.first_failure.is_some()).count(),
+                    r.rows.len()
+                ),
+                median: ranged_cell(r.median(), budget),
+                max: ranged_cell(r.max(), budget),
+                wall: None,
+                rules: if rules.is_empty() {
+                    "-".to_string()
+                } else {
+                    rules.join("; ")
+                },
+            }
+        })
+        .collect();
+    render_ranged(&columns, &lines)
 }
 
 /// The table over `ranges` disjoint seed ranges; exit code 0 when the
@@ -302,6 +311,37 @@ mod tests {
             wall: Duration::ZERO,
             abort_rate: 0.0,
         }
+    }
+
+    /// The ranged table as the core renders it, byte for byte as this
+    /// module wrote it before: no safety or wall time column, the lower
+    /// middle as the median.
+    #[test]
+    fn the_ranged_table_renders_as_before() {
+        let a = PulsarAblation::ALL[0];
+        let mut first = row(Some(3));
+        let mut failure = SeedResult::empty("pulsar", 5, "stream");
+        failure.verdict = Verdict::Safety;
+        failure.violated_rules = vec!["lost_write".into()];
+        first.first_failure = Some(failure);
+        let caught = RangedRow {
+            ablation: Some(a),
+            rows: vec![first, row(None)],
+        };
+        let baseline = RangedRow {
+            ablation: None,
+            rows: vec![row(None), row(None)],
+        };
+        assert_eq!(
+            render_ranges(&[baseline, caught], 10),
+            format!(
+                "| planted bug | ranges caught | median seeds to first failure | max | rules that fired |\n\
+                 |---|---|---|---|---|\n\
+                 | none (faithful protocol) | 0 of 2 | none in 10 | none in 10 | - |\n\
+                 | {} | 1 of 2 | 3 | none in 10 | lost_write |\n",
+                a.name()
+            )
+        );
     }
 
     /// The median and maximum count a range with no failure as the worst,

@@ -75,7 +75,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7075_6c73_6172);
     let clients = rng.random_range(2..=6);
     let mut world = WorldConfig {
-        run_ms: rng.random_range(1_000..=5_000),
+        run_ms: rng.random_range(RUN_MS.0..=RUN_MS.1),
         quiesce_ms: 30_000,
         ..WorldConfig::default()
     };
@@ -126,6 +126,14 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     };
     Scenario::of(seed, world, Box::new(spec))
 }
+
+/// The bounds of a seed's workload phase, in ms. A seed's chance to catch
+/// a planted bug grows with the transactions it runs (under the default
+/// campaign with 1-5 s phases, `pending-ack-not-durable` was caught by 1%
+/// of the seeds that ran fewer than 10 transactions and 24% of those that
+/// ran more than 40): phases of 2-10 s give each seed about twice as many
+/// transactions, each under the same fault rates.
+pub const RUN_MS: (u64, u64) = (2_000, 10_000);
 
 /// How often a Pulsar seed's random faults start, beside the world's
 /// default mix (`faultmix::enable_world`, which rolls each class every
@@ -210,6 +218,21 @@ pub const CAMPAIGN_POINTS: [ServerPoint; 11] = [
     ServerPoint::AppendInFlight,
 ];
 
+/// The points of [`CAMPAIGN_POINTS`] on a commit's path, drawn twice as
+/// often as the others: the coordinator with the end request in hand, a
+/// log append in flight (the coordinator's COMMITTING record among them),
+/// the coordinator past COMMITTING, a marker appended and not applied, and
+/// a pending ack logged. The planted bugs of the commit path
+/// (`commit-before-log-durable`, `timeout-races-commit`,
+/// `pending-ack-not-durable`) need a stop there.
+pub const COMMIT_PATH_POINTS: [ServerPoint; 5] = [
+    ServerPoint::BeforeEndingLogged,
+    ServerPoint::AppendInFlight,
+    ServerPoint::AfterEndingLogged,
+    ServerPoint::BeforeMarkerApplied,
+    ServerPoint::AfterPendingAckLogged,
+];
+
 /// The load manager's unloads of a seed: none, or up to three, each at a
 /// time of the workload phase, of a partition index of every topic or
 /// (one in four) of the coordinator. Unloads are the cluster's own
@@ -245,7 +268,11 @@ struct Stops {
 fn server_stops(pulsar: &mut PulsarConfig, intensity: f64, keep: Stops, rng: &mut ChaCha8Rng) {
     let n = 1 + (intensity * 3.0) as usize;
     for _ in 0..n {
-        let point = CAMPAIGN_POINTS[rng.random_range(0..CAMPAIGN_POINTS.len())];
+        let i = rng.random_range(0..CAMPAIGN_POINTS.len() + COMMIT_PATH_POINTS.len());
+        let point = match i.checked_sub(CAMPAIGN_POINTS.len()) {
+            Some(j) => COMMIT_PATH_POINTS[j],
+            None => CAMPAIGN_POINTS[i],
+        };
         let nth = rng.random_range(1..=20);
         let restart_after_ms = rng.random_range(50..=1_000);
         let pause_ms = rng
@@ -350,6 +377,30 @@ mod tests {
             partitions > 0 && coordinator > 0,
             "{partitions} {coordinator}"
         );
+    }
+
+    /// Each point on a commit's path is drawn about twice as often as each
+    /// other point, and every workload phase is within [`RUN_MS`].
+    #[test]
+    fn the_commit_path_points_are_drawn_twice_as_often() {
+        let mut counts = std::collections::BTreeMap::new();
+        for seed in 0..400 {
+            let s = generate(seed, &Mix::default());
+            assert!((RUN_MS.0..=RUN_MS.1).contains(&s.world.run_ms));
+            for c in &cluster(&s).crashes {
+                *counts.entry(c.point).or_insert(0u32) += 1;
+            }
+        }
+        let mean = |on_path: bool| {
+            let picked: Vec<u32> = CAMPAIGN_POINTS
+                .iter()
+                .filter(|p| COMMIT_PATH_POINTS.contains(p) == on_path)
+                .map(|p| counts.get(p).copied().unwrap_or(0))
+                .collect();
+            f64::from(picked.iter().sum::<u32>()) / picked.len() as f64
+        };
+        let ratio = mean(true) / mean(false);
+        assert!((1.6..2.5).contains(&ratio), "{ratio}: {counts:?}");
     }
 
     /// Every random class a seed switches on starts at a quarter of the

@@ -5,6 +5,7 @@
 use crate::coverage::CoverageItem;
 use crate::system::SummarySection;
 use percsim_protocol::pulsar::client::ClientPoint;
+use percsim_protocol::pulsar::points::ServerPoint;
 use percsim_sim::{
     FaultKind, PulsarCounter, PulsarEvent, pulsar_point_reached, pulsar_point_stopped,
 };
@@ -89,6 +90,18 @@ pub fn points() -> Vec<CoverageItem> {
         .collect()
 }
 
+/// The workloads that alone reach the coverage item or named point
+/// `name`: the pipeline's processors are the only clients that stop at
+/// their named points ([`ClientPoint`]), and the only ones that ack inside
+/// a transaction (a pending ack, `after_pending_ack_logged`), so a
+/// campaign of the plain `stream` workload reaches none of them.
+pub fn reached_by(name: &str) -> Option<&'static [&'static str]> {
+    let processors = name == PulsarCoverage::ClientCrashAtPoint.name()
+        || name == ServerPoint::AfterPendingAckLogged.name()
+        || ClientPoint::ALL.iter().any(|p| p.name() == name);
+    processors.then_some(&["stream-pipeline"][..])
+}
+
 /// The counter of reaches of the named point `point`, if it is one of
 /// Pulsar's ([`points`]).
 pub fn reach_counter(point: &str) -> Option<String> {
@@ -157,7 +170,8 @@ mod tests {
             system: super::super::PULSAR.name().into(),
             seed: 1,
             verdict: Verdict::Pass,
-            workload: "stream".into(),
+            // The pipeline: its processors reach their named points.
+            workload: "stream-pipeline".into(),
             committed: 2,
             aborted: 1,
             unknown: 0,

@@ -107,6 +107,10 @@ impl SystemDef for PulsarDef {
         coverage::points()
     }
 
+    fn reached_by(&self, name: &str) -> Option<&'static [&'static str]> {
+        coverage::reached_by(name)
+    }
+
     fn point_reach_counter(&self, point: &str) -> Option<String> {
         coverage::reach_counter(point)
     }

@@ -160,7 +160,7 @@ impl TbState {
     /// The buffer a recovery starts from: the snapshot's ended
     /// transactions, positioned at its max-read-position (no transaction
     /// open yet; replaying the log from there finds them).
-    pub(crate) fn from_snapshot(s: &TbSnapshot) -> TbState {
+    pub fn from_snapshot(s: &TbSnapshot) -> TbState {
         TbState {
             len: s.max_read_position,
             ongoing: BTreeMap::new(),

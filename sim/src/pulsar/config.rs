@@ -311,7 +311,10 @@ mod tests {
         let e = parse(r#"{"buffer": {"snapshot_every": 1000001}}"#)
             .validate()
             .unwrap_err();
-        assert!(e.starts_with("pulsar.buffer.snapshot_every: 1000001"), "{e}");
+        assert!(
+            e.starts_with("pulsar.buffer.snapshot_every: 1000001"),
+            "{e}"
+        );
         let e = parse(r#"{"recovery_us_per_entry": 100001}"#)
             .validate()
             .unwrap_err();

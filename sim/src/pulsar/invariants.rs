@@ -204,7 +204,9 @@ pub(crate) fn check_next_offset(resource: &Resource, memory_len: u64, log_len: u
 /// rebuilds.
 pub(crate) fn check_snapshot_recovery(resource: &Resource, recovered: &TbState, full: &TbState) {
     invariant::check(recovered == full, || {
-        format!("{resource}'s buffer recovered from its snapshot is {recovered:?}, the whole log's {full:?}")
+        format!(
+            "{resource}'s buffer recovered from its snapshot is {recovered:?}, the whole log's {full:?}"
+        )
     });
 }
 

@@ -12,10 +12,10 @@
 //! the resource (it then answers [`NotOwner`]).
 
 use crate::pulsar::control::At;
+use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::ids::{PulsarEvent, kinds};
 use crate::pulsar::invariants::{self, Writer};
 use crate::pulsar::nodes::coordinator::Tc;
-use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, Refusal, TcCall};
 use crate::pulsar::store::PartitionStore;
 use crate::pulsar::{Cluster, broker_addr, metadata_addr};

@@ -391,7 +391,10 @@ impl Tc {
                         item: Some(partition.to_string()),
                         from: self.node.clone(),
                     };
-                    world.call_tagged(&self.ep, dst, call, tag, timeout).await.ok()
+                    world
+                        .call_tagged(&self.ep, dst, call, tag, timeout)
+                        .await
+                        .ok()
                 } else if world.carry(dst, &call) == Carried::Late {
                     // The network holds this marker back; it lands late, unanswered.
                     sleep(timeout).await;

@@ -554,3 +554,32 @@ fn a_swept_script_shrinks_its_steps() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The snapshot script stands on its snapshots: with them off, no
+/// snapshot is written, the broker never reaches its stop, and the
+/// script's counts fail (its count of replayed entries, 0 since the
+/// stop, is changed by the test of every example's expectations).
+#[test]
+fn the_snapshot_script_needs_its_snapshot() {
+    passes("buffer-snapshot-recovery.json");
+    let mut v = example("buffer-snapshot-recovery.json");
+    v["pulsar"]["buffer"]["snapshot_every"] = 0.into();
+    let r = judge(v);
+    let why = r.explanation.unwrap_or_default();
+    assert_ne!(r.verdict, Verdict::Pass);
+    assert!(why.contains("\"snapshot_written\""), "{why}");
+    assert!(why.contains("the stop never happened"), "{why}");
+}
+
+/// The recovery script's read is refused while the buffer recovers: with
+/// recoveries instant nothing is refused and its count fails.
+#[test]
+fn the_recovery_script_needs_its_slow_recovery() {
+    passes("requests-during-recovery.json");
+    let mut v = example("requests-during-recovery.json");
+    v["pulsar"]["recovery_us_per_entry"] = 0.into();
+    let r = judge(v);
+    let why = r.explanation.unwrap_or_default();
+    assert_ne!(r.verdict, Verdict::Pass);
+    assert!(why.contains("not_ready"), "{why}");
+}

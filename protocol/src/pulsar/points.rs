@@ -47,15 +47,25 @@ pub enum ServerPoint {
     /// Client: its end-txn request (commit or abort) is on the wire; no
     /// answer has come (a script's point, armed on a `client-N`).
     AfterEndSent,
+    /// Broker: a snapshot of a partition's transaction buffer is durable;
+    /// the buffer in memory has not noted it (a script's point).
+    AfterSnapshotWritten,
+    /// Broker: it has taken over a partition (or the coordinator) and is
+    /// recovering it: the snapshot (if any) is loaded, the log not yet
+    /// replayed, requests are refused as not ready or queued (a script's
+    /// point).
+    DuringRecovery,
 }
 
 impl ServerPoint {
     /// The points only a script arms (a campaign's draws stay the same).
-    pub const SCRIPTED: [ServerPoint; 4] = [
+    pub const SCRIPTED: [ServerPoint; 6] = [
         ServerPoint::BeforeEndingLogged,
         ServerPoint::BeforeMarkerApplied,
         ServerPoint::AppendInFlight,
         ServerPoint::AfterEndSent,
+        ServerPoint::AfterSnapshotWritten,
+        ServerPoint::DuringRecovery,
     ];
 
     /// Whether a client reaches it (else a broker does, for itself or for
@@ -92,6 +102,8 @@ impl ServerPoint {
             ServerPoint::BeforeMarkerApplied => "before_marker_applied",
             ServerPoint::AppendInFlight => "append_in_flight",
             ServerPoint::AfterEndSent => "after_end_sent",
+            ServerPoint::AfterSnapshotWritten => "after_snapshot_written",
+            ServerPoint::DuringRecovery => "during_recovery",
         }
     }
 
@@ -133,6 +145,12 @@ impl ServerPoint {
             }
             ServerPoint::AfterEndSent => {
                 "the client died with its end-txn on the wire: the coordinator finishes it alone"
+            }
+            ServerPoint::AfterSnapshotWritten => {
+                "the snapshot is durable, memory has not noted it: recovery loads it and replays the log after it"
+            }
+            ServerPoint::DuringRecovery => {
+                "a recovery is half done: a death starts it over, a pause leaves requests refused or queued until it ends"
             }
         }
     }

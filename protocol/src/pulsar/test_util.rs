@@ -4,7 +4,7 @@
 
 use super::ablation::{PulsarAblation, PulsarAblations};
 use super::broker::{self, BrokerWrite};
-use super::buffer::{self, AppendError, Entry, ReadMode, TbState};
+use super::buffer::{self, AppendError, Entry, ReadMode, TbSnapshot, TbState};
 use super::client::{BrokerReply, BrokerRequest};
 use super::coordinator::{self, LogRecord, TcAction, TcError, TcState, TxnState};
 use super::dedup::ProducerDedup;
@@ -160,6 +160,8 @@ pub struct Broker {
     pub no_dedup: bool,
     /// The sequence id [`Broker::send`] gives its next message.
     pub next_sequence: u64,
+    /// The latest snapshot of the transaction buffer (durable).
+    pub snapshot: Option<TbSnapshot>,
 }
 
 impl Broker {
@@ -366,9 +368,16 @@ impl Broker {
         })
     }
 
-    /// Lose memory; rebuild from the durable logs.
+    /// Take a snapshot of the transaction buffer now.
+    pub fn take_snapshot(&mut self) {
+        let last = self.snapshot.as_ref().map_or(0, |s| s.taken_at);
+        self.snapshot = buffer::snapshot(&self.tb, last, 1).or(self.snapshot.take());
+    }
+
+    /// Lose memory; rebuild from the durable logs (the buffer from the
+    /// latest snapshot and the log after it).
     pub fn restart(&mut self) {
-        self.tb = buffer::recover(&self.log);
+        self.tb = buffer::recover_from_snapshot(self.snapshot.as_ref(), &self.log).tb;
         self.dedup = ProducerDedup::recover(&self.log);
         self.subs = self
             .sub_logs

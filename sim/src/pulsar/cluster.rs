@@ -44,10 +44,12 @@ pub(crate) fn client_addr(i: usize) -> SocketAddr {
 /// Points only scripts arm, added after exploration's choice points were
 /// set: an exploration offers no stop at them, so its schedules (and their
 /// fingerprints) stay as they were.
-const NOT_EXPLORED: [ServerPoint; 3] = [
+const NOT_EXPLORED: [ServerPoint; 5] = [
     ServerPoint::BeforeMarkerApplied,
     ServerPoint::AppendInFlight,
     ServerPoint::AfterEndSent,
+    ServerPoint::AfterSnapshotWritten,
+    ServerPoint::DuringRecovery,
 ];
 
 /// A Pulsar cluster installed in a world: what its nodes share. Only
@@ -100,6 +102,15 @@ impl Cluster {
     /// Bump one of Pulsar's counters.
     pub(crate) fn bump(&self, counter: ids::PulsarCounter) {
         self.world.recorder().bump(counter.name());
+    }
+
+    /// The simulated time a recovery that replays `entries` log entries
+    /// takes (`recovery_us_per_entry` each); the entries are counted
+    /// (`pulsar.recovery_replayed`).
+    pub(crate) fn recovery_time(&self, entries: u64) -> Duration {
+        let name = ids::PulsarCounter::RecoveryReplayed.name();
+        self.world.recorder().add(name, entries);
+        Duration::from_micros(entries.saturating_mul(self.cfg.recovery_us_per_entry))
     }
 
     /// `node`'s append to `resource`'s logs was refused by the fence: it

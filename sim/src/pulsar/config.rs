@@ -58,6 +58,31 @@ pub struct UnloadAt {
     pub target: UnloadTarget,
 }
 
+/// The transaction buffers' snapshots (`"buffer"` in a scenario's
+/// `"pulsar"` section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BufferConfig {
+    /// A partition's transaction buffer writes a snapshot of its aborted
+    /// index and max-read-position after learning this many entries since
+    /// its latest snapshot (0: never; recovery then replays the whole log).
+    /// Default 64; Pulsar's own trigger is 1,000 transactions or 5 s
+    /// (`transactionBufferSnapshotMaxTransactionCount`,
+    /// `transactionBufferSnapshotMinTimeInMillis`).
+    pub snapshot_every: u64,
+}
+
+/// The most entries a snapshot may wait for.
+pub const MAX_SNAPSHOT_EVERY: u64 = 1_000_000;
+/// The most a recovery may spend per entry it replays, in microseconds.
+pub const MAX_RECOVERY_US_PER_ENTRY: u64 = 100_000;
+
+impl Default for BufferConfig {
+    fn default() -> Self {
+        BufferConfig { snapshot_every: 64 }
+    }
+}
+
 /// The Pulsar cluster of a scenario (`"pulsar"` in a scenario file). The
 /// world's own settings (phases, faults, clocks, RPC timeout) are the
 /// scenario's `world` section.
@@ -87,6 +112,13 @@ pub struct PulsarConfig {
     /// Pulsar's default configuration): off, a resent or duplicated send
     /// is appended again.
     pub deduplication: bool,
+    /// The transaction buffers' snapshots.
+    pub buffer: BufferConfig,
+    /// Simulated time a recovery (a partition's transaction buffer and
+    /// pending acks, or the coordinator's log) spends per entry it
+    /// replays, in microseconds (default 50); requests that arrive
+    /// meanwhile are refused as not ready or queued (see `docs/pulsar.md`).
+    pub recovery_us_per_entry: u64,
     /// Protocol mechanisms switched off (the planted bugs).
     pub ablations: PulsarAblations,
     /// Servers to kill at named points.
@@ -110,6 +142,8 @@ impl Default for PulsarConfig {
             // object and a missing one agree.
             client: PulsarClientConfig::default(),
             deduplication: true,
+            buffer: BufferConfig::default(),
+            recovery_us_per_entry: 50,
             ablations: PulsarAblations::NONE,
             crashes: Vec::new(),
             unloads: Vec::new(),
@@ -166,6 +200,18 @@ impl PulsarConfig {
         }
         if self.client.txn_timeout_ms == 0 {
             return Err("pulsar.client.txn_timeout_ms: must be at least 1".into());
+        }
+        if self.buffer.snapshot_every > MAX_SNAPSHOT_EVERY {
+            return Err(format!(
+                "pulsar.buffer.snapshot_every: {} is outside 0..={MAX_SNAPSHOT_EVERY} (entries between snapshots; 0 turns snapshots off)",
+                self.buffer.snapshot_every
+            ));
+        }
+        if self.recovery_us_per_entry > MAX_RECOVERY_US_PER_ENTRY {
+            return Err(format!(
+                "pulsar.recovery_us_per_entry: {} is outside 0..={MAX_RECOVERY_US_PER_ENTRY} (microseconds per replayed entry)",
+                self.recovery_us_per_entry
+            ));
         }
         if let Some(c) = self.crashes.iter().find(|c| c.nth == 0) {
             return Err(format!(
@@ -251,6 +297,30 @@ mod tests {
             e.starts_with("pulsar.crashes[1]: after_end_sent") && e.contains("stop_at"),
             "{e}"
         );
+    }
+
+    /// The snapshot interval and the recovery's cost take their defaults,
+    /// accept their bounds and refuse past them by name; an unknown field
+    /// of `buffer` is refused.
+    #[test]
+    fn snapshot_and_recovery_knobs_are_bounded_by_name() {
+        let d = parse("{}");
+        assert_eq!((d.buffer.snapshot_every, d.recovery_us_per_entry), (64, 50));
+        let off = parse(r#"{"buffer": {"snapshot_every": 0}, "recovery_us_per_entry": 0}"#);
+        assert_eq!(off.validate(), Ok(()));
+        let e = parse(r#"{"buffer": {"snapshot_every": 1000001}}"#)
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.starts_with("pulsar.buffer.snapshot_every: 1000001"),
+            "{e}"
+        );
+        let e = parse(r#"{"recovery_us_per_entry": 100001}"#)
+            .validate()
+            .unwrap_err();
+        assert!(e.starts_with("pulsar.recovery_us_per_entry: 100001"), "{e}");
+        let typo = serde_json::from_str::<PulsarConfig>(r#"{"buffer": {"snapshot_evry": 3}}"#);
+        assert!(typo.unwrap_err().to_string().contains("snapshot_evry"));
     }
 
     fn parse(text: &str) -> PulsarConfig {

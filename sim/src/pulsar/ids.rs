@@ -13,6 +13,12 @@ crate::identities! {
         Lookup => ("pulsar.lookup", "a lookup of a resource's owner"),
         /// A broker answered that it does not own the resource asked for.
         NotOwner => ("pulsar.not_owner", "a broker answered that it does not own a resource"),
+        /// A broker (or the coordinator) answered that it is still recovering the resource asked for.
+        NotReady => ("pulsar.not_ready", "a broker answered that it is still recovering a resource"),
+        /// A partition's transaction buffer wrote a snapshot.
+        SnapshotWritten => ("pulsar.snapshot_written", "a transaction buffer wrote a snapshot"),
+        /// Log entries a recovery replayed (a partition's log after its snapshot, its subscriptions' logs, the coordinator's log).
+        RecoveryReplayed => ("pulsar.recovery_replayed", "log entries replayed by recoveries"),
         /// A broker was killed at one of its named points.
         BrokerKilledAtPoint => ("pulsar.broker_killed_at_point", "a broker was killed at a named point"),
         /// A broker was frozen at one of its named points.

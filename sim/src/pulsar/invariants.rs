@@ -27,9 +27,12 @@
 //!   node, same epoch: a fenced owner's write is never accepted), and a
 //!   partition's new entry lands at the offset its owner's memory expects
 //!   (offsets only grow, each is given once);
-//! - an ownership assignment's epoch exceeds the resource's last one.
+//! - an ownership assignment's epoch exceeds the resource's last one;
+//! - a transaction buffer recovered from its latest snapshot and the log
+//!   after it equals the one a replay of the whole log rebuilds.
 
 use crate::invariant;
+use percsim_protocol::pulsar::buffer::TbState;
 use percsim_protocol::pulsar::coordinator::{LogRecord, TxnState};
 use percsim_protocol::pulsar::ownership::{MetaRecord, OwnershipTable, Resource};
 use percsim_protocol::pulsar::types::{Participant, TxnAction, TxnId};
@@ -193,6 +196,17 @@ pub(crate) fn check_marker_decided(
 pub(crate) fn check_next_offset(resource: &Resource, memory_len: u64, log_len: u64) {
     invariant::check(memory_len == log_len, || {
         format!("{resource}'s log holds {log_len} entries, but its owner's memory {memory_len}")
+    });
+}
+
+/// Assert that `resource`'s transaction buffer recovered from its latest
+/// snapshot and the log after it is the one a replay of the whole log
+/// rebuilds.
+pub(crate) fn check_snapshot_recovery(resource: &Resource, recovered: &TbState, full: &TbState) {
+    invariant::check(recovered == full, || {
+        format!(
+            "{resource}'s buffer recovered from its snapshot is {recovered:?}, the whole log's {full:?}"
+        )
     });
 }
 

@@ -20,10 +20,27 @@ macro_rules! request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NotOwner;
 
+/// Why a broker did not apply a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Refusal {
+    /// It does not own the resource: look the owner up again.
+    NotOwner,
+    /// It owns the resource and is still recovering it (Pulsar's
+    /// retriable `ServiceUnitNotReadyException` of a transaction buffer,
+    /// and the coordinator's "not in Ready status"): try again later.
+    Recovering,
+}
+
+impl From<NotOwner> for Refusal {
+    fn from(_: NotOwner) -> Refusal {
+        Refusal::NotOwner
+    }
+}
+
 /// A client's request to the coordinator, sent to the broker that owns it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct TcCall(pub TcRequest);
-request!(TcCall, 101, Result<TcReply, NotOwner>);
+request!(TcCall, 101, Result<TcReply, Refusal>);
 
 /// A client's request to the broker owning `partition`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -31,13 +48,13 @@ pub(crate) struct BrokerCall {
     pub partition: Partition,
     pub req: BrokerRequest,
 }
-request!(BrokerCall, 102, Result<BrokerReply, NotOwner>);
+request!(BrokerCall, 102, Result<BrokerReply, Refusal>);
 
 /// The coordinator's marker to the broker owning its participant; the
 /// answer acknowledges it (the marker is durable there).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct MarkerCall(pub Marker);
-request!(MarkerCall, 103, Result<(), NotOwner>);
+request!(MarkerCall, 103, Result<(), Refusal>);
 
 /// A broker's heartbeat to the metadata service for its session.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! Pulsar's durable storage (our BookKeeper): the coordinator's transaction
 //! log, each partition's log, and each subscription's log (acks, pending
-//! acks, ends), each with the epoch of the owner allowed to append (the
+//! acks, ends) and the latest snapshot of each partition's transaction
+//! buffer, each with the epoch of the owner allowed to append (the
 //! fence), and the metadata store's ownership table (our ZooKeeper). It
 //! survives every crash; a server's memory (the coordinator's state,
 //! transaction buffers, subscriptions) is rebuilt from it by the
@@ -8,7 +9,7 @@
 
 use percsim_checker::stream::SubscriptionDecl;
 use percsim_protocol::pulsar::PulsarAblations;
-use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbState};
+use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbSnapshot, TbState};
 use percsim_protocol::pulsar::coordinator::{self, LogRecord};
 use percsim_protocol::pulsar::ownership::{OwnershipTable, Resource};
 use percsim_protocol::pulsar::subscription;
@@ -29,6 +30,9 @@ pub(crate) struct PartitionStore {
     pub log: Vec<Entry>,
     /// Each subscription's log, by name.
     pub subs: BTreeMap<String, Vec<SubRecord>>,
+    /// The latest snapshot of the partition's transaction buffer (Pulsar's
+    /// `__transaction_buffer_snapshot` topic keeps one per topic).
+    pub snapshot: Option<TbSnapshot>,
 }
 
 impl PartitionStore {

@@ -1,7 +1,8 @@
 //! Properties of the transaction buffer over random histories of sends,
 //! markers (duplicated, late, racing) and restarts: a read-committed
 //! consumer never sees a message of a transaction that is not committed
-//! here, and a restart rebuilds exactly the state it lost.
+//! here, and a restart (from the latest snapshot and the log after it)
+//! rebuilds exactly the state it lost.
 
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::buffer::ReadMode;
@@ -16,7 +17,9 @@ enum Op {
     Send(Option<u64>),
     /// A marker for transaction `k` (possibly late or repeated).
     Mark(u64, TxnAction),
-    /// The owner restarts.
+    /// The buffer takes a snapshot.
+    Snapshot,
+    /// The owner restarts (from the latest snapshot and the log after it).
     Restart,
 }
 
@@ -26,6 +29,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u64..4, any::<bool>()).prop_map(|(k, c)| {
             Op::Mark(k, if c { TxnAction::Commit } else { TxnAction::Abort })
         }),
+        1 => Just(Op::Snapshot),
         1 => Just(Op::Restart),
     ]
 }
@@ -46,6 +50,7 @@ fn first_uncommitted_read(ops: &[Op], ablations: PulsarAblations) -> Option<u64>
             Op::Mark(k, action) => {
                 b.mark(txn(*k), *action);
             }
+            Op::Snapshot => b.take_snapshot(),
             Op::Restart => {
                 let before = b.tb.clone();
                 b.restart();

@@ -1,6 +1,7 @@
 //! A partition's durable log entries and the transaction buffer's state
 //! built from them.
 
+use super::snapshot::TbSnapshot;
 use crate::pulsar::types::{Message, ProducerRef, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -143,5 +144,36 @@ impl TbState {
             }
         }
         self.len += 1;
+    }
+
+    /// The snapshot of this buffer: its max-read-position, the entries it
+    /// has learnt, and the transactions ended here.
+    pub(crate) fn to_snapshot(&self) -> TbSnapshot {
+        TbSnapshot {
+            max_read_position: self.max_read_position(),
+            taken_at: self.len,
+            aborted: self.aborted.clone(),
+            committed: self.committed.clone(),
+        }
+    }
+
+    /// The buffer a recovery starts from: the snapshot's ended
+    /// transactions, positioned at its max-read-position (no transaction
+    /// open yet; replaying the log from there finds them).
+    pub fn from_snapshot(s: &TbSnapshot) -> TbState {
+        TbState {
+            len: s.max_read_position,
+            ongoing: BTreeMap::new(),
+            aborted: s.aborted.clone(),
+            committed: s.committed.clone(),
+        }
+    }
+
+    /// The same buffer taken to describe a log of `len` entries with
+    /// nothing learnt past its own (a stale state taken as current).
+    #[cfg(test)]
+    pub(crate) fn stretched_to(mut self, len: u64) -> TbState {
+        self.len = len;
+        self
     }
 }

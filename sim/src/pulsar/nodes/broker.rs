@@ -12,17 +12,18 @@
 //! the resource (it then answers [`NotOwner`]).
 
 use crate::pulsar::control::At;
+use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::ids::{PulsarEvent, kinds};
 use crate::pulsar::invariants::{self, Writer};
 use crate::pulsar::nodes::coordinator::Tc;
-use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, TcCall};
+use crate::pulsar::rpc::{BrokerCall, Heartbeat, MarkerCall, NotOwner, Refusal, TcCall};
 use crate::pulsar::store::PartitionStore;
 use crate::pulsar::{Cluster, broker_addr, metadata_addr};
 use crate::world::port::Port;
 use crate::world::serve::serve_counting;
-use madsim::time::{Duration, sleep};
+use madsim::time::{Duration, Instant, sleep, sleep_until};
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
-use percsim_protocol::pulsar::buffer::{Entry, TbState};
+use percsim_protocol::pulsar::buffer::{self, Entry, TbState};
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
 use percsim_protocol::pulsar::dedup::ProducerDedup;
 use percsim_protocol::pulsar::ownership::{
@@ -53,23 +54,53 @@ struct Owned {
     held: VecDeque<(Option<u64>, BrokerWrite)>,
     /// The id the next held update gets.
     next_hold: u64,
+    /// Whether the recovery is over (until then requests are refused as
+    /// not ready, or queued).
+    ready: bool,
+    /// When the recovery is due to end (`None`: not recovering).
+    ready_at: Option<Instant>,
+    /// How many of the log's entries the latest snapshot this buffer
+    /// noted describes (the next is due `snapshot_every` entries later).
+    snapshot_taken_at: u64,
 }
 
 impl Owned {
-    /// A new ownership at `epoch`, its memory rebuilt from `store`.
-    fn recovered(epoch: u64, store: &PartitionStore) -> Owned {
+    /// A new ownership at `epoch`, its memory rebuilt from `store`: the
+    /// transaction buffer from the latest snapshot and the log after it,
+    /// the pending acks from the subscriptions' logs.
+    fn recovered(partition: &Partition, epoch: u64, store: &PartitionStore) -> Owned {
         let subs = store
             .subs
             .iter()
             .map(|(name, log)| (name.clone(), subscription::recover(log)))
             .collect();
+        let tb = buffer::recover_from_snapshot(store.snapshot.as_ref(), &store.log).tb;
+        let resource = Resource::Partition(partition.clone());
+        invariants::check_snapshot_recovery(&resource, &tb, &store.buffer());
         Owned {
-            epoch,
-            tb: store.buffer(),
+            tb,
             subs,
             dedup: ProducerDedup::recover(&store.log),
+            ready: true,
+            snapshot_taken_at: store.snapshot.as_ref().map_or(0, |s| s.taken_at),
+            ..Owned::recovering(epoch, store, None)
+        }
+    }
+
+    /// A new ownership at `epoch` whose recovery has begun and ends at
+    /// `ready_at`: the snapshot is loaded, nothing of the logs replayed.
+    fn recovering(epoch: u64, store: &PartitionStore, ready_at: Option<Instant>) -> Owned {
+        let snapshot = store.snapshot.as_ref();
+        Owned {
+            epoch,
+            tb: snapshot.map(TbState::from_snapshot).unwrap_or_default(),
+            subs: BTreeMap::new(),
+            dedup: ProducerDedup::default(),
             held: VecDeque::new(),
             next_hold: 0,
+            ready: false,
+            ready_at,
+            snapshot_taken_at: 0,
         }
     }
 
@@ -187,7 +218,7 @@ impl Broker {
     }
 
     /// Serve exactly what `session` owns, at the epochs given.
-    fn reconcile(&self, session: SessionId, owned: Vec<(Resource, u64)>) {
+    fn reconcile(self: &Arc<Self>, session: SessionId, owned: Vec<(Resource, u64)>) {
         if *crate::world::lock(&self.session) != session {
             return;
         }
@@ -232,24 +263,121 @@ impl Broker {
         *s = self.cluster.next_session(self.me);
     }
 
-    /// Take partition `p` at `epoch`: fence its logs, rebuild its memory.
-    fn take_partition(&self, p: &Partition, epoch: u64) {
-        let d = &mut *self.cluster.durable();
-        let Some(store) = d.partitions.get_mut(p) else {
+    /// Take partition `p` at `epoch`: fence its logs, and start
+    /// rebuilding its memory ([`Broker::recover_partition`]).
+    fn take_partition(self: &Arc<Self>, p: &Partition, epoch: u64) {
+        let entries = {
+            let d = &mut *self.cluster.durable();
+            let Some(store) = d.partitions.get_mut(p) else {
+                return;
+            };
+            let Ok(e) = open_log(Epochs {
+                log: store.epoch,
+                writer: epoch,
+            }) else {
+                return; // a later owner holds it already
+            };
+            store.epoch = e;
+            let resource = Resource::Partition(p.clone());
+            self.cluster.watch().opened(resource, self.writer(epoch));
+            let entries = replay_entries(store);
+            let ready_at = Instant::now() + self.cluster.recovery_time(entries);
+            let owned = Owned::recovering(epoch, store, Some(ready_at));
+            self.partitions().insert(p.clone(), owned);
+            entries
+        };
+        self.taken(&Resource::Partition(p.clone()), epoch);
+        let (b, p) = (self.clone(), p.clone());
+        madsim::task::spawn(async move { b.recover_partition(p, epoch, entries).await });
+    }
+
+    /// Recover partition `p`, taken at `epoch`: the snapshot is loaded;
+    /// replaying `entries` log entries takes their time, then memory is
+    /// the recovered buffer and pending acks, and requests are served.
+    /// Until then a send, a read or a partition's marker is refused as not
+    /// ready (Pulsar's transaction buffer answers a publish while it
+    /// recovers with the retriable `ServiceUnitNotReadyException`); an ack
+    /// or a subscription's marker waits (Pulsar's pending-ack handle
+    /// queues them until its replay is done).
+    async fn recover_partition(self: Arc<Self>, p: Partition, epoch: u64, entries: u64) {
+        let at = At {
+            txn: None,
+            partition: Some(p.clone()),
+        };
+        self.cluster
+            .reached(&self.name, ServerPoint::DuringRecovery, at)
+            .await;
+        // The time was counted when the recovery began.
+        let per_entry = self.cluster.cfg.recovery_us_per_entry;
+        sleep(Duration::from_micros(entries.saturating_mul(per_entry))).await;
+        let d = self.cluster.durable();
+        let mut mem = self.partitions();
+        if let (Some(store), Some(owned)) = (d.partitions.get(&p), mem.get_mut(&p))
+            && owned.epoch == epoch
+            && !owned.ready
+        {
+            *owned = Owned::recovered(&p, epoch, store);
+        }
+    }
+
+    /// Wait until our recovery of `partition` is over: at once `Recovering`
+    /// while it runs, unless `queue` (then wait for its end); `NotOwner`
+    /// if we do not serve it.
+    async fn ready(&self, partition: &Partition, queue: bool) -> Result<(), Refusal> {
+        loop {
+            let until = match self.partitions().get(partition) {
+                None => return Err(Refusal::NotOwner),
+                Some(o) if o.ready => return Ok(()),
+                Some(o) => o.ready_at,
+            };
+            if !queue {
+                self.cluster.bump(PulsarCounter::NotReady);
+                return Err(Refusal::Recovering);
+            }
+            let soon = Instant::now() + Duration::from_millis(1);
+            sleep_until(until.map_or(soon, |t| t.max(soon))).await;
+        }
+    }
+
+    /// Write a snapshot of `partition`'s transaction buffer if one is due
+    /// (`pulsar.buffer.snapshot_every` entries learnt since the latest);
+    /// the buffer notes it after [`ServerPoint::AfterSnapshotWritten`].
+    /// The write is fenced as an append is.
+    async fn snapshot_if_due(&self, partition: &Partition) {
+        let every = self.cluster.cfg.buffer.snapshot_every;
+        let written = self.with_partition(partition, |store, owned| {
+            let due = owned.ready && owned.held.is_empty();
+            let Some(snap) = due
+                .then(|| buffer::snapshot(&owned.tb, owned.snapshot_taken_at, every))
+                .flatten()
+            else {
+                return Ok(None);
+            };
+            check_append(Epochs {
+                log: store.epoch,
+                writer: owned.epoch,
+            })?;
+            let taken_at = snap.taken_at;
+            store.snapshot = Some(snap);
+            Ok(Some((taken_at, owned.epoch)))
+        });
+        let Ok(Some((taken_at, epoch))) = written else {
             return;
         };
-        let Ok(e) = open_log(Epochs {
-            log: store.epoch,
-            writer: epoch,
-        }) else {
-            return; // a later owner holds it already
+        self.cluster.bump(PulsarCounter::SnapshotWritten);
+        let at = At {
+            txn: None,
+            partition: Some(partition.clone()),
         };
-        store.epoch = e;
-        let resource = Resource::Partition(p.clone());
-        self.cluster.watch().opened(resource, self.writer(epoch));
-        let owned = Owned::recovered(epoch, store);
-        self.partitions().insert(p.clone(), owned);
-        self.taken(&Resource::Partition(p.clone()), epoch);
+        self.cluster
+            .reached(&self.name, ServerPoint::AfterSnapshotWritten, at)
+            .await;
+        let _ = self.with_partition(partition, |_, owned| {
+            if owned.epoch == epoch {
+                owned.snapshot_taken_at = owned.snapshot_taken_at.max(taken_at);
+            }
+            Ok(())
+        });
     }
 
     /// Take the coordinator at `epoch`: fence its log, replay it, finish
@@ -273,7 +401,7 @@ impl Broker {
             self.name.clone(),
             self.ep.clone(),
             epoch,
-            &log,
+            log,
         );
         if let Some(old) = crate::world::lock(&self.tc).replace(tc) {
             old.stop();
@@ -305,11 +433,11 @@ impl Broker {
         }
     }
 
-    async fn coordinator(&self, call: TcCall) -> Result<TcReply, NotOwner> {
+    async fn coordinator(&self, call: TcCall) -> Result<TcReply, Refusal> {
         let tc = crate::world::lock(&self.tc).clone();
         match tc.filter(|t| t.active()) {
             Some(tc) => tc.handle(call.0).await,
-            None => Err(NotOwner),
+            None => Err(Refusal::NotOwner),
         }
     }
 
@@ -426,8 +554,10 @@ impl Broker {
         }
     }
 
-    async fn request(&self, call: BrokerCall) -> Result<BrokerReply, NotOwner> {
+    async fn request(&self, call: BrokerCall) -> Result<BrokerReply, Refusal> {
         let ablations = self.cluster.cfg.ablations;
+        let queued = matches!(call.req, BrokerRequest::Ack { .. });
+        self.ready(&call.partition, queued).await?;
         let txn = match &call.req {
             BrokerRequest::Send(m) => m.txn,
             BrokerRequest::Ack { txn, .. } => *txn,
@@ -456,15 +586,20 @@ impl Broker {
             let at = At { txn, ..at };
             self.cluster.reached(&self.name, p, at).await;
         }
+        if wrote && matches!(call.req, BrokerRequest::Send(_)) {
+            self.snapshot_if_due(&call.partition).await;
+        }
         Ok(reply)
     }
 
-    async fn marker(&self, call: MarkerCall) -> Result<(), NotOwner> {
+    async fn marker(&self, call: MarkerCall) -> Result<(), Refusal> {
         let ablations = self.cluster.cfg.ablations;
         let partition = match &call.0.to {
             Participant::Partition(p) => p.clone(),
             Participant::Subscription(s) => s.partition.clone(),
         };
+        let queued = matches!(call.0.to, Participant::Subscription(_));
+        self.ready(&partition, queued).await?;
         let txn = Some(call.0.txn);
         let at = At {
             txn,
@@ -500,8 +635,19 @@ impl Broker {
         self.cluster
             .reached(&self.name, ServerPoint::AfterMarkerLogged, at)
             .await;
+        if matches!(call.0.to, Participant::Partition(_)) {
+            self.snapshot_if_due(&partition).await;
+        }
         Ok(())
     }
+}
+
+/// The log entries a recovery of `store` replays: the partition's log
+/// after its latest snapshot's max-read-position, and every subscription's
+/// log.
+fn replay_entries(store: &PartitionStore) -> u64 {
+    let buffer = buffer::recover_from_snapshot(store.snapshot.as_ref(), &store.log).replayed;
+    buffer + store.subs.values().map(|l| l.len() as u64).sum::<u64>()
 }
 
 /// Assert that `partition`'s owner remembers every entry of its log, once
@@ -510,7 +656,7 @@ impl Broker {
 /// may wake to a log that its successor has appended to (it is refused at
 /// its next append).
 fn check_offsets(partition: &Partition, store: &PartitionStore, owned: &Owned) {
-    if owned.held.is_empty() && store.epoch == owned.epoch {
+    if owned.ready && owned.held.is_empty() && store.epoch == owned.epoch {
         let resource = Resource::Partition(partition.clone());
         invariants::check_next_offset(&resource, owned.tb.len(), store.log.len() as u64);
     }
@@ -629,12 +775,8 @@ mod tests {
 
     fn owned(epoch: u64) -> Owned {
         Owned {
-            epoch,
-            tb: TbState::default(),
-            subs: BTreeMap::new(),
-            dedup: ProducerDedup::default(),
-            held: VecDeque::new(),
-            next_hold: 0,
+            ready: true,
+            ..Owned::recovering(epoch, &PartitionStore::default(), None)
         }
     }
 

@@ -8,7 +8,7 @@ use crate::pulsar::control::{At, calls};
 use crate::pulsar::ids::{PulsarCounter, PulsarEvent, kinds};
 use crate::pulsar::nodes::route::Router;
 use crate::pulsar::record::Reporter;
-use crate::pulsar::rpc::{BrokerCall, NotOwner, TcCall};
+use crate::pulsar::rpc::{BrokerCall, Refusal, TcCall};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr, client_addr};
 use crate::world::ids::FaultKind;
@@ -282,7 +282,8 @@ impl Conn {
 
     /// Send `make()` to the broker that owns `resource`: looked up (or
     /// cached); after "not owner" (the request was not applied) look up
-    /// again and resend, up to the configured retries; after no answer,
+    /// again and resend, and after "recovering" (not applied either) resend
+    /// to the same owner, up to the configured retries; after no answer,
     /// forget the owner and report the timeout (the caller decides whether
     /// to retry: the request may have landed).
     async fn routed<R, T>(
@@ -292,7 +293,7 @@ impl Conn {
         tag: Tag,
     ) -> Result<T, RpcError>
     where
-        R: Request<Response = Result<T, NotOwner>> + Clone,
+        R: Request<Response = Result<T, Refusal>> + Clone,
     {
         let p = &self.process;
         let mut tries = 0;
@@ -309,9 +310,11 @@ impl Conn {
             };
             match self.call(broker_addr(owner), make(), &tag).await {
                 Ok(Ok(reply)) => return Ok(reply),
-                Ok(Err(NotOwner)) => {
-                    p.cluster.bump(PulsarCounter::NotOwner);
-                    p.router.forget(resource);
+                Ok(Err(refusal)) => {
+                    if refusal == Refusal::NotOwner {
+                        p.cluster.bump(PulsarCounter::NotOwner);
+                        p.router.forget(resource);
+                    }
                     if tries >= p.cluster.cfg.client.retries {
                         return Err(RpcError::Unavailable);
                     }
@@ -355,7 +358,7 @@ impl Conn {
         let timeout = Duration::from_millis(world.config().rpc_timeout_ms);
         Some(match deadline::within(timeout, reply).await {
             Ok(Ok(Ok(reply))) => Ok(reply),
-            Ok(Ok(Err(NotOwner))) => Err(RpcError::Unavailable),
+            Ok(Ok(Err(_))) => Err(RpcError::Unavailable),
             _ => Err(RpcError::Timeout),
         })
     }

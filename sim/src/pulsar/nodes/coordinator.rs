@@ -13,7 +13,7 @@ use crate::pulsar::control::{At, calls};
 use crate::pulsar::ids::PulsarCounter;
 use crate::pulsar::invariants::Writer;
 use crate::pulsar::nodes::route::Router;
-use crate::pulsar::rpc::{MarkerCall, NotOwner};
+use crate::pulsar::rpc::{MarkerCall, NotOwner, Refusal};
 use crate::pulsar::store::COORDINATOR;
 use crate::pulsar::{Cluster, broker_addr};
 use crate::world::intercept::MsgTag;
@@ -42,22 +42,53 @@ pub(crate) struct Tc {
     /// Cleared when the broker stops serving the coordinator or the log's
     /// fence refuses an append: the instance then acts no further.
     active: AtomicBool,
+    /// Set once the log is replayed: until then requests are refused as
+    /// not ready.
+    ready: AtomicBool,
     state: Mutex<TcState>,
     router: Router,
 }
 
 impl Tc {
     /// Start the coordinator on broker `node` at `epoch` from the log
-    /// (already opened at that epoch): replay it, finish every COMMITTING
-    /// or ABORTING transaction, start the timeout scan.
+    /// (already opened at that epoch): recover it ([`Tc::recover`]) while
+    /// refusing requests as not ready.
     pub(crate) fn start(
         cluster: Arc<Cluster>,
         node: String,
         ep: Port,
         epoch: u64,
-        log: &[LogRecord],
+        log: Vec<LogRecord>,
     ) -> Arc<Tc> {
-        let (state, _) = coordinator::recover(COORDINATOR, log);
+        let tc = Arc::new(Tc {
+            cluster,
+            node,
+            ep,
+            epoch,
+            active: AtomicBool::new(true),
+            ready: AtomicBool::new(false),
+            state: Mutex::new(TcState::new(COORDINATOR)),
+            router: Router::default(),
+        });
+        let t = tc.clone();
+        madsim::task::spawn(async move { t.recover(log).await });
+        tc
+    }
+
+    /// Replay `log`, which takes `recovery_us_per_entry` per record
+    /// (Pulsar's `MLTransactionMetadataStore` replays its managed ledger
+    /// while Initializing and answers requests that it is not Ready); then
+    /// serve requests, finish every COMMITTING or ABORTING transaction and
+    /// start the timeout scan.
+    async fn recover(self: Arc<Self>, log: Vec<LogRecord>) {
+        let at = At::default();
+        let point = ServerPoint::DuringRecovery;
+        self.cluster.reached(&self.node, point, at).await;
+        sleep(self.cluster.recovery_time(log.len() as u64)).await;
+        if !self.active() {
+            return;
+        }
+        let (state, _) = coordinator::recover(COORDINATOR, &log);
         let ending: Vec<(TxnId, TxnAction)> = state
             .txns()
             .filter_map(|(txn, m)| match m.state {
@@ -66,22 +97,14 @@ impl Tc {
                 _ => None,
             })
             .collect();
-        let tc = Arc::new(Tc {
-            cluster,
-            node,
-            ep,
-            epoch,
-            active: AtomicBool::new(true),
-            state: Mutex::new(state),
-            router: Router::default(),
-        });
+        *self.state() = state;
+        self.ready.store(true, Ordering::Relaxed);
         for (txn, action) in ending {
-            let tc = tc.clone();
+            let tc = self.clone();
             madsim::task::spawn(async move { tc.complete(txn, action).await });
         }
-        let t = tc.clone();
+        let t = self.clone();
         madsim::task::spawn(async move { t.timeouts().await });
-        tc
     }
 
     /// Whether this instance still serves the coordinator.
@@ -178,8 +201,17 @@ impl Tc {
         self.cluster.reached(&self.node, point, at).await;
     }
 
-    /// Serve one client request.
-    pub(crate) async fn handle(self: Arc<Self>, req: TcRequest) -> Result<TcReply, NotOwner> {
+    /// Serve one client request, once recovered (before: not ready).
+    pub(crate) async fn handle(self: Arc<Self>, req: TcRequest) -> Result<TcReply, Refusal> {
+        if !self.ready.load(Ordering::Relaxed) {
+            self.cluster.bump(PulsarCounter::NotReady);
+            return Err(Refusal::Recovering);
+        }
+        Ok(self.serve(req).await?)
+    }
+
+    /// Serve one client request on the recovered state.
+    async fn serve(self: Arc<Self>, req: TcRequest) -> Result<TcReply, NotOwner> {
         match req {
             TcRequest::Open {
                 producer,
@@ -352,29 +384,34 @@ impl Tc {
                 let dst = broker_addr(owner);
                 world.watchdog_tick();
                 let call = MarkerCall(marker.clone());
-                if world.intercepting() {
+                let answer = if world.intercepting() {
                     let tag = MsgTag {
                         call: calls::MARKER,
                         txn: Some(marker.txn.seq),
                         item: Some(partition.to_string()),
                         from: self.node.clone(),
                     };
-                    match world.call_tagged(&self.ep, dst, call, tag, timeout).await {
-                        Ok(Ok(())) => return partition,
-                        Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
-                        Err(()) => {}
-                    }
+                    world
+                        .call_tagged(&self.ep, dst, call, tag, timeout)
+                        .await
+                        .ok()
                 } else if world.carry(dst, &call) == Carried::Late {
                     // The network holds this marker back; it lands late, unanswered.
                     sleep(timeout).await;
+                    None
                 } else {
-                    match deadline::call(&self.ep, dst, call, timeout).await {
-                        Ok(Ok(())) => return partition,
-                        Ok(Err(NotOwner)) => self.cluster.bump(PulsarCounter::NotOwner),
-                        Err(_) => {}
+                    deadline::call(&self.ep, dst, call, timeout).await.ok()
+                };
+                match answer {
+                    Some(Ok(())) => return partition,
+                    // A recovering owner stays the owner: try it again.
+                    Some(Err(Refusal::Recovering)) => {}
+                    Some(Err(Refusal::NotOwner)) => {
+                        self.cluster.bump(PulsarCounter::NotOwner);
+                        self.router.forget(&resource);
                     }
+                    None => self.router.forget(&resource),
                 }
-                self.router.forget(&resource);
             }
             sleep(Duration::from_millis(50)).await;
         }

@@ -371,6 +371,12 @@ percsim_sim::identities! {
         OwnershipTaken => ("ownership_taken", "a broker fenced a resource's logs and recovered from them"),
         /// A driver unloaded a resource from its owner.
         Unloaded => ("unloaded", "a resource was unloaded from its owner with no broker dying"),
+        /// A broker or the coordinator answered that it is still recovering.
+        NotReady => ("not_ready", "a broker or the coordinator answered that it is still recovering"),
+        /// A partition's transaction buffer wrote a snapshot.
+        SnapshotWritten => ("snapshot_written", "a transaction buffer wrote a snapshot"),
+        /// Log entries replayed by recoveries.
+        RecoveryReplayed => ("recovery_replayed", "log entries replayed by recoveries"),
     }
 }
 
@@ -402,6 +408,9 @@ impl Countable for PulsarCount {
             PulsarCount::Intercepted => Counter::NetIntercepted.name().into(),
             PulsarCount::OwnershipTaken => PulsarEvent::OwnershipTaken.counter(),
             PulsarCount::Unloaded => PulsarEvent::Unloaded.counter(),
+            PulsarCount::NotReady => PulsarCounter::NotReady.name().into(),
+            PulsarCount::SnapshotWritten => PulsarCounter::SnapshotWritten.name().into(),
+            PulsarCount::RecoveryReplayed => PulsarCounter::RecoveryReplayed.name().into(),
         }
     }
 }

@@ -24,8 +24,9 @@
 
 use super::util::{in_range, read_snapshot};
 use percsim_protocol::jobs::tpce::{
-    self as schema, BALANCE, Brokers, ORDER, Order, PRICE, QTY, REF, Rules, STATUS, account_row,
-    broker_row, customer_prefix, holding_row, index_row, price_of, security_row, trade_row,
+    self as schema, BALANCE, Brokers, COMMISSION, COUNT, ORDER, Order, PRICE, QTY, REF, Rules,
+    STATUS, account_row, broker_row, customer_prefix, holding_row, index_row, price_of,
+    security_row, trade_row,
 };
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{CommitOutcome, Transaction, Transport};
@@ -297,7 +298,6 @@ impl Tpce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use percsim_protocol::jobs::tpce::{COMMISSION, COUNT};
 
     fn cell(row: &str, col: &str, v: &str) -> (CellKey, String) {
         (

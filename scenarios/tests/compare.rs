@@ -163,8 +163,7 @@ fn the_scale_out_measures_each_system_at_a_small_point() {
 /// transactions) per simulated second; at 1 server the load needs less
 /// than 60% of it, at 4 servers more than all of it, so its core is busy
 /// all the time and throughput grows well short of fourfold (about 3.2
-/// times: the 1-server run's loops also wait for each trade's market
-/// delay), staying under the core's 500 transactions per second, while
+/// times), staying under the core's 500 transactions per second, while
 /// requests queue for the core and the mean latency grows.
 #[test]
 fn a_tso_out_of_cpu_bends_the_scale_out_line() {

@@ -7,8 +7,11 @@
 //! - [`omid`]: Apache Omid's transaction manager: TSO, commit table,
 //!   shadow cells and invalidation.
 //! - [`common`]: what both share (the RPC error).
+//! - [`jobs`]: jobs more than one system runs (TPC-E-lite's schema and
+//!   invariants).
 
 pub mod common;
+pub mod jobs;
 pub mod omid;
 pub mod percolator;
 pub mod pulsar;

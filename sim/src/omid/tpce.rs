@@ -1,9 +1,6 @@
 //! Omid's TPC-E-lite (`omid-tpce`): the job of Percolator's `tpce`
-//! workload on Omid's clients. Rows are customer-major
-//! (`c0000042/acct`, `c0000042/hold/00007`, `c0000042/trade/<id>`);
-//! securities are `s/00007` and the index by security
-//! `s/00007/t/c0000042/<id>`. An absent account or holding is the initial
-//! one, so data grows with the trades and not with the customers.
+//! workload on Omid's clients, on the shared schema and invariants of
+//! `percsim_protocol::jobs::tpce` (rows, orders, prices, the final check).
 //!
 //! Final invariants, judged on the committed store after convergence:
 //! every balance and every holding agrees with the settled trades of its
@@ -15,57 +12,13 @@ use super::types::{Client, OmidOutcome, Shared};
 use crate::world::lock;
 use madsim::time::{Duration, sleep};
 use percsim_checker as history;
+use percsim_protocol::jobs::tpce::{
+    self as schema, BALANCE, ORDER, Order, PRICE, QTY, REF, Rules, STATUS, account_row,
+    holding_row, index_row, price_of, security_row, trade_row,
+};
 use percsim_protocol::omid::DataVersion;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Column names.
-const BALANCE: &str = "balance";
-const QTY: &str = "qty";
-const ORDER: &str = "order";
-const STATUS: &str = "status";
-const PRICE: &str = "price";
-const REF: &str = "ref";
-
-fn account_row(c: usize) -> String {
-    format!("c{c:07}/acct")
-}
-fn holding_row(c: usize, s: usize) -> String {
-    format!("c{c:07}/hold/{s:05}")
-}
-fn trade_row(c: usize, id: &str) -> String {
-    format!("c{c:07}/trade/{id}")
-}
-fn security_row(s: usize) -> String {
-    format!("s/{s:05}")
-}
-fn index_row(s: usize, c: usize, id: &str) -> String {
-    format!("s/{s:05}/t/c{c:07}/{id}")
-}
-fn price_of(s: usize) -> i64 {
-    10 + (s as i64 * 37) % 90
-}
-
-/// One order: buy (`+`) or sell (`-`) `qty` shares of security `sec` at `price`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Order {
-    sec: usize,
-    qty: i64,
-    price: i64,
-}
-
-impl Order {
-    fn encode(&self) -> String {
-        format!("{},{},{}", self.sec, self.qty, self.price)
-    }
-    fn decode(s: &str) -> Option<Order> {
-        let mut it = s.split(',');
-        let sec = it.next()?.parse().ok()?;
-        let qty = it.next()?.parse().ok()?;
-        let price = it.next()?.parse().ok()?;
-        Some(Order { sec, qty, price })
-    }
-}
 
 /// A random number below `n` (at least 1), from the seeded generator.
 fn below(n: u64) -> u64 {
@@ -210,170 +163,16 @@ impl Client {
 /// value of every cell (see the module's docs).
 pub(super) fn final_check(shared: &Shared, t: &Tpce) -> Vec<String> {
     let committed = lock(&shared.store).committed();
-    let store: BTreeMap<(&str, &str), &str> = committed
+    let store: schema::Snapshot<'_> = committed
         .iter()
         .filter_map(|((row, col), vs)| {
             let v = vs.last()?.value.as_deref()?;
             Some(((row.as_str(), col.as_str()), v))
         })
         .collect();
-    judge(t, &store)
-}
-
-/// What the settled trades say each account and holding must hold.
-#[derive(Default)]
-struct Expected {
-    balance: BTreeMap<usize, i64>,
-    holding: BTreeMap<(usize, usize), i64>,
-}
-
-/// Judge one snapshot of the store (newest values by row and column).
-fn judge(t: &Tpce, store: &BTreeMap<(&str, &str), &str>) -> Vec<String> {
-    let mut bad = Vec::new();
-    let want = replay_trades(t, store, &mut bad);
-    judge_accounts(t, store, &want, &mut bad);
-    bad
-}
-
-/// Sum the settled trades; check each order's status and index entry,
-/// and each index entry's order.
-fn replay_trades(
-    t: &Tpce,
-    store: &BTreeMap<(&str, &str), &str>,
-    bad: &mut Vec<String>,
-) -> Expected {
-    let mut want = Expected::default();
-    for (&(row, col), &value) in store {
-        if row.starts_with("s/") && row.contains("/t/") {
-            if col == REF && !store.contains_key(&(value, ORDER)) {
-                bad.push(format!("index entry {row} names a missing order {value}"));
-            }
-            continue;
-        }
-        let Some((cust, id)) = row.split_once("/trade/") else {
-            continue;
-        };
-        if col != ORDER {
-            continue;
-        }
-        let c: usize = cust[1..].parse().unwrap_or(usize::MAX);
-        let Some(order) = Order::decode(value) else {
-            bad.push(format!("order {row} is unreadable: {value:?}"));
-            continue;
-        };
-        if !store.contains_key(&(index_row(order.sec, c, id).as_str(), REF)) {
-            bad.push(format!("order {row} has no index entry by security"));
-        }
-        match store.get(&(row, STATUS)).copied() {
-            Some("done") => {
-                *want.balance.entry(c).or_insert(t.initial_balance) -= order.qty * order.price;
-                *want.holding.entry((c, order.sec)).or_default() += order.qty;
-            }
-            Some("pending") | Some("rejected") => {}
-            other => bad.push(format!("order {row} has status {other:?}")),
-        }
-    }
-    want
-}
-
-/// Every stored balance and holding equals what its trades say, and
-/// every one the trades changed is stored.
-fn judge_accounts(
-    t: &Tpce,
-    store: &BTreeMap<(&str, &str), &str>,
-    want: &Expected,
-    bad: &mut Vec<String>,
-) {
-    for (&(row, col), &value) in store {
-        let Some((c, kind)) = row.strip_prefix('c').and_then(|r| r.split_once('/')) else {
-            continue;
-        };
-        let c: usize = c.parse().unwrap_or(usize::MAX);
-        let v: i64 = value.parse().unwrap_or(i64::MIN);
-        let w = if kind == "acct" && col == BALANCE {
-            want.balance.get(&c).copied().unwrap_or(t.initial_balance)
-        } else if let Some(s) = kind.strip_prefix("hold/") {
-            let s: usize = s.parse().unwrap_or(usize::MAX);
-            want.holding.get(&(c, s)).copied().unwrap_or(0)
-        } else {
-            continue;
-        };
-        if v != w || v < 0 {
-            bad.push(format!("{row}: {col} {v}, but its settled trades give {w}"));
-        }
-    }
-    for (&c, &w) in &want.balance {
-        if !store.contains_key(&(account_row(c).as_str(), BALANCE)) && w != t.initial_balance {
-            bad.push(format!(
-                "{}: no balance stored, but its settled trades give {w}",
-                account_row(c)
-            ));
-        }
-    }
-    for (&(c, s), &w) in &want.holding {
-        if !store.contains_key(&(holding_row(c, s).as_str(), QTY)) && w != 0 {
-            bad.push(format!(
-                "{}: no holding stored, but its settled trades give {w}",
-                holding_row(c, s)
-            ));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A consistent store: customer 3 bought 10 of security 2 at 84, and
-    /// an order to sell 50 was rejected.
-    fn consistent() -> Vec<((&'static str, &'static str), &'static str)> {
-        vec![
-            (("c0000003/acct", BALANCE), "999160"),
-            (("c0000003/hold/00002", QTY), "10"),
-            (("c0000003/trade/x-1", ORDER), "2,10,84"),
-            (("c0000003/trade/x-1", STATUS), "done"),
-            (("c0000003/trade/x-2", ORDER), "2,-50,84"),
-            (("c0000003/trade/x-2", STATUS), "rejected"),
-            (("s/00002", PRICE), "84"),
-            (("s/00002/t/c0000003/x-1", REF), "c0000003/trade/x-1"),
-            (("s/00002/t/c0000003/x-2", REF), "c0000003/trade/x-2"),
-        ]
-    }
-
-    fn judged(cells: Vec<((&str, &str), &str)>) -> Vec<String> {
-        let store = cells.into_iter().collect();
-        judge(&Tpce::default(), &store)
-    }
-
-    #[test]
-    fn a_consistent_store_passes_and_each_broken_invariant_is_named() {
-        assert_eq!(price_of(2), 84);
-        assert_eq!(judged(consistent()), Vec::<String>::new());
-        let mut cells = consistent();
-        cells[0].1 = "999161";
-        assert_eq!(
-            judged(cells),
-            ["c0000003/acct: balance 999161, but its settled trades give 999160"]
-        );
-        let mut cells = consistent();
-        cells.remove(1);
-        assert_eq!(
-            judged(cells),
-            ["c0000003/hold/00002: no holding stored, but its settled trades give 10"]
-        );
-        let mut cells = consistent();
-        cells.remove(7);
-        assert_eq!(
-            judged(cells),
-            ["order c0000003/trade/x-1 has no index entry by security"]
-        );
-        let mut cells = consistent();
-        cells.remove(2);
-        let bad = judged(cells);
-        assert!(
-            bad.iter()
-                .any(|b| b.contains("names a missing order c0000003/trade/x-1")),
-            "{bad:?}"
-        );
-    }
+    let rules = Rules {
+        initial_balance: t.initial_balance,
+        brokers: None,
+    };
+    schema::judge(&rules, &store)
 }

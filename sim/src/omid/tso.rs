@@ -129,6 +129,10 @@ impl Tso {
     /// renew it while held, step down when another TSO holds it.
     async fn hold_lease(self: Arc<Self>) {
         let who = self.name.to_string();
+        // Connect first: the liveness service starts at the same instant,
+        // and an Acquire sent before it listens would be lost and wait out
+        // a whole call time-out, every client waiting for a primary.
+        self.port.wait_listening(rpc::liveness_addr()).await;
         loop {
             let sent = Instant::now();
             let req = LeaseReq::Acquire { who: who.clone() };

@@ -148,6 +148,8 @@ pub(crate) trait Transport: Send + Sync {
     /// Count a request from `from` (a late or duplicated copy, if the
     /// network's own node sent it) reaching its receiver.
     fn count_delivery(&self, from: SocketAddr);
+    /// Whether a running node has a port bound at `dst` now.
+    fn listening(&self, dst: SocketAddr) -> bool;
 }
 
 /// A bound port's state: its address, its node (and the incarnation of it
@@ -215,6 +217,23 @@ impl Port {
         body.downcast::<R::Response>()
             .map(|b| *b)
             .map_err(|_| std::io::Error::other("a reply of another type"))
+    }
+
+    /// Wait until a port is bound at `dst` (at once if one is), checking
+    /// every simulated millisecond: a connection retried until its peer
+    /// listens, as a client of a lock service connects when it starts. A
+    /// request sent to an address nobody has bound is lost and waits out
+    /// its caller's time-out; a node whose first call goes to a service
+    /// started at the same instant waits here first. Returns at once when
+    /// the run is over.
+    pub async fn wait_listening(&self, dst: SocketAddr) {
+        while let Some(world) = self.world.upgrade() {
+            if world.listening(dst) {
+                return;
+            }
+            drop(world);
+            madsim::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 
     /// Send `req` to `dst` without waiting for its reply: the request is the

@@ -28,6 +28,12 @@ impl Port {
 }
 
 impl Transport for World {
+    fn listening(&self, dst: SocketAddr) -> bool {
+        lock(&self.ports)
+            .get(&dst)
+            .is_some_and(|p| p.strong_count() > 0)
+    }
+
     fn send_request(&self, from: NodeId, dst: SocketAddr, kind: u64, e: Envelope, now: Instant) {
         let Some(port) = lock(&self.ports).get(&dst).and_then(Weak::upgrade) else {
             return;

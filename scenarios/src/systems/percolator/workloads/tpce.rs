@@ -14,19 +14,25 @@
 //! trades and not with the customer count. Securities (`s/00007`) and the
 //! index by security (`s/00007/t/c0000042/<id>`) take a quarter of the tablets.
 //!
-//! Final invariants, judged on one snapshot of the whole store: every
+//! The schema (rows, orders, prices) and the final invariants are
+//! `percsim_protocol::jobs::tpce`'s, shared with every system that runs
+//! the job. Final invariants, judged on one snapshot of the whole store: every
 //! balance and every holding agrees with the settled trades of its
 //! customer, no holding is negative, every order has its index entry and
 //! every index entry its order, and (with commissions) every broker's
 //! commission and count agree with its customers' settled trades.
 
 use super::util::{in_range, read_snapshot};
+use percsim_protocol::jobs::tpce::{
+    self as schema, BALANCE, Brokers, COMMISSION, COUNT, ORDER, Order, PRICE, QTY, REF, Rules,
+    STATUS, account_row, broker_row, customer_prefix, holding_row, index_row, price_of,
+    security_row, trade_row,
+};
 use percsim_protocol::percolator::CellKey;
 use percsim_protocol::percolator::client::{CommitOutcome, Transaction, Transport};
 use percsim_sim::{BoxFuture, Client, Worker, Workload};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Parameters of the TPC-E-lite workload.
@@ -60,66 +66,6 @@ impl Default for Tpce {
             broker_commission: false,
             initial_balance: 1_000_000,
         }
-    }
-}
-
-/// Column names.
-const BALANCE: &str = "balance";
-const QTY: &str = "qty";
-const ORDER: &str = "order";
-const STATUS: &str = "status";
-const PRICE: &str = "price";
-const REF: &str = "ref";
-const COMMISSION: &str = "commission";
-const COUNT: &str = "count";
-
-fn customer_prefix(c: usize) -> String {
-    format!("c{c:07}")
-}
-fn account_row(c: usize) -> String {
-    format!("c{c:07}/acct")
-}
-fn holding_row(c: usize, s: usize) -> String {
-    format!("c{c:07}/hold/{s:05}")
-}
-fn trade_row(c: usize, id: &str) -> String {
-    format!("c{c:07}/trade/{id}")
-}
-fn security_row(s: usize) -> String {
-    format!("s/{s:05}")
-}
-fn index_row(s: usize, c: usize, id: &str) -> String {
-    format!("s/{s:05}/t/c{c:07}/{id}")
-}
-fn broker_row(b: usize) -> String {
-    format!("b{b:05}")
-}
-fn price_of(s: usize) -> i64 {
-    10 + (s as i64 * 37) % 90
-}
-
-/// One order: buy (`+`) or sell (`-`) `qty` shares of security `sec` at `price`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Order {
-    sec: usize,
-    qty: i64,
-    price: i64,
-}
-
-impl Order {
-    fn encode(&self) -> String {
-        format!("{},{},{}", self.sec, self.qty, self.price)
-    }
-    fn decode(s: &str) -> Option<Order> {
-        let mut it = s.split(',');
-        let sec = it.next()?.parse().ok()?;
-        let qty = it.next()?.parse().ok()?;
-        let price = it.next()?.parse().ok()?;
-        Some(Order { sec, qty, price })
-    }
-    /// The broker's commission on this order (1%, at least 1).
-    fn commission(&self) -> i64 {
-        (self.qty.abs() * self.price / 100).max(1)
     }
 }
 
@@ -327,159 +273,25 @@ impl Workload for Tpce {
     }
 }
 
-/// What the settled trades say each account, holding and broker must hold.
-#[derive(Default)]
-struct Expected {
-    balance: BTreeMap<usize, i64>,
-    holding: BTreeMap<(usize, usize), i64>,
-    commission: BTreeMap<usize, (i64, i64)>,
-}
-
 impl Tpce {
+    /// The final invariants' parameters.
+    fn rules(&self) -> Rules {
+        Rules {
+            initial_balance: self.initial_balance,
+            brokers: self.broker_commission.then_some(Brokers {
+                customers: self.customers,
+                customers_per_broker: self.customers_per_broker,
+            }),
+        }
+    }
+
     /// Judge one snapshot of the whole store against the trade history.
     fn judge(&self, cells: &[(CellKey, String)]) -> Vec<String> {
-        let store: BTreeMap<(&str, &str), &str> = cells
+        let store: schema::Snapshot<'_> = cells
             .iter()
             .map(|(k, v)| ((k.row.as_str(), k.col.as_str()), v.as_str()))
             .collect();
-        let mut bad = Vec::new();
-        let want = self.replay_trades(&store, &mut bad);
-        self.judge_accounts(&store, &want, &mut bad);
-        self.judge_brokers(&store, &want, &mut bad);
-        bad
-    }
-
-    /// Sum the settled trades; check each order's status and index entry.
-    fn replay_trades(
-        &self,
-        store: &BTreeMap<(&str, &str), &str>,
-        bad: &mut Vec<String>,
-    ) -> Expected {
-        let mut want = Expected::default();
-        for (&(row, col), &value) in store {
-            if let Some(r) = row.strip_prefix("s/").and_then(|r| r.split_once("/t/")) {
-                if col == REF && !store.contains_key(&(value, ORDER)) {
-                    bad.push(format!(
-                        "index entry s/{}/t/{} names a missing order {value}",
-                        r.0, r.1
-                    ));
-                }
-                continue;
-            }
-            let Some((cust, id)) = row.split_once("/trade/") else {
-                continue;
-            };
-            if col != ORDER {
-                continue;
-            }
-            let c: usize = cust[1..].parse().unwrap_or(usize::MAX);
-            let Some(order) = Order::decode(value) else {
-                bad.push(format!("order {row} is unreadable: {value:?}"));
-                continue;
-            };
-            if !store.contains_key(&(index_row(order.sec, c, id).as_str(), REF)) {
-                bad.push(format!("order {row} has no index entry by security"));
-            }
-            match store.get(&(row, STATUS)).copied() {
-                Some("done") => {
-                    *want.balance.entry(c).or_insert(self.initial_balance) -=
-                        order.qty * order.price;
-                    *want.holding.entry((c, order.sec)).or_default() += order.qty;
-                    let b = want
-                        .commission
-                        .entry(c / self.customers_per_broker)
-                        .or_default();
-                    b.0 += order.commission();
-                    b.1 += 1;
-                }
-                Some("pending") | Some("rejected") => {}
-                other => bad.push(format!("order {row} has status {other:?}")),
-            }
-        }
-        want
-    }
-
-    /// Every stored balance and holding equals what its trades say.
-    fn judge_accounts(
-        &self,
-        store: &BTreeMap<(&str, &str), &str>,
-        want: &Expected,
-        bad: &mut Vec<String>,
-    ) {
-        for (&(row, col), &value) in store {
-            let Some(rest) = row.strip_prefix('c') else {
-                continue;
-            };
-            let Some((c, kind)) = rest.split_once('/') else {
-                continue;
-            };
-            let c: usize = c.parse().unwrap_or(usize::MAX);
-            let v: i64 = value.parse().unwrap_or(i64::MIN);
-            if kind == "acct" && col == BALANCE {
-                let w = want
-                    .balance
-                    .get(&c)
-                    .copied()
-                    .unwrap_or(self.initial_balance);
-                if v != w {
-                    bad.push(format!(
-                        "{row}: balance {v}, but its settled trades give {w}"
-                    ));
-                }
-            } else if let Some(s) = kind.strip_prefix("hold/") {
-                let s: usize = s.parse().unwrap_or(usize::MAX);
-                let w = want.holding.get(&(c, s)).copied().unwrap_or(0);
-                if v != w || v < 0 {
-                    bad.push(format!(
-                        "{row}: holding {v}, but its settled trades give {w}"
-                    ));
-                }
-            }
-        }
-        for (&c, &w) in &want.balance {
-            if !store.contains_key(&(account_row(c).as_str(), BALANCE)) && w != self.initial_balance
-            {
-                bad.push(format!(
-                    "{}: no balance stored, but its settled trades give {w}",
-                    account_row(c)
-                ));
-            }
-        }
-        for (&(c, s), &w) in &want.holding {
-            if !store.contains_key(&(holding_row(c, s).as_str(), QTY)) && w != 0 {
-                bad.push(format!(
-                    "{}: no holding stored, but its settled trades give {w}",
-                    holding_row(c, s)
-                ));
-            }
-        }
-    }
-
-    /// With commissions on, every broker's totals equal its customers' trades.
-    fn judge_brokers(
-        &self,
-        store: &BTreeMap<(&str, &str), &str>,
-        want: &Expected,
-        bad: &mut Vec<String>,
-    ) {
-        if !self.broker_commission {
-            return;
-        }
-        let brokers = self.customers.div_ceil(self.customers_per_broker);
-        for b in 0..brokers {
-            let row = broker_row(b);
-            let get = |col| {
-                store
-                    .get(&(row.as_str(), col))
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .unwrap_or(0)
-            };
-            let got = (get(COMMISSION), get(COUNT));
-            let w = want.commission.get(&b).copied().unwrap_or((0, 0));
-            if got != w {
-                bad.push(format!("{row}: commission and count {got:?}, but its customers' settled trades give {w:?}"));
-            }
-        }
+        schema::judge(&self.rules(), &store)
     }
 }
 
@@ -494,7 +306,9 @@ mod tests {
         )
     }
 
-    /// A consistent store: customer 3 bought 10 of security 2 at 84.
+    /// A consistent store: customer 3 bought 10 of security 2 at 84 (the
+    /// shared schema's own tests break each invariant; these check that
+    /// the workload judges with its own parameters).
     fn consistent() -> Vec<(CellKey, String)> {
         vec![
             cell("b00000", COMMISSION, "8"),
@@ -522,46 +336,6 @@ mod tests {
     fn a_consistent_store_passes() {
         assert_eq!(with_commission().judge(&consistent()), Vec::<String>::new());
         assert_eq!(price_of(2), 84);
-    }
-
-    #[test]
-    fn a_balance_that_disagrees_with_the_trades_fails() {
-        let mut cells = consistent();
-        cells[2].1 = "999161".into();
-        let bad = with_commission().judge(&cells);
-        assert_eq!(
-            bad,
-            vec!["c0000003/acct: balance 999161, but its settled trades give 999160"]
-        );
-    }
-
-    #[test]
-    fn a_lost_holding_fails() {
-        let mut cells = consistent();
-        cells.remove(3);
-        let bad = with_commission().judge(&cells);
-        assert_eq!(
-            bad,
-            vec!["c0000003/hold/00002: no holding stored, but its settled trades give 10"]
-        );
-    }
-
-    #[test]
-    fn a_missing_index_entry_fails_both_ways() {
-        let mut cells = consistent();
-        cells.remove(9);
-        assert_eq!(
-            with_commission().judge(&cells),
-            vec!["order c0000003/trade/x-1 has no index entry by security"]
-        );
-        let mut cells = consistent();
-        cells.remove(4);
-        let bad = with_commission().judge(&cells);
-        assert!(
-            bad.iter()
-                .any(|b| b.contains("names a missing order c0000003/trade/x-1")),
-            "{bad:?}"
-        );
     }
 
     #[test]

@@ -47,15 +47,20 @@ pub enum ServerPoint {
     /// Client: its end-txn request (commit or abort) is on the wire; no
     /// answer has come (a script's point, armed on a `client-N`).
     AfterEndSent,
+    /// Broker: a commit's mark is durable in the subscription's pending-ack
+    /// log; the acknowledgments it commits are not yet appended to the
+    /// cursor's log (a script's point).
+    BeforeCursorAcked,
 }
 
 impl ServerPoint {
     /// The points only a script arms (a campaign's draws stay the same).
-    pub const SCRIPTED: [ServerPoint; 4] = [
+    pub const SCRIPTED: [ServerPoint; 5] = [
         ServerPoint::BeforeEndingLogged,
         ServerPoint::BeforeMarkerApplied,
         ServerPoint::AppendInFlight,
         ServerPoint::AfterEndSent,
+        ServerPoint::BeforeCursorAcked,
     ];
 
     /// Whether a client reaches it (else a broker does, for itself or for
@@ -92,6 +97,7 @@ impl ServerPoint {
             ServerPoint::BeforeMarkerApplied => "before_marker_applied",
             ServerPoint::AppendInFlight => "append_in_flight",
             ServerPoint::AfterEndSent => "after_end_sent",
+            ServerPoint::BeforeCursorAcked => "before_cursor_acked",
         }
     }
 
@@ -133,6 +139,9 @@ impl ServerPoint {
             }
             ServerPoint::AfterEndSent => {
                 "the client died with its end-txn on the wire: the coordinator finishes it alone"
+            }
+            ServerPoint::BeforeCursorAcked => {
+                "the commit mark is in the pending-ack log, the cursor lacks its acks: recovery acknowledges them from the mark"
             }
         }
     }

@@ -34,8 +34,10 @@ fn history(acks: [Value; 2], acked: &[u64]) -> Value {
         json!({"f": "send", "client": 1, "t_ns": 11, "txn": null, "partition": "in-0", "message": "c", "result": "ok", "offset": 2}),
     ];
     for (i, m) in ["a", "b", "c"].iter().enumerate() {
-        ops.push(json!({"f": "receive", "client": 2, "consumer": "c1", "subscription": "s",
-                        "partition": "in-0", "offset": i, "message": m, "t_ns": 20}));
+        ops.push(
+            json!({"f": "receive", "client": 2, "consumer": "c1", "subscription": "s",
+                        "partition": "in-0", "offset": i, "message": m, "t_ns": 20}),
+        );
     }
     let [ack1, ack2] = acks;
     ops.push(json!({"f": "send", "client": 2, "t_ns": 110, "txn": 1, "partition": "out-0",
@@ -67,16 +69,30 @@ fn a_conflicting_batch_index_ack_accepted_is_a_duplicate() {
     // Transaction 2's ack of index 1 (offset 1), which transaction 1 holds
     // pending, accepted: both commit.
     let h = history(
-        [ack(1, "b", 120, 1, "ok", false), ack(1, "b", 220, 2, "ok", false)],
+        [
+            ack(1, "b", 120, 1, "ok", false),
+            ack(1, "b", 220, 2, "ok", false),
+        ],
         &[1],
     );
     let r = judge(&h);
     assert!(!r.passed());
-    assert!(r.violated_rules().contains(&"duplicate"), "\n{}", r.render_text());
-    assert!(r.violated_rules().contains(&"exactly_once"), "\n{}", r.render_text());
+    assert!(
+        r.violated_rules().contains(&"duplicate"),
+        "\n{}",
+        r.render_text()
+    );
+    assert!(
+        r.violated_rules().contains(&"exactly_once"),
+        "\n{}",
+        r.render_text()
+    );
     // Refused (the model's rule): transaction 2 aborts instead, no output.
     let mut faithful = history(
-        [ack(1, "b", 120, 1, "ok", false), ack(1, "b", 220, 2, "failed", false)],
+        [
+            ack(1, "b", 120, 1, "ok", false),
+            ack(1, "b", 220, 2, "failed", false),
+        ],
         &[1],
     );
     drop_second_output(&mut faithful);
@@ -89,13 +105,23 @@ fn a_cumulative_ack_crossing_another_transaction_s_pending_ack_is_a_duplicate() 
     // Transaction 1 holds index 1 pending; transaction 2's cumulative ack
     // up to `c` crosses it and is accepted: both commit.
     let h = history(
-        [ack(1, "b", 120, 1, "ok", false), ack(2, "c", 220, 2, "ok", true)],
+        [
+            ack(1, "b", 120, 1, "ok", false),
+            ack(2, "c", 220, 2, "ok", true),
+        ],
         &[0, 1, 2],
     );
     let r = judge(&h);
-    assert!(r.violated_rules().contains(&"duplicate"), "\n{}", r.render_text());
+    assert!(
+        r.violated_rules().contains(&"duplicate"),
+        "\n{}",
+        r.render_text()
+    );
     let mut faithful = history(
-        [ack(1, "b", 120, 1, "ok", false), ack(2, "c", 220, 2, "failed", true)],
+        [
+            ack(1, "b", 120, 1, "ok", false),
+            ack(2, "c", 220, 2, "failed", true),
+        ],
         &[1],
     );
     drop_second_output(&mut faithful);

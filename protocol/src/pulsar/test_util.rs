@@ -375,7 +375,12 @@ impl Broker {
     }
 
     /// Acknowledge what `target` names on subscription `name`.
-    pub fn ack_at(&mut self, name: &str, target: AckTarget, t: Option<TxnId>) -> Result<(), AckError> {
+    pub fn ack_at(
+        &mut self,
+        name: &str,
+        target: AckTarget,
+        t: Option<TxnId>,
+    ) -> Result<(), AckError> {
         let req = BrokerRequest::Ack {
             subscription: name.to_string(),
             offset: target.offset,

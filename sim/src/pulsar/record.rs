@@ -114,21 +114,24 @@ impl StreamRecorder {
             } => {
                 let source = self.sources.get(&payload).cloned();
                 let within = Within::Index(index);
-                self.push(within, StreamOp::Send(SendOp {
-                    client,
-                    t_ns: now_ns,
-                    txn: txn.map(|t| t.seq),
-                    partition: partition_name(&partition),
-                    message: payload,
-                    result: if offset.is_some() {
-                        OpResult::Ok
-                    } else {
-                        OpResult::Unknown
-                    },
-                    offset,
-                    source,
-                    producer: None,
-                }));
+                self.push(
+                    within,
+                    StreamOp::Send(SendOp {
+                        client,
+                        t_ns: now_ns,
+                        txn: txn.map(|t| t.seq),
+                        partition: partition_name(&partition),
+                        message: payload,
+                        result: if offset.is_some() {
+                            OpResult::Ok
+                        } else {
+                            OpResult::Unknown
+                        },
+                        offset,
+                        source,
+                        producer: None,
+                    }),
+                );
             }
             ClientEvent::Received {
                 subscription,
@@ -143,16 +146,19 @@ impl StreamRecorder {
                     (subscription.partition.clone(), offset, index),
                     message.payload.clone(),
                 );
-                self.push(Within::Index(index), StreamOp::Receive(ReceiveOp {
-                    client,
-                    consumer,
-                    subscription: subscription.name.clone(),
-                    partition: partition_name(&subscription.partition),
-                    offset,
-                    message: message.payload,
-                    t_ns: now_ns,
-                    isolation: Default::default(),
-                }));
+                self.push(
+                    Within::Index(index),
+                    StreamOp::Receive(ReceiveOp {
+                        client,
+                        consumer,
+                        subscription: subscription.name.clone(),
+                        partition: partition_name(&subscription.partition),
+                        offset,
+                        message: message.payload,
+                        t_ns: now_ns,
+                        isolation: Default::default(),
+                    }),
+                );
             }
             ClientEvent::Acked {
                 subscription,
@@ -164,17 +170,20 @@ impl StreamRecorder {
                 let within = index.map_or(Within::Whole, Within::Index);
                 let key = (subscription.partition.clone(), offset, index.unwrap_or(0));
                 let message = self.received.get(&key).cloned().unwrap_or_default();
-                self.push(within, StreamOp::Ack(AckOp {
-                    client,
-                    subscription: subscription.name.clone(),
-                    partition: partition_name(&subscription.partition),
-                    offset,
-                    message,
-                    t_ns: now_ns,
-                    txn: txn.map(|t| t.seq),
-                    result: OpResult::Ok,
-                    cumulative,
-                }));
+                self.push(
+                    within,
+                    StreamOp::Ack(AckOp {
+                        client,
+                        subscription: subscription.name.clone(),
+                        partition: partition_name(&subscription.partition),
+                        offset,
+                        message,
+                        t_ns: now_ns,
+                        txn: txn.map(|t| t.seq),
+                        result: OpResult::Ok,
+                        cumulative,
+                    }),
+                );
             }
             ClientEvent::Finished { txn, outcome } => {
                 self.live.remove(&txn);

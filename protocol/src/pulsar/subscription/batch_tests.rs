@@ -23,7 +23,10 @@ fn cumulative(offset: u64, i: Option<u32>) -> AckTarget {
 }
 
 fn payloads(b: &Broker) -> Vec<String> {
-    b.must_read("s", 0, 99).into_iter().map(|(_, p)| p).collect()
+    b.must_read("s", 0, 99)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect()
 }
 
 #[test]
@@ -88,7 +91,10 @@ fn cumulative_acks_need_an_exclusive_or_failover_subscription() {
         kind: SubscriptionType::Shared,
         ..cumulative(0, None)
     };
-    assert_eq!(b.ack_at("s", shared, None), Err(AckError::CumulativeOnShared));
+    assert_eq!(
+        b.ack_at("s", shared, None),
+        Err(AckError::CumulativeOnShared)
+    );
     assert_eq!(
         b.ack_at("s", shared, Some(txn(1))),
         Err(AckError::CumulativeOnShared)

@@ -4,9 +4,9 @@
 //! `END_TXN_ON_SUBSCRIPTION`).
 
 use super::state::{SubMutation, SubRecord, Subscription};
-use crate::pulsar::ablation::PulsarAblations;
 #[cfg(doc)]
 use crate::pulsar::ablation::PulsarAblation;
+use crate::pulsar::ablation::PulsarAblations;
 use crate::pulsar::types::{TxnAction, TxnId};
 
 /// End `txn` on `sub` with `action`. Returns the durable records to log, or

@@ -16,6 +16,4 @@ pub use ack::{AckTarget, ack, covered};
 pub use dispatch::dispatch;
 pub use end::end;
 pub use recover::{SubLogs, recover};
-pub use state::{
-    AckError, Dispatch, SubLog, SubMutation, SubRecord, SubscribeError, Subscription,
-};
+pub use state::{AckError, Dispatch, SubLog, SubMutation, SubRecord, SubscribeError, Subscription};

@@ -29,9 +29,7 @@ use percsim_protocol::pulsar::ownership::{
     Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
 };
 use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_protocol::pulsar::subscription::{
-    self, SubLog, SubMutation, SubRecord, Subscription,
-};
+use percsim_protocol::pulsar::subscription::{self, SubLog, SubMutation, SubRecord, Subscription};
 use percsim_protocol::pulsar::types::{Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
@@ -550,7 +548,10 @@ fn split_cursor_acks(write: BrokerWrite) -> (BrokerWrite, Option<BrokerWrite>) {
         .partition(|r| r.log() == SubLog::PendingAck);
     if pending.is_empty() || cursor.is_empty() {
         let durable = pending.into_iter().chain(cursor).collect();
-        let mutation = SubMutation { durable, ..mutation };
+        let mutation = SubMutation {
+            durable,
+            ..mutation
+        };
         return (BrokerWrite::Subscription { name, mutation }, None);
     }
     let first = SubMutation {

@@ -127,7 +127,12 @@ impl PulsarWorkload for Stream {
             let cumulative = self.cumulative_acks
                 && self.subscriptions >= 2
                 && task.index + 1 == self.subscriptions;
-            Box::pin(consume_forever(task.conn, TOPIC.to_string(), sub, cumulative))
+            Box::pin(consume_forever(
+                task.conn,
+                TOPIC.to_string(),
+                sub,
+                cumulative,
+            ))
         }
     }
 }
@@ -154,7 +159,11 @@ async fn produce(p: Stream, mut task: PulsarTask) {
             let payloads: Vec<String> = targets.iter().map(|_| next()).collect();
             let sends = match batched {
                 true => batches(&targets, &payloads),
-                false => targets.iter().zip(&payloads).map(|(t, m)| (*t, vec![m.as_str()])).collect(),
+                false => targets
+                    .iter()
+                    .zip(&payloads)
+                    .map(|(t, m)| (*t, vec![m.as_str()]))
+                    .collect(),
             };
             one_txn(&task.conn, &partitions, &sends, abort).await;
         }

@@ -324,7 +324,8 @@ async fn poll(r: &mut Reader) -> Vec<String> {
     got.into_iter()
         .map(|m| {
             let v = m.message.payload;
-            r.received.insert(v.clone(), (sub.clone(), m.offset, m.index));
+            r.received
+                .insert(v.clone(), (sub.clone(), m.offset, m.index));
             v
         })
         .collect()

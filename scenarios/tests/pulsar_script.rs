@@ -328,13 +328,6 @@ fn bad_steps_are_refused_by_step_and_verb() {
             "workload.steps[3] (do \"unload\"): unload: give either partition or coordinator: true",
         ),
         (
-            Box::new(set(
-                16,
-                json!({"do": "ack", "actor": "c1", "value": "m2", "cumulative": true}),
-            )),
-            "workload.steps[16] (do \"ack\"): cumulative: ack: cumulative acknowledgment is not modelled",
-        ),
-        (
             Box::new(|v: &mut Value| {
                 v["workload"]["steps"][1]["subscription_type"] = json!("key_shared")
             }),

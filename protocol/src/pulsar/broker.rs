@@ -7,7 +7,7 @@ use super::ablation::PulsarAblations;
 use super::buffer::{self, AppendError, Entry, TbState};
 use super::client::{BrokerReply, BrokerRequest};
 use super::dedup::{DedupCheck, ProducerDedup};
-use super::subscription::{self, AckError, Dispatch, SubMutation, Subscription};
+use super::subscription::{self, AckTarget, Dispatch, SubMutation, Subscription};
 use super::types::{ConsumerRef, Marker, Message, Participant};
 use std::collections::BTreeMap;
 
@@ -102,7 +102,8 @@ pub fn execute(
             let d = buffer::read(
                 view.log, view.tb, &sub, consumer, *from, *mode, max, ablations,
             );
-            let offsets = d.messages.iter().map(|m| m.offset).collect();
+            let mut offsets: Vec<u64> = d.messages.iter().map(|m| m.offset).collect();
+            offsets.dedup();
             let dispatch = subscription::dispatch(&sub, consumer, offsets, *kind);
             let write = BrokerWrite::Dispatch {
                 name: subscription.clone(),
@@ -120,24 +121,32 @@ pub fn execute(
                 consumer: consumer.clone(),
             },
         ),
-        BrokerRequest::Ack { offset, .. } if !is_message(view.log, *offset) => (
-            BrokerReply::AckRefused(AckError::NoSuchMessage(*offset)),
-            BrokerWrite::Nothing,
-        ),
         BrokerRequest::Ack {
             subscription,
             offset,
             txn,
-        } => match subscription::ack(&view.sub(subscription), *offset, *txn, ablations) {
-            Ok(mutation) => (
-                BrokerReply::Acked,
-                BrokerWrite::Subscription {
-                    name: subscription.clone(),
-                    mutation,
-                },
-            ),
-            Err(e) => (BrokerReply::AckRefused(e), BrokerWrite::Nothing),
-        },
+            index,
+            cumulative,
+            kind,
+        } => {
+            let target = AckTarget {
+                offset: *offset,
+                index: *index,
+                cumulative: *cumulative,
+                kind: *kind,
+            };
+            let sub = view.sub(subscription);
+            match subscription::ack(&sub, view.log, target, *txn, ablations) {
+                Ok(mutation) => (
+                    BrokerReply::Acked,
+                    BrokerWrite::Subscription {
+                        name: subscription.clone(),
+                        mutation,
+                    },
+                ),
+                Err(e) => (BrokerReply::AckRefused(e), BrokerWrite::Nothing),
+            }
+        }
     }
 }
 
@@ -168,10 +177,6 @@ fn send(view: PartitionView<'_>, m: &Message) -> (BrokerReply, BrokerWrite) {
         ),
         Err(e) => (BrokerReply::SendRefused(e), BrokerWrite::Nothing),
     }
-}
-
-fn is_message(log: &[Entry], offset: u64) -> bool {
-    matches!(log.get(offset as usize), Some(Entry::Message(_)))
 }
 
 /// Apply a coordinator's marker to the partition `view` (or one of its
@@ -219,6 +224,7 @@ mod tests {
             producer: PRODUCER,
             sequence_id: 1,
             payload: "b".into(),
+            batch: Vec::new(),
         };
         assert_eq!(b.execute(&BrokerRequest::Send(m)), BrokerReply::Sent(1));
         let marker = Marker {

@@ -100,6 +100,7 @@ mod tests {
             },
             sequence_id,
             payload: format!("{producer_id}.{sequence_id}"),
+            batch: Vec::new(),
         }
     }
 

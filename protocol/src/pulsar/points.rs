@@ -55,17 +55,22 @@ pub enum ServerPoint {
     /// replayed, requests are refused as not ready or queued (a script's
     /// point).
     DuringRecovery,
+    /// Broker: a commit's mark is durable in the subscription's pending-ack
+    /// log; the acknowledgments it commits are not yet appended to the
+    /// cursor's log (a script's point).
+    BeforeCursorAcked,
 }
 
 impl ServerPoint {
     /// The points only a script arms (a campaign's draws stay the same).
-    pub const SCRIPTED: [ServerPoint; 6] = [
+    pub const SCRIPTED: [ServerPoint; 7] = [
         ServerPoint::BeforeEndingLogged,
         ServerPoint::BeforeMarkerApplied,
         ServerPoint::AppendInFlight,
         ServerPoint::AfterEndSent,
         ServerPoint::AfterSnapshotWritten,
         ServerPoint::DuringRecovery,
+        ServerPoint::BeforeCursorAcked,
     ];
 
     /// Whether a client reaches it (else a broker does, for itself or for
@@ -104,6 +109,7 @@ impl ServerPoint {
             ServerPoint::AfterEndSent => "after_end_sent",
             ServerPoint::AfterSnapshotWritten => "after_snapshot_written",
             ServerPoint::DuringRecovery => "during_recovery",
+            ServerPoint::BeforeCursorAcked => "before_cursor_acked",
         }
     }
 
@@ -151,6 +157,9 @@ impl ServerPoint {
             }
             ServerPoint::DuringRecovery => {
                 "a recovery is half done: a death starts it over, a pause leaves requests refused or queued until it ends"
+            }
+            ServerPoint::BeforeCursorAcked => {
+                "the commit mark is in the pending-ack log, the cursor lacks its acks: recovery acknowledges them from the mark"
             }
         }
     }

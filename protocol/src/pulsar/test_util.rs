@@ -8,7 +8,7 @@ use super::buffer::{self, AppendError, Entry, ReadMode, TbSnapshot, TbState};
 use super::client::{BrokerReply, BrokerRequest};
 use super::coordinator::{self, LogRecord, TcAction, TcError, TcState, TxnState};
 use super::dedup::ProducerDedup;
-use super::subscription::{self, AckError, SubRecord, Subscription};
+use super::subscription::{self, AckError, AckTarget, Subscription};
 use super::types::*;
 use std::collections::BTreeMap;
 
@@ -151,7 +151,7 @@ impl Tc {
 pub struct Broker {
     pub log: Vec<Entry>,
     pub tb: TbState,
-    pub sub_logs: BTreeMap<String, Vec<SubRecord>>,
+    pub sub_logs: BTreeMap<String, subscription::SubLogs>,
     pub subs: BTreeMap<String, Subscription>,
     pub ablations: PulsarAblations,
     /// The producer deduplication table (kept whether or not it is used).
@@ -180,6 +180,7 @@ impl Broker {
             producer: PRODUCER,
             sequence_id,
             payload: payload.to_string(),
+            batch: Vec::new(),
         })
     }
 
@@ -338,10 +339,10 @@ impl Broker {
     }
 
     fn apply_sub(&mut self, name: &str, m: &subscription::SubMutation) {
-        self.sub_logs
-            .entry(name.to_string())
-            .or_default()
-            .extend(m.durable.iter().cloned());
+        let logs = self.sub_logs.entry(name.to_string()).or_default();
+        for r in &m.durable {
+            logs.append(r.clone());
+        }
         self.subs.entry(name.to_string()).or_default().apply(m);
     }
 
@@ -350,6 +351,45 @@ impl Broker {
             subscription: name.to_string(),
             offset,
             txn: t,
+            index: None,
+            cumulative: false,
+            kind: SubscriptionType::Shared,
+        };
+        match self.execute(&req) {
+            BrokerReply::Acked => Ok(()),
+            BrokerReply::AckRefused(e) => Err(e),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    /// Send `payloads` as one batch entry; its offset.
+    pub fn must_send_batch(&mut self, t: Option<TxnId>, payloads: &[&str]) -> u64 {
+        let sequence_id = self.next_sequence;
+        self.next_sequence += 1;
+        self.append(&Message {
+            txn: t,
+            producer: PRODUCER,
+            sequence_id,
+            payload: payloads[0].to_string(),
+            batch: payloads[1..].iter().map(|p| p.to_string()).collect(),
+        })
+        .expect("appended")
+    }
+
+    /// Acknowledge what `target` names on subscription `name`.
+    pub fn ack_at(
+        &mut self,
+        name: &str,
+        target: AckTarget,
+        t: Option<TxnId>,
+    ) -> Result<(), AckError> {
+        let req = BrokerRequest::Ack {
+            subscription: name.to_string(),
+            offset: target.offset,
+            txn: t,
+            index: target.index,
+            cumulative: target.cumulative,
+            kind: target.kind,
         };
         match self.execute(&req) {
             BrokerReply::Acked => Ok(()),

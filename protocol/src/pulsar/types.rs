@@ -132,8 +132,68 @@ pub struct Message {
     /// keys on, with the producer).
     #[serde(default)]
     pub sequence_id: u64,
-    /// Its content.
+    /// Its content (a batch entry's first message: index 0).
     pub payload: String,
+    /// The further messages of a batch entry, indices 1 and up: a producer
+    /// that batches sends several messages as one log entry, and each
+    /// keeps its own identity (entry position and batch index). Empty for
+    /// a message sent alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<String>,
+}
+
+impl Message {
+    /// How many messages the entry holds (1 unless it is a batch).
+    pub fn batch_size(&self) -> u32 {
+        1 + self.batch.len() as u32
+    }
+
+    /// The content of message `index` of the entry, if it has one.
+    pub fn payload_at(&self, index: u32) -> Option<&str> {
+        match index {
+            0 => Some(&self.payload),
+            i => self.batch.get(i as usize - 1).map(String::as_str),
+        }
+    }
+
+    /// Message `index` of the entry alone (what a consumer gets once its
+    /// client has split the batch), if the entry has one.
+    pub fn single(&self, index: u32) -> Option<Message> {
+        Some(Message {
+            payload: self.payload_at(index)?.to_string(),
+            batch: Vec::new(),
+            ..self.clone()
+        })
+    }
+
+    /// Where message `index` of this entry sits in its batch: `None` for a
+    /// message sent alone.
+    pub fn batch_index(&self, index: u32) -> Option<BatchIndex> {
+        (self.batch_size() > 1).then_some(BatchIndex {
+            index,
+            size: self.batch_size(),
+        })
+    }
+}
+
+/// One message's place in a batch entry: its index and the batch's size
+/// (Pulsar's `MessageId` batch index and batch size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BatchIndex {
+    /// Its index in the batch, from 0.
+    pub index: u32,
+    /// How many messages the batch holds.
+    pub size: u32,
+}
+
+/// One message's position: the log entry's offset and its index in the
+/// entry (0 for a message sent alone). Ordered as the log is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct MsgPos {
+    /// The entry's offset in the partition's log.
+    pub offset: u64,
+    /// The message's index in the entry.
+    pub index: u32,
 }
 
 /// How the consumers of a subscription share it (Pulsar's subscription
@@ -151,6 +211,13 @@ pub enum SubscriptionType {
     /// Many consumers, one active (the first attached): the others get
     /// nothing until it closes.
     Failover,
+}
+
+impl SubscriptionType {
+    /// Whether it is [`SubscriptionType::Shared`] (the default).
+    pub fn is_shared(&self) -> bool {
+        *self == SubscriptionType::Shared
+    }
 }
 
 /// A consumer as a broker's dispatcher knows it: a name stable across the

@@ -12,7 +12,7 @@ use crate::world::node::NodeName;
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::LogRecord;
 use percsim_protocol::pulsar::ownership::Resource;
-use percsim_protocol::pulsar::subscription::SubRecord;
+use percsim_protocol::pulsar::subscription::SubLogs;
 use percsim_protocol::pulsar::types::Partition;
 use std::sync::Arc;
 
@@ -76,8 +76,9 @@ impl PulsarControl {
             .unwrap_or_default()
     }
 
-    /// A subscription's durable log (acks, pending acks, ends).
-    pub fn subscription_log(&self, p: &Partition, sub: &str) -> Vec<SubRecord> {
+    /// A subscription's durable logs (the cursor's acks; the pending-ack
+    /// store's pending acks and ends).
+    pub fn subscription_log(&self, p: &Partition, sub: &str) -> SubLogs {
         let d = self.cluster.durable();
         d.partitions
             .get(p)

@@ -3,7 +3,7 @@
 //! with one coordinator), sends, receipts and acks in time order, and at
 //! the end the brokers' durable logs and acknowledgments.
 
-use crate::pulsar::store::{Durable, acked_offsets, partition_name};
+use crate::pulsar::store::{Durable, acked_positions, partition_name};
 use percsim_checker::Outcome;
 use percsim_checker::stream::{
     AckOp, AckedPositions, CoordinatorDecision, LogEntry, MarkerKind, OpResult, PartitionLog,
@@ -36,22 +36,36 @@ pub(crate) struct RunInfo {
     pub events: Vec<percsim_checker::Event>,
 }
 
+/// Where in its log entry an op's message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Within {
+    /// At this index of the entry (0 for a message sent alone).
+    Index(u32),
+    /// Every message of the entry (an ack of the whole entry; a cumulative
+    /// one: up to its last).
+    Whole,
+}
+
 /// A consumer session as the history names it.
 struct Session {
     name: u64,
     replay: bool,
-    last: Option<u64>,
+    last: Option<(u64, u32)>,
 }
 
 /// The stream history being recorded.
 #[derive(Default)]
 pub(crate) struct StreamRecorder {
     txns: BTreeMap<TxnId, StreamTxn>,
-    ops: Vec<StreamOp>,
+    /// Each op as recorded, with its offset an entry's offset, and where
+    /// in the entry it is ([`Within`]): [`StreamRecorder::history`] numbers
+    /// the messages of batch entries apart.
+    ops: Vec<(StreamOp, Within)>,
     /// Which input each output payload was made from.
     sources: BTreeMap<String, Source>,
-    /// The message at each (partition, offset) a consumer received.
-    received: BTreeMap<(Partition, u64), String>,
+    /// The message at each (partition, offset, batch index) a consumer
+    /// received.
+    received: BTreeMap<(Partition, u64, u32), String>,
     /// Each (reporter, subscription key)'s current consumer session.
     sessions: BTreeMap<(Reporter, String), Session>,
     next_session: u64,
@@ -64,6 +78,10 @@ fn label(txn: TxnId) -> String {
 }
 
 impl StreamRecorder {
+    fn push(&mut self, within: Within, op: StreamOp) {
+        self.ops.push((op, within));
+    }
+
     /// Output `payload` is made from `source`.
     pub(crate) fn source(&mut self, payload: &str, source: Source) {
         self.sources.insert(payload.to_string(), source);
@@ -92,64 +110,80 @@ impl StreamRecorder {
                 partition,
                 payload,
                 offset,
+                index,
             } => {
                 let source = self.sources.get(&payload).cloned();
-                self.ops.push(StreamOp::Send(SendOp {
-                    client,
-                    t_ns: now_ns,
-                    txn: txn.map(|t| t.seq),
-                    partition: partition_name(&partition),
-                    message: payload,
-                    result: if offset.is_some() {
-                        OpResult::Ok
-                    } else {
-                        OpResult::Unknown
-                    },
-                    offset,
-                    source,
-                    producer: None,
-                }));
+                let within = Within::Index(index);
+                self.push(
+                    within,
+                    StreamOp::Send(SendOp {
+                        client,
+                        t_ns: now_ns,
+                        txn: txn.map(|t| t.seq),
+                        partition: partition_name(&partition),
+                        message: payload,
+                        result: if offset.is_some() {
+                            OpResult::Ok
+                        } else {
+                            OpResult::Unknown
+                        },
+                        offset,
+                        source,
+                        producer: None,
+                    }),
+                );
             }
             ClientEvent::Received {
                 subscription,
                 offset,
+                index,
                 message,
                 replay,
             } => {
-                let consumer = self.session(r, &subscription.to_string(), offset, replay);
+                let at = (offset, index);
+                let consumer = self.session(r, &subscription.to_string(), at, replay);
                 self.received.insert(
-                    (subscription.partition.clone(), offset),
+                    (subscription.partition.clone(), offset, index),
                     message.payload.clone(),
                 );
-                self.ops.push(StreamOp::Receive(ReceiveOp {
-                    client,
-                    consumer,
-                    subscription: subscription.name.clone(),
-                    partition: partition_name(&subscription.partition),
-                    offset,
-                    message: message.payload,
-                    t_ns: now_ns,
-                    isolation: Default::default(),
-                }));
+                self.push(
+                    Within::Index(index),
+                    StreamOp::Receive(ReceiveOp {
+                        client,
+                        consumer,
+                        subscription: subscription.name.clone(),
+                        partition: partition_name(&subscription.partition),
+                        offset,
+                        message: message.payload,
+                        t_ns: now_ns,
+                        isolation: Default::default(),
+                    }),
+                );
             }
             ClientEvent::Acked {
                 subscription,
                 offset,
+                index,
+                cumulative,
                 txn,
             } => {
-                let key = (subscription.partition.clone(), offset);
+                let within = index.map_or(Within::Whole, Within::Index);
+                let key = (subscription.partition.clone(), offset, index.unwrap_or(0));
                 let message = self.received.get(&key).cloned().unwrap_or_default();
-                self.ops.push(StreamOp::Ack(AckOp {
-                    client,
-                    subscription: subscription.name.clone(),
-                    partition: partition_name(&subscription.partition),
-                    offset,
-                    message,
-                    t_ns: now_ns,
-                    txn: txn.map(|t| t.seq),
-                    result: OpResult::Ok,
-                    cumulative: false,
-                }));
+                self.push(
+                    within,
+                    StreamOp::Ack(AckOp {
+                        client,
+                        subscription: subscription.name.clone(),
+                        partition: partition_name(&subscription.partition),
+                        offset,
+                        message,
+                        t_ns: now_ns,
+                        txn: txn.map(|t| t.seq),
+                        result: OpResult::Ok,
+                        cumulative,
+                    }),
+                );
             }
             ClientEvent::Finished { txn, outcome } => {
                 self.live.remove(&txn);
@@ -163,7 +197,7 @@ impl StreamRecorder {
     /// The consumer session of `r` on `sub` for a receipt at `offset`: a
     /// new one when the consumer starts a replay (redelivery) or goes back
     /// to dispatching after one, as the format asks.
-    fn session(&mut self, r: Reporter, sub: &str, offset: u64, replay: bool) -> String {
+    fn session(&mut self, r: Reporter, sub: &str, offset: (u64, u32), replay: bool) -> String {
         let key = (r, sub.to_string());
         let fresh = match self.sessions.get(&key) {
             None => true,
@@ -255,6 +289,7 @@ impl StreamRecorder {
     ) -> StreamHistory {
         let mut txns = self.txns.clone();
         let final_state = dump(durable, &mut txns);
+        let ops = self.numbered_ops(durable);
         let mut transactions: Vec<StreamTxn> = txns.into_values().collect();
         transactions.sort_by_key(|t| (t.invoke_ns, t.id));
         StreamHistory {
@@ -263,7 +298,7 @@ impl StreamRecorder {
             scenario: run.scenario,
             subscriptions,
             transactions,
-            ops: self.ops.clone(),
+            ops,
             final_state,
             events: run.events,
         }
@@ -304,7 +339,114 @@ fn finish(t: &mut StreamTxn, outcome: TxnOutcome, now_ns: u64) {
     }
 }
 
-/// The brokers' durable state as the history has it. A transaction the
+/// How a partition's log numbers its messages in the history: each
+/// message of a batch entry has an offset of its own, so an entry's first
+/// message is at the number of messages and markers before it.
+struct Numbering {
+    /// Each entry's first history offset, and how many messages it holds
+    /// (1 for a marker).
+    entries: Vec<(u64, u32)>,
+}
+
+impl Numbering {
+    fn of(log: &[Entry]) -> Numbering {
+        let mut next = 0;
+        let entries = log
+            .iter()
+            .map(|e| {
+                let size = match e {
+                    Entry::Message(m) => m.batch_size(),
+                    Entry::Marker { .. } => 1,
+                };
+                let at = (next, size);
+                next += u64::from(size);
+                at
+            })
+            .collect();
+        Numbering { entries }
+    }
+
+    /// The history offset of message `index` of the entry at `offset`. An
+    /// offset past the log's end (a reply naming an entry the log does not
+    /// hold) keeps its distance from the end.
+    fn at(&self, offset: u64, index: u32) -> u64 {
+        match self.entries.get(offset as usize) {
+            Some((first, _)) => first + u64::from(index),
+            None => {
+                let end = self.entries.last().map_or(0, |(f, n)| f + u64::from(*n));
+                end + (offset - self.entries.len() as u64) + u64::from(index)
+            }
+        }
+    }
+
+    /// How many messages the entry at `offset` holds (1 if unknown).
+    fn size(&self, offset: u64) -> u32 {
+        self.entries.get(offset as usize).map_or(1, |(_, n)| *n)
+    }
+}
+
+impl StreamRecorder {
+    /// The ops with their offsets numbered as the history numbers messages
+    /// ([`Numbering`]); an ack of a whole batch entry becomes an ack of
+    /// each of its messages, a cumulative one an ack up to its last.
+    fn numbered_ops(&self, durable: &Durable) -> Vec<StreamOp> {
+        let numbering: BTreeMap<String, Numbering> = durable
+            .partitions
+            .iter()
+            .map(|(p, store)| (partition_name(p), Numbering::of(&store.log)))
+            .collect();
+        let mut out = Vec::with_capacity(self.ops.len());
+        for (op, within) in &self.ops {
+            let mut op = op.clone();
+            let (partition, entry) = match &op {
+                StreamOp::Send(s) => (&s.partition, s.offset),
+                StreamOp::Receive(r) => (&r.partition, Some(r.offset)),
+                StreamOp::Ack(a) => (&a.partition, Some(a.offset)),
+            };
+            let (Some(n), Some(entry)) = (numbering.get(partition.as_str()), entry) else {
+                out.push(op);
+                continue;
+            };
+            let size = n.size(entry);
+            if let (Within::Whole, StreamOp::Ack(a)) = (*within, &mut op) {
+                if !a.cumulative && size > 1 {
+                    for index in 0..size {
+                        let mut each = a.clone();
+                        each.offset = n.at(entry, index);
+                        each.message = self.message_at(a, entry, index);
+                        out.push(StreamOp::Ack(each));
+                    }
+                    continue;
+                }
+                a.message = self.message_at(a, entry, size - 1);
+            }
+            let numbered = match *within {
+                Within::Whole => n.at(entry, size - 1),
+                Within::Index(i) => n.at(entry, i),
+            };
+            match &mut op {
+                StreamOp::Send(s) => s.offset = Some(numbered),
+                StreamOp::Receive(r) => r.offset = numbered,
+                StreamOp::Ack(a) => a.offset = numbered,
+            }
+            out.push(op);
+        }
+        out
+    }
+
+    /// The message a consumer received at message `index` of the entry at
+    /// `entry` of `a`'s partition (empty if none did).
+    fn message_at(&self, a: &AckOp, entry: u64, index: u32) -> String {
+        self.received
+            .iter()
+            .find(|((p, o, i), _)| partition_name(p) == a.partition && *o == entry && *i == index)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The brokers' durable state as the history has it, each message of a
+/// batch entry at an offset of its own ([`Numbering`]). A transaction the
 /// logs name that no client heard of (its open's answer was lost) is added
 /// with an unknown outcome.
 fn dump(durable: &Durable, txns: &mut BTreeMap<TxnId, StreamTxn>) -> StreamFinalState {
@@ -319,39 +461,44 @@ fn dump(durable: &Durable, txns: &mut BTreeMap<TxnId, StreamTxn>) -> StreamFinal
     };
     for (p, store) in &durable.partitions {
         let name = partition_name(p);
-        let entries = store
-            .log
-            .iter()
-            .enumerate()
-            .map(|(offset, e)| match e {
-                Entry::Message(m) => LogEntry {
-                    offset: offset as u64,
-                    message: Some(m.payload.clone()),
-                    marker: None,
-                    txn: m.txn.map(&mut known),
-                },
-                Entry::Marker { txn, action } => LogEntry {
-                    offset: offset as u64,
+        let numbering = Numbering::of(&store.log);
+        let mut entries = Vec::new();
+        for (offset, e) in store.log.iter().enumerate() {
+            match e {
+                Entry::Message(m) => {
+                    let txn = m.txn.map(&mut known);
+                    for index in 0..m.batch_size() {
+                        entries.push(LogEntry {
+                            offset: numbering.at(offset as u64, index),
+                            message: m.payload_at(index).map(str::to_string),
+                            marker: None,
+                            txn,
+                        });
+                    }
+                }
+                Entry::Marker { txn, action } => entries.push(LogEntry {
+                    offset: numbering.at(offset as u64, 0),
                     message: None,
                     marker: Some(match action {
                         TxnAction::Commit => MarkerKind::Commit,
                         TxnAction::Abort => MarkerKind::Abort,
                     }),
                     txn: Some(known(*txn)),
-                },
-            })
-            .collect();
+                }),
+            }
+        }
         state.partitions.push(PartitionLog {
             name: name.clone(),
             topic: p.topic.clone(),
             entries,
         });
-        for (sub, log) in &store.subs {
+        for (sub, logs) in &store.subs {
+            let acked = acked_positions(logs, &store.log);
             state.acks.push(AckedPositions {
                 subscription: sub.clone(),
                 partition: name.clone(),
                 acked_below: 0,
-                offsets: acked_offsets(log).into_iter().collect(),
+                offsets: acked.iter().map(|(o, i)| numbering.at(*o, *i)).collect(),
             });
         }
     }

@@ -13,8 +13,8 @@ use percsim_protocol::pulsar::buffer::{self, Entry, ReadMode, TbSnapshot, TbStat
 use percsim_protocol::pulsar::coordinator::{self, LogRecord};
 use percsim_protocol::pulsar::ownership::{OwnershipTable, Resource};
 use percsim_protocol::pulsar::subscription;
-use percsim_protocol::pulsar::subscription::SubRecord;
-use percsim_protocol::pulsar::types::{ConsumerRef, Partition, TxnAction, TxnId};
+use percsim_protocol::pulsar::subscription::SubLogs;
+use percsim_protocol::pulsar::types::{ConsumerRef, MsgPos, Partition};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The one coordinator's id (its TxnIds' first half).
@@ -28,11 +28,12 @@ pub(crate) struct PartitionStore {
     pub epoch: u64,
     /// The partition's log: messages and markers; an offset is an index.
     pub log: Vec<Entry>,
-    /// Each subscription's log, by name.
-    pub subs: BTreeMap<String, Vec<SubRecord>>,
     /// The latest snapshot of the partition's transaction buffer (Pulsar's
     /// `__transaction_buffer_snapshot` topic keeps one per topic).
     pub snapshot: Option<TbSnapshot>,
+    /// Each subscription's logs (the cursor's and the pending-ack
+    /// store's), by name.
+    pub subs: BTreeMap<String, SubLogs>,
 }
 
 impl PartitionStore {
@@ -108,7 +109,7 @@ impl Durable {
                 let sub = store
                     .subs
                     .get(&decl.name)
-                    .map(|log| subscription::recover(log))
+                    .map(subscription::recover)
                     .unwrap_or_default();
                 let d = buffer::read(
                     &store.log,
@@ -131,22 +132,21 @@ impl Durable {
     }
 }
 
-/// The offsets a subscription's log acknowledges for good (pending acks of
-/// transactions not ended are left out).
-pub(crate) fn acked_offsets(log: &[SubRecord]) -> BTreeSet<u64> {
+/// The messages a subscription's logs acknowledge for good, as
+/// (entry offset, batch index) (pending acks of transactions not ended
+/// are left out): what a broker recovering them holds.
+pub(crate) fn acked_positions(logs: &SubLogs, log: &[Entry]) -> BTreeSet<(u64, u32)> {
+    let sub = subscription::recover(logs);
     let mut acked = BTreeSet::new();
-    let mut pending: BTreeMap<TxnId, Vec<u64>> = BTreeMap::new();
-    for r in log {
-        match r {
-            SubRecord::Ack { offset } => {
-                acked.insert(*offset);
-            }
-            SubRecord::PendingAck { offset, txn } => pending.entry(*txn).or_default().push(*offset),
-            SubRecord::End { txn, action } => {
-                let offsets = pending.remove(txn).unwrap_or_default();
-                if *action == TxnAction::Commit {
-                    acked.extend(offsets);
-                }
+    for (offset, e) in log.iter().enumerate() {
+        let Entry::Message(m) = e else { continue };
+        for index in 0..m.batch_size() {
+            let pos = MsgPos {
+                offset: offset as u64,
+                index,
+            };
+            if sub.is_acked_at(pos) {
+                acked.insert((pos.offset, index));
             }
         }
     }

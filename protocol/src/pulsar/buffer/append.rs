@@ -52,6 +52,7 @@ mod tests {
             producer: PRODUCER,
             sequence_id: 9,
             payload: "c".into(),
+            batch: Vec::new(),
         });
         let reply = b.execute(&req);
         assert_eq!(reply, crate::pulsar::client::BrokerReply::Sent(3));

@@ -4,7 +4,7 @@
 use super::state::{Entry, TbState};
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
 use crate::pulsar::subscription::Subscription;
-use crate::pulsar::types::{ConsumerRef, Message};
+use crate::pulsar::types::{ConsumerRef, Message, MsgPos};
 use serde::{Deserialize, Serialize};
 
 /// How a read walks the log.
@@ -25,10 +25,18 @@ pub enum ReadMode {
 /// One message handed to a consumer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivered {
-    /// Its offset in the partition.
+    /// Its entry's offset in the partition.
     pub offset: u64,
-    /// The message.
+    /// Its index in a batch entry (0 for a message sent alone).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index: u32,
+    /// The message (one message of a batch entry, split out as Pulsar's
+    /// consumer splits a batch).
     pub message: Message,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What a read returns.
@@ -87,12 +95,8 @@ pub fn read(
         if let Entry::Message(m) = &log[offset as usize] {
             let aborted = m.txn.is_some_and(|t| tb.is_aborted(t));
             let taken = !sub.available_to(offset, reader);
-            let skipped = taken || (aborted && filter_aborted);
-            if !skipped {
-                messages.push(Delivered {
-                    offset,
-                    message: m.clone(),
-                });
+            if !taken && !(aborted && filter_aborted) {
+                messages.extend(unsettled(sub, offset, m));
             }
         }
         offset += 1;
@@ -101,6 +105,28 @@ pub fn read(
         messages,
         next: offset,
     }
+}
+
+/// The messages of the entry at `offset` (a batch's, one by one) that are
+/// neither acknowledged nor pending on `sub`: a batch entry is dispatched
+/// whole, with the indices already acknowledged, and the consumer drops
+/// those (PIP-54).
+fn unsettled<'a>(
+    sub: &'a Subscription,
+    offset: u64,
+    m: &'a Message,
+) -> impl Iterator<Item = Delivered> + 'a {
+    (0..m.batch_size()).filter_map(move |index| {
+        let pos = MsgPos { offset, index };
+        if sub.is_settled(pos) {
+            return None;
+        }
+        Some(Delivered {
+            offset,
+            index,
+            message: m.single(index)?,
+        })
+    })
 }
 
 #[cfg(test)]

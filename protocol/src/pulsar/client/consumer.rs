@@ -6,6 +6,7 @@ use super::outcome::ClientError;
 use super::transport::{BrokerReply, BrokerRequest};
 use super::txn::{ack_message, retry, send_message};
 use crate::pulsar::buffer::{Delivered, ReadMode};
+use crate::pulsar::subscription::AckTarget;
 use crate::pulsar::types::{Partition, SubscriptionKey, SubscriptionType};
 
 /// Send `payload` to `partition` outside any transaction. Returns its
@@ -15,7 +16,17 @@ pub async fn send<T: PulsarHost>(
     partition: &Partition,
     payload: &str,
 ) -> Result<u64, ClientError> {
-    send_message(t, partition, payload, None).await
+    send_message(t, partition, &[payload], None).await
+}
+
+/// Send `payloads` to `partition` as one batch entry outside any
+/// transaction. Returns the entry's offset.
+pub async fn send_batch<T: PulsarHost>(
+    t: &T,
+    partition: &Partition,
+    payloads: &[&str],
+) -> Result<u64, ClientError> {
+    send_message(t, partition, payloads, None).await
 }
 
 /// Acknowledge `offset` on `sub` outside any transaction. For a
@@ -25,7 +36,17 @@ pub async fn ack<T: PulsarHost>(
     sub: &SubscriptionKey,
     offset: u64,
 ) -> Result<(), ClientError> {
-    ack_message(t, sub, offset, None).await
+    ack_message(t, sub, AckTarget::entry(offset), None).await
+}
+
+/// Acknowledge what `target` names on `sub` outside any transaction (one
+/// message of a batch, or every message up to one, cumulatively).
+pub async fn ack_target<T: PulsarHost>(
+    t: &T,
+    sub: &SubscriptionKey,
+    target: AckTarget,
+) -> Result<(), ClientError> {
+    ack_message(t, sub, target, None).await
 }
 
 /// A consumer of one subscription on one partition. It reads forward from
@@ -144,6 +165,7 @@ impl Consumer {
             t.event(ClientEvent::Received {
                 subscription: self.sub.clone(),
                 offset: m.offset,
+                index: m.index,
                 message: m.message.clone(),
                 replay: mode != ReadMode::Dispatch,
             });

@@ -74,15 +74,19 @@ pub enum ClientEvent {
         partition: Partition,
         /// Its content.
         payload: String,
-        /// Where it landed.
+        /// Where it landed (its entry's offset).
         offset: Option<u64>,
+        /// Its index in the batch it was sent in (0 if sent alone).
+        index: u32,
     },
     /// A consumer received a message.
     Received {
         /// The subscription it was read for.
         subscription: SubscriptionKey,
-        /// Its offset.
+        /// Its entry's offset.
         offset: u64,
+        /// Its index in a batch entry (0 for a message sent alone).
+        index: u32,
         /// The message.
         message: Message,
         /// Whether it came from a replay (redelivery).
@@ -92,8 +96,13 @@ pub enum ClientEvent {
     Acked {
         /// The subscription.
         subscription: SubscriptionKey,
-        /// The message's offset.
+        /// The message's entry offset.
         offset: u64,
+        /// The message's index in a batch entry; `None`: every message of
+        /// the entry.
+        index: Option<u32>,
+        /// Every message up to and including it.
+        cumulative: bool,
         /// The transaction it is pending in, if any.
         txn: Option<TxnId>,
     },

@@ -14,7 +14,7 @@ mod txn;
 #[cfg(test)]
 mod tests;
 
-pub use consumer::{Consumer, ack, send};
+pub use consumer::{Consumer, ack, ack_target, send, send_batch};
 pub use ledger::{ClientEvent, ClientPoint, PulsarHost, PulsarLedger};
 pub use outcome::{AbortReason, ClientError, TxnOutcome};
 pub use process::{Processed, process_one};

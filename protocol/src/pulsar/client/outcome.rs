@@ -28,6 +28,9 @@ pub enum ClientError {
     /// A server answered with a reply of another kind.
     #[error("unexpected reply")]
     UnexpectedReply,
+    /// A batch with no message was to be sent.
+    #[error("a batch needs at least one message")]
+    EmptyBatch,
 }
 
 /// Why a transaction aborted.

@@ -538,7 +538,7 @@ fn refusals_come_back_as_the_servers_errors() {
         "{refused:?}"
     );
     // The partition has its abort marker: a late copy of a send is refused.
-    let late = block_on(super::txn::send_message(&t, &p("out", 0), "c", Some(id)));
+    let late = block_on(super::txn::send_message(&t, &p("out", 0), &["c"], Some(id)));
     let ended = crate::pulsar::buffer::AppendError::TxnEnded {
         txn: id,
         action: TxnAction::Abort,

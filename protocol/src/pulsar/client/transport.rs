@@ -86,10 +86,20 @@ pub enum BrokerRequest {
     Ack {
         /// The subscription's name.
         subscription: String,
-        /// The message's offset.
+        /// The message's (entry's) offset.
         offset: u64,
         /// Inside this transaction, if any.
         txn: Option<TxnId>,
+        /// The message's index in a batch entry (a batch-index ack);
+        /// `None`: every message of the entry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u32>,
+        /// Acknowledge every message up to and including this one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cumulative: bool,
+        /// How the acking consumer shares the subscription.
+        #[serde(default, skip_serializing_if = "SubscriptionType::is_shared")]
+        kind: SubscriptionType,
     },
 }
 

@@ -8,6 +8,7 @@ use super::outcome::{AbortReason, ClientError, TxnOutcome};
 use super::transport::{BrokerReply, BrokerRequest, PulsarTransport, TcReply, TcRequest};
 use crate::common::RpcError;
 use crate::pulsar::coordinator::{TcError, TxnState};
+use crate::pulsar::subscription::AckTarget;
 use crate::pulsar::types::{Message, Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -113,7 +114,7 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
             .register(Participant::Partition(partition.clone()))
             .await
         {
-            Ok(()) => send_message(self.t, partition, payload, Some(self.id)).await,
+            Ok(()) => send_message(self.t, partition, &[payload], Some(self.id)).await,
             Err(e) => Err(e),
         };
         self.note(sent)
@@ -127,11 +128,40 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
         r
     }
 
-    /// Acknowledge `offset` on `sub` inside the transaction (registering
-    /// the subscription first); pending until the transaction ends.
+    /// Send `payloads` to `partition` as one batch entry inside the
+    /// transaction (registering the partition first). Returns the entry's
+    /// offset; each message is at its index in the batch.
+    pub async fn send_batch(
+        &mut self,
+        partition: &Partition,
+        payloads: &[&str],
+    ) -> Result<u64, ClientError> {
+        let sent = match self
+            .register(Participant::Partition(partition.clone()))
+            .await
+        {
+            Ok(()) => send_message(self.t, partition, payloads, Some(self.id)).await,
+            Err(e) => Err(e),
+        };
+        self.note(sent)
+    }
+
+    /// Acknowledge the entry at `offset` on `sub` inside the transaction
+    /// (registering the subscription first); pending until the transaction
+    /// ends.
     pub async fn ack(&mut self, sub: &SubscriptionKey, offset: u64) -> Result<(), ClientError> {
+        self.ack_target(sub, AckTarget::entry(offset)).await
+    }
+
+    /// Acknowledge what `target` names (one message of a batch, or every
+    /// message up to one, cumulatively) on `sub` inside the transaction.
+    pub async fn ack_target(
+        &mut self,
+        sub: &SubscriptionKey,
+        target: AckTarget,
+    ) -> Result<(), ClientError> {
         let acked = match self.register(Participant::Subscription(sub.clone())).await {
-            Ok(()) => ack_message(self.t, sub, offset, Some(self.id)).await,
+            Ok(()) => ack_message(self.t, sub, target, Some(self.id)).await,
             Err(e) => Err(e),
         };
         self.note(acked)
@@ -204,7 +234,8 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
     }
 }
 
-/// Send `payload` to `partition`, inside `txn` if given. A send with no
+/// Send `payloads` to `partition` as one entry (a batch when there are
+/// several), inside `txn` if given. A send with no
 /// answer is resent, the same message with the same sequence id, up to
 /// the configured retries (as Pulsar's producer resends its pending
 /// messages): the first try may have landed, and the broker's producer
@@ -213,14 +244,16 @@ impl<'t, T: PulsarHost> PulsarTxn<'t, T> {
 pub(super) async fn send_message<T: PulsarHost>(
     t: &T,
     partition: &Partition,
-    payload: &str,
+    payloads: &[&str],
     txn: Option<TxnId>,
 ) -> Result<u64, ClientError> {
+    let (first, rest) = payloads.split_first().ok_or(ClientError::EmptyBatch)?;
     let message = Message {
         txn,
         producer: t.producer(),
         sequence_id: t.next_sequence_id(),
-        payload: payload.to_string(),
+        payload: first.to_string(),
+        batch: rest.iter().map(|p| p.to_string()).collect(),
     };
     let call = || t.broker(partition, BrokerRequest::Send(message.clone()));
     let reply = retry(t, call).await;
@@ -228,12 +261,15 @@ pub(super) async fn send_message<T: PulsarHost>(
         Ok(BrokerReply::Sent(o)) => Some(*o),
         _ => None,
     };
-    t.event(ClientEvent::Sent {
-        txn,
-        partition: partition.clone(),
-        payload: payload.to_string(),
-        offset,
-    });
+    for (index, payload) in payloads.iter().enumerate() {
+        t.event(ClientEvent::Sent {
+            txn,
+            partition: partition.clone(),
+            payload: payload.to_string(),
+            offset,
+            index: index as u32,
+        });
+    }
     match reply? {
         BrokerReply::Sent(o) => Ok(o),
         BrokerReply::SendRefused(e) => Err(e.into()),
@@ -241,12 +277,12 @@ pub(super) async fn send_message<T: PulsarHost>(
     }
 }
 
-/// Acknowledge `offset` on `sub`, inside `txn` if given (retried: acks are
-/// idempotent).
+/// Acknowledge what `target` names on `sub`, inside `txn` if given
+/// (retried: acks are idempotent).
 pub(super) async fn ack_message<T: PulsarHost>(
     t: &T,
     sub: &SubscriptionKey,
-    offset: u64,
+    target: AckTarget,
     txn: Option<TxnId>,
 ) -> Result<(), ClientError> {
     let call = || {
@@ -254,8 +290,11 @@ pub(super) async fn ack_message<T: PulsarHost>(
             &sub.partition,
             BrokerRequest::Ack {
                 subscription: sub.name.clone(),
-                offset,
+                offset: target.offset,
                 txn,
+                index: target.index,
+                cumulative: target.cumulative,
+                kind: target.kind,
             },
         )
     };
@@ -263,7 +302,9 @@ pub(super) async fn ack_message<T: PulsarHost>(
         BrokerReply::Acked => {
             t.event(ClientEvent::Acked {
                 subscription: sub.clone(),
-                offset,
+                offset: target.offset,
+                index: target.index,
+                cumulative: target.cumulative,
                 txn,
             });
             Ok(())

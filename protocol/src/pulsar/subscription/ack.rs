@@ -4,15 +4,106 @@
 
 use super::state::{AckError, SubMutation, SubRecord, Subscription};
 use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
-use crate::pulsar::types::TxnId;
+use crate::pulsar::buffer::Entry;
+use crate::pulsar::types::{BatchIndex, MsgPos, SubscriptionType, TxnId};
+use serde::{Deserialize, Serialize};
 
-/// Acknowledge the message at `offset` on `sub`, inside `txn` if given.
+/// What an ack names: one message (a batch-index ack when `index` is
+/// given), a whole entry, or, `cumulative`, every message up to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckTarget {
+    /// The entry's offset.
+    pub offset: u64,
+    /// The message's index in a batch entry; `None`: every message of the
+    /// entry (up to its last, for a cumulative ack).
+    pub index: Option<u32>,
+    /// Acknowledge every message of the partition up to and including it.
+    pub cumulative: bool,
+    /// How the acking consumer shares the subscription (a cumulative ack
+    /// needs Exclusive or Failover).
+    pub kind: SubscriptionType,
+}
+
+impl AckTarget {
+    /// An individual ack of the whole entry at `offset` by a Shared
+    /// consumer.
+    pub fn entry(offset: u64) -> Self {
+        AckTarget {
+            offset,
+            index: None,
+            cumulative: false,
+            kind: SubscriptionType::Shared,
+        }
+    }
+}
+
+/// The messages `target` covers in `log`, each with its place in its
+/// batch; `Err(NoSuchMessage)` if the target names no message.
+pub fn covered(
+    log: &[Entry],
+    target: AckTarget,
+) -> Result<Vec<(MsgPos, Option<BatchIndex>)>, AckError> {
+    let Some(Entry::Message(m)) = log.get(target.offset as usize) else {
+        return Err(AckError::NoSuchMessage(target.offset));
+    };
+    let last = target.index.unwrap_or(m.batch_size() - 1);
+    if last >= m.batch_size() {
+        return Err(AckError::NoSuchMessage(target.offset));
+    }
+    let first = match (target.cumulative, target.index) {
+        (true, _) => MsgPos {
+            offset: 0,
+            index: 0,
+        },
+        (false, Some(i)) => MsgPos {
+            offset: target.offset,
+            index: i,
+        },
+        (false, None) => MsgPos {
+            offset: target.offset,
+            index: 0,
+        },
+    };
+    let upto = MsgPos {
+        offset: target.offset,
+        index: last,
+    };
+    let mut out = Vec::new();
+    for (offset, e) in log.iter().enumerate().skip(first.offset as usize) {
+        let Entry::Message(m) = e else { continue };
+        for index in 0..m.batch_size() {
+            let pos = MsgPos {
+                offset: offset as u64,
+                index,
+            };
+            if pos >= first && pos <= upto {
+                out.push((pos, m.batch_index(index)));
+            }
+        }
+        if offset as u64 >= target.offset {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Acknowledge what `target` names on `sub` (whose partition's log is
+/// `log`), inside `txn` if given.
 ///
-/// A transactional ack becomes a pending ack, logged durably before the
-/// reply, and stays pending until the transaction ends; a message pending
-/// in one transaction cannot be acked by another ([`AckError::Conflict`]).
+/// A transactional ack becomes a pending ack of each message it covers,
+/// logged durably before the reply, and stays pending until the
+/// transaction ends. It is refused ([`AckError::Conflict`]) if a message it
+/// covers is pending in another transaction: the same message, or the
+/// same batch index of a batch (Pulsar's `PendingAckHandleImpl` compares
+/// ack sets), or, for a cumulative ack, any message up to its position; and
+/// ([`AckError::AlreadyAcked`]) if an individually acked message, or a
+/// cumulative ack's own position, is already acknowledged for good.
 /// A plain ack of a message pending in a transaction is ignored, as
-/// Pulsar's first pending-ack change did (apache/pulsar#4265).
+/// Pulsar's first pending-ack change did (apache/pulsar#4265); a plain
+/// cumulative ack that would cross a message pending in a transaction is
+/// refused, since the transaction's abort must be able to redeliver it. A
+/// cumulative ack on a Shared subscription is refused
+/// ([`AckError::CumulativeOnShared`]).
 ///
 /// With [`PulsarAblation::PendingAckNotDurable`] the pending ack is kept in
 /// memory only: after a broker restart while it is pending it is gone,
@@ -21,41 +112,84 @@ use crate::pulsar::types::TxnId;
 /// ack: `subscription::end`.)
 pub fn ack(
     sub: &Subscription,
-    offset: u64,
+    log: &[Entry],
+    target: AckTarget,
     txn: Option<TxnId>,
     ablations: PulsarAblations,
 ) -> Result<SubMutation, AckError> {
-    let holder = sub.pending_txn(offset);
+    if target.cumulative && target.kind == SubscriptionType::Shared {
+        return Err(AckError::CumulativeOnShared);
+    }
+    let covered = covered(log, target)?;
     let Some(txn) = txn else {
-        if holder.is_some() || sub.is_acked(offset) {
-            return Ok(SubMutation::none());
-        }
-        return Ok(SubMutation {
-            durable: vec![SubRecord::Ack { offset }],
-            volatile: vec![],
-        });
+        return plain(sub, &covered, target.cumulative);
     };
     if sub.ended(txn).is_some() {
         return Err(AckError::TxnEnded(txn));
     }
-    if sub.is_acked(offset) {
-        return Err(AckError::AlreadyAcked(offset));
+    let mut records = Vec::new();
+    let own = covered.last().map(|(p, _)| *p);
+    for (pos, batch) in covered {
+        let acked = sub.is_acked_at(pos);
+        if acked && (!target.cumulative || Some(pos) == own) {
+            return Err(AckError::AlreadyAcked(pos.offset));
+        }
+        match sub.pending_at(pos) {
+            Some(h) if h != txn => {
+                return Err(AckError::Conflict {
+                    offset: pos.offset,
+                    holder: h,
+                });
+            }
+            Some(_) => {}
+            None if !acked => records.push(SubRecord::PendingAck {
+                offset: pos.offset,
+                txn,
+                batch,
+            }),
+            None => {}
+        }
     }
-    match holder {
-        Some(h) if h == txn => return Ok(SubMutation::none()),
-        Some(h) => return Err(AckError::Conflict { offset, holder: h }),
-        None => {}
-    }
-    let record = SubRecord::PendingAck { offset, txn };
     Ok(match ablations.has(PulsarAblation::PendingAckNotDurable) {
         true => SubMutation {
             durable: vec![],
-            volatile: vec![record],
+            volatile: records,
         },
         false => SubMutation {
-            durable: vec![record],
+            durable: records,
             volatile: vec![],
         },
+    })
+}
+
+/// A plain ack of `covered`: messages already acknowledged are skipped;
+/// one pending in a transaction is skipped by an individual ack and
+/// refuses a cumulative one.
+fn plain(
+    sub: &Subscription,
+    covered: &[(MsgPos, Option<BatchIndex>)],
+    cumulative: bool,
+) -> Result<SubMutation, AckError> {
+    let mut durable = Vec::new();
+    for (pos, batch) in covered {
+        match sub.pending_at(*pos) {
+            Some(holder) if cumulative => {
+                return Err(AckError::Conflict {
+                    offset: pos.offset,
+                    holder,
+                });
+            }
+            Some(_) => continue,
+            None if sub.is_acked_at(*pos) => continue,
+            None => durable.push(SubRecord::Ack {
+                offset: pos.offset,
+                batch: *batch,
+            }),
+        }
+    }
+    Ok(SubMutation {
+        durable,
+        volatile: vec![],
     })
 }
 

@@ -4,31 +4,40 @@
 //! `END_TXN_ON_SUBSCRIPTION`).
 
 use super::state::{SubMutation, SubRecord, Subscription};
-use crate::pulsar::ablation::{PulsarAblation, PulsarAblations};
+#[cfg(doc)]
+use crate::pulsar::ablation::PulsarAblation;
+use crate::pulsar::ablation::PulsarAblations;
 use crate::pulsar::types::{TxnAction, TxnId};
 
 /// End `txn` on `sub` with `action`. Returns the durable records to log, or
 /// nothing if it already ended here (a retried marker; the first wins).
 ///
+/// A commit appends its mark to the pending-ack log, then acknowledges
+/// each message it held pending on the cursor's log (Pulsar's
+/// `PendingAckHandleImpl` commits: `appendCommitMark`, then the cursor's
+/// `acknowledgeMessage`). The two records go to two logs
+/// ([`SubRecord::log`]); a broker that dies between the two appends leaves
+/// the commit mark with no cursor ack, and recovery acknowledges the
+/// messages from the mark ([`super::recover`]). An abort appends its mark
+/// only.
+///
 /// Under [`PulsarAblation::PendingAckNotDurable`] the transaction's pending
-/// acks were never logged, so a commit logs each of them as an `Ack` before
-/// its end (as Pulsar's commit acknowledges the cursor, a log of its own):
-/// the planted bug loses a pending ack only to a restart while it is
-/// pending, never an ack its transaction has committed.
+/// acks were never logged; the commit's cursor acks still are, so the
+/// planted bug loses a pending ack only to a restart while it is pending,
+/// never an ack its transaction has committed.
 pub fn end(
     sub: &Subscription,
     txn: TxnId,
     action: TxnAction,
-    ablations: PulsarAblations,
+    _ablations: PulsarAblations,
 ) -> SubMutation {
     if sub.ended(txn).is_some() {
         return SubMutation::none();
     }
-    let mut durable = Vec::new();
-    if action == TxnAction::Commit && ablations.has(PulsarAblation::PendingAckNotDurable) {
-        durable.extend(sub.pending_of(txn).map(|offset| SubRecord::Ack { offset }));
+    let mut durable = vec![SubRecord::End { txn, action }];
+    if action == TxnAction::Commit {
+        durable.extend(sub.pending_acks_of(txn));
     }
-    durable.push(SubRecord::End { txn, action });
     SubMutation {
         durable,
         volatile: vec![],

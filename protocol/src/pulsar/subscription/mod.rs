@@ -5,13 +5,15 @@
 //! of which consumer holds which message is not ([`dispatch()`]).
 
 mod ack;
+#[cfg(test)]
+mod batch_tests;
 mod dispatch;
 mod end;
 mod recover;
 mod state;
 
-pub use ack::ack;
+pub use ack::{AckTarget, ack, covered};
 pub use dispatch::dispatch;
 pub use end::end;
-pub use recover::recover;
-pub use state::{AckError, Dispatch, SubMutation, SubRecord, SubscribeError, Subscription};
+pub use recover::{SubLogs, recover};
+pub use state::{AckError, Dispatch, SubLog, SubMutation, SubRecord, SubscribeError, Subscription};

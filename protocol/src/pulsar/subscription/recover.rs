@@ -3,12 +3,44 @@
 //! text, "Pending Acknowledge State": a new broker recovers the ack state
 //! from the cursor log).
 
-use super::state::{SubRecord, Subscription};
+use super::state::{SubLog, SubRecord, Subscription};
+use serde::{Deserialize, Serialize};
 
-/// Rebuild the subscription whose durable log is `log`.
-pub fn recover(log: &[SubRecord]) -> Subscription {
+/// A subscription's two durable logs: the cursor's and the pending-ack
+/// store's (Pulsar's `MLPendingAckStore`, a managed ledger per
+/// subscription).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubLogs {
+    /// The cursor's log: acknowledgments for good.
+    pub cursor: Vec<SubRecord>,
+    /// The pending-ack store's log: transactional acks and ends.
+    pub pending: Vec<SubRecord>,
+}
+
+impl SubLogs {
+    /// Append `record` to the log it belongs to.
+    pub fn append(&mut self, record: SubRecord) {
+        match record.log() {
+            SubLog::Cursor => self.cursor.push(record),
+            SubLog::PendingAck => self.pending.push(record),
+        }
+    }
+
+    /// Every record, the cursor's first.
+    pub fn records(&self) -> impl Iterator<Item = &SubRecord> {
+        self.cursor.iter().chain(&self.pending)
+    }
+}
+
+/// Rebuild the subscription whose durable logs are `logs`: the cursor's
+/// acknowledgments, then the pending-ack store's replay (pending acks, and
+/// each end: a commit mark acknowledges its messages for good even if the
+/// broker died before it appended them to the cursor's log, as Pulsar's
+/// pending-ack replay acknowledges the cursor for every commit mark it
+/// finds).
+pub fn recover(logs: &SubLogs) -> Subscription {
     let mut sub = Subscription::default();
-    for record in log {
+    for record in logs.records() {
         sub.apply_record(record);
     }
     sub

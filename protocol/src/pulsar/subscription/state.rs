@@ -1,28 +1,40 @@
 //! A subscription's durable records and the acknowledgment state built
 //! from them.
 
-use crate::pulsar::types::{ConsumerRef, SubscriptionType, TxnAction, TxnId};
+use crate::pulsar::types::{BatchIndex, ConsumerRef, MsgPos, SubscriptionType, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One durable record of a subscription. Pulsar keeps plain acks in the
-/// cursor's ledger and transactional ones in a pending-ack log (reference
-/// text, "Pending Acknowledge State": it relies on the cursor log so a new
-/// broker recovers the ack state); the model keeps both in one log.
+/// One durable record of a subscription. Pulsar keeps them in two logs:
+/// the cursor's (its mark-delete position and individually deleted
+/// messages, with batch indices: plain acks and committed transactional
+/// ones) and the pending-ack store's, a managed ledger of its own per
+/// subscription (`MLPendingAckStore`: transactional acks and the
+/// transactions' commit and abort marks). [`SubRecord::log`] says which
+/// log a record goes to; [`super::recover`] rebuilds the state from both.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubRecord {
-    /// A plain (non-transactional) acknowledgment.
+    /// A plain (non-transactional) acknowledgment, or a committed
+    /// transaction's, in the cursor's log.
     Ack {
-        /// The message's offset.
+        /// The entry's offset.
         offset: u64,
+        /// The one message of a batch entry it acknowledges (a batch-index
+        /// ack); `None`: the whole entry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch: Option<BatchIndex>,
     },
     /// An acknowledgment inside a transaction, pending until it ends.
     PendingAck {
-        /// The message's offset.
+        /// The entry's offset.
         offset: u64,
         /// The transaction.
         txn: TxnId,
+        /// The one message of a batch entry it acknowledges; `None`: the
+        /// whole entry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch: Option<BatchIndex>,
     },
     /// The transaction ended: its pending acks become acks (commit) or are
     /// released (abort).
@@ -32,6 +44,26 @@ pub enum SubRecord {
         /// How it ended.
         action: TxnAction,
     },
+}
+
+/// Which of a subscription's two logs a record goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubLog {
+    /// The cursor's: acknowledgments for good.
+    Cursor,
+    /// The pending-ack store's: transactional acks and ends.
+    PendingAck,
+}
+
+impl SubRecord {
+    /// The log this record is appended to.
+    pub fn log(&self) -> SubLog {
+        match self {
+            SubRecord::Ack { .. } => SubLog::Cursor,
+            SubRecord::PendingAck { .. } | SubRecord::End { .. } => SubLog::PendingAck,
+        }
+    }
 }
 
 /// What a read changes in the dispatcher's memory (nothing durable).
@@ -107,9 +139,16 @@ pub enum AckError {
     /// The transaction already ended on this subscription (a late copy).
     #[error("transaction {0} already ended here")]
     TxnEnded(TxnId),
-    /// No message has this offset in the partition.
+    /// No message has this offset in the partition (or the entry has no
+    /// message at the batch index asked for).
     #[error("no message at offset {0}")]
     NoSuchMessage(u64),
+    /// A cumulative ack on a Shared subscription: its consumers get
+    /// messages out of order, so "everything up to here" means nothing
+    /// (Pulsar refuses it: cumulative acks are for Exclusive and Failover
+    /// subscriptions only).
+    #[error("a cumulative ack needs an exclusive or failover subscription")]
+    CumulativeOnShared,
 }
 
 /// The acknowledgment state of one subscription: acked messages, pending
@@ -119,8 +158,14 @@ pub enum AckError {
 /// (see [`super::dispatch`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subscription {
+    /// Entries acknowledged for good: every message of them.
     acked: BTreeSet<u64>,
-    pending: BTreeMap<u64, TxnId>,
+    /// The acknowledged batch indices of batch entries not yet wholly
+    /// acknowledged (PIP-54: the cursor deletes an entry only when every
+    /// index is acknowledged).
+    partial: BTreeMap<u64, BTreeSet<u32>>,
+    /// Messages pending in a transaction, with their place in their batch.
+    pending: BTreeMap<MsgPos, (TxnId, Option<BatchIndex>)>,
     ended: BTreeMap<TxnId, TxnAction>,
     dispatched: BTreeMap<u64, ConsumerRef>,
     sessions: BTreeMap<String, u64>,
@@ -132,22 +177,80 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Whether the message at `offset` is acknowledged for good.
+    /// Whether the entry at `offset` is acknowledged for good (every
+    /// message of it, for a batch).
     pub fn is_acked(&self, offset: u64) -> bool {
         self.acked.contains(&offset)
     }
 
-    /// The transaction holding a pending ack on `offset`, if any.
-    pub fn pending_txn(&self, offset: u64) -> Option<TxnId> {
-        self.pending.get(&offset).copied()
+    /// Whether the message at `pos` is acknowledged for good.
+    pub fn is_acked_at(&self, pos: MsgPos) -> bool {
+        self.is_acked(pos.offset)
+            || self
+                .partial
+                .get(&pos.offset)
+                .is_some_and(|i| i.contains(&pos.index))
     }
 
-    /// The offsets `txn` holds pending here, in order.
+    /// The transaction holding a pending ack on a message of the entry at
+    /// `offset`, if any (the first, for a batch).
+    pub fn pending_txn(&self, offset: u64) -> Option<TxnId> {
+        self.pending_on(offset).next().map(|(_, t)| t)
+    }
+
+    /// The transaction holding a pending ack on the message at `pos`.
+    pub fn pending_at(&self, pos: MsgPos) -> Option<TxnId> {
+        self.pending.get(&pos).map(|(t, _)| *t)
+    }
+
+    /// The pending acks on the entry at `offset`: each message's position
+    /// and its transaction.
+    pub fn pending_on(&self, offset: u64) -> impl Iterator<Item = (MsgPos, TxnId)> + '_ {
+        let from = MsgPos { offset, index: 0 };
+        self.pending
+            .range(from..)
+            .take_while(move |(p, _)| p.offset == offset)
+            .map(|(p, (t, _))| (*p, *t))
+    }
+
+    /// Whether the message at `pos` is acknowledged or pending in a
+    /// transaction (no consumer is to be given it).
+    pub fn is_settled(&self, pos: MsgPos) -> bool {
+        self.is_acked_at(pos) || self.pending.contains_key(&pos)
+    }
+
+    /// The entries acknowledged for good, in order.
+    pub fn acked_entries(&self) -> impl Iterator<Item = u64> + '_ {
+        self.acked.iter().copied()
+    }
+
+    /// Every pending ack: the message's position and its transaction, in
+    /// log order.
+    pub fn pending_acks(&self) -> impl Iterator<Item = (MsgPos, TxnId)> + '_ {
+        self.pending.iter().map(|(p, (t, _))| (*p, *t))
+    }
+
+    /// The entry offsets `txn` holds pending here, in order (once each).
     pub fn pending_of(&self, txn: TxnId) -> impl Iterator<Item = u64> + '_ {
+        let mut last = None;
         self.pending
             .iter()
-            .filter(move |(_, t)| **t == txn)
-            .map(|(o, _)| *o)
+            .filter(move |(_, (t, _))| *t == txn)
+            .map(|(p, _)| p.offset)
+            .filter(move |o| last.replace(*o) != Some(*o))
+    }
+
+    /// The records that acknowledge for good what `txn` holds pending here
+    /// (a commit appends them to the cursor's log).
+    pub fn pending_acks_of(&self, txn: TxnId) -> Vec<SubRecord> {
+        self.pending
+            .iter()
+            .filter(|(_, (t, _))| *t == txn)
+            .map(|(p, (_, batch))| SubRecord::Ack {
+                offset: p.offset,
+                batch: *batch,
+            })
+            .collect()
     }
 
     /// How `txn` ended on this subscription, if it did.
@@ -168,12 +271,14 @@ impl Subscription {
             .is_some_and(|s| *s > reader.session)
     }
 
-    /// Whether the message at `offset` may be handed to `reader`: it is not
-    /// acknowledged, not pending in a transaction, and no other consumer
-    /// holds it (an earlier session of the reader's own name does not
-    /// count: reading on a new session closes the old one).
+    /// Whether the entry at `offset` may be handed to `reader`: it is not
+    /// acknowledged for good, the reader's session is not closed, and no
+    /// other consumer holds it (an earlier session of the reader's own
+    /// name does not count: reading on a new session closes the old one).
+    /// Which of its messages are handed out is the read's to filter
+    /// ([`Subscription::is_settled`]).
     pub fn available_to(&self, offset: u64, reader: &ConsumerRef) -> bool {
-        if self.is_acked(offset) || self.pending_txn(offset).is_some() || self.is_closed(reader) {
+        if self.is_acked(offset) || self.is_closed(reader) {
             return false;
         }
         self.holder(offset)
@@ -254,26 +359,60 @@ impl Subscription {
     /// Apply one record.
     pub fn apply_record(&mut self, record: &SubRecord) {
         match record {
-            SubRecord::Ack { offset } => {
-                self.acked.insert(*offset);
-                self.dispatched.remove(offset);
-            }
-            SubRecord::PendingAck { offset, txn } => {
+            SubRecord::Ack { offset, batch } => self.ack_for_good(*offset, *batch),
+            SubRecord::PendingAck { offset, txn, batch } => {
+                let index = batch.map_or(0, |b| b.index);
+                let pos = MsgPos {
+                    offset: *offset,
+                    index,
+                };
+                self.pending.insert(pos, (*txn, *batch));
                 // Held by the transaction now: its abort releases the
                 // message to every consumer (Pulsar redelivers it).
-                self.pending.insert(*offset, *txn);
-                self.dispatched.remove(offset);
+                if self.all_settled(*offset, *batch) {
+                    self.dispatched.remove(offset);
+                }
             }
             SubRecord::End { txn, action } => {
-                let mine: Vec<u64> = self.pending_of(*txn).collect();
-                for offset in mine {
-                    self.pending.remove(&offset);
+                let mine: Vec<(MsgPos, Option<BatchIndex>)> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, (t, _))| t == txn)
+                    .map(|(p, (_, b))| (*p, *b))
+                    .collect();
+                for (pos, batch) in mine {
+                    self.pending.remove(&pos);
                     if *action == TxnAction::Commit {
-                        self.acked.insert(offset);
+                        self.ack_for_good(pos.offset, batch);
                     }
                 }
                 self.ended.insert(*txn, *action);
             }
         }
+    }
+
+    /// Acknowledge the entry at `offset` for good, or one index of it: the
+    /// entry is deleted once every index is.
+    fn ack_for_good(&mut self, offset: u64, batch: Option<BatchIndex>) {
+        if let Some(b) = batch {
+            let indices = self.partial.entry(offset).or_default();
+            indices.insert(b.index);
+            if (indices.len() as u32) < b.size {
+                if self.all_settled(offset, batch) {
+                    self.dispatched.remove(&offset);
+                }
+                return;
+            }
+        }
+        self.partial.remove(&offset);
+        self.acked.insert(offset);
+        self.dispatched.remove(&offset);
+    }
+
+    /// Whether every message of the entry at `offset` (of the batch `batch`
+    /// names, or alone) is acknowledged or pending.
+    fn all_settled(&self, offset: u64, batch: Option<BatchIndex>) -> bool {
+        let size = batch.map_or(1, |b| b.size);
+        (0..size).all(|index| self.is_settled(MsgPos { offset, index }))
     }
 }

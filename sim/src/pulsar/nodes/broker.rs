@@ -30,7 +30,7 @@ use percsim_protocol::pulsar::ownership::{
     Epochs, Fenced, HeartbeatReply, Resource, SessionId, check_append, open_log,
 };
 use percsim_protocol::pulsar::points::ServerPoint;
-use percsim_protocol::pulsar::subscription::{self, SubRecord, Subscription};
+use percsim_protocol::pulsar::subscription::{self, SubLog, SubMutation, SubRecord, Subscription};
 use percsim_protocol::pulsar::types::{Participant, Partition, SubscriptionKey, TxnAction, TxnId};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
@@ -613,13 +613,17 @@ impl Broker {
         // callback.
         let stored = self.with_partition(&partition, |store, owned| {
             let write = deliver_marker(self.view(store, owned), &call.0, ablations);
+            let (write, cursor) = split_cursor_acks(write);
             let wrote = self.store(&partition, store, owned, &write)?;
             // Memory learns it in the append's callback, after this point.
-            Ok(wrote.then(|| (owned.hold(write), owned.epoch)))
+            Ok(wrote.then(|| (owned.hold(write), owned.epoch, cursor)))
         })?;
-        let Some((hold, epoch)) = stored else {
+        let Some((hold, epoch, cursor)) = stored else {
             return Ok(());
         };
+        if let Some(cursor) = cursor {
+            self.cursor_acks(&partition, &at, epoch, cursor).await?;
+        }
         self.cluster
             .reached(&self.name, ServerPoint::BeforeMarkerApplied, at.clone())
             .await;
@@ -647,7 +651,74 @@ impl Broker {
 /// log.
 fn replay_entries(store: &PartitionStore) -> u64 {
     let buffer = buffer::recover_from_snapshot(store.snapshot.as_ref(), &store.log).replayed;
-    buffer + store.subs.values().map(|l| l.len() as u64).sum::<u64>()
+    let subs = store.subs.values();
+    buffer + subs.map(|l| (l.cursor.len() + l.pending.len()) as u64).sum::<u64>()
+}
+
+impl Broker {
+    /// Append a commit's cursor acks, after its mark is durable in the
+    /// pending-ack log: first reach [`ServerPoint::BeforeCursorAcked`] when
+    /// a driver armed it or the cluster plans a stop there (a kill there
+    /// leaves the mark without the acks, for recovery to finish). A later
+    /// owner (after a pause there) recovered the acks from the mark.
+    async fn cursor_acks(
+        &self,
+        partition: &Partition,
+        at: &At,
+        epoch: u64,
+        cursor: BrokerWrite,
+    ) -> Result<(), NotOwner> {
+        let point = ServerPoint::BeforeCursorAcked;
+        let planned = self.cluster.cfg.crashes.iter().any(|c| c.point == point);
+        if planned || self.cluster.armed_on(&self.name, point, at) {
+            self.cluster.reached(&self.name, point, at.clone()).await;
+        }
+        self.with_partition(partition, |store, owned| {
+            if owned.epoch == epoch {
+                self.write(partition, store, owned, cursor)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Split a subscription's write into the pending-ack log's records and,
+/// if it has any, the cursor's that follow them (a commit's acks): the
+/// two logs are appended one after the other.
+fn split_cursor_acks(write: BrokerWrite) -> (BrokerWrite, Option<BrokerWrite>) {
+    let BrokerWrite::Subscription { name, mutation } = write else {
+        return (write, None);
+    };
+    let (pending, cursor): (Vec<SubRecord>, Vec<SubRecord>) = mutation
+        .durable
+        .into_iter()
+        .partition(|r| r.log() == SubLog::PendingAck);
+    if pending.is_empty() || cursor.is_empty() {
+        let durable = pending.into_iter().chain(cursor).collect();
+        let mutation = SubMutation {
+            durable,
+            ..mutation
+        };
+        return (BrokerWrite::Subscription { name, mutation }, None);
+    }
+    let first = SubMutation {
+        durable: pending,
+        volatile: mutation.volatile,
+    };
+    let rest = SubMutation {
+        durable: cursor,
+        volatile: Vec::new(),
+    };
+    (
+        BrokerWrite::Subscription {
+            name: name.clone(),
+            mutation: first,
+        },
+        Some(BrokerWrite::Subscription {
+            name,
+            mutation: rest,
+        }),
+    )
 }
 
 /// Assert that `partition`'s owner remembers every entry of its log, once
@@ -737,8 +808,10 @@ fn store_write(
             store.log.push(entry.clone());
         }
         BrokerWrite::Subscription { name, mutation } => {
-            let log = store.subs.entry(name.clone()).or_default();
-            log.extend(mutation.durable.iter().cloned());
+            let logs = store.subs.entry(name.clone()).or_default();
+            for record in &mutation.durable {
+                logs.append(record.clone());
+            }
         }
     }
     Ok(true)
@@ -770,6 +843,7 @@ mod tests {
             },
             sequence_id: 0,
             payload: payload.into(),
+            batch: Vec::new(),
         }))
     }
 

@@ -103,7 +103,12 @@ impl PulsarWorkload for StreamPipeline {
     fn task(&self, task: PulsarTask) -> BoxFuture<()> {
         match (task.conn.client(), task.index) {
             (0, 0) => Box::pin(load(self.clone(), task.conn)),
-            (0, _) => Box::pin(consume_forever(task.conn, OUTPUT.into(), AUDIT.into())),
+            (0, _) => Box::pin(consume_forever(
+                task.conn,
+                OUTPUT.into(),
+                AUDIT.into(),
+                false,
+            )),
             _ => Box::pin(process(task.conn)),
         }
     }

@@ -3,9 +3,13 @@
 //! Producers (the first half of the clients, at least one) send batches of
 //! unique messages to random partitions of topic `events`, each batch in a
 //! transaction that commits or (sometimes) aborts on purpose, and now and
-//! then a plain message. Every other client consumes every partition
-//! through each of the subscriptions `sub-0`, `sub-1`, ... (all drained):
-//! receive, then ack. The stream checker judges what they received.
+//! then a plain message; some transactions send the messages they have
+//! for one partition as one batch entry (`batch_ratio`). Every other
+//! client consumes every partition through each of the subscriptions
+//! `sub-0`, `sub-1`, ... (all drained): receive, then ack each message
+//! (Shared consumers), except the last of two or more subscriptions with
+//! `cumulative_acks`, whose Failover consumers ack cumulatively. The
+//! stream checker judges what they received.
 
 use super::consume_forever;
 use percsim_checker::stream::SubscriptionDecl;
@@ -31,6 +35,12 @@ pub struct Stream {
     pub plain_ratio: f64,
     /// Simulated ms a producer waits between batches.
     pub interval_ms: u64,
+    /// Share of transactions that send the messages they have for one
+    /// partition as one batch entry (a batching producer).
+    pub batch_ratio: f64,
+    /// With two or more subscriptions, the last is consumed by Failover
+    /// consumers that acknowledge cumulatively.
+    pub cumulative_acks: bool,
 }
 
 impl Default for Stream {
@@ -41,6 +51,8 @@ impl Default for Stream {
             abort_ratio: 0.2,
             plain_ratio: 0.1,
             interval_ms: 10,
+            batch_ratio: 0.3,
+            cumulative_acks: true,
         }
     }
 }
@@ -63,6 +75,7 @@ impl Stream {
         for (f, v) in [
             ("abort_ratio", self.abort_ratio),
             ("plain_ratio", self.plain_ratio),
+            ("batch_ratio", self.batch_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("workload.{f}: {v} is not a probability"));
@@ -111,7 +124,15 @@ impl PulsarWorkload for Stream {
             Box::pin(produce(me, task))
         } else {
             let sub = Stream::sub_name(task.index);
-            Box::pin(consume_forever(task.conn, TOPIC.to_string(), sub))
+            let cumulative = self.cumulative_acks
+                && self.subscriptions >= 2
+                && task.index + 1 == self.subscriptions;
+            Box::pin(consume_forever(
+                task.conn,
+                TOPIC.to_string(),
+                sub,
+                cumulative,
+            ))
         }
     }
 }
@@ -134,25 +155,52 @@ async fn produce(p: Stream, mut task: PulsarTask) {
                 .map(|_| task.rng.random_range(0..partitions.len()))
                 .collect();
             let abort = task.rng.random_bool(p.abort_ratio);
+            let batched = task.rng.random_bool(p.batch_ratio);
             let payloads: Vec<String> = targets.iter().map(|_| next()).collect();
-            one_txn(&task.conn, &partitions, &targets, &payloads, abort).await;
+            let sends = match batched {
+                true => batches(&targets, &payloads),
+                false => targets
+                    .iter()
+                    .zip(&payloads)
+                    .map(|(t, m)| (*t, vec![m.as_str()]))
+                    .collect(),
+            };
+            one_txn(&task.conn, &partitions, &sends, abort).await;
         }
         madsim::time::sleep(Duration::from_millis(p.interval_ms)).await;
     }
 }
 
+/// The messages for each partition, as one batch entry each, in the order
+/// each partition first appears.
+fn batches<'a>(targets: &[usize], payloads: &'a [String]) -> Vec<(usize, Vec<&'a str>)> {
+    let mut out: Vec<(usize, Vec<&str>)> = Vec::new();
+    for (t, m) in targets.iter().zip(payloads) {
+        match out.iter_mut().find(|(p, _)| p == t) {
+            Some((_, ms)) => ms.push(m),
+            None => out.push((*t, vec![m])),
+        }
+    }
+    out
+}
+
+/// One transaction sending each of `sends` (a partition and its messages,
+/// one entry each) and then committing, or aborting on purpose.
 async fn one_txn(
     conn: &Conn,
     partitions: &[percsim_protocol::pulsar::types::Partition],
-    targets: &[usize],
-    payloads: &[String],
+    sends: &[(usize, Vec<&str>)],
     abort: bool,
 ) {
     let Ok(mut txn) = PulsarTxn::begin(conn).await else {
         return;
     };
-    for (t, payload) in targets.iter().zip(payloads) {
-        if let Err(e) = txn.send(&partitions[*t], payload).await {
+    for (t, payloads) in sends {
+        let sent = match payloads.as_slice() {
+            [one] => txn.send(&partitions[*t], one).await,
+            many => txn.send_batch(&partitions[*t], many).await,
+        };
+        if let Err(e) = sent {
             txn.abort(AbortReason::of(&e)).await;
             return;
         }

@@ -6,7 +6,7 @@ use super::{PulsarRule, PulsarScriptFile, PulsarVerb, ScriptControlOf, TxnRecord
 use crate::script::{Env, Mismatch, Step};
 use percsim_protocol::pulsar::buffer::Entry;
 use percsim_protocol::pulsar::coordinator::{LogRecord, TxnState};
-use percsim_protocol::pulsar::subscription::SubRecord;
+use percsim_protocol::pulsar::subscription::{self, SubLogs};
 use percsim_protocol::pulsar::types::{TxnAction, TxnId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -88,18 +88,8 @@ pub(super) fn validate_verb(
                 )),
             }
         }
-        PulsarVerb::Ack {
-            actor,
-            txn,
-            cumulative,
-            ..
-        } => {
+        PulsarVerb::Ack { actor, txn, .. } => {
             consumer(s, actor, env)?;
-            if *cumulative {
-                return Err(format!(
-                    "{at}.cumulative: ack: cumulative acknowledgment is not modelled (the model acknowledges one message at a time, as a Shared subscription does)"
-                ));
-            }
             txn.as_ref().map_or(Ok(()), |t| txn_begun(s, t, env))
         }
         PulsarVerb::Redeliver { actor }
@@ -252,29 +242,16 @@ struct SubView {
 }
 
 impl SubView {
-    fn of(log: &[SubRecord], names: &BTreeMap<String, TxnId>) -> SubView {
-        let mut acked = BTreeSet::new();
-        let mut pending: BTreeMap<TxnId, Vec<u64>> = BTreeMap::new();
-        for r in log {
-            match r {
-                SubRecord::Ack { offset } => {
-                    acked.insert(*offset);
-                }
-                SubRecord::PendingAck { offset, txn } => {
-                    pending.entry(*txn).or_default().push(*offset)
-                }
-                SubRecord::End { txn, action } => {
-                    let mine = pending.remove(txn).unwrap_or_default();
-                    if *action == TxnAction::Commit {
-                        acked.extend(mine);
-                    }
-                }
+    fn of(logs: &SubLogs, names: &BTreeMap<String, TxnId>) -> SubView {
+        let sub = subscription::recover(logs);
+        let acked = sub.acked_entries().collect();
+        let mut pending: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for (pos, txn) in sub.pending_acks() {
+            let offsets = pending.entry(name_of(names, txn)).or_default();
+            if offsets.last() != Some(&pos.offset) {
+                offsets.push(pos.offset);
             }
         }
-        let pending = pending
-            .into_iter()
-            .map(|(t, o)| (name_of(names, t), o))
-            .collect();
         SubView { acked, pending }
     }
 

@@ -4,8 +4,9 @@
 use super::{Answered, PulsarScript, PulsarScriptFile, PulsarVerb, RecvExpect, Told, lock};
 use crate::script::{Step, SystemVerb, Thread, judge};
 use percsim_protocol::pulsar::client::{
-    AbortReason, ClientError, Consumer, PulsarTxn, TxnOutcome, ack, send,
+    AbortReason, ClientError, Consumer, PulsarTxn, TxnOutcome, ack_target, send, send_batch,
 };
+use percsim_protocol::pulsar::subscription::AckTarget;
 use percsim_protocol::pulsar::types::{Partition, SubscriptionKey};
 use percsim_sim::Conn;
 use std::collections::BTreeMap;
@@ -41,8 +42,9 @@ struct Reader {
     closed: bool,
     /// Why the broker refused its last read, if it did.
     refused: Option<ClientError>,
-    /// Where each value it received is: its subscription and offset.
-    received: BTreeMap<String, (SubscriptionKey, u64)>,
+    /// Where each value it received is: its subscription, its entry's
+    /// offset and its index in the entry.
+    received: BTreeMap<String, (SubscriptionKey, u64, u32)>,
 }
 
 /// One actor while it runs: its connection, its consumer (if it is one)
@@ -107,13 +109,16 @@ impl<'c> Actor<'c> {
             PulsarVerb::Send {
                 partition,
                 value,
+                batch,
                 txn,
                 expect,
                 expect_offset,
                 ..
             } => {
                 let p = self.partition(partition);
-                self.send(&p, &value, txn, expect, expect_offset).await
+                let mut values = vec![value.as_str()];
+                values.extend(batch.iter().map(String::as_str));
+                self.send(&p, &values, txn, expect, expect_offset).await
             }
             PulsarVerb::Recv {
                 expect,
@@ -126,8 +131,12 @@ impl<'c> Actor<'c> {
                 None => None,
             },
             PulsarVerb::Ack {
-                value, txn, expect, ..
-            } => self.ack(&value, txn, expect).await,
+                value,
+                txn,
+                cumulative,
+                expect,
+                ..
+            } => self.ack(&value, txn, cumulative, expect).await,
             PulsarVerb::Redeliver { .. } => {
                 if let Some(r) = self.reader.as_mut() {
                     r.consumer.redeliver_later();
@@ -186,17 +195,19 @@ impl<'c> Actor<'c> {
     async fn send(
         &mut self,
         p: &Partition,
-        value: &str,
+        values: &[&str],
         txn: Option<String>,
         expect: Answered,
         offset: Option<u64>,
     ) -> Option<(String, String)> {
-        let sent = match &txn {
-            Some(name) => match self.txns.get_mut(name) {
-                Some(t) => t.send(p, value).await,
+        let sent = match (&txn, values) {
+            (Some(name), _) => match self.txns.get_mut(name) {
+                Some(t) if values.len() > 1 => t.send_batch(p, values).await,
+                Some(t) => t.send(p, values[0]).await,
                 None => return Some((format!("{name} open"), "it is not open".into())),
             },
-            None => send(self.conn, p, value).await,
+            (None, [value]) => send(self.conn, p, value).await,
+            (None, _) => send_batch(self.conn, p, values).await,
         };
         judge_answer(expect, offset, sent)
     }
@@ -205,19 +216,26 @@ impl<'c> Actor<'c> {
         &mut self,
         value: &str,
         txn: Option<String>,
+        cumulative: bool,
         expect: Answered,
     ) -> Option<(String, String)> {
         let r = self.reader.as_ref()?;
-        let Some((sub, offset)) = r.received.get(value).cloned() else {
+        let Some((sub, offset, index)) = r.received.get(value).cloned() else {
             let want = format!("a received message {value:?}");
             return Some((want, "none was received".into()));
         };
+        let target = AckTarget {
+            offset,
+            index: Some(index),
+            cumulative,
+            kind: r.consumer.kind(),
+        };
         let acked = match &txn {
             Some(name) => match self.txns.get_mut(name) {
-                Some(t) => t.ack(&sub, offset).await,
+                Some(t) => t.ack_target(&sub, target).await,
                 None => return Some((format!("{name} open"), "it is not open".into())),
             },
-            None => ack(&r.conn, &sub, offset).await,
+            None => ack_target(&r.conn, &sub, target).await,
         };
         judge_answer(expect, None, acked.map(|()| offset))
     }
@@ -306,7 +324,8 @@ async fn poll(r: &mut Reader) -> Vec<String> {
     got.into_iter()
         .map(|m| {
             let v = m.message.payload;
-            r.received.insert(v.clone(), (sub.clone(), m.offset));
+            r.received
+                .insert(v.clone(), (sub.clone(), m.offset, m.index));
             v
         })
         .collect()

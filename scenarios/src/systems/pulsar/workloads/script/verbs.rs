@@ -153,13 +153,17 @@ pub enum PulsarVerb {
         partition: u32,
         /// The message's content.
         value: String,
+        /// Further messages sent with it as one batch entry (indices 1 and
+        /// up; `value` is index 0).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        batch: Vec<String>,
         /// The transaction (else a plain send).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         txn: Option<String>,
         /// What the broker must answer (default: accepted).
         #[serde(default)]
         expect: Answered,
-        /// The offset it must land at.
+        /// The offset its entry must land at.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect_offset: Option<u64>,
     },
@@ -178,8 +182,8 @@ pub enum PulsarVerb {
         #[serde(default = "default_within_ms")]
         within_ms: u64,
     },
-    /// The consumer acknowledges the message it received with `value`, in
-    /// `txn` if given.
+    /// The consumer acknowledges the message it received with `value` (one
+    /// message of a batch: a batch-index ack), in `txn` if given.
     Ack {
         /// The consumer.
         actor: String,
@@ -188,7 +192,8 @@ pub enum PulsarVerb {
         /// The transaction (else a plain ack).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         txn: Option<String>,
-        /// Acknowledge everything up to it (not modelled: refused).
+        /// Acknowledge every message of the partition up to and including
+        /// it (Exclusive and Failover consumers only).
         #[serde(default, skip_serializing_if = "is_false")]
         cumulative: bool,
         /// What the broker must answer (default: accepted).

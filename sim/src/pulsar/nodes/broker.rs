@@ -108,6 +108,22 @@ impl Owned {
         Some(subs)
     }
 
+    /// The transaction buffer as the partition's log has it, when that
+    /// differs from memory: memory plus every held durable entry, in log
+    /// order (`None` when no entry is held).
+    fn logged_tb(&self) -> Option<TbState> {
+        let mut held = self.held.iter().filter_map(|(_, w)| match w {
+            BrokerWrite::Partition(entry) => Some(entry),
+            _ => None,
+        });
+        let first = held.next()?;
+        let mut tb = self.tb.clone();
+        for entry in std::iter::once(first).chain(held) {
+            tb.apply(entry);
+        }
+        Some(tb)
+    }
+
     /// Release hold `id`, and apply every update at the queue's head no
     /// longer held, in order.
     fn release(&mut self, id: u64) {
@@ -526,25 +542,40 @@ impl Broker {
     }
 }
 
-/// Run a client's request on `view`. An ack is judged against the
-/// subscriptions as their logs have them (`owned`'s held writes applied):
-/// a transaction whose end marker is logged here has ended, even while the
-/// marker's update of memory is held, so a late ack of it is refused
-/// rather than logged after its end, where it would stay pending for good.
+/// Run a client's request on `view`. A send is judged against the
+/// transaction buffer, and an ack against the subscriptions, as their logs
+/// have them (`owned`'s held writes applied): a transaction whose end
+/// marker is logged here has ended, even while the marker's update of
+/// memory is held, so a late send or ack of it is refused rather than
+/// logged after its end, where it would stay open (holding the partition's
+/// reads back) or pending (never delivered again) for good.
 fn execute_request(
     view: PartitionView<'_>,
     owned: &Owned,
     req: &BrokerRequest,
     ablations: PulsarAblations,
 ) -> (BrokerReply, BrokerWrite) {
-    let logged = match req {
-        BrokerRequest::Ack { .. } => owned.logged_subs(),
-        _ => None,
-    };
-    match &logged {
-        Some(subs) => execute(PartitionView { subs, ..view }, req, ablations),
-        None => execute(view, req, ablations),
+    match req {
+        BrokerRequest::Send(_) => {
+            if let Some(tb) = owned.logged_tb() {
+                return execute(PartitionView { tb: &tb, ..view }, req, ablations);
+            }
+        }
+        BrokerRequest::Ack { .. } => {
+            if let Some(subs) = owned.logged_subs() {
+                return execute(
+                    PartitionView {
+                        subs: &subs,
+                        ..view
+                    },
+                    req,
+                    ablations,
+                );
+            }
+        }
+        _ => {}
     }
+    execute(view, req, ablations)
 }
 
 /// Assert that `partition`'s owner remembers every entry of its log, once
@@ -898,6 +929,63 @@ mod tests {
         assert_eq!(o.subs["proc"].pending_txn(0), None, "pending in memory");
         let recovered = subscription::recover(&store.subs["proc"]);
         assert_eq!(recovered.pending_txn(0), None, "pending after recovery");
+    }
+
+    /// A send of a transaction whose abort marker is logged on the
+    /// partition but not yet learnt by memory is refused: appended after
+    /// the marker, it would open the transaction again in the buffer, and
+    /// hold the partition's reads back for good.
+    #[test]
+    fn a_send_after_a_held_end_marker_is_refused_and_nothing_stays_open() {
+        let p = Partition::new("events", 2);
+        let t = TxnId {
+            coordinator: 0,
+            seq: 12,
+        };
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        let producer = ProducerRef {
+            producer_id: 2,
+            epoch: 0,
+        };
+        let end = percsim_protocol::pulsar::types::Marker {
+            txn: t,
+            producer,
+            action: TxnAction::Abort,
+            to: Participant::Partition(p.clone()),
+        };
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let write = deliver_marker(view, &end, Default::default());
+        assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
+        let hold = o.hold(write);
+        let late_send = BrokerRequest::Send(Message {
+            txn: Some(t),
+            producer,
+            sequence_id: 7,
+            payload: "late".into(),
+        });
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let (reply, write) = execute_request(view, &o, &late_send, Default::default());
+        assert!(matches!(reply, BrokerReply::SendRefused(_)), "{reply:?}");
+        if store_write(&mut store, &mut o, &write) == Ok(true) {
+            o.learn(write);
+        }
+        o.release(hold);
+        assert_eq!(store.log.len(), 1, "{:?}", store.log);
+        assert_eq!(o.tb.ended(t), Some(TxnAction::Abort));
     }
 
     #[test]

@@ -139,3 +139,21 @@ fn planned_unloads_happen_and_the_pipeline_stays_exactly_once() {
     let e = Scenario::parse(&text.to_string()).unwrap_err().to_string();
     assert!(e.contains("pulsar.unloads"), "{e}");
 }
+
+/// A late ack, and a late transactional send, of a transaction the
+/// coordinator has aborted, reaching its broker while the abort marker is
+/// logged but its update of memory is held (a stop at
+/// `before_marker_applied`): refused, the input is redelivered (the ack was
+/// logged after the end and left the input pending for good: exactly_once
+/// missing_output) and the partition's reads are not held back (the send
+/// was appended after the abort marker and reopened the transaction: not
+/// converged).
+#[test]
+fn late_copies_of_an_aborted_transaction_during_a_held_marker_are_refused() {
+    for name in [
+        "late-ack-after-held-abort.json",
+        "late-send-after-held-abort.json",
+    ] {
+        run_and_check(&example(name));
+    }
+}

@@ -22,6 +22,7 @@ use crate::pulsar::{Cluster, broker_addr, metadata_addr};
 use crate::world::port::Port;
 use crate::world::serve::serve_counting;
 use madsim::time::{Duration, Instant, sleep, sleep_until};
+use percsim_protocol::pulsar::ablation::PulsarAblations;
 use percsim_protocol::pulsar::broker::{BrokerWrite, PartitionView, deliver_marker, execute};
 use percsim_protocol::pulsar::buffer::{self, Entry, TbState};
 use percsim_protocol::pulsar::client::{BrokerReply, BrokerRequest, TcReply};
@@ -120,6 +121,38 @@ impl Owned {
             true => apply_in_memory(self, write),
             false => self.held.push_back((None, write)),
         }
+    }
+
+    /// The subscriptions as their logs have them, when that differs from
+    /// memory: memory plus every held durable subscription write, in log
+    /// order (`None` when no subscription write is held).
+    fn logged_subs(&self) -> Option<BTreeMap<String, Subscription>> {
+        let mut held = self.held.iter().filter_map(|(_, w)| match w {
+            BrokerWrite::Subscription { name, mutation } => Some((name, mutation)),
+            _ => None,
+        });
+        let first = held.next()?;
+        let mut subs = self.subs.clone();
+        for (name, mutation) in std::iter::once(first).chain(held) {
+            subs.entry(name.clone()).or_default().apply(mutation);
+        }
+        Some(subs)
+    }
+
+    /// The transaction buffer as the partition's log has it, when that
+    /// differs from memory: memory plus every held durable entry, in log
+    /// order (`None` when no entry is held).
+    fn logged_tb(&self) -> Option<TbState> {
+        let mut held = self.held.iter().filter_map(|(_, w)| match w {
+            BrokerWrite::Partition(entry) => Some(entry),
+            _ => None,
+        });
+        let first = held.next()?;
+        let mut tb = self.tb.clone();
+        for entry in std::iter::once(first).chain(held) {
+            tb.apply(entry);
+        }
+        Some(tb)
     }
 
     /// Release hold `id`, and apply every update at the queue's head no
@@ -537,16 +570,14 @@ impl Broker {
         &self,
         partition: &Partition,
         at: &At,
-        appends: impl FnOnce(PartitionView<'_>) -> bool,
+        appends: impl FnOnce(&PartitionStore, &Owned) -> bool,
     ) {
         let point = ServerPoint::AppendInFlight;
         let planned = self.cluster.cfg.crashes.iter().any(|c| c.point == point);
         if !planned && !self.cluster.armed_on(&self.name, point, at) {
             return;
         }
-        let appends = self.with_partition(partition, |store, owned| {
-            Ok(appends(self.view(store, owned)))
-        });
+        let appends = self.with_partition(partition, |store, owned| Ok(appends(store, owned)));
         if appends.unwrap_or(false) {
             self.cluster
                 .reached(&self.name, ServerPoint::AppendInFlight, at.clone())
@@ -567,10 +598,16 @@ impl Broker {
             txn,
             partition: Some(call.partition.clone()),
         };
-        let appends = |view: PartitionView<'_>| execute(view, &call.req, ablations).1.is_durable();
+        let appends = |store: &PartitionStore, owned: &Owned| {
+            let view = self.view(store, owned);
+            execute_request(view, owned, &call.req, ablations)
+                .1
+                .is_durable()
+        };
         self.append_issued(&call.partition, &at, appends).await;
         let (reply, wrote) = self.with_partition(&call.partition, |store, owned| {
-            let (reply, write) = execute(self.view(store, owned), &call.req, ablations);
+            let view = self.view(store, owned);
+            let (reply, write) = execute_request(view, owned, &call.req, ablations);
             Ok((reply, self.write(&call.partition, store, owned, write)?))
         })?;
         let point = match &call.req {
@@ -605,8 +642,9 @@ impl Broker {
             txn,
             partition: Some(partition.clone()),
         };
-        let appends =
-            |view: PartitionView<'_>| deliver_marker(view, &call.0, ablations).is_durable();
+        let appends = |store: &PartitionStore, owned: &Owned| {
+            deliver_marker(self.view(store, owned), &call.0, ablations).is_durable()
+        };
         self.append_issued(&partition, &at, appends).await;
         // The marker is durable first; the buffer learns it after, as
         // Pulsar's transaction buffer updates itself in the append's
@@ -719,6 +757,42 @@ fn split_cursor_acks(write: BrokerWrite) -> (BrokerWrite, Option<BrokerWrite>) {
             mutation: rest,
         }),
     )
+}
+
+/// Run a client's request on `view`. A send is judged against the
+/// transaction buffer, and an ack against the subscriptions, as their logs
+/// have them (`owned`'s held writes applied): a transaction whose end
+/// marker is logged here has ended, even while the marker's update of
+/// memory is held, so a late send or ack of it is refused rather than
+/// logged after its end, where it would stay open (holding the partition's
+/// reads back) or pending (never delivered again) for good.
+fn execute_request(
+    view: PartitionView<'_>,
+    owned: &Owned,
+    req: &BrokerRequest,
+    ablations: PulsarAblations,
+) -> (BrokerReply, BrokerWrite) {
+    match req {
+        BrokerRequest::Send(_) => {
+            if let Some(tb) = owned.logged_tb() {
+                return execute(PartitionView { tb: &tb, ..view }, req, ablations);
+            }
+        }
+        BrokerRequest::Ack { .. } => {
+            if let Some(subs) = owned.logged_subs() {
+                return execute(
+                    PartitionView {
+                        subs: &subs,
+                        ..view
+                    },
+                    req,
+                    ablations,
+                );
+            }
+        }
+        _ => {}
+    }
+    execute(view, req, ablations)
 }
 
 /// Assert that `partition`'s owner remembers every entry of its log, once
@@ -1007,6 +1081,131 @@ mod tests {
         };
         let again = deliver_marker(view, &marker, Default::default());
         assert_eq!(again, BrokerWrite::Nothing);
+    }
+
+    /// An ack of a transaction whose end marker is logged on the
+    /// subscription but not yet learnt by memory (the marker's update is
+    /// held) is refused: logged after the end, it would leave the message
+    /// pending for good, in memory once released and in every later
+    /// owner's recovery, and never delivered again.
+    #[test]
+    fn an_ack_after_a_held_end_marker_is_refused_and_nothing_stays_pending() {
+        let p = Partition::new("in", 0);
+        let t = TxnId {
+            coordinator: 0,
+            seq: 2,
+        };
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        assert_eq!(apply(&mut store, &mut o, message("a")), Ok(true));
+        let end = percsim_protocol::pulsar::types::Marker {
+            txn: t,
+            producer: ProducerRef {
+                producer_id: 1,
+                epoch: 0,
+            },
+            action: TxnAction::Abort,
+            to: Participant::Subscription(SubscriptionKey {
+                partition: p.clone(),
+                name: "proc".into(),
+            }),
+        };
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let write = deliver_marker(view, &end, Default::default());
+        assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
+        let hold = o.hold(write);
+        let late_ack = BrokerRequest::Ack {
+            subscription: "proc".into(),
+            offset: 0,
+            txn: Some(t),
+            index: None,
+            cumulative: false,
+            kind: Default::default(),
+        };
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let (reply, write) = execute_request(view, &o, &late_ack, Default::default());
+        assert_eq!(
+            reply,
+            BrokerReply::AckRefused(subscription::AckError::TxnEnded(t))
+        );
+        if store_write(&mut store, &mut o, &write) == Ok(true) {
+            o.learn(write);
+        }
+        o.release(hold);
+        assert_eq!(o.subs["proc"].pending_txn(0), None, "pending in memory");
+        let recovered = subscription::recover(&store.subs["proc"]);
+        assert_eq!(recovered.pending_txn(0), None, "pending after recovery");
+    }
+
+    /// A send of a transaction whose abort marker is logged on the
+    /// partition but not yet learnt by memory is refused: appended after
+    /// the marker, it would open the transaction again in the buffer, and
+    /// hold the partition's reads back for good.
+    #[test]
+    fn a_send_after_a_held_end_marker_is_refused_and_nothing_stays_open() {
+        let p = Partition::new("events", 2);
+        let t = TxnId {
+            coordinator: 0,
+            seq: 12,
+        };
+        let mut store = PartitionStore {
+            epoch: 1,
+            ..PartitionStore::default()
+        };
+        let mut o = owned(1);
+        let producer = ProducerRef {
+            producer_id: 2,
+            epoch: 0,
+        };
+        let end = percsim_protocol::pulsar::types::Marker {
+            txn: t,
+            producer,
+            action: TxnAction::Abort,
+            to: Participant::Partition(p.clone()),
+        };
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let write = deliver_marker(view, &end, Default::default());
+        assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
+        let hold = o.hold(write);
+        let late_send = BrokerRequest::Send(Message {
+            txn: Some(t),
+            producer,
+            sequence_id: 7,
+            payload: "late".into(),
+            batch: Vec::new(),
+        });
+        let view = PartitionView {
+            log: &store.log,
+            tb: &o.tb,
+            subs: &o.subs,
+            dedup: None,
+        };
+        let (reply, write) = execute_request(view, &o, &late_send, Default::default());
+        assert!(matches!(reply, BrokerReply::SendRefused(_)), "{reply:?}");
+        if store_write(&mut store, &mut o, &write) == Ok(true) {
+            o.learn(write);
+        }
+        o.release(hold);
+        assert_eq!(store.log.len(), 1, "{:?}", store.log);
+        assert_eq!(o.tb.ended(t), Some(TxnAction::Abort));
     }
 
     #[test]

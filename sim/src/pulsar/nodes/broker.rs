@@ -690,7 +690,10 @@ impl Broker {
 fn replay_entries(store: &PartitionStore) -> u64 {
     let buffer = buffer::recover_from_snapshot(store.snapshot.as_ref(), &store.log).replayed;
     let subs = store.subs.values();
-    buffer + subs.map(|l| (l.cursor.len() + l.pending.len()) as u64).sum::<u64>()
+    buffer
+        + subs
+            .map(|l| (l.cursor.len() + l.pending.len()) as u64)
+            .sum::<u64>()
 }
 
 impl Broker {

@@ -133,6 +133,12 @@ impl Tso {
         // and an Acquire sent before it listens would be lost and wait out
         // a whole call time-out, every client waiting for a primary.
         self.port.wait_listening(rpc::liveness_addr()).await;
+        if self.name == rpc::BACKUP_KIND.single() {
+            // The backup starts as the standby: the first TSO, started
+            // beside it, asks first and is the primary; the backup takes
+            // the lease over only when the primary's lapses.
+            sleep(Duration::from_millis(self.lease_ms() / 4)).await;
+        }
         loop {
             let sent = Instant::now();
             let req = LeaseReq::Acquire { who: who.clone() };

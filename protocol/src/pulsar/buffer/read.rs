@@ -95,7 +95,7 @@ pub fn read(
         if let Entry::Message(m) = &log[offset as usize] {
             let aborted = m.txn.is_some_and(|t| tb.is_aborted(t));
             let taken = !sub.available_to(offset, reader);
-            if !taken && !(aborted && filter_aborted) {
+            if !(taken || (aborted && filter_aborted)) {
                 messages.extend(unsettled(sub, offset, m));
             }
         }

@@ -17,5 +17,5 @@ pub use append::append;
 pub use end::end;
 pub use read::{Delivered, Delivery, ReadMode, read};
 pub use recover::{Recovered, recover, recover_from_snapshot};
-pub use snapshot::{TbSnapshot, snapshot};
-pub use state::{AppendError, Entry, TbState};
+pub use snapshot::snapshot;
+pub use state::{AppendError, Entry, TbSnapshot, TbState};

@@ -5,7 +5,7 @@
 //! entries from its max read position on). With no snapshot the whole log
 //! is replayed. Either way the state is the one a full replay gives.
 
-use super::snapshot::TbSnapshot;
+use super::state::TbSnapshot;
 use super::state::{Entry, TbState};
 
 /// A recovered buffer and how many of the log's entries were replayed to

@@ -6,27 +6,7 @@
 //! snapshot and replays the log only from the snapshot's max-read-position
 //! on ([`super::recover_from_snapshot`]).
 
-use super::state::TbState;
-use crate::pulsar::types::TxnId;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-
-/// What a snapshot holds: the buffer as it was when its memory had learnt
-/// the log's first `taken_at` entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TbSnapshot {
-    /// The max-read-position then: every transaction with a message below
-    /// it had ended, so recovery replays the log from here.
-    pub max_read_position: u64,
-    /// How many of the log's entries the buffer had learnt then.
-    pub taken_at: u64,
-    /// The aborted-transaction index then.
-    pub aborted: BTreeSet<TxnId>,
-    /// The transactions committed here then (Pulsar keeps no such set; the
-    /// model keeps it so a late message of a committed transaction stays
-    /// refused after a recovery from a snapshot, as after a full replay).
-    pub committed: BTreeSet<TxnId>,
-}
+use super::state::{TbSnapshot, TbState};
 
 /// Take a snapshot of `tb` if one is due: `every` entries (0: never) have
 /// been learnt since the latest snapshot, which described the log's first

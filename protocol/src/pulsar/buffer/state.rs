@@ -1,7 +1,6 @@
 //! A partition's durable log entries and the transaction buffer's state
 //! built from them.
 
-use super::snapshot::TbSnapshot;
 use crate::pulsar::types::{Message, ProducerRef, TxnAction, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,4 +175,21 @@ impl TbState {
         self.len = len;
         self
     }
+}
+
+/// What a snapshot holds: the buffer as it was when its memory had learnt
+/// the log's first `taken_at` entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TbSnapshot {
+    /// The max-read-position then: every transaction with a message below
+    /// it had ended, so recovery replays the log from here.
+    pub max_read_position: u64,
+    /// How many of the log's entries the buffer had learnt then.
+    pub taken_at: u64,
+    /// The aborted-transaction index then.
+    pub aborted: BTreeSet<TxnId>,
+    /// The transactions committed here then (Pulsar keeps no such set; the
+    /// model keeps it so a late message of a committed transaction stays
+    /// refused after a recovery from a snapshot, as after a full replay).
+    pub committed: BTreeSet<TxnId>,
 }

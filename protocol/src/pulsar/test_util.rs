@@ -173,14 +173,20 @@ impl Broker {
     }
 
     pub fn send(&mut self, t: Option<TxnId>, payload: &str) -> Result<u64, AppendError> {
+        self.send_entry(t, &[payload])
+    }
+
+    /// Send `payloads` as one entry (a batch when more than one), with the
+    /// next sequence id.
+    fn send_entry(&mut self, t: Option<TxnId>, payloads: &[&str]) -> Result<u64, AppendError> {
         let sequence_id = self.next_sequence;
         self.next_sequence += 1;
         self.append(&Message {
             txn: t,
             producer: PRODUCER,
             sequence_id,
-            payload: payload.to_string(),
-            batch: Vec::new(),
+            payload: payloads[0].to_string(),
+            batch: payloads[1..].iter().map(|p| p.to_string()).collect(),
         })
     }
 
@@ -347,33 +353,12 @@ impl Broker {
     }
 
     pub fn ack(&mut self, name: &str, offset: u64, t: Option<TxnId>) -> Result<(), AckError> {
-        let req = BrokerRequest::Ack {
-            subscription: name.to_string(),
-            offset,
-            txn: t,
-            index: None,
-            cumulative: false,
-            kind: SubscriptionType::Shared,
-        };
-        match self.execute(&req) {
-            BrokerReply::Acked => Ok(()),
-            BrokerReply::AckRefused(e) => Err(e),
-            other => panic!("unexpected reply {other:?}"),
-        }
+        self.ack_at(name, AckTarget::entry(offset), t)
     }
 
     /// Send `payloads` as one batch entry; its offset.
     pub fn must_send_batch(&mut self, t: Option<TxnId>, payloads: &[&str]) -> u64 {
-        let sequence_id = self.next_sequence;
-        self.next_sequence += 1;
-        self.append(&Message {
-            txn: t,
-            producer: PRODUCER,
-            sequence_id,
-            payload: payloads[0].to_string(),
-            batch: payloads[1..].iter().map(|p| p.to_string()).collect(),
-        })
-        .expect("appended")
+        self.send_entry(t, payloads).expect("appended")
     }
 
     /// Acknowledge what `target` names on subscription `name`.

@@ -503,12 +503,7 @@ impl Broker {
     /// owner's memory of it (the deduplication table only when the
     /// cluster deduplicates producers).
     fn view<'a>(&self, store: &'a PartitionStore, owned: &'a Owned) -> PartitionView<'a> {
-        PartitionView {
-            log: &store.log,
-            tb: &owned.tb,
-            subs: &owned.subs,
-            dedup: self.cluster.cfg.deduplication.then_some(&owned.dedup),
-        }
+        partition_view(store, owned, self.cluster.cfg.deduplication)
     }
 
     /// Make `write` durable and apply it in memory ([`apply`]); whether it
@@ -762,6 +757,21 @@ fn split_cursor_acks(write: BrokerWrite) -> (BrokerWrite, Option<BrokerWrite>) {
     )
 }
 
+/// A partition's log and an owner's memory of it, as the protocol's steps
+/// see them (the deduplication table only when `dedup`).
+fn partition_view<'a>(
+    store: &'a PartitionStore,
+    owned: &'a Owned,
+    dedup: bool,
+) -> PartitionView<'a> {
+    PartitionView {
+        log: &store.log,
+        tb: &owned.tb,
+        subs: &owned.subs,
+        dedup: dedup.then_some(&owned.dedup),
+    }
+}
+
 /// Run a client's request on `view`. A send is judged against the
 /// transaction buffer, and an ack against the subscriptions, as their logs
 /// have them (`owned`'s held writes applied): a transaction whose end
@@ -914,14 +924,38 @@ mod tests {
     fn message(payload: &str) -> BrokerWrite {
         BrokerWrite::Partition(Entry::Message(Message {
             txn: None,
-            producer: ProducerRef {
-                producer_id: 1,
-                epoch: 0,
-            },
+            producer: PRODUCER_1,
             sequence_id: 0,
             payload: payload.into(),
             batch: Vec::new(),
         }))
+    }
+
+    /// An empty partition's storage, its logs opened at `epoch`.
+    fn store_at(epoch: u64) -> PartitionStore {
+        PartitionStore {
+            epoch,
+            ..PartitionStore::default()
+        }
+    }
+
+    const PRODUCER_1: ProducerRef = ProducerRef {
+        producer_id: 1,
+        epoch: 0,
+    };
+
+    /// The abort marker of `txn`, produced by `producer`, for `to`.
+    fn abort_marker(
+        txn: TxnId,
+        producer: ProducerRef,
+        to: Participant,
+    ) -> percsim_protocol::pulsar::types::Marker {
+        percsim_protocol::pulsar::types::Marker {
+            txn,
+            producer,
+            action: TxnAction::Abort,
+            to,
+        }
     }
 
     fn owned(epoch: u64) -> Owned {
@@ -933,10 +967,7 @@ mod tests {
 
     #[test]
     fn a_fenced_append_reaches_neither_the_log_nor_memory() {
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut old = owned(1);
         assert_eq!(apply(&mut store, &mut old, message("a")), Ok(true));
         // A new owner opens the logs at epoch 2.
@@ -970,10 +1001,7 @@ mod tests {
     #[test]
     fn memory_learns_held_writes_in_the_logs_order() {
         let p = Partition::new("t", 0);
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut o = owned(1);
         assert_eq!(apply(&mut store, &mut o, message("a")), Ok(true));
         assert_eq!(store_write(&mut store, &mut o, &marker(1)), Ok(true));
@@ -998,10 +1026,7 @@ mod tests {
     #[test]
     fn the_offsets_check_binds_the_current_owner_with_nothing_held() {
         let p = Partition::new("t", 0);
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut o = owned(1);
         store.log.push(match message("a") {
             BrokerWrite::Partition(e) => e,
@@ -1026,25 +1051,14 @@ mod tests {
             coordinator: 0,
             seq: 1,
         };
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut o = owned(1);
         let mut sent = message("a");
         if let BrokerWrite::Partition(Entry::Message(m)) = &mut sent {
             m.txn = Some(t);
         }
         assert_eq!(apply(&mut store, &mut o, sent), Ok(true));
-        let marker = percsim_protocol::pulsar::types::Marker {
-            txn: t,
-            producer: ProducerRef {
-                producer_id: 1,
-                epoch: 0,
-            },
-            action: TxnAction::Abort,
-            to: Participant::Partition(p.clone()),
-        };
+        let marker = abort_marker(t, PRODUCER_1, Participant::Partition(p.clone()));
         let mut watch = crate::pulsar::invariants::Watch::new(Default::default());
         watch.tc_record(&percsim_protocol::pulsar::coordinator::LogRecord::Open {
             txn: t,
@@ -1057,12 +1071,7 @@ mod tests {
         });
         let mut holds = Vec::new();
         for _ in 0..2 {
-            let view = PartitionView {
-                log: &store.log,
-                tb: &o.tb,
-                subs: &o.subs,
-                dedup: Some(&o.dedup),
-            };
+            let view = partition_view(&store, &o, true);
             let write = deliver_marker(view, &marker, Default::default());
             assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
             for (to, txn, action) in markers_in(&p, &write) {
@@ -1076,12 +1085,7 @@ mod tests {
         assert_eq!(store.log.len(), 3, "{:?}", store.log);
         assert_eq!(o.tb.ended(t), Some(TxnAction::Abort));
         // Learnt, the marker is not written a third time.
-        let view = PartitionView {
-            log: &store.log,
-            tb: &o.tb,
-            subs: &o.subs,
-            dedup: Some(&o.dedup),
-        };
+        let view = partition_view(&store, &o, true);
         let again = deliver_marker(view, &marker, Default::default());
         assert_eq!(again, BrokerWrite::Nothing);
     }
@@ -1098,30 +1102,15 @@ mod tests {
             coordinator: 0,
             seq: 2,
         };
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut o = owned(1);
         assert_eq!(apply(&mut store, &mut o, message("a")), Ok(true));
-        let end = percsim_protocol::pulsar::types::Marker {
-            txn: t,
-            producer: ProducerRef {
-                producer_id: 1,
-                epoch: 0,
-            },
-            action: TxnAction::Abort,
-            to: Participant::Subscription(SubscriptionKey {
-                partition: p.clone(),
-                name: "proc".into(),
-            }),
-        };
-        let view = PartitionView {
-            log: &store.log,
-            tb: &o.tb,
-            subs: &o.subs,
-            dedup: None,
-        };
+        let to = Participant::Subscription(SubscriptionKey {
+            partition: p.clone(),
+            name: "proc".into(),
+        });
+        let end = abort_marker(t, PRODUCER_1, to);
+        let view = partition_view(&store, &o, false);
         let write = deliver_marker(view, &end, Default::default());
         assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
         let hold = o.hold(write);
@@ -1133,12 +1122,7 @@ mod tests {
             cumulative: false,
             kind: Default::default(),
         };
-        let view = PartitionView {
-            log: &store.log,
-            tb: &o.tb,
-            subs: &o.subs,
-            dedup: None,
-        };
+        let view = partition_view(&store, &o, false);
         let (reply, write) = execute_request(view, &o, &late_ack, Default::default());
         assert_eq!(
             reply,
@@ -1164,27 +1148,14 @@ mod tests {
             coordinator: 0,
             seq: 12,
         };
-        let mut store = PartitionStore {
-            epoch: 1,
-            ..PartitionStore::default()
-        };
+        let mut store = store_at(1);
         let mut o = owned(1);
         let producer = ProducerRef {
             producer_id: 2,
             epoch: 0,
         };
-        let end = percsim_protocol::pulsar::types::Marker {
-            txn: t,
-            producer,
-            action: TxnAction::Abort,
-            to: Participant::Partition(p.clone()),
-        };
-        let view = PartitionView {
-            log: &store.log,
-            tb: &o.tb,
-            subs: &o.subs,
-            dedup: None,
-        };
+        let end = abort_marker(t, producer, Participant::Partition(p.clone()));
+        let view = partition_view(&store, &o, false);
         let write = deliver_marker(view, &end, Default::default());
         assert_eq!(store_write(&mut store, &mut o, &write), Ok(true));
         let hold = o.hold(write);
@@ -1195,12 +1166,7 @@ mod tests {
             payload: "late".into(),
             batch: Vec::new(),
         });
-        let view = PartitionView {
-            log: &store.log,
-            tb: &o.tb,
-            subs: &o.subs,
-            dedup: None,
-        };
+        let view = partition_view(&store, &o, false);
         let (reply, write) = execute_request(view, &o, &late_send, Default::default());
         assert!(matches!(reply, BrokerReply::SendRefused(_)), "{reply:?}");
         if store_write(&mut store, &mut o, &write) == Ok(true) {

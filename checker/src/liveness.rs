@@ -528,6 +528,12 @@ pub(crate) fn client_node(client: u64) -> String {
     format!("client-{client}")
 }
 
+/// Whether `node` is named as [`client_node`] names a client.
+pub(crate) fn is_client_node(node: &str) -> bool {
+    node.strip_prefix("client-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Every fault of the history with the time it was in force.
 fn disturbances(events: &[Event]) -> Vec<Disturbance> {
     let mut out: Vec<Disturbance> = Vec::new();

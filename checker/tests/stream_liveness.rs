@@ -168,3 +168,34 @@ fn each_of_two_overlapping_partitions_ends_at_its_own_heal() {
         r.findings[0].summary
     );
 }
+
+#[test]
+fn a_client_that_began_no_transaction_is_no_server_when_killed() {
+    // T1 aborted at 5000 ms, past its deadline of 4950 ms (see above).
+    let mut v = value("dead_client_txn_overlapping_partitions");
+    v["transactions"][0]["abort_logged_ns"] = Value::from(5_000_000_000u64);
+    // A consumer, client 7, began no transaction; it dies at 1400 ms and
+    // comes back only at the heal. Its death keeps no coordinator from
+    // acting, so T1's deadline stays where it was.
+    let events = v["events"].as_array_mut().unwrap();
+    let kill = serde_json::json!({"t_ns": 1_400_000_000u64, "kind": "kill", "node": "client-7"});
+    let restart =
+        serde_json::json!({"t_ns": 8_000_000_000u64, "kind": "restart", "node": "client-7"});
+    events.insert(3, kill);
+    events.push(restart);
+    let last = events.len() - 1;
+    let r = judge(&v);
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    assert!(
+        r.findings[0].summary.contains("past 4950 ms"),
+        "{}",
+        r.findings[0].summary
+    );
+    // The same death of a server (a broker) is a fault in force until it
+    // restarts at 8000 ms, past T1's abort: nothing to find.
+    for e in [3, last] {
+        v["events"][e]["node"] = Value::from("broker-1");
+    }
+    let r = judge(&v);
+    assert!(r.passed(), "{:#?}", r.findings);
+}

@@ -29,9 +29,8 @@ use super::StreamHistory;
 use crate::history::Event;
 use crate::liveness::{
     LivenessFinding, LivenessReport, LivenessRule, LivenessThresholds, TxnThresholds, client_node,
-    partition_heals,
+    is_client_node, partition_heals,
 };
-use std::collections::BTreeSet;
 
 const MS: u64 = 1_000_000;
 
@@ -196,19 +195,15 @@ fn run_end_ns(h: &StreamHistory) -> u64 {
 }
 
 /// Every fault that may keep a coordinator from acting, with the time it
-/// was in force: a server (any node but the clients that began the
-/// history's transactions, named as the format names them) killed or frozen until
+/// was in force: a server (any node not named as the format names a
+/// client, `client-<n>`, whether or not that client began a transaction:
+/// a consumer that began none is no server) killed or frozen until
 /// it restarted or resumed, a partition until its own heal, a network fault
 /// for its duration and its late copies, a targeted message rule or an
 /// unload until the heal. A fault whose end the history does not record
 /// lasts to the end.
 fn cluster_faults(h: &StreamHistory) -> Vec<(u64, u64)> {
     let events = &h.events;
-    let clients: BTreeSet<String> = h
-        .transactions
-        .iter()
-        .map(|t| client_node(t.client))
-        .collect();
     let healed = events
         .iter()
         .find(|e| e.kind == "phase_healed")
@@ -218,7 +213,7 @@ fn cluster_faults(h: &StreamHistory) -> Vec<(u64, u64)> {
             .get("node")
             .and_then(|n| n.as_str().map(str::to_string))
     };
-    let server = |e: &Event| node(e).is_some_and(|n| !clients.contains(&n));
+    let server = |e: &Event| node(e).is_some_and(|n| !is_client_node(&n));
     // A fault's end when none is recorded: the heal if it began before,
     // else never (`u64::MAX`).
     let or_heal = |t_ns: u64| if t_ns <= healed { healed } else { u64::MAX };

@@ -1,11 +1,9 @@
 //! Each Pulsar planted bug is caught by the default Pulsar campaign within
 //! a few seeds (measured: `percsim ablations --system pulsar`), and the
 //! faithful protocol passes the same seeds. Each bound is the seeds the
-//! first range needs (docs/measurements.md, "Pulsar's kill table: longer
-//! workload phases and stops on the commit path"): 5 for
-//! marker-by-producer-epoch, 11 for pending-ack-not-durable, 14 for
-//! commit-before-log-durable, 8 for timeout-races-commit, 1 for the
-//! others.
+//! first range needs (docs/measurements.md, "Pulsar's kill table: stops
+//! aimed at the coordinator's decision"): 2 for timeout-races-commit, 1
+//! for the others.
 
 use percsim_protocol::pulsar::PulsarAblation;
 use percsim_scenarios::systems::pulsar::ablations::measure;
@@ -58,7 +56,7 @@ fn no_max_read_position_is_a_read_uncommitted() {
 fn pending_ack_not_durable_processes_an_input_twice() {
     caught_as(
         PulsarAblation::PendingAckNotDurable,
-        11,
+        1,
         &["duplicate", "exactly_once"],
     );
 }
@@ -72,7 +70,7 @@ fn pending_ack_not_durable_processes_an_input_twice() {
 fn marker_by_producer_epoch_is_caught() {
     caught_as(
         PulsarAblation::MarkerByProducerEpoch,
-        5,
+        1,
         &[
             "aborted_read",
             "lost_write",
@@ -84,7 +82,7 @@ fn marker_by_producer_epoch_is_caught() {
 
 #[test]
 fn commit_before_log_durable_is_a_lost_write() {
-    caught(PulsarAblation::CommitBeforeLogDurable, 14, "lost_write");
+    caught(PulsarAblation::CommitBeforeLogDurable, 1, "lost_write");
 }
 
 /// The markers' race tears the transaction, which a processor's
@@ -94,7 +92,7 @@ fn commit_before_log_durable_is_a_lost_write() {
 fn timeout_races_commit_tears_a_transaction() {
     caught_as(
         PulsarAblation::TimeoutRacesCommit,
-        8,
+        2,
         &["torn_transaction", "exactly_once"],
     );
 }
@@ -154,4 +152,47 @@ fn pending_ack_not_durable_processes_twice_after_a_broker_restart() {
     );
     assert!(explanation.contains("[acked_twice]"), "{explanation}");
     assert!(explanation.contains("[duplicate_output]"), "{explanation}");
+}
+
+/// The `stream` workload on two brokers with `ablations` planted, the
+/// coordinator's broker killed the first time it has a transaction's
+/// decision in flight to its log (`ending_in_flight`); no random fault.
+fn ending_in_flight_scenario(ablations: &[&str]) -> percsim_scenarios::Scenario {
+    let text = serde_json::json!({
+        "format": "percsim-scenario/2",
+        "seed": 2,
+        "system": "pulsar",
+        "world": {"run_ms": 2000, "quiesce_ms": 20000},
+        "pulsar": {"clients": 3, "brokers": 2, "partitions": 2, "ablations": ablations,
+                   "crashes": [{"point": "ending_in_flight", "nth": 1}]},
+        "workload": {"name": "stream"}
+    });
+    percsim_scenarios::Scenario::parse(&text.to_string()).expect("a valid scenario")
+}
+
+/// A kill with the decision in flight loses it: the faithful coordinator
+/// has not answered, so the transaction stays OPEN and nothing committed
+/// is lost; `commit-before-log-durable` has told the client "committed"
+/// already, and the transaction's messages are never visible:
+/// `lost_write`, and no other rule.
+#[test]
+fn commit_before_log_durable_loses_a_write_at_ending_in_flight() {
+    use percsim_scenarios::judge::{Verdict, judge};
+    let faithful = judge(&ending_in_flight_scenario(&[]), false).result;
+    assert_eq!(
+        faithful.verdict,
+        Verdict::Pass,
+        "{:?}",
+        faithful.violated_rules
+    );
+    let planted = ending_in_flight_scenario(&["commit-before-log-durable"]);
+    let r = judge(&planted, false).result;
+    let explanation = r.explanation.unwrap_or_default();
+    assert_eq!(r.verdict, Verdict::Safety, "{explanation}");
+    assert_eq!(
+        r.violated_rules,
+        vec!["lost_write".to_string()],
+        "{explanation}"
+    );
+    assert_eq!(r.counters.get("pulsar.stopped.ending_in_flight"), Some(&1));
 }

@@ -223,7 +223,7 @@ fn pulsar_points_are_counted_one_by_one(summary: &percsim_scenarios::fuzz::Summa
     let text = summary.render();
     let count = |k: &str| summary.counters.get(k).copied().unwrap_or(0);
     let points = percsim_scenarios::systems::pulsar::PULSAR.named_points();
-    let servers = &points[..percsim_scenarios::systems::pulsar::campaign::CAMPAIGN_POINTS.len()];
+    let servers = &points[..percsim_scenarios::systems::pulsar::campaign::stop_points().len()];
     let stopped: u64 = servers.iter().map(|p| count(&p.counter)).sum();
     assert!(stopped > 0, "{text}");
     assert_eq!(

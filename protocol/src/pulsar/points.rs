@@ -59,11 +59,15 @@ pub enum ServerPoint {
     /// log; the acknowledgments it commits are not yet appended to the
     /// cursor's log (a script's point).
     BeforeCursorAcked,
+    /// Coordinator: its COMMITTING or ABORTING record is issued to the log
+    /// and not stored yet (the one append of [`ServerPoint::AppendInFlight`]
+    /// that decides a transaction; a kill loses it, a pause holds it).
+    EndingInFlight,
 }
 
 impl ServerPoint {
     /// The points only a script arms (a campaign's draws stay the same).
-    pub const SCRIPTED: [ServerPoint; 7] = [
+    pub const SCRIPTED: [ServerPoint; 8] = [
         ServerPoint::BeforeEndingLogged,
         ServerPoint::BeforeMarkerApplied,
         ServerPoint::AppendInFlight,
@@ -71,6 +75,7 @@ impl ServerPoint {
         ServerPoint::AfterSnapshotWritten,
         ServerPoint::DuringRecovery,
         ServerPoint::BeforeCursorAcked,
+        ServerPoint::EndingInFlight,
     ];
 
     /// Whether a client reaches it (else a broker does, for itself or for
@@ -110,6 +115,7 @@ impl ServerPoint {
             ServerPoint::AfterSnapshotWritten => "after_snapshot_written",
             ServerPoint::DuringRecovery => "during_recovery",
             ServerPoint::BeforeCursorAcked => "before_cursor_acked",
+            ServerPoint::EndingInFlight => "ending_in_flight",
         }
     }
 
@@ -160,6 +166,9 @@ impl ServerPoint {
             }
             ServerPoint::BeforeCursorAcked => {
                 "the commit mark is in the pending-ack log, the cursor lacks its acks: recovery acknowledges them from the mark"
+            }
+            ServerPoint::EndingInFlight => {
+                "the decision is issued to the coordinator's log, not stored: a death loses it, the transaction is still OPEN"
             }
         }
     }

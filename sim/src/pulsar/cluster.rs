@@ -44,12 +44,13 @@ pub(crate) fn client_addr(i: usize) -> SocketAddr {
 /// Points only scripts arm, added after exploration's choice points were
 /// set: an exploration offers no stop at them, so its schedules (and their
 /// fingerprints) stay as they were.
-const NOT_EXPLORED: [ServerPoint; 5] = [
+const NOT_EXPLORED: [ServerPoint; 6] = [
     ServerPoint::BeforeMarkerApplied,
     ServerPoint::AppendInFlight,
     ServerPoint::AfterEndSent,
     ServerPoint::AfterSnapshotWritten,
     ServerPoint::DuringRecovery,
+    ServerPoint::EndingInFlight,
 ];
 
 /// A Pulsar cluster installed in a world: what its nodes share. Only

@@ -92,6 +92,10 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     let named = |class: &str| {
         mix.faults.is_empty() || mix.faults.iter().any(|f| faultmix::canonical(f) == class)
     };
+    let stops = Stops {
+        kills: named("crash_at_step"),
+        pauses: named("pause_at_step"),
+    };
     for slot in SLOTS {
         if !rng.random_bool(0.5) {
             continue;
@@ -99,13 +103,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
         let intensity = rng.random_range(0.0..1.0);
         match *slot {
             "clock_skew" => {}
-            "crash_at_step" => {
-                let stops = Stops {
-                    kills: named("crash_at_step"),
-                    pauses: named("pause_at_step"),
-                };
-                server_stops(&mut pulsar, intensity, stops, &mut rng);
-            }
+            "crash_at_step" => server_stops(&mut pulsar, intensity, stops, &mut rng),
             class if named(class) => {
                 // Every slot left is a world class Pulsar honours.
                 let _ = faultmix::enable_world(&mut world, clients, class, intensity, &mut rng);
@@ -120,6 +118,7 @@ pub fn generate(seed: u64, mix: &Mix) -> Scenario {
     if named(UNLOAD) {
         pulsar.unloads = unloads;
     }
+    aimed_stops(&mut pulsar, stops, &mut rng);
     let spec = PulsarSpec {
         cluster: pulsar,
         workload,
@@ -252,6 +251,54 @@ fn unloads(run_ms: u64, partitions: u32, rng: &mut ChaCha8Rng) -> Vec<UnloadAt> 
         .collect()
 }
 
+/// The points every seed also plans one stop of the coordinator's broker
+/// at (each at its `nth` reach, as [`server_stops`] draws them): with a
+/// transaction's decision (COMMITTING or ABORTING) issued to its log and
+/// not stored, and just after that decision is durable with no marker
+/// sent, while every participant still holds the transaction's pending
+/// acks. [`CAMPAIGN_POINTS`] reach these windows in few seeds: a stop at
+/// `append_in_flight` counts every append of the cluster (about five a
+/// transaction), so it rarely lands on a decision.
+pub const AIMED_POINTS: [ServerPoint; 2] =
+    [ServerPoint::EndingInFlight, ServerPoint::AfterEndingLogged];
+
+/// Every named point a campaign stops servers at: [`CAMPAIGN_POINTS`],
+/// then those of [`AIMED_POINTS`] not among them.
+pub fn stop_points() -> Vec<ServerPoint> {
+    let mut points = CAMPAIGN_POINTS.to_vec();
+    let aimed = AIMED_POINTS.iter().filter(|p| !CAMPAIGN_POINTS.contains(p));
+    points.extend(aimed);
+    points
+}
+
+/// A stop at each of [`AIMED_POINTS`], drawn as [`server_stops`] draws
+/// one: drawn for every seed, planned as `keep` allows.
+fn aimed_stops(pulsar: &mut PulsarConfig, keep: Stops, rng: &mut ChaCha8Rng) {
+    for point in AIMED_POINTS {
+        pulsar.crashes.extend(stop_at(point, keep, rng));
+    }
+}
+
+/// A stop at `point`: at its `nth` reach (1-20), a kill or (one in three)
+/// a freeze; `None` when `keep` does not allow its kind.
+fn stop_at(point: ServerPoint, keep: Stops, rng: &mut ChaCha8Rng) -> Option<ServerCrashAt> {
+    let nth = rng.random_range(1..=20);
+    let restart_after_ms = rng.random_range(50..=1_000);
+    let pause_ms = rng
+        .random_bool(1.0 / 3.0)
+        .then(|| rng.random_range(200..=1_500));
+    let kept = match pause_ms {
+        Some(_) => keep.pauses,
+        None => keep.kills,
+    };
+    kept.then_some(ServerCrashAt {
+        point,
+        nth,
+        restart_after_ms,
+        pause_ms,
+    })
+}
+
 /// Which of the stops at named points a seed keeps: kills
 /// (`crash_at_step`), freezes (`pause_at_step`).
 #[derive(Debug, Clone, Copy)]
@@ -273,23 +320,7 @@ fn server_stops(pulsar: &mut PulsarConfig, intensity: f64, keep: Stops, rng: &mu
             Some(j) => COMMIT_PATH_POINTS[j],
             None => CAMPAIGN_POINTS[i],
         };
-        let nth = rng.random_range(1..=20);
-        let restart_after_ms = rng.random_range(50..=1_000);
-        let pause_ms = rng
-            .random_bool(1.0 / 3.0)
-            .then(|| rng.random_range(200..=1_500));
-        let kept = match pause_ms {
-            Some(_) => keep.pauses,
-            None => keep.kills,
-        };
-        if kept {
-            pulsar.crashes.push(ServerCrashAt {
-                point,
-                nth,
-                restart_after_ms,
-                pause_ms,
-            });
-        }
+        pulsar.crashes.extend(stop_at(point, keep, rng));
     }
 }
 
@@ -372,22 +403,53 @@ mod tests {
                 }
             }
         }
-        assert_eq!(points.len(), CAMPAIGN_POINTS.len(), "{points:?}");
+        assert_eq!(points.len(), stop_points().len(), "{points:?}");
         assert!(
             partitions > 0 && coordinator > 0,
             "{partitions} {coordinator}"
         );
     }
 
-    /// Each point on a commit's path is drawn about twice as often as each
-    /// other point, and every workload phase is within [`RUN_MS`].
+    /// Every seed of the default campaign stops the coordinator's broker
+    /// once at each of [`AIMED_POINTS`], beside its other stops, and a mix
+    /// naming neither class of stops plans none of them.
+    #[test]
+    fn every_seed_stops_at_the_aimed_points() {
+        for seed in 0..100 {
+            let s = generate(seed, &Mix::default());
+            for point in AIMED_POINTS {
+                let n = cluster(&s)
+                    .crashes
+                    .iter()
+                    .filter(|c| c.point == point)
+                    .count();
+                assert!(n >= 1, "seed {seed}: no stop at {}", point.name());
+            }
+            let last: Vec<_> = cluster(&s)
+                .crashes
+                .iter()
+                .rev()
+                .take(2)
+                .map(|c| c.point)
+                .collect();
+            assert_eq!(last, [AIMED_POINTS[1], AIMED_POINTS[0]], "seed {seed}");
+            let s = generate(seed, &mix(&["partition"], &[]));
+            assert!(cluster(&s).crashes.is_empty(), "seed {seed}");
+        }
+    }
+
+    /// Among a seed's stops before the aimed ones, each point on a commit's
+    /// path is drawn about twice as often as each other point, and every
+    /// workload phase is within [`RUN_MS`].
     #[test]
     fn the_commit_path_points_are_drawn_twice_as_often() {
         let mut counts = std::collections::BTreeMap::new();
         for seed in 0..400 {
             let s = generate(seed, &Mix::default());
             assert!((RUN_MS.0..=RUN_MS.1).contains(&s.world.run_ms));
-            for c in &cluster(&s).crashes {
+            // The aimed stops come last, one at each aimed point.
+            let crashes = &cluster(&s).crashes;
+            for c in &crashes[..crashes.len() - AIMED_POINTS.len()] {
                 *counts.entry(c.point).or_insert(0u32) += 1;
             }
         }

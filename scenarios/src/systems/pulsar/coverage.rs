@@ -71,11 +71,11 @@ pub fn items() -> Vec<CoverageItem> {
 
 /// Pulsar's named points a campaign stops nodes at, each with its counter
 /// of stops (kills and pauses): the servers' points a campaign draws
-/// ([`super::campaign::CAMPAIGN_POINTS`]), then the pipeline processors'
+/// ([`super::campaign::stop_points`]), then the pipeline processors'
 /// (where a client dies).
 pub fn points() -> Vec<CoverageItem> {
-    let servers = super::campaign::CAMPAIGN_POINTS
-        .iter()
+    let servers = super::campaign::stop_points()
+        .into_iter()
         .map(|p| (p.name(), p.describe()));
     let clients = ClientPoint::ALL.iter().map(|p| (p.name(), p.describe()));
     servers

@@ -253,10 +253,13 @@ impl Tc {
     /// end, answer. A retry of an end under way resends the markers.
     async fn end(self: Arc<Self>, txn: TxnId, action: TxnAction) -> Result<TcReply, NotOwner> {
         let ablations = self.cluster.cfg.ablations;
-        let early = {
+        let (early, logs) = {
             let s = self.state();
             match coordinator::end(&s, txn, action, ablations) {
-                Ok(plan) => matches!(plan.first(), Some(TcAction::Reply(_))),
+                Ok(plan) => (
+                    matches!(plan.first(), Some(TcAction::Reply(_))),
+                    plan.iter().any(|a| matches!(a, TcAction::Log(_))),
+                ),
                 Err(e) => return Ok(TcReply::Refused(e)),
             }
         };
@@ -266,6 +269,7 @@ impl Tc {
             // The ablated coordinator answers before the record is durable.
             let tc = self.clone();
             madsim::task::spawn(async move {
+                tc.reached(ServerPoint::EndingInFlight, txn, None).await;
                 tc.append_latency(Some(txn), None).await;
                 if tc.log_end(txn, action) {
                     tc.reached(ServerPoint::AfterEndingLogged, txn, None).await;
@@ -273,6 +277,9 @@ impl Tc {
                 tc.complete(txn, action).await;
             });
             return Ok(TcReply::Ended(action));
+        }
+        if logs {
+            self.reached(ServerPoint::EndingInFlight, txn, None).await;
         }
         self.append_latency(Some(txn), None).await;
         let plan = {

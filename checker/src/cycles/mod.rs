@@ -46,16 +46,16 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     // judged the first time, which files their findings, keeps the
     // lost-update candidates and records each read's edges; the second time
     // hands over the recorded edges without judging the reads again.
-    let mut judged: Option<(Vec<(u32, u32, u32)>, Vec<ReadEdges>)> = None;
+    let mut judged: Option<ReadsJudged> = None;
     let each = |emit: &mut dyn FnMut(Edge)| {
         ww_edges(ctx, order, emit);
         match &judged {
-            Some((_, recorded)) => replay_read_edges(ctx, recorded, emit),
+            Some(j) => replay_read_edges(ctx, &j.recorded, emit),
             None => judged = Some(read_edges(ctx, &versions, emit, &mut *sink)),
         }
     };
     let g = build_graph_with(n, each, completions, invocations);
-    let lost = judged.map(|(lost, _)| lost);
+    let lost = judged.map(|j| j.lost);
     report_lost_updates(ctx, order, lost.unwrap_or_default(), sink);
 
     each_cycle(&g, |class, steps| {
@@ -258,14 +258,13 @@ fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
 
 /// Reads of committed transactions: wr and rw edges, aborted and
 /// intermediate reads (filed in `sink`); the candidates for lost updates
-/// as (cell, position after the version read, reader), and each read's
-/// edges as [`each_read`] visits them (for [`replay_read_edges`]).
+/// and each read's edges (for [`replay_read_edges`]).
 fn read_edges(
     ctx: &Ctx<'_>,
     versions: &Versions,
     emit: &mut dyn FnMut(Edge),
     sink: &mut Sink,
-) -> (Vec<(u32, u32, u32)>, Vec<ReadEdges>) {
+) -> ReadsJudged {
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
     let mut recorded: Vec<ReadEdges> = Vec::new();
     let mut batch: Vec<Read> = Vec::with_capacity(BATCH);
@@ -283,7 +282,16 @@ fn read_edges(
     });
     read_batch(ctx, versions, &mut batch, &mut out);
     recorded.shrink_to_fit();
-    (lost, recorded)
+    ReadsJudged { lost, recorded }
+}
+
+/// What [`read_edges`] found besides the edges and findings it handed over.
+struct ReadsJudged {
+    /// The candidates for lost updates: (cell, position after the version
+    /// read, reader).
+    lost: Vec<(u32, u32, u32)>,
+    /// Each read's edges, in the order [`each_read`] visits the reads.
+    recorded: Vec<ReadEdges>,
 }
 
 /// Calls `f` with each read of a committed transaction on a unique-value

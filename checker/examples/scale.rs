@@ -20,8 +20,8 @@
 //! checks the file end to end (read, parse, every rule: what `percsim check`
 //! does) in a child process, and prints that child's wall and CPU time and
 //! peak memory, and whether transparent huge pages were turned off for it
-//! (`small`, as `percsim check` does, see `use_small_pages`) or left as the
-//! system sets them (`as set`, under `PERCSIM_HUGE_PAGES=1`). `--write N FILE`
+//! (`small`, under `PERCSIM_HUGE_PAGES=0`, see `set_page_size`) or left as
+//! the system sets them (`as set`, as `percsim check` does by default). `--write N FILE`
 //! only writes a file; `--check FILE` is the child.
 
 use percsim_checker::{
@@ -246,7 +246,7 @@ fn from_files(sizes: &[u64]) {
 /// The child of [`from_files`]: check `path`, print seconds and peak MB.
 fn check_file(path: &str) -> std::process::ExitCode {
     // What `percsim check` does first.
-    let small_pages = percsim_checker::use_small_pages();
+    let small_pages = percsim_checker::set_page_size();
     let t = Instant::now();
     let mut report = Vec::new();
     let code = percsim_checker::run_check_file(std::path::Path::new(path), false, &mut report);

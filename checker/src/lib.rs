@@ -160,18 +160,22 @@ fn check_compact(mut history: compact::Compact) -> Report {
 }
 
 /// Asks the kernel not to back this process's memory with transparent huge
-/// pages (Linux only; elsewhere, or when the kernel refuses, nothing
-/// changes), unless `PERCSIM_HUGE_PAGES=1` is set. Returns whether it took.
+/// pages when `PERCSIM_HUGE_PAGES=0` asks for small pages (Linux only;
+/// elsewhere, or when the kernel refuses, nothing changes); otherwise the
+/// pages stay as the kernel and the allocator set them. Returns whether
+/// small pages were set.
 ///
-/// `percsim check` calls it before reading a history. On the virtual
-/// machines percsim is measured on (Firecracker, with free-page reporting),
-/// a huge page first touched costs far more system time than its 512 small
-/// pages do: on a 1M-transaction file 1.6 s of system time with huge pages
-/// against 0.3-0.4 s without, for 0.1-0.2 s more user time
-/// (docs/measurements.md, measured at abe82c6 on 2026-11-26). On a machine where huge pages are cheap to
-/// fault in, `PERCSIM_HUGE_PAGES=1` keeps them.
-pub fn use_small_pages() -> bool {
-    if huge_pages_asked_for(std::env::var_os("PERCSIM_HUGE_PAGES").as_deref()) {
+/// `percsim check` calls it before reading a history. Huge pages save the
+/// check most of its TLB misses (its string and cell tables, version orders
+/// and graph are read at random): on the 1M-transaction file 15% less CPU
+/// time with them in alternated runs on 2026-11-28 (docs/measurements.md).
+/// On the virtual machines percsim is measured on (Firecracker, with
+/// free-page reporting), a huge page first touched has at times cost far
+/// more system time than its 512 small pages (1.6 s against 0.3-0.4 s on
+/// that file on 2026-11-26, though not on 2026-11-28): where it does,
+/// `PERCSIM_HUGE_PAGES=0` turns them off.
+pub fn set_page_size() -> bool {
+    if !small_pages_asked_for(std::env::var_os("PERCSIM_HUGE_PAGES").as_deref()) {
         return false;
     }
     #[cfg(target_os = "linux")]
@@ -180,10 +184,10 @@ pub fn use_small_pages() -> bool {
     return false;
 }
 
-/// Whether `PERCSIM_HUGE_PAGES`, of value `value`, asks for huge pages: only
-/// `1` does.
-fn huge_pages_asked_for(value: Option<&std::ffi::OsStr>) -> bool {
-    value.is_some_and(|v| v == "1")
+/// Whether `PERCSIM_HUGE_PAGES`, of value `value`, asks for small pages:
+/// only `0` does.
+fn small_pages_asked_for(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| v == "0")
 }
 
 /// The top-level `format` of the JSON file at `path`, if the file's first
@@ -211,10 +215,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_one_asks_for_huge_pages() {
-        let asked = |v: Option<&str>| huge_pages_asked_for(v.map(std::ffi::OsStr::new));
-        assert!(asked(Some("1")));
-        assert!(!asked(Some("0")));
+    fn only_zero_asks_for_small_pages() {
+        let asked = |v: Option<&str>| small_pages_asked_for(v.map(std::ffi::OsStr::new));
+        assert!(asked(Some("0")));
+        assert!(!asked(Some("1")));
         assert!(!asked(Some("")));
         assert!(!asked(None));
     }

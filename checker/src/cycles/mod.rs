@@ -42,21 +42,20 @@ pub(crate) fn check(ctx: &Ctx<'_>, sink: &mut Sink, allowed: &mut Sink) -> Graph
     let order = &versions.order;
 
     let (completions, invocations) = real_time(ctx);
-    // The edges are made twice (counted, then placed): the findings and the
-    // lost-update candidates of the first time are kept.
-    let mut lost = None;
-    let mut again = Sink::new(ID);
+    // The edges are handed over twice (counted, then placed). The reads are
+    // judged the first time, which files their findings, keeps the
+    // lost-update candidates and records each read's edges; the second time
+    // hands over the recorded edges without judging the reads again.
+    let mut judged: Option<ReadsJudged> = None;
     let each = |emit: &mut dyn FnMut(Edge)| {
         ww_edges(ctx, order, emit);
-        let target = if lost.is_none() {
-            &mut *sink
-        } else {
-            &mut again
-        };
-        let found = read_edges(ctx, &versions, emit, target);
-        lost.get_or_insert(found);
+        match &judged {
+            Some(j) => replay_read_edges(ctx, &j.recorded, emit),
+            None => judged = Some(read_edges(ctx, &versions, emit, &mut *sink)),
+        }
     };
     let g = build_graph_with(n, each, completions, invocations);
+    let lost = judged.map(|j| j.lost);
     report_lost_updates(ctx, order, lost.unwrap_or_default(), sink);
 
     each_cycle(&g, |class, steps| {
@@ -231,7 +230,9 @@ fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
                     found = e.2;
                 }
             };
-            read_edge(ctx, versions, read, &mut emit, &mut ignored);
+            read_edge(ctx, versions, read, &mut ignored)
+                .0
+                .emit(read, &mut emit);
         }
         found
     };
@@ -256,21 +257,46 @@ fn edge_cell(ctx: &Ctx<'_>, versions: &Versions, s: &Step) -> u32 {
 }
 
 /// Reads of committed transactions: wr and rw edges, aborted and
-/// intermediate reads (filed in `sink`), and the candidates for lost updates
-/// as (cell, position after the version read, reader).
+/// intermediate reads (filed in `sink`); the candidates for lost updates
+/// and each read's edges (for [`replay_read_edges`]).
 fn read_edges(
     ctx: &Ctx<'_>,
     versions: &Versions,
     emit: &mut dyn FnMut(Edge),
     sink: &mut Sink,
-) -> Vec<(u32, u32, u32)> {
+) -> ReadsJudged {
     let mut lost: Vec<(u32, u32, u32)> = Vec::new();
+    let mut recorded: Vec<ReadEdges> = Vec::new();
     let mut batch: Vec<Read> = Vec::with_capacity(BATCH);
     let mut out = ReadsOut {
         emit,
         sink,
         lost: &mut lost,
+        recorded: &mut recorded,
     };
+    each_read(ctx, |read| {
+        batch.push(read);
+        if batch.len() == BATCH {
+            read_batch(ctx, versions, &mut batch, &mut out);
+        }
+    });
+    read_batch(ctx, versions, &mut batch, &mut out);
+    recorded.shrink_to_fit();
+    ReadsJudged { lost, recorded }
+}
+
+/// What [`read_edges`] found besides the edges and findings it handed over.
+struct ReadsJudged {
+    /// The candidates for lost updates: (cell, position after the version
+    /// read, reader).
+    lost: Vec<(u32, u32, u32)>,
+    /// Each read's edges, in the order [`each_read`] visits the reads.
+    recorded: Vec<ReadEdges>,
+}
+
+/// Calls `f` with each read of a committed transaction on a unique-value
+/// cell, in transaction order, then op order.
+fn each_read(ctx: &Ctx<'_>, mut f: impl FnMut(Read)) {
     for r in 0..ctx.n() as u32 {
         if !ctx.committed[r as usize] {
             continue;
@@ -280,18 +306,24 @@ fn read_edges(
             if op.kind != OpKind::Read || !ctx.cell_unique[c as usize] {
                 continue;
             }
-            batch.push(Read {
+            f(Read {
                 reader: r,
                 cell: c,
                 value: ctx.value(op),
             });
-            if batch.len() == BATCH {
-                read_batch(ctx, versions, &mut batch, &mut out);
-            }
         }
     }
-    read_batch(ctx, versions, &mut batch, &mut out);
-    lost
+}
+
+/// Hands over the edges [`read_edges`] recorded, read by read, as it made
+/// them, without judging the reads again.
+fn replay_read_edges(ctx: &Ctx<'_>, recorded: &[ReadEdges], emit: &mut dyn FnMut(Edge)) {
+    let mut each = recorded.iter();
+    each_read(ctx, |read| {
+        if let Some(&edges) = each.next() {
+            edges.emit(read, emit);
+        }
+    });
 }
 
 /// Reads judged together (see [`read_batch`]).
@@ -302,6 +334,7 @@ struct ReadsOut<'o> {
     emit: &'o mut dyn FnMut(Edge),
     sink: &'o mut Sink,
     lost: &'o mut Vec<(u32, u32, u32)>,
+    recorded: &'o mut Vec<ReadEdges>,
 }
 
 /// Judges a batch of reads, in order, and empties it. On a large history
@@ -318,7 +351,10 @@ fn read_batch(ctx: &Ctx<'_>, versions: &Versions, batch: &mut Vec<Read>, out: &m
     }
     std::hint::black_box(touched);
     for read in batch.drain(..) {
-        let Some(key) = read_edge(ctx, versions, read, out.emit, out.sink) else {
+        let (edges, key) = read_edge(ctx, versions, read, out.sink);
+        edges.emit(read, out.emit);
+        out.recorded.push(edges);
+        let Some(key) = key else {
             continue;
         };
         if ctx.final_write_idx(read.reader, read.cell).is_some() {
@@ -335,29 +371,56 @@ struct Read {
     value: Val,
 }
 
-/// The edges of one read; the position after the version it read (0 for
-/// null), or `None` when it adds nothing to the graph.
+/// The graph edges of one read: from the writer of the version read (a
+/// wr edge) and to the writer of the version after it (an rw edge), each
+/// `NONE` when the read has no such edge.
+#[derive(Clone, Copy)]
+struct ReadEdges {
+    wr_from: u32,
+    rw_to: u32,
+}
+
+impl ReadEdges {
+    /// No edge.
+    const NO_EDGE: ReadEdges = ReadEdges {
+        wr_from: NONE,
+        rw_to: NONE,
+    };
+
+    /// Hands over the edges of `read`: the wr edge first.
+    fn emit(self, read: Read, emit: &mut dyn FnMut(Edge)) {
+        if self.wr_from != NONE {
+            emit((self.wr_from, read.reader, read.cell, WR));
+        }
+        if self.rw_to != NONE {
+            emit((read.reader, self.rw_to, read.cell, RW));
+        }
+    }
+}
+
+/// The edges of one read, with the position after the version it read (0
+/// for null), or `None` when it adds nothing to the lost updates.
 fn read_edge(
     ctx: &Ctx<'_>,
     versions: &Versions,
     read: Read,
-    emit: &mut dyn FnMut(Edge),
     sink: &mut Sink,
-) -> Option<u32> {
+) -> (ReadEdges, Option<u32>) {
     let Read {
         reader: r,
         cell: c,
         value,
     } = read;
+    let mut edges = ReadEdges::NO_EDGE;
     let ord = versions.order.of(c);
     let v = value;
     if v.is_none() {
         if let Some(first) = ord.first()
             && first.writer != r
         {
-            emit((r, first.writer, c, RW));
+            edges.rw_to = first.writer;
         }
-        return Some(0);
+        return (edges, Some(0));
     }
     // Fast path: the version a correct snapshot read returns.
     let p = ord.partition_point(|e| e.commit_ts < ctx.txn(r).start_ts);
@@ -365,35 +428,37 @@ fn read_edge(
         Some(q) if ord[q].value == v => (ord[q].writer, q as u32),
         _ => {
             // Nobody wrote it: judged by snapshot_reads.
-            let info = ctx.writer_of(c, v)?;
+            let Some(info) = ctx.writer_of(c, v) else {
+                return (edges, None);
+            };
             let w = info.txn;
             if w == r {
-                return None;
+                return (edges, None);
             }
             if !ctx.committed[w as usize] {
                 sink.add(FindingClass::G1a, || aborted_read(ctx, r, w, c, v));
-                return None;
+                return (edges, None);
             }
             if info.fw == NONE {
                 sink.add(FindingClass::G1b, || intermediate_read(ctx, r, w, c, v));
-                return None;
+                return (edges, None);
             }
             (w, versions.pos_of_fw(info.fw as usize))
         }
     };
     if w == r {
-        return None;
+        return (edges, None);
     }
-    emit((w, r, c, WR));
+    edges.wr_from = w;
     if pos == NONE {
-        return None;
+        return (edges, None);
     }
     if let Some(next) = ord.get(pos as usize + 1)
         && next.writer != r
     {
-        emit((r, next.writer, c, RW));
+        edges.rw_to = next.writer;
     }
-    Some(pos + 1)
+    (edges, Some(pos + 1))
 }
 
 /// Files a lost update for each group of two or more committed readers of

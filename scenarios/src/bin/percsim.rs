@@ -424,7 +424,7 @@ fn main() -> ExitCode {
             json,
             model,
         } => {
-            percsim_checker::use_small_pages();
+            percsim_checker::set_page_size();
             let options = percsim_checker::CheckOptions { json, model };
             let out = &mut std::io::stdout();
             if percsim_scenarios::histfile::is_capsule_file(&history) {

@@ -66,7 +66,8 @@ pub enum ServerPoint {
 }
 
 impl ServerPoint {
-    /// The points only a script arms (a campaign's draws stay the same).
+    /// The points beside [`ServerPoint::ALL`], added for scripts; a
+    /// campaign draws some of them too (its own lists of stops say which).
     pub const SCRIPTED: [ServerPoint; 8] = [
         ServerPoint::BeforeEndingLogged,
         ServerPoint::BeforeMarkerApplied,

@@ -23,13 +23,10 @@ impl World {
         let from = link.from;
         // A message's place: its link and what it carries, so that two
         // messages one node sends at one state are two places.
-        let place = hash_of(&(
-            ChoiceKind::Message,
-            format!("{from}"),
-            format!("{}", link.to),
-            carried,
-        ));
-        let actor = hash_of(&(ChoiceKind::Message, format!("{from}")));
+        // The node ids go into the hash as they are (no text is made per
+        // message): a place is told from another by them as by their names.
+        let place = hash_of(&(ChoiceKind::Message, from, link.to, carried));
+        let actor = hash_of(&(ChoiceKind::Message, from));
         let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
         let chosen = c.choose(ChoiceKind::Message, (place, actor), options, state);
         let chosen = pct.unwrap_or(chosen);

@@ -155,8 +155,11 @@ struct Progress {
     next_pct: u64,
 }
 
-/// The `format` of a progress file.
-pub const PROGRESS_FORMAT: &str = "percsim-explore-progress/1";
+/// The `format` of a progress file. Its states seen are hashes of the
+/// world's state hasher ([`percsim_sim::world::explore::StateHasher`]);
+/// files of the first format hold SipHash's, which the states of a resumed
+/// run would never match: they are refused by their format.
+pub const PROGRESS_FORMAT: &str = "percsim-explore-progress/2";
 
 /// One run's result.
 struct Ran {

@@ -198,10 +198,10 @@ pub fn hash_of(value: &impl Hash) -> u64 {
 }
 
 /// The hasher of states and places: fixed keys (the same in every run),
-/// and a 64-bit folded multiply per word written, several times faster
-/// than the standard library's SipHash on the many small integers and
-/// short strings a state is made of. Not meant to resist chosen inputs:
-/// it tells apart the states of one exploration.
+/// and a 64-bit folded multiply per word written, cheaper than the
+/// standard library's SipHash on the many small integers and short
+/// strings a state is made of. Not meant to resist chosen inputs: it
+/// tells apart the states of one exploration.
 #[derive(Debug, Clone, Copy)]
 pub struct StateHasher {
     acc: u64,

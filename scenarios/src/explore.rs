@@ -155,8 +155,11 @@ struct Progress {
     next_pct: u64,
 }
 
-/// The `format` of a progress file.
-pub const PROGRESS_FORMAT: &str = "percsim-explore-progress/1";
+/// The `format` of a progress file. Its states seen are hashes of the
+/// world's state hasher ([`percsim_sim::world::explore::StateHasher`]);
+/// files of the first format hold SipHash's, which the states of a resumed
+/// run would never match: they are refused by their format.
+pub const PROGRESS_FORMAT: &str = "percsim-explore-progress/2";
 
 /// One run's result.
 struct Ran {
@@ -173,12 +176,21 @@ pub fn with_schedule(base: &Scenario, schedule: Schedule) -> Scenario {
 
 /// Run `base` once with `schedule` in its world, on the calling thread
 /// (see [`Scenario::run_here`]), and judge it, keeping its choices; the
-/// history is dropped here, on the thread that built it.
+/// history is dropped here, on the thread that built it. `base`'s world
+/// with the exploration's schedule was checked once ([`explore`]); of
+/// `schedule` only what differs from it is checked here.
 fn run_one(base: &Scenario, schedule: Schedule) -> Ran {
     let started = Instant::now();
     let mut world = base.world.clone();
+    let problem = schedule.problem();
     world.explore = Some(schedule);
-    let (mut judged, choices) = match base.run_here(&world) {
+    let run = match problem {
+        Some(p) => Err(crate::scenario::ScenarioError::Invalid(format!(
+            "world.explore: {p}"
+        ))),
+        None => base.run_here_validated(&world),
+    };
+    let (mut judged, choices) = match run {
         Ok(mut out) => {
             let choices = std::mem::take(&mut out.summary.choices);
             (verdict_of(base, Ok(out), started), choices)
@@ -213,6 +225,10 @@ fn verdict_name(v: Verdict) -> String {
 pub fn explore(base: &Scenario, opts: &ExploreOptions) -> Result<ExploreReport, String> {
     base.validate().map_err(|e| e.to_string())?;
     check_options(opts)?;
+    // Every schedule runs in this world with its own forced choices.
+    let mut world = base.world.clone();
+    world.explore = Some(opts.world.clone());
+    base.spec.validate(&world).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut p = match opts.progress.as_deref().filter(|p| p.exists()) {
         Some(path) => load_progress(path)?,

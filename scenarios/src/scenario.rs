@@ -133,6 +133,15 @@ impl Scenario {
     /// on a fresh thread (`scenarios/tests/explore.rs` checks it).
     pub fn run_here(&self, world: &WorldConfig) -> Result<RunOutput, ScenarioError> {
         self.spec.validate(world)?;
+        self.run_here_validated(world)
+    }
+
+    /// [`Scenario::run_here`] without checking `world` against the
+    /// system's settings again: for a caller that checked them once for
+    /// every run it makes (`percsim explore` checks its base world with the
+    /// exploration's schedule before the first run; its runs differ only
+    /// in the schedule's forced choices, each checked by the caller).
+    pub fn run_here_validated(&self, world: &WorldConfig) -> Result<RunOutput, ScenarioError> {
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.spec.run(world, self.seed, Value::Null)
         }));

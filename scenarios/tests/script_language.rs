@@ -769,7 +769,7 @@ fn the_builder_writes_the_remaining_kinds_of_step_as_the_file_does() {
             since_step: None,
         }))
         .build();
-    let steps = serde_json::to_value(&script.steps).unwrap();
+    let steps = serde_json::to_value(&*script.steps).unwrap();
     let words: Vec<&str> = steps
         .as_array()
         .unwrap()

@@ -587,10 +587,11 @@ impl<S: ScriptSystem> Step<S> {
 pub struct Script<S: ScriptSystem> {
     /// The system's fields of the file.
     pub system: S,
-    /// The steps, in global order.
-    pub steps: Vec<Step<S>>,
+    /// The steps, in global order (shared by the copies a run makes of
+    /// its script: one per thread, client and driver).
+    pub steps: Arc<Vec<Step<S>>>,
     /// Assertions checked after the healed phase and the sweep.
-    pub at_end: Vec<Step<S>>,
+    pub at_end: Arc<Vec<Step<S>>>,
     /// A step that has not finished after this long fails the script.
     pub step_timeout_ms: u64,
     state: Arc<Mutex<State<S>>>,
@@ -612,8 +613,8 @@ impl<S: ScriptSystem> Default for Script<S> {
     fn default() -> Self {
         Script {
             system: S::default(),
-            steps: Vec::new(),
-            at_end: Vec::new(),
+            steps: Arc::default(),
+            at_end: Arc::default(),
             step_timeout_ms: DEFAULT_STEP_TIMEOUT_MS,
             state: Arc::default(),
         }

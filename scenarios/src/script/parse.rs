@@ -8,6 +8,7 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::ser::{Error as _, SerializeMap};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The engine's verbs as read from a file (the system's are its own).
 #[derive(Deserialize)]
@@ -212,8 +213,8 @@ impl<S: ScriptSystem> Script<S> {
         let system = S::deserialize(Value::Object(map)).map_err(|e| e.to_string())?;
         Ok(Script {
             system,
-            steps,
-            at_end,
+            steps: Arc::new(steps),
+            at_end: Arc::new(at_end),
             step_timeout_ms,
             state: Default::default(),
         })
@@ -237,9 +238,9 @@ impl<S: ScriptSystem> Serialize for Script<S> {
         for (k, v) in &own {
             m.serialize_entry(k, v)?;
         }
-        m.serialize_entry("steps", &self.steps)?;
+        m.serialize_entry("steps", &*self.steps)?;
         if !self.at_end.is_empty() {
-            m.serialize_entry("at_end", &self.at_end)?;
+            m.serialize_entry("at_end", &*self.at_end)?;
         }
         m.serialize_entry("step_timeout_ms", &self.step_timeout_ms)?;
         m.end()

@@ -121,7 +121,7 @@ impl<S: ScriptSystem> Script<S> {
         let wanted: Vec<S::Count> = self
             .steps
             .iter()
-            .chain(&self.at_end)
+            .chain(self.at_end.iter())
             .filter_map(|s| match s {
                 Step::AssertCount(a) if a.since_step == Some(i) => Some(a.count),
                 _ => None,

@@ -325,7 +325,7 @@ fn a_no_wait_step_lets_the_next_one_start() {
     assert_eq!(records, ["2 start", "3 start", "3 end", "2 end"]);
     // Without no_wait, step 3 waits for step 2.
     let mut v = steps(json!([]));
-    v["steps"] = serde_json::to_value(&s.steps).expect("json");
+    v["steps"] = serde_json::to_value(&*s.steps).expect("json");
     v["steps"][2]["no_wait"] = json!(false);
     let Ran { records, .. } = run(&script(v).expect("valid"));
     assert_eq!(records, ["2 start", "2 end", "3 start", "3 end"]);

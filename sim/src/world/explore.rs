@@ -36,7 +36,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::collections::BTreeMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 pub use crate::world::schedule::*;
@@ -47,9 +47,6 @@ mod steer;
 /// system's `Tenant::state_hash`, through a weak reference (`None` once the
 /// system is gone or when it cannot tell).
 pub(crate) type StateSource = Box<dyn Fn() -> Option<u64> + Send + Sync>;
-
-/// The requests waiting at one port: by kind, how long from now each arrives (ns).
-type Queued = Vec<(u64, Vec<u128>)>;
 
 /// PCT's running state.
 struct PctState {
@@ -195,9 +192,87 @@ impl Chooser {
 
 /// A hash of `value`, the same in every run of one build.
 pub fn hash_of(value: &impl Hash) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = StateHasher::default();
     value.hash(&mut h);
     h.finish()
+}
+
+/// The hasher of states and places: fixed keys (the same in every run),
+/// and a 64-bit folded multiply per word written, cheaper than the
+/// standard library's SipHash on the many small integers and short
+/// strings a state is made of. Not meant to resist chosen inputs: it
+/// tells apart the states of one exploration.
+#[derive(Debug, Clone, Copy)]
+pub struct StateHasher {
+    acc: u64,
+}
+
+impl Default for StateHasher {
+    fn default() -> Self {
+        StateHasher {
+            acc: 0x243f_6a88_85a3_08d3,
+        }
+    }
+}
+
+impl StateHasher {
+    /// The multiplier of each word (an odd constant from the digits of π).
+    const MUL: u64 = 0x1319_8a2e_0370_7345;
+    /// Mixed into each word, so that a zero word still moves the state.
+    const SALT: u64 = 0xa409_3822_299f_31d1;
+
+    /// Fold one 64-bit word into the state.
+    fn mix(&mut self, word: u64) {
+        let p = u128::from(self.acc ^ word ^ Self::SALT) * u128::from(Self::MUL);
+        self.acc = (p as u64) ^ ((p >> 64) as u64);
+    }
+}
+
+impl Hasher for StateHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // The length first: `ab` and `ab\0` end in the same padded word.
+        self.mix(bytes.len() as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(last));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u16(&mut self, i: u16) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+
+    fn write_u128(&mut self, i: u128) {
+        self.mix(i as u64);
+        self.mix((i >> 64) as u64);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        let p = u128::from(self.acc) * u128::from(Self::SALT);
+        (p as u64) ^ ((p >> 64) as u64)
+    }
 }
 
 /// A hash of `value`'s `Debug` text, the same in every run of one build:
@@ -205,14 +280,14 @@ pub fn hash_of(value: &impl Hash) -> u64 {
 /// hasher as it is written, never into a string.
 pub fn hash_of_debug(value: &impl std::fmt::Debug) -> u64 {
     /// A `fmt::Write` that feeds what is written to a hasher.
-    struct Feed(DefaultHasher);
+    struct Feed(StateHasher);
     impl std::fmt::Write for Feed {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
             self.0.write(s.as_bytes());
             Ok(())
         }
     }
-    let mut feed = Feed(DefaultHasher::new());
+    let mut feed = Feed(StateHasher::default());
     // Writing to a hasher cannot fail; a `Debug` impl that fails leaves
     // the hash of what it wrote.
     let _ = std::fmt::write(&mut feed, format_args!("{value:?}"));
@@ -222,6 +297,39 @@ pub fn hash_of_debug(value: &impl std::fmt::Debug) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_state_hasher_is_fixed_and_tells_apart_what_differs() {
+        let state = (7u64, "tablet-0", vec![(1u32, true), (2, false)]);
+        assert_eq!(hash_of(&state), hash_of(&state.clone()));
+        // Fixed keys: the value is the same in every run and every build.
+        // A change of the hasher changes it, and then a progress file's
+        // states seen no longer match: its format must change with it.
+        assert_eq!(
+            hash_of(&state),
+            0xc20c_547b_dcd1_7755,
+            "{:#x}",
+            hash_of(&state)
+        );
+        let others = [
+            hash_of(&(8u64, "tablet-0", vec![(1u32, true), (2, false)])),
+            hash_of(&(7u64, "tablet-1", vec![(1u32, true), (2, false)])),
+            hash_of(&(7u64, "tablet-0", vec![(1u32, true), (2, true)])),
+            hash_of(&(7u64, "tablet-0", vec![(1u32, true)])),
+            hash_of(&0u64),
+            hash_of(&[0u64, 0]),
+        ];
+        let mut all: Vec<u64> = others.to_vec();
+        all.push(hash_of(&state));
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), others.len() + 1, "{all:x?}");
+        // Bytes of two lengths that pad to one word still differ.
+        let (mut a, mut b) = (StateHasher::default(), StateHasher::default());
+        a.write(b"ab");
+        b.write(b"ab\0");
+        assert_ne!(a.finish(), b.finish());
+    }
 
     #[test]
     fn a_schedule_that_cannot_run_is_refused_by_name() {

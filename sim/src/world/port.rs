@@ -317,15 +317,20 @@ impl PortInner {
         self.node
     }
 
-    /// The requests of each kind waiting in the port's queues, as how
-    /// long after `now` each arrives in ns (for an exploration's state hash).
-    pub(super) fn queued(&self, now: Instant) -> Vec<(u64, Vec<u128>)> {
+    /// Hash the requests of each kind waiting in the port's queues, as
+    /// how long after `now` each arrives in ns (for an exploration's state
+    /// hash), straight into `h`.
+    pub(super) fn hash_queued(&self, now: Instant, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
         let queues = lock(&self.queues);
-        let after = |at: Instant| at.saturating_duration_since(now).as_nanos();
-        queues
-            .iter()
-            .map(|(k, q)| (*k, q.waiting.keys().map(|(at, _)| after(*at)).collect()))
-            .collect()
+        queues.len().hash(h);
+        for (k, q) in queues.iter() {
+            k.hash(h);
+            q.waiting.len().hash(h);
+            for (at, _) in q.waiting.keys() {
+                at.saturating_duration_since(now).as_nanos().hash(h);
+            }
+        }
     }
 
     /// Queue a request of kind `kind` arriving as `key` says; wake its

@@ -23,13 +23,10 @@ impl World {
         let from = link.from;
         // A message's place: its link and what it carries, so that two
         // messages one node sends at one state are two places.
-        let place = hash_of(&(
-            ChoiceKind::Message,
-            format!("{from}"),
-            format!("{}", link.to),
-            carried,
-        ));
-        let actor = hash_of(&(ChoiceKind::Message, format!("{from}")));
+        // The node ids go into the hash as they are (no text is made per
+        // message): a place is told from another by them as by their names.
+        let place = hash_of(&(ChoiceKind::Message, from, link.to, carried));
+        let actor = hash_of(&(ChoiceKind::Message, from));
         let pct = c.pct.is_some().then(|| c.pct_message(at, from, options));
         let chosen = c.choose(ChoiceKind::Message, (place, actor), options, state);
         let chosen = pct.unwrap_or(chosen);
@@ -115,22 +112,29 @@ impl World {
             (c.faults_used, c.stops_used)
         };
         let system = (self.state_source.get()?)()?;
-        let running = lock(&self.running).clone();
-        let queued = self.queued_requests();
+        // Hashed as they are, into one hasher: nothing is copied.
+        let mut h = StateHasher::default();
+        (system, budgets).hash(&mut h);
+        lock(&self.running).hash(&mut h);
+        self.hash_queued_requests(&mut h);
         // How far the run has got (events recorded), so that two moments of
         // one run with the same stores are not taken for one state.
-        let progress = self.recorder().events().len();
-        Some(hash_of(&(system, budgets, running, queued, progress)))
+        self.recorder().events().len().hash(&mut h);
+        Some(h.finish())
     }
 
-    /// The requests waiting at every port, by address and kind, as how
-    /// long from now each arrives.
-    fn queued_requests(&self) -> Vec<(std::net::SocketAddr, Queued)> {
+    /// Hash the requests waiting at every port, by address and kind, as
+    /// how long from now each arrives.
+    fn hash_queued_requests(&self, h: &mut StateHasher) {
         let now = Instant::now();
         let ports: Vec<_> = lock(&self.ports)
             .iter()
             .filter_map(|(a, p)| Some((*a, p.upgrade()?)))
             .collect();
-        ports.into_iter().map(|(a, p)| (a, p.queued(now))).collect()
+        ports.len().hash(h);
+        for (a, p) in ports {
+            a.hash(h);
+            p.hash_queued(now, h);
+        }
     }
 }

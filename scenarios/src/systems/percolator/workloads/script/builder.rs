@@ -54,7 +54,7 @@ impl ScriptBuilder {
 
     /// Append any step.
     pub fn step(mut self, step: Step) -> Self {
-        self.script.steps.push(step);
+        std::sync::Arc::make_mut(&mut self.script.steps).push(step);
         self
     }
 
@@ -65,7 +65,7 @@ impl ScriptBuilder {
 
     /// The last step, if it is one of Percolator's.
     fn last(&mut self) -> Option<&mut V> {
-        match self.script.steps.last_mut() {
+        match std::sync::Arc::make_mut(&mut self.script.steps).last_mut() {
             Some(Step::System(v)) => Some(v),
             _ => None,
         }
@@ -331,7 +331,7 @@ impl ScriptBuilder {
     /// sweep. A `wait` or any other step is refused when the script is
     /// loaded: only assertions run at the end.
     pub fn at_end(mut self, step: Step) -> Self {
-        self.script.at_end.push(step);
+        std::sync::Arc::make_mut(&mut self.script.at_end).push(step);
         self
     }
 

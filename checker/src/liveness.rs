@@ -530,8 +530,8 @@ pub(crate) fn client_node(client: u64) -> String {
 
 /// Whether `node` is named as [`client_node`] names a client.
 pub(crate) fn is_client_node(node: &str) -> bool {
-    node.strip_prefix("client-")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    let digits = node.trim_start_matches(|c: char| !c.is_ascii_digit());
+    digits.parse::<u64>().is_ok_and(|c| client_node(c) == node)
 }
 
 /// Every fault of the history with the time it was in force.

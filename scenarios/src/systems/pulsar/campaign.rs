@@ -252,7 +252,7 @@ fn unloads(run_ms: u64, partitions: u32, rng: &mut ChaCha8Rng) -> Vec<UnloadAt> 
 }
 
 /// The points every seed also plans one stop of the coordinator's broker
-/// at (each at its `nth` reach, as [`server_stops`] draws them): with a
+/// at (each at its `nth` reach, as the campaign draws its other stops): with a
 /// transaction's decision (COMMITTING or ABORTING) issued to its log and
 /// not stored, and just after that decision is durable with no marker
 /// sent, while every participant still holds the transaction's pending

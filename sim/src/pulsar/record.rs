@@ -100,8 +100,9 @@ impl StreamRecorder {
         match e {
             ClientEvent::Begun { txn } => {
                 let mut t = new_txn(txn, client, now_ns);
-                // The coordinator recorded the timeout when it opened it.
-                t.timeout_ms = self.txns.get(&txn).and_then(|o| o.timeout_ms);
+                if let Some(o) = self.txns.remove(&txn) {
+                    keep_coordinator_record(&mut t, o);
+                }
                 self.txns.insert(txn, t);
                 self.live.insert(txn, r.client);
             }
@@ -322,6 +323,17 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
     }
 }
 
+/// Keep in `t`, a transaction its client has just begun, what the
+/// coordinator recorded of it before: the timeout it opened it with and,
+/// when the answer reached the client late (a frozen or slow client), its
+/// decisions since (a timeout's abort, the logged ABORTING).
+fn keep_coordinator_record(t: &mut StreamTxn, earlier: StreamTxn) {
+    t.timeout_ms = earlier.timeout_ms;
+    t.coordinator = earlier.coordinator;
+    t.commit_logged_ns = earlier.commit_logged_ns;
+    t.abort_logged_ns = earlier.abort_logged_ns;
+}
+
 fn finish(t: &mut StreamTxn, outcome: TxnOutcome, now_ns: u64) {
     match outcome {
         TxnOutcome::Committed => {
@@ -503,4 +515,60 @@ fn dump(durable: &Durable, txns: &mut BTreeMap<TxnId, StreamTxn>) -> StreamFinal
         }
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn begun(rec: &mut StreamRecorder, txn: TxnId, client: usize, now_ns: u64) {
+        let r = Reporter {
+            client,
+            incarnation: 0,
+            worker: 0,
+        };
+        rec.event(r, ClientEvent::Begun { txn }, now_ns);
+    }
+
+    #[test]
+    fn a_late_begun_keeps_the_coordinators_timeout_abort() {
+        let txn = TxnId {
+            coordinator: 0,
+            seq: 10,
+        };
+        let mut rec = StreamRecorder::default();
+        rec.opened(txn, 446);
+        // The coordinator times the transaction out while the answer to
+        // its open is still on its way to a frozen client.
+        rec.abort_logged(txn, 3_800 * MS);
+        rec.timed_out(txn, 3_800 * MS);
+        begun(&mut rec, txn, 1, 5_551 * MS);
+        let t = &rec.txns[&txn];
+        assert_eq!((t.client, t.invoke_ns), (1, 5_551 * MS));
+        assert_eq!(t.timeout_ms, Some(446));
+        assert_eq!(t.abort_logged_ns, Some(3_800 * MS));
+        let decision = t.coordinator.as_ref().expect("the timeout's decision");
+        assert_eq!(
+            (decision.outcome, decision.t_ns),
+            (Outcome::Aborted, 3_800 * MS)
+        );
+        assert_eq!(rec.running(), 1);
+    }
+
+    #[test]
+    fn a_begun_transaction_the_coordinator_has_not_ended_is_open() {
+        let txn = TxnId {
+            coordinator: 0,
+            seq: 3,
+        };
+        let mut rec = StreamRecorder::default();
+        rec.opened(txn, 1_000);
+        begun(&mut rec, txn, 2, 7 * MS);
+        let t = &rec.txns[&txn];
+        assert_eq!((t.client, t.timeout_ms), (2, Some(1_000)));
+        assert_eq!((t.abort_logged_ns, t.commit_logged_ns), (None, None));
+        assert!(t.coordinator.is_none());
+    }
 }

@@ -184,7 +184,14 @@ fn a_transaction_timed_out_before_its_client_heard_of_it_is_ended() {
     let aborted_ns = late
         .abort_logged_ns
         .expect("the coordinator's abort is kept");
-    assert!(aborted_ns < late.invoke_ns, "{late:?}");
+    assert!(aborted_ns >= late.invoke_ns, "{late:?}");
+    assert!(
+        late.invoke_ns < 5_551_000_000,
+        "it began when opened: {late:?}"
+    );
+    // The history is well formed for the offline checker too.
+    let text = serde_json::to_string(h).expect("JSON");
+    percsim_checker::stream::parse(&text).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         late.coordinator
             .as_ref()

@@ -71,6 +71,8 @@ pub(crate) struct StreamRecorder {
     next_session: u64,
     /// Transactions begun and not finished, with their client.
     live: BTreeMap<TxnId, usize>,
+    /// When the coordinator opened each transaction.
+    opened_ns: BTreeMap<TxnId, u64>,
 }
 
 fn label(txn: TxnId) -> String {
@@ -101,7 +103,8 @@ impl StreamRecorder {
             ClientEvent::Begun { txn } => {
                 let mut t = new_txn(txn, client, now_ns);
                 if let Some(o) = self.txns.remove(&txn) {
-                    keep_coordinator_record(&mut t, o);
+                    let opened_ns = self.opened_ns.get(&txn).copied();
+                    keep_coordinator_record(&mut t, o, opened_ns);
                 }
                 self.txns.insert(txn, t);
                 self.live.insert(txn, r.client);
@@ -249,9 +252,11 @@ impl StreamRecorder {
         t.commit_logged_ns.get_or_insert(now_ns);
     }
 
-    /// The coordinator opened `txn` with a timeout of `timeout_ms`, as its
-    /// client asked (the client's `Begun` follows and keeps it).
-    pub(crate) fn opened(&mut self, txn: TxnId, timeout_ms: u64) {
+    /// The coordinator opened `txn` at `now_ns` with a timeout of
+    /// `timeout_ms`, as its client asked (the client's `Begun` follows and
+    /// keeps it).
+    pub(crate) fn opened(&mut self, txn: TxnId, timeout_ms: u64, now_ns: u64) {
+        self.opened_ns.insert(txn, now_ns);
         let t = self
             .txns
             .entry(txn)
@@ -326,12 +331,23 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
 /// Keep in `t`, a transaction its client has just begun, what the
 /// coordinator recorded of it before: the timeout it opened it with and,
 /// when the answer reached the client late (a frozen or slow client), its
-/// decisions since (a timeout's abort, the logged ABORTING).
-fn keep_coordinator_record(t: &mut StreamTxn, earlier: StreamTxn) {
+/// decisions since (a timeout's abort, the logged ABORTING). The client
+/// asked for the transaction before the coordinator opened it
+/// (`opened_ns`): when the coordinator decided before the client heard
+/// back, the transaction began no later than that opening.
+fn keep_coordinator_record(t: &mut StreamTxn, earlier: StreamTxn, opened_ns: Option<u64>) {
     t.timeout_ms = earlier.timeout_ms;
     t.coordinator = earlier.coordinator;
     t.commit_logged_ns = earlier.commit_logged_ns;
     t.abort_logged_ns = earlier.abort_logged_ns;
+    let decided_ns = [t.commit_logged_ns, t.abort_logged_ns]
+        .into_iter()
+        .chain([t.coordinator.as_ref().map(|d| d.t_ns)])
+        .flatten()
+        .min();
+    if let Some(decided_ns) = decided_ns.filter(|&d| d < t.invoke_ns) {
+        t.invoke_ns = opened_ns.map_or(decided_ns, |o| o.min(decided_ns));
+    }
 }
 
 fn finish(t: &mut StreamTxn, outcome: TxnOutcome, now_ns: u64) {
@@ -539,14 +555,15 @@ mod tests {
             seq: 10,
         };
         let mut rec = StreamRecorder::default();
-        rec.opened(txn, 446);
+        rec.opened(txn, 446, 3_300 * MS);
         // The coordinator times the transaction out while the answer to
         // its open is still on its way to a frozen client.
         rec.abort_logged(txn, 3_800 * MS);
         rec.timed_out(txn, 3_800 * MS);
         begun(&mut rec, txn, 1, 5_551 * MS);
         let t = &rec.txns[&txn];
-        assert_eq!((t.client, t.invoke_ns), (1, 5_551 * MS));
+        // It began when the coordinator opened it, before the abort.
+        assert_eq!((t.client, t.invoke_ns), (1, 3_300 * MS));
         assert_eq!(t.timeout_ms, Some(446));
         assert_eq!(t.abort_logged_ns, Some(3_800 * MS));
         let decision = t.coordinator.as_ref().expect("the timeout's decision");
@@ -564,10 +581,13 @@ mod tests {
             seq: 3,
         };
         let mut rec = StreamRecorder::default();
-        rec.opened(txn, 1_000);
+        rec.opened(txn, 1_000, 5 * MS);
         begun(&mut rec, txn, 2, 7 * MS);
         let t = &rec.txns[&txn];
-        assert_eq!((t.client, t.timeout_ms), (2, Some(1_000)));
+        assert_eq!(
+            (t.client, t.timeout_ms, t.invoke_ns),
+            (2, Some(1_000), 7 * MS)
+        );
         assert_eq!((t.abort_logged_ns, t.commit_logged_ns), (None, None));
         assert!(t.coordinator.is_none());
     }

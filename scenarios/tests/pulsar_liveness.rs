@@ -86,3 +86,124 @@ fn a_safety_finding_in_a_run_that_never_converges_stays_safety() {
         r.violated_rules
     );
 }
+
+/// A random scenario (seed 7210, shrunk) in which a client is frozen while
+/// the answer to its open is on its way: the coordinator times the
+/// transaction out (logs ABORTING) before the client hears of it; the client
+/// then wakes, hears the open's answer and is killed.
+const LATE_OPEN_ANSWER: &str = r#"{
+ "format": "percsim-scenario/2",
+ "pulsar": {
+  "ablations": [],
+  "brokers": 4,
+  "buffer": {
+   "snapshot_every": 64
+  },
+  "client": {
+   "retries": 3,
+   "retry_backoff_ms": 50,
+   "txn_timeout_ms": 446
+  },
+  "clients": 3,
+  "crashes": [],
+  "deduplication": true,
+  "heartbeat_ms": 100,
+  "log_write_ms": 6,
+  "partitions": 4,
+  "recovery_us_per_entry": 50,
+  "session_timeout_ms": 400,
+  "timeout_scan_ms": 50
+ },
+ "seed": 7210,
+ "system": "pulsar",
+ "workload": {
+  "contents": 5,
+  "crash_rate": 0.04008870755316746,
+  "documents": 38,
+  "load_interval_ms": 20,
+  "name": "stream-pipeline"
+ },
+ "world": {
+  "clocks": [],
+  "faults": {
+   "random": {
+    "duplicate": null,
+    "kill_client": {
+     "max_duration_ms": 1500,
+     "min_duration_ms": 100,
+     "probability": 0.06803273306586123,
+     "rate": 0.0
+    },
+    "kill_coordinator": {
+     "max_duration_ms": 800,
+     "min_duration_ms": 50,
+     "probability": 0.04656838812414599,
+     "rate": 0.0
+    },
+    "kill_data_server": null,
+    "kill_liveness": null,
+    "kill_master": null,
+    "latency": null,
+    "packet_loss": null,
+    "partition": {
+     "max_duration_ms": 1500,
+     "min_duration_ms": 100,
+     "probability": 0.017047564635097535,
+     "rate": 0.0
+    },
+    "pause": {
+     "max_duration_ms": 2500,
+     "min_duration_ms": 100,
+     "probability": 0.0688524551337681,
+     "rate": 0.0
+    },
+    "session_expiry": null,
+    "stall": null
+   },
+   "schedule": []
+  },
+  "quiesce_ms": 30000,
+  "rpc_timeout_ms": 100,
+  "run_ms": 5975
+ }
+}"#;
+
+#[test]
+fn a_transaction_timed_out_before_its_client_heard_of_it_is_ended() {
+    let scenario = Scenario::parse(LATE_OPEN_ANSWER).unwrap_or_else(|e| panic!("{e}"));
+    let judged = judge(&scenario, false);
+    let h = judged.stream().expect("a stream history");
+    // The case happened: a client began a transaction its coordinator had
+    // already aborted, and died before hearing the outcome.
+    let late = h
+        .transactions
+        .iter()
+        .find(|t| t.label.as_deref() == Some("(0,10)"))
+        .expect("T10 is recorded");
+    assert_eq!(late.client, 1, "{late:?}");
+    let aborted_ns = late
+        .abort_logged_ns
+        .expect("the coordinator's abort is kept");
+    assert!(aborted_ns >= late.invoke_ns, "{late:?}");
+    assert!(
+        late.invoke_ns < 5_551_000_000,
+        "it began when opened: {late:?}"
+    );
+    // The history is well formed for the offline checker too.
+    let text = serde_json::to_string(h).expect("JSON");
+    percsim_checker::stream::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        late.coordinator
+            .as_ref()
+            .is_some_and(|d| d.t_ns == aborted_ns),
+        "{late:?}"
+    );
+    let r = &judged.result;
+    assert_eq!(
+        r.verdict,
+        Verdict::Pass,
+        "{:?}\n{}",
+        r.violated_rules,
+        r.explanation.as_deref().unwrap_or("")
+    );
+}

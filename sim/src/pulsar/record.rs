@@ -71,6 +71,8 @@ pub(crate) struct StreamRecorder {
     next_session: u64,
     /// Transactions begun and not finished, with their client.
     live: BTreeMap<TxnId, usize>,
+    /// When the coordinator opened each transaction.
+    opened_ns: BTreeMap<TxnId, u64>,
 }
 
 fn label(txn: TxnId) -> String {
@@ -100,8 +102,10 @@ impl StreamRecorder {
         match e {
             ClientEvent::Begun { txn } => {
                 let mut t = new_txn(txn, client, now_ns);
-                // The coordinator recorded the timeout when it opened it.
-                t.timeout_ms = self.txns.get(&txn).and_then(|o| o.timeout_ms);
+                if let Some(o) = self.txns.remove(&txn) {
+                    let opened_ns = self.opened_ns.get(&txn).copied();
+                    keep_coordinator_record(&mut t, o, opened_ns);
+                }
                 self.txns.insert(txn, t);
                 self.live.insert(txn, r.client);
             }
@@ -248,9 +252,11 @@ impl StreamRecorder {
         t.commit_logged_ns.get_or_insert(now_ns);
     }
 
-    /// The coordinator opened `txn` with a timeout of `timeout_ms`, as its
-    /// client asked (the client's `Begun` follows and keeps it).
-    pub(crate) fn opened(&mut self, txn: TxnId, timeout_ms: u64) {
+    /// The coordinator opened `txn` at `now_ns` with a timeout of
+    /// `timeout_ms`, as its client asked (the client's `Begun` follows and
+    /// keeps it).
+    pub(crate) fn opened(&mut self, txn: TxnId, timeout_ms: u64, now_ns: u64) {
+        self.opened_ns.insert(txn, now_ns);
         let t = self
             .txns
             .entry(txn)
@@ -319,6 +325,28 @@ fn new_txn(txn: TxnId, client: u64, now_ns: u64) -> StreamTxn {
         commit_logged_ns: None,
         abort_logged_ns: None,
         timeout_ms: None,
+    }
+}
+
+/// Keep in `t`, a transaction its client has just begun, what the
+/// coordinator recorded of it before: the timeout it opened it with and,
+/// when the answer reached the client late (a frozen or slow client), its
+/// decisions since (a timeout's abort, the logged ABORTING). The client
+/// asked for the transaction before the coordinator opened it
+/// (`opened_ns`): when the coordinator decided before the client heard
+/// back, the transaction began no later than that opening.
+fn keep_coordinator_record(t: &mut StreamTxn, earlier: StreamTxn, opened_ns: Option<u64>) {
+    t.timeout_ms = earlier.timeout_ms;
+    t.coordinator = earlier.coordinator;
+    t.commit_logged_ns = earlier.commit_logged_ns;
+    t.abort_logged_ns = earlier.abort_logged_ns;
+    let decided_ns = [t.commit_logged_ns, t.abort_logged_ns]
+        .into_iter()
+        .chain([t.coordinator.as_ref().map(|d| d.t_ns)])
+        .flatten()
+        .min();
+    if let Some(decided_ns) = decided_ns.filter(|&d| d < t.invoke_ns) {
+        t.invoke_ns = opened_ns.map_or(decided_ns, |o| o.min(decided_ns));
     }
 }
 
@@ -503,4 +531,64 @@ fn dump(durable: &Durable, txns: &mut BTreeMap<TxnId, StreamTxn>) -> StreamFinal
         }
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn begun(rec: &mut StreamRecorder, txn: TxnId, client: usize, now_ns: u64) {
+        let r = Reporter {
+            client,
+            incarnation: 0,
+            worker: 0,
+        };
+        rec.event(r, ClientEvent::Begun { txn }, now_ns);
+    }
+
+    #[test]
+    fn a_late_begun_keeps_the_coordinators_timeout_abort() {
+        let txn = TxnId {
+            coordinator: 0,
+            seq: 10,
+        };
+        let mut rec = StreamRecorder::default();
+        rec.opened(txn, 446, 3_300 * MS);
+        // The coordinator times the transaction out while the answer to
+        // its open is still on its way to a frozen client.
+        rec.abort_logged(txn, 3_800 * MS);
+        rec.timed_out(txn, 3_800 * MS);
+        begun(&mut rec, txn, 1, 5_551 * MS);
+        let t = &rec.txns[&txn];
+        // It began when the coordinator opened it, before the abort.
+        assert_eq!((t.client, t.invoke_ns), (1, 3_300 * MS));
+        assert_eq!(t.timeout_ms, Some(446));
+        assert_eq!(t.abort_logged_ns, Some(3_800 * MS));
+        let decision = t.coordinator.as_ref().expect("the timeout's decision");
+        assert_eq!(
+            (decision.outcome, decision.t_ns),
+            (Outcome::Aborted, 3_800 * MS)
+        );
+        assert_eq!(rec.running(), 1);
+    }
+
+    #[test]
+    fn a_begun_transaction_the_coordinator_has_not_ended_is_open() {
+        let txn = TxnId {
+            coordinator: 0,
+            seq: 3,
+        };
+        let mut rec = StreamRecorder::default();
+        rec.opened(txn, 1_000, 5 * MS);
+        begun(&mut rec, txn, 2, 7 * MS);
+        let t = &rec.txns[&txn];
+        assert_eq!(
+            (t.client, t.timeout_ms, t.invoke_ns),
+            (2, Some(1_000), 7 * MS)
+        );
+        assert_eq!((t.abort_logged_ns, t.commit_logged_ns), (None, None));
+        assert!(t.coordinator.is_none());
+    }
 }

@@ -223,7 +223,8 @@ impl Tc {
                     let deadline = self.cluster.now_ms() + timeout_ms;
                     let (txn, record) = coordinator::open(&s, producer, deadline);
                     self.log(&mut s, record)?;
-                    self.cluster.stream().opened(txn, timeout_ms);
+                    let now_ns = self.cluster.world.now_ns();
+                    self.cluster.stream().opened(txn, timeout_ms, now_ns);
                     txn
                 };
                 self.reached(ServerPoint::AfterOpenLogged, txn, None).await;

@@ -71,7 +71,8 @@ pub(crate) struct StreamRecorder {
     next_session: u64,
     /// Transactions begun and not finished, with their client.
     live: BTreeMap<TxnId, usize>,
-    /// When the coordinator opened each transaction.
+    /// When the coordinator opened each transaction its client has not
+    /// begun yet.
     opened_ns: BTreeMap<TxnId, u64>,
 }
 
@@ -103,7 +104,8 @@ impl StreamRecorder {
             ClientEvent::Begun { txn } => {
                 let mut t = new_txn(txn, client, now_ns);
                 if let Some(o) = self.txns.remove(&txn) {
-                    let opened_ns = self.opened_ns.get(&txn).copied();
+                    // Read once: a client begins a transaction once.
+                    let opened_ns = self.opened_ns.remove(&txn);
                     keep_coordinator_record(&mut t, o, opened_ns);
                 }
                 self.txns.insert(txn, t);

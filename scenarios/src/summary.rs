@@ -180,8 +180,9 @@ impl Summary {
     }
 
     /// The named points of the systems the campaign ran that its
-    /// workloads can reach (none when it enabled neither class that stops
-    /// nodes at them).
+    /// workloads can reach and its fault classes stop nodes at (none when
+    /// it enabled neither class that stops nodes at points; a point only
+    /// one class stops at, when it enabled that class).
     fn points(&self) -> Vec<CoverageItem> {
         let mut out: Vec<CoverageItem> = Vec::new();
         if !self.enabled(FaultKind::CrashAtStep) && !self.enabled(FaultKind::PauseAtStep) {
@@ -189,7 +190,8 @@ impl Summary {
         }
         for s in self.ran().0 {
             for p in s.named_points() {
-                if !out.contains(&p) && self.reachable(p.name) {
+                let stopped_at = p.class.is_none_or(|k| self.enabled_named(k));
+                if !out.contains(&p) && stopped_at && self.reachable(p.name) {
                     out.push(p);
                 }
             }
@@ -628,6 +630,33 @@ mod tests {
         );
         let missing = pipeline.never_happened();
         assert!(missing.iter().any(|c| c.name == "client_crash_at_point"));
+    }
+
+    /// A Pulsar pipeline campaign that only freezes nodes at points lists
+    /// the brokers' points but not the processors' (a processor is only
+    /// ever killed at its points); one that kills at points lists both.
+    #[test]
+    fn points_only_a_left_out_class_stops_at_are_not_listed() {
+        let mut r = result(1, Verdict::Pass);
+        r.system = "pulsar".into();
+        r.workload = "stream-pipeline".into();
+        let narrowed = |class: &str| {
+            let mut s = Summary {
+                classes: vec![class.to_string()],
+                ..Summary::default()
+            };
+            s.add(&r);
+            s.points_never_hit()
+        };
+        let processor = |p: &CoverageItem| {
+            percsim_protocol::pulsar::client::ClientPoint::ALL
+                .iter()
+                .any(|c| c.name() == p.name)
+        };
+        let freezes = narrowed("pause_at_step");
+        assert!(!freezes.is_empty() && !freezes.iter().any(processor));
+        let kills = narrowed("crash_at_step");
+        assert!(kills.iter().any(processor) && kills.len() > freezes.len());
     }
 
     /// A seed of a system this build does not know is said so, not

@@ -74,20 +74,22 @@ pub fn items() -> Vec<CoverageItem> {
 /// ([`super::campaign::stop_points`]), then the pipeline processors'
 /// (where a client dies).
 pub fn points() -> Vec<CoverageItem> {
+    let item = |name: &'static str, description, class| CoverageItem {
+        name,
+        description,
+        counter: pulsar_point_stopped(name),
+        class,
+    };
+    // A broker is stopped at its points by either class of stops at
+    // points; a processor is only ever killed at its own.
     let servers = super::campaign::stop_points()
         .into_iter()
-        .map(|p| (p.name(), p.describe()));
-    let clients = ClientPoint::ALL.iter().map(|p| (p.name(), p.describe()));
-    servers
-        .chain(clients)
-        .map(|(name, description)| CoverageItem {
-            name,
-            description,
-            counter: pulsar_point_stopped(name),
-            // Stopped at by either class of stops at points.
-            class: None,
-        })
-        .collect()
+        .map(|p| item(p.name(), p.describe(), None));
+    let kill = Some(FaultKind::CrashAtStep.name());
+    let clients = ClientPoint::ALL
+        .iter()
+        .map(|p| item(p.name(), p.describe(), kill));
+    servers.chain(clients).collect()
 }
 
 /// The workloads that alone reach the coverage item or named point

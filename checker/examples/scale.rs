@@ -247,6 +247,7 @@ fn from_files(sizes: &[u64]) {
 fn check_file(path: &str) -> std::process::ExitCode {
     // What `percsim check` does first.
     let small_pages = percsim_checker::set_page_size();
+    percsim_checker::free_memory_promptly();
     let t = Instant::now();
     let mut report = Vec::new();
     let code = percsim_checker::run_check_file(std::path::Path::new(path), false, &mut report);

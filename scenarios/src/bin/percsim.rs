@@ -425,6 +425,7 @@ fn main() -> ExitCode {
             model,
         } => {
             percsim_checker::set_page_size();
+            percsim_checker::free_memory_promptly();
             let options = percsim_checker::CheckOptions { json, model };
             let out = &mut std::io::stdout();
             if percsim_scenarios::histfile::is_capsule_file(&history) {

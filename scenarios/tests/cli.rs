@@ -1073,3 +1073,23 @@ fn a_sweep_lists_the_seeds_whose_configured_crash_never_fired_apart_from_failure
     }
     assert!(!out.contains("failure:"), "{out}");
 }
+
+/// A command whose output goes to a pipe already closed (`percsim fuzz |
+/// head` once `head` has exited) ends by SIGPIPE, as other command line
+/// tools do, not with a panic about a broken pipe.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .args(["systems"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run percsim");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "{:?}: {stderr}", out.status);
+}

@@ -20,6 +20,20 @@ use std::time::Duration;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Makes a write to a closed pipe end the process as it ends any other
+/// command line tool (`percsim fuzz | head`), by the signal, instead of a
+/// panic at the next `println!` (Rust ignores SIGPIPE by default). What a
+/// campaign already wrote to its files stays there.
+fn die_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        // SAFETY: restores the default action before any other thread
+        // exists; no handler of ours is replaced.
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+    }
+}
+
 /// Seeds in a campaign run with no arguments (about a minute on 2 cores).
 const DEFAULT_SEEDS: u64 = 12_000;
 
@@ -379,6 +393,7 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
 }
 
 fn main() -> ExitCode {
+    die_quietly_on_a_closed_pipe();
     let cli = Cli::parse();
     let code = match cli.command {
         explore @ Command::Explore { .. } => {

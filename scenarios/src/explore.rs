@@ -604,9 +604,10 @@ pub struct Command {
     pub options: ExploreOptions,
 }
 
-/// Run `percsim explore`: print the report, save the first failure as a
-/// capsule; the exit code is the failure's verdict's (0 when none, 2 on
-/// bad input).
+/// Run `percsim explore`: save the first failure as a capsule, then print
+/// the report (so that a reader that stops early, `percsim explore | head`,
+/// cannot keep the capsule from being saved); the exit code is the
+/// failure's verdict's (0 when none, 2 on bad input).
 pub fn command(cmd: &Command) -> i32 {
     match command_inner(cmd) {
         Ok(code) => code,
@@ -621,12 +622,29 @@ fn command_inner(cmd: &Command) -> Result<i32, String> {
     let base = Scenario::load(&cmd.scenario).map_err(|e| e.to_string())?;
     let base = ablated(&base, &cmd.ablate)?;
     let report = explore(&base, &cmd.options)?;
+    let saved = report
+        .failure
+        .as_ref()
+        .map(|failure| save_failure(cmd, &base, failure))
+        .transpose();
     print!("{}", describe(&report, &cmd.options));
     println!("wall time: {:.1} s", report.wall_ms as f64 / 1000.0);
-    let Some(failure) = &report.failure else {
+    let Some((lines, code)) = saved? else {
         return Ok(0);
     };
-    let failing = failing_scenario(&base, &cmd.options, failure);
+    print!("{lines}");
+    Ok(code)
+}
+
+/// Shrinks the failing schedule `failure` (within the budget) and saves it
+/// as a capsule: the lines to print after the report, and the exit code of
+/// the failure's verdict.
+fn save_failure(
+    cmd: &Command,
+    base: &Scenario,
+    failure: &Failure,
+) -> Result<(String, i32), String> {
+    let failing = failing_scenario(base, &cmd.options, failure);
     let judged = crate::judge::judge(&failing, false);
     let shrunk =
         (cmd.shrink_budget > 0).then(|| shrink(&failing, judged.result.verdict, cmd.shrink_budget));
@@ -642,14 +660,15 @@ fn command_inner(cmd: &Command) -> Result<i32, String> {
     )
     .save(&path)
     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut lines = String::new();
     if let Some((s, runs)) = &shrunk {
         let left = s.world.explore.as_ref().map_or(0, |e| e.forced.len());
-        println!("shrunk in {runs} runs to {left} forced choice(s)");
+        lines += &format!("shrunk in {runs} runs to {left} forced choice(s)\n");
     }
-    println!(
-        "capsule: {} (percsim replay {})",
+    lines += &format!(
+        "capsule: {} (percsim replay {})\n",
         path.display(),
         path.display()
     );
-    Ok(judged.result.verdict.exit_code())
+    Ok((lines, judged.result.verdict.exit_code()))
 }

@@ -1093,3 +1093,31 @@ fn a_closed_pipe_ends_the_command_without_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(13), "{:?}: {stderr}", out.status);
 }
+
+/// An exploration whose output goes to a pipe already closed still saves
+/// its failing schedule's capsule: the capsule is written before the
+/// report is printed.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_does_not_lose_an_explorations_capsule() {
+    let out = tmp("explore-closed-pipe");
+    let _ = std::fs::remove_dir_all(&out);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/percolator/explore/three-txns.json");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let status = Command::new(env!("CARGO_BIN_EXE_percsim"))
+        .arg("explore")
+        .arg(&script)
+        .args(["--ablate", "prewrite-ignores-locks", "--shrink-budget", "0"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(writer)
+        .status()
+        .expect("run percsim");
+    assert!(!status.success(), "{status:?}");
+    let saved: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(saved.len(), 1, "{saved:?} in {}", out.display());
+}

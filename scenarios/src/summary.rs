@@ -145,9 +145,14 @@ impl Summary {
     /// class the campaign left out.
     fn coverage(&self) -> Vec<CoverageItem> {
         let mut items = coverage_items(&self.ran().0);
-        items.retain(|c| c.class.is_none_or(|k| self.enabled_named(k)));
-        items.retain(|c| self.reachable(c.name));
+        items.retain(|c| self.class_enabled(c) && self.reachable(c.name));
         items
+    }
+
+    /// Whether the campaign enabled the fault class that alone produces
+    /// coverage item or named point `c` (true when no single class does).
+    fn class_enabled(&self, c: &CoverageItem) -> bool {
+        c.class.is_none_or(|k| self.enabled_named(k))
     }
 
     /// Whether a workload the campaign ran can reach the coverage item or
@@ -190,8 +195,7 @@ impl Summary {
         }
         for s in self.ran().0 {
             for p in s.named_points() {
-                let stopped_at = p.class.is_none_or(|k| self.enabled_named(k));
-                if !out.contains(&p) && stopped_at && self.reachable(p.name) {
+                if !out.contains(&p) && self.class_enabled(&p) && self.reachable(p.name) {
                     out.push(p);
                 }
             }

@@ -541,6 +541,14 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// Coordinator 0's transaction `seq`.
+    fn txn(seq: u64) -> TxnId {
+        TxnId {
+            coordinator: 0,
+            seq,
+        }
+    }
+
     fn begun(rec: &mut StreamRecorder, txn: TxnId, client: usize, now_ns: u64) {
         let r = Reporter {
             client,
@@ -552,10 +560,7 @@ mod tests {
 
     #[test]
     fn a_late_begun_keeps_the_coordinators_timeout_abort() {
-        let txn = TxnId {
-            coordinator: 0,
-            seq: 10,
-        };
+        let txn = txn(10);
         let mut rec = StreamRecorder::default();
         rec.opened(txn, 446, 3_300 * MS);
         // The coordinator times the transaction out while the answer to
@@ -578,10 +583,7 @@ mod tests {
 
     #[test]
     fn a_begun_transaction_the_coordinator_has_not_ended_is_open() {
-        let txn = TxnId {
-            coordinator: 0,
-            seq: 3,
-        };
+        let txn = txn(3);
         let mut rec = StreamRecorder::default();
         rec.opened(txn, 1_000, 5 * MS);
         begun(&mut rec, txn, 2, 7 * MS);

@@ -19,7 +19,7 @@
 //! of coming one after another. A batch ends before the first element the
 //! scanner does not take, which then goes to the visitors in its turn.
 
-use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Txn};
+use crate::compact::{COp, CState, CVersion, Compact, NIL, OpKind, Strs, Txn};
 use crate::history::{Outcome, VersionKind};
 
 mod exact;
@@ -30,6 +30,10 @@ use scan::{
     VERSION_KIND_NAMES, VERSION_NAMES,
 };
 pub(crate) use scan::{Miss, Scratch};
+
+/// How many elements a batch takes at most.
+#[cfg(test)]
+pub(crate) const BATCH_LEN: usize = BATCH;
 
 /// Scans the elements of an array from the start of `text` with `one`: the
 /// first at its start, then each after a `,`, up to [`BATCH`], stopping
@@ -54,13 +58,49 @@ fn run(text: &[u8], s: &mut Scratch, one: fn(&mut Cur, &mut Scratch) -> Scan<()>
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
+/// The two halves of reading a batch of one kind of array element. `scan`
+/// takes the elements of the usual shape at the start of `text` (see
+/// [`run`]) into the scratch and interns their strings: the only half that
+/// needs the text or the strings. `add` then adds them to the history. The
+/// reader of a large file runs the halves on two threads, one batch behind
+/// the other (`reader.rs`).
+pub(crate) struct Elements {
+    /// Scans and interns: the number of bytes taken. On a miss nothing is
+    /// interned.
+    pub scan: fn(&[u8], &mut Strs, &mut Scratch) -> Scan<usize>,
+    /// Adds what `scan` left in the scratch to the history (all but its
+    /// strings, which `scan` interned).
+    pub add: fn(&mut Compact, &mut Scratch),
+}
+
+impl Elements {
+    /// Both halves on the calling thread: the bytes taken from `text`.
+    /// Nothing is added on a miss.
+    pub(crate) fn read(&self, text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+        let n = (self.scan)(text, &mut c.strs, s)?;
+        (self.add)(c, s);
+        Ok(n)
+    }
+}
+
+/// The transactions (the elements of the `transactions` array).
+pub(crate) const TXNS: Elements = Elements {
+    scan: scan_txns,
+    add: add_txns,
+};
+
+/// The store cells (the elements of `final_state.cells`).
+pub(crate) const CELLS: Elements = Elements {
+    scan: scan_cells,
+    add: add_cells,
+};
+
 /// Scans the transactions at the start of `text` (the elements of the
-/// `transactions` array from one on, see [`run`]) and adds those of the
-/// usual shape to `c`: the number of bytes they took. Nothing is added on a
-/// miss.
-pub(crate) fn txns(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+/// `transactions` array from one on, see [`run`]) and interns their
+/// strings: the number of bytes they took.
+fn scan_txns(text: &[u8], strs: &mut Strs, s: &mut Scratch) -> Scan<usize> {
     let n = run(text, s, txn)?;
-    add_txns(text, c, s);
+    strs.intern_batch(text, &s.strs, &mut s.ids);
     Ok(n)
 }
 
@@ -160,10 +200,9 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     Ok(())
 }
 
-/// Interns the batch's strings (in the order of the text) and adds its
-/// transactions and their ops.
-fn add_txns(text: &[u8], c: &mut Compact, s: &mut Scratch) {
-    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+/// Adds the batch's transactions and their ops (their strings interned by
+/// [`scan_txns`]).
+fn add_txns(c: &mut Compact, s: &mut Scratch) {
     let ids = &s.ids;
     let id = |k: u32| if k == NIL { NIL } else { ids[k as usize] };
     s.keys.clear();
@@ -190,12 +229,11 @@ fn add_txns(text: &[u8], c: &mut Compact, s: &mut Scratch) {
 }
 
 /// Scans the store cells (`final_state.cells` entries) at the start of
-/// `text` (see [`run`]) and adds those of the usual shape and their
-/// versions to `c`: the number of bytes they took. Nothing is added on a
-/// miss.
-pub(crate) fn cells(text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
+/// `text` (see [`run`]) and interns their strings: the number of bytes they
+/// took.
+fn scan_cells(text: &[u8], strs: &mut Strs, s: &mut Scratch) -> Scan<usize> {
     let n = run(text, s, cell)?;
-    add_cells(text, c, s);
+    strs.intern_batch(text, &s.strs, &mut s.ids);
     Ok(n)
 }
 
@@ -227,10 +265,9 @@ fn cell_keyed(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
     Ok(())
 }
 
-/// Interns the batch's strings (in the order of the text) and adds its
-/// store cells and their versions.
-fn add_cells(text: &[u8], c: &mut Compact, s: &mut Scratch) {
-    c.strs.intern_batch(text, &s.strs, &mut s.ids);
+/// Adds the batch's store cells and their versions (their strings
+/// interned by [`scan_cells`]).
+fn add_cells(c: &mut Compact, s: &mut Scratch) {
     let ids = &s.ids;
     s.keys.clear();
     s.keys.extend(
@@ -297,7 +334,7 @@ mod tests {
 
     fn scan(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = txns(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = TXNS.read(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 
@@ -419,7 +456,7 @@ mod tests {
         let mut single = Compact::new();
         let mut s = Scratch::default();
         for t in &texts[..BATCH] {
-            assert_eq!(txns(t.as_bytes(), &mut single, &mut s), Ok(t.len()));
+            assert_eq!(TXNS.read(t.as_bytes(), &mut single, &mut s), Ok(t.len()));
         }
         let names = |c: &Compact| -> Vec<(String, String, Option<String>)> {
             (0..c.txns.len())
@@ -547,7 +584,7 @@ mod tests {
 
     fn scan_cell(text: &str) -> (Scan<usize>, Compact) {
         let mut c = Compact::new();
-        let r = cells(text.as_bytes(), &mut c, &mut Scratch::default());
+        let r = CELLS.read(text.as_bytes(), &mut c, &mut Scratch::default());
         (r, c)
     }
 

@@ -25,13 +25,29 @@ pub(crate) fn read(reader: impl std::io::Read, len_bytes: u64) -> Result<Compact
     read_window(Window::new(reader), len_bytes)
 }
 
+/// From this size on (a size hint) a history's transactions and store cells
+/// are read on two threads (see [`pipelined`]): below it a second thread
+/// costs more than it saves, and a campaign reads many small histories, each
+/// on a core of its own already.
+const TWO_THREADS_FROM_BYTES: u64 = 8 << 20;
+
 /// [`read`] from a window already made (over a mapped file, say).
 pub(crate) fn read_window<R: std::io::Read>(
-    mut w: Window<R>,
+    w: Window<R>,
     len_bytes: u64,
 ) -> Result<Compact, ReadError> {
+    read_window_with(w, len_bytes, len_bytes >= TWO_THREADS_FROM_BYTES)
+}
+
+/// [`read_window`], on two threads when `two_threads` is set: the history
+/// read is the same either way.
+fn read_window_with<R: std::io::Read>(
+    mut w: Window<R>,
+    len_bytes: u64,
+    two_threads: bool,
+) -> Result<Compact, ReadError> {
     let mut c = Compact::for_file_size(len_bytes);
-    top(&mut w, &mut c)?;
+    top(&mut w, &mut c, two_threads)?;
     c.strs.drop_index();
     match w.peek()? {
         None => Ok(c),
@@ -87,33 +103,157 @@ fn members<R: std::io::Read>(
 }
 
 /// An array of transactions or store cells: each run of elements of the
-/// usual shape through `scan` (a scanner of `fastread.rs`, which takes a
+/// usual shape through `fast` (the scanner of `fastread.rs`, which takes a
 /// batch of them at a time), any other element through `slow` (the
-/// visitors) on its text.
+/// visitors) on its text. With `two_threads` the runs of the usual shape
+/// are read on two threads (see [`pipelined`]) up to the first element of
+/// another shape; the rest of the array is read on this one.
 fn fast_elements<R: std::io::Read>(
     w: &mut Window<R>,
     c: &mut Compact,
-    scan: fn(&[u8], &mut Compact, &mut fastread::Scratch) -> Result<usize, Miss>,
+    fast: &fastread::Elements,
     slow: fn(&mut Compact, &[u8]) -> Result<(), ReadError>,
+    two_threads: bool,
 ) -> Result<(), ReadError> {
-    let mut scratch = fastread::Scratch::default();
     w.expect(b'[')?;
     if w.peek()? == Some(b']') {
         return w.expect(b']');
     }
+    if two_threads && pipelined(w, c, fast)? == Ended::Array {
+        return Ok(());
+    }
+    let mut scratch = fastread::Scratch::default();
     loop {
         w.peek()?;
-        match scan(w.rest(), c, &mut scratch) {
+        match fast.read(w.rest(), c, &mut scratch) {
             Ok(n) => w.advance(n),
             Err(Miss::Short) if w.more()? => continue,
             Err(_) => slow(c, w.value(2)?)?,
         }
-        match w.peek()? {
-            Some(b',') => w.expect(b',')?,
-            Some(b']') => return w.expect(b']'),
-            _ => return Err(refuse("expected `,` or `]`")),
+        if after_element(w)? == Ended::Array {
+            return Ok(());
         }
     }
+}
+
+/// Where a run of elements ended.
+#[derive(PartialEq, Eq)]
+enum Ended {
+    /// At the array's `]`, which was read.
+    Array,
+    /// Before an element (a `,` was read): the element is next.
+    Element,
+}
+
+/// Reads what follows an array element: a `,` or the closing `]`.
+fn after_element<R: std::io::Read>(w: &mut Window<R>) -> Result<Ended, ReadError> {
+    match w.peek()? {
+        Some(b',') => w.expect(b',').map(|()| Ended::Element),
+        Some(b']') => w.expect(b']').map(|()| Ended::Array),
+        _ => Err(refuse("expected `,` or `]`")),
+    }
+}
+
+/// How many scanned batches go to the adding thread at a time. With one
+/// hand-over per batch (each may have to wake the thread) a 1M-transaction
+/// file was checked more slowly than on one thread.
+const PARCEL_BATCHES: usize = 16;
+
+/// How many parcels of batches may wait for the adding thread.
+const PIPELINE_DEPTH: usize = 2;
+
+/// Scanned batches on their way to the adding thread, in scan order.
+type Parcel = Vec<fastread::Scratch>;
+
+/// Reads the elements of the usual shape from the window's position (at an
+/// element) on two threads: this one scans each batch and interns its
+/// strings, the other adds the batches to `c` in the order they were
+/// scanned, so the history is the one a single thread makes (the same ids
+/// in the same order). It stops at the array's end, or before the first
+/// element the scanner does not take.
+fn pipelined<R: std::io::Read>(
+    w: &mut Window<R>,
+    c: &mut Compact,
+    fast: &fastread::Elements,
+) -> Result<Ended, ReadError> {
+    let mut strs = std::mem::take(&mut c.strs);
+    let add = fast.add;
+    let history = &mut *c;
+    let ended = std::thread::scope(|scope| {
+        let (full, to_add) = std::sync::mpsc::sync_channel::<Parcel>(PIPELINE_DEPTH);
+        let (emptied, empty) = std::sync::mpsc::channel::<Parcel>();
+        let adder = scope.spawn(move || {
+            for mut parcel in to_add {
+                parcel.iter_mut().for_each(|s| add(history, s));
+                // The scanner may have stopped; the parcel is then unneeded.
+                let _ = emptied.send(parcel);
+            }
+        });
+        let ended = scan_batches(w, &mut strs, fast, &full, &empty);
+        drop(full);
+        // A panic while adding surfaces here, as it would have on this thread.
+        adder
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        ended
+    });
+    c.strs = strs;
+    ended
+}
+
+/// The scanning half of [`pipelined`]: the batches taken go to `full` in
+/// parcels, in scratches that come back through `empty` (or new ones).
+fn scan_batches<R: std::io::Read>(
+    w: &mut Window<R>,
+    strs: &mut crate::compact::Strs,
+    fast: &fastread::Elements,
+    full: &std::sync::mpsc::SyncSender<Parcel>,
+    empty: &std::sync::mpsc::Receiver<Parcel>,
+) -> Result<Ended, ReadError> {
+    let mut free: Vec<fastread::Scratch> = Vec::new();
+    let mut parcel = Parcel::with_capacity(PARCEL_BATCHES);
+    // A parcel that came back: its scratches are free again, and its
+    // vector is the next parcel's.
+    let recycle = |free: &mut Vec<fastread::Scratch>| -> Parcel {
+        let mut back = empty.try_recv().unwrap_or_default();
+        free.append(&mut back);
+        back
+    };
+    let ended = loop {
+        w.peek()?;
+        if free.is_empty() {
+            // Only the scratches are wanted here.
+            drop(recycle(&mut free));
+        }
+        let mut s = free.pop().unwrap_or_default();
+        match (fast.scan)(w.rest(), strs, &mut s) {
+            Ok(n) => {
+                w.advance(n);
+                parcel.push(s);
+                // A failed send means the adding thread is gone: it
+                // panicked, and `pipelined` says so.
+                if parcel.len() == PARCEL_BATCHES {
+                    let next = recycle(&mut free);
+                    if full.send(std::mem::replace(&mut parcel, next)).is_err() {
+                        return Ok(Ended::Element);
+                    }
+                }
+            }
+            Err(Miss::Short) if w.more()? => {
+                free.push(s);
+                continue;
+            }
+            Err(_) => break Ended::Element,
+        }
+        if after_element(w)? == Ended::Array {
+            break Ended::Array;
+        }
+    };
+    if !parcel.is_empty() {
+        // Refused only when the adding thread panicked: `pipelined` says so.
+        let _ = full.send(parcel);
+    }
+    Ok(ended)
 }
 
 const TOP: &[&str] = &[
@@ -128,16 +268,24 @@ const TOP: &[&str] = &[
 ];
 
 /// The whole document.
-fn top<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadError> {
+fn top<R: std::io::Read>(
+    w: &mut Window<R>,
+    c: &mut Compact,
+    two_threads: bool,
+) -> Result<(), ReadError> {
     let seen = members(w, 0, TOP, |w, k| {
         match k {
             0 => c.format = whole(w.value(1)?)?,
             1 => c.seed = whole(w.value(1)?)?,
-            2 => fast_elements(w, c, fastread::txns, |c, v| {
-                seeded(One::<TxnPart>::new(c), v)
-            })?,
+            2 => fast_elements(
+                w,
+                c,
+                &fastread::TXNS,
+                |c, v| seeded(One::<TxnPart>::new(c), v),
+                two_threads,
+            )?,
             3 => c.events = whole(w.value(1)?)?,
-            4 => final_state(w, c)?,
+            4 => final_state(w, c, two_threads)?,
             5 => c.observers = whole(w.value(1)?)?,
             7 => c.model = whole(w.value(1)?)?,
             _ => {
@@ -407,12 +555,20 @@ impl Part for OpPart {
 const FINAL: &[&str] = &["cells", "locks", "notify"];
 
 /// `final_state`.
-fn final_state<R: std::io::Read>(w: &mut Window<R>, c: &mut Compact) -> Result<(), ReadError> {
+fn final_state<R: std::io::Read>(
+    w: &mut Window<R>,
+    c: &mut Compact,
+    two_threads: bool,
+) -> Result<(), ReadError> {
     let seen = members(w, 1, FINAL, |w, k| {
         match k {
-            0 => fast_elements(w, c, fastread::cells, |c, v| {
-                seeded(One::<CellPart>::new(c), v)
-            })?,
+            0 => fast_elements(
+                w,
+                c,
+                &fastread::CELLS,
+                |c, v| seeded(One::<CellPart>::new(c), v),
+                two_threads,
+            )?,
             1 => {
                 for l in whole::<Vec<LockState>>(w.value(2)?)? {
                     let lock = CLock {
@@ -494,6 +650,7 @@ impl Part for VersionPart {
 
 #[cfg(test)]
 mod tests {
+    use super::{Window, fastread};
     use crate::{check, check_compact, parse, parse::validate};
 
     /// Every fixture, read by the stream and by [`parse()`]: the same verdict
@@ -617,5 +774,104 @@ mod tests {
             assert!(parse(b).is_err(), "{b}");
             assert!(super::read(b.as_bytes(), 0).is_err(), "{b}");
         }
+    }
+
+    /// Everything read into `c`, as text: every string in id order, the
+    /// transactions, ops, cells, store cells and versions.
+    fn dump(c: &crate::compact::Compact) -> String {
+        let strs: Vec<&str> = (0..c.strs.len() as u32).map(|i| c.strs.get(i)).collect();
+        format!(
+            "{strs:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            c.txns, c.op_off, c.ops, c.cells, c.state, c.versions
+        )
+    }
+
+    /// A history of `n` transactions and `n` store cells of the usual
+    /// shape, but for the one at `odd` (a value with an escape, which the
+    /// scanner leaves to the visitors).
+    fn history_text(n: usize, odd: usize) -> String {
+        let value = |i: usize| {
+            if i == odd {
+                format!("v{i}\\u0041")
+            } else {
+                format!("v{i}")
+            }
+        };
+        let txns: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"id":{i},"client":{c},"start_ts":{s},"commit_ts":{e},"invoke_ns":{s},"complete_ns":{e},"outcome":"committed","abort_reason":null,"ops":[{{"f":"read","row":"r{r}","col":"c","value":null}},{{"f":"write","row":"r{i}","col":"c","value":"{v}"}}]}}"#,
+                    c = i % 7,
+                    s = 2 * i + 1,
+                    e = 2 * i + 2,
+                    r = i / 2,
+                    v = value(i),
+                )
+            })
+            .collect();
+        let cells: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"row":"r{i}","col":"c","versions":[{{"start_ts":{s},"commit_ts":{e},"kind":"put","value":"{v}"}}]}}"#,
+                    s = 2 * i + 1,
+                    e = 2 * i + 2,
+                    v = value(i),
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"format":"percsim-history/1","seed":1,"transactions":[{}],"events":[],"final_state":{{"cells":[{}],"locks":[]}}}}"#,
+            txns.join(","),
+            cells.join(",")
+        )
+    }
+
+    /// Read on two threads, a history is what one thread reads, to every
+    /// id: whether an element of another shape comes early, late or never
+    /// (the two threads stop there and one reads the rest).
+    #[test]
+    fn two_threads_read_what_one_reads() {
+        let n = 12 * super::PARCEL_BATCHES * fastread::BATCH_LEN;
+        // The usual shape is the scanner's: the threads have work to share.
+        let text = history_text(2, 2);
+        let first = text.find('[').expect("transactions") + 1;
+        let mut c = crate::compact::Compact::new();
+        let mut s = fastread::Scratch::default();
+        let taken = fastread::TXNS.read(&text.as_bytes()[first..], &mut c, &mut s);
+        assert_eq!(c.txns.len(), 2, "{taken:?}");
+        for odd in [0, 3, n / 2, n - 1, n] {
+            let text = history_text(n, odd);
+            let one = super::read_window_with(Window::new(text.as_bytes()), 0, false);
+            let one = one.expect("one thread");
+            assert_eq!(one.txns.len(), n, "odd {odd}");
+            assert_eq!(one.state.len(), n, "odd {odd}");
+            // The threads' timing differs from run to run (which scratches
+            // have come back when): several runs meet more of them.
+            for _ in 0..4 {
+                let two = super::read_window_with(Window::new(text.as_bytes()), 0, true);
+                assert_eq!(dump(&one), dump(&two.expect("two threads")), "odd {odd}");
+            }
+        }
+    }
+
+    /// Every fixture read on two threads is read as on one, or refused as
+    /// on one.
+    #[test]
+    fn two_threads_read_every_fixture_as_one() {
+        let mut checked = 0;
+        for path in json_fixtures() {
+            let text = std::fs::read(&path).expect("readable");
+            let one = super::read_window_with(Window::new(text.as_slice()), 0, false);
+            let two = super::read_window_with(Window::new(text.as_slice()), 0, true);
+            match (one, two) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(dump(&a), dump(&b), "{}", path.display());
+                    checked += 1;
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("{}: accepted one way only", path.display()),
+            }
+        }
+        assert!(checked > 40, "{checked} fixtures read");
     }
 }

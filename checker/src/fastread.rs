@@ -58,29 +58,34 @@ fn run(text: &[u8], s: &mut Scratch, one: fn(&mut Cur, &mut Scratch) -> Scan<()>
 /// The keys a transaction must have: id, client, start_ts, invoke_ns, outcome, ops.
 const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
-/// The two halves of reading a batch of one kind of array element. `scan`
+/// The steps of reading a batch of one kind of array element. `scan`
 /// takes the elements of the usual shape at the start of `text` (see
-/// [`run`]) into the scratch and interns their strings: the only half that
-/// needs the text or the strings. `add` then adds them to the history. The
-/// reader of a large file runs the halves on two threads, one batch behind
-/// the other (`reader.rs`).
+/// [`run`]) into the scratch, with their strings' keys; [`intern`] then
+/// interns the strings (the only step that needs the string table), and
+/// `add` adds the elements to the history. The reader of a large file runs
+/// the steps on two threads, one batch behind the other (`reader.rs`).
 pub(crate) struct Elements {
-    /// Scans and interns: the number of bytes taken. On a miss nothing is
-    /// interned.
-    pub scan: fn(&[u8], &mut Strs, &mut Scratch) -> Scan<usize>,
-    /// Adds what `scan` left in the scratch to the history (all but its
-    /// strings, which `scan` interned).
+    /// Scans: the number of bytes taken.
+    pub scan: fn(&[u8], &mut Scratch) -> Scan<usize>,
+    /// Adds what `scan` left in the scratch to the history, once
+    /// [`intern`] has interned its strings.
     pub add: fn(&mut Compact, &mut Scratch),
 }
 
 impl Elements {
-    /// Both halves on the calling thread: the bytes taken from `text`.
+    /// Every step on the calling thread: the bytes taken from `text`.
     /// Nothing is added on a miss.
     pub(crate) fn read(&self, text: &[u8], c: &mut Compact, s: &mut Scratch) -> Scan<usize> {
-        let n = (self.scan)(text, &mut c.strs, s)?;
+        let n = (self.scan)(text, s)?;
+        intern(text, &mut c.strs, s);
         (self.add)(c, s);
         Ok(n)
     }
+}
+
+/// Interns the strings of a batch scanned from `text`.
+pub(crate) fn intern(text: &[u8], strs: &mut Strs, s: &mut Scratch) {
+    strs.intern_keys(text, &s.strs, &s.str_keys, &mut s.ids);
 }
 
 /// The transactions (the elements of the `transactions` array).
@@ -96,11 +101,11 @@ pub(crate) const CELLS: Elements = Elements {
 };
 
 /// Scans the transactions at the start of `text` (the elements of the
-/// `transactions` array from one on, see [`run`]) and interns their
-/// strings: the number of bytes they took.
-fn scan_txns(text: &[u8], strs: &mut Strs, s: &mut Scratch) -> Scan<usize> {
+/// `transactions` array from one on, see [`run`]), with their strings'
+/// keys: the number of bytes they took.
+fn scan_txns(text: &[u8], s: &mut Scratch) -> Scan<usize> {
     let n = run(text, s, txn)?;
-    strs.intern_batch(text, &s.strs, &mut s.ids);
+    Strs::keys_of(text, &s.strs, &mut s.str_keys);
     Ok(n)
 }
 
@@ -201,7 +206,7 @@ fn op(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
 }
 
 /// Adds the batch's transactions and their ops (their strings interned by
-/// [`scan_txns`]).
+/// [`intern`]).
 fn add_txns(c: &mut Compact, s: &mut Scratch) {
     let ids = &s.ids;
     let id = |k: u32| if k == NIL { NIL } else { ids[k as usize] };
@@ -229,11 +234,11 @@ fn add_txns(c: &mut Compact, s: &mut Scratch) {
 }
 
 /// Scans the store cells (`final_state.cells` entries) at the start of
-/// `text` (see [`run`]) and interns their strings: the number of bytes they
+/// `text` (see [`run`]), with their strings' keys: the number of bytes they
 /// took.
-fn scan_cells(text: &[u8], strs: &mut Strs, s: &mut Scratch) -> Scan<usize> {
+fn scan_cells(text: &[u8], s: &mut Scratch) -> Scan<usize> {
     let n = run(text, s, cell)?;
-    strs.intern_batch(text, &s.strs, &mut s.ids);
+    Strs::keys_of(text, &s.strs, &mut s.str_keys);
     Ok(n)
 }
 
@@ -266,7 +271,7 @@ fn cell_keyed(cur: &mut Cur, s: &mut Scratch) -> Scan<()> {
 }
 
 /// Adds the batch's store cells and their versions (their strings
-/// interned by [`scan_cells`]).
+/// interned by [`intern`]).
 fn add_cells(c: &mut Compact, s: &mut Scratch) {
     let ids = &s.ids;
     s.keys.clear();

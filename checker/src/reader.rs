@@ -162,34 +162,49 @@ const PARCEL_BATCHES: usize = 16;
 /// How many parcels of batches may wait for the adding thread.
 const PIPELINE_DEPTH: usize = 2;
 
-/// Scanned batches on their way to the adding thread, in scan order.
-type Parcel = Vec<fastread::Scratch>;
+/// Scanned batches on their way to the adding thread, in scan order, each
+/// with where its text starts in a mapped file.
+type Parcel = Vec<(usize, fastread::Scratch)>;
 
 /// Reads the elements of the usual shape from the window's position (at an
-/// element) on two threads: this one scans each batch and interns its
-/// strings, the other adds the batches to `c` in the order they were
-/// scanned, so the history is the one a single thread makes (the same ids
-/// in the same order). It stops at the array's end, or before the first
-/// element the scanner does not take.
+/// element) on two threads: this one scans each batch, the other adds the
+/// batches to `c` in the order they were scanned. The strings are interned
+/// in that order too, so the history is the one a single thread makes (the
+/// same ids in the same order): by the adding thread when the window is a
+/// mapped file, which it reads the strings from (the two threads' work is
+/// then about even), by this one otherwise (only it holds the text). It
+/// stops at the array's end, or before the first element the scanner does
+/// not take.
 fn pipelined<R: std::io::Read>(
     w: &mut Window<R>,
     c: &mut Compact,
     fast: &fastread::Elements,
 ) -> Result<Ended, ReadError> {
     let mut strs = std::mem::take(&mut c.strs);
+    let map = w.shared_map();
+    let (scanner_strs, adder_strs) = match map {
+        Some(_) => (None, Some(&mut strs)),
+        None => (Some(&mut strs), None),
+    };
     let add = fast.add;
     let history = &mut *c;
     let ended = std::thread::scope(|scope| {
         let (full, to_add) = std::sync::mpsc::sync_channel::<Parcel>(PIPELINE_DEPTH);
         let (emptied, empty) = std::sync::mpsc::channel::<Parcel>();
         let adder = scope.spawn(move || {
+            let mut strs = adder_strs;
             for mut parcel in to_add {
-                parcel.iter_mut().for_each(|s| add(history, s));
+                for (at, s) in &mut parcel {
+                    if let (Some(strs), Some(map)) = (strs.as_deref_mut(), map.as_deref()) {
+                        fastread::intern(&map[*at..], strs, s);
+                    }
+                    add(history, s);
+                }
                 // The scanner may have stopped; the parcel is then unneeded.
                 let _ = emptied.send(parcel);
             }
         });
-        let ended = scan_batches(w, &mut strs, fast, &full, &empty);
+        let ended = scan_batches(w, scanner_strs, fast, &full, &empty);
         drop(full);
         // A panic while adding surfaces here, as it would have on this thread.
         adder
@@ -201,11 +216,12 @@ fn pipelined<R: std::io::Read>(
     ended
 }
 
-/// The scanning half of [`pipelined`]: the batches taken go to `full` in
-/// parcels, in scratches that come back through `empty` (or new ones).
+/// The scanning half of [`pipelined`] (interning too when `strs` is
+/// given): the batches taken go to `full` in parcels, in scratches that
+/// come back through `empty` (or new ones).
 fn scan_batches<R: std::io::Read>(
     w: &mut Window<R>,
-    strs: &mut crate::compact::Strs,
+    mut strs: Option<&mut crate::compact::Strs>,
     fast: &fastread::Elements,
     full: &std::sync::mpsc::SyncSender<Parcel>,
     empty: &std::sync::mpsc::Receiver<Parcel>,
@@ -216,7 +232,7 @@ fn scan_batches<R: std::io::Read>(
     // vector is the next parcel's.
     let recycle = |free: &mut Vec<fastread::Scratch>| -> Parcel {
         let mut back = empty.try_recv().unwrap_or_default();
-        free.append(&mut back);
+        free.extend(back.drain(..).map(|(_, s)| s));
         back
     };
     let ended = loop {
@@ -226,10 +242,14 @@ fn scan_batches<R: std::io::Read>(
             drop(recycle(&mut free));
         }
         let mut s = free.pop().unwrap_or_default();
-        match (fast.scan)(w.rest(), strs, &mut s) {
+        let at = w.position();
+        match (fast.scan)(w.rest(), &mut s) {
             Ok(n) => {
+                if let Some(strs) = strs.as_deref_mut() {
+                    fastread::intern(w.rest(), strs, &mut s);
+                }
                 w.advance(n);
-                parcel.push(s);
+                parcel.push((at, s));
                 // A failed send means the adding thread is gone: it
                 // panicked, and `pipelined` says so.
                 if parcel.len() == PARCEL_BATCHES {
@@ -717,11 +737,12 @@ mod tests {
 
     /// An input that hands over a few bytes at a time (a pipe, a slow
     /// disk): every value then spans refills of the window.
-    struct Trickle<'a>(&'a [u8]);
+    /// (the bytes left, how many a read hands over at most).
+    struct Trickle<'a>(&'a [u8], usize);
 
     impl std::io::Read for Trickle<'_> {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = buf.len().min(self.0.len()).min(7);
+            let n = buf.len().min(self.0.len()).min(self.1);
             buf[..n].copy_from_slice(&self.0[..n]);
             self.0 = &self.0[n..];
             Ok(n)
@@ -736,7 +757,7 @@ mod tests {
         for path in json_fixtures() {
             let text = std::fs::read(&path).expect("readable");
             let whole = super::read(text.as_slice(), 0);
-            let trickled = super::read(Trickle(&text), 0);
+            let trickled = super::read(Trickle(&text, 7), 0);
             match (whole, trickled) {
                 (Ok(a), Ok(b)) => {
                     assert_eq!(check_compact(a), check_compact(b), "{}", path.display());
@@ -826,6 +847,20 @@ mod tests {
         )
     }
 
+    /// A window over `text` written to a file and mapped, dropping what was
+    /// read every 1 MiB (`tag` names the file).
+    fn mapped(text: &str, tag: usize) -> Window<std::io::Empty> {
+        let name = format!("percsim-reader-{}-{tag}.json", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        std::fs::write(&path, text).expect("write the file");
+        let file = std::fs::File::open(&path).expect("open the file");
+        // SAFETY: the file is this test's own; nobody changes it while it is mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.expect("map the file");
+        // The map stays valid once the file's name is gone.
+        std::fs::remove_file(&path).expect("remove the file");
+        Window::mapped_with(map, 1 << 20)
+    }
+
     /// Read on two threads, a history is what one thread reads, to every
     /// id: whether an element of another shape comes early, late or never
     /// (the two threads stop there and one reads the rest).
@@ -851,6 +886,16 @@ mod tests {
                 let two = super::read_window_with(Window::new(text.as_bytes()), 0, true);
                 assert_eq!(dump(&one), dump(&two.expect("two threads")), "odd {odd}");
             }
+            // Handed over a piece at a time, batches are cut short and
+            // scanned again once more has come.
+            let pieces = Window::new(Trickle(text.as_bytes(), 4093));
+            let two = super::read_window_with(pieces, 0, true);
+            assert_eq!(dump(&one), dump(&two.expect("in pieces")), "odd {odd}");
+            // From a mapped file the adding thread interns the strings,
+            // reading them from the map, while the window hands pages it
+            // has passed back to the kernel (every 1 MiB here).
+            let two = super::read_window_with(mapped(&text, odd), 0, true);
+            assert_eq!(dump(&one), dump(&two.expect("mapped")), "odd {odd}");
         }
     }
 

@@ -66,7 +66,9 @@ enum Bytes {
     /// handed back to the kernel (they are read from the file again if
     /// touched).
     Mapped {
-        map: memmap2::Mmap,
+        /// Shared with the thread that adds what was scanned (see
+        /// `reader::pipelined`), which reads strings from it.
+        map: std::sync::Arc<memmap2::Mmap>,
         dropped: usize,
         /// How many times pages were handed back.
         drops: usize,
@@ -112,11 +114,14 @@ impl<R: Read> Window<R> {
             return;
         }
         let upto = self.pos & !((1 << 20) - 1);
-        // SAFETY: no borrow of the map is alive (this takes `&mut self`, and
-        // every slice the window hands out borrows it), and the bytes
-        // dropped are all before the position, never needed again. The map
-        // is a read-only mapping of a file: were a page touched again, it
-        // would be read from the file, not zeroed.
+        // SAFETY: the bytes dropped are all before the position: no slice
+        // the window handed out is alive (this takes `&mut self`, and every
+        // such slice borrows it). The thread that adds what was scanned
+        // (`reader::pipelined`) may still read strings there through its
+        // own handle on the map: the map is a read-only mapping of a file,
+        // so a page touched again is read from the file again, the same
+        // bytes (nobody writes the file while it is checked, see
+        // `front::map_file`), never zeroed.
         #[cfg(unix)]
         let _refused_pages_stay = unsafe {
             map.unchecked_advise_range(
@@ -181,6 +186,21 @@ impl<R: Read> Window<R> {
     /// Consumes `n` bytes of [`Window::rest`].
     pub(crate) fn advance(&mut self, n: usize) {
         self.pos = (self.pos + n).min(self.end);
+    }
+
+    /// Where [`Window::rest`] starts: in a mapped window, its offset in the
+    /// file.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The whole mapped file, when the window is one (`None` when it reads
+    /// a stream).
+    pub(crate) fn shared_map(&self) -> Option<std::sync::Arc<memmap2::Mmap>> {
+        match &self.bytes {
+            Bytes::Mapped { map, .. } => Some(map.clone()),
+            Bytes::Read(_) => None,
+        }
     }
 
     /// Reads more into [`Window::rest`]; false at the end of the input.
@@ -286,7 +306,7 @@ impl Window<std::io::Empty> {
     }
 
     /// [`Window::mapped`], dropping what was read `stride` bytes at a time.
-    fn mapped_with(map: memmap2::Mmap, stride: usize) -> Window<std::io::Empty> {
+    pub(crate) fn mapped_with(map: memmap2::Mmap, stride: usize) -> Window<std::io::Empty> {
         // Read in order: the kernel may read ahead further.
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
@@ -294,7 +314,7 @@ impl Window<std::io::Empty> {
             input: std::io::empty(),
             end: map.len(),
             bytes: Bytes::Mapped {
-                map,
+                map: std::sync::Arc::new(map),
                 dropped: 0,
                 drops: 0,
                 stride,

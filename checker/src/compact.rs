@@ -354,17 +354,17 @@ impl Strs {
         keys.extend(ranges.iter().map(|&range| Key::at(text, range)));
     }
 
-    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`,
-    /// of keys `keys` ([`Strs::keys_of`]), into `ids`, as [`Strs::intern`]
-    /// on each in order would give; each
-    /// range must hold UTF-8 (the scanner's hold printable ASCII).
+    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`, of
+    /// keys `keys` ([`Strs::keys_of`]), into `ids`, as [`Strs::intern`] on
+    /// each in order would give; each range must hold UTF-8 (the scanner's
+    /// hold printable ASCII).
     ///
     /// On a large file nearly every lookup misses the cache, and one at a
     /// time each waits the whole memory latency. So the hashes of the whole
-    /// batch come first (`keys`), then a tight loop that loads every string's first
-    /// slot (loads the processor keeps in flight together, as they depend
-    /// on nothing), and only then the lookups, which find their slots in
-    /// the cache.
+    /// batch come first (`keys`), then a tight loop that loads every
+    /// string's first slot (loads the processor keeps in flight together,
+    /// as they depend on nothing), and only then the lookups, which find
+    /// their slots in the cache.
     pub(crate) fn intern_keys(
         &mut self,
         text: &[u8],

@@ -449,6 +449,29 @@ where
         }
     }
 
+    /// Files what `later` holds after what this sink holds, as if its
+    /// findings had been filed here, after these: the counts add up, and
+    /// of each class only the first [`SHOWN_PER_CLASS`] are kept.
+    pub(crate) fn absorb(&mut self, later: Sink<C>) {
+        self.total += later.total;
+        let before = self.counts.clone();
+        let mut taken: BTreeMap<String, u64> = BTreeMap::new();
+        for f in later.shown {
+            let shown = before.get(&f.class).copied().unwrap_or(0);
+            let k = taken.entry(f.class.clone()).or_default();
+            *k += 1;
+            if shown + *k <= SHOWN_PER_CLASS {
+                self.shown.push(f);
+            }
+        }
+        for (class, n) in later.counts {
+            *self.counts.entry(class).or_default() += n;
+        }
+        if self.note.is_none() {
+            self.note = later.note;
+        }
+    }
+
     fn sorted_findings(&mut self) -> (u64, BTreeMap<String, u64>, Vec<Finding>) {
         // Stable: keeps discovery order within a class.
         self.shown.sort_by(|a, b| a.class.cmp(&b.class));
@@ -500,6 +523,41 @@ mod tests {
         assert_eq!(r.id, "atomic_commits");
         assert_eq!(r.counts.get("lock_left"), Some(&1));
         assert_eq!(r.violations[0].class, "lock_left");
+    }
+
+    /// Findings filed in two sinks, the second absorbed into the first,
+    /// report as the same findings filed in one: every count, and the
+    /// first five of each class in filing order (each part holds more
+    /// than five of a class).
+    #[test]
+    fn an_absorbed_sink_reports_as_if_filed_in_one() {
+        let filed: Vec<(FindingClass, u64)> = (0..26)
+            .map(|i| match i % 3 {
+                0 | 1 => (FindingClass::G1a, i),
+                _ => (FindingClass::G1b, i),
+            })
+            .collect();
+        let file = |sink: &mut Sink, part: &[(FindingClass, u64)]| {
+            for &(class, i) in part {
+                sink.add(class, || {
+                    Draft::new(format!("finding {i}"), vec![i], vec![])
+                });
+            }
+        };
+        let mut one = Sink::new(Rule::NoDependencyCycles);
+        file(&mut one, &filed);
+        let one = one.into_rule("n");
+        for split in [0, 1, 4, 13, 25, 26] {
+            let mut first = Sink::new(Rule::NoDependencyCycles);
+            let mut second = Sink::new(Rule::NoDependencyCycles);
+            file(&mut first, &filed[..split]);
+            file(&mut second, &filed[split..]);
+            first.absorb(second);
+            assert_eq!(first.into_rule("n"), one, "split at {split}");
+        }
+        let r = one;
+        assert_eq!(r.counts.get("G1a"), Some(&18));
+        assert_eq!(r.violations.len(), 10);
     }
 
     #[test]

@@ -68,7 +68,7 @@ const RULES: [Entry; 8] = [
         id: cycles::ID,
         name: cycles::NAME,
         phase: Phase::First,
-        run: |s, sink| s.graph = cycles::check(s.ctx, sink, &mut s.allowed),
+        run: |s, sink| s.graph = cycles::check(s.ctx, s.prepared.take(), sink, &mut s.allowed),
     },
     Entry::then(observer_once::ID, observer_once::NAME, |s, k| {
         observer_once::check(s.ctx, s.observers(), k)
@@ -91,6 +91,9 @@ struct Shared<'c, 'a> {
     allowed: Sink,
     /// The dependency graph's sizes (zero until its rule has run).
     graph: GraphStats,
+    /// What the dependency-graph rule works out first, when it was worked
+    /// out before the phase (see [`run_all_with`]).
+    prepared: Option<cycles::Prepared<'c>>,
 }
 
 impl<'a> Shared<'_, 'a> {
@@ -120,20 +123,26 @@ const PARALLEL_FROM_TXNS: usize = 100_000;
 
 /// Runs every rule over the index, each into its own sink; the reports
 /// come back in the table's order. On a history of at least
-/// [`PARALLEL_FROM_TXNS`] transactions the rules of [`Phase::First`] (the
-/// dependency graph) run on a thread of their own beside the others.
+/// [`PARALLEL_FROM_TXNS`] transactions the dependency graph's first part
+/// runs on both cores, then the rest of it (the rules of [`Phase::First`])
+/// on a thread of its own beside the others.
 pub(crate) fn run_all(ctx: &Ctx<'_>) -> Verdicts {
     run_all_with(ctx, ctx.h.txns.len() >= PARALLEL_FROM_TXNS)
 }
 
 /// [`run_all`], with the dependency graph on a thread of its own when
-/// `parallel` is set. The rules share nothing they change (each phase has
-/// its own [`Shared`]), so the reports are the same either way.
+/// `parallel` is set: its version orders and judged reads
+/// ([`cycles::prepare`]) are worked out first, in halves on two threads,
+/// then the rest of the graph runs beside the other rules. Alone, the
+/// graph's thread would finish long after the other rules'. The rules share
+/// nothing they change (each phase has its own [`Shared`]), and the halves
+/// are joined in order, so the reports are the same either way.
 fn run_all_with(ctx: &Ctx<'_>, parallel: bool) -> Verdicts {
     let (first, then) = if parallel {
+        let prepared = cycles::prepare(ctx, true);
         std::thread::scope(|scope| {
-            let first = scope.spawn(|| run_phase(ctx, Phase::First));
-            let then = run_phase(ctx, Phase::Then);
+            let first = scope.spawn(|| run_phase(ctx, Phase::First, Some(prepared)));
+            let then = run_phase(ctx, Phase::Then, None);
             // A rule that panics on the graph's thread panics here, as it
             // would have on this one.
             let first = first
@@ -142,7 +151,10 @@ fn run_all_with(ctx: &Ctx<'_>, parallel: bool) -> Verdicts {
             (first, then)
         })
     } else {
-        (run_phase(ctx, Phase::First), run_phase(ctx, Phase::Then))
+        (
+            run_phase(ctx, Phase::First, None),
+            run_phase(ctx, Phase::Then, None),
+        )
     };
     let reports = first.reports.into_iter().zip(then.reports);
     Verdicts {
@@ -160,13 +172,19 @@ struct PhaseRun<'c, 'a> {
     shared: Shared<'c, 'a>,
 }
 
-/// Runs the rules of `phase` over `ctx`, in the table's order.
-fn run_phase<'c, 'a>(ctx: &'c Ctx<'a>, phase: Phase) -> PhaseRun<'c, 'a> {
+/// Runs the rules of `phase` over `ctx`, in the table's order, with what
+/// the dependency graph's rule worked out before, if it did.
+fn run_phase<'c, 'a>(
+    ctx: &'c Ctx<'a>,
+    phase: Phase,
+    prepared: Option<cycles::Prepared<'c>>,
+) -> PhaseRun<'c, 'a> {
     let mut shared = Shared {
         ctx,
         observers: None,
         allowed: Sink::new(cycles::ID),
         graph: GraphStats::default(),
+        prepared,
     };
     let mut reports: [Option<RuleReport>; RULES.len()] = Default::default();
     for (entry, report) in RULES.iter().zip(&mut reports) {

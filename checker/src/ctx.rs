@@ -3,6 +3,7 @@
 //! transaction that wrote them, and the committed versions of every cell.
 //! Everything borrows from the history; nothing is copied.
 
+use crate::both::both;
 use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
 use crate::sort::{group_by, radix_sort_by_key};
@@ -474,25 +475,68 @@ fn unique_cells(h: &Compact, recs: &[StoreRec], n_cells: usize) -> Vec<bool> {
     cell_unique
 }
 
+/// (start_ts, transaction) of every transaction, by start_ts (the first
+/// one in history order on a tie).
+fn txns_by_start(h: &Compact) -> Vec<(u64, u32)> {
+    let mut by_start: Vec<(u64, u32)> = h
+        .txns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.start_ts, i as u32))
+        .collect();
+    // Stable, and made in history order: ties stay in it.
+    radix_sort_by_key(&mut by_start, |x| x.0);
+    by_start
+}
+
+/// (start_ts, event) of every event that names a start_ts, sorted.
+fn events_by_start(h: &Compact) -> Vec<(u64, u32)> {
+    let mut events: Vec<(u64, u32)> = h
+        .events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            e.fields
+                .get("start_ts")
+                .and_then(serde_json::Value::as_u64)
+                .map(|ts| (ts, i as u32))
+        })
+        .collect();
+    events.sort_unstable();
+    events
+}
+
 impl<'a> Ctx<'a> {
     /// The index of `h`, whose cells were renumbered
-    /// ([`Compact::renumber_cells`]) and whose store was taken out.
+    /// ([`Compact::renumber_cells`]) and whose store was taken out; on two
+    /// threads from [`crate::rules::PARALLEL_FROM_TXNS`] transactions.
     pub(crate) fn build(h: &'a Compact, store: Store) -> Ctx<'a> {
-        // Transactions by start_ts (the first one in history order on a tie).
-        let mut by_start: Vec<(u64, u32)> = h
-            .txns
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.start_ts, i as u32))
-            .collect();
-        // Stable, and made in history order: ties stay in it.
-        radix_sort_by_key(&mut by_start, |x| x.0);
+        let two_threads = h.txns.len() >= crate::rules::PARALLEL_FROM_TXNS;
+        Ctx::build_with(h, store, two_threads)
+    }
+
+    /// [`Ctx::build`], with its independent parts on two threads when
+    /// `two_threads` is set: the store's records beside the final writes,
+    /// then the committed versions beside the cells with unique values.
+    /// Each part is made as on one thread.
+    pub(crate) fn build_with(h: &'a Compact, store: Store, two_threads: bool) -> Ctx<'a> {
+        let (index, (fw_off, fw)) = both(
+            two_threads,
+            || store_records(h, store, &txns_by_start(h)),
+            || final_writes(h),
+        );
         let StoreIndex {
             recs,
             rec_range,
             orphans,
-        } = store_records(h, store, &by_start);
-        drop(by_start);
+        } = index;
+        let n_cells = h.cells.len();
+        let committed = committed(h, &recs, &rec_range, &fw_off);
+        let (versions, cell_unique) = both(
+            two_threads,
+            || committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw)),
+            || unique_cells(h, &recs, n_cells),
+        );
         let runs: Vec<(u32, u32)> = h
             .txns
             .iter()
@@ -502,25 +546,7 @@ impl<'a> Ctx<'a> {
             .collect();
         let notify_cells = h.notify.clone();
         let lock_cells = h.locks.iter().map(|l| (l.cell, l.primary)).collect();
-        let (fw_off, fw) = final_writes(h);
-        let committed = committed(h, &recs, &rec_range, &fw_off);
-        let n_cells = h.cells.len();
-        let versions = committed_versions(h, n_cells, &recs, &rec_range, (&fw_off, &fw));
-        let cell_unique = unique_cells(h, &recs, n_cells);
-
-        let mut events_by_start: Vec<(u64, u32)> = h
-            .events
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| {
-                e.fields
-                    .get("start_ts")
-                    .and_then(serde_json::Value::as_u64)
-                    .map(|ts| (ts, i as u32))
-            })
-            .collect();
-        events_by_start.sort_unstable();
-
+        let events_by_start = events_by_start(h);
         Ctx {
             h,
             fw_off,

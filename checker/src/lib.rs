@@ -39,6 +39,7 @@
 //! ```
 
 mod atomicity;
+mod both;
 mod class;
 mod compact;
 mod conflicts;

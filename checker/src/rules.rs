@@ -3,6 +3,7 @@
 //! sink of its own (so the order they run in changes nothing in a rule's
 //! report).
 
+use crate::both::both;
 use crate::class::Rule;
 use crate::ctx::Ctx;
 use crate::cycles::{self, GraphStats};
@@ -119,7 +120,7 @@ pub(crate) struct Verdicts {
 /// calling thread: a second thread costs more than it saves on a small
 /// history, and a campaign checks thousands of small histories, each on a
 /// core of its own already.
-const PARALLEL_FROM_TXNS: usize = 100_000;
+pub(crate) const PARALLEL_FROM_TXNS: usize = 100_000;
 
 /// Runs every rule over the index, each into its own sink; the reports
 /// come back in the table's order. On a history of at least
@@ -130,32 +131,20 @@ pub(crate) fn run_all(ctx: &Ctx<'_>) -> Verdicts {
     run_all_with(ctx, ctx.h.txns.len() >= PARALLEL_FROM_TXNS)
 }
 
-/// [`run_all`], with the dependency graph on a thread of its own when
-/// `parallel` is set: its version orders and judged reads
-/// ([`cycles::prepare`]) are worked out first, in halves on two threads,
-/// then the rest of the graph runs beside the other rules. Alone, the
-/// graph's thread would finish long after the other rules'. The rules share
+/// [`run_all`], on two threads when `parallel` is set: the dependency
+/// graph's version orders and judged reads ([`cycles::prepare`]) are
+/// worked out first, in halves, then the rest of the graph runs on this
+/// thread beside the other rules on the second. With all of it beside
+/// them, the graph would finish long after the other rules. The rules share
 /// nothing they change (each phase has its own [`Shared`]), and the halves
 /// are joined in order, so the reports are the same either way.
 fn run_all_with(ctx: &Ctx<'_>, parallel: bool) -> Verdicts {
-    let (first, then) = if parallel {
-        let prepared = cycles::prepare(ctx, true);
-        std::thread::scope(|scope| {
-            let first = scope.spawn(|| run_phase(ctx, Phase::First, Some(prepared)));
-            let then = run_phase(ctx, Phase::Then, None);
-            // A rule that panics on the graph's thread panics here, as it
-            // would have on this one.
-            let first = first
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            (first, then)
-        })
-    } else {
-        (
-            run_phase(ctx, Phase::First, None),
-            run_phase(ctx, Phase::Then, None),
-        )
-    };
+    let prepared = parallel.then(|| cycles::prepare(ctx, true));
+    let (first, then) = both(
+        parallel,
+        || run_phase(ctx, Phase::First, prepared),
+        || run_phase(ctx, Phase::Then, None),
+    );
     let reports = first.reports.into_iter().zip(then.reports);
     Verdicts {
         // Every entry has one of the phases, so every report is there.
@@ -218,11 +207,11 @@ mod tests {
     }
 
     /// Every percsim history among the fixtures, valid or not, gets the
-    /// same verdicts with the dependency graph on a thread of its own as
-    /// with every rule on one thread (each fixture fails a different rule,
-    /// so every rule's findings are compared).
+    /// same verdicts with its index built and its rules run on two threads
+    /// as on one (each fixture fails a different rule, so every rule's
+    /// findings are compared).
     #[test]
-    fn the_rules_give_the_same_verdicts_in_parallel_and_one_after_the_other() {
+    fn the_rules_give_the_same_verdicts_on_two_threads_as_on_one() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut judged = 0;
         let mut failing = 0;
@@ -230,11 +219,16 @@ mod tests {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let Ok(h) = crate::parse(&text) else { continue };
-            let mut c = crate::compact::Compact::from_history(&h);
-            c.renumber_cells();
-            let store = c.take_store();
-            let ctx = Ctx::build(&c, store);
-            let (a, b) = (run_all_with(&ctx, false), run_all_with(&ctx, true));
+            let compact = || {
+                let mut c = crate::compact::Compact::from_history(&h);
+                c.renumber_cells();
+                let store = c.take_store();
+                (c, store)
+            };
+            let ((c1, s1), (c2, s2)) = (compact(), compact());
+            let one = Ctx::build_with(&c1, s1, false);
+            let two = Ctx::build_with(&c2, s2, true);
+            let (a, b) = (run_all_with(&one, false), run_all_with(&two, true));
             assert_eq!(a.rules, b.rules, "{}", path.display());
             assert_eq!(a.allowed, b.allowed, "{}", path.display());
             let edges = |v: &Verdicts| (v.graph.edges, v.graph.unique_cells);

@@ -20,6 +20,7 @@ pub(crate) use search::{Step, each_cycle};
 
 use crate::FindingClass;
 use crate::Rule;
+use crate::both::both;
 use crate::compact::OpKind;
 use crate::ctx::{Ctx, Cv, NONE, Val};
 use crate::report::Sink;
@@ -59,15 +60,11 @@ pub(crate) fn prepare<'c>(ctx: &'c Ctx<'c>, halves: bool) -> Prepared<'c> {
     };
     let n = ctx.n() as u32;
     let (judged, found) = if halves {
-        let (first, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(|| judge_reads(ctx, &versions, n / 2..n));
-            let first = judge_reads(ctx, &versions, 0..n / 2);
-            let second = second
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            (first, second)
-        });
-        let (mut judged, mut found) = first;
+        let ((mut judged, mut found), second) = both(
+            true,
+            || judge_reads(ctx, &versions, 0..n / 2),
+            || judge_reads(ctx, &versions, n / 2..n),
+        );
         judged.append(second.0);
         found.absorb(second.1);
         (judged, found)
@@ -177,14 +174,7 @@ impl<'c> Versions<'c> {
         let n = ctx.n_cells() as u32;
         // A multiple of 64: each half's bits are whole words.
         let mid = n / 2 / 64 * 64;
-        let (first, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(|| order_part(ctx, mid..n));
-            let first = order_part(ctx, 0..mid);
-            let second = second
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            (first, second)
-        });
+        let (first, second) = both(true, || order_part(ctx, 0..mid), || order_part(ctx, mid..n));
         Versions::joined(ctx, [first, second])
     }
 

@@ -1,0 +1,22 @@
+//! Two pieces of work at once: the one way the checker splits work over
+//! two threads when it holds a large history in memory.
+
+/// Runs `a` on this thread and `b` on a second one when `two_threads` is
+/// set, else `a` then `b` here; returns both results. A panic in `b`
+/// panics here, as it would have on this thread.
+pub(crate) fn both<A: Send, B: Send>(
+    two_threads: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if !two_threads {
+        let a = a();
+        return (a, b());
+    }
+    std::thread::scope(|scope| {
+        let b = scope.spawn(b);
+        let a = a();
+        let b = b.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (a, b)
+    })
+}

@@ -20,3 +20,9 @@ pub(crate) fn both<A: Send, B: Send>(
         (a, b)
     })
 }
+
+/// Below this many transactions the checker's index and rules are built
+/// and run on one thread: a second thread costs more than it saves on a
+/// small history, and a campaign checks thousands of small histories, each
+/// on a core of its own already.
+pub(crate) const PARALLEL_FROM_TXNS: usize = 100_000;

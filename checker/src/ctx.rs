@@ -3,7 +3,7 @@
 //! transaction that wrote them, and the committed versions of every cell.
 //! Everything borrows from the history; nothing is copied.
 
-use crate::both::both;
+use crate::both::{PARALLEL_FROM_TXNS, both};
 use crate::compact::{COp, Compact, NIL, OpKind, Store, Txn};
 use crate::history::{Outcome, VersionKind};
 use crate::sort::{group_by, radix_sort_by_key};
@@ -509,9 +509,9 @@ fn events_by_start(h: &Compact) -> Vec<(u64, u32)> {
 impl<'a> Ctx<'a> {
     /// The index of `h`, whose cells were renumbered
     /// ([`Compact::renumber_cells`]) and whose store was taken out; on two
-    /// threads from [`crate::rules::PARALLEL_FROM_TXNS`] transactions.
+    /// threads from [`PARALLEL_FROM_TXNS`] transactions.
     pub(crate) fn build(h: &'a Compact, store: Store) -> Ctx<'a> {
-        let two_threads = h.txns.len() >= crate::rules::PARALLEL_FROM_TXNS;
+        let two_threads = h.txns.len() >= PARALLEL_FROM_TXNS;
         Ctx::build_with(h, store, two_threads)
     }
 

@@ -3,7 +3,7 @@
 //! sink of its own (so the order they run in changes nothing in a rule's
 //! report).
 
-use crate::both::both;
+use crate::both::{PARALLEL_FROM_TXNS, both};
 use crate::class::Rule;
 use crate::ctx::Ctx;
 use crate::cycles::{self, GraphStats};
@@ -115,12 +115,6 @@ pub(crate) struct Verdicts {
     /// The dependency graph's sizes, for the statistics.
     pub graph: GraphStats,
 }
-
-/// Below this many transactions the rules run one after the other on the
-/// calling thread: a second thread costs more than it saves on a small
-/// history, and a campaign checks thousands of small histories, each on a
-/// core of its own already.
-pub(crate) const PARALLEL_FROM_TXNS: usize = 100_000;
 
 /// Runs every rule over the index, each into its own sink; the reports
 /// come back in the table's order. On a history of at least

@@ -154,27 +154,35 @@ fn after_element<R: std::io::Read>(w: &mut Window<R>) -> Result<Ended, ReadError
     }
 }
 
-/// How many scanned batches go to the adding thread at a time. With one
+/// How many scanned batches go to the other thread at a time. With one
 /// hand-over per batch (each may have to wake the thread) a 1M-transaction
 /// file was checked more slowly than on one thread.
 const PARCEL_BATCHES: usize = 16;
 
-/// How many parcels of batches may wait for the adding thread.
+/// How many parcels of batches may wait for the other thread.
 const PIPELINE_DEPTH: usize = 2;
 
-/// Scanned batches on their way to the adding thread, in scan order, each
-/// with where its text starts in a mapped file.
+/// Scanned batches on their way to the other thread and back, in scan
+/// order, each with where its text starts in a mapped file.
 type Parcel = Vec<(usize, fastread::Scratch)>;
 
+/// What one thread of [`pipelined`] does to each batch besides scanning:
+/// intern its strings into `strs`, add it to `history`, either or neither.
+struct Stage<'h> {
+    strs: Option<&'h mut crate::compact::Strs>,
+    history: Option<&'h mut Compact>,
+}
+
 /// Reads the elements of the usual shape from the window's position (at an
-/// element) on two threads: this one scans each batch, the other adds the
-/// batches to `c` in the order they were scanned. The strings are interned
-/// in that order too, so the history is the one a single thread makes (the
-/// same ids in the same order): by the adding thread when the window is a
-/// mapped file, which it reads the strings from (the two threads' work is
-/// then about even), by this one otherwise (only it holds the text). It
-/// stops at the array's end, or before the first element the scanner does
-/// not take.
+/// element) on two threads. This one scans each batch and hands it over;
+/// the strings are interned and the batches added to `c` in the order
+/// they were scanned, so the history is the one a single thread makes (the
+/// same ids in the same order). When the window is a mapped file, the
+/// other thread interns (reading the strings from the map) and this one
+/// adds each batch when it comes back; otherwise (only this thread holds
+/// the text) this one interns and the other adds. Either way the two
+/// threads' work is about even. It stops at the array's end, or before the
+/// first element the scanner does not take.
 fn pipelined<R: std::io::Read>(
     w: &mut Window<R>,
     c: &mut Compact,
@@ -182,32 +190,60 @@ fn pipelined<R: std::io::Read>(
 ) -> Result<Ended, ReadError> {
     let mut strs = std::mem::take(&mut c.strs);
     let map = w.shared_map();
-    let (scanner_strs, adder_strs) = match map {
-        Some(_) => (None, Some(&mut strs)),
-        None => (Some(&mut strs), None),
+    let (here, there) = match map {
+        Some(_) => (
+            Stage {
+                strs: None,
+                history: Some(c),
+            },
+            Stage {
+                strs: Some(&mut strs),
+                history: None,
+            },
+        ),
+        None => (
+            Stage {
+                strs: Some(&mut strs),
+                history: None,
+            },
+            Stage {
+                strs: None,
+                history: Some(c),
+            },
+        ),
     };
     let add = fast.add;
-    let history = &mut *c;
     let ended = std::thread::scope(|scope| {
-        let (full, to_add) = std::sync::mpsc::sync_channel::<Parcel>(PIPELINE_DEPTH);
-        let (emptied, empty) = std::sync::mpsc::channel::<Parcel>();
-        let adder = scope.spawn(move || {
-            let mut strs = adder_strs;
-            for mut parcel in to_add {
+        let (full, to_work) = std::sync::mpsc::sync_channel::<Parcel>(PIPELINE_DEPTH);
+        let (worked, back) = std::sync::mpsc::channel::<Parcel>();
+        let other = scope.spawn(move || {
+            let mut stage = there;
+            for mut parcel in to_work {
                 for (at, s) in &mut parcel {
-                    if let (Some(strs), Some(map)) = (strs.as_deref_mut(), map.as_deref()) {
+                    if let (Some(strs), Some(map)) = (stage.strs.as_deref_mut(), map.as_deref()) {
                         fastread::intern(&map[*at..], strs, s);
                     }
-                    add(history, s);
+                    if let Some(history) = stage.history.as_deref_mut() {
+                        add(history, s);
+                    }
                 }
-                // The scanner may have stopped; the parcel is then unneeded.
-                let _ = emptied.send(parcel);
+                // The scanner may have stopped; the parcel then goes unused.
+                if worked.send(parcel).is_err() {
+                    break;
+                }
             }
         });
-        let ended = scan_batches(w, scanner_strs, fast, &full, &empty);
+        let mut here = here;
+        let ended = scan_batches(w, &mut here, fast, &full, &back);
         drop(full);
-        // A panic while adding surfaces here, as it would have on this thread.
-        adder
+        // The batches still with the other thread come back in order.
+        if ended.is_ok() {
+            for parcel in back.iter() {
+                take_back(&mut here, add, parcel);
+            }
+        }
+        // A panic on the other thread surfaces here, as it would have on this one.
+        other
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         ended
@@ -216,45 +252,55 @@ fn pipelined<R: std::io::Read>(
     ended
 }
 
-/// The scanning half of [`pipelined`] (interning too when `strs` is
-/// given): the batches taken go to `full` in parcels, in scratches that
-/// come back through `empty` (or new ones).
+/// A parcel back from the other thread of [`pipelined`]: its batches
+/// added here when this thread adds; its scratches free again.
+fn take_back(
+    here: &mut Stage<'_>,
+    add: fn(&mut Compact, &mut fastread::Scratch),
+    mut parcel: Parcel,
+) -> Vec<fastread::Scratch> {
+    if let Some(history) = here.history.as_deref_mut() {
+        for (_, s) in &mut parcel {
+            add(history, s);
+        }
+    }
+    parcel.into_iter().map(|(_, s)| s).collect()
+}
+
+/// The scanning half of [`pipelined`] (interning too when `here` holds
+/// the strings): the batches taken go to `full` in parcels; they come back
+/// through `back`, to be added here when `here` holds the history, and
+/// their scratches are used again. While the other thread is behind, this
+/// one adds what came back rather than wait.
 fn scan_batches<R: std::io::Read>(
     w: &mut Window<R>,
-    mut strs: Option<&mut crate::compact::Strs>,
+    here: &mut Stage<'_>,
     fast: &fastread::Elements,
     full: &std::sync::mpsc::SyncSender<Parcel>,
-    empty: &std::sync::mpsc::Receiver<Parcel>,
+    back: &std::sync::mpsc::Receiver<Parcel>,
 ) -> Result<Ended, ReadError> {
     let mut free: Vec<fastread::Scratch> = Vec::new();
     let mut parcel = Parcel::with_capacity(PARCEL_BATCHES);
-    // A parcel that came back: its scratches are free again, and its
-    // vector is the next parcel's.
-    let recycle = |free: &mut Vec<fastread::Scratch>| -> Parcel {
-        let mut back = empty.try_recv().unwrap_or_default();
-        free.extend(back.drain(..).map(|(_, s)| s));
-        back
-    };
     let ended = loop {
         w.peek()?;
-        if free.is_empty() {
-            // Only the scratches are wanted here.
-            drop(recycle(&mut free));
+        if free.is_empty()
+            && let Ok(p) = back.try_recv()
+        {
+            free = take_back(here, fast.add, p);
         }
         let mut s = free.pop().unwrap_or_default();
         let at = w.position();
         match (fast.scan)(w.rest(), &mut s) {
             Ok(n) => {
-                if let Some(strs) = strs.as_deref_mut() {
+                if let Some(strs) = here.strs.as_deref_mut() {
                     fastread::intern(w.rest(), strs, &mut s);
                 }
                 w.advance(n);
                 parcel.push((at, s));
-                // A failed send means the adding thread is gone: it
-                // panicked, and `pipelined` says so.
                 if parcel.len() == PARCEL_BATCHES {
-                    let next = recycle(&mut free);
-                    if full.send(std::mem::replace(&mut parcel, next)).is_err() {
+                    let sent =
+                        std::mem::replace(&mut parcel, Parcel::with_capacity(PARCEL_BATCHES));
+                    if !hand_over(here, fast.add, full, back, sent, &mut free) {
                         return Ok(Ended::Element);
                     }
                 }
@@ -270,10 +316,40 @@ fn scan_batches<R: std::io::Read>(
         }
     };
     if !parcel.is_empty() {
-        // Refused only when the adding thread panicked: `pipelined` says so.
+        // Refused only when the other thread panicked: `pipelined` says so.
         let _ = full.send(parcel);
     }
     Ok(ended)
+}
+
+/// Sends `parcel` to the other thread; while its queue is full, takes a
+/// parcel back (adding it here when this thread adds) instead of waiting
+/// idle. False when the other thread is gone (it panicked, and
+/// `pipelined` says so).
+fn hand_over(
+    here: &mut Stage<'_>,
+    add: fn(&mut Compact, &mut fastread::Scratch),
+    full: &std::sync::mpsc::SyncSender<Parcel>,
+    back: &std::sync::mpsc::Receiver<Parcel>,
+    mut parcel: Parcel,
+    free: &mut Vec<fastread::Scratch>,
+) -> bool {
+    use std::sync::mpsc::TrySendError;
+    loop {
+        match full.try_send(parcel) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(p)) => {
+                parcel = p;
+                // The queue is full, so the other thread holds parcels it
+                // will send back: wait for one.
+                match back.recv() {
+                    Ok(done) => free.extend(take_back(here, add, done)),
+                    Err(_) => return false,
+                }
+            }
+        }
+    }
 }
 
 const TOP: &[&str] = &[

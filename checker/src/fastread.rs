@@ -60,8 +60,8 @@ const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
 /// The steps of reading a batch of one kind of array element. `scan`
 /// takes the elements of the usual shape at the start of `text` (see
-/// [`run`]) into the scratch, with their strings' keys; [`intern`] then
-/// interns the strings (the only step that needs the string table), and
+/// [`run`]) into the scratch; [`intern`] then works out their strings'
+/// keys and interns them (the only step that needs the string table), and
 /// `add` adds the elements to the history. The reader of a large file runs
 /// the steps on two threads, one batch behind the other (`reader.rs`).
 pub(crate) struct Elements {
@@ -83,8 +83,10 @@ impl Elements {
     }
 }
 
-/// Interns the strings of a batch scanned from `text`.
+/// Interns the strings of a batch scanned from `text`, their keys worked
+/// out first.
 pub(crate) fn intern(text: &[u8], strs: &mut Strs, s: &mut Scratch) {
+    Strs::keys_of(text, &s.strs, &mut s.str_keys);
     strs.intern_keys(text, &s.strs, &s.str_keys, &mut s.ids);
 }
 
@@ -101,12 +103,10 @@ pub(crate) const CELLS: Elements = Elements {
 };
 
 /// Scans the transactions at the start of `text` (the elements of the
-/// `transactions` array from one on, see [`run`]), with their strings'
-/// keys: the number of bytes they took.
+/// `transactions` array from one on, see [`run`]): the number of bytes
+/// they took.
 fn scan_txns(text: &[u8], s: &mut Scratch) -> Scan<usize> {
-    let n = run(text, s, txn)?;
-    Strs::keys_of(text, &s.strs, &mut s.str_keys);
-    Ok(n)
+    run(text, s, txn)
 }
 
 /// One transaction, into the scratch: as the writer makes it (see
@@ -234,12 +234,9 @@ fn add_txns(c: &mut Compact, s: &mut Scratch) {
 }
 
 /// Scans the store cells (`final_state.cells` entries) at the start of
-/// `text` (see [`run`]), with their strings' keys: the number of bytes they
-/// took.
+/// `text` (see [`run`]): the number of bytes they took.
 fn scan_cells(text: &[u8], s: &mut Scratch) -> Scan<usize> {
-    let n = run(text, s, cell)?;
-    Strs::keys_of(text, &s.strs, &mut s.str_keys);
-    Ok(n)
+    run(text, s, cell)
 }
 
 /// One store cell, into the scratch: as the writer makes it (see

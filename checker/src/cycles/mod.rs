@@ -681,15 +681,21 @@ mod tests {
             col: "c".into(),
             versions: vec![v],
         };
+        let cells = vec![
+            cell("a", put("1", 10, 1)),
+            cell("b", put("1", 10, 1)),
+            cell("c", put("2", 11, 2)),
+            cell("d", put("2", 11, 2)),
+        ];
+        history(vec![txn(1, (1, 10), t1), txn(2, (2, 11), t2)], cells)
+    }
+
+    /// A history of `transactions` whose store holds `cells`.
+    fn history(transactions: Vec<Transaction>, cells: Vec<CellState>) -> History {
         History {
-            transactions: vec![txn(1, (1, 10), t1), txn(2, (2, 11), t2)],
+            transactions,
             final_state: FinalState {
-                cells: vec![
-                    cell("a", put("1", 10, 1)),
-                    cell("b", put("1", 10, 1)),
-                    cell("c", put("2", 11, 2)),
-                    cell("d", put("2", 11, 2)),
-                ],
+                cells,
                 ..FinalState::default()
             },
             format: crate::history::FORMAT.into(),
@@ -760,19 +766,7 @@ mod tests {
                 versions,
             })
             .collect();
-        History {
-            transactions: txns,
-            final_state: FinalState {
-                cells,
-                ..FinalState::default()
-            },
-            format: crate::history::FORMAT.into(),
-            model: None,
-            seed: 0,
-            scenario: serde_json::Value::Null,
-            events: Vec::new(),
-            observers: Vec::new(),
-        }
+        history(txns, cells)
     }
 
     /// The version orders and judged reads worked out in halves on two

@@ -1,12 +1,13 @@
-//! Two pieces of work at once: the one way the checker splits work over
-//! two threads when it holds a large history in memory.
+//! Two pieces of work at once, on two threads: how the index and the rules
+//! share a large history's work between the cores (reading the file has a
+//! pipeline of its own, in `reader.rs`).
 
 /// Runs `a` on this thread and `b` on a second one when `two_threads` is
 /// set, else `a` then `b` here; returns both results. A panic in `b`
 /// panics here, as it would have on this thread.
-pub(crate) fn both<A: Send, B: Send>(
+pub(crate) fn both<A, B: Send>(
     two_threads: bool,
-    a: impl FnOnce() -> A + Send,
+    a: impl FnOnce() -> A,
     b: impl FnOnce() -> B + Send,
 ) -> (A, B) {
     if !two_threads {

@@ -120,7 +120,7 @@ pub(crate) struct Verdicts {
 /// come back in the table's order. On a history of at least
 /// [`PARALLEL_FROM_TXNS`] transactions the dependency graph's first part
 /// runs on both cores, then the rest of it (the rules of [`Phase::First`])
-/// on a thread of its own beside the others.
+/// and the other rules run side by side, on a thread each.
 pub(crate) fn run_all(ctx: &Ctx<'_>) -> Verdicts {
     run_all_with(ctx, ctx.h.txns.len() >= PARALLEL_FROM_TXNS)
 }

@@ -270,8 +270,9 @@ fn take_back(
 /// The scanning half of [`pipelined`] (interning too when `here` holds
 /// the strings): the batches taken go to `full` in parcels; they come back
 /// through `back`, to be added here when `here` holds the history, and
-/// their scratches are used again. While the other thread is behind, this
-/// one adds what came back rather than wait.
+/// their scratches are used again. While the other thread's queue is full,
+/// this one takes back what it finished (and adds it, when this thread
+/// adds) rather than wait for a place in the queue.
 fn scan_batches<R: std::io::Read>(
     w: &mut Window<R>,
     here: &mut Stage<'_>,
@@ -967,8 +968,9 @@ mod tests {
             let pieces = Window::new(Trickle(text.as_bytes(), 4093));
             let two = super::read_window_with(pieces, 0, true);
             assert_eq!(dump(&one), dump(&two.expect("in pieces")), "odd {odd}");
-            // From a mapped file the adding thread interns the strings,
-            // reading them from the map, while the window hands pages it
+            // From a mapped file the other thread interns the strings,
+            // reading them from the map, and the scanning one adds the
+            // batches as they come back, while the window hands pages it
             // has passed back to the kernel (every 1 MiB here).
             let two = super::read_window_with(mapped(&text, odd), 0, true);
             assert_eq!(dump(&one), dump(&two.expect("mapped")), "odd {odd}");

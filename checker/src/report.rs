@@ -467,7 +467,8 @@ where
         for (class, n) in later.counts {
             *self.counts.entry(class).or_default() += n;
         }
-        if self.note.is_none() {
+        // As `note` does: the last one set stands.
+        if later.note.is_some() {
             self.note = later.note;
         }
     }

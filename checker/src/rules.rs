@@ -16,9 +16,10 @@ use crate::{atomicity, conflicts, notifications, observer_once, scans, snapshot,
 /// whatever their phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// First, or on a thread of its own beside the others on a large
-    /// history: the dependency graph, the rule that takes the most time and
-    /// memory. Run first, its memory is taken before the other rules'
+    /// First, or on a large history beside the others (each phase on a
+    /// thread of its own, after the graph's first part, see
+    /// [`run_all_with`]): the dependency graph, the rule that takes the
+    /// most time and memory. Run first, its memory is taken before the other rules'
     /// temporaries have been freed, and theirs fit in what it freed.
     First,
     /// After the rules of [`Phase::First`] (or beside them), in the

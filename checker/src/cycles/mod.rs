@@ -393,9 +393,13 @@ struct ReadsJudged {
 }
 
 impl ReadsJudged {
-    /// Appends what was found on the readers after these.
+    /// Appends what was found on the readers after these, growing the
+    /// lists to the size they need and no more (they are kept through the
+    /// whole rule).
     fn append(&mut self, mut later: ReadsJudged) {
+        self.lost.reserve_exact(later.lost.len());
         self.lost.append(&mut later.lost);
+        self.recorded.reserve_exact(later.recorded.len());
         self.recorded.append(&mut later.recorded);
     }
 }

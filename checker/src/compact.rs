@@ -28,6 +28,8 @@ pub(crate) struct Strs {
     /// masking), so that it is sized to what a file needs rather than to
     /// the next power of two; see [`Slot`].
     table: Vec<Slot>,
+    /// Scratch for [`Strs::intern_batch`]: the batch's keys.
+    keys: Vec<Key>,
 }
 
 /// One slot of the string table. A lookup reads the slot and, for a string
@@ -89,7 +91,7 @@ const LEN_LIMIT: usize = (1 << 24) - 1;
 /// A string's hash and the body of the slot that holds it (for a longer
 /// string, only its tag and marker: its place is set when it is added).
 #[derive(Clone, Copy)]
-pub(crate) struct Key {
+struct Key {
     hash: u64,
     body: [u8; 12],
 }
@@ -346,43 +348,37 @@ impl Strs {
         self.intern_keyed(s.as_bytes(), Key::of(s.as_bytes()))
     }
 
-    /// The keys of the strings at `ranges` of `text`, into `keys`: what
-    /// [`Strs::intern_keys`] takes, worked out without the table (a reader
-    /// may work them out on another thread).
-    pub(crate) fn keys_of(text: &[u8], ranges: &[(usize, usize)], keys: &mut Vec<Key>) {
-        keys.clear();
-        keys.extend(ranges.iter().map(|&range| Key::at(text, range)));
-    }
-
-    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`, of
-    /// keys `keys` ([`Strs::keys_of`]), into `ids`, as [`Strs::intern`] on
-    /// each in order would give; each range must hold UTF-8 (the scanner's
-    /// hold printable ASCII).
+    /// The ids of the strings `text[a..b]` for each `(a, b)` of `ranges`
+    /// (into `ids`), as [`Strs::intern`] on each in order would give; each
+    /// range must hold UTF-8 (the scanner's hold printable ASCII).
     ///
     /// On a large file nearly every lookup misses the cache, and one at a
     /// time each waits the whole memory latency. So the hashes of the whole
-    /// batch come first (`keys`), then a tight loop that loads every
-    /// string's first slot (loads the processor keeps in flight together,
-    /// as they depend on nothing), and only then the lookups, which find
-    /// their slots in the cache.
-    pub(crate) fn intern_keys(
+    /// batch come first, then a tight loop that loads every string's first
+    /// slot (loads the processor keeps in flight together, as they depend
+    /// on nothing), and only then the lookups, which find their slots in
+    /// the cache.
+    pub(crate) fn intern_batch(
         &mut self,
         text: &[u8],
         ranges: &[(usize, usize)],
-        keys: &[Key],
         ids: &mut Vec<u32>,
     ) {
         if Strs::crowded(self.ends.len() + ranges.len(), self.table.len()) {
             self.grow_to(self.ends.len() + ranges.len(), false);
         }
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(ranges.iter().map(|&range| Key::at(text, range)));
         let touched = keys
             .iter()
             .fold(0u32, |t, k| t ^ self.table[self.home(k.hash)].id1);
         std::hint::black_box(touched);
         ids.clear();
-        for (&(a, b), &k) in ranges.iter().zip(keys) {
+        for (&(a, b), &k) in ranges.iter().zip(&keys) {
             ids.push(self.intern_keyed(&text[a..b], k));
         }
+        self.keys = keys;
     }
 
     /// [`Strs::intern`] with the key computed and the table large enough;
@@ -475,7 +471,7 @@ impl CellTable {
     }
 
     /// Loads the first slot of every hash in `hashes` (see
-    /// [`Strs::intern_keys`]).
+    /// [`Strs::intern_batch`]).
     fn touch(&self, hashes: &[u64]) {
         let shift = 64 - self.bits;
         let touched = hashes
@@ -694,7 +690,7 @@ impl Compact {
 
     /// The ids of the cells `keys` (row and column string ids) into
     /// `cells`, as [`Compact::cell`] on each in order would give: the
-    /// table's slots are all loaded first, as in [`Strs::intern_keys`].
+    /// table's slots are all loaded first, as in [`Strs::intern_batch`].
     pub(crate) fn cell_batch(&mut self, keys: &[(u32, u32)], cells: &mut Vec<u32>) {
         self.cell_ids.reserve(keys.len());
         let mut hashes = std::mem::take(&mut self.cell_ids.hashes);

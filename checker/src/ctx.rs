@@ -710,13 +710,9 @@ impl<'a> Ctx<'a> {
     /// The transaction whose start_ts is `ts` (the first in history order
     /// on a tie), or [`NONE`].
     pub(crate) fn by_start(&self, ts: u64) -> u32 {
-        let by_start = self.by_start.get_or_init(|| {
-            let mut v: Vec<(u64, u32)> = (0..self.n() as u32)
-                .map(|t| (self.txn(t).start_ts, t))
-                .collect();
-            v.sort_unstable();
-            v.into_iter().map(|(_, t)| t).collect()
-        });
+        let by_start = self
+            .by_start
+            .get_or_init(|| txns_by_start(self.h).into_iter().map(|(_, t)| t).collect());
         let p = by_start.partition_point(|&t| self.txn(t).start_ts < ts);
         match by_start.get(p) {
             Some(&t) if self.txn(t).start_ts == ts => t,

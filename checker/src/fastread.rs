@@ -60,8 +60,8 @@ const TXN_REQUIRED: u32 = 1 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 6 | 1 << 8;
 
 /// The steps of reading a batch of one kind of array element. `scan`
 /// takes the elements of the usual shape at the start of `text` (see
-/// [`run`]) into the scratch; [`intern`] then works out their strings'
-/// keys and interns them (the only step that needs the string table), and
+/// [`run`]) into the scratch; [`intern`] then interns their strings (the
+/// only step that needs the string table), and
 /// `add` adds the elements to the history. The reader of a large file runs
 /// the steps on two threads, one batch behind the other (`reader.rs`).
 pub(crate) struct Elements {
@@ -83,11 +83,9 @@ impl Elements {
     }
 }
 
-/// Interns the strings of a batch scanned from `text`, their keys worked
-/// out first.
+/// Interns the strings of a batch scanned from `text`.
 pub(crate) fn intern(text: &[u8], strs: &mut Strs, s: &mut Scratch) {
-    Strs::keys_of(text, &s.strs, &mut s.str_keys);
-    strs.intern_keys(text, &s.strs, &s.str_keys, &mut s.ids);
+    strs.intern_batch(text, &s.strs, &mut s.ids);
 }
 
 /// The transactions (the elements of the `transactions` array).

@@ -66,7 +66,7 @@ enum Bytes {
     /// handed back to the kernel (they are read from the file again if
     /// touched).
     Mapped {
-        /// Shared with the thread that adds what was scanned (see
+        /// Shared with the thread that interns what was scanned (see
         /// `reader::pipelined`), which reads strings from it.
         map: std::sync::Arc<memmap2::Mmap>,
         dropped: usize,
@@ -116,7 +116,7 @@ impl<R: Read> Window<R> {
         let upto = self.pos & !((1 << 20) - 1);
         // SAFETY: the bytes dropped are all before the position: no slice
         // the window handed out is alive (this takes `&mut self`, and every
-        // such slice borrows it). The thread that adds what was scanned
+        // such slice borrows it). The thread that interns what was scanned
         // (`reader::pipelined`) may still read strings there through its
         // own handle on the map: the map is a read-only mapping of a file,
         // so a page touched again is read from the file again, the same

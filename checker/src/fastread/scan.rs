@@ -42,8 +42,6 @@ pub(crate) struct Scratch {
     /// Each store cell: its row and column (indices into `strs`) and the
     /// end of its versions in `versions`.
     pub(super) cells: Vec<RawCell>,
-    /// The keys of `strs` (see [`crate::compact::Strs::keys_of`]).
-    pub(super) str_keys: Vec<crate::compact::Key>,
     /// The interned ids of `strs`.
     pub(super) ids: Vec<u32>,
     /// The cells of the batch's ops (or store cells), as row and column

@@ -167,10 +167,28 @@ const PIPELINE_DEPTH: usize = 2;
 type Parcel = Vec<(usize, fastread::Scratch)>;
 
 /// What one thread of [`pipelined`] does to each batch besides scanning:
-/// intern its strings into `strs`, add it to `history`, either or neither.
+/// intern its strings into `strs` or add it to `history`.
 struct Stage<'h> {
     strs: Option<&'h mut crate::compact::Strs>,
     history: Option<&'h mut Compact>,
+}
+
+impl<'h> Stage<'h> {
+    /// Interns into `strs`.
+    fn interning(strs: &'h mut crate::compact::Strs) -> Stage<'h> {
+        Stage {
+            strs: Some(strs),
+            history: None,
+        }
+    }
+
+    /// Adds to `history`.
+    fn adding(history: &'h mut Compact) -> Stage<'h> {
+        Stage {
+            strs: None,
+            history: Some(history),
+        }
+    }
 }
 
 /// Reads the elements of the usual shape from the window's position (at an
@@ -191,26 +209,8 @@ fn pipelined<R: std::io::Read>(
     let mut strs = std::mem::take(&mut c.strs);
     let map = w.shared_map();
     let (here, there) = match map {
-        Some(_) => (
-            Stage {
-                strs: None,
-                history: Some(c),
-            },
-            Stage {
-                strs: Some(&mut strs),
-                history: None,
-            },
-        ),
-        None => (
-            Stage {
-                strs: Some(&mut strs),
-                history: None,
-            },
-            Stage {
-                strs: None,
-                history: Some(c),
-            },
-        ),
+        Some(_) => (Stage::adding(c), Stage::interning(&mut strs)),
+        None => (Stage::interning(&mut strs), Stage::adding(c)),
     };
     let add = fast.add;
     let ended = std::thread::scope(|scope| {
